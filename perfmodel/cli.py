@@ -1,0 +1,51 @@
+"""The `perfmodel` command line. Each command lives in perfmodel/commands/<name>.py and exposes a
+click command named `command`; this module only collects them and turns InputError into one clear
+message with exit status 2 (never a traceback)."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .errors import InputError
+
+# one module per command; a module that fails to import is reported, not fatal for the others
+COMMANDS = ["catalog", "predict", "validate"]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="perfmodel")
+def cli() -> None:
+    """Analytic performance, memory and cost model for LLM training on GPU clusters."""
+
+
+for _name in COMMANDS:
+    _mod = importlib.import_module(f"perfmodel.commands.{_name}")
+    for _cmd in getattr(_mod, "COMMANDS", [getattr(_mod, "command", None)]):
+        if _cmd is not None:
+            cli.add_command(_cmd)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, standalone_mode=False)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""One error type for every bad input: it names the input, the field and the reason.
+
+The CLI catches `InputError` and prints its message with a non-zero exit, never a traceback.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class InputError(ValueError):
+    """A user-facing error: `where` (file or flag), `field`, `reason`."""
+
+    def __init__(self, where: str, field: str, reason: str):
+        self.where, self.field, self.reason = where, field, reason
+        loc = f"{where}: " if where else ""
+        fld = f"{field}: " if field else ""
+        super().__init__(f"{loc}{fld}{reason}")
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """' (did you mean X?)' when a close match exists, else ''."""
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{match[0]}'?)" if match else ""

@@ -1,0 +1,153 @@
+"""Parallel layouts: one `Layout` (ints) or a `LayoutGrid` (struct of numpy arrays).
+
+Semantics follow Megatron-Core: world = tp * cp * pp * dp for the dense parts; MoE layers fold the same
+GPUs as etp * ep * edp (Liu et al. 2025, "MoE Parallel Folding"); default rank order tp-cp-ep-dp-pp with
+tp innermost, which decides which groups stay inside an NVLink domain (see topology.py).
+The cost model is written over LayoutGrid arrays, so one layout and a million share the same code.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Literal
+
+import numpy as np
+
+from .errors import InputError
+
+RECOMPUTE = {"none": 0, "selective": 1, "full": 2}
+Recompute = Literal["none", "selective", "full"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    gpus: int
+    gbs: int                 # global batch, sequences
+    seq: int                 # sequence length, tokens
+    tp: int = 1
+    pp: int = 1
+    vp: int = 1              # virtual (interleaved) stages per pipeline rank
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
+    mbs: int = 1
+    fsdp: bool = False       # parameters + grads + optimizer sharded over dp (ZeRO-3 / Megatron-FSDP)
+    recompute: Recompute = "none"
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+
+_INT_FIELDS = ("gpus", "gbs", "seq", "tp", "pp", "vp", "cp", "ep", "etp", "mbs")
+
+
+@dataclass(frozen=True)
+class LayoutGrid:
+    """Many layouts as parallel int64 arrays (same length n)."""
+    gpus: np.ndarray
+    gbs: np.ndarray
+    seq: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    vp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    mbs: np.ndarray
+    fsdp: np.ndarray         # bool
+    recompute: np.ndarray    # 0 none, 1 selective, 2 full
+
+    @property
+    def n(self) -> int:
+        return int(self.tp.shape[0])
+
+    @property
+    def dp(self) -> np.ndarray:
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def edp(self) -> np.ndarray:
+        """Expert data-parallel size: ep * etp * edp = tp * cp * dp (parallel folding)."""
+        return (self.tp * self.cp * self.dp) // (self.ep * self.etp)
+
+    @property
+    def microbatches(self) -> np.ndarray:
+        return self.gbs // (self.dp * self.mbs)
+
+    @classmethod
+    def from_layouts(cls, layouts: list[Layout]) -> "LayoutGrid":
+        cols = {f: np.array([getattr(l, f) for l in layouts], dtype=np.int64) for f in _INT_FIELDS}
+        cols["fsdp"] = np.array([l.fsdp for l in layouts], dtype=bool)
+        cols["recompute"] = np.array([RECOMPUTE[l.recompute] for l in layouts], dtype=np.int64)
+        return cls(**cols)
+
+    @classmethod
+    def of(cls, layout: Layout) -> "LayoutGrid":
+        return cls.from_layouts([layout])
+
+    def take(self, idx) -> "LayoutGrid":
+        return LayoutGrid(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    def layout(self, i: int) -> Layout:
+        inv = {v: k for k, v in RECOMPUTE.items()}
+        kw = {f: int(getattr(self, f)[i]) for f in _INT_FIELDS}
+        return Layout(**kw, fsdp=bool(self.fsdp[i]), recompute=inv[int(self.recompute[i])])  # type: ignore[arg-type]
+
+
+def legality(grid: LayoutGrid, num_layers: int, num_heads: int, num_kv_heads: int,
+             num_experts: int | None) -> dict[str, np.ndarray]:
+    """Boolean masks, one per rule (True = rule violated). Used by `check_layout` and the planner."""
+    g = grid
+    model_par = g.tp * g.pp * g.cp
+    bad: dict[str, np.ndarray] = {}
+    bad["gpus"] = (g.gpus % model_par) != 0
+    dp = np.maximum(g.gpus // np.maximum(model_par, 1), 1)
+    bad["tp"] = (num_heads % g.tp) != 0
+    bad["pp"] = g.pp > num_layers
+    bad["vp"] = (g.vp > 1) & ((g.pp == 1) | (num_layers < g.pp * g.vp))
+    bad["gbs"] = (g.gbs % (dp * g.mbs)) != 0
+    bad["seq_cp"] = (g.seq % (2 * g.cp) != 0) & (g.cp > 1)
+    if num_experts:
+        bad["ep"] = (num_experts % g.ep) != 0
+        bad["etp"] = ((g.tp * g.cp * dp) % (g.ep * g.etp)) != 0
+    else:
+        bad["ep"] = g.ep != 1
+        bad["etp"] = np.zeros(g.n, bool)
+    return bad
+
+
+RULE_TEXT = {
+    "gpus": "gpus must be a multiple of tp * pp * cp",
+    "tp": "tp must divide the number of attention heads",
+    "pp": "pp must not exceed the number of layers",
+    "vp": "vp > 1 needs pp > 1 and at least pp * vp layers",
+    "gbs": "global batch must be divisible by dp * micro-batch",
+    "seq_cp": "sequence length must be divisible by 2 * cp (load-balanced context parallelism)",
+    "ep": "ep must divide the number of experts (and be 1 for a dense model)",
+    "etp": "ep * etp must divide tp * cp * dp (MoE parallel folding)",
+}
+
+
+def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: int,
+                 num_experts: int | None) -> None:
+    """Raise one InputError naming the first rule the layout breaks."""
+    for name in _INT_FIELDS:
+        val = getattr(layout, name)
+        if not isinstance(val, (int, np.integer)) or val < 1:
+            raise InputError("layout", name, f"must be a positive integer (got {val!r})")
+    if layout.recompute not in RECOMPUTE:
+        raise InputError("layout", "recompute", f"must be one of {', '.join(RECOMPUTE)}")
+    bad = legality(LayoutGrid.of(layout), num_layers, num_heads, num_kv_heads, num_experts)
+    for rule, mask in bad.items():
+        if mask[0]:
+            detail = {
+                "gpus": f"{layout.gpus} GPUs with tp*pp*cp = {layout.tp * layout.pp * layout.cp}",
+                "tp": f"tp={layout.tp}, heads={num_heads}",
+                "pp": f"pp={layout.pp}, layers={num_layers}",
+                "vp": f"pp={layout.pp}, vp={layout.vp}, layers={num_layers}",
+                "gbs": f"gbs={layout.gbs}, dp={layout.dp}, mbs={layout.mbs}",
+                "seq_cp": f"seq={layout.seq}, cp={layout.cp}",
+                "ep": f"ep={layout.ep}, experts={num_experts or 0}",
+                "etp": f"ep*etp={layout.ep * layout.etp}, tp*cp*dp={layout.tp * layout.cp * layout.dp}",
+            }[rule]
+            raise InputError("layout", rule, f"{RULE_TEXT[rule]} ({detail})")

@@ -1,0 +1,172 @@
+"""Hold predictions against measured runs (CSV schema of validation/README.md).
+
+For each row: predicted vs measured tokens/s/GPU and the signed error (pred - meas) / meas. Summary:
+MAPE, median and p90 absolute error, worst rows, bias per group, coverage with every unsupported row
+and its reason. Rows measured far below their prediction get the most likely cause from the breakdown.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+
+from .errors import InputError
+from .hardware import HardwareSpec, load_hardware
+from .layout import Layout, LayoutGrid, check_layout
+from .model import ModelSpec, load_model
+from .predict import Options, Prediction, predict_grid
+
+REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
+CALIBRATION_SPLITS = 4
+
+
+def calibration_split(run_id: str) -> bool:
+    """True for the fixed calibration subset: crc32(run_id) % 4 == 0 (about a quarter of the rows)."""
+    return zlib.crc32(run_id.encode()) % CALIBRATION_SPLITS == 0
+
+
+@dataclass
+class RowResult:
+    run_id: str
+    model: str
+    hardware: str
+    precision: str
+    source: str
+    gpus: int
+    measured: float
+    predicted: float
+    error: float            # signed relative error of the prediction
+    calibration: bool
+    moe: bool
+    verdict: str
+    breakdown: dict[str, float]
+    mfu: float
+    fits: bool
+
+
+@dataclass
+class Report:
+    given: int
+    results: list[RowResult]
+    unsupported: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    def stats(self, rows: Iterable[RowResult] | None = None) -> dict:
+        rs = list(self.results if rows is None else rows)
+        if not rs:
+            return {"rows": 0, "mape": None, "median_ape": None, "p90_ape": None, "bias": None}
+        ape = np.abs([r.error for r in rs])
+        return {"rows": len(rs), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
+                "p90_ape": float(np.percentile(ape, 90)), "bias": float(np.mean([r.error for r in rs]))}
+
+    def by(self, key: str) -> dict[str, dict]:
+        groups: dict[str, list[RowResult]] = {}
+        for r in self.results:
+            k = {"hardware": r.hardware, "model": r.model, "source": r.source, "precision": r.precision,
+                 "kind": "moe" if r.moe else "dense", "split": "calibration" if r.calibration else "held-out"}[key]
+            groups.setdefault(k, []).append(r)
+        return {k: self.stats(v) for k, v in sorted(groups.items())}
+
+
+def _int(row: dict, key: str, default: int | None = None) -> int | None:
+    v = (row.get(key) or "").strip()
+    if v == "":
+        return default
+    f = float(v)
+    if not math.isfinite(f) or f != int(f):
+        raise ValueError(f"{key}: not an integer ({v!r})")
+    return int(f)
+
+
+def _resolve_ref(ref: str, base: Path) -> str:
+    p = base / ref
+    if ("/" in ref or ref.endswith((".toml", ".json"))) and p.exists():
+        return str(p)
+    return ref
+
+
+def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
+    """One CSV row -> (model, hardware, layout, options); raises ValueError/InputError with the reason."""
+    for k in REQUIRED:
+        if not (row.get(k) or "").strip():
+            raise ValueError(f"{k}: empty")
+    model = load_model(_resolve_ref(row["model"].strip(), base))
+    hw = load_hardware(_resolve_ref(row["hardware"].strip(), base))
+    prec = row["precision"].strip()
+    tp = _int(row, "tp", 1)
+    etp_default = tp if model.is_moe else 1      # Megatron-Core: expert TP defaults to TP
+    rec = (row.get("recompute") or "").strip() or "none"
+    lay = Layout(gpus=_int(row, "gpus"), gbs=_int(row, "global_batch"), seq=_int(row, "seq_len"),
+                 tp=tp, pp=_int(row, "pp", 1), vp=_int(row, "vp", 1), cp=_int(row, "cp", 1),
+                 ep=_int(row, "ep", 1), etp=_int(row, "etp", etp_default) if model.is_moe else 1,
+                 mbs=_int(row, "micro_batch", 1), fsdp=bool(_int(row, "fsdp", 0)),
+                 recompute=rec)  # type: ignore[arg-type]
+    if model.is_moe and (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
+        lay = Layout(**{**lay.__dict__, "etp": 1})
+    a = model.attention
+    check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
+    routing = (row.get("moe_routing") or "").strip()
+    opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real")
+    hw.peak(prec)
+    return model, hw, lay, opts
+
+
+def likely_cause(p: Prediction) -> str:
+    """The largest non-compute term of the breakdown: where a slow real run most likely lost time."""
+    b = p.row(0)["breakdown_s"]
+    comm = {k: v for k, v in b.items() if k not in ("gemm", "attention", "memory_bound")}
+    k = max(comm, key=comm.get)
+    return f"largest overhead in the prediction: {k} ({comm[k] / p.step_time_s[0]:.0%} of the step)"
+
+
+def validate_rows(rows: list[dict], base: Path, consts=None, progress: Callable[[int], None] | None = None) -> Report:
+    results, unsupported = [], []
+    for i, row in enumerate(rows):
+        rid = (row.get("run_id") or f"row{i + 2}").strip()
+        try:
+            model, hw, lay, opts = row_inputs(row, base)
+            if consts is not None:
+                opts = Options(opts.precision, opts.attention, opts.routing, consts)
+            measured = float(row["tokens_per_s_per_gpu"])
+            if not math.isfinite(measured) or measured <= 0:
+                raise ValueError("tokens_per_s_per_gpu: must be a positive number")
+            p = predict_grid(model, hw, LayoutGrid.of(lay), opts)
+        except (InputError, ValueError, KeyError) as exc:
+            unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
+            continue
+        pred = float(p.tokens_per_s_per_gpu[0])
+        err = (pred - measured) / measured
+        verdict = "ok"
+        if err > 0.25:
+            verdict = "underperforms prediction; " + likely_cause(p)
+        elif err < -0.25:
+            verdict = "faster than predicted"
+        results.append(RowResult(rid, model.id, hw.id, opts.precision, (row.get("source") or "").split(" (")[0],
+                                 lay.gpus, measured, pred, err, calibration_split(rid), model.is_moe, verdict,
+                                 p.row(0)["breakdown_s"], float(p.mfu[0]), bool(p.fits[0])))
+        if progress:
+            progress(i)
+    return Report(len(rows), results, unsupported)
+
+
+def read_csv(path: str | Path) -> list[dict]:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(str(p), "", "file not found")
+    with p.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if reader.fieldnames is None:
+            raise InputError(str(p), "", "file is empty")
+        missing = [k for k in REQUIRED if k not in reader.fieldnames]
+        if missing:
+            raise InputError(str(p), ", ".join(missing), "required column(s) missing")
+        return list(reader)
+
+
+def validate_file(path: str | Path, consts=None) -> Report:
+    return validate_rows(read_csv(path), Path(path).resolve().parent, consts)

@@ -1,0 +1,7 @@
+"""Make `import perfmodel` pick up the package in this checkout (no install needed)."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
