@@ -11,6 +11,7 @@ _FILE = Path(__file__).with_name("calibration.toml")
 
 @dataclass(frozen=True)
 class Constants:
+    tensor_sustained: float
     gemm_k_half: float
     gemm_mn_half: float
     kernel_fixed_s: float
@@ -22,6 +23,7 @@ class Constants:
     dp_overlap: float
     pp_overlap: float
     moe_imbalance: float
+    moe_layer_overhead_s: float
     fp8_cast_bytes: float
     reserved_bytes: float
 

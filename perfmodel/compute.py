@@ -32,7 +32,7 @@ def gemm_time(M, N, K, hw: HardwareSpec, precision: str, c: Constants):
     """Seconds for C[M,N] = A[M,K] @ B[K,N] on one GPU (arrays broadcast)."""
     M, N, K = (np.asarray(x, dtype=float) for x in (M, N, K))
     peak, eff_best, nbytes = gemm_peak_and_eff(hw, precision)
-    eff = eff_best * K / (K + c.gemm_k_half) * M / (M + c.gemm_mn_half) * N / (N + c.gemm_mn_half)
+    eff = eff_best * c.tensor_sustained * K / (K + c.gemm_k_half) * M / (M + c.gemm_mn_half) * N / (N + c.gemm_mn_half)
     flops = 2.0 * M * N * K
     t_math = flops / (peak * eff)
     t_mem = ((M * K + K * N) * nbytes + M * N * BF16) / (hw.memory.hbm_bandwidth * hw.efficiency.memory_bound)
@@ -49,7 +49,7 @@ def gemm_train_time(M, N, K, hw: HardwareSpec, precision: str, c: Constants):
 def attention_time(flops_fwd, mean_keys, hw: HardwareSpec, c: Constants):
     """(forward, backward) seconds of flash attention doing `flops_fwd` score FLOPs (BF16 kernels)."""
     flops_fwd = np.asarray(flops_fwd, dtype=float)
-    size = mean_keys / (mean_keys + c.attention_keys_half)
+    size = c.tensor_sustained * mean_keys / (mean_keys + c.attention_keys_half)
     peak = hw.peak_flops.bf16
     fwd = flops_fwd / (peak * hw.efficiency.attention_fwd * size) + c.kernel_fixed_s
     bwd = 2.5 * flops_fwd / (peak * hw.efficiency.attention_bwd * size) + c.kernel_fixed_s

@@ -83,6 +83,7 @@ class Cost(Frozen):
     unit_name: str = "server"
     unit_capex_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     allin_capex_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    liquid_cooled: bool = False      # direct liquid cooling: economics uses the buyer's liquid-cooled PUE
 
 
 class HardwareSpec(Frozen):

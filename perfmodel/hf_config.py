@@ -210,10 +210,11 @@ def _set_moe(r: _Reader, moe_set: set[int], L: int, key: str, **fields: Any) -> 
         return False
     lay = _moe_layout(moe_set, L)
     if lay is None:
-        shown = sorted(moe_set)
-        raise r.fail(key, f"the MoE layer pattern {shown if len(shown) <= 16 else str(shown[:16])[:-1] + ', ...]'} "
-                          "cannot be expressed as 'layer i is MoE when i >= first_dense_layers and "
-                          "(i+1) % interval == 0'; write a catalog TOML for this model instead")
+        dense = [i for i in range(L) if i not in moe_set]
+        shown = str(dense if len(dense) <= 16 else dense[:16])[:-1] + ("]" if len(dense) <= 16 else ", ...]")
+        raise r.fail(key, f"the dense (non-MoE) layers {shown} cannot be expressed as 'layer i is MoE when "
+                          "i >= first_dense_layers and (i+1) % interval == 0'; write a catalog TOML for this "
+                          "model instead")
     first, interval = lay
     for f, (val, src_key) in fields.items():
         if src_key is None:

@@ -145,11 +145,17 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
             gem += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp)
         f, b, i, o = _gemms_time(gem, hw, prec, c)
         assign = Ts * e.top_k * imb                                              # token copies per GPU
-        mem = (8 * h * assign + act_bytes_per_width(m) * e.expert_intermediate_size * assign
+        # token routing per layer forward (Megatron-Core alltoall dispatcher): permute, sort by expert,
+        # unsort and un-permute each read+write top_k*h BF16 (4 x 4 B), plus an FP32 weighted scatter-add
+        # of the expert outputs (4 B): 20 B per token copy per hidden unit
+        mem = (20 * h * assign + act_bytes_per_width(m) * e.expert_intermediate_size * assign
                + act_bytes_per_width(m) * e.shared_experts * e.shared_width / tp * T)
         a2a = comm.all_to_all_time(assign * h * BF16, ep, etp, hw)               # dispatch or combine
         etp_c = np.where(etp > 1, 2 * comm.all_gather_time(assign * etp * h * BF16, etp, 1, hw), 0.0)
         tp_c = (2 * tp_ag if e.shared_experts else 0.0) + etp_c
+        # host sync + routing-kernel launches, once in forward and once in backward
+        f = f + c.moe_layer_overhead_s
+        b = b + c.moe_layer_overhead_s
         return f, b, i, o, mem, tp_c, 2 * a2a
 
     def layer(ffn):

@@ -116,6 +116,20 @@ def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, 
     return model, hw, lay, opts
 
 
+def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
+    """Predict a measured row. When the source does not say which recompute it used, the run must have
+    fit in HBM: take the lightest recompute mode (none, selective, full) whose predicted memory fits."""
+    if recompute_published:
+        return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
+    modes = ("none", "selective", "full")
+    grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in modes])  # type: ignore[arg-type]
+    p = predict_grid(model, hw, grid, opts)
+    fits = [i for i in range(3) if p.fits[i]]
+    i = fits[0] if fits else 2
+    one = predict_grid(model, hw, grid.take(np.array([i])), opts)
+    return one, ("" if i == 0 else modes[i])
+
+
 def likely_cause(p: Prediction) -> str:
     """The largest non-compute term of the breakdown: where a slow real run most likely lost time."""
     b = p.row(0)["breakdown_s"]
@@ -135,13 +149,13 @@ def validate_rows(rows: list[dict], base: Path, consts=None, progress: Callable[
             measured = float(row["tokens_per_s_per_gpu"])
             if not math.isfinite(measured) or measured <= 0:
                 raise ValueError("tokens_per_s_per_gpu: must be a positive number")
-            p = predict_grid(model, hw, LayoutGrid.of(lay), opts)
+            p, inferred = _predict_row(model, hw, lay, opts, recompute_published=bool((row.get("recompute") or "").strip()))
         except (InputError, ValueError, KeyError) as exc:
             unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
             continue
         pred = float(p.tokens_per_s_per_gpu[0])
         err = (pred - measured) / measured
-        verdict = "ok"
+        verdict = "ok" if not inferred else f"recompute={inferred} inferred (no-recompute layout does not fit in HBM)"
         if err > 0.25:
             verdict = "underperforms prediction; " + likely_cause(p)
         elif err < -0.25:

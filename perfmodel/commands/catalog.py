@@ -1,0 +1,254 @@
+"""`perfmodel list`, `perfmodel show` and `perfmodel explain`: what is in the catalog and where each
+number comes from. Values stay SI inside; tables convert at the edge (TFLOP/s, GB, TB/s, GB/s, us)."""
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import sympy as sp
+from rich.markup import escape
+
+from ..counts import (Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts,
+                      symbolic_flops_formula)
+from ..hardware import HardwareSpec, load_hardware
+from ..model import ModelSpec, load_model
+from ..specfile import catalog_ids
+from .common import console, emit_json, si, table
+
+# ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
+
+_SKIP = {"sources", "path", "notes"}
+
+
+def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested dict -> [(dotted.field, leaf value)] in declaration order."""
+    if isinstance(obj, dict):
+        out: list[tuple[str, Any]] = []
+        for k, v in obj.items():
+            if not prefix and k in _SKIP:
+                continue
+            out += _flatten(v, f"{prefix}.{k}" if prefix else k)
+        return out
+    return [(prefix, obj)]
+
+
+def hardware_unit(field: str) -> tuple[float, str, str]:
+    """(display divisor, display unit, SI unit) for a hardware field, by its name."""
+    leaf = field.rsplit(".", 1)[-1]
+    if field.startswith("peak_flops."):
+        return 1e12, "TFLOP/s", "FLOP/s"
+    if leaf == "hbm_bytes":
+        return 1e9, "GB", "B"
+    if leaf == "hbm_bandwidth":
+        return 1e12, "TB/s", "B/s"
+    if leaf == "bandwidth":
+        return 1e9, "GB/s", "B/s"
+    if leaf.endswith("_s"):
+        return 1e-6, "us", "s"
+    if leaf.endswith("_w") or leaf.endswith("_w_per_gpu"):
+        return 1.0, "W", "W"
+    if leaf.endswith("_usd"):
+        return 1.0, "USD", "USD"
+    if field.startswith("efficiency."):
+        return 1.0, "fraction of peak", "fraction of peak"
+    return 1.0, "", ""
+
+
+def model_unit(field: str) -> str:
+    leaf = field.rsplit(".", 1)[-1]
+    if leaf in ("seq_len", "max_position_embeddings", "window"):
+        return "tokens"
+    if leaf.endswith("_params"):
+        return "params"
+    if leaf.endswith("tolerance"):
+        return "relative"
+    return ""
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+# ---- list ---------------------------------------------------------------------------------------
+
+def hardware_row(hw: HardwareSpec) -> dict[str, Any]:
+    p = hw.peak_flops
+    return {"id": hw.id, "name": hw.name, "bf16_flops": p.bf16, "fp8_flops": p.fp8,
+            "hbm_bytes": hw.memory.hbm_bytes, "hbm_bandwidth": hw.memory.hbm_bandwidth,
+            "nvlink_domain": hw.scale_up.domain_size, "nvlink_bandwidth": hw.scale_up.bandwidth,
+            "nic_bandwidth": hw.scale_out.bandwidth, "tdp_w": hw.power.gpu_tdp_w}
+
+
+def model_row(m: ModelSpec) -> dict[str, Any]:
+    pc = param_counts(m)
+    return {"id": m.id, "name": m.name, "layers": m.num_layers, "hidden": m.hidden_size,
+            "total_params": pc.total, "active_params": pc.active, "moe": m.is_moe, "seq_len": m.seq_len}
+
+
+@click.command("list")
+@click.argument("kind", type=click.Choice(["hardware", "models"]))
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def list_cmd(kind: str, as_json: bool) -> None:
+    """List the catalog: hardware or models, with key figures."""
+    if kind == "hardware":
+        rows = [hardware_row(load_hardware(i)) for i in catalog_ids("hardware")]
+        if as_json:
+            return emit_json(rows)
+        console.print(table("Hardware, per GPU: dense peak TFLOP/s, HBM GB and TB/s, NVLink domain (GPUs) and "
+                            "GB/s, NIC GB/s (one direction), TDP W",
+                            ["id", "name", "BF16", "FP8", "HBM", "HBM BW", "NVL dom", "NVLink", "NIC", "TDP"],
+                            [[r["id"], escape(r["name"].split(" (")[0]), f"{r['bf16_flops'] / 1e12:.0f}",
+                              f"{r['fp8_flops'] / 1e12:.0f}" if r["fp8_flops"] else "-", f"{r['hbm_bytes'] / 1e9:.0f}",
+                              f"{r['hbm_bandwidth'] / 1e12:.2f}", r["nvlink_domain"], f"{r['nvlink_bandwidth'] / 1e9:.0f}",
+                              f"{r['nic_bandwidth'] / 1e9:.0f}", f"{r['tdp_w']:.0f}"] for r in rows], 2))
+        return None
+    rows = [model_row(load_model(i)) for i in catalog_ids("models")]
+    if as_json:
+        return emit_json(rows)
+    console.print(table("Models (params counted by perfmodel.counts)",
+                        ["id", "name", "layers", "hidden", "total params", "active params", "MoE", "seq"],
+                        [[r["id"], escape(r["name"].split(" (")[0]), r["layers"], r["hidden"], si(r["total_params"]), si(r["active_params"]),
+                          "yes" if r["moe"] else "no", r["seq_len"]] for r in rows], 2))
+    return None
+
+
+# ---- show ---------------------------------------------------------------------------------------
+
+def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
+    out = []
+    for field, val in _flatten(hw.model_dump()):
+        div, unit, si_unit = hardware_unit(field)
+        shown = val / div if isinstance(val, (int, float)) and not isinstance(val, bool) and val is not None else val
+        out.append({"field": field, "value": val, "unit": si_unit, "display": _fmt(shown), "display_unit": unit,
+                    "source": hw.sources.get(field, "")})
+    return out
+
+
+def model_fields(m: ModelSpec) -> list[dict[str, Any]]:
+    return [{"field": f, "value": v, "unit": model_unit(f), "source": m.sources.get(f, "")}
+            for f, v in _flatten(m.model_dump())]
+
+
+def model_summary(m: ModelSpec, seq: int) -> dict[str, Any]:
+    """Counted vs published parameters and model FLOPs per token at `seq` (both conventions, +/- MTP)."""
+    pc = param_counts(m)
+    pub = m.published
+    params: dict[str, Any] = {"total": pc.total, "active": pc.active, "mtp_total": pc.mtp_total}
+    if pub:
+        params["published_total"] = pub.total_params
+        params["total_gap"] = (pc.total - pub.total_params) / pub.total_params
+        params["total_tolerance"] = pub.tolerance
+        if pub.active_params:
+            params["published_active"] = pub.active_params
+            params["active_gap"] = (pc.active - pub.active_params) / pub.active_params
+            params["active_tolerance"] = pub.active_tolerance
+    flops: dict[str, float] = {}
+    for conv in ("causal", "full"):
+        flops[conv] = float(flops_per_token(m, seq, conv, mtp=True))
+        if m.mtp_layers:
+            flops[f"{conv}_without_mtp"] = float(flops_per_token(m, seq, conv, mtp=False))
+    return {"params": params, "seq": seq, "flops_per_token": flops}
+
+
+@click.command("show")
+@click.argument("kind", type=click.Choice(["hardware", "model"]))
+@click.argument("ref")
+@click.option("--seq", type=click.IntRange(min=1), default=None, help="sequence length for FLOPs [default: the model's]")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def show_cmd(kind: str, ref: str, seq: int | None, as_json: bool) -> None:
+    """Every field of a hardware or model spec (catalog id or file), with units and sources."""
+    if kind == "hardware":
+        hw = load_hardware(ref)
+        rows = hardware_fields(hw)
+        if as_json:
+            return emit_json({"id": hw.id, "name": hw.name, "path": hw.path, "notes": hw.notes, "fields": rows})
+        console.print(table(escape(f"{hw.name}: {hw.id} ({hw.path})"), ["field", "value", "source"],
+                            [[r["field"], escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
+                             for r in rows], 1))
+        if hw.notes:
+            console.print(f"notes: {escape(hw.notes)}")
+        return None
+    m = load_model(ref)
+    s = seq or m.seq_len
+    rows = model_fields(m)
+    summary = model_summary(m, s)
+    if as_json:
+        return emit_json({"id": m.id, "name": m.name, "path": m.path, "notes": m.notes, "fields": rows, **summary})
+    console.print(table(escape(f"{m.name}: {m.id} ({m.path})"), ["field", "value", "source"],
+                        [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])]
+                         for r in rows], 1))
+    p = summary["params"]
+    prow = [["total (counted)", f"{p['total']:,}", ""], ["active (counted)", f"{p['active']:,}", ""]]
+    if m.mtp_layers:
+        prow.append(["MTP modules (not in total)", f"{p['mtp_total']:,}", ""])
+    if "published_total" in p:
+        prow.append(["total (published)", f"{p['published_total']:,.0f}",
+                     f"gap {p['total_gap']:+.2%} (tolerance {p['total_tolerance']:.0%})"])
+    if "published_active" in p:
+        prow.append(["active (published)", f"{p['published_active']:,.0f}",
+                     f"gap {p['active_gap']:+.2%} (tolerance {p['active_tolerance']:.0%})"])
+    console.print(table("Parameters (perfmodel.counts.param_counts)", ["", "params", "vs published"], prow, 1))
+    frow = [[k.replace("_", " "), si(v, "FLOP")] for k, v in summary["flops_per_token"].items()]
+    console.print(table(f"Model FLOPs per token, training fwd+bwd, seq {s} (attention convention)",
+                        ["convention", "FLOPs/token"], frow, 1))
+    if m.notes:
+        console.print(f"notes: {escape(m.notes)}")
+    return None
+
+
+# ---- explain ------------------------------------------------------------------------------------
+
+def flops_explanation(m: ModelSpec, seq: int, convention: Convention) -> dict[str, Any]:
+    pc = param_counts(m)
+    a = m.attention
+    general = symbolic_flops_formula(m, convention)
+    expr = flops_per_token_expr(m, convention, mtp=True)
+    out: dict[str, Any] = {
+        "model": m.id, "convention": convention, "seq": seq,
+        "general_formula": str(general), "general_formula_pretty": sp.pretty(general, use_unicode=True),
+        "symbols": {"n_mm": pc.n_mm + pc.mtp_n_mm, "L": m.num_layers + m.mtp_layers, "n_heads": a.num_heads,
+                    "d_qk": a.qk_dim, "d_v": a.v_dim,
+                    "S_eff(global layers)": float(mean_keys("global", 0, convention).subs(S, seq))},
+        "model_expression": str(expr), "model_expression_pretty": sp.pretty(expr, use_unicode=True),
+        "flops_per_token": float(flops_per_token(m, seq, convention, mtp=True)),
+    }
+    if m.mtp_layers:
+        out["flops_per_token_without_mtp"] = float(flops_per_token(m, seq, convention, mtp=False))
+    if m.num_windowed_layers:
+        out["windowed_layers"] = m.num_windowed_layers
+    return out
+
+
+@click.command("explain")
+@click.argument("topic", type=click.Choice(["flops"]))
+@click.argument("model_ref", metavar="MODEL")
+@click.option("--seq", type=click.IntRange(min=1), default=None, help="sequence length [default: the model's]")
+@click.option("--attention", "convention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
+              help="attention-FLOPs convention")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def explain_cmd(topic: str, model_ref: str, seq: int | None, convention: str, as_json: bool) -> None:
+    """Show how a count is derived: the general sympy formula, the model's expression of S, its value."""
+    m = load_model(model_ref)
+    s = seq or m.seq_len
+    e = flops_explanation(m, s, convention)  # type: ignore[arg-type]
+    if as_json:
+        return emit_json(e)
+    console.print(f"[bold]Model FLOPs per token (training, fwd + bwd, no recompute), {convention} attention[/bold]")
+    console.print("Sources: 6 N per token (Kaplan et al. 2020 §2.1; Narayanan et al. 2021 Eq. 3); attention scores "
+                  "3 x 2 heads (d_qk + d_v) S_eff per layer (Korthikanti et al. 2022 §4)\n")
+    console.print("General formula:")
+    console.print(e["general_formula_pretty"], highlight=False, markup=False)
+    console.print("\nwith " + ", ".join(f"{k} = {v:,}" if isinstance(v, int) else f"{k} = {v:g}"
+                                         for k, v in e["symbols"].items())
+                  + (f"  (+ {e['windowed_layers']} windowed layers with their own S_eff)" if "windowed_layers" in e else ""))
+    console.print(f"\n{escape(m.name)}, as a function of the sequence length S{' (MTP included)' if m.mtp_layers else ''}:")
+    console.print(e["model_expression_pretty"], highlight=False, markup=False)
+    console.print(f"\nAt S = {s}: {e['flops_per_token']:.4e} FLOPs per token ({si(e['flops_per_token'], 'FLOP')})")
+    if m.mtp_layers:
+        console.print(f"Without MTP: {e['flops_per_token_without_mtp']:.4e} FLOPs per token")
+    return None
+
+
+COMMANDS = [list_cmd, show_cmd, explain_cmd]

@@ -1,0 +1,101 @@
+"""`perfmodel validate FILE.csv`: predict every measured run and report the errors.
+
+Error = (predicted - measured) / measured on tokens/s/GPU (validation compares throughput, never MFU
+strings; DESIGN.md "Conventions"). Rows are split into the fixed calibration subset and the held-out
+rest (perfmodel.validate.calibration_split); accuracy figures that matter are the held-out ones."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress
+
+from ..errors import InputError
+from ..validate import Report, read_csv, validate_rows
+from .common import console, emit_json, table
+
+GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split")
+PROGRESS_MIN_ROWS = 2000
+FLAGGED_SHOWN = 25
+# verdicts perfmodel.validate gives rows far from their prediction (others are "ok" or informational)
+FLAG_VERDICTS = ("underperforms", "faster than predicted")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def summary(report: Report) -> dict[str, Any]:
+    """Rows given/predicted, coverage and error statistics: all rows, calibration split, held-out."""
+    rs = report.results
+    out: dict[str, Any] = {"rows": report.given, "predicted": len(rs),
+                           "coverage": len(rs) / report.given if report.given else 0.0}
+    all_stats = report.stats()
+    out.update({k: all_stats[k] for k in ("mape", "median_ape", "p90_ape", "bias")})
+    out["calibration"] = report.stats([r for r in rs if r.calibration])
+    out["held_out"] = report.stats([r for r in rs if not r.calibration])
+    return out
+
+
+def run_validation(path: str) -> Report:
+    rows = read_csv(path)
+    if not rows:
+        raise InputError(path, "", "no data rows (only a header)")
+    base = Path(path).resolve().parent
+    if len(rows) <= PROGRESS_MIN_ROWS:
+        return validate_rows(rows, base)
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("predicting", total=len(rows))
+        return validate_rows(rows, base, progress=lambda i: bar.update(task, completed=i + 1))
+
+
+@click.command("validate")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--by", "by_key", type=click.Choice(GROUP_KEYS), default="hardware", show_default=True,
+              help="group the per-group table by this column")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def validate_cmd(file: str, by_key: str, as_json: bool) -> None:
+    """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors."""
+    report = run_validation(file)
+    s = summary(report)
+    worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
+    flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
+    if as_json:
+        return emit_json({**s, "by_key": by_key, "by": {k: report.by(k) for k in GROUP_KEYS},
+                          "worst": [r.run_id for r in worst], "unsupported": report.unsupported,
+                          "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
+                          "warnings": report.warnings, "per_row": [asdict(r) for r in report.results]})
+    cal, held = s["calibration"], s["held_out"]
+    console.print(f"[bold]{escape(file)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
+                  f"({s['coverage']:.0%} coverage), {len(report.unsupported)} unsupported")
+    srows = [["all", s["predicted"], _pct(s["mape"]), _pct(s["median_ape"]), _pct(s["p90_ape"]), _pct(s["bias"])]]
+    for name, st in (("calibration split", cal), ("held-out", held)):
+        srows.append([name, st["rows"], _pct(st["mape"]), _pct(st["median_ape"]), _pct(st["p90_ape"]), _pct(st["bias"])])
+    console.print(table("Error of predicted tokens/s/GPU: (predicted - measured) / measured",
+                        ["rows", "n", "MAPE", "median APE", "p90 APE", "bias"], srows, 1))
+    groups = report.by(by_key)
+    console.print(table(f"By {by_key}", [by_key, "n", "MAPE", "median APE", "p90 APE", "bias"],
+                        [[escape(k), g["rows"], _pct(g["mape"]), _pct(g["median_ape"]), _pct(g["p90_ape"]), _pct(g["bias"])]
+                         for k, g in groups.items()], 1))
+    console.print(table("Worst rows", ["run_id", "model", "hardware", "GPUs", "precision", "measured tok/s/GPU",
+                                       "predicted", "error"],
+                        [[escape(r.run_id), r.model, r.hardware, r.gpus, r.precision, f"{r.measured:,.0f}",
+                          f"{r.predicted:,.0f}", f"{r.error:+.1%}"] for r in worst], 3))
+    if report.unsupported:
+        console.print(table("Unsupported rows", ["run_id", "line", "reason"],
+                            [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1))
+    if flagged:
+        shown = sorted(flagged, key=lambda r: -abs(r.error))[:FLAGGED_SHOWN]
+        more = f", the {FLAGGED_SHOWN} largest shown (all in --json)" if len(flagged) > FLAGGED_SHOWN else ""
+        console.print(table(f"Flagged rows: {len(flagged)} far from their prediction{more}", ["run_id", "error", "verdict"],
+                            [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown], 1))
+    for w in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    return None
+
+
+COMMANDS = [validate_cmd]

@@ -1,0 +1,420 @@
+"""The parallelism planner: enumerate every legal layout for (model, hardware, GPUs, batch, sequence),
+score them all with the vectorised cost model, keep the best K and the Pareto front.
+
+Search space (Megatron-Core semantics, see layout.py):
+- tp divides the attention heads and either divides the KV heads or is a multiple of them (KV heads
+  replicated across TP ranks); sequence parallelism is always on with tp (Korthikanti et al. 2022 §4.2.2).
+- pp <= layers, any divisor of the GPU count: stages may be uneven (first/last stage hold fewer layers,
+  Megatron-Core `decoder_first/last_pipeline_num_layers`), so pp need not divide the layers.
+- vp (interleaved virtual stages) 1..layers // pp when pp > 1 (Narayanan et al. 2021 §2.2).
+- cp with seq divisible by 2*cp (load-balanced causal CP); ep divides the experts; etp with
+  ep*etp dividing tp*cp*dp (MoE parallel folding, Liu et al. 2025): the experts fold over the same GPUs.
+- dp = gpus / (tp*cp*pp); global batch divisible by dp * micro-batch; micro-batch a small power of two.
+- distributed optimizer (ZeRO-1) or FSDP (ZeRO-3); recompute none / selective / full.
+Every candidate is checked by layout.legality (the single source of the rules) before scoring, and
+only layouts whose predicted memory fits in HBM are ranked.
+
+Objectives (all "higher is better" inside): throughput = tokens/s/GPU; energy = tokens per joule of
+all-in IT power; cost = tokens per US dollar of GPU-hours. For one hardware type the three rank the
+same layouts identically (per-GPU power and price are constants); they differ in the value shown and
+across hardware.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Literal
+
+import numpy as np
+
+from .errors import InputError, did_you_mean
+from .hardware import HardwareSpec
+from .layout import RECOMPUTE, Layout, LayoutGrid, legality
+from .model import ModelSpec
+from .predict import Options, Prediction, predict_grid
+
+Objective = Literal["throughput", "cost", "energy"]
+OBJECTIVES: tuple[str, ...] = ("throughput", "cost", "energy")
+AXES: tuple[str, ...] = ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs", "fsdp", "recompute")
+MBS_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16)
+SCORE_CHUNK = 32768          # layouts per predict_grid call: big enough to amortise Python, small enough for cache
+_INT_COLS = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")
+
+
+# ---- constraints -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Constraints:
+    """`fix`: axis pinned to one value; `cap`: axis at most this value."""
+    fix: dict[str, int] = field(default_factory=dict)
+    cap: dict[str, int] = field(default_factory=dict)
+
+
+def _axis_value(axis: str, text: str, where: str) -> int:
+    if axis == "recompute":
+        if text not in RECOMPUTE:
+            raise InputError(where, axis, f"must be one of {', '.join(RECOMPUTE)} (got {text!r}){did_you_mean(text, RECOMPUTE)}")
+        return RECOMPUTE[text]
+    if axis == "fsdp" and text.lower() in ("true", "false", "yes", "no", "on", "off"):
+        return int(text.lower() in ("true", "yes", "on"))
+    try:
+        val = int(text)
+    except ValueError:
+        raise InputError(where, axis, f"must be an integer (got {text!r})") from None
+    if val < (0 if axis == "fsdp" else 1) or (axis == "fsdp" and val > 1):
+        raise InputError(where, axis, f"{'must be 0 or 1' if axis == 'fsdp' else 'must be a positive integer'} (got {val})")
+    return val
+
+
+def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tuple[str, ...] = ()) -> Constraints:
+    """['tp=4', 'recompute=full'], ['pp=8'] -> Constraints; unknown axes raise InputError with a suggestion."""
+    out: dict[str, dict[str, int]] = {"--fix": {}, "--max": {}}
+    for where, items in (("--fix", fix), ("--max", cap)):
+        for item in items:
+            for part in item.split(","):
+                part = part.strip()
+                if not part:
+                    continue
+                if "=" not in part:
+                    raise InputError(where, part, "expected AXIS=VALUE, e.g. tp=4")
+                axis, text = (s.strip() for s in part.split("=", 1))
+                axis = axis.lower()
+                if axis not in AXES:
+                    raise InputError(where, axis, f"unknown axis{did_you_mean(axis, AXES)}; one of {', '.join(AXES)}")
+                if where == "--max" and axis in ("fsdp", "recompute"):
+                    raise InputError(where, axis, "cannot be capped; use --fix")
+                out[where][axis] = _axis_value(axis, text, where)
+    return Constraints(fix=out["--fix"], cap=out["--max"])
+
+
+# ---- enumeration -----------------------------------------------------------------------------------
+
+def _divisors(n: int) -> np.ndarray:
+    r = np.arange(1, int(n) + 1, dtype=np.int64)
+    return r[n % r == 0]
+
+
+def _select(axis: str, values: np.ndarray, c: Constraints) -> np.ndarray:
+    if axis in c.fix:
+        return np.array([c.fix[axis]], dtype=np.int64)
+    if axis in c.cap:
+        values = values[values <= c.cap[axis]]
+    return values.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Space:
+    """Candidate values per axis; the search is their product, pruned rule by rule."""
+    gpus: int
+    gbs: int
+    seq: int
+    tp: np.ndarray
+    pp: np.ndarray
+    vp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    etp: np.ndarray
+    mbs: np.ndarray
+    fsdp: np.ndarray
+    recompute: np.ndarray
+    dp_fix: int | None
+    dp_cap: int | None
+
+    @property
+    def size(self) -> int:
+        """Layouts in the plain product of the axis values (what the planner considers)."""
+        return int(np.prod([len(getattr(self, a)) for a in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs", "fsdp", "recompute")],
+                           dtype=float))
+
+    def contains(self, lay: Layout) -> bool:
+        """Whether a layout is one of this space's candidates (before the legality rules)."""
+        return (lay.gpus == self.gpus and lay.gbs == self.gbs and lay.seq == self.seq
+                and all(int(getattr(lay, a)) in getattr(self, a) for a in _INT_COLS)
+                and int(lay.fsdp) in self.fsdp and RECOMPUTE[lay.recompute] in self.recompute
+                and (self.dp_fix is None or lay.dp == self.dp_fix) and (self.dp_cap is None or lay.dp <= self.dp_cap))
+
+
+def _check_positive(name: str, v: int) -> None:
+    if not isinstance(v, (int, np.integer)) or v < 1:
+        raise InputError(f"--{name}", name, f"must be a positive integer (got {v!r})")
+
+
+def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Constraints()) -> Space:
+    for name, v in (("gpus", gpus), ("gbs", gbs), ("seq", seq)):
+        _check_positive(name, v)
+    a = model.attention
+    div = _divisors(gpus)
+    tp = div[(a.num_heads % div == 0) & ((a.num_kv_heads % div == 0) | (div % a.num_kv_heads == 0))]
+    pp = div[div <= model.num_layers]
+    vp_max = model.num_layers // max(1, int(_select("pp", pp, c).min(initial=model.num_layers)))
+    vp = np.arange(1, max(1, vp_max) + 1, dtype=np.int64)
+    cp = div[(div == 1) | (seq % (2 * div) == 0)]
+    if model.moe:
+        ep = div[model.moe.num_experts % div == 0]
+        etp = div
+    else:
+        ep = etp = np.array([1], dtype=np.int64)
+    mbs = np.array([m for m in MBS_CHOICES if gbs % m == 0], dtype=np.int64)
+    return Space(gpus, gbs, seq, _select("tp", tp, c), _select("pp", pp, c), _select("vp", vp, c),
+                 _select("cp", cp, c), _select("ep", ep, c), _select("etp", etp, c), _select("mbs", mbs, c),
+                 _select("fsdp", np.array([0, 1]), c), _select("recompute", np.array([0, 1, 2]), c),
+                 c.fix.get("dp"), c.cap.get("dp"))
+
+
+Cols = dict[str, np.ndarray]
+
+
+def _cross(cols: Cols, name: str, values: np.ndarray) -> Cols:
+    """Every row of `cols` paired with every value (np.repeat / np.tile cartesian product)."""
+    n, k = len(next(iter(cols.values()))), len(values)
+    out = {key: np.repeat(v, k) for key, v in cols.items()}
+    out[name] = np.tile(values, n)
+    return out
+
+
+def _keep(cols: Cols, mask: np.ndarray) -> Cols:
+    return {k: v[mask] for k, v in cols.items()}
+
+
+def _balanced_chunks(model: ModelSpec, chunks: np.ndarray) -> np.ndarray:
+    """Interleaving (vp > 1) with evenly filled virtual stages: the layers plus up to VP_SLACK + mtp slots
+    (the embedding, loss and MTP blocks placed as pipeline entries, Megatron-Core
+    `pipeline_model_parallel_layout`) divide over pp*vp chunks. Covers every recipe in validation/."""
+    ok = np.zeros(chunks.shape, bool)
+    for e in range(VP_SLACK + model.mtp_layers + 1):
+        ok |= (model.num_layers + e) % chunks == 0
+    return ok
+
+
+VP_SLACK = 3
+
+
+def structural(model: ModelSpec, s: Space) -> Cols:
+    """(tp, cp, pp, vp, ep, etp, mbs) combinations that pass the divisibility rules, pruned stage by
+    stage so the full product is never materialised. fsdp and recompute are crossed in later, per chunk."""
+    g = s.gpus
+    cols: Cols = {"tp": s.tp}
+    cols = _cross(cols, "cp", s.cp)
+    cols = _cross(cols, "pp", s.pp)
+    mp = cols["tp"] * cols["cp"] * cols["pp"]
+    ok = g % mp == 0
+    dp = g // np.maximum(mp, 1)
+    if s.dp_fix is not None:
+        ok &= dp == s.dp_fix
+    if s.dp_cap is not None:
+        ok &= dp <= s.dp_cap
+    cols = _keep(cols, ok)
+    cols = _cross(cols, "vp", s.vp)
+    cols = _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & (cols["pp"] * cols["vp"] <= model.num_layers)
+                                           & _balanced_chunks(model, cols["pp"] * cols["vp"])))
+    cols = _cross(cols, "ep", s.ep)
+    cols = _cross(cols, "etp", s.etp)
+    fold = g // cols["pp"]                                   # tp*cp*dp: the GPUs experts fold over
+    cols = _keep(cols, fold % (cols["ep"] * cols["etp"]) == 0)
+    cols = _cross(cols, "mbs", s.mbs)
+    dp = g // (cols["tp"] * cols["cp"] * cols["pp"])
+    return _keep(cols, s.gbs % (dp * cols["mbs"]) == 0)
+
+
+def chunks(s: Space, base: Cols, size: int = SCORE_CHUNK) -> Iterator[LayoutGrid]:
+    """LayoutGrids of about `size` layouts: base rows crossed with every fsdp x recompute choice."""
+    extra = len(s.fsdp) * len(s.recompute)
+    n = len(base["tp"])
+    step = max(1, size // extra)
+    for lo in range(0, n, step):
+        cols = {k: v[lo:lo + step] for k, v in base.items()}
+        cols = _cross(cols, "fsdp", s.fsdp)
+        cols = _cross(cols, "recompute", s.recompute)
+        m = len(cols["tp"])
+        yield LayoutGrid(gpus=np.full(m, s.gpus, np.int64), gbs=np.full(m, s.gbs, np.int64),
+                         seq=np.full(m, s.seq, np.int64), tp=cols["tp"], pp=cols["pp"], vp=cols["vp"],
+                         cp=cols["cp"], ep=cols["ep"], etp=cols["etp"], mbs=cols["mbs"],
+                         fsdp=cols["fsdp"].astype(bool), recompute=cols["recompute"])
+
+
+def illegal(model: ModelSpec, grid: LayoutGrid) -> np.ndarray:
+    """True where any rule of layout.legality (plus the planner's KV-head rule for tp) is broken."""
+    a = model.attention
+    bad = legality(grid, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
+    out = (a.num_kv_heads % grid.tp != 0) & (grid.tp % a.num_kv_heads != 0)
+    for mask in bad.values():
+        out |= mask
+    return out
+
+
+# ---- objective -------------------------------------------------------------------------------------
+
+def usd_per_gpu_hour(hw: HardwareSpec) -> float:
+    """From perfmodel.economics when present; otherwise all-in capex per GPU straight-line over
+    FALLBACK_LIFE_YEARS (no opex) — a placeholder until economics lands."""
+    try:
+        from . import economics  # type: ignore[attr-defined]
+        fn = getattr(economics, "usd_per_gpu_hour", None)
+        if fn is not None:
+            return float(fn(hw))
+    except ImportError:
+        pass
+    cost = hw.cost
+    capex = cost and (cost.allin_capex_usd or cost.unit_capex_usd)
+    if not cost or not capex:
+        raise InputError(hw.id, "cost", "no capex in the hardware file: the cost objective needs cost.allin_capex_usd")
+    return capex / cost.gpus_per_unit / (FALLBACK_LIFE_YEARS * 8766.0)
+
+
+FALLBACK_LIFE_YEARS = 4.0
+
+
+def objective_scale(hw: HardwareSpec, objective: str) -> float:
+    """Multiply tokens/s/GPU by this to get the objective (higher is better)."""
+    if objective == "throughput":
+        return 1.0
+    if objective == "energy":
+        return 1.0 / hw.power.allin_w_per_gpu                     # tokens per joule
+    if objective == "cost":
+        return 3600.0 / usd_per_gpu_hour(hw)                      # tokens per USD
+    raise InputError("--objective", "objective", f"unknown objective{did_you_mean(objective, OBJECTIVES)}; one of {', '.join(OBJECTIVES)}")
+
+
+# ---- the search ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SearchResult:
+    gpus: int
+    objective: str
+    evaluated: int              # layouts in the candidate space (product of the axis values)
+    legal: int                  # layouts passing every legality rule: all scored by the cost model
+    fits: int                   # legal layouts whose predicted memory fits in HBM
+    seconds: float
+    top: Prediction | None      # best K fitting layouts, best first
+    top_values: np.ndarray      # their objective values
+    pareto: Prediction | None   # throughput vs memory-headroom front, by throughput descending
+    space: Space
+    scores: np.ndarray | None = None   # objective of every fitting layout (keep_scores=True), unsorted
+
+    def rank_of(self, value: float) -> int:
+        """1 + number of fitting candidates strictly better than `value` (needs keep_scores)."""
+        if self.scores is None:
+            raise ValueError("search was run without keep_scores")
+        return 1 + int(np.count_nonzero(self.scores > value * (1 + 1e-12)))
+
+
+def _concat(grids: list[LayoutGrid]) -> LayoutGrid:
+    return LayoutGrid(**{f: np.concatenate([getattr(g, f) for g in grids]) for f in LayoutGrid.__dataclass_fields__})
+
+
+def _order(values: np.ndarray) -> np.ndarray:
+    return np.argsort(-values, kind="stable")
+
+
+def _pareto_idx(thr: np.ndarray, headroom: np.ndarray) -> np.ndarray:
+    """Indices on the (max throughput, max headroom) front, by throughput descending.
+    Pre-filter: every point no better in headroom than the fastest remaining point is dominated by it."""
+    idx = np.arange(thr.shape[0])
+    anchors = []
+    while idx.size > 4096 and len(anchors) < 8:
+        j = idx[np.argmax(thr[idx])]
+        anchors.append(j)
+        idx = idx[headroom[idx] > headroom[j]]
+    idx = np.concatenate([np.array(anchors, dtype=np.int64), idx])
+    o = idx[np.lexsort((-headroom[idx], -thr[idx]))]
+    h = headroom[o]
+    prev = np.concatenate([[-np.inf], np.maximum.accumulate(h)[:-1]])
+    return o[h > prev]
+
+
+def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, opts: Options,
+           objective: str = "throughput", top_k: int = 10, constraints: Constraints = Constraints(),
+           keep_scores: bool = False, on_chunk: Callable[[int, int], None] | None = None) -> SearchResult:
+    """Score every legal layout; keep the best `top_k` that fit and the throughput/headroom front.
+    `on_chunk(done, total)` is called after each scored chunk (progress bars)."""
+    t0 = time.perf_counter()
+    if top_k < 1:
+        raise InputError("--top", "top", f"must be at least 1 (got {top_k})")
+    scale = objective_scale(hw, objective)
+    hw.peak(opts.precision)
+    s = space(model, gpus, gbs, seq, constraints)
+    base = structural(model, s)
+    per_base = len(s.fsdp) * len(s.recompute)
+    step = max(1, SCORE_CHUNK // per_base)
+    nchunks = -(-len(base["tp"]) // step)
+    legal = fits = 0
+    pool: list[LayoutGrid] = []
+    pool_v: list[np.ndarray] = []
+    front: list[LayoutGrid] = []
+    front_t: list[np.ndarray] = []
+    front_h: list[np.ndarray] = []
+    scores: list[np.ndarray] = []
+    for i, grid in enumerate(chunks(s, base)):
+        ok = ~illegal(model, grid)
+        if not ok.all():
+            grid = grid.take(ok)
+        legal += grid.n
+        if grid.n:
+            p = predict_grid(model, hw, grid, opts)
+            f = p.fits
+            nf = int(np.count_nonzero(f))
+            fits += nf
+            if nf:
+                idx = np.flatnonzero(f)
+                thr = p.tokens_per_s_per_gpu[idx]
+                val = thr * scale
+                if keep_scores:
+                    scores.append(val)
+                k = min(top_k, nf)
+                best = idx[np.argpartition(-val, k - 1)[:k]] if nf > k else idx
+                pool.append(grid.take(best))
+                pool_v.append(p.tokens_per_s_per_gpu[best] * scale)
+                head = p.hbm_bytes - p.memory_bytes_per_gpu[idx]
+                fi = idx[_pareto_idx(thr, head)]
+                front.append(grid.take(fi))
+                front_t.append(p.tokens_per_s_per_gpu[fi])
+                front_h.append(p.hbm_bytes - p.memory_bytes_per_gpu[fi])
+            if len(pool) > 8:                                      # keep the pool small
+                g_all, v_all = _concat(pool), np.concatenate(pool_v)
+                keep = _order(v_all)[:top_k]
+                pool, pool_v = [g_all.take(keep)], [v_all[keep]]
+        if on_chunk:
+            on_chunk(i + 1, nchunks)
+    top = pareto = None
+    top_values = np.zeros(0)
+    if pool:
+        g_all, v_all = _concat(pool), np.concatenate(pool_v)
+        keep = _order(v_all)[:top_k]
+        top = predict_grid(model, hw, g_all.take(keep), opts)
+        top_values = top.tokens_per_s_per_gpu * scale
+        o = _order(top_values)                                     # re-sort on the fresh prediction
+        top, top_values = predict_grid(model, hw, top.layouts.take(o), opts), top_values[o]
+        fg, ft, fh = _concat(front), np.concatenate(front_t), np.concatenate(front_h)
+        pi = _pareto_idx(ft, fh)
+        pareto = predict_grid(model, hw, fg.take(pi), opts)
+    return SearchResult(gpus, objective, s.size, legal, fits, time.perf_counter() - t0, top, top_values, pareto, s,
+                        np.concatenate(scores) if keep_scores and scores else (np.zeros(0) if keep_scores else None))
+
+
+# ---- explanation -----------------------------------------------------------------------------------
+
+LAYOUT_FIELDS = ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs", "fsdp", "recompute")
+
+
+def layout_diff(a: Layout, b: Layout) -> dict[str, tuple]:
+    """Axes on which two layouts differ: {axis: (a's value, b's value)}."""
+    return {f: (getattr(a, f), getattr(b, f)) for f in LAYOUT_FIELDS if getattr(a, f) != getattr(b, f)}
+
+
+def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
+    """Why layout i of `a` beats layout j of `b` (e.g. winner vs runner-up, or the planner's best vs a
+    recipe): the breakdown term (predict.py breakdown_s, seconds per step) whose time differs most,
+    the step times and the axes that differ."""
+    diffs = {k: float(b.breakdown_s[k][j] - a.breakdown_s[k][i]) for k in a.breakdown_s}
+    term = max(diffs, key=lambda k: abs(diffs[k]))
+    return {"term": term, "term_saving_s": diffs[term],
+            "step_time_s": [float(a.step_time_s[i]), float(b.step_time_s[j])], "differences_s": diffs,
+            "axes": {k: list(v) for k, v in layout_diff(a.layouts.layout(i), b.layouts.layout(j)).items()}}
+
+
+def describe_why(w: dict) -> str:
+    """One sentence from why_better's dict."""
+    axes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in w["axes"].items()) or "no axis"
+    verb = "saves" if w["term_saving_s"] >= 0 else "costs"
+    return (f"{w['term']} {verb} {abs(w['term_saving_s']) * 1e3:.3g} ms per step "
+            f"(step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s); layout differs in {axes}")
