@@ -240,3 +240,8 @@ def run_cost(t: TCO, tokens_per_s_per_gpu: float, tokens: float, gpus: int, good
     return RunCost(usd_per_token * 1e6, j_per_token, usd_per_token * tokens, energy, energy / J_PER_KWH / 1000.0,
                    energy / HOUSEHOLD_J_PER_YEAR, wall_s * gpus / SECONDS_PER_HOUR * cost_factor,
                    wall_s / SECONDS_PER_DAY)
+
+
+def usd_per_gpu_hour(hw: HardwareSpec, buyer: str = "hyperscaler", overrides: Mapping[str, float] | None = None) -> float:
+    """$ per GPU-hour with the default assumptions (the planner's cost objective reads this)."""
+    return tco_for(hw, buyer, overrides).usd_per_gpu_hour

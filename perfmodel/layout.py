@@ -104,7 +104,9 @@ def legality(grid: LayoutGrid, num_layers: int, num_heads: int, num_kv_heads: in
     dp = np.maximum(g.gpus // np.maximum(model_par, 1), 1)
     bad["tp"] = (num_heads % g.tp) != 0
     bad["pp"] = g.pp > num_layers
-    bad["vp"] = (g.vp > 1) & ((g.pp == 1) | (num_layers < g.pp * g.vp))
+    # Megatron may count the embedding and the loss as pipeline layers
+    # (account_for_embedding/loss_in_pipeline_split), so pp * vp can reach num_layers + 2
+    bad["vp"] = (g.vp > 1) & ((g.pp == 1) | (num_layers + 2 < g.pp * g.vp))
     bad["gbs"] = (g.gbs % (dp * g.mbs)) != 0
     bad["seq_cp"] = (g.seq % (2 * g.cp) != 0) & (g.cp > 1)
     if num_experts:
@@ -120,7 +122,7 @@ RULE_TEXT = {
     "gpus": "gpus must be a multiple of tp * pp * cp",
     "tp": "tp must divide the number of attention heads",
     "pp": "pp must not exceed the number of layers",
-    "vp": "vp > 1 needs pp > 1 and at least pp * vp layers",
+    "vp": "vp > 1 needs pp > 1 and pp * vp <= layers + 2 (embedding and loss may take a stage each)",
     "gbs": "global batch must be divisible by dp * micro-batch",
     "seq_cp": "sequence length must be divisible by 2 * cp (load-balanced context parallelism)",
     "ep": "ep must divide the number of experts (and be 1 for a dense model)",

@@ -1,6 +1,6 @@
 """Memory per GPU on the first pipeline rank (the one holding the most in-flight activations).
 
-- weights BF16 (2 B/param), FP32 main gradients (4 B), Adam FP32 master + two moments (12 B) sharded
+- weights BF16 (2 B/param; FP8 recipes 1 B), BF16 gradients (2 B), Adam FP32 master + two moments (12 B) sharded
   over the data-parallel group by the distributed optimizer (Rajbhandari et al. 2020, ZeRO-1;
   Megatron-Core distributed optimizer); FSDP also shards weights and gradients (ZeRO-3).
 - activations per layer from the tensors saved for backward (Korthikanti et al. 2022 §4, Table 2, with
@@ -17,6 +17,16 @@ from .compute import BF16
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
 from .model import ModelSpec
+
+
+# NeMo / Megatron-Bridge performance recipes reduce gradients in BF16 (grad_reduce_in_fp32=False) and,
+# for FP8, keep the model weights in FP8 (fp8_param_gather=True); FP32 master weights live in the optimizer.
+GRAD_BYTES = 2.0
+
+
+def weight_bytes(precision: str) -> float:
+    """Bytes per model weight held on the GPU: BF16, or the FP8 copy under fp8_param_gather."""
+    return BF16 if precision in ("bf16", "fp16") else 1.0
 
 
 def activation_bytes_per_layer(m: ModelSpec, T, Ts, tp, ep, etp, recompute, moe: bool, imbalance: float):
@@ -61,11 +71,9 @@ def memory_per_gpu(m: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts, p_den
     ep, etp = np.asarray(grid.ep, float), np.asarray(grid.etp, float)
     fsdp = grid.fsdp
     params = p_dense + p_exp
-    weights = np.where(fsdp, params * BF16 / dp, params * BF16)
-    # FP8 recipes keep an FP8 copy (and transpose) of each weight next to the BF16 one
-    if opts.precision not in ("bf16", "fp16"):
-        weights = weights + np.where(fsdp, params / dp, params) * (0.5 if opts.precision == "nvfp4" else 1.0)
-    grads = np.where(fsdp, params * 4 / dp, params * 4)
+    wbytes = weight_bytes(opts.precision)
+    weights = np.where(fsdp, params * wbytes / dp, params * wbytes)
+    grads = np.where(fsdp, params * GRAD_BYTES / dp, params * GRAD_BYTES)
     optim = 12 * (p_dense / dp + p_exp / edp)
 
     imb = c.moe_imbalance if opts.routing == "real" else 1.0

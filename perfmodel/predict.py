@@ -18,6 +18,7 @@ from . import comm
 from .calibration import Constants, constants
 from .compute import BF16, attention_time, gemm_time, memory_time
 from .counts import Convention, flops_per_token, param_counts
+from .memory import GRAD_BYTES, memory_per_gpu, weight_bytes
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
 from .model import ModelSpec
@@ -228,8 +229,9 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     window_b = stage * 2 / 3                                # last micro-batch's backward
     window_f = stage / 3                                    # first micro-batch's forward
     fsdp = grid.fsdp
-    rs = comm.reduce_scatter_time(p_dense * 4, dp, tp * cp, hw) + comm.reduce_scatter_time(p_exp * 4, edp, ep * etp, hw)
-    ag = comm.all_gather_time(p_dense * BF16, dp, tp * cp, hw) + comm.all_gather_time(p_exp * BF16, edp, ep * etp, hw)
+    gb, wb = GRAD_BYTES, weight_bytes(prec)
+    rs = comm.reduce_scatter_time(p_dense * gb, dp, tp * cp, hw) + comm.reduce_scatter_time(p_exp * gb, edp, ep * etp, hw)
+    ag = comm.all_gather_time(p_dense * wb, dp, tp * cp, hw) + comm.all_gather_time(p_exp * wb, edp, ep * etp, hw)
     dp_plain = _exposed(rs, window_b, c.dp_overlap) + _exposed(ag, window_f, c.dp_overlap)
     # FSDP: parameters gathered for forward and again for backward, grads scattered, every micro-batch
     fsdp_mb = 2 * ag + rs
@@ -273,7 +275,6 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     del scale
 
     # ---- memory per GPU (first pipeline rank, the fullest) ---------------------------------------
-    from .memory import memory_per_gpu
     mem_parts = memory_per_gpu(m, hw, grid, opts, p_dense, p_exp, dp, edp, nmb, T, Ts)
     total_mem = sum(mem_parts.values())
     return Prediction(

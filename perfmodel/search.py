@@ -404,10 +404,11 @@ def layout_diff(a: Layout, b: Layout) -> dict[str, tuple]:
 def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
     """Why layout i of `a` beats layout j of `b` (e.g. winner vs runner-up, or the planner's best vs a
     recipe): the breakdown term (predict.py breakdown_s, seconds per step) whose time differs most,
-    the step times and the axes that differ."""
+    the step times and the axes that differ. `term` saves the most; `pays` is the term it loses most on."""
     diffs = {k: float(b.breakdown_s[k][j] - a.breakdown_s[k][i]) for k in a.breakdown_s}
-    term = max(diffs, key=lambda k: abs(diffs[k]))
-    return {"term": term, "term_saving_s": diffs[term],
+    term = max(diffs, key=lambda k: diffs[k])
+    pays = min(diffs, key=lambda k: diffs[k])
+    return {"term": term, "term_saving_s": diffs[term], "pays": pays, "pays_s": -diffs[pays],
             "step_time_s": [float(a.step_time_s[i]), float(b.step_time_s[j])], "differences_s": diffs,
             "axes": {k: list(v) for k, v in layout_diff(a.layouts.layout(i), b.layouts.layout(j)).items()}}
 
@@ -415,6 +416,8 @@ def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
 def describe_why(w: dict) -> str:
     """One sentence from why_better's dict."""
     axes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in w["axes"].items()) or "no axis"
-    verb = "saves" if w["term_saving_s"] >= 0 else "costs"
-    return (f"{w['term']} {verb} {abs(w['term_saving_s']) * 1e3:.3g} ms per step "
-            f"(step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s); layout differs in {axes}")
+    text = f"{w['term']} is {w['term_saving_s'] * 1e3:.3g} ms shorter per step"
+    if w["pays_s"] > 0:
+        text += f" (while {w['pays']} is {w['pays_s'] * 1e3:.3g} ms longer)"
+    return (f"{text}; step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s; "
+            f"layout differs in {axes}")

@@ -156,10 +156,11 @@ def validate_rows(rows: list[dict], base: Path, consts=None, progress: Callable[
         pred = float(p.tokens_per_s_per_gpu[0])
         err = (pred - measured) / measured
         verdict = "ok" if not inferred else f"recompute={inferred} inferred (no-recompute layout does not fit in HBM)"
+        note = f"; {verdict}" if inferred else ""
         if err > 0.25:
-            verdict = "underperforms prediction; " + likely_cause(p)
+            verdict = "underperforms prediction; " + likely_cause(p) + note
         elif err < -0.25:
-            verdict = "faster than predicted"
+            verdict = "faster than predicted" + note
         results.append(RowResult(rid, model.id, hw.id, opts.precision, (row.get("source") or "").split(" (")[0],
                                  lay.gpus, measured, pred, err, calibration_split(rid), model.is_moe, verdict,
                                  p.row(0)["breakdown_s"], float(p.mfu[0]), bool(p.fits[0])))

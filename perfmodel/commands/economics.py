@@ -1,0 +1,294 @@
+"""`perfmodel tco`, `perfmodel cost`, `perfmodel compare`: $ per GPU-hour, cost and energy of a training
+run (nominal and after reliability), and systems side by side.
+
+Formulas live in perfmodel/economics.py (TCO, $/token, J/token, households) and perfmodel/reliability.py
+(interruptions, Young/Daly checkpointing, goodput, spares); defaults in perfmodel/costs.toml."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import click
+from rich.markup import escape
+
+from .. import api
+from ..counts import param_counts
+from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
+from ..errors import InputError, did_you_mean
+from ..hardware import HardwareSpec, load_hardware
+from ..layout import Layout
+from ..model import ModelSpec, load_model
+from ..predict import Options, Prediction
+from ..reliability import REL_KEYS, Reliability, assess, reliability_inputs
+from .common import console, emit_json, layout_options, si, table
+
+
+def split_sets(items: tuple[str, ...]) -> tuple[dict[str, float], dict[str, float]]:
+    """--set KEY=VALUE items -> (cost overrides, reliability overrides); unknown keys name a close match."""
+    sets = parse_sets(items)
+    known = COST_KEYS + REL_KEYS
+    for k in sets:
+        if k not in known:
+            raise InputError("--set", k, f"unknown assumption{did_you_mean(k, known)}; known: {', '.join(known)}")
+    return ({k: v for k, v in sets.items() if k in COST_KEYS}, {k: v for k, v in sets.items() if k in REL_KEYS})
+
+
+def cost_options(f: Callable) -> Callable:
+    opts = [
+        click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
+                     help="buyer type whose cost assumptions apply (perfmodel/costs.toml)"),
+        click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                     help="override a named cost or reliability assumption (repeatable), e.g. electricity_usd_per_kwh=0.12"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def reliability_options(f: Callable) -> Callable:
+    opts = [
+        click.option("--mtbi-gpu-days", type=float, default=None,
+                     help="mean time between interruptions per GPU, GPU-days [default: costs.toml, H100 3,500, NVL72 2,000]"),
+        click.option("--restart-s", type=float, default=None, help="restart time after an interruption, s [default: 1200]"),
+        click.option("--checkpoint-s", type=float, default=None,
+                     help="blocking checkpoint write time, s [default: 14 B/param over 0.5 GB/s per GPU]"),
+        click.option("--spare-units", type=int, default=None,
+                     help="spare servers / racks held for the job [default: enough for the repair load, at least 1]"),
+        click.option("--count-hot-spares", is_flag=True, help="charge the in-rack hot spares (NVL72: 8 of 72) to training"),
+        click.option("--interval", type=click.Choice(["young", "daly"]), default="young", show_default=True,
+                     help="checkpoint interval formula"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def job_economics(m: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, gpus: int, tokens: float,
+                  buyer: str, cost_over: dict[str, float], rel_over: dict[str, Any]) -> dict[str, Any]:
+    """TCO, nominal run cost, reliability and the run cost after reliability, as one JSON-ready dict."""
+    t: TCO = tco_for(hw, buyer, cost_over)
+    rel: Reliability = assess(reliability_inputs(hw, rel_over), gpus, float(param_counts(m).total))
+    nominal = run_cost(t, tokens_per_s_per_gpu, tokens, gpus)
+    eff = run_cost(t, tokens_per_s_per_gpu, tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+    return {"usd_per_gpu_hour": t.usd_per_gpu_hour, **nominal.to_dict(), "goodput_fraction": rel.goodput_fraction,
+            "effective": {**eff.to_dict(), "usd_per_gpu_hour": t.usd_per_gpu_hour * rel.cost_factor},
+            "reliability": rel.to_dict(), "tco": t.to_dict()}
+
+
+def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra) -> dict:
+    over: dict[str, Any] = dict(extra)
+    for k, v in (("mtbi_gpu_days", mtbi_gpu_days), ("restart_s", restart_s), ("checkpoint_s", checkpoint_s),
+                 ("spare_units", spare_units)):
+        if v is not None:
+            over[k] = v
+    if count_hot_spares:
+        over["count_hot_spares"] = True
+    over["interval"] = interval
+    return over
+
+
+# ---- tco -------------------------------------------------------------------------------------------
+
+@click.command("tco")
+@click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file")
+@cost_options
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool) -> None:
+    """Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support)."""
+    cost_over, rel_over = split_sets(sets)
+    if rel_over:
+        k = next(iter(rel_over))
+        raise InputError("--set", k, "a reliability assumption: use it with `perfmodel cost` or `compare`")
+    hw = load_hardware(hardware_ref)
+    t = tco_for(hw, buyer, cost_over)
+    d = t.to_dict()
+    if as_json:
+        return emit_json(d)
+    console.print(f"[bold]{escape(hw.name)}[/bold], buyer: {buyer}")
+    console.print(f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
+                  f"(server/rack ${t.capex_breakdown_usd_per_gpu['server_or_rack']:,.0f} + network, storage, other "
+                  f"${t.capex_breakdown_usd_per_gpu['network_storage_other']:,.0f}); power per GPU {t.it_w_per_gpu:,.0f} W IT, "
+                  f"{t.utility_w_per_gpu:,.0f} W at the utility")
+    rows = [[k.replace("_", " "), f"{v:.4f}", f"{v / t.usd_per_gpu_hour:.1%}"] for k, v in t.breakdown_usd_per_gpu_hour.items()]
+    rows.append(["[bold]total[/bold]", f"[bold]{t.usd_per_gpu_hour:.4f}[/bold]", "100%"])
+    console.print(table("$ per GPU-hour", ["part", "$/GPU-h", "share"], rows, 1))
+    t_assume = table("Assumptions (override with --set KEY=VALUE)", ["key", "value", "source"],
+                     [[k, f"{a['value']:g}", escape(a["source"])] for k, a in d["assumptions"].items()], 1)
+    t_assume.columns[2].justify = "left"
+    console.print(t_assume)
+    return None
+
+
+# ---- cost ------------------------------------------------------------------------------------------
+
+def _relaxed_layout_options(f: Callable) -> Callable:
+    """predict's layout flags, with --gbs/--seq optional (not needed with --tokens-per-s-per-gpu)."""
+    f = layout_options(f)
+    for p in getattr(f, "__click_params__", []):
+        if p.name in ("gbs", "seq"):
+            p.required = False
+    return f
+
+
+def _print_run(title: str, r: dict[str, Any]) -> None:
+    e = r["effective"]
+    fmt: list[tuple[str, str, Callable[[float], str]]] = [
+        ("$ per job GPU-hour (incl. spares)", "usd_per_gpu_hour", lambda v: f"{v:.3f}"),
+        ("$ per 1M tokens", "usd_per_million_tokens", lambda v: f"{v:.4f}"),
+        ("$ whole run", "usd_total", lambda v: f"{v:,.0f}"),
+        ("utility J per token", "joules_per_token", lambda v: f"{v:.3f}"),
+        ("MWh", "mwh", lambda v: f"{v:,.1f}"),
+        ("US household-years", "household_years", lambda v: f"{v:,.1f}"),
+        ("GPU-hours", "gpu_hours", lambda v: f"{v:,.0f}"),
+        ("wall-clock days", "wall_days", lambda v: f"{v:,.2f}"),
+    ]
+    rows = [[name, fn(r[k]), fn(e[k])] for name, k, fn in fmt]
+    console.print(table(title, ["", "nominal", "after reliability"], rows, 1))
+    rel = r["reliability"]
+    rrows = [
+        ["job MTBI", f"{rel['mtbi_s'] / 3600:,.1f} h ({rel['interruptions_per_day']:.2f} interruptions/day)"],
+        ["checkpoint write / interval", f"{rel['checkpoint_s']:.1f} s every {rel['checkpoint_interval_s'] / 60:,.1f} min "
+                                        f"({rel['assumptions']['interval']['value']})"],
+        ["recovery per interruption", f"{rel['recovery_s'] / 60:,.1f} min"],
+        ["goodput", f"{rel['goodput_fraction']:.2%}"],
+        ["units / blast radius", f"{rel['units']} x {rel['blast_radius_gpus']} GPUs, "
+                                 f"{rel['assumptions']['hot_spare_gpus_per_unit']['value']} hot spares each"],
+        ["spare units", f"{rel['spare_units']} ({rel['units_in_repair']:.3f} expected in repair)"],
+        ["GPUs paid / GPUs used", f"{rel['cost_factor']:.3f}"],
+    ]
+    console.print(table("Reliability", ["", "value"], rrows, 1))
+
+
+@click.command("cost")
+@_relaxed_layout_options
+@click.option("--tokens-per-s-per-gpu", "measured_tps", type=float, default=None,
+              help="use this measured throughput instead of a prediction (layout flags other than --gpus then unused)")
+@click.option("--tokens", type=float, required=True, help="tokens to train, e.g. 15e12")
+@cost_options
+@reliability_options
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
+             etp: int | None, fsdp: bool, mbs: int, gbs: int | None, seq: int | None, precision: str, recompute: str,
+             attention: str, routing: str, measured_tps: float | None, tokens: float, buyer: str,
+             sets: tuple[str, ...], mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares,
+             interval: str, as_json: bool) -> None:
+    """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
+    m, hw = load_model(model_ref), load_hardware(hardware_ref)
+    cost_over, extra = split_sets(sets)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra)
+    head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "buyer": buyer, "gpus": gpus, "tokens": tokens}
+    if measured_tps is not None:
+        head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
+        tps = measured_tps
+    else:
+        missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
+        if missing:
+            raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
+        lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep,  # type: ignore[arg-type]
+                     etp=1 if etp is None else etp, mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
+        row = api.predict(m, hw, lay, precision, attention, routing).row(0)
+        tps = row["tokens_per_s_per_gpu"]
+        head.update({"throughput_source": "predicted", "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
+                     "precision": precision, "layout": row["layout"], "fits": row["fits"]})
+    r = {**head, **job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)}
+    if as_json:
+        return emit_json(r)
+    src = head["throughput_source"]
+    console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.name)}, {tokens:.3g} tokens, buyer {buyer}")
+    console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
+    if head.get("fits") is False:
+        console.print("[yellow]warning: the predicted memory does not fit in HBM for this layout[/yellow]")
+    _print_run("Training run", r)
+    return None
+
+
+# ---- compare ---------------------------------------------------------------------------------------
+
+def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) -> tuple[Prediction, str]:
+    """The planner's best layout (perfmodel/search.py) when it finds one that fits, else the given layout."""
+    try:
+        from .. import search
+        res = search.search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
+        if res.top is not None:
+            return res.top, "planner"
+    except (ImportError, AttributeError, TypeError):
+        pass
+    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing), "given"
+
+
+@click.command("compare")
+@click.option("--model", "model_ref", required=True, help="catalog id or spec file")
+@click.option("--hardware", "hardware_refs", required=True, multiple=True, help="catalog id or TOML file (repeat)")
+@click.option("--gpus", type=int, required=True, help="number of GPUs on each system")
+@click.option("--gbs", type=int, required=True, help="global batch (sequences)")
+@click.option("--seq", type=int, required=True, help="sequence length (tokens)")
+@click.option("--precision", default="bf16", show_default=True,
+              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@click.option("--tp", type=int, default=1, show_default=True, help="given layout (used where the planner finds none)")
+@click.option("--pp", type=int, default=1, show_default=True)
+@click.option("--vp", type=int, default=1, show_default=True)
+@click.option("--cp", type=int, default=1, show_default=True)
+@click.option("--ep", type=int, default=1, show_default=True)
+@click.option("--etp", type=int, default=1, show_default=True)
+@click.option("--mbs", type=int, default=1, show_default=True)
+@click.option("--fsdp", is_flag=True)
+@click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"]))
+@click.option("--planner/--no-planner", default=True, show_default=True, help="search the best layout per system")
+@click.option("--tokens", type=float, default=1e12, show_default=True, help="tokens to train (run totals)")
+@cost_options
+@reliability_options
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: int, seq: int, precision: str,
+                tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, mbs: int, fsdp: bool, recompute: str,
+                planner: bool, tokens: float, buyer: str, sets: tuple[str, ...], mtbi_gpu_days, restart_s,
+                checkpoint_s, spare_units, count_hot_spares, interval: str, as_json: bool) -> None:
+    """Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO."""
+    m = load_model(model_ref)
+    cost_over, extra = split_sets(sets)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra)
+    given = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
+                   recompute=recompute)  # type: ignore[arg-type]
+    opts = Options(precision=precision)
+    out = []
+    for ref in hardware_refs:
+        hw = load_hardware(ref)
+        if planner:
+            p, how = best_layout(m, hw, given, opts)
+        else:
+            p, how = api.predict(m, hw, given, precision), "given"
+        row = p.row(0)
+        tps = row["tokens_per_s_per_gpu"]
+        e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
+        out.append({"hardware": hw.id, "layout_from": how, "layout": row["layout"], "fits": row["fits"],
+                    "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e})
+    base = out[0]
+    for o in out:
+        o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
+                                     (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
+        o["effective_perf_per_tco_vs_first"] = base["effective"]["usd_per_million_tokens"] / \
+            o["effective"]["usd_per_million_tokens"]
+    if as_json:
+        return emit_json({"model": m.id, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
+                          "systems": out})
+    console.print(f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
+                  f"{tokens:.3g} tokens, buyer {buyer}")
+    lay = lambda L: " ".join(f"{k}={L[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs")) + \
+        (" fsdp" if L["fsdp"] else "") + (f" rc={L['recompute']}" if L["recompute"] != "none" else "")
+    metrics: list[tuple[str, Callable[[dict], str]]] = [
+        ("layout", lambda o: f"{lay(o['layout'])} ({o['layout_from']})" + ("" if o["fits"] else " [red]no fit[/red]")),
+        ("tokens/s/GPU", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f}"),
+        ("MFU", lambda o: f"{o['mfu']:.1%}"),
+        ("$ per GPU-hour", lambda o: f"{o['usd_per_gpu_hour']:.3f}"),
+        ("$ per 1M tokens", lambda o: f"{o['usd_per_million_tokens']:.4f}"),
+        ("utility J/token", lambda o: f"{o['joules_per_token']:.3f}"),
+        ("goodput", lambda o: f"{o['goodput_fraction']:.2%}"),
+        ("$ per 1M tokens after reliability", lambda o: f"{o['effective']['usd_per_million_tokens']:.4f}"),
+        ("$ whole run after reliability", lambda o: f"${o['effective']['usd_total']:,.0f}"),
+        ("perf per TCO vs first", lambda o: f"{o['perf_per_tco_vs_first']:.2f}x"),
+        ("  after reliability", lambda o: f"{o['effective_perf_per_tco_vs_first']:.2f}x"),
+    ]
+    console.print(table("Side by side", [""] + [o["hardware"] for o in out],
+                        [[name] + [fn(o) for o in out] for name, fn in metrics], 1))
+    return None
+
+
+COMMANDS = [tco_cmd, cost_cmd, compare_cmd]

@@ -1,0 +1,160 @@
+"""`perfmodel recipes`: the planner against the experts' hand-tuned layouts (validation/runs.csv).
+
+For every row: search the same (model, hardware, GPUs, global batch, sequence, precision, routing),
+find where the recipe's layout ranks among the planner's fitting candidates (1 + the number predicted
+strictly faster), and compare the planner's best with the recipe in predicted tokens/s/GPU. Summary:
+the share of recipes that the planner's top-K contains or beats, and every row where the two differ
+by more than --threshold, with the breakdown term that makes the difference.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import InputError
+from ..layout import LayoutGrid
+from ..predict import predict_grid
+from ..search import SearchResult, describe_why, illegal, search, why_better
+from ..specfile import data_dir
+from ..validate import read_csv, row_inputs
+from .common import console, emit_json, table
+
+@dataclass(frozen=True)
+class RecipeCheck:
+    run_id: str
+    model: str
+    hardware: str
+    gpus: int
+    precision: str
+    recipe: dict                 # the recipe's layout
+    best: dict | None            # the planner's best layout
+    recipe_tps: float            # predicted tokens/s/GPU of the recipe
+    best_tps: float | None       # ... of the planner's best
+    gap: float | None            # best / recipe - 1 (> 0: the planner predicts a faster layout)
+    rank: int                    # recipe among the planner's fitting candidates (1 = best)
+    candidates: int              # fitting candidates ranked
+    in_space: bool               # the recipe is one of the planner's candidates
+    recipe_fits: bool            # the model predicts the recipe fits in HBM
+    contained_or_beaten: bool    # top-K holds the recipe, or its best is at least as fast
+    reason: str                  # why the best beats the recipe (or the other way)
+
+
+def _key(model, hw, lay, opts) -> tuple:
+    return (model.id, hw.id, lay.gpus, lay.gbs, lay.seq, opts.precision, opts.routing)
+
+
+def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> tuple[list[RecipeCheck], list[dict], float]:
+    """Compare every row; rows the model cannot take go to the second list with the reason."""
+    t0 = time.perf_counter()
+    cache: dict[tuple, SearchResult] = {}
+    out, skipped = [], []
+    for n, row in enumerate(rows):
+        rid = (row.get("run_id") or f"row{n + 2}").strip()
+        try:
+            model, hw, lay, opts = row_inputs(row, base)
+        except (InputError, ValueError, KeyError) as exc:
+            skipped.append({"run_id": rid, "reason": str(exc)})
+            continue
+        key = _key(model, hw, lay, opts)
+        if key not in cache:
+            cache[key] = search(model, hw, lay.gpus, lay.gbs, lay.seq, opts, "throughput", top_k, keep_scores=True)
+        r = cache[key]
+        grid = LayoutGrid.of(lay)
+        rec = predict_grid(model, hw, grid, opts)
+        rtps = float(rec.tokens_per_s_per_gpu[0])
+        fits = bool(rec.fits[0])
+        in_space = r.space.contains(lay) and not bool(illegal(model, grid)[0])
+        rank = r.rank_of(rtps)
+        best_tps = float(r.top.tokens_per_s_per_gpu[0]) if r.top is not None else None
+        if r.top is not None:
+            beats = best_tps >= rtps * (1 - 1e-9) or (in_space and fits and rank <= top_k)
+            w = why_better(r.top, 0, rec, 0) if best_tps >= rtps else why_better(rec, 0, r.top, 0)
+            reason = ("planner: " if best_tps >= rtps else "recipe: ") + describe_why(w)
+        else:
+            beats, reason = False, "no candidate fits in memory"
+        if not fits:
+            reason = f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 2**30:.0f} GiB > " \
+                     f"{rec.hbm_bytes / 2**30:.0f} GiB); " + reason
+        if not in_space:
+            reason = "recipe outside the planner's space; " + reason
+        out.append(RecipeCheck(rid, model.id, hw.id, lay.gpus, opts.precision, rec.row(0)["layout"],
+                               r.top.row(0)["layout"] if r.top is not None else None, rtps, best_tps,
+                               best_tps / rtps - 1 if best_tps else None, rank, r.fits, in_space, fits, beats, reason))
+        if progress:
+            progress(n + 1, len(rows))
+    return out, skipped, time.perf_counter() - t0
+
+
+def summary(checks: list[RecipeCheck], top_k: int, threshold: float) -> dict:
+    n = len(checks)
+    disagree = [c for c in checks if c.gap is None or abs(c.gap) > threshold]
+    return {
+        "rows": n,
+        "top_k": top_k,
+        "contained_or_beaten": sum(c.contained_or_beaten for c in checks),
+        "share_contained_or_beaten": sum(c.contained_or_beaten for c in checks) / n if n else None,
+        "recipe_in_top_k": sum(c.in_space and c.recipe_fits and c.rank <= top_k for c in checks),
+        "recipe_rank_1": sum(c.in_space and c.recipe_fits and c.rank == 1 for c in checks),
+        "recipe_outside_space": sum(not c.in_space for c in checks),
+        "recipe_predicted_oom": sum(not c.recipe_fits for c in checks),
+        "median_gap": sorted(c.gap for c in checks if c.gap is not None)[n // 2] if n else None,
+        "threshold": threshold,
+        "disagreements": len(disagree),
+        "planner_faster": sum(1 for c in disagree if c.gap is not None and c.gap > threshold),
+        "recipe_faster": sum(1 for c in disagree if c.gap is not None and c.gap < -threshold),
+    }
+
+
+def _lay(d: dict | None) -> str:
+    if not d:
+        return "-"
+    s = " ".join(f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs") if d[k] != 1 or k in ("tp", "pp", "dp"))
+    return s + (" fsdp" if d["fsdp"] else "") + ("" if d["recompute"] == "none" else f" rc-{d['recompute']}")
+
+
+@click.command("recipes")
+@click.option("--csv", "csv_path", default=None,
+              help="measured runs in the validation schema [default: validation/runs.csv]")
+@click.option("--top", "top_k", type=int, default=10, show_default=True, help="the planner's top-K to test against")
+@click.option("--threshold", type=float, default=0.10, show_default=True, help="disagreement to list (fraction)")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool) -> None:
+    """Rank each published recipe's layout among the planner's candidates."""
+    if top_k < 1:
+        raise InputError("--top", "top", f"must be at least 1 (got {top_k})")
+    csv_path = csv_path or str(data_dir("validation") / "runs.csv")
+    rows = read_csv(csv_path)
+    base = Path(csv_path).resolve().parent
+    with Progress(TextColumn("recipes"), BarColumn(), TextColumn("{task.completed}/{task.total} rows"),
+                  TimeElapsedColumn(), console=Console(stderr=True), disable=as_json, transient=True) as bar:
+        task = bar.add_task("rows", total=len(rows))
+        checks, skipped, seconds = check_rows(rows, base, top_k, lambda i, n: bar.update(task, completed=i))
+    s = summary(checks, top_k, threshold)
+    s["seconds"] = seconds
+    s["skipped"] = len(skipped)
+    dis = sorted((c for c in checks if c.gap is None or abs(c.gap) > threshold), key=lambda c: -(abs(c.gap or 0)))
+    if as_json:
+        emit_json({"summary": s, "rows": [asdict(c) for c in checks], "skipped": skipped})
+        return
+    console.print(f"[bold]planner vs recipes[/]: {s['rows']} rows checked ({s['skipped']} skipped) in {seconds:.1f} s")
+    console.print(f"  planner's top-{top_k} contains or beats the recipe: {s['contained_or_beaten']}/{s['rows']} "
+                  f"({(s['share_contained_or_beaten'] or 0):.0%}); recipe itself in top-{top_k}: {s['recipe_in_top_k']}, "
+                  f"ranked 1st: {s['recipe_rank_1']}")
+    console.print(f"  recipe outside the planner's space: {s['recipe_outside_space']}; recipe predicted OOM: "
+                  f"{s['recipe_predicted_oom']}; median gap best/recipe - 1: {(s['median_gap'] or 0):+.1%}")
+    console.print(f"  disagreements > {threshold:.0%}: {s['disagreements']} (planner faster {s['planner_faster']}, "
+                  f"recipe faster {s['recipe_faster']})")
+    console.print(table(f"disagreements > {threshold:.0%} (gap = planner best / recipe - 1, predicted)",
+                        ["run", "recipe", "rank", "planner best", "gap", "reason"],
+                        [[c.run_id, _lay(c.recipe), f"{c.rank}/{c.candidates}", _lay(c.best),
+                          f"{c.gap:+.0%}" if c.gap is not None else "-", c.reason] for c in dis]))
+    if skipped:
+        console.print(table("skipped rows", ["run", "reason"], [[k["run_id"], k["reason"]] for k in skipped]))
+
+
+COMMANDS = [command]

@@ -1,0 +1,231 @@
+"""`perfmodel search`: rank every legal layout for a model on a cluster (perfmodel/search.py)."""
+from __future__ import annotations
+
+import time
+
+import click
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..errors import InputError
+from ..hardware import HardwareSpec, load_hardware
+from ..model import load_model
+from ..predict import Options, Prediction
+from ..search import (OBJECTIVES, SearchResult, _concat, _pareto_idx, describe_why, objective_scale,
+                      parse_constraints, search, why_better)
+from ..predict import predict_grid
+from .common import console, emit_json, si, table
+
+GIB = 2.0 ** 30
+# breakdown_s keys grouped for the top-K table (predict.py)
+COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
+COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
+FRONT_ROWS = 20        # Pareto points printed (evenly spaced along the front); --json has all
+
+
+def parse_gpus(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            n = int(part)
+        except ValueError:
+            raise InputError("--gpus", "gpus", f"expected an integer or a comma-separated list (got {text!r})") from None
+        if n < 1:
+            raise InputError("--gpus", "gpus", f"must be positive (got {n})")
+        out.append(n)
+    if not out:
+        raise InputError("--gpus", "gpus", "empty")
+    return sorted(set(out))
+
+
+def objective_text(objective: str, value: float) -> str:
+    """Objective value at the edge: tokens/s/GPU, J/token, USD per 1M tokens."""
+    if objective == "energy":
+        return f"{1.0 / value:.4g} J/tok"
+    if objective == "cost":
+        return f"${1e6 / value:.4g}/1M tok"
+    return f"{value:,.0f} tok/s/GPU"
+
+
+def layout_dict(p: Prediction, i: int) -> dict:
+    lay = p.layouts.layout(i)
+    return {**lay.__dict__, "dp": lay.dp}
+
+
+def short(p: Prediction, i: int) -> str:
+    d = layout_dict(p, i)
+    parts = [f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp") if d[k] != 1 or k in ("tp", "pp", "dp")]
+    parts.append(f"mbs{d['mbs']}")
+    if d["fsdp"]:
+        parts.append("fsdp")
+    if d["recompute"] != "none":
+        parts.append(f"rc-{d['recompute']}")
+    return " ".join(parts)
+
+
+def entry(p: Prediction, i: int, value: float, rank: int | None = None) -> dict:
+    row = p.row(i)
+    out = {"layout": row.pop("layout"), "prediction": row, "objective_value": float(value),
+           "memory_headroom_bytes": float(p.hbm_bytes - p.memory_bytes_per_gpu[i])}
+    return {"rank": rank, **out} if rank is not None else out
+
+
+def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, opts: Options, objective: str,
+                 top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], show_progress: bool) -> list[SearchResult]:
+    cons = parse_constraints(fix, cap)
+    results = []
+    err = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} chunks"),
+                  TimeElapsedColumn(), console=err, disable=not show_progress, transient=True) as bar:
+        for n in gpus:
+            task = bar.add_task(f"{n} GPUs", total=None)
+            r = search(model, hw, n, gbs, seq, opts, objective, top_k, cons,
+                       on_chunk=lambda done, total, t=task: bar.update(t, completed=done, total=total, visible=total > 1))
+            results.append(r)
+    return results
+
+
+def combined(results: list[SearchResult], model, hw, opts: Options, top_k: int) -> tuple[Prediction | None, np.ndarray, Prediction | None]:
+    """Top K and memory front over several searches (a --gpus list)."""
+    tops = [r.top for r in results if r.top is not None]
+    if not tops:
+        return None, np.zeros(0), None
+    if len(results) == 1:
+        return results[0].top, results[0].top_values, results[0].pareto
+    vals = np.concatenate([r.top_values for r in results if r.top is not None])
+    keep = np.argsort(-vals, kind="stable")[:top_k]
+    top = predict_grid(model, hw, _concat([t.layouts for t in tops]).take(keep), opts)
+    fronts = [r.pareto for r in results if r.pareto is not None]
+    fg = _concat([f.layouts for f in fronts])
+    thr = np.concatenate([f.tokens_per_s_per_gpu for f in fronts])
+    head = np.concatenate([f.hbm_bytes - f.memory_bytes_per_gpu for f in fronts])
+    front = predict_grid(model, hw, fg.take(_pareto_idx(thr, head)), opts)
+    return top, vals[keep], front
+
+
+def gpu_front(results: list[SearchResult]) -> list[dict]:
+    """Best layout per GPU count; on the front when its cluster throughput beats every smaller count."""
+    rows, best_total = [], 0.0
+    base = None
+    for r in results:
+        if r.top is None:
+            rows.append({"gpus": r.gpus, "tokens_per_s_per_gpu": None, "tokens_per_s": None,
+                         "scaling_efficiency": None, "pareto": False, "layout": None})
+            continue
+        tps = float(r.top.tokens_per_s_per_gpu[0])
+        total = tps * r.gpus
+        base = base or tps
+        rows.append({"gpus": r.gpus, "tokens_per_s_per_gpu": tps, "tokens_per_s": total,
+                     "scaling_efficiency": tps / base, "pareto": total > best_total, "layout": layout_dict(r.top, 0)})
+        best_total = max(best_total, total)
+    return rows
+
+
+@click.command("search")
+@click.option("--model", "model_ref", required=True, help="catalog id or spec file (TOML / HF config.json)")
+@click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file")
+@click.option("--gpus", "gpus_text", required=True, help="GPU count, or a list: 128,256,512")
+@click.option("--gbs", type=int, required=True, help="global batch (sequences)")
+@click.option("--seq", type=int, required=True, help="sequence length (tokens)")
+@click.option("--precision", default="bf16", show_default=True,
+              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@click.option("--objective", default="throughput", show_default=True, type=click.Choice(list(OBJECTIVES)),
+              help="tokens/s/GPU, cost per token, or energy per token")
+@click.option("--top", "top_k", type=int, default=10, show_default=True, help="layouts to show")
+@click.option("--fix", multiple=True, metavar="AXIS=V", help="pin an axis, e.g. --fix tp=4 (repeatable)")
+@click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap an axis, e.g. --max pp=8 (repeatable)")
+@click.option("--attention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
+              help="attention-FLOPs convention for MFU")
+@click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
+              help="MoE routing: real (load imbalance) or force-balanced")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
+            top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool) -> None:
+    """Enumerate every legal layout, score them all, print the best and the Pareto fronts.
+
+    Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
+    t0 = time.perf_counter()
+    model, hw = load_model(model_ref), load_hardware(hardware_ref)
+    gpus = parse_gpus(gpus_text)
+    opts = Options(precision, attention, routing)  # type: ignore[arg-type]
+    objective_scale(hw, objective)
+    results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json)
+    top, values, front = combined(results, model, hw, opts, top_k)
+    seconds = time.perf_counter() - t0
+    legal = sum(r.legal for r in results)
+    score_s = sum(r.seconds for r in results)
+    why = why_better(top, 0, top, 1) if top is not None and top.layouts.n > 1 else None
+    out = {
+        "model": model.id, "hardware": hw.id, "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
+        "precision": precision, "objective": objective,
+        "evaluated": sum(r.evaluated for r in results), "legal": legal, "fits": sum(r.fits for r in results),
+        "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
+        "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
+        "why_winner": why,
+        "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * objective_scale(hw, objective))
+                          for i in range(front.layouts.n)] if front is not None else [],
+    }
+    if len(gpus) > 1:
+        out["by_gpus"] = [{"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits,
+                           "seconds": r.seconds} for r in results]
+        out["pareto_gpus"] = gpu_front(results)
+    if as_json:
+        emit_json(out)
+        return
+    render(out, top, front, values, results, objective)
+
+
+def render(out: dict, top: Prediction | None, front: Prediction | None, values: np.ndarray,
+           results: list[SearchResult], objective: str) -> None:
+    g = out["gpus"]
+    console.print(f"[bold]{out['model']}[/] on {g} x {out['hardware']}, gbs {out['gbs']}, seq {out['seq']}, "
+                  f"{out['precision']}: {out['evaluated']:,} candidates, {out['legal']:,} legal, "
+                  f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
+                  f"({si(out['layouts_per_s'] or 0, 'layouts/s')})")
+    if top is None:
+        console.print("[red]no legal layout fits in memory[/] (try more GPUs, recompute, or a smaller micro-batch)")
+        return
+    rows = []
+    extra = [objective] if objective != "throughput" else []
+    for i in range(top.layouts.n):
+        b = {k: float(v[i]) for k, v in top.breakdown_s.items()}
+        step = float(top.step_time_s[i])
+        comm = sum(b[k] for k in COMM)
+        rows.append([i + 1, short(top, i), f"{top.tokens_per_s_per_gpu[i]:,.0f}", f"{top.mfu[i]:.1%}",
+                     f"{step:.3g}", f"{sum(b[k] for k in COMPUTE) / step:.0%}", f"{comm / step:.0%}",
+                     f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GIB:.1f}"]
+                    + [objective_text(objective, float(values[i]))] * len(extra))
+    t = table(f"top {top.layouts.n} by {objective}",
+              ["#", "layout", "tok/s/GPU", "MFU", "step s", "compute", "comm", "bubble", "mem GiB"] + extra,
+              rows, justify_right_from=2)
+    console.print(t)
+    terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0)]
+    console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
+                        [[k] + [f"{top.breakdown_s[k][i] * 1e3:.4g}" for i in range(top.layouts.n)] for k in terms]))
+    if out["why_winner"]:
+        console.print(f"[bold]winner vs runner-up:[/] {describe_why(out['why_winner'])}")
+    if front is not None:
+        n = front.layouts.n
+        shown = sorted(set(np.linspace(0, n - 1, min(n, FRONT_ROWS)).round().astype(int).tolist()))
+        note = f" ({len(shown)} of {n} points; --json lists all)" if len(shown) < n else ""
+        t = table("Pareto front: throughput vs memory headroom" + note,
+                            ["layout", "tok/s/GPU", "mem GiB", "headroom GiB"],
+                            [[short(front, i), f"{front.tokens_per_s_per_gpu[i]:,.0f}",
+                              f"{front.memory_bytes_per_gpu[i] / GIB:.1f}",
+                              f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GIB:.1f}"]
+                             for i in shown])
+        t.columns[0].no_wrap = True
+        console.print(t)
+    if "pareto_gpus" in out:
+        console.print(table("throughput vs GPU count (* = Pareto: more cluster throughput than any smaller count)",
+                            ["gpus", "tok/s/GPU", "cluster tok/s", "scaling eff", "best layout", "front"],
+                            [[r["gpus"], f"{r['tokens_per_s_per_gpu']:,.0f}" if r["tokens_per_s_per_gpu"] else "-",
+                              si(r["tokens_per_s"] or float("nan"), "tok/s"),
+                              f"{r['scaling_efficiency']:.0%}" if r["scaling_efficiency"] else "-",
+                              short(res.top, 0) if res.top is not None else "none fits", "*" if r["pareto"] else ""]
+                             for r, res in zip(out["pareto_gpus"], results)]))
+
+
+COMMANDS = [command]
