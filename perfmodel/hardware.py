@@ -5,6 +5,8 @@ seconds, watts, US dollars.
 """
 from __future__ import annotations
 
+import difflib
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -102,11 +104,12 @@ class HardwareSpec(Frozen):
     notes: str = ""
     sources: dict[str, str] = Field(default_factory=dict)    # dotted field -> source (filled by loader)
     path: str = ""
+    overridden: tuple[str, ...] = ()     # dotted fields changed by a `base =` file or --set (what-if specs)
     _hash: int | None = PrivateAttr(default=None)
 
     def __hash__(self) -> int:  # hashable despite dict fields, so derived counts can be cached
         if self._hash is None:
-            self._hash = hash(self.model_dump_json(exclude={"sources", "notes", "path"}))
+            self._hash = hash(self.model_dump_json(exclude={"sources", "notes", "path", "overridden"}))
         return self._hash
 
     @model_validator(mode="after")
@@ -130,18 +133,187 @@ class HardwareSpec(Frozen):
         return val
 
 
+# ---- loading: catalog files, `base =` inheritance, --set overrides ------------------------------
+
+_MAX_BASE_DEPTH = 8
+_NOT_OVERRIDES = {"id", "name", "notes"}                       # a `base =` file's own identity, not a change
+_NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id"}
+
+# friendly --set names: alias -> (dotted field, SI factor, unit the value is written in)
+ALIASES: dict[str, tuple[str, float, str]] = {
+    "nvlink_domain": ("scale_up.domain_size", 1.0, "GPUs per NVLink domain"),
+    "nvlink_gbps": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
+    "nvlink_bw": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
+    "nic_gbps": ("scale_out.bandwidth", 1e9 / 8, "Gbit/s per GPU, all its NICs; 400 = one CX7"),
+    "hbm_gb": ("memory.hbm_bytes", 1e9, "GB per GPU"),
+    "hbm_tbps": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
+}
+
+
+def _submodel(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside a field annotation (`Cost | None` -> Cost), else None."""
+    for a in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            return a
+    return None
+
+
+def _leaf_fields(model: type[BaseModel], prefix: str = "") -> list[str]:
+    out: list[str] = []
+    for name, fld in model.model_fields.items():
+        sub = _submodel(fld.annotation)
+        path = f"{prefix}.{name}" if prefix else name
+        out += _leaf_fields(sub, path) if sub else [path]
+    return out
+
+
+def settable_fields() -> list[str]:
+    """Dotted hardware fields that --set accepts (aliases not included)."""
+    return [f for f in _leaf_fields(HardwareSpec) if f.split(".")[0] not in _NOT_SETTABLE]
+
+
+def _is_value_leaf(x: Any) -> bool:
+    return isinstance(x, dict) and "value" in x and set(x) <= {"value", "source", "note"}
+
+
+def _leaves(doc: Any, prefix: str) -> list[str]:
+    if isinstance(doc, dict) and not _is_value_leaf(doc):
+        return [p for k, v in doc.items() for p in _leaves(v, f"{prefix}.{k}")]
+    return [prefix]
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any], prefix: str = "") -> tuple[dict[str, Any], list[str]]:
+    """`over` merged into `base` table by table (a leaf, with or without its source, replaces the
+    base's leaf); returns the merged document and the dotted leaves `over` set."""
+    out, changed = dict(base), []
+    for key, val in over.items():
+        path = f"{prefix}.{key}" if prefix else key
+        old = out.get(key)
+        if isinstance(val, dict) and not _is_value_leaf(val) and isinstance(old, dict) and not _is_value_leaf(old):
+            out[key], sub = _deep_merge(old, val, path)
+            changed += sub
+        else:
+            out[key] = val
+            changed += _leaves(val, path)
+    return out, changed
+
+
+def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[str]]:
+    """The raw document of `path` with its `base = "<catalog id or file>"` chain merged in, and the
+    dotted fields the chain overrides."""
+    doc = read_document(path)
+    base_ref = doc.pop("base", None)
+    if base_ref is None:
+        return doc, []
+    where = str(path)
+    if not isinstance(base_ref, str) or not base_ref:
+        raise InputError(where, "base", "must be a hardware catalog id or a path to a hardware file")
+    if depth >= _MAX_BASE_DEPTH:
+        raise InputError(where, "base", f"more than {_MAX_BASE_DEPTH} nested `base =` files (a cycle?)")
+    near = path.parent / base_ref                   # a relative path is relative to this file first
+    base_path = near if ("/" in base_ref or near.suffix in (".toml", ".json")) and near.exists() else resolve(base_ref, "hardware")
+    if base_path.resolve() == path.resolve():
+        raise InputError(where, "base", "a file cannot be its own base")
+    base_doc, base_over = _read_with_base(base_path, depth + 1)
+    base_id = str(base_doc.get("id", base_path.stem))
+    merged, changed = _deep_merge(base_doc, doc)
+    merged["id"] = doc.get("id", path.stem)
+    merged.setdefault("name", base_id)
+    if "name" not in doc:
+        merged["name"] = f"{base_doc.get('name', base_id)} [what-if: {path.stem}]"
+    if "notes" not in doc:
+        merged["notes"] = f"What-if spec based on {base_id}. {base_doc.get('notes', '')}".strip()
+    over = [c for c in changed if c not in _NOT_OVERRIDES]
+    return merged, list(dict.fromkeys(base_over + over))
+
+
 @lru_cache(maxsize=256)
 def _load(path: str) -> HardwareSpec:
-    doc = read_document(Path(path))
+    doc, overridden = _read_with_base(Path(path))
     plain, sources = split_sources(doc)
     plain.setdefault("id", Path(path).stem)
+    for f in overridden:
+        sources.setdefault(f, f"overridden in {Path(path).name}")
     plain["sources"] = sources
     plain["path"] = path
+    plain["overridden"] = tuple(overridden)
     return validate(HardwareSpec, plain, path)
 
 
 def load_hardware(ref: str | HardwareSpec) -> HardwareSpec:
-    """A catalog id (`h100-sxm`) or a path to a TOML file -> HardwareSpec."""
+    """A catalog id (`h100-sxm`) or a path to a TOML file -> HardwareSpec.
+
+    A file may start from another spec: `base = "gb200-nvl72"` (catalog id, or a path relative to the
+    file) and then list only the fields it changes, table by table; its `id` defaults to the file stem."""
     if isinstance(ref, HardwareSpec):
         return ref
     return _load(str(resolve(ref, "hardware")))
+
+
+def _parse_value(text: str) -> bool | int | float | str:
+    t = text.strip()
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    for conv in (int, float):
+        try:
+            v = conv(t)
+        except ValueError:
+            continue
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InputError("--set", t, "value must be finite")
+        return v
+    return t
+
+
+def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
+    """'FIELD=VALUE' -> (dotted field, the name as written, value in SI units); aliases converted."""
+    key, sep, raw = item.partition("=")
+    key = key.strip()
+    if not sep or not key or not raw.strip():
+        raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbps=800")
+    value = _parse_value(raw)
+    if key in ALIASES:
+        field, factor, unit = ALIASES[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError("--set", key, f"value must be a number in {unit} (got {raw.strip()!r})")
+        return field, key, value if factor == 1.0 else value * factor
+    fields = settable_fields()
+    if key not in fields:
+        hint = did_you_mean(key, fields + list(ALIASES))
+        if not hint:  # a bare or misspelled leaf name (`domain_size`) -> its dotted path
+            by_leaf = {f.rsplit(".", 1)[-1]: f for f in fields}
+            close = difflib.get_close_matches(key, list(by_leaf), n=1, cutoff=0.6)
+            hint = f" (did you mean '{by_leaf[close[0]]}'?)" if close else ""
+        raise InputError("--set", key, f"unknown hardware field{hint}; fields as in `perfmodel show hardware ID`, "
+                                       f"or aliases {', '.join(ALIASES)}")
+    return key, key, value
+
+
+def field_value(hw: HardwareSpec, field: str) -> Any:
+    """The value of a dotted field (`scale_up.domain_size`), None where a table is absent."""
+    obj: Any = hw
+    for part in field.split("."):
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> HardwareSpec:
+    """`hw` with `FIELD=VALUE` overrides (dotted fields or ALIASES), re-validated by the schema as a whole.
+    The result records the changed fields in `overridden` and `--set ...` as their source."""
+    if not sets:
+        return hw
+    doc = hw.model_dump(exclude={"overridden"})
+    changed: list[str] = []
+    for item in sets:
+        field, name, value = parse_set(item)
+        node = doc
+        *parents, leaf = field.split(".")
+        for p in parents:
+            if node.get(p) is None:
+                node[p] = {}
+            node = node[p]
+        node[leaf] = value
+        doc["sources"][field] = f"--set {item.strip()}" + (f" ({ALIASES[name][2]})" if name in ALIASES else "")
+        changed.append(field)
+    doc["overridden"] = tuple(dict.fromkeys(hw.overridden + tuple(changed)))
+    return validate(HardwareSpec, doc, "--set")

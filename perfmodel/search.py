@@ -404,7 +404,8 @@ def layout_diff(a: Layout, b: Layout) -> dict[str, tuple]:
 def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
     """Why layout i of `a` beats layout j of `b` (e.g. winner vs runner-up, or the planner's best vs a
     recipe): the breakdown term (predict.py breakdown_s, seconds per step) whose time differs most,
-    the step times and the axes that differ. `term` saves the most; `pays` is the term it loses most on."""
+    the step times and the axes that differ ({axis: [winner's, loser's]}). `term` saves the most;
+    `pays` is the term it loses most on."""
     diffs = {k: float(b.breakdown_s[k][j] - a.breakdown_s[k][i]) for k in a.breakdown_s}
     term = max(diffs, key=lambda k: diffs[k])
     pays = min(diffs, key=lambda k: diffs[k])
@@ -415,9 +416,9 @@ def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
 
 def describe_why(w: dict) -> str:
     """One sentence from why_better's dict."""
-    axes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in w["axes"].items()) or "no axis"
+    axes = ", ".join(f"{k} {b}->{a}" for k, (a, b) in w["axes"].items()) or "no axis"
     text = f"{w['term']} is {w['term_saving_s'] * 1e3:.3g} ms shorter per step"
     if w["pays_s"] > 0:
         text += f" (while {w['pays']} is {w['pays_s'] * 1e3:.3g} ms longer)"
     return (f"{text}; step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s; "
-            f"layout differs in {axes}")
+            f"from the slower layout: {axes}")

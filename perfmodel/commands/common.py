@@ -10,6 +10,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from ..hardware import ALIASES, HardwareSpec, apply_overrides, load_hardware, settable_fields
+
 console = Console()
 
 
@@ -77,6 +79,22 @@ def layout_options(f: Callable) -> Callable:
         click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
                      help="MoE routing: real (load imbalance) or force-balanced"),
     ]
+    if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):   # a command's own --set wins
+        opts.append(click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
+                                 help="what-if hardware: override a spec field (repeatable), e.g. "
+                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbps=800, hbm_gb=288"))
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:
+    """--hardware REF plus its --set FIELD=VALUE overrides -> the effective HardwareSpec."""
+    return apply_overrides(load_hardware(ref), list(sets))
+
+
+def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
+    """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
+    hw_keys = set(settable_fields()) | set(ALIASES)
+    mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
+    return mine, [s for s in sets if s not in mine]

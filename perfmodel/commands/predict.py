@@ -11,10 +11,10 @@ from rich.markup import escape
 from .. import api
 from ..counts import flops_per_token
 from ..errors import InputError
-from ..hardware import HardwareSpec, load_hardware
+from ..hardware import HardwareSpec, field_value
 from ..layout import Layout
 from ..model import ModelSpec, load_model
-from .common import console, emit_json, layout_options, table
+from .common import console, emit_json, layout_options, resolve_hardware, table
 
 
 def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision: str, attention: str,
@@ -55,9 +55,9 @@ def _gb(x: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
                 etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
-                attention: str, routing: str, ignore_memory: bool, as_json: bool) -> None:
+                attention: str, routing: str, sets: tuple[str, ...], ignore_memory: bool, as_json: bool) -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
-    m, hw = load_model(model_ref), load_hardware(hardware_ref)
+    m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
     p = api.predict(m, hw, lay, precision, attention, routing)
@@ -75,10 +75,12 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
     if as_json:
         return emit_json({"model": m.id, "hardware": hw.id, "precision": precision, "attention": attention,
-                          "routing": routing, **r, f"mfu_{other}": mfu_other,
+                          "routing": routing, "hardware_overridden": list(hw.overridden), **r, f"mfu_{other}": mfu_other,
                           "memory_over_bytes": max(0.0, mem - hbm)})
     L = r["layout"]
     console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.name)}, {precision}, seq {seq}, global batch {gbs}")
+    if hw.overridden:
+        console.print("what-if hardware: " + escape(", ".join(f"{f}={field_value(hw, f):g}" for f in hw.overridden)))
     console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
                   f"{' fsdp' if fsdp else ''} recompute={recompute}")
     summary = [

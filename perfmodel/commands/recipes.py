@@ -9,16 +9,17 @@ by more than --threshold, with the breakdown term that makes the difference.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import click
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import InputError
-from ..layout import LayoutGrid
-from ..predict import predict_grid
+from ..layout import Layout, LayoutGrid
+from ..predict import Options, predict_grid
 from ..search import SearchResult, describe_why, illegal, search, why_better
 from ..specfile import data_dir
 from ..validate import read_csv, row_inputs
@@ -48,6 +49,24 @@ def _key(model, hw, lay, opts) -> tuple:
     return (model.id, hw.id, lay.gpus, lay.gbs, lay.seq, opts.precision, opts.routing)
 
 
+def fill_unpublished(model, hw, lay: Layout, opts: Options, row: dict) -> tuple[Layout, str]:
+    """A recipe whose recompute or FSDP column is empty (not published) gets the fastest choice that the
+    model predicts to fit, so an unknown switch is not read as 'off' (validate.row_inputs does that).
+    Returns the layout and the names of the fields filled ('' when none)."""
+    free = [k for k in ("recompute", "fsdp") if not (row.get(k) or "").strip()]
+    if not free:
+        return lay, ""
+    options = {"recompute": ("none", "selective", "full"), "fsdp": (False, True)}
+    variants = [lay]
+    for k in free:
+        variants = [replace(v, **{k: o}) for v in variants for o in options[k]]
+    p = predict_grid(model, hw, LayoutGrid.from_layouts(variants), opts)
+    if not p.fits.any():
+        return lay, ""
+    best = int(np.argmax(np.where(p.fits, p.tokens_per_s_per_gpu, -np.inf)))
+    return variants[best], " and ".join(free)
+
+
 def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> tuple[list[RecipeCheck], list[dict], float]:
     """Compare every row; rows the model cannot take go to the second list with the reason."""
     t0 = time.perf_counter()
@@ -64,6 +83,7 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> 
         if key not in cache:
             cache[key] = search(model, hw, lay.gpus, lay.gbs, lay.seq, opts, "throughput", top_k, keep_scores=True)
         r = cache[key]
+        lay, filled = fill_unpublished(model, hw, lay, opts, row)
         grid = LayoutGrid.of(lay)
         rec = predict_grid(model, hw, grid, opts)
         rtps = float(rec.tokens_per_s_per_gpu[0])
@@ -82,6 +102,8 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> 
                      f"{rec.hbm_bytes / 2**30:.0f} GiB); " + reason
         if not in_space:
             reason = "recipe outside the planner's space; " + reason
+        if filled:
+            reason = f"unpublished {filled} filled with the fastest that fits; " + reason
         out.append(RecipeCheck(rid, model.id, hw.id, lay.gpus, opts.precision, rec.row(0)["layout"],
                                r.top.row(0)["layout"] if r.top is not None else None, rtps, best_tps,
                                best_tps / rtps - 1 if best_tps else None, rank, r.fits, in_space, fits, beats, reason))
