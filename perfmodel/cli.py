@@ -11,7 +11,7 @@ import click
 from .errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
-COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes"]
+COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -198,6 +198,15 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any], prefix: str = "") ->
     return out, changed
 
 
+def _tag(doc: Any, source: str) -> Any:
+    """Give every leaf of `doc` that names no source of its own `source` (so `show` says where it came from)."""
+    if _is_value_leaf(doc):
+        return doc if "source" in doc else {**doc, "source": source}
+    if isinstance(doc, dict):
+        return {k: _tag(v, source) for k, v in doc.items()}
+    return {"value": doc, "source": source}
+
+
 def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[str]]:
     """The raw document of `path` with its `base = "<catalog id or file>"` chain merged in, and the
     dotted fields the chain overrides."""
@@ -216,7 +225,8 @@ def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[st
         raise InputError(where, "base", "a file cannot be its own base")
     base_doc, base_over = _read_with_base(base_path, depth + 1)
     base_id = str(base_doc.get("id", base_path.stem))
-    merged, changed = _deep_merge(base_doc, doc)
+    own = {k: v if k in _NOT_OVERRIDES else _tag(v, f"overridden in {path.name}") for k, v in doc.items()}
+    merged, changed = _deep_merge(base_doc, own)
     merged["id"] = doc.get("id", path.stem)
     merged.setdefault("name", base_id)
     if "name" not in doc:
@@ -232,8 +242,6 @@ def _load(path: str) -> HardwareSpec:
     doc, overridden = _read_with_base(Path(path))
     plain, sources = split_sources(doc)
     plain.setdefault("id", Path(path).stem)
-    for f in overridden:
-        sources.setdefault(f, f"overridden in {Path(path).name}")
     plain["sources"] = sources
     plain["path"] = path
     plain["overridden"] = tuple(overridden)

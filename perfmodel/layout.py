@@ -130,6 +130,11 @@ RULE_TEXT = {
 }
 
 
+# Largest value of any integer layout field: far above any real cluster, batch or context, and small
+# enough that the products the rules and the cost model form (dp * mbs, ep * etp, pp * vp) fit in int64.
+MAX_LAYOUT_INT = 2**31 - 1
+
+
 def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: int,
                  num_experts: int | None) -> None:
     """Raise one InputError naming the first rule the layout breaks."""
@@ -137,8 +142,14 @@ def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: 
         val = getattr(layout, name)
         if not isinstance(val, (int, np.integer)) or val < 1:
             raise InputError("layout", name, f"must be a positive integer (got {val!r})")
+        if val > MAX_LAYOUT_INT:
+            raise InputError("layout", name, f"must be at most {MAX_LAYOUT_INT:,} (got {val:,})")
     if layout.recompute not in RECOMPUTE:
         raise InputError("layout", "recompute", f"must be one of {', '.join(RECOMPUTE)}")
+    # in Python ints, before the int64 arrays of `legality` could wrap around
+    model_par = int(layout.tp) * int(layout.pp) * int(layout.cp)
+    if model_par > layout.gpus:
+        raise InputError("layout", "gpus", f"{RULE_TEXT['gpus']} ({layout.gpus} GPUs with tp*pp*cp = {model_par})")
     bad = legality(LayoutGrid.of(layout), num_layers, num_heads, num_kv_heads, num_experts)
     for rule, mask in bad.items():
         if mask[0]:

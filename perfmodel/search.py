@@ -6,7 +6,8 @@ Search space (Megatron-Core semantics, see layout.py):
   replicated across TP ranks); sequence parallelism is always on with tp (Korthikanti et al. 2022 §4.2.2).
 - pp <= layers, any divisor of the GPU count: stages may be uneven (first/last stage hold fewer layers,
   Megatron-Core `decoder_first/last_pipeline_num_layers`), so pp need not divide the layers.
-- vp (interleaved virtual stages) 1..layers // pp when pp > 1 (Narayanan et al. 2021 §2.2).
+- vp (interleaved virtual stages) when pp > 1 and the pp*vp chunks are evenly filled (see
+  _balanced_chunks) (Narayanan et al. 2021 §2.2).
 - cp with seq divisible by 2*cp (load-balanced causal CP); ep divides the experts; etp with
   ep*etp dividing tp*cp*dp (MoE parallel folding, Liu et al. 2025): the experts fold over the same GPUs.
 - dp = gpus / (tp*cp*pp); global batch divisible by dp * micro-batch; micro-batch a small power of two.
@@ -146,7 +147,7 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     div = _divisors(gpus)
     tp = div[(a.num_heads % div == 0) & ((a.num_kv_heads % div == 0) | (div % a.num_kv_heads == 0))]
     pp = div[div <= model.num_layers]
-    vp_max = model.num_layers // max(1, int(_select("pp", pp, c).min(initial=model.num_layers)))
+    vp_max = (model.num_layers + VP_SLACK + model.mtp_layers) // max(1, int(_select("pp", pp, c).min(initial=model.num_layers)))
     vp = np.arange(1, max(1, vp_max) + 1, dtype=np.int64)
     cp = div[(div == 1) | (seq % (2 * div) == 0)]
     if model.moe:
@@ -205,15 +206,26 @@ def structural(model: ModelSpec, s: Space) -> Cols:
         ok &= dp <= s.dp_cap
     cols = _keep(cols, ok)
     cols = _cross(cols, "vp", s.vp)
-    cols = _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & (cols["pp"] * cols["vp"] <= model.num_layers)
-                                           & _balanced_chunks(model, cols["pp"] * cols["vp"])))
+    # the layers-per-chunk bound itself is layout.legality's (applied to every chunk before scoring)
+    cols = _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & _balanced_chunks(model, cols["pp"] * cols["vp"])))
     cols = _cross(cols, "ep", s.ep)
     cols = _cross(cols, "etp", s.etp)
     fold = g // cols["pp"]                                   # tp*cp*dp: the GPUs experts fold over
     cols = _keep(cols, fold % (cols["ep"] * cols["etp"]) == 0)
     cols = _cross(cols, "mbs", s.mbs)
     dp = g // (cols["tp"] * cols["cp"] * cols["pp"])
-    return _keep(cols, s.gbs % (dp * cols["mbs"]) == 0)
+    cols = _keep(cols, s.gbs % (dp * cols["mbs"]) == 0)
+    # last, layout.legality itself (the single source of the rules; fsdp and recompute do not enter it)
+    return _keep(cols, ~illegal(model, _grid(s, {**cols, "fsdp": np.zeros(len(cols["tp"]), np.int64),
+                                                   "recompute": np.zeros(len(cols["tp"]), np.int64)})))
+
+
+def _grid(s: Space, cols: Cols) -> LayoutGrid:
+    m = len(cols["tp"])
+    return LayoutGrid(gpus=np.full(m, s.gpus, np.int64), gbs=np.full(m, s.gbs, np.int64),
+                      seq=np.full(m, s.seq, np.int64), tp=cols["tp"], pp=cols["pp"], vp=cols["vp"],
+                      cp=cols["cp"], ep=cols["ep"], etp=cols["etp"], mbs=cols["mbs"],
+                      fsdp=cols["fsdp"].astype(bool), recompute=cols["recompute"])
 
 
 def chunks(s: Space, base: Cols, size: int = SCORE_CHUNK) -> Iterator[LayoutGrid]:
@@ -225,11 +237,7 @@ def chunks(s: Space, base: Cols, size: int = SCORE_CHUNK) -> Iterator[LayoutGrid
         cols = {k: v[lo:lo + step] for k, v in base.items()}
         cols = _cross(cols, "fsdp", s.fsdp)
         cols = _cross(cols, "recompute", s.recompute)
-        m = len(cols["tp"])
-        yield LayoutGrid(gpus=np.full(m, s.gpus, np.int64), gbs=np.full(m, s.gbs, np.int64),
-                         seq=np.full(m, s.seq, np.int64), tp=cols["tp"], pp=cols["pp"], vp=cols["vp"],
-                         cp=cols["cp"], ep=cols["ep"], etp=cols["etp"], mbs=cols["mbs"],
-                         fsdp=cols["fsdp"].astype(bool), recompute=cols["recompute"])
+        yield _grid(s, cols)
 
 
 def illegal(model: ModelSpec, grid: LayoutGrid) -> np.ndarray:

@@ -37,20 +37,43 @@ def read_document(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(where, "", "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise InputError(where, "", f"not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+    except (OSError, ValueError) as exc:     # ValueError: a path with a NUL byte
         raise InputError(where, "", f"cannot read file ({exc})") from None
     if not text.strip():
         raise InputError(where, "", "file is empty")
+    kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
     try:
-        if path.suffix.lower() == ".json":
-            doc = json.loads(text)
-        else:
-            doc = tomllib.loads(text)
+        doc = json.loads(text) if kind == "JSON" else tomllib.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(where, "", f"not valid {'JSON' if path.suffix.lower() == '.json' else 'TOML'}: {exc}") from None
+        raise InputError(where, "", f"not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise InputError(where, "", f"not valid {kind}: nested too deeply") from None
+    except ValueError as exc:        # e.g. an integer literal longer than Python's 4300-digit limit
+        raise InputError(where, "", f"not valid {kind}: {exc}") from None
     if not isinstance(doc, dict):
         raise InputError(where, "", "top level must be a table/object")
+    if _depth(doc) > MAX_DEPTH:
+        raise InputError(where, "", f"nested deeper than {MAX_DEPTH} levels")
     return doc
+
+
+MAX_DEPTH = 32     # spec files nest 3 levels; the limit keeps the recursive walks below far from Python's
+
+
+def _depth(doc: Any) -> int:
+    """Nesting depth of tables/arrays, iteratively (no recursion limit to hit)."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        node, d = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((v, d + 1) for v in node if isinstance(v, (dict, list)))
+    return deepest
 
 
 def split_sources(doc: Any, prefix: str = "") -> tuple[Any, dict[str, str]]:
@@ -79,7 +102,10 @@ def validate(model: type[M], doc: dict[str, Any], where: str) -> M:
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        # a misspelled field also shows up as its correct name "missing": report the misspelling (with
+        # its did-you-mean) rather than the consequence
+        err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])
         loc = tuple(err.get("loc", ()))
         field = _field_path(loc)
         kind = err.get("type", "")
@@ -92,7 +118,8 @@ def validate(model: type[M], doc: dict[str, Any], where: str) -> M:
         else:
             reason = err.get("msg", "invalid value")
             if "input" in err and not isinstance(err["input"], (dict, list)):
-                reason += f" (got {err['input']!r})"
+                got = repr(err["input"])
+                reason += f" (got {got if len(got) <= 80 else got[:77] + '...'})"
         raise InputError(where, field, reason) from None
 
 
@@ -121,17 +148,26 @@ def finite_positive(value: float, name: str) -> float:
 def resolve(ref: str, kind: str, suffixes: tuple[str, ...] = (".toml",)) -> Path:
     """A catalog id or a path to a spec file -> the file's path, with a close-match hint."""
     p = Path(ref)
-    if p.suffix.lower() in (".toml", ".json") or "/" in ref or p.exists():
-        if not p.exists():
+    if p.suffix.lower() in (".toml", ".json") or "/" in ref or _exists(p, ref):
+        if not _exists(p, ref):
             raise InputError(ref, "", "file not found")
         return p
     folder = data_dir(kind)
     for suf in suffixes:
         cand = folder / f"{ref}{suf}"
-        if cand.exists():
+        if _exists(cand, ref):
             return cand
     ids = sorted(f.stem for f in folder.glob("*.toml"))
     raise InputError(kind, ref, f"unknown {kind} id{did_you_mean(ref, ids)}; known: {', '.join(ids)}")
+
+
+def _exists(p: Path, ref: str) -> bool:
+    """Path.exists, with an unusable name (too long, NUL byte) an InputError instead of an OSError."""
+    try:
+        return p.exists()
+    except (OSError, ValueError) as exc:
+        shown = ref if len(ref) <= 80 else ref[:77] + "..."
+        raise InputError(shown, "", f"not a usable file name ({type(exc).__name__}: {getattr(exc, 'strerror', None) or exc})") from None
 
 
 def catalog_ids(kind: str) -> list[str]:

@@ -15,8 +15,8 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .errors import InputError
-from .hardware import HardwareSpec, load_hardware
+from .errors import InputError, did_you_mean
+from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
@@ -74,33 +74,64 @@ class Report:
 
 
 def _int(row: dict, key: str, default: int | None = None) -> int | None:
-    v = (row.get(key) or "").strip()
+    v = _cell(row, key)
     if v == "":
         return default
-    f = float(v)
+    try:
+        f = float(v)
+    except ValueError:
+        raise ValueError(f"{key}: not a number ({_short(v)})") from None
     if not math.isfinite(f) or f != int(f):
-        raise ValueError(f"{key}: not an integer ({v!r})")
+        raise ValueError(f"{key}: not an integer ({_short(v)})")
     return int(f)
+
+
+def _cell(row: dict, key: str) -> str:
+    v = row.get(key)
+    return v.strip() if isinstance(v, str) else ""
+
+
+def _short(v: str) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def _float(row: dict, key: str) -> float:
+    v = _cell(row, key)
+    try:
+        f = float(v)
+    except ValueError:
+        raise ValueError(f"{key}: not a number ({_short(v)})") from None
+    if not math.isfinite(f) or f <= 0:
+        raise ValueError(f"{key}: must be a positive number (got {_short(v)})")
+    return f
 
 
 def _resolve_ref(ref: str, base: Path) -> str:
     p = base / ref
-    if ("/" in ref or ref.endswith((".toml", ".json"))) and p.exists():
-        return str(p)
+    try:
+        if ("/" in ref or ref.endswith((".toml", ".json"))) and p.exists():
+            return str(p)
+    except (OSError, ValueError):        # a name the filesystem can't take: resolve() reports it
+        pass
     return ref
 
 
 def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
     """One CSV row -> (model, hardware, layout, options); raises ValueError/InputError with the reason."""
     for k in REQUIRED:
-        if not (row.get(k) or "").strip():
+        if not _cell(row, k):
             raise ValueError(f"{k}: empty")
-    model = load_model(_resolve_ref(row["model"].strip(), base))
-    hw = load_hardware(_resolve_ref(row["hardware"].strip(), base))
-    prec = row["precision"].strip()
+    _float(row, "tokens_per_s_per_gpu")      # named here, so the caller's float() can't fail unexplained
+    model = load_model(_resolve_ref(_cell(row, "model"), base))
+    hw = load_hardware(_resolve_ref(_cell(row, "hardware"), base))
+    prec = _cell(row, "precision")
+    if prec not in PRECISIONS:
+        raise ValueError(f"precision: unknown precision {_short(prec)}{did_you_mean(prec, PRECISIONS)}; "
+                         f"one of {', '.join(PRECISIONS)}")
     tp = _int(row, "tp", 1)
     etp_default = tp if model.is_moe else 1      # Megatron-Core: expert TP defaults to TP
-    rec = (row.get("recompute") or "").strip() or "none"
+    rec = _cell(row, "recompute") or "none"
     lay = Layout(gpus=_int(row, "gpus"), gbs=_int(row, "global_batch"), seq=_int(row, "seq_len"),
                  tp=tp, pp=_int(row, "pp", 1), vp=_int(row, "vp", 1), cp=_int(row, "cp", 1),
                  ep=_int(row, "ep", 1), etp=_int(row, "etp", etp_default) if model.is_moe else 1,
@@ -110,7 +141,7 @@ def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, 
         lay = Layout(**{**lay.__dict__, "etp": 1})
     a = model.attention
     check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
-    routing = (row.get("moe_routing") or "").strip()
+    routing = _cell(row, "moe_routing")
     opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real")
     hw.peak(prec)
     return model, hw, lay, opts
@@ -171,16 +202,27 @@ def validate_rows(rows: list[dict], base: Path, consts=None, progress: Callable[
 
 def read_csv(path: str | Path) -> list[dict]:
     p = Path(path)
-    if not p.exists():
-        raise InputError(str(p), "", "file not found")
-    with p.open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if reader.fieldnames is None:
-            raise InputError(str(p), "", "file is empty")
-        missing = [k for k in REQUIRED if k not in reader.fieldnames]
-        if missing:
-            raise InputError(str(p), ", ".join(missing), "required column(s) missing")
-        return list(reader)
+    try:
+        if not p.is_file():
+            raise InputError(str(p), "", "file not found" if not p.exists() else "not a regular file")
+        # utf-8-sig: a byte-order mark (spreadsheet exports) must not hide the first column's name
+        with p.open(newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is None:
+                raise InputError(str(p), "", "file is empty")
+            reader.fieldnames = [f.strip() for f in reader.fieldnames]
+            missing = [k for k in REQUIRED if k not in reader.fieldnames]
+            if missing:
+                raise InputError(str(p), ", ".join(missing), "required column(s) missing")
+            return list(reader)
+    except InputError:
+        raise
+    except UnicodeDecodeError as exc:
+        raise InputError(str(p), "", f"not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
+    except csv.Error as exc:
+        raise InputError(str(p), "", f"not valid CSV (line {reader.line_num}: {exc})") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(str(p), "", f"cannot read file ({exc})") from None
 
 
 def validate_file(path: str | Path, consts=None) -> Report:

@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 from perfmodel.counts import param_counts  # noqa: E402
 from perfmodel.economics import HOUSEHOLD_J_PER_YEAR, TCO, run_cost, tco_for  # noqa: E402
 from perfmodel.hardware import load_hardware  # noqa: E402
-from perfmodel.layout import Layout, LayoutGrid  # noqa: E402
+from perfmodel.layout import LayoutGrid  # noqa: E402
 from perfmodel.predict import Options, predict_grid  # noqa: E402
 from perfmodel.reliability import assess, reliability_inputs  # noqa: E402
 from perfmodel.validate import read_csv, row_inputs  # noqa: E402
@@ -107,9 +107,10 @@ class Figure:
     fn: Callable[[Callable[[str], float]], float]    # gets tps(key) -> tokens/s/GPU
     approx: bool = False                             # the report says "about" / "~" or it is derived
     uses_throughput: bool = True
+    note: str = ""
 
 
-def figures_spec() -> list[Figure]:
+def figures_spec(meta: dict[str, Throughput]) -> list[Figure]:
     h100, gb200 = load_hardware("h100-sxm"), load_hardware("gb200-nvl72")
     th, tg = tco_for(h100), tco_for(gb200)
 
@@ -124,15 +125,15 @@ def figures_spec() -> list[Figure]:
 
     def mav_advantage(tps: Callable[[str], float], spares: bool, hot: bool) -> float:
         """H100 cost per token / GB200 cost per token - 1 ("GB200 x% cheaper" in the report's sense)."""
-        params = float(param_counts(tpsmeta["mav_h100"].model).total)
+        params = float(param_counts(meta["mav_h100"].model).total)
         cost = {}
         for key, hw, t in (("mav_h100", h100, th), ("mav_gb200", gb200, tg)):
             x = tps(key)
             if not spares:
                 cost[key] = usd_m(t, x)
                 continue
-            r = assess(reliability_inputs(hw, {"count_hot_spares": hot}), tpsmeta[key].gpus, params)
-            cost[key] = run_cost(t, x, 1e6, tpsmeta[key].gpus, r.goodput_fraction, r.cost_factor).usd_per_million_tokens
+            r = assess(reliability_inputs(hw, {"count_hot_spares": hot}), meta[key].gpus, params)
+            cost[key] = run_cost(t, x, 1e6, meta[key].gpus, r.goodput_fraction, r.cost_factor).usd_per_million_tokens
         return cost["mav_h100"] / cost["mav_gb200"] - 1
 
     def meta_interval_h(_: Callable[[str], float]) -> float:
@@ -144,7 +145,7 @@ def figures_spec() -> list[Figure]:
     return [
         Figure(C, "H100 $/GPU-hour (hyperscaler)", 1.42, "{:.3f}", lambda t: th.usd_per_gpu_hour, uses_throughput=False),
         Figure(C, "GB200 $/GPU-hour (derived 1.6 x 1.42)", 2.272, "{:.3f}", lambda t: tg.usd_per_gpu_hour, True, False),
-        Figure(C, "GB200/H100 all-in capex per GPU (derived $54,167/$31,250; report 1.6-1.7x)", 54167 / 31250, "{:.3f}",
+        Figure(C, "GB200/H100 all-in capex per GPU (report 1.6-1.7x)", 54167 / 31250, "{:.3f}",
                lambda t: tg.capex_usd_per_gpu / th.capex_usd_per_gpu, False, False),
         Figure(C, "GB200/H100 TCO per GPU-hour (~1.6x)", 1.6, "{:.3f}", lambda t: tg.usd_per_gpu_hour / th.usd_per_gpu_hour,
                True, False),
@@ -171,19 +172,27 @@ def figures_spec() -> list[Figure]:
         Figure(L70, "FP8 15T tokens on 2,048 GPUs, household-years", 472, "{:.0f}",
                lambda t: hh_years(th, t("l70_fp8_2048"), 15e12)),
         Figure(DS, "H100 $ per 1M tokens", 0.626, "{:.4f}", lambda t: usd_m(th, t("dsv3_h100"))),
-        Figure(DS, "GB200 $ per 1M tokens", 0.684, "{:.4f}", lambda t: usd_m(tg, t("dsv3_gb200"))),
+        Figure(DS, "GB200 $ per 1M tokens (less certain)", 0.684, "{:.4f}", lambda t: usd_m(tg, t("dsv3_gb200")), True,
+               note="paywalled part; with the DGXC rows the report's GB200 figures imply $2.36/GPU-h here but "
+                    "$2.28/GPU-h for Maverick ($0.061 x 10,365 tok/s), 3.7% apart; perfmodel's $2.24 follows the "
+                    "report's TCO ratio ~1.6x and the Maverick figure"),
         Figure(DS, "GB200 / H100 tokens/s/GPU (DGXC May data ~1.5x)", 1.5, "{:.3f}",
                lambda t: t("dsv3_gb200") / t("dsv3_h100"), True),
         Figure(MAV, "H100 $ per 1M tokens", 0.093, "{:.4f}", lambda t: usd_m(th, t("mav_h100"))),
         Figure(MAV, "GB200 $ per 1M tokens", 0.061, "{:.4f}", lambda t: usd_m(tg, t("mav_gb200"))),
         Figure(MAV, "GB200 / H100 tokens/s/GPU (2.4x)", 2.4, "{:.3f}", lambda t: t("mav_gb200") / t("mav_h100"), True),
-        Figure(REL, "Maverick: GB200 cost advantage, nominal (~50%)", 0.5, "{:.1%}",
+        Figure(REL, "Maverick: GB200 cost advantage, nominal (derived 0.093/0.061 - 1)", 0.093 / 0.061 - 1, "{:.1%}",
                lambda t: mav_advantage(t, False, False), True),
         Figure(REL, "... counting spare racks (~30%)", 0.3, "{:.1%}", lambda t: mav_advantage(t, True, False), True),
         Figure(REL, "... and in-rack hot spares as training cost (~20%)", 0.2, "{:.1%}",
-               lambda t: mav_advantage(t, True, True), True),
+               lambda t: mav_advantage(t, True, True), True,
+               note="advantage = H100 $/token / GB200 $/token - 1, 512-GPU DGXC runs; spares: one spare unit per job "
+                    "(rack: 1 per 8 racks = 12.5%, server: 1 per 64 = 1.6%) and Daly goodput; the report does not state "
+                    "its job size or spare ratio"),
         Figure(REL, "Meta 16K H100: hours between interruptions (54 d x 24 / 466)", 54 * 24 / 466, "{:.2f}",
-               meta_interval_h, True, False),
+               meta_interval_h, True, False,
+               note="default H100 MTBI 3,500 GPU-days (middle of the report's 2,000-5,000); Meta's run implies ~1,900: "
+                    "`--mtbi-gpu-days 1900` reproduces it"),
     ]
 
 
@@ -195,23 +204,19 @@ NOT_REPRODUCED = [
     ("GB200 training 2.2x more power efficient", "the workload and software date are not stated"),
 ]
 
-tpsmeta: dict[str, Throughput] = {}
-
-
-def compute(predict: bool = True) -> list[dict]:
+def compute(predict: bool = True, meta: dict[str, Throughput] | None = None) -> list[dict]:
     """Every figure: report value, economics-alone value and end-to-end value with relative differences."""
-    tpsmeta.clear()
-    tpsmeta.update(throughputs(predict))
+    meta = throughputs(predict) if meta is None else meta
     out = []
-    for f in figures_spec():
-        econ = f.fn(lambda k: tpsmeta[k].measured)
-        e2e = f.fn(lambda k: tpsmeta[k].predicted) if (predict or not f.uses_throughput) else None  # type: ignore[arg-type,return-value]
-        if not f.uses_throughput:
-            e2e = econ
+    for f in figures_spec(meta):
+        econ = f.fn(lambda k: meta[k].measured)
+        e2e: float | None = econ
+        if f.uses_throughput:
+            e2e = f.fn(lambda k: meta[k].predicted) if predict else None  # type: ignore[arg-type,return-value]
         out.append({"section": f.section, "figure": f.name, "report": f.report, "approx": f.approx,
                     "economics": econ, "economics_diff": econ / f.report - 1,
                     "end_to_end": e2e, "end_to_end_diff": None if e2e is None else e2e / f.report - 1,
-                    "uses_throughput": f.uses_throughput, "fmt": f.fmt})
+                    "uses_throughput": f.uses_throughput, "note": f.note, "fmt": f.fmt})
     return out
 
 
@@ -220,11 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-predict", action="store_true", help="economics alone (skip the predictor)")
     a = ap.parse_args(argv)
-    res = compute(not a.no_predict)
+    meta = throughputs(not a.no_predict)
+    res = compute(not a.no_predict, meta)
     if a.json:
         print(json.dumps({"figures": [{k: v for k, v in r.items() if k != "fmt"} for r in res],
                           "throughputs": {k: {"measured": v.measured, "predicted": v.predicted, "note": v.note}
-                                          for k, v in tpsmeta.items()},
+                                          for k, v in meta.items()},
                           "not_reproduced": [{"figure": f, "reason": r} for f, r in NOT_REPRODUCED]}, indent=2))
         return 0
     pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{x:+.1%}"
@@ -243,8 +249,13 @@ def main(argv: list[str] | None = None) -> int:
         name = ("~ " if r["approx"] else "  ") + r["figure"]
         print(f"{name:<66} {fmt.format(r['report']):>9} {fmt.format(r['economics']):>9} {pct(r['economics_diff']):>7}{mark} "
               f"{e2e:>9} {pct(r['end_to_end_diff']):>7}")
+    notes = [r for r in res if r["note"]]
+    if notes:
+        print("\nnotes:")
+        for r in notes:
+            print(f"  - {r['figure']}: {r['note']}")
     print("\nthroughputs (tokens/s/GPU): measured -> predicted")
-    for k, v in tpsmeta.items():
+    for k, v in meta.items():
         p = "-" if v.predicted is None else f"{v.predicted:,.1f} ({v.predicted / v.measured - 1:+.1%})"
         print(f"  {k:<15} {v.measured:>10,.1f} -> {p}" + (f"   [{v.note}]" if v.note else ""))
     print("\nnot reproduced (not enough inputs):")

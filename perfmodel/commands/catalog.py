@@ -11,13 +11,14 @@ from rich.markup import escape
 from ..counts import (Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts,
                       symbolic_flops_formula)
 from ..hardware import HardwareSpec, load_hardware
+from ..errors import InputError
 from ..model import ModelSpec, load_model
 from ..specfile import catalog_ids
-from .common import console, emit_json, si, table
+from .common import console, emit_json, resolve_hardware, si, table
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
-_SKIP = {"sources", "path", "notes"}
+_SKIP = {"sources", "path", "notes", "overridden"}
 
 
 def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -122,7 +123,7 @@ def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
         div, unit, si_unit = hardware_unit(field)
         shown = val / div if isinstance(val, (int, float)) and not isinstance(val, bool) and val is not None else val
         out.append({"field": field, "value": val, "unit": si_unit, "display": _fmt(shown), "display_unit": unit,
-                    "source": hw.sources.get(field, "")})
+                    "source": hw.sources.get(field, ""), "overridden": field in hw.overridden})
     return out
 
 
@@ -156,20 +157,28 @@ def model_summary(m: ModelSpec, seq: int) -> dict[str, Any]:
 @click.argument("kind", type=click.Choice(["hardware", "model"]))
 @click.argument("ref")
 @click.option("--seq", type=click.IntRange(min=1), default=None, help="sequence length for FLOPs [default: the model's]")
+@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
+              help="hardware only: show the effective spec with this field overridden (repeatable), e.g. nvlink_domain=144")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def show_cmd(kind: str, ref: str, seq: int | None, as_json: bool) -> None:
+def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Every field of a hardware or model spec (catalog id or file), with units and sources."""
     if kind == "hardware":
-        hw = load_hardware(ref)
+        hw = resolve_hardware(ref, sets)
         rows = hardware_fields(hw)
         if as_json:
-            return emit_json({"id": hw.id, "name": hw.name, "path": hw.path, "notes": hw.notes, "fields": rows})
+            return emit_json({"id": hw.id, "name": hw.name, "path": hw.path, "notes": hw.notes,
+                              "overridden": list(hw.overridden), "fields": rows})
         console.print(table(escape(f"{hw.name}: {hw.id} ({hw.path})"), ["field", "value", "source"],
-                            [[r["field"], escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
+                            [[("[bold yellow]* " if r["overridden"] else "") + r["field"] + ("[/]" if r["overridden"] else ""),
+                              escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
                              for r in rows], 1))
+        if hw.overridden:
+            console.print(f"* overridden ({len(hw.overridden)} field{'s' if len(hw.overridden) > 1 else ''}): what-if spec")
         if hw.notes:
             console.print(f"notes: {escape(hw.notes)}")
         return None
+    if sets:
+        raise InputError("--set", sets[0], "only for `show hardware` (model specs take no overrides)")
     m = load_model(ref)
     s = seq or m.seq_len
     rows = model_fields(m)

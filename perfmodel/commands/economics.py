@@ -19,7 +19,7 @@ from ..layout import Layout
 from ..model import ModelSpec, load_model
 from ..predict import Options, Prediction
 from ..reliability import REL_KEYS, Reliability, assess, reliability_inputs
-from .common import console, emit_json, layout_options, si, table
+from .common import console, emit_json, layout_options, table
 
 
 def split_sets(items: tuple[str, ...]) -> tuple[dict[str, float], dict[str, float]]:

@@ -1,0 +1,90 @@
+"""`perfmodel sensitivity`: which hardware knob matters for one workload and layout (elasticities of step
+time, perfmodel/sensitivity.py), or a sweep of one or two hardware fields as a tokens/s/GPU table."""
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+
+from ..calibration import constants
+from ..errors import InputError
+from ..layout import Layout
+from ..model import load_model
+from ..predict import Options
+from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
+from .catalog import hardware_unit
+from .common import console, emit_json, layout_options, resolve_hardware, table
+
+
+def _show(field: str, value: float) -> str:
+    div, unit, _ = hardware_unit(field)
+    return f"{value / div:.4g} {unit}".strip()
+
+
+def effect(e: Elasticity, rel: float) -> str:
+    """'+10% NIC bandwidth -> -3.2% step time' (the domain size: '72 -> 144 GPUs NVLink domain -> ...')."""
+    if e.field == "scale_up.domain_size":
+        what = f"NVLink domain {e.low:.0f} -> {e.high:.0f} GPUs"
+    else:
+        what = f"+{rel:.0%} {e.label}"
+    return f"{what} -> {e.change_high:+.1%} step time"
+
+
+@click.command("sensitivity")
+@layout_options
+@click.option("--sweep", "sweeps", multiple=True, metavar="FIELD=V1,V2,...",
+              help="sweep a hardware field (as --set takes it; one or two sweeps) and print tokens/s/GPU, "
+                   "e.g. --sweep nvlink_domain=8,16,36,72,144 --sweep nic_gbps=400,800")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="with --sweep: write a heat map of tokens/s/GPU to this PNG")
+@click.option("--rel", type=float, default=0.10, show_default=True,
+              help="relative change for the central finite differences (0.1 = +/-10%)")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
+                    etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
+                    attention: str, routing: str, sets: tuple[str, ...], sweeps: tuple[str, ...],
+                    plot_path: str | None, rel: float, as_json: bool) -> None:
+    """Elasticity of step time to each hardware parameter, ranked (which knob matters), or --sweep tables."""
+    m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
+                 mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
+    opts = Options(precision, attention, routing, constants())  # type: ignore[arg-type]
+    head = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "precision": precision}
+    title = f"{m.name} on {gpus} x {hw.id}, {precision}"
+    if plot_path and not sweeps:
+        raise InputError("--plot", plot_path, "needs --sweep (the heat map shows a sweep)")
+    if sweeps:
+        sw = sweep(m, hw, lay, opts, list(sweeps))
+        if plot_path:
+            plot_sweep(sw, plot_path, f"tokens/s per GPU: {m.id}, {gpus} x {hw.id}, {precision}")
+        if as_json:
+            return emit_json({**head, **sw.to_dict(), **({"plot": plot_path} if plot_path else {})})
+        (f0, v0), rest = sw.axes[0], sw.axes[1:]
+        cols = [f"{rest[0][0]}={v}" for v in rest[0][1]] if rest else ["tokens/s/GPU"]
+        fits = sw.matrix("fits")
+        rows = [[f"{f0}={v}", *[f"{x:,.0f}" + ("" if ok else " (no fit)") for x, ok in zip(r, fr)]]
+                for v, r, fr in zip(v0, sw.matrix(), fits)]
+        console.print(table(escape(f"tokens/s per GPU: {title}"), ["", *cols], rows, 1))
+        if plot_path:
+            console.print(f"heat map written to {escape(plot_path)}")
+        return None
+    s = sensitivity(m, hw, lay, opts, rel)
+    if as_json:
+        return emit_json({**head, **s.to_dict()})
+    b = s.base
+    console.print(f"[bold]{escape(title)}[/bold]: step {b['step_time_s']:.3f} s, "
+                  f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, MFU {b['mfu']:.1%}")
+    top = s.ranked[0]
+    console.print(f"most sensitive: [bold]{escape(effect(top, rel))}[/bold] (elasticity {top.elasticity:+.3f})")
+    rows = [[str(i + 1), escape(e.label), e.field, escape(_show(e.field, e.value)), f"{e.elasticity:+.3f}",
+             escape(effect(e, rel))] for i, e in enumerate(s.ranked)]
+    console.print(table("Elasticity of step time, d ln(step) / d ln(x): -1 = inversely proportional, 0 = no effect",
+                        ["#", "parameter", "field", "value", "elasticity", "effect"], rows, 3))
+    mem = s.memory
+    verdict = lambda ok: "fits" if ok else "does NOT fit"
+    console.print(f"HBM capacity (no effect on step time): needs {mem['memory_bytes_per_gpu'] / 1e9:.1f} GB of "
+                  f"{mem['hbm_bytes'] / 1e9:.0f} GB; -{rel:.0%} capacity: {verdict(mem['fits_minus'])}, "
+                  f"as is: {verdict(mem['fits'])}, +{rel:.0%}: {verdict(mem['fits_plus'])}")
+    return None
+
+
+COMMANDS = [sensitivity_cmd]
