@@ -117,6 +117,9 @@ def _resolve_ref(ref: str, base: Path) -> str:
     return ref
 
 
+_COLUMN_OF = {"gbs": "global_batch", "seq": "seq_len", "mbs": "micro_batch"}   # layout field -> CSV column
+
+
 def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
     """One CSV row -> (model, hardware, layout, options); raises ValueError/InputError with the reason."""
     for k in REQUIRED:
@@ -140,7 +143,12 @@ def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, 
     if model.is_moe and (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
         lay = Layout(**{**lay.__dict__, "etp": 1})
     a = model.attention
-    check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
+    try:
+        check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
+    except InputError as exc:            # name the CSV column where it differs from the layout field
+        if exc.where == "layout" and exc.field in _COLUMN_OF:
+            raise InputError("layout", f"{exc.field} (column {_COLUMN_OF[exc.field]})", exc.reason) from None
+        raise
     routing = _cell(row, "moe_routing")
     opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real")
     hw.peak(prec)

@@ -10,6 +10,7 @@ each under balanced routing (MoE parallel folding, Liu et al. 2025).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -30,8 +31,14 @@ class Gemm:
     low_precision: bool = True
 
 
+@lru_cache(maxsize=64)
+def _mean_keys_fn(kind: str, window: int, convention: str):
+    return sp.lambdify(S, mean_keys(kind, window, convention), modules="numpy")  # type: ignore[arg-type]
+
+
 def mean_keys_value(kind: str, window: int, seq: np.ndarray, convention: str = "causal") -> np.ndarray:
-    f = sp.lambdify(S, mean_keys(kind, window, convention), modules="numpy")  # type: ignore[arg-type]
+    """Mean keys per query (counts.mean_keys), lambdified once per (kind, window, convention)."""
+    f = _mean_keys_fn(kind, window, convention)
     return np.broadcast_to(np.asarray(f(np.asarray(seq, dtype=float)), dtype=float), np.shape(seq)).astype(float)
 
 

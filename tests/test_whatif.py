@@ -1,0 +1,225 @@
+"""What-if hardware: `base =` spec files, --set overrides, and `perfmodel sensitivity` (elasticities, sweeps).
+Properties only: inheritance changes exactly the overridden fields, more bandwidth / a larger NVLink domain is
+never slower, latency never helps, and the CLI answers bad keys with one line naming a close match."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perfmodel.api import load_model
+from perfmodel.calibration import constants
+from perfmodel.cli import cli, main
+from perfmodel.commands.common import resolve_hardware, split_hardware_sets
+from perfmodel.errors import InputError
+from perfmodel.hardware import HardwareSpec, apply_overrides, load_hardware
+from perfmodel.layout import Layout, LayoutGrid
+from perfmodel.predict import Options, predict_grid
+from perfmodel.sensitivity import knobs, sensitivity, sweep
+
+# DeepSeek-V3 with an EP group of 128: wider than one NVL72 rack, so the all-to-all crosses the NICs
+MOE = Layout(gpus=1024, gbs=2048, seq=4096, pp=8, ep=128, recompute="full")
+MOE_ARGS = ["--model", "deepseek-v3", "--gpus", "1024", "--pp", "8", "--ep", "128", "--gbs", "2048",
+            "--seq", "4096", "--recompute", "full", "--precision", "fp8"]
+# a dense model across HGX nodes: TP in the node, PP and DP over the network
+DENSE = Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=2, recompute="selective")
+_SKIP = {"id", "name", "notes", "path", "sources", "overridden"}
+
+
+def flat(hw: HardwareSpec) -> dict[str, object]:
+    out: dict[str, object] = {}
+
+    def walk(obj: object, prefix: str) -> None:
+        if isinstance(obj, dict) and prefix.split(".")[0] != "measured":
+            for k, v in obj.items():
+                walk(v, f"{prefix}.{k}" if prefix else k)
+        else:
+            out[prefix] = obj
+    walk({k: v for k, v in hw.model_dump().items() if k not in _SKIP}, "")
+    return out
+
+
+def step(model: str, hw: HardwareSpec, lay: Layout, precision: str = "fp8") -> float:
+    return float(predict_grid(load_model(model), hw, LayoutGrid.of(lay), Options(precision)).step_time_s[0])
+
+
+def run_json(capsys, args: list[str]) -> dict:
+    rc = main([*args, "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    return json.loads(out.out)
+
+
+def run_err(capsys, args: list[str]) -> str:
+    rc = main(args)
+    out = capsys.readouterr()
+    assert rc == 2 and "Traceback" not in out.err + out.out, out.err
+    lines = [l for l in out.err.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.err
+    return lines[0]
+
+
+# ---- base = inheritance ------------------------------------------------------------------------
+
+def test_base_file_differs_only_in_overridden_fields(tmp_path: Path):
+    f = tmp_path / "nvl144-hbm.toml"
+    f.write_text('base = "gb200-nvl72"\n[scale_up]\ndomain_size = 144\n'
+                 '[memory]\nhbm_bytes = { value = 288e9, source = "hypothetical 12-high HBM3e" }\n')
+    base, hw = load_hardware("gb200-nvl72"), load_hardware(str(f))
+    assert hw.id == "nvl144-hbm" and hw.name != base.name
+    assert set(hw.overridden) == {"scale_up.domain_size", "memory.hbm_bytes"}
+    a, b = flat(base), flat(hw)
+    assert a.keys() == b.keys()
+    assert {k for k in a if a[k] != b[k]} == set(hw.overridden)
+    assert hw.scale_up.domain_size == 144 and hw.memory.hbm_bytes == 288e9
+    assert hw.sources["memory.hbm_bytes"] == "hypothetical 12-high HBM3e"
+    assert "nvl144-hbm.toml" in hw.sources["scale_up.domain_size"]
+    assert hw.sources["scale_up.bandwidth"] == base.sources["scale_up.bandwidth"]   # inherited source
+
+
+def test_base_chain_relative_path_and_own_id(tmp_path: Path):
+    (tmp_path / "a.toml").write_text('base = "h100-sxm"\n[scale_out]\nbandwidth = 100e9\n')
+    (tmp_path / "b.toml").write_text('base = "a.toml"\nid = "my-h100"\n[memory]\nhbm_bytes = 141e9\n')
+    hw = load_hardware(str(tmp_path / "b.toml"))
+    assert hw.id == "my-h100"
+    assert set(hw.overridden) == {"scale_out.bandwidth", "memory.hbm_bytes"}
+    assert "a.toml" in hw.sources["scale_out.bandwidth"] and "b.toml" in hw.sources["memory.hbm_bytes"]
+
+
+@pytest.mark.parametrize("text, field, hint", [
+    ('base = "gb200-nvl27"\n', "gb200-nvl27", "gb200-nvl72"),
+    ('base = "gb200-nvl72"\n[scale_up]\ndomian_size = 144\n', "scale_up.domian_size", "domain_size"),
+    ('base = "gb200-nvl72"\n[scale_up]\ndomain_size = 7\n', "", "divide"),
+    ('base = "loop.toml"\n', "base", "base"),
+])
+def test_base_file_errors(tmp_path: Path, text: str, field: str, hint: str):
+    f = tmp_path / "loop.toml"
+    f.write_text(text)
+    with pytest.raises(InputError) as exc:
+        load_hardware(str(f))
+    assert field in str(exc.value) and hint in str(exc.value)
+
+
+# ---- --set -------------------------------------------------------------------------------------
+
+def test_set_aliases_convert_units_and_record_overrides():
+    base = load_hardware("gb200-nvl72")
+    hw = apply_overrides(base, ["nvlink_domain=144", "nic_gbps=800", "nvlink_gbps=1800", "hbm_gb=288",
+                                "hbm_tbps=10", "peak_flops.bf16=3e15"])
+    assert hw.scale_up.domain_size == 144 and hw.scale_out.bandwidth == 100e9 and hw.scale_up.bandwidth == 1.8e12
+    assert hw.memory.hbm_bytes == 288e9 and hw.memory.hbm_bandwidth == 10e12 and hw.peak_flops.bf16 == 3e15
+    assert set(hw.overridden) == {"scale_up.domain_size", "scale_out.bandwidth", "scale_up.bandwidth",
+                                  "memory.hbm_bytes", "memory.hbm_bandwidth", "peak_flops.bf16"}
+    a, b = flat(base), flat(hw)
+    assert {k for k in a if a[k] != b[k]} == set(hw.overridden)
+    assert all(hw.sources[f].startswith("--set ") for f in hw.overridden)
+    assert apply_overrides(base, []) is base
+    assert resolve_hardware("gb200-nvl72", ("nvlink_domain=144",)).scale_up.domain_size == 144
+
+
+@pytest.mark.parametrize("item, hint", [
+    ("nvlink_domian=144", "nvlink_domain"),
+    ("scale_up.bandwith=1e12", "scale_up.bandwidth"),
+    ("domain_size=144", "scale_up.domain_size"),
+])
+def test_set_unknown_key_suggests(item: str, hint: str):
+    with pytest.raises(InputError) as exc:
+        apply_overrides(load_hardware("h100-sxm"), [item])
+    assert f"did you mean '{hint}'" in str(exc.value)
+
+
+@pytest.mark.parametrize("item", ["nvlink_domain=0", "hbm_gb=lots", "scale_out.bandwidth=-1", "nic_gbps", "nic_gbps=nan", "scale_up.nvls=maybe"])
+def test_set_bad_values_are_input_errors(item: str):
+    with pytest.raises(InputError):
+        apply_overrides(load_hardware("h100-sxm"), [item])
+
+
+def test_set_on_the_cli(capsys):
+    line = run_err(capsys, ["predict", *MOE_ARGS, "--hardware", "gb200-nvl72", "--set", "nvlink_domian=144"])
+    assert "did you mean 'nvlink_domain'" in line
+    d = run_json(capsys, ["show", "hardware", "gb200-nvl72", "--set", "nvlink_domain=144"])
+    marked = {f["field"] for f in d["fields"] if f["overridden"]}
+    assert marked == {"scale_up.domain_size"} == set(d["overridden"])
+    base = run_json(capsys, ["predict", *MOE_ARGS, "--hardware", "gb200-nvl72"])
+    big = run_json(capsys, ["predict", *MOE_ARGS, "--hardware", "gb200-nvl72", "--set", "nvlink_domain=144"])
+    assert big["hardware_overridden"] == ["scale_up.domain_size"] and base["hardware_overridden"] == []
+    assert big["step_time_s"] <= base["step_time_s"]
+
+
+def test_one_set_option_per_command():
+    for cmd in cli.commands.values():
+        assert sum("--set" in p.opts for p in cmd.params) <= 1, cmd.name
+
+
+def test_split_hardware_sets():
+    hw, rest = split_hardware_sets(["nic_gbps=800", "electricity_usd_per_kwh=0.1", "memory.hbm_bytes=1e11"])
+    assert hw == ["nic_gbps=800", "memory.hbm_bytes=1e11"] and rest == ["electricity_usd_per_kwh=0.1"]
+
+
+# ---- monotonicity and elasticities --------------------------------------------------------------
+
+def test_larger_nvlink_domain_never_slower_for_wide_ep():
+    base = load_hardware("gb200-nvl72")
+    steps = [step("deepseek-v3", apply_overrides(base, [f"nvlink_domain={d}"]), MOE) for d in (8, 16, 36, 72, 144, 288)]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(steps, steps[1:])), steps
+    assert steps[-2] <= step("deepseek-v3", base, MOE)
+
+
+@pytest.mark.parametrize("model, hw_id, lay, precision", [
+    ("deepseek-v3", "gb200-nvl72", MOE, "fp8"),
+    ("llama3-70b", "h100-sxm", DENSE, "bf16"),
+])
+def test_elasticity_signs(model: str, hw_id: str, lay: Layout, precision: str):
+    s = sensitivity(load_model(model), load_hardware(hw_id), lay, Options(precision, consts=constants()))
+    mags = [abs(e.elasticity) for e in s.ranked]
+    assert mags == sorted(mags, reverse=True)
+    fields = {e.field for e in s.ranked}
+    assert fields == {k.field for k in knobs(precision)} | {"scale_up.domain_size"}
+    for e in s.ranked:
+        if "latency" in e.field:
+            assert e.elasticity >= -1e-9, e          # more latency never faster
+        else:
+            assert e.elasticity <= 1e-9, e           # more FLOP/s, bandwidth or domain never slower
+            assert e.step_high_s <= e.step_low_s * (1 + 1e-12)
+
+
+def test_more_bandwidth_never_slower_sweep():
+    sw = sweep(load_model("deepseek-v3"), load_hardware("gb200-nvl72"), MOE, Options("fp8"),
+               ["nic_gbps=200,400,800,1600", "nvlink_gbps=450,900"])
+    m = sw.matrix()
+    for col in range(2):
+        assert all(m[i + 1][col] >= m[i][col] for i in range(3))
+    assert all(r[1] >= r[0] for r in m)
+
+
+# ---- the command -------------------------------------------------------------------------------
+
+def test_sensitivity_json(capsys):
+    d = run_json(capsys, ["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72"])
+    assert {"model", "hardware", "base", "rel_step", "elasticities", "hbm_capacity"} <= d.keys()
+    assert {"field", "label", "value", "elasticity", "step_low_s", "step_high_s", "change_high"} <= d["elasticities"][0].keys()
+    assert {"fits", "fits_minus", "fits_plus", "memory_bytes_per_gpu"} <= d["hbm_capacity"].keys()
+    assert main(["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72"]) == 0
+    assert "step time" in capsys.readouterr().out
+
+
+def test_sensitivity_sweep_json_and_plot(capsys, tmp_path: Path):
+    png = tmp_path / "heat.png"
+    d = run_json(capsys, ["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", "--sweep", "nvlink_domain=36,72,144",
+                          "--sweep", "nic_gbps=400,800", "--plot", str(png)])
+    assert [a["field"] for a in d["axes"]] == ["nvlink_domain", "nic_gbps"]
+    assert len(d["cells"]) == 6 and [len(r) for r in d["tokens_per_s_per_gpu"]] == [2, 2, 2]
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert main(["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", "--sweep", "hbm_gb=80,186"]) == 0
+    assert "hbm_gb=80" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--sweep", "nvlnk_domain=8,16"], "did you mean 'nvlink_domain'"),
+    (["--sweep", "nic_gbps"], "FIELD=V1,V2"),
+    (["--sweep", "a=1", "--sweep", "b=2", "--sweep", "c=3"], "one or two"),
+    (["--plot", "x.png"], "needs --sweep"),
+])
+def test_sensitivity_bad_input(capsys, extra: list[str], needle: str):
+    assert needle in run_err(capsys, ["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", *extra])
