@@ -55,6 +55,14 @@ def hardware_unit(field: str) -> tuple[float, str, str]:
     return 1.0, "", ""
 
 
+def show_field(field: str, value: Any) -> str:
+    """A hardware field's value in its display unit: `scale_out.bandwidth`, 1e11 -> '100 GB/s'."""
+    div, unit, _ = hardware_unit(field)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value / div:.4g} {unit}".strip()
+
+
 def model_unit(field: str) -> str:
     leaf = field.rsplit(".", 1)[-1]
     if leaf in ("seq_len", "max_position_embeddings", "window"):

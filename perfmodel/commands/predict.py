@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..hardware import HardwareSpec, field_value
 from ..layout import Layout
 from ..model import ModelSpec, load_model
+from .catalog import show_field
 from .common import console, emit_json, layout_options, resolve_hardware, table
 
 
@@ -80,7 +81,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     L = r["layout"]
     console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.name)}, {precision}, seq {seq}, global batch {gbs}")
     if hw.overridden:
-        console.print("what-if hardware: " + escape(", ".join(f"{f}={field_value(hw, f):g}" for f in hw.overridden)))
+        console.print("what-if hardware: " + escape(", ".join(f"{f} = {show_field(f, field_value(hw, f))}" for f in hw.overridden)))
     console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
                   f"{' fsdp' if fsdp else ''} recompute={recompute}")
     summary = [

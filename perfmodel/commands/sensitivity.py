@@ -11,13 +11,8 @@ from ..layout import Layout
 from ..model import load_model
 from ..predict import Options
 from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
-from .catalog import hardware_unit
+from .catalog import show_field
 from .common import console, emit_json, layout_options, resolve_hardware, table
-
-
-def _show(field: str, value: float) -> str:
-    div, unit, _ = hardware_unit(field)
-    return f"{value / div:.4g} {unit}".strip()
 
 
 def effect(e: Elasticity, rel: float) -> str:
@@ -75,7 +70,7 @@ def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: i
                   f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, MFU {b['mfu']:.1%}")
     top = s.ranked[0]
     console.print(f"most sensitive: [bold]{escape(effect(top, rel))}[/bold] (elasticity {top.elasticity:+.3f})")
-    rows = [[str(i + 1), escape(e.label), e.field, escape(_show(e.field, e.value)), f"{e.elasticity:+.3f}",
+    rows = [[str(i + 1), escape(e.label), e.field, escape(show_field(e.field, e.value)), f"{e.elasticity:+.3f}",
              escape(effect(e, rel))] for i, e in enumerate(s.ranked)]
     console.print(table("Elasticity of step time, d ln(step) / d ln(x): -1 = inversely proportional, 0 = no effect",
                         ["#", "parameter", "field", "value", "elasticity", "effect"], rows, 3))
