@@ -228,7 +228,6 @@ def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[st
     own = {k: v if k in _NOT_OVERRIDES else _tag(v, f"overridden in {path.name}") for k, v in doc.items()}
     merged, changed = _deep_merge(base_doc, own)
     merged["id"] = doc.get("id", path.stem)
-    merged.setdefault("name", base_id)
     if "name" not in doc:
         merged["name"] = f"{base_doc.get('name', base_id)} [what-if: {path.stem}]"
     if "notes" not in doc:

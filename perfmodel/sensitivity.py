@@ -54,7 +54,7 @@ def knobs(precision: str) -> list[Knob]:
     peak = precision.replace("-block", "")
     out = [Knob(f"peak_flops.{peak}", f"{peak.upper()} peak FLOP/s")]
     if peak != "bf16":  # flash attention and high-precision GEMMs run on the BF16 tensor rate (compute.py)
-        out.append(Knob("peak_flops.bf16", "BF16 peak FLOP/s (attention)"))
+        out.append(Knob("peak_flops.bf16", "BF16 peak (attention)"))
     out += [Knob("memory.hbm_bandwidth", "HBM bandwidth"),
             Knob("scale_up.bandwidth", "NVLink bandwidth"),
             Knob("scale_out.bandwidth", "NIC bandwidth"),
@@ -76,6 +76,15 @@ def _with(hw: HardwareSpec, field: str, value: float | int) -> HardwareSpec:
     return apply_overrides(hw, [f"{field}={value!r}"])
 
 
+def _row(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options) -> dict[str, Any]:
+    """Prediction.row(0) of one variant; a non-finite step time (absurd what-if values) is an InputError."""
+    r = predict_grid(model, hw, grid, opts).row(0)
+    if not (math.isfinite(r["step_time_s"]) and r["step_time_s"] > 0):
+        changed = ", ".join(hw.overridden) or hw.id
+        raise InputError(hw.id, changed, "these hardware values give no finite step time; check their units")
+    return r
+
+
 @dataclass(frozen=True)
 class Sensitivity:
     base: dict[str, Any]                 # Prediction.row of the unchanged spec
@@ -94,7 +103,7 @@ def sensitivity(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Option
         raise InputError("--rel", str(rel), "relative step must be between 0 and 1 (0.1 = +/-10%)")
     check(model, layout)
     grid = LayoutGrid.of(layout)
-    base = predict_grid(model, hw, grid, opts).row(0)
+    base = _row(model, hw, grid, opts)
     s0 = base["step_time_s"]
     out: list[Elasticity] = []
     for k in knobs(opts.precision):
@@ -103,12 +112,12 @@ def sensitivity(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Option
             out.append(Elasticity(k.field, k.label, x, 0.0, x, x, s0, s0, 0.0))
             continue
         lo, hi = x * (1 - rel), x * (1 + rel)
-        s_lo = predict_grid(model, _with(hw, k.field, lo), grid, opts).row(0)["step_time_s"]
-        s_hi = predict_grid(model, _with(hw, k.field, hi), grid, opts).row(0)["step_time_s"]
+        s_lo = _row(model, _with(hw, k.field, lo), grid, opts)["step_time_s"]
+        s_hi = _row(model, _with(hw, k.field, hi), grid, opts)["step_time_s"]
         e = (math.log(s_hi) - math.log(s_lo)) / (math.log1p(rel) - math.log1p(-rel))
         out.append(Elasticity(k.field, k.label, x, e, lo, hi, s_lo, s_hi, s_hi / s0 - 1))
     d0, d1 = hw.scale_up.domain_size, next_domain(hw)
-    s_d = predict_grid(model, _with(hw, "scale_up.domain_size", d1), grid, opts).row(0)["step_time_s"]
+    s_d = _row(model, _with(hw, "scale_up.domain_size", d1), grid, opts)["step_time_s"]
     out.append(Elasticity("scale_up.domain_size", "NVLink domain size", float(d0),
                           math.log(s_d / s0) / math.log(d1 / d0), float(d0), float(d1), s0, s_d, s_d / s0 - 1))
     out.sort(key=lambda e: -abs(e.elasticity))
@@ -162,7 +171,7 @@ def sweep(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Options, spe
             variant = apply_overrides(hw, sets)
         except InputError as exc:
             raise InputError("--sweep", " ".join(sets), exc.reason) from None
-        r = predict_grid(model, variant, grid, opts).row(0)
+        r = _row(model, variant, grid, opts)
         cells.append({"set": dict(zip((f for f, _ in axes), combo)), "tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
                       "step_time_s": r["step_time_s"], "mfu": r["mfu"], "fits": r["fits"]})
     return Sweep(axes, cells)

@@ -21,7 +21,7 @@ def effect(e: Elasticity, rel: float) -> str:
         what = f"NVLink domain {e.low:.0f} -> {e.high:.0f} GPUs"
     else:
         what = f"+{rel:.0%} {e.label}"
-    return f"{what} -> {e.change_high:+.1%} step time"
+    return f"{what} -> {round(e.change_high, 3) + 0.0:+.1%} step time"     # + 0.0: no '-0.0%'
 
 
 @click.command("sensitivity")
@@ -69,11 +69,11 @@ def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: i
     console.print(f"[bold]{escape(title)}[/bold]: step {b['step_time_s']:.3f} s, "
                   f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, MFU {b['mfu']:.1%}")
     top = s.ranked[0]
-    console.print(f"most sensitive: [bold]{escape(effect(top, rel))}[/bold] (elasticity {top.elasticity:+.3f})")
-    rows = [[str(i + 1), escape(e.label), e.field, escape(show_field(e.field, e.value)), f"{e.elasticity:+.3f}",
-             escape(effect(e, rel))] for i, e in enumerate(s.ranked)]
+    console.print(f"most sensitive: [bold]{escape(effect(top, rel))}[/bold] (elasticity {round(top.elasticity, 3) + 0.0:+.3f})")
+    rows = [[str(i + 1), escape(effect(e, rel)), f"{round(e.elasticity, 3) + 0.0:+.3f}", e.field,
+             escape(show_field(e.field, e.value))] for i, e in enumerate(s.ranked)]
     console.print(table("Elasticity of step time, d ln(step) / d ln(x): -1 = inversely proportional, 0 = no effect",
-                        ["#", "parameter", "field", "value", "elasticity", "effect"], rows, 3))
+                        ["#", "effect", "elasticity", "field", "value"], rows, 2))
     mem = s.memory
     verdict = lambda ok: "fits" if ok else "does NOT fit"
     console.print(f"HBM capacity (no effect on step time): needs {mem['memory_bytes_per_gpu'] / 1e9:.1f} GB of "
