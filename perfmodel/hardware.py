@@ -25,43 +25,49 @@ class Frozen(BaseModel):
 
 Pos = Field(gt=0, allow_inf_nan=False)
 Frac = Field(gt=0, le=1, allow_inf_nan=False)
+# Plausibility bounds: a value outside them is a typo or a unit slip (GB vs bytes), never a GPU.
+Flops = Field(ge=1e9, le=1e18, allow_inf_nan=False)      # 1 GFLOP/s .. 1 EFLOP/s per GPU
+OptFlops = Field(default=None, ge=1e9, le=1e18, allow_inf_nan=False)
+Bytes = Field(ge=1e8, le=1e14, allow_inf_nan=False)      # 100 MB .. 100 TB of HBM
+Bandwidth = Field(ge=1e8, le=1e15, allow_inf_nan=False)  # 100 MB/s .. 1 PB/s
+Watts = Field(ge=1, le=1e5, allow_inf_nan=False)
 
 
 class PeakFlops(Frozen):
     """Dense peak FLOP/s per precision (datasheet sparse figures halved)."""
-    fp32: float = Pos
-    tf32: float = Pos
-    bf16: float = Pos
-    fp16: float = Pos
-    fp8: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    mxfp8: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    nvfp4: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    fp64: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    fp32: float = Flops
+    tf32: float = Flops
+    bf16: float = Flops
+    fp16: float = Flops
+    fp8: float | None = OptFlops
+    mxfp8: float | None = OptFlops
+    nvfp4: float | None = OptFlops
+    fp64: float | None = OptFlops
 
 
 class Memory(Frozen):
-    hbm_bytes: float = Pos
-    hbm_bandwidth: float = Pos
+    hbm_bytes: float = Bytes
+    hbm_bandwidth: float = Bandwidth
 
 
 class ScaleUp(Frozen):
     """NVLink domain: GPUs that talk at NVLink speed (8 in an HGX node, 72 in an NVL72 rack)."""
     domain_size: int = Field(ge=1, le=100000)
-    bandwidth: float = Pos           # per GPU, per direction
+    bandwidth: float = Bandwidth     # per GPU, per direction
     nvls: bool = False               # NVLink SHARP in-switch reduction
     latency_s: float = Field(default=5e-6, ge=0, allow_inf_nan=False)
 
 
 class ScaleOut(Frozen):
     """InfiniBand / RoCE between domains, per GPU."""
-    bandwidth: float = Pos           # per GPU, per direction (all its NICs)
+    bandwidth: float = Bandwidth     # per GPU, per direction (all its NICs)
     nics_per_gpu: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     latency_s: float = Field(default=1e-5, ge=0, allow_inf_nan=False)
 
 
 class Power(Frozen):
-    gpu_tdp_w: float = Pos
-    allin_w_per_gpu: float = Pos     # GPU + its share of CPUs, NICs, switches, storage (IT power)
+    gpu_tdp_w: float = Watts
+    allin_w_per_gpu: float = Watts     # GPU + its share of CPUs, NICs, switches, storage (IT power)
 
 
 class Efficiency(Frozen):
