@@ -140,7 +140,8 @@ def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, 
                  ep=_int(row, "ep", 1), etp=_int(row, "etp", etp_default) if model.is_moe else 1,
                  mbs=_int(row, "micro_batch", 1), fsdp=bool(_int(row, "fsdp", 0)),
                  recompute=rec)  # type: ignore[arg-type]
-    if model.is_moe and (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
+    positive = all(getattr(lay, f) >= 1 for f in ("gpus", "tp", "pp", "cp", "ep", "etp"))   # else check_layout says
+    if model.is_moe and positive and (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
         lay = Layout(**{**lay.__dict__, "etp": 1})
     a = model.attention
     try:

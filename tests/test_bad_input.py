@@ -278,6 +278,16 @@ def test_csv_bad_cell_is_unsupported_and_others_go_on(capsys, tmp_path, column, 
     assert len(u["reason"]) < 800
 
 
+@pytest.mark.parametrize("column,value", [("ep", "0"), ("tp", "0"), ("cp", "0"), ("pp", "-2"), ("etp", "0")])
+def test_csv_moe_row_with_zero_parallel_size(capsys, tmp_path, column, value):
+    """Regression (fuzz_csv): a MoE row with ep=0 or tp=0 raised ZeroDivisionError out of validate."""
+    moe = {**GOOD_ROW, "model": "mixtral-8x7b", "ep": "8", "etp": "1", "run_id": "bad", column: value}
+    path = write_csv(tmp_path / "runs.csv", [moe, GOOD_ROW])
+    d = run_json(capsys, ["validate", path])
+    assert d["predicted"] == 1 and [u["run_id"] for u in d["unsupported"]] == ["bad"]
+    assert column in d["unsupported"][0]["reason"]
+
+
 def test_csv_bom_and_spaced_header(capsys, tmp_path):
     p = tmp_path / "runs.csv"
     text = ", ".join(REQ) + "\n" + ",".join(GOOD_ROW[c] for c in REQ) + "\n"

@@ -29,7 +29,7 @@ REL = 1e-9
 # PERFMODEL_INVARIANT_EXAMPLES=2000 pytest tests/test_invariants.py explores more (and randomly); the default
 # run is small and derandomized so the suite stays quick and reproducible.
 _EXAMPLES = os.environ.get("PERFMODEL_INVARIANT_EXAMPLES")
-SETTINGS = settings(max_examples=int(_EXAMPLES or 25), deadline=None, derandomize=_EXAMPLES is None,
+SETTINGS = settings(max_examples=int(_EXAMPLES or 50), deadline=None, derandomize=_EXAMPLES is None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
@@ -194,3 +194,16 @@ def test_everything_finite(case):
         assert np.all(np.isfinite(v)), (k, lay, v)
     assert all(v >= 0 for v in _all_arrays(p)["breakdown_s.gemm"])
     assert np.isfinite(p.hbm_bytes)
+
+
+@pytest.mark.xfail(reason="predict.py layer(): TP, CP and EP communication each overlap the SAME compute window "
+                          "independently (_exposed(..., gf + gb), _exposed(..., core_f + core_b), "
+                          "_exposed(..., comp_f + comp_b)), so shrinking compute by d can expose up to 2d more "
+                          "communication: 2x peak FLOP/s makes this DeepSeek-V3 step ~0.3% slower", strict=False)
+def test_faster_flops_regression_deepseek_fp8():
+    """Found by test_faster_hardware_is_never_slower with PERFMODEL_INVARIANT_EXAMPLES=1000."""
+    m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
+    lay = Layout(gpus=128, gbs=64, seq=2048, tp=1, pp=4, cp=2, ep=16, etp=2)
+    assert _legal(m, lay)
+    fast = _scaled(hw, "peak_flops", {k: 2.0 for k in FASTER["peak_flops"][1]})
+    assert _pred(m, fast, "fp8", lay).step_time_s[0] <= _pred(m, hw, "fp8", lay).step_time_s[0] * (1 + REL)
