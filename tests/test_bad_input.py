@@ -12,6 +12,7 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.specfile import data_dir
+from cli_helpers import run_err, run_json
 
 REQ = ["model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu"]
 GOOD_ROW = {"run_id": "good", "model": "llama3-8b", "hardware": "h100-sxm", "gpus": "8", "precision": "bf16",
@@ -19,23 +20,8 @@ GOOD_ROW = {"run_id": "good", "model": "llama3-8b", "hardware": "h100-sxm", "gpu
 SHAPE = ["--gpus", "8", "--gbs", "8", "--seq", "4096"]
 
 
-def run_err(capsys, args: list[str]) -> str:
-    """Run the CLI, expect exit 2 and one 'error:' line; return that line."""
-    rc = main(args)
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err + out.out
-    assert rc == 2, (rc, out.out[-500:], out.err[-500:])
-    lines = [l for l in out.err.splitlines() if l.strip()]
-    assert len(lines) == 1, out.err
-    assert lines[0].startswith("error:"), lines[0]
-    return lines[0]
 
 
-def run_json(capsys, args: list[str]) -> dict:
-    rc = main([*args, "--json"])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
 
 
 def predict(model: str = "llama3-8b", hardware: str = "h100-sxm", shape: list[str] = SHAPE, *extra: str) -> list[str]:

@@ -10,26 +10,13 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.specfile import data_dir
+from cli_helpers import run_err, run_json
 
 LLAMA8B = ["--model", "llama3-8b", "--hardware", "h100-sxm"]
 
 
-def run_json(capsys, args):
-    rc = main([*args, "--json"])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
 
 
-def run_err(capsys, args) -> str:
-    rc = main(args)
-    out = capsys.readouterr()
-    assert rc == 2, (rc, out.out, out.err)
-    assert "Traceback" not in out.err + out.out
-    lines = [l for l in out.err.splitlines() if l.strip()]
-    assert len(lines) == 1, out.err
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 # ---- commands that work ------------------------------------------------------------------------

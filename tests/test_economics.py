@@ -17,27 +17,15 @@ from perfmodel.errors import InputError
 from perfmodel.hardware import load_hardware
 from perfmodel.reliability import (assess, daly_interval, goodput_fraction, reliability_inputs, system_mtbi_s,
                                    young_interval)
+from cli_helpers import run_err, run_json
 
 ROOT = Path(__file__).resolve().parent.parent
 H100, GB200 = load_hardware("h100-sxm"), load_hardware("gb200-nvl72")
 PRICED = [H100, GB200]
 
 
-def run_json(capsys, args):
-    rc = main([*args, "--json"])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
 
 
-def run_err(capsys, args) -> str:
-    rc = main(args)
-    out = capsys.readouterr()
-    assert rc == 2, (rc, out.out, out.err)
-    assert "Traceback" not in out.err + out.out
-    lines = [l for l in out.err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), out.err
-    return lines[0]
 
 
 # ---- TCO ---------------------------------------------------------------------------------------------

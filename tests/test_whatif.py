@@ -17,6 +17,7 @@ from perfmodel.hardware import HardwareSpec, apply_overrides, load_hardware
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.predict import Options, predict_grid
 from perfmodel.sensitivity import knobs, sensitivity, sweep
+from cli_helpers import run_err, run_json
 
 # DeepSeek-V3 with an EP group of 128: wider than one NVL72 rack, so the all-to-all crosses the NICs
 MOE = Layout(gpus=1024, gbs=2048, seq=4096, pp=8, ep=128, recompute="full")
@@ -44,20 +45,8 @@ def step(model: str, hw: HardwareSpec, lay: Layout, precision: str = "fp8") -> f
     return float(predict_grid(load_model(model), hw, LayoutGrid.of(lay), Options(precision)).step_time_s[0])
 
 
-def run_json(capsys, args: list[str]) -> dict:
-    rc = main([*args, "--json"])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    return json.loads(out.out)
 
 
-def run_err(capsys, args: list[str]) -> str:
-    rc = main(args)
-    out = capsys.readouterr()
-    assert rc == 2 and "Traceback" not in out.err + out.out, out.err
-    lines = [l for l in out.err.splitlines() if l.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), out.err
-    return lines[0]
 
 
 # ---- base = inheritance ------------------------------------------------------------------------
