@@ -171,9 +171,14 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
         comp_f = gf + core_f + t_mem_f
         comp_b = gb + core_b + t_mem_b
         tp_f = 2 * tp_ag + tp_ffn                     # fwd collectives of the layer; bwd the same
-        tp_exp = _exposed(2 * tp_f, gf + gb, c.tp_overlap)
-        cp_exp = _exposed(cp_f + cp_b, core_f + core_b, c.cp_overlap)
-        ep_exp = _exposed(2 * a2a, comp_f + comp_b, c.ep_overlap)
+        # TP, CP and EP communication share ONE overlap budget: the layer's compute can hide each
+        # byte only once. Separate windows would let faster compute expose more than it saves.
+        comms = ((2 * tp_f, c.tp_overlap), (cp_f + cp_b, c.cp_overlap), (2 * a2a, c.ep_overlap))
+        hideable = sum(share * t for t, share in comms)
+        spill = np.maximum(0.0, hideable - (comp_f + comp_b))          # overlappable but not hidden
+        tp_exp, cp_exp, ep_exp = (
+            (1 - share) * t + spill * np.divide(share * t, hideable, out=np.zeros_like(spill), where=hideable > 0)
+            for t, share in comms)
         return dict(gemm=gf + gb, attention=core_f + core_b, memory_bound=t_mem_f + t_mem_b,
                     tp_comm=tp_exp, cp_comm=cp_exp, ep_comm=ep_exp, fwd=comp_f + _exposed(tp_f, gf, c.tp_overlap))
 

@@ -196,10 +196,6 @@ def test_everything_finite(case):
     assert np.isfinite(p.hbm_bytes)
 
 
-@pytest.mark.xfail(reason="predict.py layer(): TP, CP and EP communication each overlap the SAME compute window "
-                          "independently (_exposed(..., gf + gb), _exposed(..., core_f + core_b), "
-                          "_exposed(..., comp_f + comp_b)), so shrinking compute by d can expose up to 2d more "
-                          "communication: 2x peak FLOP/s makes this DeepSeek-V3 step ~0.3% slower", strict=False)
 def test_faster_flops_regression_deepseek_fp8():
     """Found by test_faster_hardware_is_never_slower with PERFMODEL_INVARIANT_EXAMPLES=1000."""
     m, hw = load_model("deepseek-v3"), load_hardware("h100-sxm")
