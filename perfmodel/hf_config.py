@@ -479,6 +479,7 @@ def _deepseek(r: _Reader, model_type: str) -> None:
                  num_experts=(experts, "n_routed_experts"), top_k=(k, "num_experts_per_tok"),
                  expert_intermediate_size=(r.int("moe_intermediate_size"), "moe_intermediate_size"),
                  shared_experts=(r.int("n_shared_experts", 0, minimum=0), "n_shared_experts"),
+                 **_route_groups(r, experts),
                  score_correction_bias=(method == "noaux_tc",
                                         f"= config.json topk_method {method!r} "
                                         f"({'e_score_correction_bias buffer' if method == 'noaux_tc' else 'no bias buffer'})"))
@@ -486,6 +487,18 @@ def _deepseek(r: _Reader, model_type: str) -> None:
         r.take("ffn.intermediate_size", "intermediate_size", r.int("intermediate_size"))
     else:
         r.set("ffn.intermediate_size", 0, "every layer is MoE")
+
+
+def _route_groups(r: _Reader, experts: int) -> dict:
+    """Group-limited routing (DeepSeek-V2 §2.2.2): n_group expert groups, topk_group of them per token.
+    n_group <= 1 means unrestricted (Kimi K2 ships n_group = topk_group = 1)."""
+    groups = r.int("n_group", 0, minimum=0)
+    if groups <= 1:
+        return {}
+    top = r.int("topk_group", groups, minimum=1)
+    if experts % groups or top > groups:
+        raise r.fail("n_group", f"must divide n_routed_experts ({experts}) and be >= topk_group ({top})")
+    return {"route_groups": (groups, "n_group"), "route_group_topk": (top, "topk_group")}
 
 
 def _llama4(r: _Reader, model_type: str) -> None:

@@ -86,11 +86,20 @@ class MoE(Frozen):
     router_bias: bool = False
     expert_bias: bool = False
     score_correction_bias: bool = False     # DeepSeek-V3 e_score_correction_bias buffer (counted in total)
+    # group-limited ("node-limited") routing: experts form `route_groups` contiguous groups and a token
+    # picks experts from only `route_group_topk` of them (DeepSeek-V2 §2.2.2, DeepSeek-V3 §2.1.2;
+    # config.json n_group / topk_group). 0 = unrestricted.
+    route_groups: int = NonNeg
+    route_group_topk: int = NonNeg
 
     @model_validator(mode="after")
     def _check(self) -> "MoE":
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
+        if self.route_groups and (self.num_experts % self.route_groups
+                                  or not 1 <= self.route_group_topk <= self.route_groups):
+            raise ValueError(f"route_groups ({self.route_groups}) must divide num_experts ({self.num_experts}) "
+                             f"and route_group_topk ({self.route_group_topk}) lie in 1..route_groups")
         return self
 
     @property

@@ -151,7 +151,8 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
         # of the expert outputs (4 B): 20 B per token copy per hidden unit
         mem = (20 * h * assign + act_bytes_per_width(m) * e.expert_intermediate_size * assign
                + act_bytes_per_width(m) * e.shared_experts * e.shared_width / tp * T)
-        a2a = comm.all_to_all_time(assign * h * BF16, ep, etp, hw)               # dispatch or combine
+        a2a = comm.moe_dispatch_time(Ts * imb * h * BF16, e.top_k, ep, etp, hw, e.num_experts,
+                                     e.route_groups, e.route_group_topk)          # dispatch or combine
         etp_c = np.where(etp > 1, 2 * comm.all_gather_time(assign * etp * h * BF16, etp, 1, hw), 0.0)
         tp_c = (2 * tp_ag if e.shared_experts else 0.0) + etp_c
         # host sync + routing-kernel launches, once in forward and once in backward

@@ -152,6 +152,7 @@ def test_deepseek_v3_fields():
     e = m.moe
     assert (e.num_experts, e.shared_experts, e.top_k, e.expert_intermediate_size) == (256, 1, 8, 2048)
     assert (e.first_dense_layers, e.interval, e.score_correction_bias) == (3, 1, True)
+    assert (e.route_groups, e.route_group_topk) == (8, 4)      # node-limited routing: n_group / topk_group
     assert m.num_moe_layers == 58 and m.ffn.intermediate_size == 18432 and m.mtp_layers == 1
     assert m.seq_len == 4096                      # rope_scaling.original_max_position_embeddings
     assert "original_max_position_embeddings" in m.sources["seq_len"]
@@ -161,6 +162,7 @@ def test_kimi_k2_uses_deepseek_v3():
     m = load_model(str(fixture("kimi-k2")))
     assert m.name == "kimi_k2 kimi-k2"
     assert (m.attention.num_heads, m.moe.num_experts, m.moe.first_dense_layers, m.mtp_layers) == (64, 384, 1, 0)
+    assert m.moe.route_groups == 0                 # n_group = 1: routing is unrestricted
 
 
 def test_llama4_text_config():

@@ -1,0 +1,44 @@
+"""MoE token dispatch across scale-up domains: hand-derived cases for the expected number of domains a
+token's expert copies reach (balls into bins) and for node-limited routing (DeepSeek-V3 §2.1.2)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel import comm
+from perfmodel.hardware import load_hardware
+
+
+def test_domains_reached_unrestricted():
+    # 8 picks over 8 equally likely domains: 8 * (1 - (7/8)^8) = 5.2509
+    assert comm.domains_reached(8, 8, 256) == pytest.approx(8 * (1 - (7 / 8) ** 8))
+    # one domain: every copy stays home
+    assert comm.domains_reached(8, 1, 256) == pytest.approx(1.0)
+    # never more domains than copies or than domains
+    d = comm.domains_reached(4, np.array([2, 4, 16, 64]), 128)
+    assert np.all(d <= np.minimum(4, [2, 4, 16, 64]) + 1e-12)
+
+
+def test_node_limited_routing_caps_domains():
+    # DeepSeek-V3: 8 groups, 4 per token; EP over 8 nodes -> groups = nodes, 4 reachable:
+    # 4 * (1 - (3/4)^8) = 3.5995, and never above the 4-node limit
+    d = comm.domains_reached(8, 8, 256, groups=8, group_topk=4)
+    assert d == pytest.approx(4 * (1 - 0.75 ** 8))
+    assert d <= 4
+    # over 2 nodes with 8 groups: a node is missed only when none of its 4 groups is picked: C(4,4)/C(8,4)
+    d2 = comm.domains_reached(8, 2, 256, groups=8, group_topk=4)
+    reach = 2 * (1 - 1 / 70)
+    assert d2 == pytest.approx(reach * (1 - (1 - 1 / reach) ** 8))
+
+
+def test_dispatch_dedup_never_exceeds_plain_all_to_all():
+    hw = load_hardware("h100-sxm")
+    token_bytes, top_k = 1e6, 8
+    for ep in (8, 16, 32, 64):
+        plain = comm.all_to_all_time(token_bytes * top_k, ep, 1, hw)
+        dedup = comm.moe_dispatch_time(token_bytes, top_k, ep, 1, hw, 256)
+        limited = comm.moe_dispatch_time(token_bytes, top_k, ep, 1, hw, 256, 8, 4)
+        assert limited <= dedup + 1e-15 <= plain + 2e-15
+    # inside one NVLink domain dedup changes nothing
+    assert comm.moe_dispatch_time(token_bytes, top_k, 8, 1, hw, 256) == pytest.approx(
+        comm.all_to_all_time(token_bytes * top_k, 8, 1, hw))
