@@ -11,7 +11,8 @@ import click
 from .errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
-COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity"]
+COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "profiles", "scaling",
+            "report", "size"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -20,11 +21,15 @@ def cli() -> None:
     """Analytic performance, memory and cost model for LLM training on GPU clusters."""
 
 
-for _name in COMMANDS:
-    _mod = importlib.import_module(f"perfmodel.commands.{_name}")
-    for _cmd in getattr(_mod, "COMMANDS", [getattr(_mod, "command", None)]):
-        if _cmd is not None:
-            cli.add_command(_cmd)
+try:
+    for _name in COMMANDS:
+        _mod = importlib.import_module(f"perfmodel.commands.{_name}")
+        for _cmd in getattr(_mod, "COMMANDS", [getattr(_mod, "command", None)]):
+            if _cmd is not None:
+                cli.add_command(_cmd)
+except KeyboardInterrupt:        # Ctrl-C while numpy / sympy load (about a second): no traceback either
+    click.echo("interrupted", err=True)
+    sys.exit(130)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,11 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
         return 2
-    except click.exceptions.Abort:
-        click.echo("interrupted", err=True)
+    except click.exceptions.Abort as exc:
+        # click turns Ctrl-C into Abort; keep the message a long command put on the KeyboardInterrupt
+        ki = exc.__cause__ or exc.__context__
+        click.echo(str(ki) if isinstance(ki, KeyboardInterrupt) and str(ki) else "interrupted", err=True)
         return 130
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
+    except KeyboardInterrupt as exc:
+        # a long command re-raises Ctrl-C with how far it got ("interrupted after 3 of 12 chunks; ...")
+        click.echo(str(exc) or "interrupted", err=True)
         return 130
     except click.ClickException as exc:
         exc.show()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Literal
+from typing import Callable, Iterable, Iterator, Literal
 
 import numpy as np
 
@@ -190,9 +190,9 @@ def _balanced_chunks(model: ModelSpec, chunks: np.ndarray) -> np.ndarray:
 VP_SLACK = 3
 
 
-def structural(model: ModelSpec, s: Space) -> Cols:
-    """(tp, cp, pp, vp, ep, etp, mbs) combinations that pass the divisibility rules, pruned stage by
-    stage so the full product is never materialised. fsdp and recompute are crossed in later, per chunk."""
+def _prefix(model: ModelSpec, s: Space) -> Cols:
+    """(tp, cp, pp, vp) rows that pass the GPU-count, dp and balanced-chunk rules: thousands of rows at
+    most, so the later stages can be run on slices of it."""
     g = s.gpus
     cols: Cols = {"tp": s.tp}
     cols = _cross(cols, "cp", s.cp)
@@ -207,17 +207,44 @@ def structural(model: ModelSpec, s: Space) -> Cols:
     cols = _keep(cols, ok)
     cols = _cross(cols, "vp", s.vp)
     # the layers-per-chunk bound itself is layout.legality's (applied to every chunk before scoring)
-    cols = _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & _balanced_chunks(model, cols["pp"] * cols["vp"])))
-    cols = _cross(cols, "ep", s.ep)
-    cols = _cross(cols, "etp", s.etp)
-    fold = g // cols["pp"]                                   # tp*cp*dp: the GPUs experts fold over
-    cols = _keep(cols, fold % (cols["ep"] * cols["etp"]) == 0)
-    cols = _cross(cols, "mbs", s.mbs)
-    dp = g // (cols["tp"] * cols["cp"] * cols["pp"])
-    cols = _keep(cols, s.gbs % (dp * cols["mbs"]) == 0)
-    # last, layout.legality itself (the single source of the rules; fsdp and recompute do not enter it)
-    return _keep(cols, ~illegal(model, _grid(s, {**cols, "fsdp": np.zeros(len(cols["tp"]), np.int64),
-                                                   "recompute": np.zeros(len(cols["tp"]), np.int64)})))
+    return _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & _balanced_chunks(model, cols["pp"] * cols["vp"])))
+
+
+# Rows of one enumeration block before its ep x etp x mbs pruning (7 int64 columns, ~15 MB): bounds the
+# planner's memory whatever the size of the space (a 10M-layout search would otherwise hold every row).
+ENUM_ROWS = 1 << 18
+
+
+def structural_blocks(model: ModelSpec, s: Space, rows: int | None = None) -> Iterator[Cols]:
+    """`structural` in blocks of at most about `rows` (ENUM_ROWS) rows, in the same order: contiguous
+    slices of the (tp, cp, pp, vp) prefix, each crossed with ep, etp and mbs and pruned. Empty blocks
+    are skipped."""
+    g = s.gpus
+    pre = _prefix(model, s)
+    step = max(1, (rows or ENUM_ROWS) // max(1, len(s.ep) * len(s.etp) * len(s.mbs)))
+    for lo in range(0, len(pre["tp"]), step):
+        cols = {k: v[lo:lo + step] for k, v in pre.items()}
+        cols = _cross(cols, "ep", s.ep)
+        cols = _cross(cols, "etp", s.etp)
+        fold = g // cols["pp"]                                   # tp*cp*dp: the GPUs experts fold over
+        cols = _keep(cols, fold % (cols["ep"] * cols["etp"]) == 0)
+        cols = _cross(cols, "mbs", s.mbs)
+        dp = g // (cols["tp"] * cols["cp"] * cols["pp"])
+        cols = _keep(cols, s.gbs % (dp * cols["mbs"]) == 0)
+        # last, layout.legality itself (the single source of the rules; fsdp and recompute do not enter it)
+        zeros = np.zeros(len(cols["tp"]), np.int64)
+        cols = _keep(cols, ~illegal(model, _grid(s, {**cols, "fsdp": zeros, "recompute": zeros})))
+        if len(cols["tp"]):
+            yield cols
+
+
+def structural(model: ModelSpec, s: Space) -> Cols:
+    """(tp, cp, pp, vp, ep, etp, mbs) combinations that pass the divisibility rules, pruned stage by
+    stage so the full product is never materialised. fsdp and recompute are crossed in later, per chunk.
+    All rows at once: the search itself streams `structural_blocks` instead."""
+    blocks = list(structural_blocks(model, s))
+    return {k: np.concatenate([b[k] for b in blocks]) if blocks else np.zeros(0, np.int64)
+            for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")}
 
 
 def _grid(s: Space, cols: Cols) -> LayoutGrid:
@@ -228,16 +255,39 @@ def _grid(s: Space, cols: Cols) -> LayoutGrid:
                       fsdp=cols["fsdp"].astype(bool), recompute=cols["recompute"])
 
 
+def _expand(s: Space, cols: Cols) -> LayoutGrid:
+    """Base rows crossed with every fsdp x recompute choice."""
+    return _grid(s, _cross(_cross(cols, "fsdp", s.fsdp), "recompute", s.recompute))
+
+
 def chunks(s: Space, base: Cols, size: int = SCORE_CHUNK) -> Iterator[LayoutGrid]:
     """LayoutGrids of about `size` layouts: base rows crossed with every fsdp x recompute choice."""
     extra = len(s.fsdp) * len(s.recompute)
     n = len(base["tp"])
     step = max(1, size // extra)
     for lo in range(0, n, step):
-        cols = {k: v[lo:lo + step] for k, v in base.items()}
-        cols = _cross(cols, "fsdp", s.fsdp)
-        cols = _cross(cols, "recompute", s.recompute)
-        yield _grid(s, cols)
+        yield _expand(s, {k: v[lo:lo + step] for k, v in base.items()})
+
+
+def _rechunk(blocks: Iterable[Cols], step: int) -> Iterator[Cols]:
+    """Re-cut a stream of base blocks into pieces of exactly `step` rows (the last may be shorter), so
+    the scored chunks are those `chunks(s, structural(...))` would give, without holding every row."""
+    held: list[Cols] = []
+    n = 0
+    for b in blocks:
+        held.append(b)
+        n += len(b["tp"])
+        if n < step:
+            continue
+        cols = {k: np.concatenate([h[k] for h in held]) for k in b}
+        lo = 0
+        while n - lo >= step:
+            yield {k: v[lo:lo + step] for k, v in cols.items()}
+            lo += step
+        held = [{k: v[lo:] for k, v in cols.items()}]
+        n -= lo
+    if n:
+        yield {k: np.concatenate([h[k] for h in held]) for k in held[0]}
 
 
 def illegal(model: ModelSpec, grid: LayoutGrid) -> np.ndarray:
@@ -341,10 +391,10 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     scale = objective_scale(hw, objective)
     hw.peak(opts.precision)
     s = space(model, gpus, gbs, seq, constraints)
-    base = structural(model, s)
     per_base = len(s.fsdp) * len(s.recompute)
     step = max(1, SCORE_CHUNK // per_base)
-    nchunks = -(-len(base["tp"]) // step)
+    # a progress bar needs the number of chunks: one extra, storeless enumeration pass (a few % of the time)
+    nchunks = -(-sum(len(b["tp"]) for b in structural_blocks(model, s)) // step) if on_chunk else 0
     legal = fits = 0
     pool: list[LayoutGrid] = []
     pool_v: list[np.ndarray] = []
@@ -352,7 +402,10 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     front_t: list[np.ndarray] = []
     front_h: list[np.ndarray] = []
     scores: list[np.ndarray] = []
-    for i, grid in enumerate(chunks(s, base)):
+    # memory stays bounded: the base rows are streamed block by block, and only the running top K and
+    # Pareto front are kept (each re-pruned once it holds more than 8 chunks' worth)
+    for i, cols in enumerate(_rechunk(structural_blocks(model, s), step)):
+        grid = _expand(s, cols)
         ok = ~illegal(model, grid)
         if not ok.all():
             grid = grid.take(ok)
@@ -381,6 +434,10 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
                 g_all, v_all = _concat(pool), np.concatenate(pool_v)
                 keep = _order(v_all)[:top_k]
                 pool, pool_v = [g_all.take(keep)], [v_all[keep]]
+            if len(front) > 8:                                     # the union's front = front of the fronts
+                fg, ft, fh = _concat(front), np.concatenate(front_t), np.concatenate(front_h)
+                pi = _pareto_idx(ft, fh)
+                front, front_t, front_h = [fg.take(pi)], [ft[pi]], [fh[pi]]
         if on_chunk:
             on_chunk(i + 1, nchunks)
     top = pareto = None

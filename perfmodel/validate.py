@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import csv
 import math
+import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -23,6 +25,10 @@ from .predict import Options, Prediction, predict_grid
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
 CALIBRATION_SPLITS = 4
+# Rows parsed and predicted together: large enough that each (model, hardware, options) group is one
+# predict_grid call over many layouts, small enough to bound memory on files of any length.
+CHUNK_ROWS = 20_000
+PROGRESS_EVERY = 1000        # rows read between progress calls (a chunk is one step of several seconds)
 
 
 def calibration_split(run_id: str) -> bool:
@@ -120,14 +126,29 @@ def _resolve_ref(ref: str, base: Path) -> str:
 _COLUMN_OF = {"gbs": "global_batch", "seq": "seq_len", "mbs": "micro_batch"}   # layout field -> CSV column
 
 
-def row_inputs(row: dict, base: Path) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
-    """One CSV row -> (model, hardware, layout, options); raises ValueError/InputError with the reason."""
+SpecCache = dict[tuple[str, str], Any]
+
+
+def _spec(kind: str, ref: str, base: Path, cache: SpecCache | None) -> Any:
+    """load_model / load_hardware of a CSV cell, remembered per distinct cell: 100,000 rows naming a
+    few specs must not resolve paths 200,000 times. Failures are not cached (bad rows are rare)."""
+    hit = cache.get((kind, ref)) if cache is not None else None
+    if hit is None:
+        hit = (load_model if kind == "model" else load_hardware)(_resolve_ref(ref, base))
+        if cache is not None:
+            cache[(kind, ref)] = hit
+    return hit
+
+
+def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
+    """One CSV row -> (model, hardware, layout, options); raises ValueError/InputError with the reason.
+    `specs`: a dict shared across the rows of one file, to load each model / hardware cell once."""
     for k in REQUIRED:
         if not _cell(row, k):
             raise ValueError(f"{k}: empty")
     _float(row, "tokens_per_s_per_gpu")      # named here, so the caller's float() can't fail unexplained
-    model = load_model(_resolve_ref(_cell(row, "model"), base))
-    hw = load_hardware(_resolve_ref(_cell(row, "hardware"), base))
+    model = _spec("model", _cell(row, "model"), base, specs)
+    hw = _spec("hardware", _cell(row, "hardware"), base, specs)
     prec = _cell(row, "precision")
     if prec not in PRECISIONS:
         raise ValueError(f"precision: unknown precision {_short(prec)}{did_you_mean(prec, PRECISIONS)}; "
@@ -170,47 +191,165 @@ def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: boo
     return one, ("" if i == 0 else modes[i])
 
 
-def likely_cause(p: Prediction) -> str:
+def likely_cause(p: Prediction, i: int = 0) -> str:
     """The largest non-compute term of the breakdown: where a slow real run most likely lost time."""
-    b = p.row(0)["breakdown_s"]
+    return _cause(p.row(i)["breakdown_s"], float(p.step_time_s[i]))
+
+
+def _cause(b: dict[str, float], step: float) -> str:
     comm = {k: v for k, v in b.items() if k not in ("gemm", "attention", "memory_bound")}
-    k = max(comm, key=comm.get)
-    return f"largest overhead in the prediction: {k} ({comm[k] / p.step_time_s[0]:.0%} of the step)"
+    k = max(comm, key=comm.get)  # type: ignore[arg-type]
+    return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
 
 
-def validate_rows(rows: list[dict], base: Path, consts=None, progress: Callable[[int], None] | None = None) -> Report:
-    results, unsupported = [], []
-    for i, row in enumerate(rows):
-        rid = (row.get("run_id") or f"row{i + 2}").strip()
+class _Row(NamedTuple):
+    """A parsed, supported row waiting for its prediction (the CSV dict itself is not kept)."""
+    rid: str
+    source: str
+    model: ModelSpec
+    hw: HardwareSpec
+    lay: Layout
+    opts: Options
+    measured: float
+    published: bool          # the source states the recompute mode
+
+
+class _Scored(NamedTuple):
+    """Where a row's prediction lies: index `i` of prediction `p`, and the recompute mode inferred."""
+    p: Prediction
+    i: int
+    inferred: str
+
+
+_MODES = ("none", "selective", "full")
+
+
+def _cat(grids: list[LayoutGrid]) -> LayoutGrid:
+    return LayoutGrid(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(LayoutGrid)})
+
+
+def _score_group(rows: list[_Row]) -> list[_Scored]:
+    """Rows sharing model, hardware, options and whether recompute is published: one predict_grid call.
+    Element-wise the cost model does not depend on the other layouts of the grid, so each row gets
+    the bit-identical numbers `_predict_row` gives it alone. Unpublished recompute: the three modes are
+    scored side by side (n rows each) and each row takes the lightest that fits, as `_predict_row`."""
+    r0 = rows[0]
+    grid = LayoutGrid.from_layouts([r.lay for r in rows])
+    if r0.published:
+        p = predict_grid(r0.model, r0.hw, grid, r0.opts)
+        return [_Scored(p, j, "") for j in range(len(rows))]
+    n = len(rows)
+    p = predict_grid(r0.model, r0.hw, _cat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
+    fits = p.fits.reshape(3, n)
+    # first fitting mode per row (argmax of a bool column), full recompute when none fits
+    mode = np.where(fits.any(axis=0), np.argmax(fits, axis=0), 2)
+    return [_Scored(p, int(k) * n + j, "" if k == 0 else _MODES[k]) for j, k in enumerate(mode)]
+
+
+def _score(rows: list[_Row]) -> list[_Scored | Exception]:
+    """Every parsed row's prediction, in input order; one predict_grid per group. A group whose
+    prediction raises falls back to one row at a time, so the error lands on the rows that cause it."""
+    groups: dict[tuple, list[int]] = {}
+    for j, r in enumerate(rows):
+        groups.setdefault((id(r.model), id(r.hw), r.opts, r.published), []).append(j)
+    out: list[_Scored | Exception] = [ValueError("not predicted")] * len(rows)
+    for idx in groups.values():
+        scored: list[_Scored | Exception]
         try:
-            model, hw, lay, opts = row_inputs(row, base)
-            if consts is not None:
-                opts = Options(opts.precision, opts.attention, opts.routing, consts)
-            measured = float(row["tokens_per_s_per_gpu"])
-            if not math.isfinite(measured) or measured <= 0:
-                raise ValueError("tokens_per_s_per_gpu: must be a positive number")
-            p, inferred = _predict_row(model, hw, lay, opts, recompute_published=bool((row.get("recompute") or "").strip()))
-        except (InputError, ValueError, KeyError) as exc:
-            unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
-            continue
-        pred = float(p.tokens_per_s_per_gpu[0])
-        err = (pred - measured) / measured
-        verdict = "ok" if not inferred else f"recompute={inferred} inferred (no-recompute layout does not fit in HBM)"
-        note = f"; {verdict}" if inferred else ""
-        if err > 0.25:
-            verdict = "underperforms prediction; " + likely_cause(p) + note
-        elif err < -0.25:
-            verdict = "faster than predicted" + note
-        results.append(RowResult(rid, model.id, hw.id, opts.precision, (row.get("source") or "").split(" (")[0],
-                                 lay.gpus, measured, pred, err, calibration_split(rid), model.is_moe, verdict,
-                                 p.row(0)["breakdown_s"], float(p.mfu[0]), bool(p.fits[0])))
+            scored = list(_score_group([rows[j] for j in idx]))
+        except (InputError, ValueError, KeyError):
+            scored = []
+            for j in idx:
+                r = rows[j]
+                try:
+                    one, inferred = _predict_row(r.model, r.hw, r.lay, r.opts, r.published)
+                    scored.append(_Scored(one, 0, inferred))
+                except (InputError, ValueError, KeyError) as exc:
+                    scored.append(exc)
+        for j, s in zip(idx, scored):
+            out[j] = s
+    return out
+
+
+def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]]) -> RowResult:
+    """RowResult of one scored row; `columns` caches each prediction's arrays as Python lists (what
+    float(array[i]) gives, without a numpy scalar per value)."""
+    c = columns.get(id(s.p))
+    if c is None:
+        c = columns[id(s.p)] = {"tps": s.p.tokens_per_s_per_gpu.tolist(), "step": s.p.step_time_s.tolist(),
+                                "mfu": s.p.mfu.tolist(), "fits": s.p.fits.tolist(),
+                                "breakdown": {k: v.tolist() for k, v in s.p.breakdown_s.items()}}
+    i = s.i
+    breakdown = {k: v[i] for k, v in c["breakdown"].items()}
+    pred = c["tps"][i]
+    err = (pred - r.measured) / r.measured
+    verdict = "ok" if not s.inferred else f"recompute={s.inferred} inferred (no-recompute layout does not fit in HBM)"
+    note = f"; {verdict}" if s.inferred else ""
+    if err > 0.25:
+        verdict = "underperforms prediction; " + _cause(breakdown, c["step"][i]) + note
+    elif err < -0.25:
+        verdict = "faster than predicted" + note
+    return RowResult(r.rid, r.model.id, r.hw.id, r.opts.precision, r.source, r.lay.gpus, r.measured, pred, err,
+                     calibration_split(r.rid), r.model.is_moe, sys.intern(verdict), breakdown, c["mfu"][i], c["fits"][i])
+
+
+def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Callable[[int], None] | None = None,
+                  chunk_rows: int = CHUNK_ROWS) -> Report:
+    """Predict every row (a list, or a stream such as `iter_csv`), `chunk_rows` at a time: rows of a
+    chunk sharing model, hardware and options are scored by one predict_grid call. `progress(n)` is
+    called with the number of rows read so far (every PROGRESS_EVERY rows and after each chunk's
+    predictions). Bad rows go to `unsupported` with their
+    line and reason; the others go on."""
+    results: list[RowResult] = []
+    unsupported: list[dict] = []
+    specs: SpecCache = {}
+    it = iter(rows)
+    given = 0
+    while True:
+        parsed: list[_Row] = []
+        lines: list[int] = []
+        start = given
+        # rows are parsed as they stream in; only the small parsed tuples of one chunk are held
+        for i, row in enumerate(islice(it, chunk_rows), start=given):
+            given = i + 1
+            if progress and given % PROGRESS_EVERY == 0:
+                progress(given)
+            rid = (row.get("run_id") or f"row{i + 2}").strip()
+            try:
+                model, hw, lay, opts = row_inputs(row, base, specs)
+                if consts is not None:
+                    opts = Options(opts.precision, opts.attention, opts.routing, consts)
+                measured = float(row["tokens_per_s_per_gpu"])
+                if not math.isfinite(measured) or measured <= 0:
+                    raise ValueError("tokens_per_s_per_gpu: must be a positive number")
+            except (InputError, ValueError, KeyError) as exc:
+                unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
+                continue
+            # interned: 100,000 rows share a few hundred sources, stored once
+            parsed.append(_Row(rid, sys.intern((row.get("source") or "").split(" (")[0]), model, hw, lay, opts,
+                               measured, bool((row.get("recompute") or "").strip())))
+            lines.append(i + 2)
+        if given == start:
+            break
+        columns: dict[int, dict[str, list]] = {}
+        bad: list[dict] = []
+        for r, line, s in zip(parsed, lines, _score(parsed)):
+            if isinstance(s, Exception):
+                bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
+            else:
+                results.append(_result(r, s, columns))
+        if bad:                      # keep `unsupported` in file order
+            unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
-            progress(i)
-    return Report(len(rows), results, unsupported)
+            progress(given)
+    return Report(given, results, unsupported)
 
 
-def read_csv(path: str | Path) -> list[dict]:
+def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:
+    """The data rows of a measured-runs CSV, read as they are consumed: dicts (header names stripped),
+    or with `raw` the bare cell lists (counting). Every problem with the file is an InputError."""
     p = Path(path)
+    reader = None
     try:
         if not p.is_file():
             raise InputError(str(p), "", "file not found" if not p.exists() else "not a regular file")
@@ -223,16 +362,33 @@ def read_csv(path: str | Path) -> list[dict]:
             missing = [k for k in REQUIRED if k not in reader.fieldnames]
             if missing:
                 raise InputError(str(p), ", ".join(missing), "required column(s) missing")
-            return list(reader)
+            if raw:
+                yield from (r for r in reader.reader if r)     # DictReader skips blank lines too
+            else:
+                yield from reader
     except InputError:
         raise
     except UnicodeDecodeError as exc:
         raise InputError(str(p), "", f"not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
     except csv.Error as exc:
-        raise InputError(str(p), "", f"not valid CSV (line {reader.line_num}: {exc})") from None
+        raise InputError(str(p), "", f"not valid CSV (line {reader.line_num if reader else 0}: {exc})") from None
     except (OSError, ValueError) as exc:
         raise InputError(str(p), "", f"cannot read file ({exc})") from None
 
 
+def read_csv(path: str | Path) -> list[dict]:
+    return list(_csv_rows(path, raw=False))
+
+
+def iter_csv(path: str | Path) -> Iterator[dict]:
+    """read_csv as a stream (bounded memory on large files); a broken file raises when reached."""
+    return _csv_rows(path, raw=False)
+
+
+def count_rows(path: str | Path) -> int:
+    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors."""
+    return sum(1 for _ in _csv_rows(path, raw=True))
+
+
 def validate_file(path: str | Path, consts=None) -> Report:
-    return validate_rows(read_csv(path), Path(path).resolve().parent, consts)
+    return validate_rows(iter_csv(path), Path(path).resolve().parent, consts)

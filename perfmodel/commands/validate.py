@@ -5,6 +5,8 @@ strings; DESIGN.md "Conventions"). Rows are split into the fixed calibration sub
 rest (perfmodel.validate.calibration_split); accuracy figures that matter are the held-out ones."""
 from __future__ import annotations
 
+import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -12,11 +14,11 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import InputError
-from ..validate import Report, read_csv, validate_rows
-from .common import console, emit_json, table
+from ..validate import Report, RowResult, count_rows, iter_csv, validate_rows
+from .common import console, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split")
 PROGRESS_MIN_ROWS = 2000
@@ -42,15 +44,46 @@ def summary(report: Report) -> dict[str, Any]:
 
 
 def run_validation(path: str) -> Report:
-    rows = read_csv(path)
-    if not rows:
+    """Validate FILE streamed in chunks (bounded memory), with a progress bar on a terminal's stderr for
+    large files. Ctrl-C: KeyboardInterrupt carrying one line for perfmodel.cli to print (exit 130)."""
+    total = count_rows(path)          # a first, dict-free pass: a broken file fails before any prediction
+    if not total:
         raise InputError(path, "", "no data rows (only a header)")
     base = Path(path).resolve().parent
-    if len(rows) <= PROGRESS_MIN_ROWS:
-        return validate_rows(rows, base)
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("predicting", total=len(rows))
-        return validate_rows(rows, base, progress=lambda i: bar.update(task, completed=i + 1))
+    err = Console(stderr=True)
+    done = 0
+
+    def step(n: int) -> None:
+        nonlocal done
+        done = n
+        bar.update(task, completed=n)
+
+    try:
+        with Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
+                      TimeElapsedColumn(), console=err, transient=True,
+                      disable=total <= PROGRESS_MIN_ROWS or not err.is_terminal) as bar:
+            task = bar.add_task("predicting", total=total)
+            return validate_rows(iter_csv(path), base, progress=step)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(f"interrupted after {done:,} of {total:,} rows; no results written") from None
+
+
+def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
+    """emit_json's document plus a last key "per_row", written row by row, one compact row per line:
+    100,000 rows as one indented string would take ~20 s and ~1 GB of memory."""
+    head = json.dumps(to_jsonable({**out, "per_row": []}), indent=2)
+    assert head.endswith('"per_row": []\n}')
+    write = sys.stdout.write
+    write(head[:-len("[]\n}")] + "[")
+    sep = "\n    "
+    for r in rows:
+        try:                     # fields are plain Python values (asdict's deep copy: 3/4 of the time)
+            line = json.dumps(vars(r), allow_nan=False)
+        except ValueError:       # non-finite floats -> null, as emit_json
+            line = json.dumps(to_jsonable(asdict(r)))
+        write(sep + line)
+        sep = ",\n    "
+    write(("\n  ]" if rows else "]") + "\n}\n")
 
 
 @click.command("validate")
@@ -65,10 +98,10 @@ def validate_cmd(file: str, by_key: str, as_json: bool) -> None:
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
     if as_json:
-        return emit_json({**s, "by_key": by_key, "by": {k: report.by(k) for k in GROUP_KEYS},
-                          "worst": [r.run_id for r in worst], "unsupported": report.unsupported,
-                          "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
-                          "warnings": report.warnings, "per_row": [asdict(r) for r in report.results]})
+        return emit_json_rows({**s, "by_key": by_key, "by": {k: report.by(k) for k in GROUP_KEYS},
+                               "worst": [r.run_id for r in worst], "unsupported": report.unsupported,
+                               "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
+                               "warnings": report.warnings}, report.results)
     cal, held = s["calibration"], s["held_out"]
     console.print(f"[bold]{escape(file)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
                   f"({s['coverage']:.0%} coverage), {len(report.unsupported)} unsupported")
