@@ -10,7 +10,7 @@ from typing import Any, Callable
 import click
 from rich.markup import escape
 
-from .. import api
+from .. import api, uncertainty
 from ..counts import param_counts
 from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
 from ..errors import InputError, did_you_mean
@@ -258,8 +258,16 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         row = p.row(0)
         tps = row["tokens_per_s_per_gpu"]
         e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
-        out.append({"hardware": hw.id, "layout_from": how, "layout": row["layout"], "fits": row["fits"],
-                    "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e})
+        o = {"hardware": hw.id, "layout_from": how, "layout": row["layout"], "fits": row["fits"],
+             "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e}
+        # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
+        b = uncertainty.band_of(m, hw)
+        o["band"] = b.to_dict()
+        uncertainty.with_band(o, "tokens_per_s_per_gpu", b.throughput(tps))
+        uncertainty.with_band(o, "usd_per_million_tokens", b.inverse(e["usd_per_million_tokens"]))
+        uncertainty.with_band(o["effective"], "usd_per_million_tokens", b.inverse(e["effective"]["usd_per_million_tokens"]))
+        uncertainty.with_band(o["effective"], "usd_total", b.inverse(e["effective"]["usd_total"]))
+        out.append(o)
     base = out[0]
     for o in out:
         o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
@@ -275,13 +283,16 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         (" fsdp" if L["fsdp"] else "") + (f" rc={L['recompute']}" if L["recompute"] != "none" else "")
     metrics: list[tuple[str, Callable[[dict], str]]] = [
         ("layout", lambda o: f"{lay(o['layout'])} ({o['layout_from']})" + ("" if o["fits"] else " [red]no fit[/red]")),
-        ("tokens/s/GPU", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f}"),
+        ("tokens/s/GPU (80% band)", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f} "
+                                              f"({o['tokens_per_s_per_gpu_low']:,.0f}–{o['tokens_per_s_per_gpu_high']:,.0f})"),
         ("MFU", lambda o: f"{o['mfu']:.1%}"),
         ("$ per GPU-hour", lambda o: f"{o['usd_per_gpu_hour']:.3f}"),
-        ("$ per 1M tokens", lambda o: f"{o['usd_per_million_tokens']:.4f}"),
+        ("$ per 1M tokens (80% band)", lambda o: f"{o['usd_per_million_tokens']:.4f} "
+                                                 f"({o['usd_per_million_tokens_low']:.4f}–{o['usd_per_million_tokens_high']:.4f})"),
         ("utility J/token", lambda o: f"{o['joules_per_token']:.3f}"),
         ("goodput", lambda o: f"{o['goodput_fraction']:.2%}"),
-        ("$ per 1M tokens after reliability", lambda o: f"{o['effective']['usd_per_million_tokens']:.4f}"),
+        ("$ per 1M tokens after reliability", lambda o: f"{o['effective']['usd_per_million_tokens']:.4f} "
+         f"({o['effective']['usd_per_million_tokens_low']:.4f}–{o['effective']['usd_per_million_tokens_high']:.4f})"),
         ("$ whole run after reliability", lambda o: f"${o['effective']['usd_total']:,.0f}"),
         ("perf per TCO vs first", lambda o: f"{o['perf_per_tco_vs_first']:.2f}x"),
         ("  after reliability", lambda o: f"{o['effective_perf_per_tco_vs_first']:.2f}x"),

@@ -1,0 +1,158 @@
+"""`perfmodel size`: how many whole servers / racks to train MODEL on TOKENS by a deadline (--days), the
+fastest within a budget (--budget), or time and cost at a size (--gpus); several --hardware side by side.
+
+Method in perfmodel/sizing.py (planner per size, reliability goodput and spares, economics, 80% bands)."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import click
+from rich.markup import escape
+
+from ..errors import InputError
+from ..model import load_model
+from ..predict import Options
+from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
+from ..economics import BUYERS
+from .common import console, emit_json, resolve_hardware, split_hardware_sets, table
+from .economics import split_sets
+
+
+def _layout(L: dict) -> str:
+    parts = [f"{k}{L[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "dp") if L[k] != 1 or k in ("tp", "pp", "dp")]
+    parts.append(f"mbs{L['mbs']}")
+    if L["fsdp"]:
+        parts.append("fsdp")
+    if L["recompute"] != "none":
+        parts.append(f"rc-{L['recompute']}")
+    return " ".join(parts)
+
+
+def _band(d: dict, key: str, fmt: str, unit: str = "") -> str:
+    v, lo, hi = d.get(key), d.get(f"{key}_low"), d.get(f"{key}_high")
+    if v is None:
+        return "-"
+    return f"{format(v, fmt)}{unit} ({format(lo, fmt)}–{format(hi, fmt)})"
+
+
+def _usd(d: dict, key: str, fmt: str = ",.0f") -> str:
+    if d.get(key) is None:
+        return "- (no price)"
+    return "$" + _band(d, key, fmt)
+
+
+def _units(d: dict) -> str:
+    u = d["unit"]
+    per = f"{u['job_gpus']} of {u['gpus']}" if u["hot_spare_gpus"] else f"{u['gpus']}"
+    return f"{d['gpus']:,} ({d['units']:,} {u['name']}s x {per})"
+
+
+def _smaller(d: dict) -> str:
+    s = d.get("smaller")
+    if not s:
+        return "-" if d["target"]["mode"] == "days" and "smaller" in d else ""
+    return f"{s['gpus']:,} GPUs: " + (f"{s['wall_days']:,.1f} days" if s["wall_days"] is not None else s["why_not"])
+
+
+ROWS: list[tuple[str, Callable[[dict], str]]] = [
+    ("GPUs training (units)", _units),
+    ("installed incl. spare units", lambda d: f"{d['gpus_installed']:,} ({d['spare_units']} spare {d['unit']['name']}"
+                                              f"{'s' if d['spare_units'] != 1 else ''})"),
+    ("best layout", lambda d: _layout(d["layout"])),
+    ("tokens/s/GPU (80% band)", lambda d: _band(d, "tokens_per_s_per_gpu", ",.0f")),
+    ("MFU", lambda d: f"{d['mfu']:.1%}"),
+    ("goodput", lambda d: f"{d['goodput_fraction']:.2%}"),
+    ("wall-clock days (80% band)", lambda d: _band(d, "wall_days", ",.1f")),
+    ("$ whole run (80% band)", lambda d: _usd(d, "usd_total")),
+    ("$ per 1M tokens", lambda d: "-" if d["usd_per_million_tokens"] is None else f"{d['usd_per_million_tokens']:.4f}"),
+    ("$ per GPU-hour", lambda d: "-" if d["usd_per_gpu_hour"] is None else f"{d['usd_per_gpu_hour']:.3f}"),
+    ("energy MWh", lambda d: f"{d['mwh']:,.0f}"),
+    ("US household-years", lambda d: f"{d['household_years']:,.0f}"),
+    ("limited by", lambda d: d["limit"]["text"]),
+]
+
+
+@click.command("size")
+@click.option("--model", "model_ref", required=True, help="catalog id or spec file (TOML / HF config.json)")
+@click.option("--tokens", type=float, required=True, help="tokens to train, e.g. 15e12")
+@click.option("--days", type=float, default=None, help="deadline: the smallest cluster that meets it")
+@click.option("--budget", type=float, default=None, help="US dollars: the fastest cluster whose whole run fits")
+@click.option("--gpus", type=int, default=None, help="time and cost at this many GPUs (rounded up to whole units)")
+@click.option("--hardware", "hardware_refs", required=True, multiple=True,
+              help="catalog id or TOML spec file (repeat to compare systems side by side)")
+@click.option("--precision", default="bf16", show_default=True,
+              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@click.option("--seq", type=int, default=DEFAULT_SEQ, show_default=True, help="sequence length (tokens)")
+@click.option("--gbs", type=int, default=None,
+              help=f"global batch (sequences) [default: {DEFAULT_BATCH_TOKENS:,} tokens / seq, a power of two]")
+@click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
+              help="buyer type whose cost assumptions apply (perfmodel/costs.toml)")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="what-if hardware field (e.g. nic_gbps=800) or cost / reliability assumption "
+                   "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
+@click.option("--attention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
+              help="attention-FLOPs convention for MFU")
+@click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
+              help="MoE routing: real (load imbalance) or force-balanced")
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
+def command(model_ref: str, tokens: float, days: float | None, budget: float | None, gpus: int | None,
+            hardware_refs: tuple[str, ...], precision: str, seq: int, gbs: int | None, buyer: str,
+            sets: tuple[str, ...], attention: str, routing: str, as_json: bool) -> None:
+    """Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."""
+    given = [(n, v) for n, v in (("days", days), ("budget", budget), ("gpus", gpus)) if v is not None]
+    if len(given) != 1:
+        raise InputError("--days / --budget / --gpus", "", "give exactly one of them"
+                         + (f" (got {', '.join('--' + n for n, _ in given)})" if given else ""))
+    mode, target = given[0]
+    t0 = time.perf_counter()
+    m = load_model(model_ref)
+    hw_sets, rest = split_hardware_sets(sets)
+    cost_over, rel_over = split_sets(tuple(rest))
+    opts = Options(precision, attention, routing)  # type: ignore[arg-type]
+    out: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for ref in hardware_refs:
+        hw = resolve_hardware(ref, hw_sets)
+        try:
+            t1 = time.perf_counter()
+            d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over)  # type: ignore[arg-type]
+            d["seconds"] = time.perf_counter() - t1
+            out.append(d)
+        except InputError as exc:
+            if len(hardware_refs) == 1:
+                raise
+            out.append({"hardware": hw.id, "error": str(exc)})
+            errors.append(f"{hw.id}: {exc}")
+    if len(errors) == len(hardware_refs):
+        raise InputError("size", "", "; ".join(errors))
+    if as_json:
+        return emit_json(out)
+    ok = [d for d in out if "error" not in d]
+    what = {"days": f"in {target:g} days", "budget": f"within ${target:,.0f}", "gpus": f"on {int(target):,} GPUs"}[mode]
+    d0 = ok[0]
+    console.print(f"[bold]{escape(m.name)}[/bold]: {tokens:.3g} tokens {what}, {precision}, seq {d0['seq']}, "
+                  f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}")
+    rows = [[name] + [fn(d) if "error" not in d else "" for d in out] for name, fn in ROWS]
+    if mode == "days":
+        rows.append(["next smaller size"] + [_smaller(d) if "error" not in d else "" for d in out])
+    if errors:
+        rows.append(["[red]not possible[/red]"] + [escape(d.get("error", "")) for d in out])
+    title = {"days": "Smallest cluster meeting the deadline", "budget": "Fastest cluster within the budget",
+             "gpus": "Time and cost at this size"}[mode]
+    console.print(table(title, [""] + [d["hardware"] for d in out], rows, 1))
+    if hw_sets:
+        console.print("what-if hardware: " + escape(", ".join(hw_sets)))
+    for d in ok:
+        if not d["priced"]:
+            console.print(f"[yellow]{escape(d['hardware'])}: {escape(d['price_note'])}[/yellow]")
+    console.print(f"80% bands: measured/predicted throughput spread of the validation runs per hardware family and "
+                  f"dense/MoE (perfmodel/uncertainty.toml; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
+                  f"days and $ scale inversely.")
+    cons = ", ".join([f"{k}={v}" for k, v in SIZE_CONSTRAINTS.fix.items()] + [f"{k}<={v}" for k, v in SIZE_CONSTRAINTS.cap.items()])
+    console.print(f"planner at each size tried ({cons}); sizes: whole units up to 16, then 8 per doubling, "
+                  f"up to {MAX_GPUS:,} GPUs; {time.perf_counter() - t0:.1f} s")
+    return None
+
+
+COMMANDS = [command]

@@ -1,0 +1,156 @@
+"""Uncertainty bands: how far measured throughput falls from the prediction, per hardware family and op class.
+
+Method (validation/uncertainty.py fits it; perfmodel/uncertainty.toml stores it):
+- For every measured run of validation/runs.csv, r = ln(measured / predicted tokens/s/GPU).
+- On the CALIBRATION split only (perfmodel.validate.calibration_split), the 10th and 90th percentiles of r
+  per group, with the plotting position p_k = k / (n + 1) (Hyndman & Fan 1996, definition 6; numpy
+  method="weibull"): a new exchangeable draw falls between the order statistics X_(j) and X_(k) with
+  probability (k - j) / (n + 1) (the distribution-free prediction interval, Wilks 1941), so this pair
+  is an 80% prediction interval for a new run even for small groups, where the default linear
+  interpolation (definition 7) is too narrow (70% held-out coverage instead of 80% on runs.csv,
+  2026-11-30). Groups: hardware family (the hardware's
+  `generation`: ampere, hopper, blackwell, blackwell-ultra) x op class (dense / moe). A group with fewer
+  than MIN_ROWS calibration rows falls back to the family alone, then the op class alone, then all rows.
+- The band of a prediction v is [v e^min(p10, 0), v e^max(p90, 0)]: an 80% central interval of the
+  measured-to-predicted ratio, widened to contain the prediction itself when the whole spread of a group
+  lies on one side. Coverage on the held-out rows (never seen by the fit) is what the script reports and
+  the README quotes.
+- Quantities inverse to throughput (step time, wall-clock days, $ per token, energy per token, whole-run
+  cost and energy at fixed tokens) take the reciprocal factors: low throughput <-> long step, high cost.
+  MFU and HFU scale like throughput (same FLOPs per token, same GPUs).
+
+What the band is not: it holds for layouts like the measured ones (published recipes on real clusters).
+What-if hardware (`--set`, `base =` files) keeps its family's band, which does not cover the error of the
+what-if itself.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .hardware import HardwareSpec, load_hardware
+from .model import ModelSpec, load_model
+
+FILE = Path(__file__).with_name("uncertainty.toml")
+QUANTILES = (0.10, 0.90)        # an 80% central band
+MIN_ROWS = 10                   # calibration rows a group needs for its own percentiles
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Band:
+    """Multiplicative band on throughput: measured / predicted lies in [low, high] for ~80% of runs."""
+    low: float                  # factor <= 1
+    high: float                 # factor >= 1
+    group: str                  # the group whose spread was used, e.g. "hopper/dense" or "all"
+    rows: int                   # calibration rows behind it
+
+    def throughput(self, v: float) -> tuple[float, float]:
+        """(low, high) of a quantity proportional to throughput: tokens/s/GPU, MFU, HFU."""
+        return v * self.low, v * self.high
+
+    def inverse(self, v: float) -> tuple[float, float]:
+        """(low, high) of a quantity inverse to throughput: step time, days, $ per token, J per token."""
+        return v / self.high, v / self.low
+
+    def to_dict(self) -> dict:
+        return {"low_factor": self.low, "high_factor": self.high, "group": self.group, "calibration_rows": self.rows,
+                "coverage_target": QUANTILES[1] - QUANTILES[0]}
+
+
+def family(hw: HardwareSpec) -> str:
+    return hw.generation
+
+
+def op_class(model: ModelSpec) -> str:
+    return "moe" if model.is_moe else "dense"
+
+
+def group_chain(fam: str, kind: str) -> list[str]:
+    """Groups tried in order: family x op class, family, op class, all rows."""
+    return [f"{fam}/{kind}", fam, kind, ALL]
+
+
+# ---- fitting (validation/uncertainty.py) ----------------------------------------------------------
+
+def log_ratio(measured: float, predicted: float) -> float:
+    return math.log(measured / predicted)
+
+
+def fit(samples: Iterable[tuple[str, str, float]], min_rows: int = MIN_ROWS,
+        quantiles: Sequence[float] = QUANTILES) -> dict[str, dict]:
+    """samples: (family, op class, ln(measured/predicted)) of the calibration rows ->
+    {group: {rows, log_p10, log_p90, low, high}} for every group with at least `min_rows` rows
+    (and always "all")."""
+    by: dict[str, list[float]] = {}
+    for fam, kind, r in samples:
+        for g in group_chain(fam, kind):
+            by.setdefault(g, []).append(r)
+    out: dict[str, dict] = {}
+    for g, vals in sorted(by.items()):
+        if len(vals) < min_rows and g != ALL:
+            continue
+        # Hyndman & Fan 1996 definition 6 (p_k = k / (n+1)): unbiased coverage for a new draw (Wilks 1941)
+        lo, hi = (float(q) for q in np.percentile(np.array(vals), [100 * quantiles[0], 100 * quantiles[1]],
+                                                  method="weibull"))
+        out[g] = {"rows": len(vals), "log_p10": lo, "log_p90": hi,
+                  "low": math.exp(min(lo, 0.0)), "high": math.exp(max(hi, 0.0))}
+    return out
+
+
+def lookup(groups: dict[str, dict], fam: str, kind: str) -> Band:
+    for g in group_chain(fam, kind):
+        if g in groups:
+            d = groups[g]
+            return Band(float(d["low"]), float(d["high"]), g, int(d["rows"]))
+    raise KeyError("no 'all' group in the uncertainty bands")
+
+
+def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]]) -> dict:
+    """Share of samples (family, op class, ln ratio) whose measured value lies inside its band."""
+    hits = n = 0
+    for fam, kind, r in samples:
+        b = lookup(groups, fam, kind)
+        n += 1
+        hits += int(math.log(b.low) - 1e-12 <= r <= math.log(b.high) + 1e-12)
+    return {"rows": n, "covered": hits, "coverage": hits / n if n else None}
+
+
+# ---- reading the stored bands ---------------------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def load(path: str = str(FILE)) -> dict:
+    """uncertainty.toml as a dict (groups, coverage, provenance); no file -> one wide fallback band."""
+    p = Path(path)
+    if not p.is_file():
+        return {"groups": {ALL: {"rows": 0, "log_p10": math.log(0.7), "log_p90": math.log(1.3),
+                                 "low": 0.7, "high": 1.3}}, "missing": True}
+    return tomllib.loads(p.read_text(encoding="utf-8"))
+
+
+def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str = str(FILE)) -> tuple[float, float, str]:
+    """(low_factor, high_factor, group) for throughput predictions of `model` on `hw`."""
+    b = band_of(model, hw, path)
+    return b.low, b.high, b.group
+
+
+def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str = str(FILE)) -> Band:
+    m, h = load_model(model), load_hardware(hw)
+    return lookup(load(path)["groups"], family(h), op_class(m))
+
+
+def with_band(d: dict, key: str, lo_hi: tuple[float, float]) -> dict:
+    """Add key_low / key_high to a JSON dict."""
+    d[f"{key}_low"], d[f"{key}_high"] = lo_hi
+    return d
+
+
+def span(lo: float, hi: float, fmt: str) -> str:
+    """'2,800–3,400' with one format for both ends."""
+    return f"{format(lo, fmt)}–{format(hi, fmt)}"

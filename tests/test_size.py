@@ -1,0 +1,133 @@
+"""`perfmodel size` (perfmodel/sizing.py): whole units, deadline / budget / GPU-count questions, side by side,
+clear errors. Properties only: no predicted-throughput value is asserted."""
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.counts import param_counts
+from perfmodel.economics import run_cost, tco_for
+from perfmodel.hardware import load_hardware
+from perfmodel.model import load_model
+from perfmodel.reliability import assess, reliability_inputs
+from perfmodel.sizing import default_gbs, ladder
+from cli_helpers import run_err, run_json
+
+SMALL = ["--model", "llama3-8b", "--tokens", "1e12"]
+
+
+def _one(capsys, args: list[str]) -> dict:
+    out = run_json(capsys, ["size", *args])
+    assert isinstance(out, list) and len(out) == 1
+    return out[0]
+
+
+@pytest.mark.parametrize("hw,gpus,expect", [("h100-sxm", 60, 64), ("gb200-nvl72", 100, 128)])
+def test_gpus_whole_units_and_cost_matches_economics(capsys, hw, gpus, expect):
+    d = _one(capsys, [*SMALL, "--gpus", str(gpus), "--hardware", hw])
+    u = d["unit"]
+    assert d["gpus"] == expect == d["units"] * u["job_gpus"]                  # rounded up to whole units
+    assert d["gpus_installed"] == (d["units"] + d["spare_units"]) * u["gpus"]
+    if hw == "gb200-nvl72":
+        assert (u["name"], u["gpus"], u["job_gpus"], u["hot_spare_gpus"]) == ("rack", 72, 64, 8)
+    # the same figures straight from economics and reliability
+    h, m = load_hardware(hw), load_model("llama3-8b")
+    rel = assess(reliability_inputs(h), d["gpus"], float(param_counts(m).total))
+    rc = run_cost(tco_for(h), d["tokens_per_s_per_gpu"], 1e12, d["gpus"], rel.goodput_fraction, rel.cost_factor,
+                  rel.energy_factor)
+    assert d["usd_total"] == pytest.approx(rc.usd_total, rel=1e-9)
+    assert d["mwh"] == pytest.approx(rc.mwh, rel=1e-9)
+    assert d["wall_days"] == pytest.approx(rc.wall_days, rel=1e-9)
+    assert d["spare_units"] == rel.spare_units >= 1
+    assert d["limit"]["limit"] in ("memory", "compute", "batch size", "communication", "pipeline stage balance",
+                                   "per-step overhead")
+    # the 80% band brackets every figure, in the right direction
+    for k in ("tokens_per_s_per_gpu", "wall_days", "usd_total", "mwh"):
+        assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"]
+
+
+def test_days_meets_deadline_and_next_smaller_does_not(capsys):
+    d = _one(capsys, [*SMALL, "--days", "10", "--hardware", "h100-sxm"])
+    assert d["wall_days"] <= 10
+    s = d["smaller"]
+    assert s is not None and s["units"] < d["units"]
+    assert s["wall_days"] is None or s["wall_days"] > 10
+    # asking for the smaller size directly gives the same answer: it misses the deadline
+    if s["wall_days"] is not None:
+        e = _one(capsys, [*SMALL, "--gpus", str(s["gpus"]), "--hardware", "h100-sxm"])
+        assert e["gpus"] == s["gpus"] and e["wall_days"] > 10
+    # every candidate tried below the answer misses too
+    assert all(t["wall_days"] is None or t["wall_days"] > 10 for t in d["tried"] if t["units"] < d["units"])
+
+
+def test_budget_is_fastest_within_budget(capsys):
+    d = _one(capsys, [*SMALL, "--budget", "2e5", "--hardware", "h100-sxm"])
+    assert d["usd_total"] <= 2e5
+    within = [t for t in d["tried"] if t["usd_total"] is not None and t["usd_total"] <= 2e5]
+    assert min(t["wall_days"] for t in within) == pytest.approx(d["wall_days"])
+
+
+def test_side_by_side_json(capsys):
+    out = run_json(capsys, ["size", *SMALL, "--days", "20", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72"])
+    assert [d["hardware"] for d in out] == ["h100-sxm", "gb200-nvl72"]
+    for d in out:
+        assert d["wall_days"] <= 20 and d["gpus"] % d["unit"]["job_gpus"] == 0
+        assert d["band"]["low_factor"] <= 1 <= d["band"]["high_factor"]
+
+
+def test_side_by_side_table(capsys):
+    from perfmodel.cli import main
+    rc = main(["size", *SMALL, "--gpus", "64", "--hardware", "h100-sxm", "--hardware", "b200"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "h100-sxm" in out and "b200" in out and "no sourced price" in out and "80% band" in out
+
+
+def test_unpriced_hardware(capsys):
+    d = _one(capsys, [*SMALL, "--gpus", "64", "--hardware", "b200"])
+    assert d["priced"] is False and d["usd_total"] is None and "no sourced price" in d["price_note"]
+    assert d["mwh"] > 0 and d["wall_days"] > 0                        # energy and time do not need a price
+    line = run_err(capsys, ["size", *SMALL, "--budget", "1e6", "--hardware", "b200"])
+    assert "no sourced price" in line
+    p = _one(capsys, [*SMALL, "--gpus", "64", "--hardware", "b200", "--set", "allin_capex_usd_per_gpu=40000"])
+    assert p["priced"] and p["usd_total"] > 0
+
+
+def test_unreachable_deadline(capsys):
+    line = run_err(capsys, ["size", "--model", "llama3-8b", "--tokens", "1e18", "--days", "1", "--hardware", "h100-sxm"])
+    assert "out of reach" in line and "1,048,576 GPUs" in line
+
+
+def test_budget_too_small(capsys):
+    line = run_err(capsys, ["size", *SMALL, "--budget", "100", "--hardware", "h100-sxm"])
+    assert "too small" in line and "cheapest" in line
+
+
+@pytest.mark.parametrize("args", [[], ["--days", "3", "--gpus", "8"]])
+def test_exactly_one_target(capsys, args):
+    line = run_err(capsys, ["size", *SMALL, *args, "--hardware", "h100-sxm"])
+    assert "exactly one" in line
+
+
+@pytest.mark.parametrize("flag,value", [("--days", "0"), ("--budget", "-5"), ("--gpus", "0"), ("--tokens", "nan")])
+def test_bad_numbers(capsys, flag, value):
+    args = ["size", "--model", "llama3-8b", "--tokens", "1e12", "--hardware", "h100-sxm"]
+    args = [a if a != "1e12" or flag != "--tokens" else value for a in args]
+    if flag != "--tokens":
+        args += [flag, value]
+    else:
+        args += ["--days", "10"]
+    run_err(capsys, args)
+
+
+def test_all_systems_failing_is_one_error(capsys):
+    line = run_err(capsys, ["size", "--model", "llama3-8b", "--tokens", "1e18", "--days", "1",
+                            "--hardware", "h100-sxm", "--hardware", "b200"])
+    assert "h100-sxm" in line and "b200" in line
+
+
+def test_ladder_and_default_batch():
+    lad = ladder(1000)
+    assert lad[:16] == list(range(1, 17))
+    assert all(b / a <= 1.125 + 1e-9 for a, b in zip(lad[15:], lad[16:]))   # at most 12.5% apart above 16
+    assert all(2 ** j in lad for j in range(10))
+    assert default_gbs(4096) == 4096 and default_gbs(8192) == 2048

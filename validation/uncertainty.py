@@ -1,0 +1,113 @@
+"""Fit the uncertainty bands (perfmodel/uncertainty.py) on the CALIBRATION split and measure their coverage.
+
+    python3 validation/uncertainty.py            # fit, print bands and coverage (held-out, calibration, all)
+    python3 validation/uncertainty.py --write    # ... and store them in perfmodel/uncertainty.toml
+
+Re-run with --write after every change of the predictor or of calibration.toml: the bands describe the
+errors of the current predictor. Only calibration rows (crc32(run_id) % 4 == 0) enter the percentiles;
+the coverage of the held-out rows is the honest figure.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from perfmodel import uncertainty as U  # noqa: E402
+from perfmodel.hardware import load_hardware  # noqa: E402
+from perfmodel.validate import validate_file  # noqa: E402
+
+COMMAND = "python3 validation/uncertainty.py --write"
+CSV = ROOT / "validation" / "runs.csv"
+
+
+def samples(report) -> list[tuple[str, str, float, bool]]:
+    """(family, op class, ln(measured/predicted), calibration?) per predicted row."""
+    fam = {}
+    out = []
+    for r in report.results:
+        if r.hardware not in fam:
+            fam[r.hardware] = U.family(load_hardware(r.hardware))
+        out.append((fam[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted), r.calibration))
+    return out
+
+
+def measure(csv: str | Path = CSV, min_rows: int = U.MIN_ROWS) -> dict:
+    """Fit on calibration rows, coverage on held-out / calibration / all rows and per group."""
+    rep = validate_file(csv)
+    s = samples(rep)
+    groups = U.fit(((f, k, r) for f, k, r, cal in s if cal), min_rows)
+    sel = {"held_out": [x for x in s if not x[3]], "calibration": [x for x in s if x[3]], "all": s}
+    cov = {k: U.coverage(groups, ((f, k2, r) for f, k2, r, _ in v)) for k, v in sel.items()}
+    by_group: dict[str, list] = {}
+    for f, k, r, cal in s:
+        by_group.setdefault(U.lookup(groups, f, k).group + (" <- " + f"{f}/{k}" if U.lookup(groups, f, k).group != f"{f}/{k}" else ""), []).append((f, k, r))
+    per = {g: U.coverage(groups, v) for g, v in sorted(by_group.items())}
+    return {"groups": groups, "coverage": {k: v["coverage"] for k, v in cov.items()},
+            "rows": {k: v["rows"] for k, v in cov.items()}, "coverage_by_group": per}
+
+
+def toml_text(m: dict, csv: Path) -> str:
+    """The data file: bands with row counts, coverage, fit date and the command (hand-written TOML)."""
+    today = _dt.date.today().isoformat()
+    try:
+        rel = csv.resolve().relative_to(ROOT)
+    except ValueError:
+        rel = csv
+    lines = [
+        "# Uncertainty bands of perfmodel's throughput predictions (perfmodel/uncertainty.py). GENERATED: do not edit;",
+        f"# regenerate with `{COMMAND}` after any change of the predictor or calibration.toml.",
+        "# Per group: 10th / 90th percentile (p_k = k/(n+1), Hyndman & Fan type 6) of ln(measured / predicted",
+        "# tokens/s/GPU) over the CALIBRATION rows of",
+        "# validation/runs.csv (crc32(run_id) % 4 == 0); low = exp(min(p10, 0)), high = exp(max(p90, 0)).",
+        "# Groups: hardware generation x op class (dense / moe); with fewer than min_rows rows a group falls back",
+        "# to the generation, then the op class, then all rows.",
+        f'fitted = "{today}"',
+        f'command = "{COMMAND}"',
+        f'csv = "{rel}"',
+        f"quantiles = [{U.QUANTILES[0]}, {U.QUANTILES[1]}]",
+        f"min_rows = {U.MIN_ROWS}",
+        "",
+        "[coverage]   # share of measured runs inside their band",
+    ]
+    for k in ("held_out", "calibration", "all"):
+        lines.append(f"{k} = {m['coverage'][k]:.4f}")
+    lines += ["", "[rows]"] + [f"{k} = {m['rows'][k]}" for k in ("held_out", "calibration", "all")]
+    for g, d in m["groups"].items():
+        lines += ["", f'[groups."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
+                  f"log_p90 = {d['log_p90']:.5f}", f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", default=str(CSV))
+    ap.add_argument("--write", action="store_true", help=f"store the bands in {U.FILE.relative_to(ROOT)}")
+    ap.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    a = ap.parse_args()
+    m = measure(a.csv)
+    if a.json:
+        print(json.dumps(m, indent=2))
+    else:
+        print("band per group (fitted on the calibration split): measured/predicted tokens/s/GPU")
+        print(f"  {'group':22s} {'rows':>5s} {'low':>7s} {'high':>7s}")
+        for g, d in m["groups"].items():
+            print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}")
+        print("coverage (share of measured runs inside their band; target 80%)")
+        for k in ("held_out", "calibration", "all"):
+            print(f"  {k:12s} {m['coverage'][k]:6.1%}  of {m['rows'][k]} rows")
+        print("coverage by band used (all rows; '<-' = fallback from a sparse group)")
+        for g, c in m["coverage_by_group"].items():
+            print(f"  {g:42s} {c['coverage']:6.1%}  of {c['rows']} rows")
+    if a.write:
+        U.FILE.write_text(toml_text(m, Path(a.csv)), encoding="utf-8")
+        print(f"wrote {U.FILE.relative_to(ROOT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
