@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from .calibration import constants
+from .calibration import Constants, constants
 from .hardware import HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
@@ -21,15 +21,16 @@ def check(model: ModelSpec, layout: Layout) -> None:
 
 
 def predict(model: str | ModelSpec, hardware: str | HardwareSpec, layout: Layout, precision: str = "bf16",
-            attention: str = "causal", routing: str = "real") -> Prediction:
-    """Predict one layout (validated first: a clear InputError names the broken rule)."""
+            attention: str = "causal", routing: str = "real", consts: Constants | None = None) -> Prediction:
+    """Predict one layout (validated first: a clear InputError names the broken rule). `consts`: the
+    global constants to use (a software profile's, perfmodel/profiles.py); default the calibrated ones."""
     m, hw = load_model(model), load_hardware(hardware)
     check(m, layout)
-    return predict_grid(m, hw, LayoutGrid.of(layout), Options(precision, attention, routing, constants()))  # type: ignore[arg-type]
+    return predict_grid(m, hw, LayoutGrid.of(layout), Options(precision, attention, routing, consts or constants()))  # type: ignore[arg-type]
 
 
 def predict_many(model: str | ModelSpec, hardware: str | HardwareSpec, grid: LayoutGrid, precision: str = "bf16",
-                 attention: str = "causal", routing: str = "real") -> Prediction:
+                 attention: str = "causal", routing: str = "real", consts: Constants | None = None) -> Prediction:
     """Vectorised: score every layout of `grid` at once (legality is the caller's job, see layout.legality)."""
     m, hw = load_model(model), load_hardware(hardware)
-    return predict_grid(m, hw, grid, Options(precision, attention, routing, constants()))  # type: ignore[arg-type]
+    return predict_grid(m, hw, grid, Options(precision, attention, routing, consts or constants()))  # type: ignore[arg-type]

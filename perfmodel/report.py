@@ -1,0 +1,539 @@
+"""A self-contained HTML report: index.html (inline CSS, no external resources) plus its PNG figures.
+
+Sections (every number comes from the cost model, the planner, validation or the economics; nothing is
+typed in by hand):
+1. step-time breakdown of the planner's top layouts (stacked bars, predict.py breakdown_s);
+2. a roofline (Williams et al. 2009) with the model's main per-GPU ops placed on it: arithmetic intensity
+   vs the FLOP/s the cost model achieves for them (compute.py gemm_time / attention_time / memory_time);
+3. the planner's top layouts (search.py) as a table;
+4. weak-scaling curves of the best layout (scaling.py);
+5. predicted vs measured tokens/s/GPU of every validation row (validate.py), by hardware, log-log, with
+   the y = x line and a +-25% band;
+6. H100 vs GB200 NVL72: best layout each, tokens/s/GPU, $/GPU-hour, $ per 1M tokens, utility J/token,
+   goodput and perf per TCO (economics.py, reliability.py; the method of cost_report.md).
+"""
+from __future__ import annotations
+
+import html
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_time
+from .counts import param_counts
+from .economics import run_cost
+from .errors import InputError
+from .hardware import HardwareSpec, load_hardware
+from .layout import Layout
+from .model import ModelSpec, load_model
+from .predict import Options, Prediction
+from .reliability import assess, reliability_inputs
+from .scaling import _tco
+from .workload import Gemm, attention_gemms, expert_gemms, mean_keys_value, mlp_gemms
+
+# one colour per breakdown term, stable across figures (matplotlib tab20)
+TERMS = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp", "tp_comm", "cp_comm", "ep_comm",
+         "pp_comm", "stage_imbalance", "pipeline_bubble", "dp_comm", "optimizer", "step_overhead")
+
+
+@dataclass
+class ReportConfig:
+    model: str = "llama3-70b"
+    hardware: str = "h100-sxm"
+    gpus: int = 64
+    gbs: int = 128
+    seq: int = 8192
+    precision: str = "bf16"
+    compare: tuple[str, ...] = ("h100-sxm", "gb200-nvl72")
+    top: int = 5
+    scaling_max_gpus: int = 16384
+    validation_csv: str | None = None
+    profile: str = "default"
+    buyer: str = "hyperscaler"
+    tokens: float = 1e12
+
+
+@dataclass
+class Report:
+    out: Path
+    files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _short(L: Layout) -> str:
+    d = {**L.__dict__, "dp": L.dp}
+    parts = [f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp") if d[k] != 1 or k in ("tp", "pp", "dp")]
+    if L.mbs != 1:
+        parts.append(f"mbs{L.mbs}")
+    if L.fsdp:
+        parts.append("fsdp")
+    if L.recompute != "none":
+        parts.append(f"rc-{L.recompute}")
+    return " ".join(parts)
+
+
+# ---- 1. breakdown bars -----------------------------------------------------------------------------
+
+def breakdown_png(p: Prediction, labels: list[str], path: Path, title: str) -> None:
+    plt = _plt()
+    n = p.layouts.n
+    fig, ax = plt.subplots(figsize=(10, 0.55 * n + 1.8))
+    cmap = plt.get_cmap("tab20")
+    left = np.zeros(n)
+    y = np.arange(n)[::-1]
+    for j, k in enumerate(TERMS):
+        v = np.asarray(p.breakdown_s.get(k, np.zeros(n)), dtype=float)
+        if not np.any(v > 0):
+            continue
+        ax.barh(y, v, left=left, color=cmap(j % 20), label=k.replace("_", " "), edgecolor="white", linewidth=0.5)
+        left += v
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel("seconds per optimizer step")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.28 if n < 4 else -0.16), frameon=False)
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- 2. roofline -----------------------------------------------------------------------------------
+
+@dataclass
+class Op:
+    name: str
+    kind: str              # gemm | attention | memory
+    flops: float
+    bytes: float
+    seconds: float
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+    @property
+    def achieved(self) -> float:
+        return self.flops / self.seconds
+
+
+def roofline_ops(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> list[Op]:
+    """Forward pass of one layer (and the LM head) for one micro-batch on one GPU, from the workload
+    shapes (workload.py) and the cost model's times (compute.py). GEMM bytes are the operand and result
+    traffic of one kernel ((MK + KN) x operand bytes + MN x 2; compute.py gemm_time); flash attention
+    reads Q, K, V and writes O once (Dao 2023); memory-bound ops use nominal FLOPs per element
+    (RMSNorm ~4, SwiGLU ~5, residual add 1, fp32 softmax/cross-entropy ~5 per logit): an approximation,
+    labelled as such on the chart."""
+    c, prec = opts.consts, opts.precision
+    a, h = m.attention, m.hidden_size
+    tp, cp = float(lay.tp), float(lay.cp)
+    T = lay.mbs * lay.seq / cp
+    _, _, nbytes = gemm_peak_and_eff(hw, prec)
+    ops: list[Op] = []
+
+    def add_gemm(name: str, g: Gemm, low: bool = True) -> None:
+        pr = prec if (low and g.low_precision) else "bf16"
+        nb = nbytes if (low and g.low_precision) else BF16
+        M, N, K = float(np.asarray(g.M)), float(np.asarray(g.N)), float(np.asarray(g.K))
+        cnt = float(np.asarray(g.count))
+        if M <= 0:
+            return
+        t = float(gemm_time(M, N, K, hw, pr, c)) * cnt
+        ops.append(Op(f"{name} [{M:.0f}x{N:.0f}x{K:.0f}]" + (f" x{cnt:.0f}" if cnt != 1 else ""), "gemm",
+                      2 * M * N * K * cnt, ((M * K + K * N) * nb + M * N * BF16) * cnt, t))
+
+    att = attention_gemms(m, T, tp)
+    names = (["q down", "q up", "kv down", "kv up", "out proj"] if a.kind == "mla" and a.q_lora_rank
+             else ["q proj", "kv down", "kv up", "out proj"] if a.kind == "mla" else ["qkv proj", "out proj"])
+    for nm, g in zip(names, att):
+        add_gemm(nm, g)
+    if m.is_moe and m.moe is not None:
+        e = m.moe
+        rows = T * e.top_k * lay.ep * lay.etp / (tp * e.num_experts)
+        for nm, g in zip(("expert up/gate", "expert down"), expert_gemms(m, rows, e.num_experts / lay.ep, lay.etp)):
+            add_gemm(nm, g)
+        if e.shared_experts:
+            for nm, g in zip(("shared up/gate", "shared down"), mlp_gemms(m, T, e.shared_experts * e.shared_width, tp)):
+                add_gemm(nm, g)
+    else:
+        for nm, g in zip(("mlp up/gate", "mlp down"), mlp_gemms(m, T, m.ffn.intermediate_size, tp)):
+            add_gemm(nm, g)
+    add_gemm("lm head", Gemm(T, m.vocab_size / tp, float(h), 1.0, False), low=False)
+    # flash attention (global layers), forward: score FLOPs of predict.py, Q K V O traffic
+    keys = float(mean_keys_value("global", 0, np.asarray([lay.seq]))[0])
+    flops = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp * lay.mbs * lay.seq * keys / cp
+    fwd, _ = attention_time(flops, keys, hw, c)
+    kv = 2 * a.num_kv_heads * a.head_dim / tp if a.kind != "mla" else a.num_heads * (a.qk_dim + a.v_dim) / tp
+    att_bytes = BF16 * T * (a.num_heads * a.qk_dim / tp + kv + a.num_heads * a.v_dim / tp)
+    ops.append(Op("flash attention fwd", "attention", float(flops), float(att_bytes), float(fwd)))
+    Ts = T / tp
+    width = (m.moe.expert_intermediate_size * m.moe.top_k if m.is_moe and m.moe else m.ffn.intermediate_size) / tp
+    for nm, fl, by in (("RMSNorm", 4 * h * Ts, 4 * h * Ts),                       # read + write bf16
+                       ("SwiGLU" if m.ffn.matrices == 3 else "GeLU", 5 * width * T, 6 * width * T),
+                       ("residual add", h * Ts, 6 * h * Ts),
+                       ("softmax + cross-entropy (fp32)", 5 * T * m.vocab_size / tp, 12 * T * m.vocab_size / tp)):
+        ops.append(Op(nm, "memory", float(fl), float(by), float(memory_time(by, hw, 1, c))))
+    return ops
+
+
+def roofline_png(ops: list[Op], hw: HardwareSpec, precision: str, path: Path, title: str) -> None:
+    plt = _plt()
+    peak = hw.peak(precision)
+    peak16 = hw.peak_flops.bf16
+    bw = hw.memory.hbm_bandwidth
+    fig, ax = plt.subplots(figsize=(10, 5.6))
+    x = np.logspace(-1, 4.5, 200)
+    ax.plot(x, np.minimum(peak, bw * x) / 1e12, "k-", lw=1.5, label=f"roofline: {precision} peak, HBM {bw / 1e12:.2f} TB/s")
+    if peak16 != peak:
+        ax.plot(x, np.minimum(peak16, bw * x) / 1e12, "k:", lw=1, label="bf16 peak (attention kernels)")
+    eff = gemm_peak_and_eff(hw, precision)[1]
+    ax.axhline(peak * eff / 1e12, color="grey", ls="--", lw=1, label=f"best-shape GEMM (MAMF) {eff:.0%} of peak")
+    colors = {"gemm": "#1f77b4", "attention": "#d62728", "memory": "#2ca02c"}
+    seen: set[str] = set()
+    gi = 0
+    for op in ops:
+        lab = {"gemm": "GEMMs", "attention": "flash attention",
+               "memory": "memory-bound ops (approx. FLOPs)"}[op.kind]
+        ax.scatter(op.intensity, op.achieved / 1e12, color=colors[op.kind], s=40, zorder=3,
+                   label=None if lab in seen else lab)
+        seen.add(lab)
+        if op.kind == "gemm":                  # GEMMs crowd near the ridge: stagger labels, shapes in the table
+            dy = -14 - 10 * (gi % 5)
+            gi += 1
+            ax.annotate(op.name.split(" [")[0], (op.intensity, op.achieved / 1e12), fontsize=6.5, xytext=(-6, dy),
+                        textcoords="offset points", ha="right", arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "grey"})
+        else:
+            mi = sum(o.kind != "gemm" for o in ops[: ops.index(op)])
+            ax.annotate(op.name, (op.intensity, op.achieved / 1e12), fontsize=6.5,
+                        xytext=(5, 4 if mi % 2 == 0 else -10), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte)")
+    ax.set_ylabel("achieved TFLOP/s (cost model)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- 5. validation scatter -------------------------------------------------------------------------
+
+def validation_png(results: list, path: Path) -> dict[str, Any]:
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 6.5))
+    hws = sorted({r.hardware for r in results})
+    cmap = plt.get_cmap("tab10")
+    meas = np.array([r.measured for r in results])
+    pred = np.array([r.predicted for r in results])
+    lo, hi = 0.7 * min(meas.min(), pred.min()), 1.4 * max(meas.max(), pred.max())
+    x = np.logspace(np.log10(lo), np.log10(hi), 50)
+    ax.fill_between(x, 0.75 * x, 1.25 * x, color="grey", alpha=0.15, label="±25%")
+    ax.plot(x, x, "k-", lw=1, label="y = x")
+    for i, h in enumerate(hws):
+        sel = [r for r in results if r.hardware == h]
+        ax.scatter([r.measured for r in sel], [r.predicted for r in sel], s=14, color=cmap(i % 10),
+                   label=f"{h} ({len(sel)})", alpha=0.85)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured tokens/s per GPU")
+    ax.set_ylabel("predicted tokens/s per GPU")
+    within = float(np.mean(np.abs(pred / meas - 1) <= 0.25))
+    mape = float(np.mean(np.abs(pred / meas - 1)))
+    ax.set_title(f"validation: {len(results)} measured runs, MAPE {mape:.1%}, {within:.0%} within ±25%", fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return {"rows": len(results), "mape": mape, "within_25": within}
+
+
+# ---- 6. hardware comparison ------------------------------------------------------------------------
+
+def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, opts: Options) -> list[dict[str, Any]]:
+    """Per system: the planner's best layout at cfg.gpus, then the economics of cost_report.md: $/GPU-hour
+    (economics.tco), $ per 1M tokens and utility J/token (economics.run_cost), goodput and spares
+    (reliability.assess), and perf per TCO = (tokens/s/GPU / $ per GPU-hour) relative to the first system."""
+    from .search import search
+    out = []
+    for hw in hws:
+        res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=1)
+        if res.top is None:
+            out.append({"hardware": hw.id, "name": hw.name, "layout": None})
+            continue
+        tps = float(res.top.tokens_per_s_per_gpu[0])
+        t, priced = _tco(hw, cfg.buyer)            # unpriced hardware: energy only, $ fields None
+        rel = assess(reliability_inputs(hw), cfg.gpus, float(param_counts(m).total))
+        nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
+        eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+        usd = (lambda v: v) if priced else (lambda v: None)
+        out.append({"hardware": hw.id, "name": hw.name, "layout": _short(res.top.layouts.layout(0)),
+                    "tokens_per_s_per_gpu": tps, "mfu": float(res.top.mfu[0]), "usd_per_gpu_hour": usd(t.usd_per_gpu_hour),
+                    "usd_per_million_tokens": usd(nom.usd_per_million_tokens), "joules_per_token": nom.joules_per_token,
+                    "goodput": rel.goodput_fraction,
+                    "usd_per_million_tokens_after_reliability": usd(eff.usd_per_million_tokens),
+                    "usd_run_after_reliability": usd(eff.usd_total),
+                    "perf_per_tco_vs_first": None, "perf_per_tco_after_reliability_vs_first": None})
+    base = next((o for o in out if o.get("layout") and o["usd_per_gpu_hour"] is not None), None)
+    for o in out:
+        if o.get("layout") and base and o["usd_per_gpu_hour"] is not None:
+            o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
+                (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
+            o["perf_per_tco_after_reliability_vs_first"] = (base["usd_per_million_tokens_after_reliability"]
+                                                          / o["usd_per_million_tokens_after_reliability"])
+    return out
+
+
+def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    plt = _plt()
+    ok = [r for r in rows if r.get("layout")]
+    metrics = [("tokens/s per GPU", "tokens_per_s_per_gpu", "{:,.0f}"), ("$ per GPU-hour", "usd_per_gpu_hour", "{:.2f}"),
+               ("$ per 1M tokens", "usd_per_million_tokens", "{:.3f}"), ("utility J per token", "joules_per_token", "{:.2f}"),
+               ("perf per TCO (x first)", "perf_per_tco_vs_first", "{:.2f}x")]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(12, 3.4))
+    colors = ["#76b900", "#1f77b4", "#ff7f0e", "#9467bd"]
+    for ax, (lab, k, fmt) in zip(axes, metrics):
+        vals = [r[k] if r[k] is not None else 0.0 for r in ok]      # no sourced price: drawn as 0, labelled "-"
+        bars = ax.bar(range(len(ok)), vals, color=colors[: len(ok)])
+        ax.set_xticks(range(len(ok)), [r["hardware"].replace("-nvl72", "\nNVL72") for r in ok], fontsize=8)
+        ax.set_title(lab, fontsize=9)
+        for b, v in zip(bars, vals):
+            ax.annotate(fmt.format(v) if v else "-", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
+                        fontsize=8)
+        ax.set_ylim(0, 1.2 * max(vals) if vals and max(vals) > 0 else 1)
+        ax.tick_params(axis="y", labelsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- the page --------------------------------------------------------------------------------------
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+main{max-width:1100px;margin:0 auto;padding:24px 28px 60px}
+h1{font-size:1.6em;margin:.2em 0}h2{font-size:1.2em;margin:1.8em 0 .4em;border-bottom:2px solid #76b900;padding-bottom:.2em}
+p.note{color:#566;font-size:.9em;margin:.3em 0 .8em}
+figure{margin:.6em 0;background:#fff;border:1px solid #dde;border-radius:6px;padding:8px}
+figure img{max-width:100%;height:auto;display:block;margin:0 auto}
+figcaption{font-size:.85em;color:#455;margin-top:.3em}
+table{border-collapse:collapse;background:#fff;font-size:.88em;margin:.4em 0}
+th,td{border:1px solid #dde;padding:4px 8px;text-align:right}th{background:#eef1f5}
+td:first-child,th:first-child,td.l{text-align:left}
+code{background:#eef1f5;padding:1px 4px;border-radius:3px}
+footer{color:#778;font-size:.8em;margin-top:3em}
+"""
+
+# every <img> reports whether it decoded (data-loaded = natural width, or data-failed); the body counts them
+IMG_CHECK = """
+<script>
+window.addEventListener('load', function () {
+  var imgs = document.images, ok = 0;
+  for (var i = 0; i < imgs.length; i++) { if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++; }
+  document.body.setAttribute('data-images-ok', ok + '/' + imgs.length);
+});
+</script>
+"""
+
+
+def _img(src: str, alt: str, caption: str) -> str:
+    e = html.escape
+    return (f'<figure><img src="{e(src)}" alt="{e(alt)}" '
+            f'onload="this.setAttribute(\'data-loaded\', this.naturalWidth)" '
+            f'onerror="this.setAttribute(\'data-failed\', \'1\')">'
+            f'<figcaption>{e(caption)}</figcaption></figure>')
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    e = html.escape
+    out = ["<table><thead><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in headers) + "</tr></thead><tbody>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def build(cfg: ReportConfig, out: str | Path) -> Report:
+    """Write index.html and its PNGs into `out` (created if missing)."""
+    from .profiles import get_profile
+    from .scaling import plot as scaling_plot, scaling as run_scaling
+    from .search import search
+    from .validate import validate_file
+
+    t0 = time.perf_counter()
+    outdir = Path(out)
+    try:
+        outdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
+    if not outdir.is_dir():
+        raise InputError("--out", str(out), "not a folder")
+    m, hw = load_model(cfg.model), load_hardware(cfg.hardware)
+    prof = get_profile(cfg.profile)
+    opts = Options(cfg.precision, "causal", "real", prof.consts)  # type: ignore[arg-type]
+    rep = Report(outdir)
+    e = html.escape
+    sections: list[str] = []
+
+    # planner top layouts
+    res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=cfg.top)
+    if res.top is None:
+        raise InputError("--gpus", str(cfg.gpus), f"no legal layout of {m.id} fits on {cfg.gpus} x {hw.id} "
+                                                  f"(gbs {cfg.gbs}, seq {cfg.seq}); try more GPUs")
+    top = res.top
+    labels = [f"#{i + 1} {_short(top.layouts.layout(i))}" for i in range(top.layouts.n)]
+    title = f"{m.name}, {cfg.gpus} x {hw.id}, {cfg.precision}, gbs {cfg.gbs}, seq {cfg.seq}"
+    breakdown_png(top, labels, outdir / "breakdown.png", f"Step-time breakdown, planner's top {top.layouts.n}: {title}")
+    rep.files.append("breakdown.png")
+    top_rows = []
+    for i in range(top.layouts.n):
+        b = {k: float(v[i]) for k, v in top.breakdown_s.items()}
+        step = float(top.step_time_s[i])
+        comm_s = sum(b[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
+        top_rows.append([i + 1, _short(top.layouts.layout(i)), f"{top.tokens_per_s_per_gpu[i]:,.0f}",
+                         f"{top.mfu[i]:.1%}", f"{step:.3f}", f"{comm_s / step:.1%}", f"{b['pipeline_bubble'] / step:.1%}",
+                         f"{top.memory_bytes_per_gpu[i] / 2**30:.1f}"])
+    rep.data["top"] = [{"layout": _short(top.layouts.layout(i)), **{k: v for k, v in top.row(i).items() if k != "layout"}}
+                       for i in range(top.layouts.n)]
+
+    sections.append("<h2>1. Where the step goes</h2><p class='note'>Predicted seconds per optimizer step of the "
+                    "planner's best layouts, by term (compute, the exposed part of each communication, the pipeline "
+                    "bubble, optimizer, fixed overhead).</p>"
+                    + _img("breakdown.png", "step-time breakdown", "Stacked step-time breakdown (perfmodel predict)"))
+
+    # roofline
+    best = top.layouts.layout(0)
+    ops = roofline_ops(m, hw, best, opts)
+    roofline_png(ops, hw, cfg.precision, outdir / "roofline.png",
+                 f"Roofline of {hw.id}: forward ops of one layer, one micro-batch, layout {_short(best)}")
+    rep.files.append("roofline.png")
+    rep.data["roofline"] = [{"op": o.name, "kind": o.kind, "flops": o.flops, "bytes": o.bytes, "seconds": o.seconds,
+                             "intensity": o.intensity, "achieved_flops_per_s": o.achieved} for o in ops]
+    sections.append("<h2>2. Roofline</h2><p class='note'>Each point is one op of the best layout's forward pass on one "
+                    "GPU: arithmetic intensity (FLOPs per HBM byte of operands and results) against the FLOP/s the cost "
+                    "model gives it. GEMMs sit under the best-shape GEMM line (efficiency falls for short K and "
+                    "under-filled tiles); memory-bound ops sit on the bandwidth slope. FLOP counts of the memory-bound "
+                    "ops are nominal (approximation).</p>"
+                    + _img("roofline.png", "roofline", "Roofline with the model's main ops (perfmodel/report.py roofline_ops)")
+                    + _table(["op", "kind", "GFLOP", "MB", "FLOP/B", "µs", "TFLOP/s"],
+                             [[o.name, o.kind, f"{o.flops / 1e9:,.1f}", f"{o.bytes / 1e6:,.1f}", f"{o.intensity:,.1f}",
+                               f"{o.seconds * 1e6:,.0f}", f"{o.achieved / 1e12:,.0f}"] for o in ops]))
+
+    sections.append(f"<h2>3. Top layouts (planner)</h2><p class='note'>{res.evaluated:,} candidate layouts, "
+                    f"{res.legal:,} legal, {res.fits:,} fit in HBM, scored in {res.seconds:.2f} s "
+                    f"(<code>perfmodel search</code>).</p>"
+                    + _table(["#", "layout", "tok/s/GPU", "MFU", "step s", "comm", "bubble", "mem GiB"], top_rows))
+
+    # scaling
+    sizes = []
+    n = cfg.gpus
+    while n <= max(cfg.scaling_max_gpus, cfg.gpus):
+        sizes.append(n)
+        n *= 2
+    from .scaling import load_runs
+    sc = run_scaling(m, hw, sizes, "weak", best, opts, profile=prof.name, measured=load_runs())
+    scaling_plot(sc, outdir / "scaling.png")
+    rep.files.append("scaling.png")
+    rep.data["scaling"] = sc.to_dict()
+    sc_rows = [[f"{p.gpus:,}", p.gbs, f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.mfu:.1%}",
+                f"{p.grows_s['dp_comm'] / p.step_time_s:.1%}", f"{p.goodput_fraction:.2%}",
+                f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
+                f"{p.usd_per_million_tokens:.3f}" if p.usd_per_million_tokens is not None else "-",
+                f"{p.joules_per_token:.2f}"] if p.ok else [f"{p.gpus:,}", p.gbs, p.reason, "", "", "", "", "", ""]
+               for p in sc.points]
+    sections.append(f"<h2>4. Weak scaling</h2><p class='note'>Best layout {e(_short(best))} held fixed, per-GPU batch "
+                    f"held (global batch grows with data parallelism), {sizes[0]:,} to {sizes[-1]:,} GPUs "
+                    f"(<code>perfmodel scaling</code>). Goodput: interruptions grow with the GPU count, checkpoints "
+                    f"every Young interval (perfmodel/reliability.py).</p>"
+                    + _img("scaling.png", "scaling curves", "tokens/s per GPU and MFU vs GPUs (log x)")
+                    + _table(["GPUs", "gbs", "tok/s/GPU", "MFU", "DP comm", "goodput", "goodput tok/s/GPU", "$/1M tok",
+                              "J/tok"], sc_rows))
+
+    # validation
+    from .scaling import default_runs_csv
+    csv_path = Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv()
+    vrep = validate_file(csv_path)
+    vstats = validation_png(vrep.results, outdir / "validation.png")
+    rep.files.append("validation.png")
+    by_hw = vrep.by("hardware")
+    rep.data["validation"] = {**vstats, "by_hardware": by_hw}
+    sections.append(f"<h2>5. Predicted vs measured</h2><p class='note'>Every row of <code>{e(csv_path.name)}</code> "
+                    f"predicted from its published layout with the calibrated constants (default profile), coloured by "
+                    f"hardware; the band is ±25%.</p>"
+                    + _img("validation.png", "validation scatter", "predicted vs measured tokens/s per GPU (log-log)")
+                    + _table(["hardware", "rows", "MAPE", "median APE", "bias"],
+                             [[h, s["rows"], f"{s['mape']:.1%}", f"{s['median_ape']:.1%}", f"{s['bias']:+.1%}"]
+                              for h, s in by_hw.items()]))
+
+    # comparison
+    hws = [load_hardware(h) for h in cfg.compare]
+    cmp_rows = compare_systems(m, hws, cfg, opts)
+    compare_png(cmp_rows, outdir / "compare.png", f"{m.name} on {cfg.gpus} GPUs, {cfg.precision}, best layout each")
+    rep.files.append("compare.png")
+    rep.data["compare"] = cmp_rows
+    ok = [r for r in cmp_rows if r.get("layout")]
+    f = lambda v, spec: "-" if v is None else format(v, spec)
+    metric_rows = [
+        ["best layout"] + [r["layout"] for r in ok],
+        ["tokens/s per GPU"] + [f"{r['tokens_per_s_per_gpu']:,.0f}" for r in ok],
+        ["MFU"] + [f"{r['mfu']:.1%}" for r in ok],
+        ["$ per GPU-hour"] + [f(r["usd_per_gpu_hour"], ".3f") for r in ok],
+        ["$ per 1M tokens"] + [f(r["usd_per_million_tokens"], ".4f") for r in ok],
+        ["utility J per token"] + [f"{r['joules_per_token']:.3f}" for r in ok],
+        ["goodput"] + [f"{r['goodput']:.2%}" for r in ok],
+        ["$ per 1M tokens after reliability"] + [f(r["usd_per_million_tokens_after_reliability"], ".4f") for r in ok],
+        ["perf per TCO vs first"] + [f(r["perf_per_tco_vs_first"], ".2f") + "x" * (r["perf_per_tco_vs_first"] is not None)
+                                     for r in ok],
+        ["  after reliability"] + [f(r["perf_per_tco_after_reliability_vs_first"], ".2f")
+                                   + "x" * (r["perf_per_tco_after_reliability_vs_first"] is not None) for r in ok],
+    ]
+    sections.append(f"<h2>6. {' vs '.join(e(h.id) for h in hws)}</h2><p class='note'>The planner's best layout on each "
+                    f"system at {cfg.gpus} GPUs; cost from <code>perfmodel tco</code> ({e(cfg.buyer)} assumptions), "
+                    f"energy as utility joules (all-in power x PUE), goodput and spares from the reliability model "
+                    f"(<code>perfmodel compare</code>).</p>"
+                    + _img("compare.png", "hardware comparison", "cost, energy and perf per TCO")
+                    + _table([""] + [r["hardware"] for r in ok], metric_rows))
+
+    rep.seconds = time.perf_counter() - t0
+    try:
+        from importlib.metadata import version
+        ver = version("perfmodel")
+    except Exception:                                           # not installed (a plain checkout)
+        ver = "checkout"
+    head = (f"<h1>perfmodel report: {e(m.name)} on {e(hw.name)}</h1>"
+            f"<p class='note'>{cfg.gpus} GPUs, global batch {cfg.gbs}, sequence {cfg.seq}, {e(cfg.precision)}, "
+            f"software profile <code>{e(prof.name)}</code>. Generated {time.strftime('%Y-%m-%d %H:%M')} in "
+            f"{rep.seconds:.1f} s by perfmodel {e(ver)}; every figure is a PNG next to this page.</p>")
+    page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>perfmodel report: {e(m.id)}</title>"
+            f"<style>{CSS}</style></head><body><main>{head}{''.join(sections)}"
+            "<footer>Sources: perfmodel/predict.py (cost model), search.py (planner), scaling.py, validate.py with "
+            "validation/runs.csv, economics.py and reliability.py (cost_report.md method). No external resources.</footer>"
+            f"</main>{IMG_CHECK}</body></html>")
+    (outdir / "index.html").write_text(page, encoding="utf-8")
+    rep.files.insert(0, "index.html")
+    (outdir / "report.json").write_text(json.dumps(_jsonable({"config": cfg.__dict__, **rep.data}), indent=1),
+                                        encoding="utf-8")
+    rep.files.append("report.json")
+    return rep
+
+
+def _jsonable(o: Any) -> Any:
+    from .commands.common import to_jsonable
+    return to_jsonable(o)

@@ -1,0 +1,364 @@
+"""Weak and strong scaling: one model on one hardware type over a list of GPU counts.
+
+Definitions (cost_report.md, "Weak scaling ... strong scaling"; Amdahl 1967 for strong scaling):
+- weak scaling holds the per-GPU batch: the global batch grows with the GPU count,
+  gbs(n) = gbs(n0) * n / n0, so with a fixed layout each data-parallel replica keeps its micro-batches
+  and only the data-parallel group (its gradient reduce-scatter / parameter all-gather) grows;
+- strong scaling holds the global batch: each replica gets fewer micro-batches as dp grows, so the
+  pipeline bubble (pp-1)/vp stage-times is amortised over fewer micro-batches (Narayanan et al. 2021
+  §2.2) and tokens/s/GPU can only fall.
+With a fixed layout tp, pp, vp, cp, ep, etp, mbs, FSDP and recompute stay as given and
+dp = gpus / (tp * pp * cp); with the planner (perfmodel/search.py) each size gets its own best layout.
+
+Per size this module adds the economics (perfmodel/economics.py: $ per 1M tokens, utility J/token) and
+reliability (perfmodel/reliability.py: interruptions grow linearly with the GPU count, Young/Daly
+checkpointing, Daly 2006 goodput), so goodput-adjusted tokens/s/GPU = tokens/s/GPU x goodput.
+Everything is SI inside; the CLI converts at the edge.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from .counts import flops_per_token, param_counts
+from .economics import TCO, run_cost, tco_for
+from .errors import InputError
+from .hardware import HardwareSpec
+from .layout import Layout, LayoutGrid, check_layout
+from .model import ModelSpec
+from .predict import Options, Prediction, predict_grid
+from .reliability import assess, reliability_inputs
+
+Mode = Literal["weak", "strong"]
+MODES: tuple[str, ...] = ("weak", "strong")
+MAX_GPUS = 1_048_576          # far above the 100,000-GPU clusters the issue asks for
+MAX_SIZES = 64
+# breakdown_s terms (predict.py) that grow with scale: exposed data-parallel communication, the
+# pipeline bubble, and the exposed MoE dispatch/combine all-to-all
+GROWS = ("dp_comm", "pipeline_bubble", "ep_comm")
+RUN_TOKENS = 1e12             # run size for run_cost; $/token and J/token do not depend on it
+
+
+def parse_gpu_list(text: str) -> list[int]:
+    """'64,128,256' or '64,128,...,16384' (the step or ratio of the two numbers before '...' is
+    continued up to the number after it: doubling here) -> sorted unique GPU counts."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not parts:
+        raise InputError("--gpus", "gpus", "empty list")
+    out: list[int] = []
+    i = 0
+    while i < len(parts):
+        p = parts[i]
+        if p in ("...", "…"):
+            if len(out) < 2 or i + 1 >= len(parts):
+                raise InputError("--gpus", "gpus", "'...' needs two numbers before it and one after, e.g. 64,128,...,16384")
+            a, b = out[-2], out[-1]
+            end = _gpu_int(parts[i + 1])
+            if b % a == 0 and b // a > 1:            # geometric: 64,128,... doubles
+                nxt = lambda x: x * (b // a)
+            elif b > a:                              # arithmetic: 64,128,192,...
+                nxt = lambda x: x + (b - a)
+            else:
+                raise InputError("--gpus", "gpus", f"cannot continue {a},{b},... (the list must grow)")
+            x = nxt(b)
+            while x < end:
+                out.append(x)
+                if len(out) > MAX_SIZES:
+                    raise InputError("--gpus", "gpus", f"at most {MAX_SIZES} sizes")
+                x = nxt(x)
+            i += 1
+            continue
+        out.append(_gpu_int(p))
+        i += 1
+    res = sorted(set(out))
+    if len(res) > MAX_SIZES:
+        raise InputError("--gpus", "gpus", f"at most {MAX_SIZES} sizes (got {len(res)})")
+    return res
+
+
+def _gpu_int(text: str) -> int:
+    try:
+        n = int(text.replace("_", ""))
+    except ValueError:
+        raise InputError("--gpus", "gpus", f"expected integers separated by commas (got {text!r})") from None
+    if n < 1:
+        raise InputError("--gpus", "gpus", f"must be positive (got {n})")
+    if n > MAX_GPUS:
+        raise InputError("--gpus", "gpus", f"at most {MAX_GPUS:,} GPUs (got {n:,})")
+    return n
+
+
+def global_batch(mode: str, gbs0: int, gpus0: int, gpus: int) -> int | None:
+    """Global batch at `gpus`: weak keeps gbs/gpus (per-GPU batch) fixed, strong keeps gbs. None when
+    the weak-scaled batch is not a whole number of sequences."""
+    if mode == "strong":
+        return gbs0
+    num = gbs0 * gpus
+    return num // gpus0 if num % gpus0 == 0 else None
+
+
+# ---- economics per size ----------------------------------------------------------------------------
+
+def _tco(hw: HardwareSpec, buyer: str) -> tuple[TCO, bool]:
+    """(TCO, priced). Energy per token does not depend on capital cost, so a hardware file without a
+    price still gets J/token: a placeholder capex is used for the power terms and `priced` is False."""
+    try:
+        return tco_for(hw, buyer), True
+    except InputError as exc:
+        if exc.field != "cost":
+            raise
+        return tco_for(hw, buyer, {"allin_capex_usd_per_gpu": 1.0}), False
+
+
+@dataclass
+class ScalePoint:
+    gpus: int
+    gbs: int | None
+    ok: bool
+    reason: str = ""
+    layout_from: str = "given"
+    layout: dict[str, Any] | None = None
+    fits: bool | None = None
+    step_time_s: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+    mfu: float | None = None
+    hfu: float | None = None
+    memory_bytes_per_gpu: float | None = None
+    breakdown_s: dict[str, float] = field(default_factory=dict)
+    grows_s: dict[str, float] = field(default_factory=dict)
+    scaling_efficiency: float | None = None
+    usd_per_million_tokens: float | None = None
+    usd_per_million_tokens_after_reliability: float | None = None
+    joules_per_token: float | None = None
+    joules_per_token_after_reliability: float | None = None
+    goodput_fraction: float | None = None
+    goodput_tokens_per_s_per_gpu: float | None = None
+    job_mtbi_s: float | None = None
+    interruptions_per_day: float | None = None
+    checkpoint_interval_s: float | None = None
+    measured: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ScalingResult:
+    model: str
+    hardware: str
+    mode: str
+    precision: str
+    attention: str
+    seq: int
+    base_gpus: int
+    base_gbs: int
+    search: bool
+    priced: bool
+    profile: str
+    points: list[ScalePoint]
+    usd_per_gpu_hour: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "points"}
+        d["points"] = [p.to_dict() for p in self.points]
+        return d
+
+
+def _fill(pt: ScalePoint, p: Prediction, model: ModelSpec, hw: HardwareSpec, t: TCO, priced: bool,
+          params_total: float) -> None:
+    r = p.row(0)
+    tps = r["tokens_per_s_per_gpu"]
+    pt.layout, pt.fits = r["layout"], r["fits"]
+    pt.step_time_s, pt.tokens_per_s_per_gpu, pt.mfu, pt.hfu = r["step_time_s"], tps, r["mfu"], r["hfu"]
+    pt.memory_bytes_per_gpu = r["memory_bytes_per_gpu"]
+    pt.breakdown_s = r["breakdown_s"]
+    pt.grows_s = {k: r["breakdown_s"].get(k, 0.0) for k in GROWS}
+    rel = assess(reliability_inputs(hw), pt.gpus, params_total)
+    nominal = run_cost(t, tps, RUN_TOKENS, pt.gpus)
+    eff = run_cost(t, tps, RUN_TOKENS, pt.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+    if priced:
+        pt.usd_per_million_tokens = nominal.usd_per_million_tokens
+        pt.usd_per_million_tokens_after_reliability = eff.usd_per_million_tokens
+    pt.joules_per_token, pt.joules_per_token_after_reliability = nominal.joules_per_token, eff.joules_per_token
+    pt.goodput_fraction = rel.goodput_fraction
+    pt.goodput_tokens_per_s_per_gpu = tps * rel.goodput_fraction
+    pt.job_mtbi_s, pt.interruptions_per_day = rel.mtbi_s, rel.interruptions_per_day
+    pt.checkpoint_interval_s = rel.checkpoint_interval_s
+
+
+def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base: Layout, opts: Options,
+            search: bool = False, buyer: str = "hyperscaler", profile: str = "default",
+            measured: list[dict] | None = None) -> ScalingResult:
+    """Predict `base` (its gpus and gbs are those of the first, smallest size) at every GPU count.
+    search=True runs the planner per size instead (base's tp/pp/... are then ignored)."""
+    if mode not in MODES:
+        raise InputError("--mode", "mode", f"must be weak or strong (got {mode!r})")
+    if not gpus:
+        raise InputError("--gpus", "gpus", "empty list")
+    hw.peak(opts.precision)
+    gpus = sorted(gpus)
+    n0 = gpus[0]
+    t, priced = _tco(hw, buyer)
+    params_total = float(param_counts(model).total)
+    a = model.attention
+    points: list[ScalePoint] = []
+    for n in gpus:
+        gbs = global_batch(mode, base.gbs, n0, n)
+        pt = ScalePoint(gpus=n, gbs=gbs, ok=False, layout_from="planner" if search else "given")
+        points.append(pt)
+        if gbs is None:
+            pt.reason = f"weak-scaled global batch {base.gbs} x {n} / {n0} is not a whole number of sequences"
+            continue
+        if search:
+            from .search import search as run_search
+            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1)
+            if res.top is None:
+                pt.reason = f"no legal layout fits in HBM ({res.legal:,} legal layouts scored)"
+                continue
+            p = res.top
+        else:
+            lay = replace(base, gpus=n, gbs=gbs)
+            try:
+                check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads,
+                             model.moe.num_experts if model.moe else None)
+            except InputError as exc:
+                pt.reason = f"{exc.field}: {exc.reason}"
+                continue
+            p = predict_grid(model, hw, LayoutGrid.of(lay), opts)
+        pt.ok = True
+        _fill(pt, p, model, hw, t, priced, params_total)
+    first = next((p for p in points if p.ok), None)
+    for p in points:
+        if p.ok and first is not None:
+            p.scaling_efficiency = p.tokens_per_s_per_gpu / first.tokens_per_s_per_gpu  # type: ignore[operator]
+    if measured is not None:
+        attach_measured(points, measured, model, hw, opts, base, mode, search)
+    return ScalingResult(model.id, hw.id, mode, opts.precision, opts.attention, base.seq, n0, base.gbs, search,
+                         priced, profile, points, t.usd_per_gpu_hour if priced else None)
+
+
+# ---- measured runs (validation/runs.csv) ----------------------------------------------------------
+
+@lru_cache(maxsize=4)
+def _runs(path: str) -> tuple[dict, ...]:
+    from .validate import read_csv
+    return tuple(read_csv(path))
+
+
+def default_runs_csv() -> Path:
+    from .specfile import data_dir
+    return data_dir("validation") / "runs.csv"
+
+
+def load_runs(path: str | Path | None = None) -> list[dict]:
+    return list(_runs(str(path or default_runs_csv())))
+
+
+def _cell_int(row: dict, key: str, default: int = 1) -> int:
+    v = (row.get(key) or "").strip()
+    try:
+        return int(float(v)) if v else default
+    except ValueError:
+        return -1
+
+
+def attach_measured(points: list[ScalePoint], rows: list[dict], model: ModelSpec, hw: HardwareSpec, opts: Options,
+                    base: Layout, mode: str, search: bool) -> None:
+    """Attach the measured rows of the same model, hardware, precision, sequence length, batch rule
+    (weak: same sequences per GPU; strong: same global batch) and, with a fixed layout, the same
+    tp/pp/vp/cp/ep. Measured MFU is recomputed from measured tokens/s/GPU with this model's FLOPs per
+    token in the chosen attention convention (MFU definition, DESIGN.md); the source's own MFU string
+    is kept alongside (`source_mfu`, DGXC recipes count full attention)."""
+    by_gpus = {p.gpus: p for p in points}
+    fpt = float(flops_per_token(model, base.seq, opts.attention))        # type: ignore[arg-type]
+    peak = hw.peak(opts.precision)
+    n0 = points[0].gpus
+    for r in rows:
+        if (r.get("model", "").strip() != model.id or r.get("hardware", "").strip() != hw.id
+                or r.get("precision", "").strip() != opts.precision):
+            continue
+        n, g, s = _cell_int(r, "gpus", 0), _cell_int(r, "global_batch", 0), _cell_int(r, "seq_len", 0)
+        if n not in by_gpus or s != base.seq:
+            continue
+        if mode == "weak" and g * n0 != base.gbs * n:
+            continue
+        if mode == "strong" and g != base.gbs:
+            continue
+        if not search and any(_cell_int(r, k) != getattr(base, k) for k in ("tp", "pp", "vp", "cp", "ep")):
+            continue
+        try:
+            tps = float(r["tokens_per_s_per_gpu"])
+        except (KeyError, ValueError):
+            continue
+        src_mfu = (r.get("source_mfu") or "").strip()
+        by_gpus[n].measured.append({
+            "run_id": r.get("run_id", ""), "software": (r.get("software") or "").strip(), "date": r.get("date", ""),
+            "tokens_per_s_per_gpu": tps, "mfu": tps * fpt / peak,
+            "source_mfu": float(src_mfu) if src_mfu else None,
+            "error": ((by_gpus[n].tokens_per_s_per_gpu or math.nan) - tps) / tps,
+        })
+    for p in points:
+        p.measured.sort(key=lambda m: m["date"])
+
+
+# ---- plot ------------------------------------------------------------------------------------------
+
+def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path:
+    """PNG: tokens/s/GPU (nominal and goodput-adjusted) and MFU vs GPUs, log x; measured points when attached."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    out = Path(path)
+    if out.suffix.lower() != ".png":
+        raise InputError("--plot", str(path), "the plot is written as PNG: give a file name ending in .png")
+    if not out.parent.exists():
+        raise InputError("--plot", str(path), f"folder {out.parent} does not exist")
+    ok = [p for p in res.points if p.ok]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    x = [p.gpus for p in ok]
+    ax1.plot(x, [p.tokens_per_s_per_gpu for p in ok], "o-", color="#1f77b4", label="predicted")
+    ax1.plot(x, [p.goodput_tokens_per_s_per_gpu for p in ok], "s--", color="#ff7f0e",
+             label="predicted x goodput (failures, checkpoints)")
+    ax2.plot(x, [100 * p.mfu for p in ok], "o-", color="#1f77b4", label=f"predicted ({res.attention} attention)")
+    mx = [(p.gpus, m) for p in res.points for m in p.measured]
+    if mx:
+        ax1.plot([g for g, _ in mx], [m["tokens_per_s_per_gpu"] for _, m in mx], "kx", ms=8, mew=2, label="measured")
+        ax2.plot([g for g, _ in mx], [100 * m["mfu"] for _, m in mx], "kx", ms=8, mew=2, label="measured")
+    for ax, lab in ((ax1, "tokens/s per GPU"), (ax2, "MFU (%)")):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_xlabel("GPUs")
+        ax.set_ylabel(lab)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.set_ylim(0, 1.12 * max([1e-9] + [l.get_ydata().max() for l in ax.get_lines() if len(l.get_ydata())]))
+        ax.legend(fontsize=8, loc="lower left")
+        if x:
+            ax.set_xticks(x if len(x) <= 9 else x[:: max(1, len(x) // 8)])
+    fig.suptitle(title or f"{res.model} on {res.hardware}, {res.mode} scaling, {res.precision}, seq {res.seq}"
+                 + (" (planner per size)" if res.search else ""), fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def summary_growth(res: ScalingResult) -> dict[str, Any]:
+    """First vs last predicted size: how tokens/s/GPU, each growing term and goodput moved."""
+    ok = [p for p in res.points if p.ok]
+    if len(ok) < 2:
+        return {}
+    a, b = ok[0], ok[-1]
+    out: dict[str, Any] = {"from_gpus": a.gpus, "to_gpus": b.gpus,
+                           "tokens_per_s_per_gpu_ratio": b.tokens_per_s_per_gpu / a.tokens_per_s_per_gpu}  # type: ignore[operator]
+    for k in GROWS:
+        out[k] = {"from_s": a.grows_s[k], "to_s": b.grows_s[k],
+                  "from_share": a.grows_s[k] / a.step_time_s, "to_share": b.grows_s[k] / b.step_time_s}  # type: ignore[operator]
+    out["goodput"] = {"from": a.goodput_fraction, "to": b.goodput_fraction}
+    return out
+
+

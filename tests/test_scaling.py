@@ -1,0 +1,107 @@
+"""perfmodel scaling: weak keeps the per-GPU batch, strong keeps the global batch, strong scaling of a fixed
+layout never gains tokens/s/GPU, goodput falls with size, the plot is written, 100,000 GPUs work."""
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.errors import InputError
+from perfmodel.hardware import load_hardware
+from perfmodel.layout import Layout
+from perfmodel.model import load_model
+from perfmodel.predict import Options
+from perfmodel.scaling import global_batch, parse_gpu_list, scaling
+from cli_helpers import run_err, run_json
+
+L70 = ["--model", "llama3-70b", "--hardware", "h100-sxm", "--seq", "8192", "--tp", "4", "--pp", "4", "--vp", "5",
+       "--cp", "2"]
+
+
+def test_gpu_list_parsing():
+    assert parse_gpu_list("64,128,...,1024") == [64, 128, 256, 512, 1024]
+    assert parse_gpu_list("8,16,24,...,48") == [8, 16, 24, 32, 40, 48]
+    assert parse_gpu_list("2048, 64,128") == [64, 128, 2048]
+    assert parse_gpu_list("100000") == [100000]
+    for bad in ("", "abc", "0", "64,...", "128,64,...,8", str(10**8)):
+        with pytest.raises(InputError):
+            parse_gpu_list(bad)
+
+
+def test_global_batch_rules():
+    assert global_batch("weak", 128, 64, 2048) == 4096
+    assert global_batch("strong", 128, 64, 2048) == 128
+    assert global_batch("weak", 252, 576, 1000) is None        # not a whole number of sequences
+
+
+def test_weak_keeps_per_gpu_batch_and_layout(capsys):
+    d = run_json(capsys, ["scaling", *L70, "--gpus", "64,128,...,2048", "--gbs", "128", "--mode", "weak"])
+    pts = d["points"]
+    assert [p["gpus"] for p in pts] == [64, 128, 256, 512, 1024, 2048]
+    for p in pts:
+        assert p["ok"]
+        L = p["layout"]
+        assert p["gbs"] / p["gpus"] == 128 / 64                   # sequences per GPU held
+        assert (L["tp"], L["pp"], L["vp"], L["cp"]) == (4, 4, 5, 2)
+        assert L["dp"] == p["gpus"] // (4 * 4 * 2)
+        assert p["joules_per_token"] > 0 and p["usd_per_million_tokens"] > 0
+    # failures grow with the job: goodput falls as GPUs are added
+    good = [p["goodput_fraction"] for p in pts]
+    assert all(a > b for a, b in zip(good, good[1:]))
+    assert all(p["goodput_tokens_per_s_per_gpu"] < p["tokens_per_s_per_gpu"] for p in pts)
+    # the report's shape: flat within a few percent from 64 to 2,048 GPUs (BF16 54.5% -> 53.7% measured)
+    assert pts[-1]["tokens_per_s_per_gpu"] / pts[0]["tokens_per_s_per_gpu"] > 0.95
+    # measured DGXC rows of this very layout are attached
+    assert any(m["run_id"].startswith("dgxc241101-l3-70b-h100-64-bf16") for m in pts[0]["measured"])
+
+
+def test_strong_keeps_gbs_and_never_gains():
+    m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
+    base = Layout(gpus=128, gbs=512, seq=2048, tp=4, pp=8, vp=12)
+    res = scaling(m, hw, [128, 256, 512, 1024, 2048], "strong", base, Options("bf16"))
+    ok = [p for p in res.points if p.ok]
+    assert len(ok) == 5
+    assert all(p.gbs == 512 for p in ok)
+    tps = [p.tokens_per_s_per_gpu for p in ok]
+    assert all(b <= a * (1 + 1e-9) for a, b in zip(tps, tps[1:])), tps
+    # fewer micro-batches per replica: the bubble's share of the step grows (Amdahl)
+    share = [p.grows_s["pipeline_bubble"] / p.step_time_s for p in ok]
+    assert share[-1] > share[0]
+
+
+def test_strong_scaling_runs_out_of_batch():
+    m, hw = load_model("llama3-8b"), load_hardware("h100-sxm")
+    res = scaling(m, hw, [8, 16, 32], "strong", Layout(gpus=8, gbs=16, seq=4096, tp=1, pp=1, mbs=1), Options("bf16"))
+    assert [p.ok for p in res.points] == [True, True, False]
+    assert "global batch" in res.points[-1].reason
+
+
+def test_plot_written(tmp_path, capsys):
+    png = tmp_path / "scaling.png"
+    run_json(capsys, ["scaling", *L70, "--gpus", "64,256,1024", "--gbs", "128", "--plot", str(png)])
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+    run_err(capsys, ["scaling", *L70, "--gpus", "64", "--gbs", "128", "--plot", str(tmp_path / "x.pdf")])
+
+
+def test_100k_gpus_with_planner_and_unpriced_hardware(capsys):
+    d = run_json(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "b200", "--gpus", "1000,10000,100000",
+                          "--gbs", "2000", "--seq", "8192", "--search", "--no-measured"])
+    pts = d["points"]
+    assert all(p["ok"] for p in pts), [p["reason"] for p in pts]
+    assert pts[-1]["gpus"] == 100000 and pts[-1]["gbs"] == 200000
+    assert all(p["usd_per_million_tokens"] is None for p in pts)   # b200 has no sourced price
+    assert all(p["joules_per_token"] > 0 for p in pts)              # energy needs only power
+    assert pts[-1]["goodput_fraction"] < pts[0]["goodput_fraction"]
+    assert pts[-1]["interruptions_per_day"] > 20                     # ~1 per hour at 100k GPUs
+
+
+def test_fixed_layout_that_does_not_divide_is_reported_per_size(capsys):
+    d = run_json(capsys, ["scaling", *L70, "--gpus", "64,100", "--gbs", "128", "--mode", "strong", "--no-measured"])
+    assert d["points"][0]["ok"] and not d["points"][1]["ok"]
+    assert "multiple of tp * pp * cp" in d["points"][1]["reason"]
+
+
+def test_bad_input(capsys):
+    run_err(capsys, ["scaling", *L70, "--gpus", "64,abc", "--gbs", "128"])
+    run_err(capsys, ["scaling", *L70, "--gpus", "64", "--gbs", "128", "--profile", "nope"])
+    run_err(capsys, ["scaling", "--model", "llama3-70x", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128",
+                     "--seq", "8192"])
