@@ -15,6 +15,7 @@ from ..predict import Options, Prediction
 from ..search import (OBJECTIVES, SearchResult, _concat, _pareto_idx, describe_why, objective_scale,
                       parse_constraints, search, why_better)
 from ..predict import predict_grid
+from .. import uncertainty
 from .common import console, emit_json, si, table
 
 GIB = 2.0 ** 30
@@ -77,13 +78,27 @@ def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, o
     cons = parse_constraints(fix, cap)
     results = []
     err = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} chunks"),
-                  TimeElapsedColumn(), console=err, disable=not show_progress, transient=True) as bar:
-        for n in gpus:
-            task = bar.add_task(f"{n} GPUs", total=None)
-            r = search(model, hw, n, gbs, seq, opts, objective, top_k, cons,
-                       on_chunk=lambda done, total, t=task: bar.update(t, completed=done, total=total, visible=total > 1))
-            results.append(r)
+    at = {"gpus": gpus[0], "done": 0, "total": 0}        # how far the search got, for a Ctrl-C message
+
+    def step(done: int, total: int, task) -> None:
+        at.update(done=done, total=total)
+        bar.update(task, completed=done, total=total, visible=total > 1)
+
+    try:
+        # progress on a terminal's stderr only: never mixed into --json, never written into a log file
+        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} chunks"),
+                      TimeElapsedColumn(), console=err, disable=not (show_progress and err.is_terminal),
+                      transient=True) as bar:
+            for n in gpus:
+                at.update(gpus=n, done=0, total=0)
+                task = bar.add_task(f"{n} GPUs", total=None)
+                r = search(model, hw, n, gbs, seq, opts, objective, top_k, cons,
+                           on_chunk=lambda done, total, t=task: step(done, total, t))
+                results.append(r)
+    except KeyboardInterrupt:
+        where = f" of the {at['gpus']:,}-GPU search" if len(gpus) > 1 else ""
+        got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
+        raise KeyboardInterrupt(f"interrupted {got}{where}; no results written") from None
     return results
 
 
@@ -167,6 +182,13 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * objective_scale(hw, objective))
                           for i in range(front.layouts.n)] if front is not None else [],
     }
+    band = uncertainty.band_of(model, hw)      # 80% band from validation spread (perfmodel/uncertainty.py)
+    out["band"] = band.to_dict()
+    for e in out["top"]:
+        pr = e["prediction"]
+        for key, lo_hi in (("tokens_per_s_per_gpu", band.throughput(pr["tokens_per_s_per_gpu"])),
+                           ("step_time_s", band.inverse(pr["step_time_s"])), ("mfu", band.throughput(pr["mfu"]))):
+            uncertainty.with_band(e, key, lo_hi)
     if len(gpus) > 1:
         out["by_gpus"] = [{"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits,
                            "seconds": r.seconds} for r in results]
@@ -193,14 +215,20 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
         b = {k: float(v[i]) for k, v in top.breakdown_s.items()}
         step = float(top.step_time_s[i])
         comm = sum(b[k] for k in COMM)
-        rows.append([i + 1, short(top, i), f"{top.tokens_per_s_per_gpu[i]:,.0f}", f"{top.mfu[i]:.1%}",
+        e = out["top"][i]
+        rows.append([i + 1, short(top, i), f"{top.tokens_per_s_per_gpu[i]:,.0f}",
+                     uncertainty.span(e["tokens_per_s_per_gpu_low"], e["tokens_per_s_per_gpu_high"], ",.0f"),
+                     f"{top.mfu[i]:.1%}",
                      f"{step:.3g}", f"{sum(b[k] for k in COMPUTE) / step:.0%}", f"{comm / step:.0%}",
                      f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GIB:.1f}"]
                     + [objective_text(objective, float(values[i]))] * len(extra))
     t = table(f"top {top.layouts.n} by {objective}",
-              ["#", "layout", "tok/s/GPU", "MFU", "step s", "compute", "comm", "bubble", "mem GiB"] + extra,
+              ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GiB"] + extra,
               rows, justify_right_from=2)
     console.print(t)
+    b = out["band"]
+    console.print(f"80% band: measured/predicted {b['low_factor']:.2f}-{b['high_factor']:.2f}x on {b['group']} "
+                  f"validation runs ({b['calibration_rows']} calibration rows, perfmodel/uncertainty.toml)")
     terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0)]
     console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
                         [[k] + [f"{top.breakdown_s[k][i] * 1e3:.4g}" for i in range(top.layouts.n)] for k in terms]))
