@@ -24,6 +24,7 @@ class Constants:
     pp_overlap: float
     moe_imbalance: float
     moe_layer_overhead_s: float
+    moe_permute_bytes: float
     fp8_cast_bytes: float
     reserved_bytes: float
 

@@ -146,10 +146,9 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
             gem += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp)
         f, b, i, o = _gemms_time(gem, hw, prec, c)
         assign = Ts * e.top_k * imb                                              # token copies per GPU
-        # token routing per layer forward (Megatron-Core alltoall dispatcher): permute, sort by expert,
-        # unsort and un-permute each read+write top_k*h BF16 (4 x 4 B), plus an FP32 weighted scatter-add
-        # of the expert outputs (4 B): 20 B per token copy per hidden unit
-        mem = (20 * h * assign + act_bytes_per_width(m) * e.expert_intermediate_size * assign
+        # token routing per layer forward: moe_permute_bytes of HBM traffic per token copy per hidden
+        # unit (20 B unfused Megatron-Core alltoall path ... ~4 B for DeepEP-style dispatch; calibration.toml)
+        mem = (c.moe_permute_bytes * h * assign + act_bytes_per_width(m) * e.expert_intermediate_size * assign
                + act_bytes_per_width(m) * e.shared_experts * e.shared_width / tp * T)
         a2a = comm.moe_dispatch_time(Ts * imb * h * BF16, e.top_k, ep, etp, hw, e.num_experts,
                                      e.route_groups, e.route_group_topk)          # dispatch or combine

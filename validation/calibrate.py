@@ -25,7 +25,8 @@ from perfmodel.validate import calibration_split, read_csv, validate_rows  # noq
 
 BOUNDS = {"tensor_sustained": (0.3, 1.0), "tp_overlap": (0.0, 1.0), "ep_overlap": (0.0, 1.0),
           "moe_imbalance": (1.0, 2.5), "gemm_k_half": (16, 4096), "gemm_mn_half": (4, 1024),
-          "kernel_fixed_s": (5e-7, 5e-5), "step_overhead_s": (1e-3, 0.5), "moe_layer_overhead_s": (0.0, 0.01)}
+          "kernel_fixed_s": (5e-7, 5e-5), "step_overhead_s": (1e-3, 0.5), "moe_layer_overhead_s": (0.0, 0.01),
+          "moe_permute_bytes": (2.0, 24.0)}
 
 
 def objective(rows, base, consts) -> float:
