@@ -6,8 +6,8 @@
 - activations per layer from the tensors saved for backward (Korthikanti et al. 2022 §4, Table 2, with
   flash attention: no s^2 score term), divided by tp under sequence parallelism; full recompute keeps
   only each layer's input.
-- in-flight micro-batches: pp on the first rank for 1F1B, times (1 + (pp-1)/(pp*vp)) for the
-  interleaved schedule (Narayanan et al. 2021 §2.2.2; Korthikanti et al. 2022 §4.2.3).
+- in-flight micro-batches: pp on the first rank for 1F1B, pp*(1 + (pp-1)/(pp*vp)) for the
+  interleaved schedule (vp > 1) (Narayanan et al. 2021 §2.2.2; Korthikanti et al. 2022 §4.2.3).
 """
 from __future__ import annotations
 
@@ -86,7 +86,11 @@ def memory_per_gpu(m: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts, p_den
             per_layer = per_layer + kept * count / m.num_layers
             full_layer = np.maximum(full_layer, full)
     layers_per_rank = np.ceil(m.num_layers / pp)
-    inflight = np.where(pp > 1, np.minimum(pp * (1 + (pp - 1) / (pp * vp)), np.maximum(nmb, 1)), 1.0)
+    # 1F1B: the first rank holds pp micro-batches; interleaved (vp > 1): Megatron's warm-up of
+    # 2(pp-1) + (vp-1)pp chunks of L/(pp vp) layers gives pp (1 + (pp-1)/(pp vp)) micro-batch equivalents
+    # (Korthikanti et al. 2022 §4.2.3); that formula applies to vp > 1 only (at vp = 1 it would say 2pp-1)
+    sched = np.where(vp > 1, pp * (1 + (pp - 1) / (pp * vp)), pp)
+    inflight = np.where(pp > 1, np.minimum(sched, np.maximum(nmb, 1)), 1.0)
     activations = per_layer * layers_per_rank * inflight
     # during recompute one layer's full activations are live again
     activations = activations + np.where(rec == 2, full_layer, 0.0)
