@@ -1,0 +1,27 @@
+"""Activation memory of the pipeline schedules against hand-derived in-flight micro-batch counts."""
+from __future__ import annotations
+
+import pytest
+
+from perfmodel.api import predict
+from perfmodel.layout import Layout
+
+
+def _activations(pp: int, vp: int) -> float:
+    # Llama 3 70B: 80 layers; pp=4 and pp=4/vp=2 both hold 20 layers per rank; 64 micro-batches
+    lay = Layout(gpus=32, gbs=512, seq=4096, tp=8, pp=pp, vp=vp, mbs=1)
+    p = predict("llama3-70b", "h100-sxm", lay)
+    # minus the one embedding-output tensor the first rank also keeps
+    return p.memory_parts["activations"][0] - 2 * 8192 * 4096 / 8
+
+
+def test_1f1b_first_rank_holds_pp_microbatches():
+    # non-interleaved 1F1B: pp micro-batches in flight on the first rank (Narayanan et al. 2021 §2.2.1)
+    one = _activations(pp=1, vp=1)          # pp=1: one micro-batch of all 80 layers
+    four = _activations(pp=4, vp=1)         # 4 in flight x 20 layers = 80 layer-micro-batches
+    assert four == pytest.approx(one, rel=1e-12)
+
+
+def test_interleaved_adds_korthikanti_factor():
+    # interleaved with vp=2: pp (1 + (pp-1)/(pp vp)) = 4 x 1.375 = 5.5 micro-batches of 20 layers
+    assert _activations(pp=4, vp=2) == pytest.approx(_activations(pp=4, vp=1) * 1.375, rel=1e-12)
