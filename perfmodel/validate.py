@@ -196,10 +196,20 @@ def likely_cause(p: Prediction, i: int = 0) -> str:
     return _cause(p.row(i)["breakdown_s"], float(p.step_time_s[i]))
 
 
+_KERNELS = ("gemm", "attention", "memory_bound")
+
+
 def _cause(b: dict[str, float], step: float) -> str:
-    comm = {k: v for k, v in b.items() if k not in ("gemm", "attention", "memory_bound")}
+    """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
+    predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
+    unsupported features such as attention sinks), so name the largest kernel class instead."""
+    comm = {k: v for k, v in b.items() if k not in _KERNELS}
     k = max(comm, key=comm.get)  # type: ignore[arg-type]
-    return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
+    if comm[k] >= 0.10 * step:
+        return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
+    kern = max(_KERNELS, key=lambda n: b.get(n, 0.0))
+    return (f"kernel-bound prediction (no overhead above 10%): slower kernels than modelled, "
+            f"most likely {kern} ({b.get(kern, 0.0) / step:.0%} of the step)")
 
 
 class _Row(NamedTuple):
