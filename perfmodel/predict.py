@@ -104,7 +104,6 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     nmb = np.maximum(f64(grid.gbs) / (dp * mbs), 1.0)
     T = mbs * seq / cp                      # tokens per micro-batch on one CP rank (GEMM rows)
     Ts = T / tp                              # ... and per GPU after sequence-parallel sharding
-    D = hw.scale_up.domain_size
 
     # ---- attention block ------------------------------------------------------------------
     att_f, att_b, att_in, att_out = _gemms_time(attention_gemms(m, T, tp), hw, prec, c)
