@@ -6,8 +6,11 @@
 """
 from __future__ import annotations
 
+import os
+
 from .calibration import Constants, constants
-from .hardware import HardwareSpec, load_hardware
+from .errors import InputError, did_you_mean
+from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
@@ -15,7 +18,31 @@ from .predict import Options, Prediction, predict_grid
 __all__ = ["Layout", "LayoutGrid", "Options", "Prediction", "load_model", "load_hardware", "predict", "predict_many"]
 
 
+CHOICES = {"precision": PRECISIONS, "attention": ("causal", "full"), "routing": ("real", "balanced")}
+
+
+def _spec_ref(value: object, kind: str, cls: type) -> None:
+    if not isinstance(value, (str, os.PathLike, cls)):
+        raise InputError(kind, "", f"expected a catalog id, a spec file path or a {cls.__name__} "
+                                   f"(got {type(value).__name__})")
+
+
+def check_args(model: object, hardware: object, precision: object, attention: object, routing: object,
+               consts: object) -> None:
+    """The Python API's arguments other than the layout: one InputError naming the bad one."""
+    _spec_ref(model, "model", ModelSpec)
+    _spec_ref(hardware, "hardware", HardwareSpec)
+    for name, value in (("precision", precision), ("attention", attention), ("routing", routing)):
+        if value not in CHOICES[name]:
+            hint = did_you_mean(value, CHOICES[name]) if isinstance(value, str) else ""
+            raise InputError(name, repr(value), f"unknown {name}{hint}; one of {', '.join(CHOICES[name])}")
+    if consts is not None and not isinstance(consts, Constants):
+        raise InputError("consts", "", f"expected a calibration.Constants or None (got {type(consts).__name__})")
+
+
 def check(model: ModelSpec, layout: Layout) -> None:
+    if not isinstance(layout, Layout):
+        raise InputError("layout", "", f"expected a perfmodel.api.Layout (got {type(layout).__name__})")
     a = model.attention
     check_layout(layout, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
 
@@ -24,7 +51,8 @@ def predict(model: str | ModelSpec, hardware: str | HardwareSpec, layout: Layout
             attention: str = "causal", routing: str = "real", consts: Constants | None = None) -> Prediction:
     """Predict one layout (validated first: a clear InputError names the broken rule). `consts`: the
     global constants to use (a software profile's, perfmodel/profiles.py); default the calibrated ones."""
-    m, hw = load_model(model), load_hardware(hardware)
+    check_args(model, hardware, precision, attention, routing, consts)
+    m, hw = load_model(model), load_hardware(hardware)  # type: ignore[arg-type]
     check(m, layout)
     return predict_grid(m, hw, LayoutGrid.of(layout), Options(precision, attention, routing, consts or constants()))  # type: ignore[arg-type]
 
@@ -32,5 +60,8 @@ def predict(model: str | ModelSpec, hardware: str | HardwareSpec, layout: Layout
 def predict_many(model: str | ModelSpec, hardware: str | HardwareSpec, grid: LayoutGrid, precision: str = "bf16",
                  attention: str = "causal", routing: str = "real", consts: Constants | None = None) -> Prediction:
     """Vectorised: score every layout of `grid` at once (legality is the caller's job, see layout.legality)."""
-    m, hw = load_model(model), load_hardware(hardware)
+    check_args(model, hardware, precision, attention, routing, consts)
+    if not isinstance(grid, LayoutGrid):
+        raise InputError("grid", "", f"expected a perfmodel.api.LayoutGrid (got {type(grid).__name__})")
+    m, hw = load_model(model), load_hardware(hardware)  # type: ignore[arg-type]
     return predict_grid(m, hw, grid, Options(precision, attention, routing, consts or constants()))  # type: ignore[arg-type]

@@ -47,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         # a long command re-raises Ctrl-C with how far it got ("interrupted after 3 of 12 chunks; ...")
         click.echo(str(exc) or "interrupted", err=True)
         return 130
+    except click.UsageError as exc:         # a bad flag or flag value: one line, like InputError
+        cmd = exc.ctx.command_path if exc.ctx else "perfmodel"
+        click.echo(f"error: {exc.format_message()} (see `{cmd} --help`)", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

@@ -88,6 +88,13 @@ def check_keys(overrides: Mapping[str, float], known: tuple[str, ...]) -> None:
             raise InputError("--set", key, f"unknown assumption{did_you_mean(key, known)}; known: {', '.join(known)}")
 
 
+# Plausibility: above these a value is a typo or a unit slip (cents for dollars, W for kW), never a data centre.
+ABSURD_ABOVE = {"server_capex_usd_per_gpu": 1e7, "allin_capex_usd_per_gpu": 1e7, "capex_factor": 100.0,
+                "depreciation_years": 100.0, "cost_of_capital": 10.0, "electricity_usd_per_kwh": 100.0, "pue": 10.0,
+                "colocation_usd_per_kw_month": 1e5, "support_fraction_per_year": 10.0, "allin_w_per_gpu": 1e5,
+                "network_storage_w_per_gpu": 1e5}
+
+
 def _require(cond: bool, key: str, reason: str) -> None:
     if not cond:
         raise InputError("cost assumption", key, reason)
@@ -149,6 +156,8 @@ def cost_inputs(hw: HardwareSpec, buyer: str = "hyperscaler", overrides: Mapping
     for k in ("cost_of_capital", "electricity_usd_per_kwh", "colocation_usd_per_kw_month",
               "support_fraction_per_year", "network_storage_w_per_gpu"):
         _require(getattr(ci, k) >= 0, k, "must be >= 0")
+    for k, top in ABSURD_ABOVE.items():
+        _require(getattr(ci, k) <= top, k, f"must be at most {top:g} (got {getattr(ci, k):g}): a typo or a unit slip?")
     return ci
 
 
@@ -237,6 +246,12 @@ def run_cost(t: TCO, tokens_per_s_per_gpu: float, tokens: float, gpus: int, good
     j_per_token = t.utility_w_per_gpu / tokens_per_s_per_gpu * energy_factor / goodput
     wall_s = tokens / (tokens_per_s_per_gpu * gpus) / goodput
     energy = j_per_token * tokens
+    if not all(math.isfinite(v) for v in (usd_per_token * tokens, energy, wall_s * gpus * cost_factor)):
+        if goodput < 1e-300:
+            raise InputError("reliability", "goodput", f"the run never finishes (goodput {goodput:.3g}): "
+                                                       "interruptions outpace recovery; check the reliability assumptions")
+        raise InputError("--tokens", "tokens", f"{tokens:g} tokens at {tokens_per_s_per_gpu:g} tokens/s/GPU: the run's "
+                                               "cost, energy or time overflows")
     return RunCost(usd_per_token * 1e6, j_per_token, usd_per_token * tokens, energy, energy / J_PER_KWH / 1000.0,
                    energy / HOUSEHOLD_J_PER_YEAR, wall_s * gpus / SECONDS_PER_HOUR * cost_factor,
                    wall_s / SECONDS_PER_DAY)

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .errors import InputError, did_you_mean
 from .specfile import read_document, resolve, split_sources, validate
@@ -55,14 +55,14 @@ class ScaleUp(Frozen):
     domain_size: int = Field(ge=1, le=100000)
     bandwidth: float = Bandwidth     # per GPU, per direction
     nvls: bool = False               # NVLink SHARP in-switch reduction
-    latency_s: float = Field(default=5e-6, ge=0, allow_inf_nan=False)
+    latency_s: float = Field(default=5e-6, ge=0, le=0.1, allow_inf_nan=False)   # 100 ms: a typo or a unit slip
 
 
 class ScaleOut(Frozen):
     """InfiniBand / RoCE between domains, per GPU."""
     bandwidth: float = Bandwidth     # per GPU, per direction (all its NICs)
     nics_per_gpu: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    latency_s: float = Field(default=1e-5, ge=0, allow_inf_nan=False)
+    latency_s: float = Field(default=1e-5, ge=0, le=0.1, allow_inf_nan=False)
 
 
 class Power(Frozen):

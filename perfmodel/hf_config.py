@@ -50,6 +50,7 @@ name = f"{model_type} {id}". Every error is an InputError naming the file and th
 """
 from __future__ import annotations
 
+import difflib
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -101,6 +102,11 @@ class _Reader:
             return self.top[key], key
         return _MISSING, self.prefix + key
 
+    def missing(self, key: str) -> str:
+        """'required field is missing', naming a close key of the file (a misspelling) when there is one."""
+        close = difflib.get_close_matches(key, [k for k in self.cfg if isinstance(k, str)], n=1, cutoff=0.8)
+        return "required field is missing" + (f" (the file has '{close[0]}': misspelled?)" if close else "")
+
     def fail(self, key: str, reason: str) -> InputError:
         return InputError(self.where, self.raw(key)[1], reason)
 
@@ -109,7 +115,7 @@ class _Reader:
         val, field = self.raw(key)
         if val is _MISSING or val is None:
             if default is _REQUIRED:
-                raise InputError(self.where, field, "required field is missing" if val is _MISSING
+                raise InputError(self.where, field, self.missing(key) if val is _MISSING
                                  else "must be an integer, got null")
             return default
         if isinstance(val, bool) or not isinstance(val, (int, float)) or (

@@ -41,6 +41,23 @@ class Layout:
 _INT_FIELDS = ("gpus", "gbs", "seq", "tp", "pp", "vp", "cp", "ep", "etp", "mbs")
 
 
+def layout_text(L: "Layout | dict | None", mbs: bool = False) -> str:
+    """One layout as the command line shows it: 'tp4 pp8 vp5 cp2 dp4 mbs2 fsdp rc-selective'. tp, pp and dp
+    always, other axes when not 1; mbs=True shows the micro-batch even when it is 1 (where the planner
+    chose it). Takes a Layout or a prediction row's layout dict; None -> '-'."""
+    if L is None:
+        return "-"
+    d = {**L.__dict__, "dp": L.dp} if isinstance(L, Layout) else L
+    parts = [f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp") if d[k] != 1 or k in ("tp", "pp", "dp")]
+    if mbs or d["mbs"] != 1:
+        parts.append(f"mbs{d['mbs']}")
+    if d["fsdp"]:
+        parts.append("fsdp")
+    if d["recompute"] != "none":
+        parts.append(f"rc-{d['recompute']}")
+    return " ".join(parts)
+
+
 @dataclass(frozen=True)
 class LayoutGrid:
     """Many layouts as parallel int64 arrays (same length n)."""
@@ -146,6 +163,8 @@ def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: 
             raise InputError("layout", name, f"must be at most {MAX_LAYOUT_INT:,} (got {val:,})")
     if layout.recompute not in RECOMPUTE:
         raise InputError("layout", "recompute", f"must be one of {', '.join(RECOMPUTE)}")
+    if not isinstance(layout.fsdp, (bool, np.bool_)):
+        raise InputError("layout", "fsdp", f"must be True or False (got {layout.fsdp!r})")
     # in Python ints, before the int64 arrays of `legality` could wrap around
     model_par = int(layout.tp) * int(layout.pp) * int(layout.cp)
     if model_par > layout.gpus:

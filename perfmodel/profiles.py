@@ -284,7 +284,40 @@ def release_series(rows: list[dict], base: Path, series: str | None = None, mode
             "like_for_like_speedup": float(np.exp(np.mean(np.log(like)))) if like else None,
         })
     return {"filters": {"series": series, "model": model, "hardware": hardware, "precision": precision, "gpus": gpus},
-            "releases": out_rel, "rows": out_rows}
+            "releases": out_rel, "rows": out_rows,
+            "report_points": report_points(series, model, hardware, precision, gpus)}
+
+
+def report_points(series: str | None = None, model: str | None = None, hardware: str | None = None,
+                  precision: str | None = None, gpus: int | None = None) -> list[dict[str, Any]]:
+    """Figures of the report's text with no row in runs.csv but a what-if profile solved for them
+    (`evidence.target` in profiles.toml, e.g. GPT-3 175B on 128 H100 at 34% MFU in Jan 2024), matching the
+    filters: the figure, and the default's and the profile's prediction of that layout (MFU in the
+    full-attention convention the report uses)."""
+    from .hardware import load_hardware
+    from .layout import Layout, LayoutGrid
+    from .model import load_model
+    from .predict import Options, predict_grid
+    out = []
+    for p in load_profiles().values():
+        t = p.evidence.get("target")
+        if not isinstance(t, dict):
+            continue
+        if ((series and not p.name.startswith(series + "-")) or (model and t["model"] != model)
+                or (hardware and t["hardware"] != hardware) or (precision and t["precision"] != precision)
+                or (gpus and int(t["gpus"]) != gpus)):
+            continue
+        m, hw = load_model(t["model"]), load_hardware(t["hardware"])
+        lay = Layout(gpus=int(t["gpus"]), gbs=int(t["gbs"]), seq=int(t["seq"]), tp=int(t.get("tp", 1)),
+                     pp=int(t.get("pp", 1)), vp=int(t.get("vp", 1)), cp=int(t.get("cp", 1)))
+        pred = {k: predict_grid(m, hw, LayoutGrid.of(lay), Options(t["precision"], "full", consts=c))
+                for k, c in (("default", constants()), ("own", p.consts))}
+        out.append({"label": t["label"], "profile": p.name, "date": t["date"], "model": m.id, "hardware": hw.id,
+                    "gpus": lay.gpus, "precision": t["precision"],
+                    "layout": f"tp{lay.tp} pp{lay.pp} vp{lay.vp} gbs{lay.gbs}", "measured_mfu_full": float(t["mfu_full"]),
+                    **{f"predicted_{k}": float(v.tokens_per_s_per_gpu[0]) for k, v in pred.items()},
+                    **{f"mfu_full_{k}": float(v.mfu[0]) for k, v in pred.items()}})
+    return out
 
 
 def _full_over_causal(model_id: str, seq: int) -> float:

@@ -84,6 +84,10 @@ def reliability_inputs(hw: HardwareSpec, overrides: Mapping[str, float | int | b
         base["count_hot_spares"] = bool(base["count_hot_spares"])
     known = {f.name for f in fields(ReliabilityInputs)}
     ri = ReliabilityInputs(gpus_per_unit=gpus_per_unit, sources=src, **{k: v for k, v in base.items() if k in known})
+    for f in fields(ri):
+        v = getattr(ri, f.name)
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InputError("reliability", f.name, f"must be a finite number (got {v})")
     for k in ("mtbi_gpu_days", "checkpoint_bytes_per_param", "storage_write_bytes_per_s_per_gpu"):
         if not getattr(ri, k) > 0:
             raise InputError("reliability", k, f"must be > 0 (got {getattr(ri, k)})")
@@ -94,6 +98,12 @@ def reliability_inputs(hw: HardwareSpec, overrides: Mapping[str, float | int | b
         raise InputError("reliability", "checkpoint_s", "must be >= 0")
     if ri.spare_units is not None and ri.spare_units < 0:
         raise InputError("reliability", "spare_units", "must be >= 0")
+    for k in ("restart_s", "unit_repair_s", "component_repair_s", "checkpoint_s"):   # 3 years
+        if (getattr(ri, k) or 0) > 1e8:
+            raise InputError("reliability", k, f"must be at most 1e8 s (got {getattr(ri, k):g}): a unit slip?")
+    for k in ("spare_units", "min_spare_units"):
+        if (getattr(ri, k) or 0) > 1e6:
+            raise InputError("reliability", k, f"must be at most 1e6 units (got {getattr(ri, k):g})")
     if not 0 <= ri.unit_event_fraction <= 1:
         raise InputError("reliability", "unit_event_fraction", "must be in [0, 1]")
     if not 0 <= ri.hot_spare_gpus_per_unit < gpus_per_unit:

@@ -27,8 +27,8 @@ from .compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_
 from .counts import param_counts
 from .economics import run_cost
 from .errors import InputError
-from .hardware import HardwareSpec, load_hardware
-from .layout import Layout
+from .hardware import HardwareSpec, apply_overrides, load_hardware
+from .layout import Layout, layout_text
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction
 from .reliability import assess, reliability_inputs
@@ -44,6 +44,7 @@ TERMS = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp",
 class ReportConfig:
     model: str = "llama3-70b"
     hardware: str = "h100-sxm"
+    hardware_sets: tuple[str, ...] = ()      # what-if --set FIELD=VALUE on `hardware` (hardware.apply_overrides)
     gpus: int = 64
     gbs: int = 128
     seq: int = 8192
@@ -70,18 +71,6 @@ def _plt():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
-
-
-def _short(L: Layout) -> str:
-    d = {**L.__dict__, "dp": L.dp}
-    parts = [f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp") if d[k] != 1 or k in ("tp", "pp", "dp")]
-    if L.mbs != 1:
-        parts.append(f"mbs{L.mbs}")
-    if L.fsdp:
-        parts.append("fsdp")
-    if L.recompute != "none":
-        parts.append(f"rc-{L.recompute}")
-    return " ".join(parts)
 
 
 # ---- 1. breakdown bars -----------------------------------------------------------------------------
@@ -188,42 +177,94 @@ def roofline_ops(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> 
 
 
 def roofline_png(ops: list[Op], hw: HardwareSpec, precision: str, path: Path, title: str) -> None:
+    """Two panels: the whole roofline (log-log) with every op, the ridge point of the precision (and of bf16,
+    where attention runs, when they differ) and the memory-bound ops labelled; and a zoom on the
+    compute-bound corner (linear TFLOP/s) where the GEMMs and flash attention crowd, each labelled."""
     plt = _plt()
+    from matplotlib.ticker import FuncFormatter
     peak = hw.peak(precision)
     peak16 = hw.peak_flops.bf16
     bw = hw.memory.hbm_bandwidth
-    fig, ax = plt.subplots(figsize=(10, 5.6))
-    x = np.logspace(-1, 4.5, 200)
-    ax.plot(x, np.minimum(peak, bw * x) / 1e12, "k-", lw=1.5, label=f"roofline: {precision} peak, HBM {bw / 1e12:.2f} TB/s")
-    if peak16 != peak:
-        ax.plot(x, np.minimum(peak16, bw * x) / 1e12, "k:", lw=1, label="bf16 peak (attention kernels)")
     eff = gemm_peak_and_eff(hw, precision)[1]
-    ax.axhline(peak * eff / 1e12, color="grey", ls="--", lw=1, label=f"best-shape GEMM (MAMF) {eff:.0%} of peak")
     colors = {"gemm": "#1f77b4", "attention": "#d62728", "memory": "#2ca02c"}
-    seen: set[str] = set()
-    gi = 0
-    for op in ops:
-        lab = {"gemm": "GEMMs", "attention": "flash attention",
-               "memory": "memory-bound ops (approx. FLOPs)"}[op.kind]
-        ax.scatter(op.intensity, op.achieved / 1e12, color=colors[op.kind], s=40, zorder=3,
-                   label=None if lab in seen else lab)
-        seen.add(lab)
-        if op.kind == "gemm":                  # GEMMs crowd near the ridge: stagger labels, shapes in the table
-            dy = -14 - 10 * (gi % 5)
-            gi += 1
-            ax.annotate(op.name.split(" [")[0], (op.intensity, op.achieved / 1e12), fontsize=6.5, xytext=(-6, dy),
-                        textcoords="offset points", ha="right", arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "grey"})
-        else:
-            mi = sum(o.kind != "gemm" for o in ops[: ops.index(op)])
-            ax.annotate(op.name, (op.intensity, op.achieved / 1e12), fontsize=6.5,
-                        xytext=(5, 4 if mi % 2 == 0 else -10), textcoords="offset points")
+    kinds = {"gemm": "GEMMs", "attention": "flash attention", "memory": "memory-bound ops (nominal FLOPs)"}
+    fig, (ax, az) = plt.subplots(1, 2, figsize=(13, 5.8), gridspec_kw={"width_ratios": [1.25, 1]})
+    lo_x = min([0.1] + [o.intensity / 2 for o in ops])
+    hi_x = max([3e4] + [o.intensity * 3 for o in ops])
+    x = np.logspace(np.log10(lo_x), np.log10(hi_x), 300)
+    ridges = [(precision, peak)] + ([("bf16", peak16)] if peak16 != peak else [])
+    for a in (ax, az):
+        a.plot(x, np.minimum(peak, bw * x) / 1e12, "k-", lw=1.5,
+               label=f"roofline: {precision} peak {peak / 1e12:,.0f} TFLOP/s, HBM {bw / 1e12:.2f} TB/s")
+        if peak16 != peak:
+            a.plot(x, np.minimum(peak16, bw * x) / 1e12, "k:", lw=1,
+                   label=f"bf16 roofline {peak16 / 1e12:,.0f} TFLOP/s (attention kernels)")
+        a.axhline(peak * eff / 1e12, color="grey", ls="--", lw=1, label=f"best-shape GEMM (MAMF): {eff:.0%} of peak")
+        for o in ops:
+            a.scatter(o.intensity, o.achieved / 1e12, color=colors[o.kind], s=40, zorder=3, edgecolor="white", lw=0.5)
+    for k in ("gemm", "attention", "memory"):              # one legend entry per kind
+        if any(o.kind == k for o in ops):
+            ax.scatter([], [], color=colors[k], s=40, label=kinds[k])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte)")
-    ax.set_ylabel("achieved TFLOP/s (cost model)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(True, which="both", alpha=0.25)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_xlim(lo_x, hi_x)
+    y_lo = 0.3 * min([1.0] + [o.achieved / 1e12 for o in ops])
+    ax.set_ylim(y_lo, 2.5 * max(peak, peak16) / 1e12)
+    for k, (name, pk) in enumerate(ridges):                # ridge point: peak / bandwidth
+        r = pk / bw
+        ax.axvline(r, color="#9467bd", ls=":", lw=1)
+        ax.text(r * (1.12 if k == 0 else 0.89), 1.5 * y_lo, f"ridge {r:,.0f} FLOP/B ({name})", rotation=90, fontsize=7,
+                color="#9467bd", ha="left" if k == 0 else "right", va="bottom")
+    # memory-bound ops crowd at 0.1-2 FLOP/B: labels stacked to their right, in order, with leader lines
+    mem = sorted((o for o in ops if o.kind == "memory"), key=lambda o: o.achieved)
+    ly = np.geomspace(1.8 * y_lo, 0.01 * peak / 1e12, max(2, len(mem)))
+    tx = 30 * max([0.1] + [o.intensity for o in mem])
+    for o, y in zip(mem, ly):
+        ax.annotate(o.name, (o.intensity, o.achieved / 1e12), xytext=(tx, y), textcoords="data", fontsize=7,
+                    va="center", color="#2ca02c", arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"})
+    hot = [o for o in ops if o.kind != "memory"]
+    ax.set_xlabel("arithmetic intensity (FLOPs per HBM byte, log)")
+    ax.set_ylabel("achieved TFLOP/s (cost model, log)")
+    ax.set_title("All ops", fontsize=10)
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize=7, loc="upper left")
+    if hot:
+        zx0 = min(o.intensity for o in hot) / 1.6
+        zx1 = max(o.intensity for o in hot) * 1.6
+        ax.add_patch(plt.Rectangle((zx0, 0.45 * min(o.achieved for o in hot) / 1e12), zx1 - zx0,
+                                   1.3 * peak / 1e12 - 0.45 * min(o.achieved for o in hot) / 1e12, fill=False,
+                                   ls="--", lw=0.8, color="grey"))
+        ax.annotate("zoom (right)", (zx0, 0.45 * min(o.achieved for o in hot) / 1e12), xytext=(0, -11),
+                    textcoords="offset points", fontsize=7, color="grey")
+        az.set_xscale("log")
+        az.set_xlim(zx0, zx1)
+        az.set_ylim(0, 1.08 * max(peak, peak16) / 1e12)
+        # labels in rows in the empty part below the points, in order of intensity, with leader lines; with
+        # many ops (MoE, MLA) names only: the shapes are in the table under the figure
+        lx = np.log10([zx0, zx1])
+        rows = 2 if len(hot) <= 7 else 3
+        ys = np.linspace(0.05 * az.get_ylim()[1], 0.8 * min(o.achieved for o in hot) / 1e12, rows + 1)[:rows]
+        for k, o in enumerate(sorted(hot, key=lambda o: o.intensity)):
+            fx = 0.08 + 0.84 * (k + 0.5) / len(hot)
+            tx = 10 ** (lx[0] + fx * (lx[1] - lx[0]))
+            name, _, shape = o.name.partition(" [")
+            text = name + ("\n" + shape.split("]")[0] if shape and rows == 2 else "")
+            az.annotate(text, (o.intensity, o.achieved / 1e12), xytext=(tx, ys[k % rows]), textcoords="data", fontsize=7,
+                        ha="center", va="center", color=colors[o.kind],
+                        arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "grey"})
+    az.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    az.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if str(round(v))[0] in "25" else ""))
+    az.tick_params(axis="x", which="both", labelsize=8)
+    xr = az.get_xlim()[1]
+    for y, lab in [(peak, f"{precision} peak"), (peak * eff, f"best-shape GEMM {eff:.0%}")] + \
+                  ([(peak16, "bf16 peak")] if peak16 != peak else []):
+        az.text(xr, y / 1e12, lab + " ", fontsize=7, ha="right", va="bottom", color="dimgrey")
+    az.set_xlabel("arithmetic intensity (FLOPs per HBM byte, log)")
+    az.set_ylabel("achieved TFLOP/s (cost model)")
+    az.set_title("Compute-bound corner: GEMMs" + (" [M x N x K]" if len(hot) <= 7 else " (shapes in the table)")
+                 + " and flash attention", fontsize=10)
+    az.grid(True, which="both", alpha=0.2)
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -282,10 +323,11 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
         nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
         eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
         usd = (lambda v: v) if priced else (lambda v: None)
-        out.append({"hardware": hw.id, "name": hw.name, "layout": _short(res.top.layouts.layout(0)),
+        out.append({"hardware": hw.id, "name": hw.name, "layout": layout_text(res.top.layouts.layout(0)),
                     "tokens_per_s_per_gpu": tps, "mfu": float(res.top.mfu[0]), "usd_per_gpu_hour": usd(t.usd_per_gpu_hour),
                     "usd_per_million_tokens": usd(nom.usd_per_million_tokens), "joules_per_token": nom.joules_per_token,
-                    "goodput": rel.goodput_fraction,
+                    "goodput": rel.goodput_fraction, "units": rel.units, "spare_units": rel.spare_units,
+                    "gpus_per_unit": rel.inputs.gpus_per_unit, "cost_factor": rel.cost_factor,
                     "usd_per_million_tokens_after_reliability": usd(eff.usd_per_million_tokens),
                     "usd_run_after_reliability": usd(eff.usd_total),
                     "perf_per_tco_vs_first": None, "perf_per_tco_after_reliability_vs_first": None})
@@ -304,7 +346,7 @@ def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     ok = [r for r in rows if r.get("layout")]
     metrics = [("tokens/s per GPU", "tokens_per_s_per_gpu", "{:,.0f}"), ("$ per GPU-hour", "usd_per_gpu_hour", "{:.2f}"),
                ("$ per 1M tokens", "usd_per_million_tokens", "{:.3f}"), ("utility J per token", "joules_per_token", "{:.2f}"),
-               ("perf per TCO (x first)", "perf_per_tco_vs_first", "{:.2f}x")]
+               (f"perf per TCO (vs {ok[0]['hardware'] if ok else 'first'})", "perf_per_tco_vs_first", "{:.2f}x")]
     fig, axes = plt.subplots(1, len(metrics), figsize=(12, 3.4))
     colors = ["#76b900", "#1f77b4", "#ff7f0e", "#9467bd"]
     for ax, (lab, k, fmt) in zip(axes, metrics):
@@ -384,7 +426,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
     if not outdir.is_dir():
         raise InputError("--out", str(out), "not a folder")
-    m, hw = load_model(cfg.model), load_hardware(cfg.hardware)
+    m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
     prof = get_profile(cfg.profile)
     opts = Options(cfg.precision, "causal", "real", prof.consts)  # type: ignore[arg-type]
     rep = Report(outdir)
@@ -397,7 +439,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         raise InputError("--gpus", str(cfg.gpus), f"no legal layout of {m.id} fits on {cfg.gpus} x {hw.id} "
                                                   f"(gbs {cfg.gbs}, seq {cfg.seq}); try more GPUs")
     top = res.top
-    labels = [f"#{i + 1} {_short(top.layouts.layout(i))}" for i in range(top.layouts.n)]
+    labels = [f"#{i + 1} {layout_text(top.layouts.layout(i))}" for i in range(top.layouts.n)]
     title = f"{m.name}, {cfg.gpus} x {hw.id}, {cfg.precision}, gbs {cfg.gbs}, seq {cfg.seq}"
     breakdown_png(top, labels, outdir / "breakdown.png", f"Step-time breakdown, planner's top {top.layouts.n}: {title}")
     rep.files.append("breakdown.png")
@@ -406,10 +448,10 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         b = {k: float(v[i]) for k, v in top.breakdown_s.items()}
         step = float(top.step_time_s[i])
         comm_s = sum(b[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
-        top_rows.append([i + 1, _short(top.layouts.layout(i)), f"{top.tokens_per_s_per_gpu[i]:,.0f}",
+        top_rows.append([i + 1, layout_text(top.layouts.layout(i)), f"{top.tokens_per_s_per_gpu[i]:,.0f}",
                          f"{top.mfu[i]:.1%}", f"{step:.3f}", f"{comm_s / step:.1%}", f"{b['pipeline_bubble'] / step:.1%}",
                          f"{top.memory_bytes_per_gpu[i] / 2**30:.1f}"])
-    rep.data["top"] = [{"layout": _short(top.layouts.layout(i)), **{k: v for k, v in top.row(i).items() if k != "layout"}}
+    rep.data["top"] = [{"layout": layout_text(top.layouts.layout(i)), **{k: v for k, v in top.row(i).items() if k != "layout"}}
                        for i in range(top.layouts.n)]
 
     sections.append("<h2>1. Where the step goes</h2><p class='note'>Predicted seconds per optimizer step of the "
@@ -421,14 +463,16 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     best = top.layouts.layout(0)
     ops = roofline_ops(m, hw, best, opts)
     roofline_png(ops, hw, cfg.precision, outdir / "roofline.png",
-                 f"Roofline of {hw.id}: forward ops of one layer, one micro-batch, layout {_short(best)}")
+                 f"Roofline of {hw.id}: forward ops of one layer, one micro-batch, layout {layout_text(best)}")
     rep.files.append("roofline.png")
     rep.data["roofline"] = [{"op": o.name, "kind": o.kind, "flops": o.flops, "bytes": o.bytes, "seconds": o.seconds,
                              "intensity": o.intensity, "achieved_flops_per_s": o.achieved} for o in ops]
     sections.append("<h2>2. Roofline</h2><p class='note'>Each point is one op of the best layout's forward pass on one "
                     "GPU: arithmetic intensity (FLOPs per HBM byte of operands and results) against the FLOP/s the cost "
                     "model gives it. GEMMs sit under the best-shape GEMM line (efficiency falls for short K and "
-                    "under-filled tiles); memory-bound ops sit on the bandwidth slope. FLOP counts of the memory-bound "
+                    "under-filled tiles); memory-bound ops sit on the bandwidth slope, left of the ridge point (peak FLOP/s "
+                    "over HBM bandwidth; for FP8 and below also the bf16 ridge, where attention runs). FLOP counts of "
+                    "the memory-bound "
                     "ops are nominal (approximation).</p>"
                     + _img("roofline.png", "roofline", "Roofline with the model's main ops (perfmodel/report.py roofline_ops)")
                     + _table(["op", "kind", "GFLOP", "MB", "FLOP/B", "µs", "TFLOP/s"],
@@ -451,17 +495,18 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     scaling_plot(sc, outdir / "scaling.png")
     rep.files.append("scaling.png")
     rep.data["scaling"] = sc.to_dict()
-    sc_rows = [[f"{p.gpus:,}", p.gbs, f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.mfu:.1%}",
+    sc_rows = [[f"{p.gpus:,}", f"{p.gbs:,}", f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.mfu:.1%}",
                 f"{p.grows_s['dp_comm'] / p.step_time_s:.1%}", f"{p.goodput_fraction:.2%}",
                 f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
                 f"{p.usd_per_million_tokens:.3f}" if p.usd_per_million_tokens is not None else "-",
                 f"{p.joules_per_token:.2f}"] if p.ok else [f"{p.gpus:,}", p.gbs, p.reason, "", "", "", "", "", ""]
                for p in sc.points]
-    sections.append(f"<h2>4. Weak scaling</h2><p class='note'>Best layout {e(_short(best))} held fixed, per-GPU batch "
+    sections.append(f"<h2>4. Weak scaling</h2><p class='note'>Best layout {e(layout_text(best))} held fixed, per-GPU batch "
                     f"held (global batch grows with data parallelism), {sizes[0]:,} to {sizes[-1]:,} GPUs "
                     f"(<code>perfmodel scaling</code>). Goodput: interruptions grow with the GPU count, checkpoints "
                     f"every Young interval (perfmodel/reliability.py).</p>"
-                    + _img("scaling.png", "scaling curves", "tokens/s per GPU and MFU vs GPUs (log x)")
+                    + _img("scaling.png", "scaling curves", "tokens/s per GPU (and x goodput), MFU, and the exposed "
+                           "share of the step of what grows (DP communication, bubble, all-to-all) vs GPUs (log x)")
                     + _table(["GPUs", "gbs", "tok/s/GPU", "MFU", "DP comm", "goodput", "goodput tok/s/GPU", "$/1M tok",
                               "J/tok"], sc_rows))
 
@@ -489,6 +534,13 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     rep.data["compare"] = cmp_rows
     ok = [r for r in cmp_rows if r.get("layout")]
     f = lambda v, spec: "-" if v is None else format(v, spec)
+    heavy = [r for r in ok if r["cost_factor"] > 1.25]
+    spare_note = (" At this size the spare units are a large share of the cluster ("
+                  + ", ".join(f"{e(r['hardware'])}: {r['spare_units']} spare of {r['units']} unit"
+                              f"{'s' if r['units'] != 1 else ''} of {r['gpus_per_unit']} GPUs, "
+                              f"{r['cost_factor']:.2f}x GPUs paid" for r in heavy)
+                  + "), which dominates the after-reliability figures; at a few hundred GPUs and more it is a few "
+                    "percent (<code>--gpus</code>).") if heavy else ""
     metric_rows = [
         ["best layout"] + [r["layout"] for r in ok],
         ["tokens/s per GPU"] + [f"{r['tokens_per_s_per_gpu']:,.0f}" for r in ok],
@@ -497,6 +549,8 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         ["$ per 1M tokens"] + [f(r["usd_per_million_tokens"], ".4f") for r in ok],
         ["utility J per token"] + [f"{r['joules_per_token']:.3f}" for r in ok],
         ["goodput"] + [f"{r['goodput']:.2%}" for r in ok],
+        ["units + spare units (GPUs per unit)"] + [f"{r['units']} + {r['spare_units']} ({r['gpus_per_unit']})" for r in ok],
+        ["GPUs paid / GPUs used"] + [f"{r['cost_factor']:.2f}x" for r in ok],
         ["$ per 1M tokens after reliability"] + [f(r["usd_per_million_tokens_after_reliability"], ".4f") for r in ok],
         ["perf per TCO vs first"] + [f(r["perf_per_tco_vs_first"], ".2f") + "x" * (r["perf_per_tco_vs_first"] is not None)
                                      for r in ok],
@@ -506,7 +560,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     sections.append(f"<h2>6. {' vs '.join(e(h.id) for h in hws)}</h2><p class='note'>The planner's best layout on each "
                     f"system at {cfg.gpus} GPUs; cost from <code>perfmodel tco</code> ({e(cfg.buyer)} assumptions), "
                     f"energy as utility joules (all-in power x PUE), goodput and spares from the reliability model "
-                    f"(<code>perfmodel compare</code>).</p>"
+                    f"(<code>perfmodel compare</code>).{spare_note}</p>"
                     + _img("compare.png", "hardware comparison", "cost, energy and perf per TCO")
                     + _table([""] + [r["hardware"] for r in ok], metric_rows))
 
@@ -518,7 +572,9 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         ver = "checkout"
     head = (f"<h1>perfmodel report: {e(m.name)} on {e(hw.name)}</h1>"
             f"<p class='note'>{cfg.gpus} GPUs, global batch {cfg.gbs}, sequence {cfg.seq}, {e(cfg.precision)}, "
-            f"software profile <code>{e(prof.name)}</code>. Generated {time.strftime('%Y-%m-%d %H:%M')} in "
+            f"software profile <code>{e(prof.name)}</code>"
+            + (f", what-if hardware <code>{e(' '.join(cfg.hardware_sets))}</code>" if cfg.hardware_sets else "")
+            + f". Generated {time.strftime('%Y-%m-%d %H:%M')} in "
             f"{rep.seconds:.1f} s by perfmodel {e(ver)}; every figure is a PNG next to this page.</p>")
     page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>perfmodel report: {e(m.id)}</title>"

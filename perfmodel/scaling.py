@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from .counts import flops_per_token, param_counts
 from .economics import TCO, run_cost, tco_for
@@ -160,6 +160,7 @@ class ScalingResult:
     profile: str
     points: list[ScalePoint]
     usd_per_gpu_hour: float | None
+    moe: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "points"}
@@ -191,9 +192,11 @@ def _fill(pt: ScalePoint, p: Prediction, model: ModelSpec, hw: HardwareSpec, t: 
 
 def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base: Layout, opts: Options,
             search: bool = False, buyer: str = "hyperscaler", profile: str = "default",
-            measured: list[dict] | None = None) -> ScalingResult:
+            measured: list[dict] | None = None, constraints: Any = None,
+            on_chunk: Callable[[int, int, int], None] | None = None) -> ScalingResult:
     """Predict `base` (its gpus and gbs are those of the first, smallest size) at every GPU count.
-    search=True runs the planner per size instead (base's tp/pp/... are then ignored)."""
+    search=True runs the planner per size instead (base's tp/pp/... are then ignored; `constraints`, a
+    search.Constraints, pins or caps axes; `on_chunk(gpus, done, total)` reports the planner's progress)."""
     if mode not in MODES:
         raise InputError("--mode", "mode", f"must be weak or strong (got {mode!r})")
     if not gpus:
@@ -213,8 +216,10 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
             pt.reason = f"weak-scaled global batch {base.gbs} x {n} / {n0} is not a whole number of sequences"
             continue
         if search:
-            from .search import search as run_search
-            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1)
+            from .search import Constraints, search as run_search
+            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1,
+                             constraints=Constraints() if constraints is None else constraints,
+                             on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None)
             if res.top is None:
                 pt.reason = f"no legal layout fits in HBM ({res.legal:,} legal layouts scored)"
                 continue
@@ -237,7 +242,7 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
     if measured is not None:
         attach_measured(points, measured, model, hw, opts, base, mode, search)
     return ScalingResult(model.id, hw.id, mode, opts.precision, opts.attention, base.seq, n0, base.gbs, search,
-                         priced, profile, points, t.usd_per_gpu_hour if priced else None)
+                         priced, profile, points, t.usd_per_gpu_hour if priced else None, model.is_moe)
 
 
 # ---- measured runs (validation/runs.csv) ----------------------------------------------------------
@@ -265,11 +270,21 @@ def _cell_int(row: dict, key: str, default: int = 1) -> int:
         return -1
 
 
+def _row_layout(row: dict, lay: Layout | None = None) -> tuple:
+    """The layout a measured row states, comparable with a Layout's (given `lay`, that layout's values;
+    recompute only where the row states one: blank means unpublished, validate infers it)."""
+    rc = (row.get("recompute") or "").strip()
+    if lay is not None:
+        return (lay.tp, lay.pp, lay.vp, lay.cp, lay.ep, lay.mbs, int(lay.fsdp)) + ((lay.recompute,) if rc else ())
+    return (tuple(_cell_int(row, k) for k in ("tp", "pp", "vp", "cp", "ep")) + (_cell_int(row, "micro_batch"),
+            _cell_int(row, "fsdp", 0)) + ((rc,) if rc else ()))
+
+
 def attach_measured(points: list[ScalePoint], rows: list[dict], model: ModelSpec, hw: HardwareSpec, opts: Options,
                     base: Layout, mode: str, search: bool) -> None:
     """Attach the measured rows of the same model, hardware, precision, sequence length, batch rule
     (weak: same sequences per GPU; strong: same global batch) and, with a fixed layout, the same
-    tp/pp/vp/cp/ep. Measured MFU is recomputed from measured tokens/s/GPU with this model's FLOPs per
+    tp/pp/vp/cp/ep, micro-batch, FSDP and (where the row states it) recompute. Measured MFU is recomputed from measured tokens/s/GPU with this model's FLOPs per
     token in the chosen attention convention (MFU definition, DESIGN.md); the source's own MFU string
     is kept alongside (`source_mfu`, DGXC recipes count full attention)."""
     by_gpus = {p.gpus: p for p in points}
@@ -287,7 +302,7 @@ def attach_measured(points: list[ScalePoint], rows: list[dict], model: ModelSpec
             continue
         if mode == "strong" and g != base.gbs:
             continue
-        if not search and any(_cell_int(r, k) != getattr(base, k) for k in ("tp", "pp", "vp", "cp", "ep")):
+        if not search and _row_layout(r) != _row_layout(r, base):
             continue
         try:
             tps = float(r["tokens_per_s_per_gpu"])
@@ -304,14 +319,72 @@ def attach_measured(points: list[ScalePoint], rows: list[dict], model: ModelSpec
         p.measured.sort(key=lambda m: m["date"])
 
 
+def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int], gbs0: int,
+                    attention: str = "full", rows: list[dict] | None = None) -> list[dict[str, Any]]:
+    """Weak-scaling series of validation/runs.csv: every (precision, layout) that was measured at some of
+    `gpus` with `gbs0` sequences per `gpus[0]` GPUs, predicted at all of `gpus` with that fixed layout, and
+    its measured runs per release. -> [{"precision", "layout" (text, no dp), "release", "mfu": {gpus:
+    (measured or None, predicted)}, "tokens_per_s_per_gpu": {...}}], the README's reproduction tables
+    (validation/scaling_tables.py)."""
+    from .layout import layout_text
+    rows = load_runs() if rows is None else rows
+    n0, want = gpus[0], set(gpus)
+    groups: dict[tuple, Layout] = {}
+    for r in rows:
+        if r.get("model", "").strip() != model.id or r.get("hardware", "").strip() != hw.id:
+            continue
+        n, g = _cell_int(r, "gpus", 0), _cell_int(r, "global_batch", 0)
+        if n not in want or _cell_int(r, "seq_len", 0) != seq or g * n0 != gbs0 * n:
+            continue
+        prec = r.get("precision", "").strip()
+        lay = _row_layout(r)
+        if min(lay[:6]) < 1 or lay[6] not in (0, 1):
+            continue
+        groups.setdefault((prec,) + lay, Layout(gpus=n0, gbs=gbs0, seq=seq, tp=lay[0], pp=lay[1], vp=lay[2], cp=lay[3],
+                                                ep=lay[4], mbs=lay[5], fsdp=bool(lay[6]),
+                                                recompute=lay[7] if len(lay) > 7 else "none"))  # type: ignore[arg-type]
+    out: list[dict[str, Any]] = []
+    for key, base in sorted(groups.items(), key=lambda kv: (kv[0][0] != "bf16", kv[0])):
+        prec = key[0]
+        if len(key) == 8:                 # recompute unpublished: the lightest that fits, as validate infers it
+            for rc in ("none", "selective", "full"):
+                cand = replace(base, recompute=rc)  # type: ignore[arg-type]
+                if bool(predict_grid(model, hw, LayoutGrid.of(cand), Options(prec)).fits[0]):
+                    base = cand
+                    break
+        res = scaling(model, hw, gpus, "weak", base, Options(prec, attention), measured=rows)  # type: ignore[arg-type]
+        text = layout_text({**base.__dict__, "dp": 1}).replace(" dp1", "")
+        releases = sorted({m["software"].split(" (")[0] for p in res.points for m in p.measured},
+                          key=lambda rel: min(m["date"] for p in res.points for m in p.measured
+                                              if m["software"].split(" (")[0] == rel))
+        for rel in releases:
+            mfu: dict[int, tuple[float | None, float | None]] = {}
+            tps: dict[int, tuple[float | None, float | None]] = {}
+            for p in res.points:
+                ms = [m for m in p.measured if m["software"].split(" (")[0] == rel]
+                mfu[p.gpus] = (ms[0]["mfu"] if ms else None, p.mfu if p.ok else None)
+                tps[p.gpus] = (ms[0]["tokens_per_s_per_gpu"] if ms else None, p.tokens_per_s_per_gpu if p.ok else None)
+            date = min(m["date"] for p in res.points for m in p.measured if m["software"].split(" (")[0] == rel)
+            out.append({"precision": prec, "layout": text, "release": rel, "date": date, "fsdp": base.fsdp,
+                        "mfu": mfu, "tokens_per_s_per_gpu": tps})
+    return sorted(out, key=lambda o: (o["precision"] != "bf16", o["precision"], o["fsdp"], o["date"], o["layout"]))
+
+
 # ---- plot ------------------------------------------------------------------------------------------
 
+GROWS_LABEL = {"dp_comm": "DP communication", "pipeline_bubble": "pipeline bubble", "ep_comm": "MoE all-to-all"}
+
+
 def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path:
-    """PNG: tokens/s/GPU (nominal and goodput-adjusted) and MFU vs GPUs, log x; measured points when attached."""
+    """PNG, three panels against GPUs on a log-2 axis: tokens/s/GPU (nominal and x goodput), MFU, and the
+    exposed share of the step of the terms that grow (DP communication, pipeline bubble, MoE all-to-all);
+    measured points when attached."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
+
+    from .layout import layout_text
 
     out = Path(path)
     if out.suffix.lower() != ".png":
@@ -319,7 +392,7 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
     if not out.parent.exists():
         raise InputError("--plot", str(path), f"folder {out.parent} does not exist")
     ok = [p for p in res.points if p.ok]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4.6))
     x = [p.gpus for p in ok]
     ax1.plot(x, [p.tokens_per_s_per_gpu for p in ok], "o-", color="#1f77b4", label="predicted")
     ax1.plot(x, [p.goodput_tokens_per_s_per_gpu for p in ok], "s--", color="#ff7f0e",
@@ -329,20 +402,39 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
     if mx:
         ax1.plot([g for g, _ in mx], [m["tokens_per_s_per_gpu"] for _, m in mx], "kx", ms=8, mew=2, label="measured")
         ax2.plot([g for g, _ in mx], [100 * m["mfu"] for _, m in mx], "kx", ms=8, mew=2, label="measured")
-    for ax, lab in ((ax1, "tokens/s per GPU"), (ax2, "MFU (%)")):
+    colors = {"dp_comm": "#d62728", "pipeline_bubble": "#8c564b", "ep_comm": "#9467bd"}
+    for k in GROWS:
+        if k == "ep_comm" and not res.moe and not any(p.grows_s.get(k, 0) > 0 for p in ok):
+            continue
+        ax3.plot(x, [100 * p.grows_s.get(k, 0.0) / p.step_time_s for p in ok], "o-", color=colors[k],  # type: ignore[operator]
+                 label=f"exposed {GROWS_LABEL[k]}")
+    panels = ((ax1, "tokens/s per GPU", "Throughput per GPU", "lower left"),
+              (ax2, "MFU (%)", "Model FLOPs utilisation", "lower left"),
+              (ax3, "share of the step (%)", "What grows with the GPU count", "upper left"))
+    for ax, lab, head, where in panels:
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.set_xlabel("GPUs")
+        ax.set_xlabel("GPUs (log scale)")
         ax.set_ylabel(lab)
+        ax.set_title(head, fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
-        ax.set_ylim(0, 1.12 * max([1e-9] + [l.get_ydata().max() for l in ax.get_lines() if len(l.get_ydata())]))
-        ax.legend(fontsize=8, loc="lower left")
+        top = max([1e-9] + [float(max(l.get_ydata())) for l in ax.get_lines() if len(l.get_ydata())])
+        ax.set_ylim(0, 1.25 * top if ax is not ax3 else max(1.0, 1.35 * top))
+        ax.legend(fontsize=8, loc=where)
         if x:
             ax.set_xticks(x if len(x) <= 9 else x[:: max(1, len(x) // 8)])
-    fig.suptitle(title or f"{res.model} on {res.hardware}, {res.mode} scaling, {res.precision}, seq {res.seq}"
-                 + (" (planner per size)" if res.search else ""), fontsize=11)
+            ax.tick_params(axis="x", labelsize=8)
+    if res.search:
+        how = "planner's best layout per size"
+    else:
+        first = ok[0].layout if ok else None
+        how = "fixed layout " + (layout_text({**first, "dp": 1}).replace(" dp1", "") if first else "-")
+    batch = "per-GPU batch held" if res.mode == "weak" else "global batch held"
+    fig.suptitle(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, seq {res.seq}, "
+                 f"global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"
+                 + (f", profile {res.profile}" if res.profile != "default" else ""), fontsize=11)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
 

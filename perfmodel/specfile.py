@@ -34,13 +34,18 @@ def read_document(path: Path) -> dict[str, Any]:
     """Parse a TOML or JSON file into a dict; syntax errors name the file and line."""
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:       # at most MAX_SPEC_BYTES + 1: a huge file or /dev/zero is refused, not read
+            data = fh.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
         raise InputError(where, "", "file not found") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(where, "", f"not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
     except (OSError, ValueError) as exc:     # ValueError: a path with a NUL byte
         raise InputError(where, "", f"cannot read file ({exc})") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise InputError(where, "", f"larger than {MAX_SPEC_BYTES // 2**20} MiB: not a spec file (specs are a few kB)")
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")   # universal newlines, as read_text
+    except UnicodeDecodeError as exc:
+        raise InputError(where, "", f"not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
         raise InputError(where, "", "file is empty")
     kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
@@ -59,6 +64,7 @@ def read_document(path: Path) -> dict[str, Any]:
     return doc
 
 
+MAX_SPEC_BYTES = 16 * 2**20     # spec files and HF config.json files are a few kB
 MAX_DEPTH = 32     # spec files nest 3 levels; the limit keeps the recursive walks below far from Python's
 
 

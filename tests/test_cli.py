@@ -3,7 +3,6 @@ with one line naming the field, never a traceback."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import pytest

@@ -3,7 +3,6 @@ commands. Properties only: no predicted-throughput values are asserted."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import sys
 from pathlib import Path

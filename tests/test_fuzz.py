@@ -74,29 +74,5 @@ def test_toml_writer_round_trips():
     assert tomllib.loads(fs.toml_dumps(odd)) == odd
 
 
-# ---- scale (opt-in: about 2 ms per row today, so 100,000 rows take minutes) ------------------------------
-
-import os  # noqa: E402
-
-import pytest  # noqa: E402
-
-
-@pytest.mark.skipif(not os.environ.get("PERFMODEL_SCALE_TEST"),
-                    reason="100,000-row validation takes minutes (rows are predicted one at a time); "
-                           "set PERFMODEL_SCALE_TEST=1 to run")
-def test_validate_100k_rows(tmp_path):
-    import csv
-
-    from perfmodel.specfile import data_dir
-    from perfmodel.validate import read_csv, validate_file
-    rows = read_csv(data_dir("validation") / "runs.csv")
-    n = 100_000
-    path = tmp_path / "big.csv"
-    with path.open("w", encoding="utf-8", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        for i in range(n):
-            w.writerow({**rows[i % len(rows)], "run_id": f"r{i}"})
-    assert len(read_csv(path)) == n
-    rep = validate_file(path)
-    assert rep.given == n and len(rep.results) + len(rep.unsupported) == n and rep.results
+# The 100,000-row CSV (validate in ~10 s with a peak-memory bound) lives with the other scale measurements in
+# tests/test_scale.py::test_validate_100k_rows_fast_and_bounded (opt-in: PERFMODEL_SCALE_TEST=1).

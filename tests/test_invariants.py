@@ -2,9 +2,10 @@
 
 Strategies draw random LEGAL layouts (filtered with perfmodel.layout.legality) for a few catalog models on
 h100-sxm and gb200-nvl72. No predicted value is asserted, only relations between predictions:
-faster hardware never slows a step, MFU <= 1 <= HFU/MFU, step >= compute at peak, memory monotone in
-micro-batch and sharding, tokens/s x step = tokens per GPU, determinism, vectorised == one-by-one,
-everything finite.
+faster hardware (peak FLOP/s, HBM bandwidth, NVLink bandwidth, NIC bandwidth) never slows a step, MFU <= 1
+and HFU >= MFU, step >= model FLOPs at peak, memory grows with the micro-batch and never grows with more
+sharding (FSDP, or doubling dp, tp, pp, cp or ep), tokens/s x step = gbs x seq / GPUs, identical input gives
+bit-identical output, vectorised == one-by-one, everything finite.
 """
 from __future__ import annotations
 
@@ -151,6 +152,31 @@ def test_fsdp_never_needs_more_memory(case):
     grid = LayoutGrid.from_layouts([replace(lay, fsdp=False), replace(lay, fsdp=True)])
     mem = _pred(m, hw, prec, grid).memory_bytes_per_gpu
     assert mem[1] <= mem[0] * (1 + REL), (lay, mem)
+
+
+SHARD = {   # doubling one axis on twice the GPUs (same micro-batches per replica): more sharding, same work
+    "dp": lambda L: replace(L, gpus=2 * L.gpus, gbs=2 * L.gbs),
+    "tp": lambda L: replace(L, gpus=2 * L.gpus, tp=2 * L.tp),
+    "pp": lambda L: replace(L, gpus=2 * L.gpus, pp=2 * L.pp),
+    "cp": lambda L: replace(L, gpus=2 * L.gpus, cp=2 * L.cp),
+    "ep": lambda L: replace(L, ep=2 * L.ep),
+}
+
+
+@pytest.mark.parametrize("axis", list(SHARD))
+@SETTINGS
+@given(case=cases())
+def test_more_sharding_never_needs_more_memory(axis, case):
+    """Memory per GPU falls (or stays) when weights, optimizer state or activations are split more ways.
+    pp only without interleaving: Megatron's interleaved schedule keeps (1 + (pp-1)/(pp vp)) of a layer stack of
+    activations in flight on the first rank (Korthikanti et al. 2022 §4.2.3), which grows with pp."""
+    m, hw, prec, lay = case
+    if axis == "pp":
+        lay = replace(lay, vp=1)
+    more = SHARD[axis](lay)
+    assume(_legal(m, more))
+    mem = _pred(m, hw, prec, LayoutGrid.from_layouts([lay, more])).memory_bytes_per_gpu
+    assert mem[1] <= mem[0] * (1 + REL), (axis, lay, mem)
 
 
 # ---- determinism, vectorised == one-by-one, finiteness ------------------------------------------------

@@ -109,3 +109,52 @@ def test_jan_2024_profile_reproduces_the_report_figure(capsys):
                           "--pp", "8", "--vp", "12", "--gbs", "256", "--seq", "2048", "--attention", "full",
                           "--profile", "jan-2024"])
     assert d["mfu"] == pytest.approx(0.34, abs=0.003), "run python3 validation/fit_profiles.py --write"
+
+
+@pytest.mark.parametrize("args,key", [
+    (["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096",
+      "--top", "1"], lambda d: d["top"][0]["prediction"]["tokens_per_s_per_gpu"]),
+    (["scaling", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "64", "--seq", "4096",
+      "--no-measured"], lambda d: d["points"][0]["tokens_per_s_per_gpu"]),
+    (["size", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "64", "--tokens", "1e12"],
+     lambda d: d[0]["tokens_per_s_per_gpu"]),
+    (["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72", "--gpus", "64",
+      "--gbs", "128", "--seq", "4096"], lambda d: d["systems"][0]["tokens_per_s_per_gpu"]),
+])
+def test_profile_on_every_planning_command(capsys, args, key):
+    """--profile works wherever a layout is predicted: default changes nothing, a profile changes the
+    prediction and is named in the output ("what if the Dec 2025 stack ran this")."""
+    base = run_json(capsys, args)
+    assert key(run_json(capsys, [*args, "--profile", "default"])) == key(base)
+    dec = run_json(capsys, [*args, "--profile", "2025-12"])
+    assert key(dec) != key(base)
+    named = dec[0]["profile"] if isinstance(dec, list) else dec["profile"]
+    assert named == "nemo-25.11"
+    assert run_json(capsys, [*args, "--profile", "cuda-graphs"]) and key(run_json(capsys, [*args, "--profile", "no-overlap"])) < key(base)
+    run_err(capsys, [*args, "--profile", "nope"])
+
+
+def test_releases_tell_the_gpt3_story(capsys):
+    """GPT-3 175B on 128 H100, BF16: the report's Jan 2024 figure (no row, profile dgxc-2024-01) sits with the
+    measured releases, oldest first, and the story line gives 34% -> 50% -> 54%."""
+    from perfmodel.cli import main
+    args = ["releases", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128", "--precision", "bf16"]
+    d = run_json(capsys, args)
+    (pt,) = d["report_points"]
+    assert pt["profile"] == "dgxc-2024-01" and pt["measured_mfu_full"] == 0.34
+    assert pt["mfu_full_own"] == pytest.approx(0.34, abs=0.003)
+    assert pt["mfu_full_default"] > 0.45
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    rows = out[out.index("Rows ("):]
+    assert rows.index("report, Jan 2024") < rows.index("DGXC v24.11.1") < rows.index("DGXC v25.04.01")
+    assert "34.0% (report, Jan 2024) -> 50.0% (DGXC v24.11.1) -> 53.6% (DGXC v25.04.01)" in " ".join(out.split())
+    # other filters: no report figure
+    assert run_json(capsys, ["releases", "--model", "llama3-70b"])["report_points"] == []
+
+
+def test_validate_has_no_profile_switch(capsys):
+    """The accuracy figure is always the calibrated model: validate takes no --profile."""
+    from perfmodel.cli import main
+    assert main(["validate", str(CSV), "--profile", "cuda-graphs"]) == 2
+    assert "--profile" in capsys.readouterr().err

@@ -110,3 +110,86 @@ def test_renders_in_headless_chromium(report, tmp_path):
         assert colors is not None and len(colors) > 50          # text, figures, tables: far from one flat colour
         lo, hi = zip(*im.getextrema())
         assert min(lo) < 60 and max(hi) > 200
+
+
+def _figure_texts(draw) -> dict:
+    """Run `draw` (which saves one matplotlib figure) and return that figure's titles, labels and texts."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    seen: dict = {}
+    orig = plt.Figure.savefig
+
+    def grab(fig, *a, **k):
+        seen["suptitle"] = fig._suptitle.get_text() if fig._suptitle else ""
+        seen["axes"] = [{"title": ax.get_title(), "xlabel": ax.get_xlabel(), "ylabel": ax.get_ylabel(),
+                         "xscale": ax.get_xscale(), "yscale": ax.get_yscale(),
+                         "texts": [t.get_text() for t in ax.texts],
+                         "legend": [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []}
+                        for ax in fig.axes]
+        return orig(fig, *a, **k)
+    plt.Figure.savefig = grab
+    try:
+        draw()
+    finally:
+        plt.Figure.savefig = orig
+    return seen
+
+
+def test_roofline_places_ops_and_ridges(tmp_path):
+    """fp8 on H100: both ridge points (fp8 GEMMs, bf16 attention) marked, every op labelled, log-log axes."""
+    from perfmodel.hardware import load_hardware
+    from perfmodel.layout import Layout
+    from perfmodel.model import load_model
+    from perfmodel.predict import Options
+    from perfmodel.report import roofline_ops, roofline_png
+    m, hw = load_model("llama3-70b"), load_hardware("h100-sxm")
+    ops = roofline_ops(m, hw, Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=8, vp=5), Options("fp8"))
+    names = [o.name.split(" [")[0] for o in ops]
+    for want in ("qkv proj", "out proj", "mlp up/gate", "mlp down", "lm head", "flash attention fwd", "RMSNorm",
+                 "SwiGLU", "residual add"):
+        assert want in names
+    assert all(o.intensity > 0 and 0 < o.achieved <= hw.peak("fp8") for o in ops)
+    f = _figure_texts(lambda: roofline_png(ops, hw, "fp8", tmp_path / "r.png", "t"))
+    whole, zoom = f["axes"]
+    assert (whole["xscale"], whole["yscale"]) == ("log", "log") and "FLOPs per HBM byte" in whole["xlabel"]
+    ridges = [t for t in whole["texts"] if t.startswith("ridge")]
+    bw = hw.memory.hbm_bandwidth
+    assert ridges == [f"ridge {hw.peak('fp8') / bw:,.0f} FLOP/B (fp8)", f"ridge {hw.peak('bf16') / bw:,.0f} FLOP/B (bf16)"]
+    labelled = " ".join(whole["texts"] + zoom["texts"])
+    assert all(n in labelled for n in names)
+    assert any("GEMMs" in t for t in whole["legend"]) and any("memory-bound" in t for t in whole["legend"])
+
+
+def test_scaling_and_compare_figures_read_well(report):
+    out, _ = report
+    import json
+    data = json.loads((out / "report.json").read_text())
+    pts = data["scaling"]["points"]
+    assert pts[0]["gpus"] == 64 and pts[-1]["gpus"] == 16384 and all(p["ok"] for p in pts)
+    cmp = {c["hardware"]: c for c in data["compare"]}
+    assert set(cmp) == {"h100-sxm", "gb200-nvl72"}
+    assert cmp["h100-sxm"]["perf_per_tco_vs_first"] == 1.0 and cmp["gb200-nvl72"]["perf_per_tco_vs_first"] > 1
+    assert all(c["joules_per_token"] > 0 and c["usd_per_million_tokens"] > 0 for c in cmp.values())
+    # 64 GPUs is under one NVL72 rack: the spare rack doubles what is paid, and the page says so
+    assert cmp["gb200-nvl72"]["units"] == 1 and cmp["gb200-nvl72"]["cost_factor"] > 1.5
+    assert "spare units are a large share" in (out / "index.html").read_text()
+    from perfmodel.report import compare_png
+    f = _figure_texts(lambda: compare_png(data["compare"], out / "c2.png", "t"))
+    assert [a["title"] for a in f["axes"]] == ["tokens/s per GPU", "$ per GPU-hour", "$ per 1M tokens",
+                                               "utility J per token", "perf per TCO (vs h100-sxm)"]
+
+
+def test_profile_changes_predictions_not_the_validation_scatter(report, tmp_path):
+    """--profile is a what-if for the model's sections; the predicted-vs-measured scatter stays the calibrated
+    model's (the accuracy figure never uses a profile)."""
+    import json
+    from perfmodel.report import ReportConfig, build
+    out, _ = report
+    base = json.loads((out / "report.json").read_text())
+    build(ReportConfig(profile="cuda-graphs", scaling_max_gpus=64, compare=("h100-sxm",)), tmp_path / "r")
+    other = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert other["config"]["profile"] == "cuda-graphs"
+    assert other["top"][0]["tokens_per_s_per_gpu"] > base["top"][0]["tokens_per_s_per_gpu"]
+    assert other["validation"] == base["validation"]
+    assert "software profile <code>cuda-graphs</code>" in (tmp_path / "r" / "index.html").read_text()

@@ -105,3 +105,121 @@ def test_bad_input(capsys):
     run_err(capsys, ["scaling", *L70, "--gpus", "64", "--gbs", "128", "--profile", "nope"])
     run_err(capsys, ["scaling", "--model", "llama3-70x", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128",
                      "--seq", "8192"])
+
+
+@pytest.mark.parametrize("model,seq,gpus,gbs0", [
+    ("llama3-70b", 8192, [64, 128, 256, 512, 1024, 2048], 128),
+    ("llama3.1-405b", 8192, [576, 1152, 2304], 252),
+    ("gpt3-175b", 2048, [128, 256, 512, 1024, 2048], 256),
+])
+def test_report_weak_scaling_shapes_reproduced(model, seq, gpus, gbs0):
+    """The README's reproduction tables (validation/scaling_tables.py): every measured DGXC layout is
+    predicted flat from the smallest to the largest size, as measured (Llama 3 70B BF16 54.2% -> 53.4%,
+    Llama 3.1 405B 55.3% -> 54.0%, GPT-3 175B 50.0% -> 49.4%), and every measured cell within 10%
+    (30% for the FSDP layouts, whose recompute the sources do not state: GPT-3 175B FP8 tp1 pp1 FSDP is
+    over-predicted by 17-24%, a known miss named in the README)."""
+    from perfmodel.scaling import measured_series
+    series = measured_series(load_model(model), load_hardware("h100-sxm"), seq, gpus, gbs0)
+    dgxc = [s for s in series if s["release"].startswith("DGXC") and not s["fsdp"]]
+    assert len(dgxc) >= 2
+    for s in series:
+        pred = [s["mfu"][n][1] for n in gpus]
+        assert all(p is not None for p in pred), s
+        if not s["fsdp"]:
+            assert 0.97 < pred[-1] / pred[0] <= 1.01, (s["layout"], s["release"], pred)
+        for n in gpus:
+            meas, p = s["mfu"][n]
+            if meas is not None:
+                assert abs(p / meas - 1) < (0.30 if s["fsdp"] else 0.10), (s["layout"], s["release"], n, meas, p)
+    # measured shapes are flat too: the DGXC BF16 series lose at most 3% from the smallest to the largest size
+    for s in (s for s in dgxc if s["precision"] == "bf16"):
+        got = [s["mfu"][n][0] for n in gpus if s["mfu"][n][0] is not None]
+        assert got[-1] / got[0] > 0.97, (s["layout"], got)
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_table_never_drops_columns(capsys, monkeypatch, width):
+    """A pipe or an 80-column terminal gets two tables instead of squeezed, cut or ellipsised columns."""
+    from perfmodel.cli import main
+    from perfmodel.commands.common import console
+    monkeypatch.setattr(console, "width", width)
+    assert main(["scaling", *L70, "--gpus", "64,128,...,2048", "--gbs", "128", "--attention", "full"]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    assert max(len(l) for l in out.splitlines()) <= width
+    for head in ("layout", "tok/s/GPU", "MFU", "DP", "bubble", "goodput", "$/Mtok", "J/tok", "tp4 pp4 vp5 cp2 dp64",
+                 "DGXC v24.11.1", "MFU meas."):
+        assert head in out, head
+    assert ("what grows, goodput, cost" in out) == (width < 120)
+
+
+def test_search_with_layout_flags_or_constraints(capsys):
+    line = run_err(capsys, ["scaling", *L70, "--gpus", "64,128", "--gbs", "128", "--search"])
+    assert "--fix" in line and "--tp" in line
+    run_err(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128",
+                     "--seq", "8192", "--fix", "tp=8"])                      # --fix without --search
+    d = run_json(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64,128",
+                          "--gbs", "128", "--seq", "8192", "--search", "--fix", "tp=8", "--max", "pp=4",
+                          "--no-measured"])
+    assert all(p["ok"] and p["layout"]["tp"] == 8 and p["layout"]["pp"] <= 4 for p in d["points"])
+
+
+def test_measured_rows_match_the_whole_layout():
+    """A measured FSDP or other-micro-batch run is not attached to a fixed layout that differs only there."""
+    m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
+    base = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2)        # the DGXC FP8 run is tp1 pp1 mbs2 + FSDP
+    res = scaling(m, hw, [128, 512], "weak", base, Options("fp8"), measured=None)
+    from perfmodel.scaling import attach_measured, load_runs
+    attach_measured(res.points, load_runs(), m, hw, Options("fp8"), base, "weak", False)
+    assert not any(p.measured for p in res.points)
+    fsdp = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2, fsdp=True)
+    attach_measured(res.points, load_runs(), m, hw, Options("fp8"), fsdp, "weak", False)
+    assert [len(p.measured) for p in res.points] == [1, 1]
+
+
+def test_plot_has_what_grows_panel(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from perfmodel.scaling import plot
+    m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
+    res = scaling(m, hw, [128, 512, 2048], "strong", Layout(gpus=128, gbs=256, seq=2048, tp=4, pp=8, vp=12),
+                  Options("bf16"))
+    seen = {}
+    orig = plt.Figure.savefig
+
+    def grab(fig, *a, **k):
+        seen["axes"] = [(ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(),
+                         [t.get_text() for t in ax.get_legend().get_texts()]) for ax in fig.axes]
+        seen["title"] = fig._suptitle.get_text()
+        return orig(fig, *a, **k)
+    plt.Figure.savefig = grab
+    try:
+        plot(res, tmp_path / "s.png")
+    finally:
+        plt.Figure.savefig = orig
+    titles = [a[0] for a in seen["axes"]]
+    assert titles == ["Throughput per GPU", "Model FLOPs utilisation", "What grows with the GPU count"]
+    assert all(a[3] == "log" and "GPUs" in a[1] and a[2] for a in seen["axes"])
+    assert "exposed DP communication" in seen["axes"][2][4] and "exposed pipeline bubble" in seen["axes"][2][4]
+    assert "strong scaling" in seen["title"] and "tp4 pp8 vp12" in seen["title"]
+
+
+def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
+    """--search draws a progress bar per size on stderr when it is a terminal, and nothing otherwise."""
+    import io
+    from perfmodel.cli import main
+    from perfmodel.commands import common
+    args = ["scaling", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "64", "--seq",
+            "4096", "--search", "--no-measured"]
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""                      # a pipe: no bar
+    tty = io.StringIO()
+    real = common.Console
+    monkeypatch.setattr(common, "Console", lambda **k: real(file=tty, force_terminal=True, width=100))
+    assert main(args) == 0
+    assert "16 GPUs" in tty.getvalue() and "chunks" in tty.getvalue()
+    capsys.readouterr()
+    drawn = len(tty.getvalue())
+    assert main([*args, "--json"]) == 0 and capsys.readouterr().out.startswith("{")
+    assert len(tty.getvalue()) == drawn                       # --json: no bar even on a terminal

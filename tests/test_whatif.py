@@ -3,7 +3,6 @@ Properties only: inheritance changes exactly the overridden fields, more bandwid
 never slower, latency never helps, and the CLI answers bad keys with one line naming a close match."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -118,7 +117,8 @@ def test_set_unknown_key_suggests(item: str, hint: str):
     assert f"did you mean '{hint}'" in str(exc.value)
 
 
-@pytest.mark.parametrize("item", ["nvlink_domain=0", "hbm_gb=lots", "scale_out.bandwidth=-1", "nic_gbps", "nic_gbps=nan", "scale_up.nvls=maybe"])
+@pytest.mark.parametrize("item", ["nvlink_domain=0", "hbm_gb=lots", "scale_out.bandwidth=-1", "nic_gbps", "nic_gbps=nan",
+                                  "scale_up.nvls=maybe", "scale_up.latency_s=1e9", "hbm_gb=1e30", "nvlink_domain=1e30"])
 def test_set_bad_values_are_input_errors(item: str):
     with pytest.raises(InputError):
         apply_overrides(load_hardware("h100-sxm"), [item])
@@ -186,8 +186,11 @@ def test_more_bandwidth_never_slower_sweep():
 
 def test_sensitivity_json(capsys):
     d = run_json(capsys, ["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72"])
-    assert {"model", "hardware", "base", "rel_step", "elasticities", "hbm_capacity"} <= d.keys()
-    assert {"field", "label", "value", "elasticity", "step_low_s", "step_high_s", "change_high"} <= d["elasticities"][0].keys()
+    assert {"model", "hardware", "base", "rel_step", "elasticities", "hbm_capacity", "cost_elasticities",
+            "usd_per_gpu_hour"} <= d.keys()
+    assert {"field", "label", "value", "elasticity", "step_low_s", "step_high_s", "change_high", "arc", "method",
+            "cost_elasticity"} <= d["elasticities"][0].keys()
+    assert {"field", "label", "cost_elasticity", "method"} <= d["cost_elasticities"][0].keys()
     assert {"fits", "fits_minus", "fits_plus", "memory_bytes_per_gpu"} <= d["hbm_capacity"].keys()
     assert main(["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72"]) == 0
     assert "step time" in capsys.readouterr().out
@@ -212,3 +215,95 @@ def test_sensitivity_sweep_json_and_plot(capsys, tmp_path: Path):
 ])
 def test_sensitivity_bad_input(capsys, extra: list[str], needle: str):
     assert needle in run_err(capsys, ["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", *extra])
+
+
+# ---- --set on every command that takes --hardware ----------------------------------------------------
+
+SMALL = ["--model", "llama3-8b", "--gpus", "8", "--gbs", "8", "--seq", "4096"]
+WITH_HARDWARE = {      # command -> arguments before --hardware; JSON path to the list of overridden fields
+    "predict": (["predict", *SMALL], lambda d: d["hardware_overridden"]),
+    "search": (["search", *SMALL, "--top", "1"], lambda d: d["hardware_overridden"]),
+    "sensitivity": (["sensitivity", *SMALL], lambda d: d["hardware_overridden"]),
+    "scaling": (["scaling", *SMALL, "--gpus", "8,16", "--no-measured"], lambda d: d["hardware_overridden"]),
+    "tco": (["tco"], lambda d: d["hardware_overridden"]),
+    "cost": (["cost", *SMALL, "--tokens", "1e12"], lambda d: d["hardware_overridden"]),
+    "compare": (["compare", *SMALL, "--no-planner"], lambda d: d["systems"][0]["hardware_overridden"]),
+    "size": (["size", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "8"], lambda d: d[0]["hardware_overridden"]),
+    "show": (["show", "hardware"], lambda d: d["overridden"]),
+    "report": (["report", "--out", "unused"], None),          # ~2 s to build: only the bad key is run here
+}
+NOT_A_SPEC = {"releases"}      # --hardware filters measured rows by catalog id there; no spec to change
+
+
+def test_every_command_with_hardware_takes_set():
+    for name, cmd in cli.commands.items():
+        opts = {o for p in cmd.params for o in p.opts}
+        if "--hardware" in opts and name not in NOT_A_SPEC:
+            assert "--set" in opts and name in WITH_HARDWARE, name
+
+
+@pytest.mark.parametrize("name", list(WITH_HARDWARE))
+def test_set_works_on_every_command(capsys, name):
+    args, overridden = WITH_HARDWARE[name]
+    hw = ["h100-sxm"] if name == "show" else ["--hardware", "h100-sxm"]
+    line = run_err(capsys, [*args, *hw, "--set", "nic_gbs=800"])
+    assert "did you mean 'nic_gbps'" in line
+    if overridden is not None:
+        d = run_json(capsys, [*args, *hw, "--set", "nic_gbps=800", "--set", "hbm_gb=141"])
+        assert set(overridden(d)) == {"scale_out.bandwidth", "memory.hbm_bytes"}
+
+
+def test_report_set_is_validated_before_building(capsys, tmp_path: Path):
+    """The report's main system takes --set (ReportConfig.hardware_sets, shown in report.json and the page
+    header); a bad value is one line before any figure is drawn."""
+    from perfmodel.report import ReportConfig
+    assert "hardware_sets" in ReportConfig.__dataclass_fields__
+    bad = run_err(capsys, ["report", "--out", str(tmp_path), "--hardware", "h100-sxm", "--set", "hbm_gb=-1"])
+    assert "hbm_bytes" in bad
+
+
+# ---- how elasticities are obtained; cost per token ----------------------------------------------------
+
+def test_local_derivative_and_kink_detection():
+    from perfmodel.sensitivity import _local
+    e, smooth = _local(lambda v: 3.0 / v + 1.0, 2.0, 2.5)          # s = 3/x + 1: d ln s / d ln x = -1.5 / 2.5
+    assert smooth and e == pytest.approx(-0.6, abs=1e-9)
+    _, smooth = _local(lambda v: max(1.0 / v, 0.5), 2.0, 0.5)        # a kink exactly at x = 2
+    assert not smooth
+
+
+def test_elasticity_is_the_derivative_where_the_model_is_smooth():
+    import math
+    m, hw = load_model("llama3-70b"), load_hardware("h100-sxm")
+    s = sensitivity(m, hw, DENSE, Options("bf16", consts=constants()))
+    grid = LayoutGrid.of(DENSE)
+    for e in s.ranked:
+        if e.method != "derivative" or e.value == 0:
+            continue
+        h = 1e-4                                    # an independent central difference, 100x the step
+        up = predict_grid(m, apply_overrides(hw, [f"{e.field}={e.value * (1 + h)!r}"]), grid, Options("bf16")).step_time_s[0]
+        dn = predict_grid(m, apply_overrides(hw, [f"{e.field}={e.value * (1 - h)!r}"]), grid, Options("bf16")).step_time_s[0]
+        assert e.elasticity == pytest.approx(math.log(up / dn) / (math.log1p(h) - math.log1p(-h)), abs=1e-6), e
+    assert {e.method for e in s.ranked} <= {"derivative", "finite difference", "discrete step"}
+
+
+def test_cost_elasticities_price_power_and_performance():
+    import math
+    from perfmodel.economics import tco_for
+    hw = load_hardware("h100-sxm")
+    s = sensitivity(load_model("llama3-70b"), hw, DENSE, Options("bf16", consts=constants()))
+    by = {c["field"]: c["cost_elasticity"] for c in s.cost}
+    for e in s.ranked:                   # $/GPU-h does not move with performance: cost/token moves as the step
+        assert by[e.field] == e.elasticity == e.cost_elasticity
+    price, power = by["cost.allin_capex_usd"], by["power.allin_w_per_gpu"]
+    assert 0 < power < price < 1 and price + power < 1
+    mags = [abs(c["cost_elasticity"]) for c in s.cost]
+    assert mags == sorted(mags, reverse=True)
+    t0, h = tco_for(hw).usd_per_gpu_hour, 1e-6    # exact: $/GPU-h is linear in the price and in the power
+    assert hw.cost is not None
+    for field, value, share in (("cost.allin_capex_usd", hw.cost.allin_capex_usd, price),
+                                ("power.allin_w_per_gpu", hw.power.allin_w_per_gpu, power)):
+        t1 = tco_for(apply_overrides(hw, [f"{field}={value * (1 + h)!r}"])).usd_per_gpu_hour
+        assert math.log(t1 / t0) / math.log1p(h) == pytest.approx(share, rel=1e-5)
+    unpriced = sensitivity(load_model("llama3-8b"), load_hardware("b200"), Layout(gpus=8, gbs=8, seq=4096), Options("bf16"))
+    assert unpriced.cost == [] and all(e.cost_elasticity is None for e in unpriced.ranked)

@@ -57,6 +57,7 @@ def jan_2024_profile() -> tuple[float, float]:
 
 def jan_2024_toml() -> str:
     v, mfu0 = jan_2024_profile()
+    lay = JAN_2024["layout"]
     return f"""["dgxc-2024-01"]
 kind = "what-if"
 aliases = ["2024-01", "jan-2024"]
@@ -68,6 +69,19 @@ summary = "the report's 34% MFU for GPT-3 175B on 128 H100 in Jan 2024 (report t
 source = "cost_report.md: GPT-3 175B, 128 H100, BF16 MFU 34% (Jan 2024) -> 54% (Dec 2024), full-attention MFU as the DGXC recipes count it; one figure of the report's text, no row in validation/runs.csv; layout from the DGXC v24.11.1 recipe (dgxc241101-gpt3-175b-h100-128-bf16)"
 rows = "none (report text)"
 solved = "tensor_sustained at which the cost model predicts MFU(full) = 0.34 for that layout (golden-section search); the default predicts {mfu0:.3f}"
+["dgxc-2024-01".evidence.target]
+label = "report, Jan 2024"
+date = "2024-01"
+model = "{JAN_2024['model']}"
+hardware = "{JAN_2024['hardware']}"
+precision = "bf16"
+gpus = {lay.gpus}
+gbs = {lay.gbs}
+seq = {lay.seq}
+tp = {lay.tp}
+pp = {lay.pp}
+vp = {lay.vp}
+mfu_full = {JAN_2024['mfu_full']}
 
 """
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from ..counts import (Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts,
                       symbolic_flops_formula)
-from ..hardware import HardwareSpec, load_hardware
+from ..hardware import HardwareSpec, field_value, load_hardware
 from ..errors import InputError
 from ..model import ModelSpec, load_model
 from ..specfile import catalog_ids
@@ -61,6 +61,11 @@ def show_field(field: str, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
     return f"{value / div:.4g} {unit}".strip()
+
+
+def whatif_text(hw: HardwareSpec) -> str:
+    """The overridden fields of a what-if spec with their values: 'scale_out.bandwidth = 100 GB/s, ...'."""
+    return ", ".join(f"{f} = {show_field(f, field_value(hw, f))}" for f in hw.overridden)
 
 
 def model_unit(field: str) -> str:

@@ -7,8 +7,13 @@ from typing import Any, Callable
 
 import click
 import numpy as np
+from rich import box
 from rich.console import Console
+from rich.errors import MarkupError
+from rich.measure import Measurement
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ..hardware import ALIASES, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
@@ -32,6 +37,15 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
+    """A transient progress bar (label, bar, count, elapsed time) on stderr, drawn only when `show` and
+    stderr is a terminal: never mixed into --json output, never written into a log file. `label` and
+    `count` are rich TextColumn formats, e.g. "{task.description}", "{task.completed}/{task.total} rows"."""
+    err = Console(stderr=True)
+    return Progress(TextColumn(label), BarColumn(), TextColumn(count), TimeElapsedColumn(), console=err,
+                    disable=not (show and err.is_terminal), transient=True)
+
+
 def emit_json(obj: Any) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=2))
 
@@ -45,6 +59,56 @@ def table(title: str, columns: list[str], rows: list[list[Any]], justify_right_f
     return t
 
 
+def compact(t: Table, rows: list[list[Any]], wrap: tuple[int, ...] = ()) -> Table:
+    """Simple borders, no outer padding; numbers never truncate (each column as wide as its widest
+    cell), only the `wrap` columns fold. Cells with rich markup are measured as printed."""
+    t.box, t.pad_edge, t.collapse_padding = box.SIMPLE_HEAD, False, True
+    for i, c in enumerate(t.columns):
+        if i not in wrap:
+            c.min_width = max([len(str(c.header))] + [_cell_len(r[i]) for r in rows if len(r) > i])
+            c.no_wrap = True
+    return t
+
+
+def _cell_len(cell: Any) -> int:
+    try:
+        return Text.from_markup(str(cell)).cell_len
+    except MarkupError:
+        return len(str(cell))
+
+
+def fits_width(t: Table) -> bool:
+    """Whether `t` prints within the console's width without squeezing a column."""
+    wide = console.options.update(width=100_000, max_width=100_000)       # measure unclamped
+    return Measurement.get(console, wide, t).minimum <= console.width
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]], justify_right_from: int = 1,
+                wrap: tuple[int, ...] = (), keep: int = 1, left: tuple[int, ...] = ()) -> None:
+    """Print a compact table (see `compact`); where the console is too narrow for it (an 80-column terminal,
+    a pipe), as consecutive tables that each repeat the first `keep` columns, so no column is ever cut."""
+    def sub(idx: list[int], head: str) -> Table:
+        t = Table(title=head, title_justify="left", header_style="bold")
+        for j in idx:
+            t.add_column(columns[j], justify="right" if j >= justify_right_from and j not in left else "left")
+        sub_rows = [[r[j] for j in idx] for r in rows]
+        for r in sub_rows:
+            t.add_row(*[str(x) for x in r])
+        return compact(t, sub_rows, tuple(k for k, j in enumerate(idx) if j in wrap))
+
+    whole = sub(list(range(len(columns))), title)
+    if fits_width(whole):
+        console.print(whole)
+        return
+    chunks: list[list[int]] = [[]]
+    for j in range(keep, len(columns)):
+        if chunks[-1] and not fits_width(sub(list(range(keep)) + chunks[-1] + [j], title)):
+            chunks.append([])
+        chunks[-1].append(j)
+    for n, ch in enumerate(chunks):
+        console.print(sub(list(range(keep)) + ch, title if n == 0 else "(continued)"))
+
+
 def si(x: float, unit: str = "", digits: int = 3) -> str:
     """1.23e12 -> '1.23 T' + unit."""
     if x is None or not math.isfinite(x):
@@ -53,6 +117,35 @@ def si(x: float, unit: str = "", digits: int = 3) -> str:
         if abs(x) >= p:
             return f"{x / p:.{digits}g} {s}{unit}"
     return f"{x:.{digits}g} {unit}".rstrip()
+
+
+PRECISIONS = ["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]
+
+
+def _precision() -> Callable:
+    return click.option("--precision", default="bf16", show_default=True, type=click.Choice(PRECISIONS),
+                        help="number format of the GEMMs")
+
+
+def _attention() -> Callable:
+    return click.option("--attention", "attention", default="causal", show_default=True,
+                        type=click.Choice(["causal", "full"]),
+                        help="attention-FLOPs convention for MFU (DGXC recipes count full)")
+
+
+def _routing() -> Callable:
+    return click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
+                        help="MoE routing: real (load imbalance) or force-balanced")
+
+
+def precision_option(f: Callable) -> Callable:
+    """--precision, as every predicting command takes it."""
+    return _precision()(f)
+
+
+def convention_options(f: Callable) -> Callable:
+    """--attention (the MFU convention) and --routing (MoE), as every predicting command takes them."""
+    return _attention()(_routing()(f))
 
 
 def layout_options(f: Callable) -> Callable:
@@ -71,13 +164,10 @@ def layout_options(f: Callable) -> Callable:
         click.option("--mbs", type=int, default=1, show_default=True, help="micro-batch size (sequences)"),
         click.option("--gbs", type=int, required=True, help="global batch (sequences)"),
         click.option("--seq", type=int, required=True, help="sequence length (tokens)"),
-        click.option("--precision", default="bf16", show_default=True,
-                     type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"])),
+        _precision(),
         click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"])),
-        click.option("--attention", "attention", default="causal", show_default=True,
-                     type=click.Choice(["causal", "full"]), help="attention-FLOPs convention for MFU"),
-        click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
-                     help="MoE routing: real (load imbalance) or force-balanced"),
+        _attention(),
+        _routing(),
     ]
     if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):   # a command's own --set wins
         opts.append(click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
@@ -93,8 +183,13 @@ def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] 
     return apply_overrides(load_hardware(ref), list(sets))
 
 
+def hardware_set_keys() -> list[str]:
+    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbps, ...)."""
+    return [*settable_fields(), *ALIASES]
+
+
 def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
-    hw_keys = set(settable_fields()) | set(ALIASES)
+    hw_keys = set(hardware_set_keys())
     mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
     return mine, [s for s in sets if s not in mine]

@@ -14,21 +14,28 @@ from .. import api, uncertainty
 from ..counts import param_counts
 from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
 from ..errors import InputError, did_you_mean
-from ..hardware import HardwareSpec, load_hardware
-from ..layout import Layout
+from ..hardware import HardwareSpec
+from ..layout import Layout, layout_text
 from ..model import ModelSpec, load_model
 from ..predict import Options, Prediction
 from ..reliability import REL_KEYS, Reliability, assess, reliability_inputs
-from .common import console, emit_json, layout_options, table
+from ..profiles import get_profile
+from .catalog import whatif_text
+from .common import (console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
+                     split_hardware_sets, table)
+from .profiles import profile_option
 
 
-def split_sets(items: tuple[str, ...]) -> tuple[dict[str, float], dict[str, float]]:
-    """--set KEY=VALUE items -> (cost overrides, reliability overrides); unknown keys name a close match."""
+def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """--set KEY=VALUE items -> (cost overrides, reliability overrides); unknown keys name a close match
+    (hardware fields included: split those off first with split_hardware_sets)."""
     sets = parse_sets(items)
     known = COST_KEYS + REL_KEYS
     for k in sets:
         if k not in known:
-            raise InputError("--set", k, f"unknown assumption{did_you_mean(k, known)}; known: {', '.join(known)}")
+            raise InputError("--set", k, f"unknown assumption{did_you_mean(k, [*known, *hardware_set_keys()])}; "
+                                         f"known: {', '.join(known)}, or a hardware field as `perfmodel show hardware` "
+                                         "lists it")
     return ({k: v for k, v in sets.items() if k in COST_KEYS}, {k: v for k, v in sets.items() if k in REL_KEYS})
 
 
@@ -37,7 +44,8 @@ def cost_options(f: Callable) -> Callable:
         click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
                      help="buyer type whose cost assumptions apply (perfmodel/costs.toml)"),
         click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-                     help="override a named cost or reliability assumption (repeatable), e.g. electricity_usd_per_kwh=0.12"),
+                     help="override a named cost or reliability assumption, e.g. electricity_usd_per_kwh=0.12, or a "
+                          "what-if hardware field, e.g. nic_gbps=800 (repeatable)"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -94,16 +102,19 @@ def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spa
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool) -> None:
     """Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support)."""
-    cost_over, rel_over = split_sets(sets)
+    hw_sets, rest = split_hardware_sets(sets)
+    cost_over, rel_over = split_sets(rest)
     if rel_over:
         k = next(iter(rel_over))
         raise InputError("--set", k, "a reliability assumption: use it with `perfmodel cost` or `compare`")
-    hw = load_hardware(hardware_ref)
+    hw = resolve_hardware(hardware_ref, hw_sets)
     t = tco_for(hw, buyer, cost_over)
-    d = t.to_dict()
+    d = {**t.to_dict(), "hardware_overridden": list(hw.overridden)}
     if as_json:
         return emit_json(d)
     console.print(f"[bold]{escape(hw.name)}[/bold], buyer: {buyer}")
+    if hw.overridden:
+        console.print("what-if hardware: " + escape(whatif_text(hw)))
     console.print(f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
                   f"(server/rack ${t.capex_breakdown_usd_per_gpu['server_or_rack']:,.0f} + network, storage, other "
                   f"${t.capex_breakdown_usd_per_gpu['network_storage_other']:,.0f}); power per GPU {t.it_w_per_gpu:,.0f} W IT, "
@@ -172,10 +183,12 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
              sets: tuple[str, ...], mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares,
              interval: str, as_json: bool) -> None:
     """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
-    m, hw = load_model(model_ref), load_hardware(hardware_ref)
-    cost_over, extra = split_sets(sets)
+    hw_sets, rest = split_hardware_sets(sets)
+    m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
+    cost_over, extra = split_sets(rest)
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra)
-    head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "buyer": buyer, "gpus": gpus, "tokens": tokens}
+    head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden),
+                            "buyer": buyer, "gpus": gpus, "tokens": tokens}
     if measured_tps is not None:
         head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
         tps = measured_tps
@@ -194,6 +207,8 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
         return emit_json(r)
     src = head["throughput_source"]
     console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.name)}, {tokens:.3g} tokens, buyer {buyer}")
+    if hw.overridden:
+        console.print("what-if hardware: " + escape(whatif_text(hw)))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
     if head.get("fits") is False:
         console.print("[yellow]warning: the predicted memory does not fit in HBM for this layout[/yellow]")
@@ -212,7 +227,7 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
             return res.top, "planner"
     except (ImportError, AttributeError, TypeError):
         pass
-    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing), "given"
+    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts), "given"
 
 
 @click.command("compare")
@@ -221,8 +236,7 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
 @click.option("--gpus", type=int, required=True, help="number of GPUs on each system")
 @click.option("--gbs", type=int, required=True, help="global batch (sequences)")
 @click.option("--seq", type=int, required=True, help="sequence length (tokens)")
-@click.option("--precision", default="bf16", show_default=True,
-              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@precision_option
 @click.option("--tp", type=int, default=1, show_default=True, help="given layout (used where the planner finds none)")
 @click.option("--pp", type=int, default=1, show_default=True)
 @click.option("--vp", type=int, default=1, show_default=True)
@@ -236,29 +250,34 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
 @click.option("--tokens", type=float, default=1e12, show_default=True, help="tokens to train (run totals)")
 @cost_options
 @reliability_options
+@profile_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: int, seq: int, precision: str,
                 tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, mbs: int, fsdp: bool, recompute: str,
                 planner: bool, tokens: float, buyer: str, sets: tuple[str, ...], mtbi_gpu_days, restart_s,
-                checkpoint_s, spare_units, count_hot_spares, interval: str, as_json: bool) -> None:
+                checkpoint_s, spare_units, count_hot_spares, interval: str, as_json: bool,
+                profile: str = "default") -> None:
     """Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO."""
     m = load_model(model_ref)
-    cost_over, extra = split_sets(sets)
+    hw_sets, rest = split_hardware_sets(sets)
+    cost_over, extra = split_sets(rest)
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra)
     given = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                    recompute=recompute)  # type: ignore[arg-type]
-    opts = Options(precision=precision)
+    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
+    opts = Options(precision=precision, consts=prof.consts)
     out = []
     for ref in hardware_refs:
-        hw = load_hardware(ref)
+        hw = resolve_hardware(ref, hw_sets)
         if planner:
             p, how = best_layout(m, hw, given, opts)
         else:
-            p, how = api.predict(m, hw, given, precision), "given"
+            p, how = api.predict(m, hw, given, precision, consts=prof.consts), "given"
         row = p.row(0)
         tps = row["tokens_per_s_per_gpu"]
         e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
-        o = {"hardware": hw.id, "layout_from": how, "layout": row["layout"], "fits": row["fits"],
+        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "layout_from": how,
+             "layout": row["layout"], "fits": row["fits"],
              "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e}
         # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
         b = uncertainty.band_of(m, hw)
@@ -276,13 +295,13 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
             o["effective"]["usd_per_million_tokens"]
     if as_json:
         return emit_json({"model": m.id, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
-                          "systems": out})
+                          "profile": prof.name, "systems": out})
     console.print(f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
-                  f"{tokens:.3g} tokens, buyer {buyer}")
-    lay = lambda L: " ".join(f"{k}={L[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs")) + \
-        (" fsdp" if L["fsdp"] else "") + (f" rc={L['recompute']}" if L["recompute"] != "none" else "")
+                  f"{tokens:.3g} tokens, buyer {buyer}" + (f", software profile {prof.name}" if prof.name != "default" else ""))
+    if hw_sets:
+        console.print("what-if hardware (every system): " + escape(", ".join(hw_sets)))
     metrics: list[tuple[str, Callable[[dict], str]]] = [
-        ("layout", lambda o: f"{lay(o['layout'])} ({o['layout_from']})" + ("" if o["fits"] else " [red]no fit[/red]")),
+        ("layout", lambda o: f"{layout_text(o['layout'], mbs=True)} ({o['layout_from']})" + ("" if o["fits"] else " [red]no fit[/red]")),
         ("tokens/s/GPU (80% band)", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f} "
                                               f"({o['tokens_per_s_per_gpu_low']:,.0f}–{o['tokens_per_s_per_gpu_high']:,.0f})"),
         ("MFU", lambda o: f"{o['mfu']:.1%}"),

@@ -11,7 +11,7 @@ from rich.markup import escape
 from ..calibration import constants
 from ..profiles import load_profiles, release_series
 from ..scaling import default_runs_csv, load_runs
-from .common import console, emit_json, table
+from .common import console, emit_json, print_table, table
 
 
 def profile_option(f: Callable) -> Callable:
@@ -63,15 +63,6 @@ def _hw_short(h: str) -> str:
     return h.replace("-nvl72", "").replace("-sxm", "").replace("-80gb", "")
 
 
-def _compact(t, rows: list[list], wrap: tuple[int, ...] = ()) -> None:
-    """Simple borders; numbers never truncate, only the `wrap` columns fold."""
-    t.box, t.pad_edge, t.collapse_padding = box.SIMPLE_HEAD, False, True
-    for i, c in enumerate(t.columns):
-        if i not in wrap:
-            c.min_width = max([len(str(c.header))] + [len(str(r[i])) for r in rows])
-            c.no_wrap = True
-
-
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
 
@@ -86,12 +77,9 @@ def _print_series(s: dict, show_rows: bool) -> None:
                 if r["like_for_like_speedup"] is not None else "-")
         rows.append([r["release"], r["date"], r["rows"], " ".join(_hw_short(h) for h in r["hardware"]),
                      f"{r['measured_over_default']:.3f}", _pct(r["mape_default"]), fitted, _pct(r["mape_own"]), like])
-    t = table(title + ": measured vs predicted tokens/s/GPU per software release",
-              ["release", "date", "rows", "hardware", "meas/pred", "MAPE", "fitted TS", "MAPE own", "vs prev (pairs)"],
-              rows, 2)
-    t.columns[3].justify = "left"
-    _compact(t, rows, wrap=(3,))
-    console.print(t)
+    print_table(title + ": measured vs predicted tokens/s/GPU per software release",
+                ["release", "date", "rows", "hardware", "meas/pred", "MAPE", "fitted TS", "MAPE own", "vs prev (pairs)"],
+                rows, 2, wrap=(3,), left=(3,))
     console.print(f"meas/pred: geometric mean of measured / default-predicted tokens/s/GPU; MAPE with the default. "
                   f"fitted TS: tensor_sustained of the release's profile (`--profile dgxc-24.11.1`, `nemo-25.11`, ...; "
                   f"calibrated {constants().tensor_sustained:.4g}); MAPE own: with it, in-sample. vs prev: measured "
@@ -99,18 +87,43 @@ def _print_series(s: dict, show_rows: bool) -> None:
     if show_rows:
         one_model = len({r["model"] for r in s["rows"]}) == 1
         one_hw = len({r["hardware"] for r in s["rows"]}) == 1
-        rr = [[r["release"]] + ([] if one_model else [r["model"]]) + ([] if one_hw else [_hw_short(r["hardware"])])
-              + [r["gpus"], r["precision"], r["layout"], f"{r['measured']:,.0f}", _pct(r["measured_mfu_full"]),
-                 _pct(r["source_mfu"]), f"{r['predicted_default']:,.0f}", _pct(r["mfu_full_default"]),
-                 f"{r['predicted_own']:,.0f}" if r["predicted_own"] else "-", _pct(r["mfu_full_own"])]
-              for r in s["rows"]]
+        # measured rows, and the report's figures without a row (what-if profiles, evidence.target), by date
+        dated = [(r["date"], [r["release"]] + ([] if one_model else [r["model"]])
+                  + ([] if one_hw else [_hw_short(r["hardware"])])
+                  + [r["gpus"], r["precision"], r["layout"], f"{r['measured']:,.0f}", _pct(r["measured_mfu_full"]),
+                     _pct(r["source_mfu"]), f"{r['predicted_default']:,.0f}", _pct(r["mfu_full_default"]),
+                     f"{r['predicted_own']:,.0f}" if r["predicted_own"] else "-", _pct(r["mfu_full_own"])])
+                 for r in s["rows"]]
+        dated += [(r["date"], [escape(r["label"])] + ([] if one_model else [r["model"]])
+                   + ([] if one_hw else [_hw_short(r["hardware"])])
+                   + [r["gpus"], r["precision"], r["layout"], "-", _pct(r["measured_mfu_full"]),
+                      _pct(r["measured_mfu_full"]), f"{r['predicted_default']:,.0f}", _pct(r["mfu_full_default"]),
+                      f"{r['predicted_own']:,.0f}", _pct(r["mfu_full_own"])])
+                  for r in s.get("report_points", [])]
+        rr = [row for _, row in sorted(dated, key=lambda d: d[0])]
         cols = (["release"] + ([] if one_model else ["model"]) + ([] if one_hw else ["hardware"])
-                + ["gpus", "prec", "layout", "measured", "MFU", "source MFU", "default", "MFU", "own profile", "MFU"])
+                + ["gpus", "prec", "layout", "measured", "MFU", "source MFU", "default", "MFU", "profile", "MFU"])
         what = ", ".join(([s["rows"][0]["model"]] if one_model else []) + ([s["rows"][0]["hardware"]] if one_hw else []))
-        t = table("Rows" + (f" ({what})" if what else "") + ": tokens/s/GPU, and MFU with full attention as the "
-                  "DGXC recipes count it", cols, rr, 3 - one_model - one_hw)
-        _compact(t, rr)
-        console.print(t)
+        print_table("Rows" + (f" ({what})" if what else "") + ": tokens/s/GPU, and MFU with full attention as the "
+                    "DGXC recipes count it", cols, rr, 3 - one_model - one_hw)
+        story = software_story(s)
+        if story:
+            console.print(story)
+
+
+def software_story(s: dict) -> str | None:
+    """One configuration (model, hardware, GPUs, precision) across time: the report's figure(s) and every
+    release's measured MFU (full attention), oldest first; None when the rows span several configurations."""
+    pts = [(r["date"], r["label"], r["measured_mfu_full"]) for r in s.get("report_points", [])]
+    pts += [(r["date"], r["release"], r["measured_mfu_full"]) for r in s["rows"]]
+    cfgs = {(r["model"], r["hardware"], r["gpus"], r["precision"]) for r in s["rows"] + s.get("report_points", [])}
+    if len(pts) < 2 or len(cfgs) != 1:
+        return None
+    pts.sort()
+    model, hw, gpus, prec = next(iter(cfgs))
+    return (f"Software over time, {model} on {gpus} {hw}, {prec}: MFU (full attention) "
+            + " -> ".join(f"{100 * m:.1f}% ({escape(lab)})" for _, lab, m in pts)
+            + f": x{pts[-1][2] / pts[0][2]:.2f} on the same hardware")
 
 
 @click.command("releases")

@@ -14,16 +14,14 @@ from pathlib import Path
 
 import click
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import InputError
-from ..layout import Layout, LayoutGrid
+from ..layout import Layout, LayoutGrid, layout_text
 from ..predict import Options, predict_grid
 from ..search import SearchResult, describe_why, illegal, search, why_better
 from ..specfile import data_dir
 from ..validate import read_csv, row_inputs
-from .common import console, emit_json, table
+from .common import console, emit_json, stderr_progress, table
 
 @dataclass(frozen=True)
 class RecipeCheck:
@@ -133,10 +131,7 @@ def summary(checks: list[RecipeCheck], top_k: int, threshold: float) -> dict:
 
 
 def _lay(d: dict | None) -> str:
-    if not d:
-        return "-"
-    s = " ".join(f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs") if d[k] != 1 or k in ("tp", "pp", "dp"))
-    return s + (" fsdp" if d["fsdp"] else "") + ("" if d["recompute"] == "none" else f" rc-{d['recompute']}")
+    return layout_text(d or None)
 
 
 @click.command("recipes")
@@ -152,8 +147,7 @@ def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool) -
     csv_path = csv_path or str(data_dir("validation") / "runs.csv")
     rows = read_csv(csv_path)
     base = Path(csv_path).resolve().parent
-    with Progress(TextColumn("recipes"), BarColumn(), TextColumn("{task.completed}/{task.total} rows"),
-                  TimeElapsedColumn(), console=Console(stderr=True), disable=as_json, transient=True) as bar:
+    with stderr_progress("recipes", "{task.completed}/{task.total} rows", show=not as_json) as bar:
         task = bar.add_task("rows", total=len(rows))
         checks, skipped, seconds = check_rows(rows, base, top_k, lambda i, n: bar.update(task, completed=i))
     s = summary(checks, top_k, threshold)

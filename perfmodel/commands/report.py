@@ -5,7 +5,7 @@ import click
 from rich.markup import escape
 
 from ..report import ReportConfig, build
-from .common import console, emit_json
+from .common import console, emit_json, precision_option
 from .profiles import profile_option
 
 _D = ReportConfig()
@@ -18,8 +18,7 @@ _D = ReportConfig()
 @click.option("--gpus", type=int, default=_D.gpus, show_default=True, help="GPU count for the planner and the breakdown")
 @click.option("--gbs", type=int, default=_D.gbs, show_default=True, help="global batch (sequences)")
 @click.option("--seq", type=int, default=_D.seq, show_default=True, help="sequence length (tokens)")
-@click.option("--precision", default=_D.precision, show_default=True,
-              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@precision_option
 @click.option("--compare", "compare", default=",".join(_D.compare), show_default=True,
               help="hardware ids to compare on cost, energy and perf per TCO (comma-separated)")
 @click.option("--top", type=int, default=_D.top, show_default=True, help="planner layouts to show")
@@ -30,14 +29,17 @@ _D = ReportConfig()
 @click.option("--buyer", default=_D.buyer, show_default=True,
               type=click.Choice(["hyperscaler", "neocloud-giant", "emerging-neocloud"]))
 @profile_option
+@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
+              help="what-if hardware: override a field of --hardware (repeatable), e.g. nic_gbps=800")
 @click.option("--json", "as_json", is_flag=True, help="print the written files and timings as JSON")
 def command(out: str, model: str, hardware: str, gpus: int, gbs: int, seq: int, precision: str, compare: str,
             top: int, scaling_max_gpus: int, validation_csv: str | None, buyer: str, profile: str,
-            as_json: bool) -> None:
+            as_json: bool, sets: tuple[str, ...] = ()) -> None:
     """Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation
     scatter and the H100 vs GB200 NVL72 cost/energy comparison."""
     hws = tuple(h.strip() for h in compare.split(",") if h.strip())
-    cfg = ReportConfig(model=model, hardware=hardware, gpus=gpus, gbs=gbs, seq=seq, precision=precision,
+    cfg = ReportConfig(model=model, hardware=hardware, hardware_sets=tuple(sets), gpus=gpus, gbs=gbs, seq=seq,
+                       precision=precision,
                        compare=hws or _D.compare, top=top, scaling_max_gpus=scaling_max_gpus,
                        validation_csv=validation_csv, profile=profile, buyer=buyer)
     rep = build(cfg, out)

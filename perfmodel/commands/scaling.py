@@ -5,31 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import click
-from rich import box
 from rich.markup import escape
 
-from ..layout import Layout
+from ..errors import InputError
+from ..layout import Layout, layout_text
 from ..model import load_model
 from ..predict import Options
 from ..profiles import get_profile
+from ..search import parse_constraints
 from ..scaling import GROWS, MODES, ScalingResult, load_runs, parse_gpu_list, plot, scaling, summary_growth
-from .common import console, emit_json, resolve_hardware, table
+from .common import (compact, console, convention_options, emit_json, fits_width, precision_option,
+                     resolve_hardware, stderr_progress, table)
 from .profiles import profile_option
 
-PRECISIONS = ["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]
-
-
-def layout_text(L: dict[str, Any] | None) -> str:
-    if not L:
-        return "-"
-    parts = [f"{k}{L[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp") if L[k] != 1 or k in ("tp", "pp", "dp")]
-    if L["mbs"] != 1:
-        parts.append(f"mbs{L['mbs']}")
-    if L["fsdp"]:
-        parts.append("fsdp")
-    if L["recompute"] != "none":
-        parts.append(f"rc-{L['recompute']}")
-    return " ".join(parts)
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -59,27 +47,32 @@ def render(res: ScalingResult) -> None:
                      f"{p.joules_per_token:.3g}"])
     cols = ["GPUs", "gbs", "layout", "step s", "tok/s/GPU", "MFU", "scal.", "DP", "bubble", "a2a",
             "goodput", "×goodput", "$/Mtok", "J/tok"]
-    if all(not p.ok or p.grows_s["ep_comm"] == 0 for p in res.points):       # dense model: no all-to-all
+    if not res.moe and all(not p.ok or p.grows_s["ep_comm"] == 0 for p in res.points):   # dense: no all-to-all
         cols, rows = cols[:9] + cols[10:], [r[:9] + r[10:] for r in rows]
-    t = table("Per size", cols, rows, 3)
-    t.box, t.pad_edge, t.collapse_padding = box.SIMPLE_HEAD, False, True
-    t.caption = (f"MFU: {res.attention} attention. DP, bubble, a2a: exposed data-parallel communication, pipeline "
-                 "bubble and MoE all-to-all as a share of the step. ×goodput: tok/s/GPU x goodput.")
-    t.caption_justify = "left"
-    for i, c in enumerate(t.columns):         # numbers never truncate; the layout column wraps instead
-        if i != 2:
-            c.min_width = max([len(str(c.header))] + [len(str(r[i])) for r in rows if len(r) > i and "[red]" not in str(r[i])])
-            c.no_wrap = True
+    caption = (f"MFU: {res.attention} attention. DP, bubble, a2a: exposed data-parallel communication, pipeline "
+               "bubble and MoE all-to-all as a share of the step. ×goodput: tok/s/GPU x goodput.")
+    t = compact(table("Per size", cols, rows, 3), rows, wrap=(2,))      # the layout column wraps
+    if not fits_width(t):
+        # a narrow terminal (or a pipe: 80 columns): two tables instead of squeezed or dropped columns
+        cut = cols.index("DP")
+        left = [r[:cut] for r in rows]
+        right = [[r[0]] + r[cut:] if "[red]" not in str(r[2]) else [r[0]] + [""] * (len(cols) - cut) for r in rows]
+        t = compact(table("Per size", cols[:cut], left, 3), left, wrap=(2,))
+        t2 = compact(table("Per size: what grows, goodput, cost", [cols[0]] + cols[cut:], right, 1), right)
+        console.print(t)
+        t = t2
     console.print(t)
+    console.print(caption)
     meas = [(p, m) for p in res.points for m in p.measured]
     if meas:
-        console.print(table(f"Measured (validation/runs.csv) vs predicted; MFU ({res.attention} attention) recomputed "
-                            "from tokens/s/GPU, source MFU as published",
-                            ["GPUs", "release", "measured tok/s/GPU", "predicted", "error", "measured MFU",
-                             "predicted MFU", "source MFU"],
-                            [[f"{p.gpus:,}", escape(m["software"].split(" (")[0]), f"{m['tokens_per_s_per_gpu']:,.0f}",
-                              f"{p.tokens_per_s_per_gpu:,.0f}", f"{100 * m['error']:+.1f}%", _pct(m["mfu"]),
-                              _pct(p.mfu), _pct(m["source_mfu"])] for p, m in meas], 2))
+        mrows = [[f"{p.gpus:,}", escape(m["software"].split(" (")[0]), f"{m['tokens_per_s_per_gpu']:,.0f}",
+                  f"{p.tokens_per_s_per_gpu:,.0f}", f"{100 * m['error']:+.1f}%", _pct(m["mfu"]),
+                  _pct(p.mfu), _pct(m["source_mfu"])] for p, m in meas]
+        t = compact(table("Measured (validation/runs.csv) vs predicted tokens/s/GPU", ["GPUs", "release", "measured",
+                          "predicted", "error", "MFU meas.", "pred.", "source"], mrows, 2), mrows, wrap=(1,))
+        console.print(t)
+        console.print(f"MFU ({res.attention} attention): measured (recomputed from measured tokens/s/GPU), pred. "
+                      "(predicted), source (as published, in the source's own attention convention)")
     g = summary_growth(res)
     if g:
         grow = "; ".join(f"{k.replace('_', ' ')} {g[k]['from_s'] * 1e3:.3g} -> {g[k]['to_s'] * 1e3:.3g} ms "
@@ -105,6 +98,8 @@ def render(res: ScalingResult) -> None:
 @click.option("--gbs", type=int, required=True, help="global batch (sequences) at the first (smallest) GPU count")
 @click.option("--seq", type=int, required=True, help="sequence length (tokens)")
 @click.option("--search", "use_search", is_flag=True, help="run the planner at every size instead of a fixed layout")
+@click.option("--fix", multiple=True, metavar="AXIS=V", help="with --search: pin an axis, e.g. --fix tp=8 (repeatable)")
+@click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="with --search: cap an axis, e.g. --max pp=8 (repeatable)")
 @click.option("--tp", type=int, default=1, show_default=True, help="tensor parallel (+ sequence parallel)")
 @click.option("--pp", type=int, default=1, show_default=True, help="pipeline parallel")
 @click.option("--vp", type=int, default=1, show_default=True, help="virtual stages per pipeline rank")
@@ -113,12 +108,9 @@ def render(res: ScalingResult) -> None:
 @click.option("--etp", type=int, default=1, show_default=True, help="expert tensor parallel")
 @click.option("--fsdp", is_flag=True, help="shard parameters, grads and optimizer over dp (ZeRO-3)")
 @click.option("--mbs", type=int, default=1, show_default=True, help="micro-batch size (sequences)")
-@click.option("--precision", default="bf16", show_default=True, type=click.Choice(PRECISIONS))
+@precision_option
 @click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"]))
-@click.option("--attention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
-              help="attention-FLOPs convention for MFU (DGXC recipes count full)")
-@click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
-              help="MoE routing: real (load imbalance) or force-balanced")
+@convention_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="what-if hardware field (repeatable)")
 @profile_option
 @click.option("--buyer", default="hyperscaler", show_default=True,
@@ -127,10 +119,10 @@ def render(res: ScalingResult) -> None:
               help="attach the measured runs of validation/runs.csv with the same model, hardware, precision, "
                    "batch rule and layout")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
-              help="write a PNG: tokens/s/GPU and MFU vs GPUs (log x)")
+              help="write a PNG: tokens/s/GPU, MFU and the exposed share of what grows vs GPUs (log x)")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, mode: str, gbs: int, seq: int, use_search: bool,
-            tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, fsdp: bool, mbs: int, precision: str,
+            fix: tuple[str, ...], cap: tuple[str, ...], tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, fsdp: bool, mbs: int, precision: str,
             recompute: str, attention: str, routing: str, sets: tuple[str, ...], profile: str, buyer: str,
             measured: bool, plot_path: str | None, as_json: bool) -> None:
     """Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows
@@ -141,12 +133,38 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, mode: str, gbs: i
     opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
     base = Layout(gpus=gpus[0], gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                   recompute=recompute)  # type: ignore[arg-type]
-    res = scaling(m, hw, gpus, mode, base, opts, search=use_search, buyer=buyer, profile=prof.name,
-                  measured=load_runs() if measured and not hw.overridden else None)
+    given = [f"--{k}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs") if getattr(base, k) != 1]
+    given += ["--fsdp"] * fsdp + ["--recompute"] * (recompute != "none")
+    if use_search and given:
+        raise InputError("--search", " ".join(given), "the planner picks the layout at every size: drop the layout "
+                         "flags, or pin an axis with --fix (e.g. --fix tp=8) or cap it with --max")
+    if (fix or cap) and not use_search:
+        raise InputError("--fix / --max", "", "constrain the planner: use them with --search")
+    cons = parse_constraints(fix, cap) if use_search else None
+    at = {"gpus": gpus[0], "done": 0, "total": 0}          # how far the planner got, for a Ctrl-C message
+    try:
+        # progress on a terminal's stderr only, for the planner (a fixed layout takes well under a second)
+        with stderr_progress("{task.description}", "{task.completed}/{task.total} chunks",
+                             show=use_search and not as_json) as bar:
+            tasks: dict[int, Any] = {}
+
+            def step(n: int, done: int, total: int) -> None:
+                at.update(gpus=n, done=done, total=total)
+                if n not in tasks:
+                    tasks[n] = bar.add_task(f"{n:,} GPUs", total=total)
+                bar.update(tasks[n], completed=done, total=total)
+
+            res = scaling(m, hw, gpus, mode, base, opts, search=use_search, buyer=buyer, profile=prof.name,
+                          measured=load_runs() if measured and not hw.overridden else None, constraints=cons,
+                          on_chunk=step if use_search else None)
+    except KeyboardInterrupt:
+        got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
+        raise KeyboardInterrupt(f"interrupted {got} of the {at['gpus']:,}-GPU search; no results written") from None
     if plot_path:
         plot(res, plot_path)
     if as_json:
         d = res.to_dict()
+        d["hardware_overridden"] = list(hw.overridden)
         d["growth"] = summary_growth(res)
         if plot_path:
             d["plot"] = plot_path

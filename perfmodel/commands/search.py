@@ -5,40 +5,28 @@ import time
 
 import click
 import numpy as np
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
 
-from ..errors import InputError
-from ..hardware import HardwareSpec, load_hardware
+from ..hardware import HardwareSpec
+from ..layout import layout_text
 from ..model import load_model
 from ..predict import Options, Prediction
 from ..search import (OBJECTIVES, SearchResult, _concat, _pareto_idx, describe_why, objective_scale,
                       parse_constraints, search, why_better)
 from ..predict import predict_grid
+from ..scaling import parse_gpu_list
 from .. import uncertainty
-from .common import console, emit_json, si, table
+from ..profiles import get_profile
+from .catalog import whatif_text
+from .common import (console, convention_options, emit_json, precision_option, resolve_hardware, si,
+                     stderr_progress, table)
+from .profiles import profile_option
 
 GIB = 2.0 ** 30
 # breakdown_s keys grouped for the top-K table (predict.py)
 COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
 COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
 FRONT_ROWS = 20        # Pareto points printed (evenly spaced along the front); --json has all
-
-
-def parse_gpus(text: str) -> list[int]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            n = int(part)
-        except ValueError:
-            raise InputError("--gpus", "gpus", f"expected an integer or a comma-separated list (got {text!r})") from None
-        if n < 1:
-            raise InputError("--gpus", "gpus", f"must be positive (got {n})")
-        out.append(n)
-    if not out:
-        raise InputError("--gpus", "gpus", "empty")
-    return sorted(set(out))
 
 
 def objective_text(objective: str, value: float) -> str:
@@ -56,14 +44,7 @@ def layout_dict(p: Prediction, i: int) -> dict:
 
 
 def short(p: Prediction, i: int) -> str:
-    d = layout_dict(p, i)
-    parts = [f"{k}{d[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "dp") if d[k] != 1 or k in ("tp", "pp", "dp")]
-    parts.append(f"mbs{d['mbs']}")
-    if d["fsdp"]:
-        parts.append("fsdp")
-    if d["recompute"] != "none":
-        parts.append(f"rc-{d['recompute']}")
-    return " ".join(parts)
+    return layout_text(p.layouts.layout(i), mbs=True)
 
 
 def entry(p: Prediction, i: int, value: float, rank: int | None = None) -> dict:
@@ -77,7 +58,6 @@ def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, o
                  top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], show_progress: bool) -> list[SearchResult]:
     cons = parse_constraints(fix, cap)
     results = []
-    err = Console(stderr=True)
     at = {"gpus": gpus[0], "done": 0, "total": 0}        # how far the search got, for a Ctrl-C message
 
     def step(done: int, total: int, task) -> None:
@@ -86,9 +66,7 @@ def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, o
 
     try:
         # progress on a terminal's stderr only: never mixed into --json, never written into a log file
-        with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} chunks"),
-                      TimeElapsedColumn(), console=err, disable=not (show_progress and err.is_terminal),
-                      transient=True) as bar:
+        with stderr_progress("{task.description}", "{task.completed}/{task.total} chunks", show_progress) as bar:
             for n in gpus:
                 at.update(gpus=n, done=0, total=0)
                 task = bar.add_task(f"{n} GPUs", total=None)
@@ -141,30 +119,31 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @click.command("search")
 @click.option("--model", "model_ref", required=True, help="catalog id or spec file (TOML / HF config.json)")
 @click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file")
-@click.option("--gpus", "gpus_text", required=True, help="GPU count, or a list: 128,256,512")
+@click.option("--gpus", "gpus_text", required=True, help="GPU count, or a list: 128,256,512 or 128,256,...,4096 (doubling)")
 @click.option("--gbs", type=int, required=True, help="global batch (sequences)")
 @click.option("--seq", type=int, required=True, help="sequence length (tokens)")
-@click.option("--precision", default="bf16", show_default=True,
-              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@precision_option
 @click.option("--objective", default="throughput", show_default=True, type=click.Choice(list(OBJECTIVES)),
               help="tokens/s/GPU, cost per token, or energy per token")
 @click.option("--top", "top_k", type=int, default=10, show_default=True, help="layouts to show")
 @click.option("--fix", multiple=True, metavar="AXIS=V", help="pin an axis, e.g. --fix tp=4 (repeatable)")
 @click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap an axis, e.g. --max pp=8 (repeatable)")
-@click.option("--attention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
-              help="attention-FLOPs convention for MFU")
-@click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
-              help="MoE routing: real (load imbalance) or force-balanced")
+@convention_options
+@profile_option
+@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
+              help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbps=800")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
-            top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool) -> None:
+            top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool,
+            profile: str = "default", sets: tuple[str, ...] = ()) -> None:
     """Enumerate every legal layout, score them all, print the best and the Pareto fronts.
 
     Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
     t0 = time.perf_counter()
-    model, hw = load_model(model_ref), load_hardware(hardware_ref)
-    gpus = parse_gpus(gpus_text)
-    opts = Options(precision, attention, routing)  # type: ignore[arg-type]
+    model, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    gpus = parse_gpu_list(gpus_text)
+    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
+    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
     objective_scale(hw, objective)
     results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json)
     top, values, front = combined(results, model, hw, opts, top_k)
@@ -173,8 +152,8 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     score_s = sum(r.seconds for r in results)
     why = why_better(top, 0, top, 1) if top is not None and top.layouts.n > 1 else None
     out = {
-        "model": model.id, "hardware": hw.id, "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
-        "precision": precision, "objective": objective,
+        "model": model.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
+        "precision": precision, "objective": objective, "profile": prof.name,
         "evaluated": sum(r.evaluated for r in results), "legal": legal, "fits": sum(r.fits for r in results),
         "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
         "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
@@ -196,14 +175,15 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     if as_json:
         emit_json(out)
         return
-    render(out, top, front, values, results, objective)
+    render(out, top, front, values, results, objective, whatif_text(hw))
 
 
 def render(out: dict, top: Prediction | None, front: Prediction | None, values: np.ndarray,
-           results: list[SearchResult], objective: str) -> None:
+           results: list[SearchResult], objective: str, what_if: str = "") -> None:
     g = out["gpus"]
     console.print(f"[bold]{out['model']}[/] on {g} x {out['hardware']}, gbs {out['gbs']}, seq {out['seq']}, "
-                  f"{out['precision']}: {out['evaluated']:,} candidates, {out['legal']:,} legal, "
+                  f"{out['precision']}" + (f", profile {out['profile']}" if out["profile"] != "default" else "")
+                  + f": {out['evaluated']:,} candidates, {out['legal']:,} legal, "
                   f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
                   f"({si(out['layouts_per_s'] or 0, 'layouts/s')})")
     if top is None:
@@ -222,6 +202,8 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
                      f"{step:.3g}", f"{sum(b[k] for k in COMPUTE) / step:.0%}", f"{comm / step:.0%}",
                      f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GIB:.1f}"]
                     + [objective_text(objective, float(values[i]))] * len(extra))
+    if what_if:
+        console.print("what-if hardware: " + escape(what_if))
     t = table(f"top {top.layouts.n} by {objective}",
               ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GiB"] + extra,
               rows, justify_right_from=2)

@@ -1,5 +1,6 @@
 """`perfmodel sensitivity`: which hardware knob matters for one workload and layout (elasticities of step
-time, perfmodel/sensitivity.py), or a sweep of one or two hardware fields as a tokens/s/GPU table."""
+time and of cost per token, perfmodel/sensitivity.py), or a sweep of one or two hardware fields as a
+tokens/s/GPU table and heat map."""
 from __future__ import annotations
 
 import click
@@ -13,6 +14,11 @@ from ..predict import Options
 from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
 from .catalog import show_field
 from .common import console, emit_json, layout_options, resolve_hardware, table
+
+
+# how each elasticity was obtained (perfmodel/sensitivity.py): the derivative where the model is differentiable
+METHOD = {"derivative": "derivative", "finite difference": "±10% (kink)", "discrete step": "next size",
+          "exact (TCO share)": "TCO share"}
 
 
 def effect(e: Elasticity, rel: float) -> str:
@@ -32,13 +38,14 @@ def effect(e: Elasticity, rel: float) -> str:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="with --sweep: write a heat map of tokens/s/GPU to this PNG")
 @click.option("--rel", type=float, default=0.10, show_default=True,
-              help="relative change for the central finite differences (0.1 = +/-10%)")
+              help="relative change of the '+10% x' column and of the finite difference used at a kink")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
                     etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
                     attention: str, routing: str, sets: tuple[str, ...], sweeps: tuple[str, ...],
                     plot_path: str | None, rel: float, as_json: bool) -> None:
-    """Elasticity of step time to each hardware parameter, ranked (which knob matters), or --sweep tables."""
+    """Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters),
+    or --sweep tables."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
@@ -70,10 +77,21 @@ def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: i
                   f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, MFU {b['mfu']:.1%}")
     top = s.ranked[0]
     console.print(f"most sensitive: [bold]{escape(effect(top, rel))}[/bold] (elasticity {round(top.elasticity, 3) + 0.0:+.3f})")
-    rows = [[str(i + 1), escape(effect(e, rel)), f"{round(e.elasticity, 3) + 0.0:+.3f}", e.field,
+    console.print("how: derivative = d ln(step)/d ln(x) at x, where the model is differentiable (both one-sided "
+                  f"derivatives agree); ±{rel:.0%} (kink) = central difference where it is not; next size = to the "
+                  "next NVLink domain size")
+    rows = [[str(i + 1), escape(effect(e, rel)), f"{round(e.elasticity, 3) + 0.0:+.3f}", METHOD[e.method],
              escape(show_field(e.field, e.value))] for i, e in enumerate(s.ranked)]
     console.print(table("Elasticity of step time, d ln(step) / d ln(x): -1 = inversely proportional, 0 = no effect",
-                        ["#", "effect", "elasticity", "field", "value"], rows, 2))
+                        ["#", "effect", "elasticity", "how", "value"], rows, 2))
+    if s.cost:
+        crow = [[str(i + 1), escape(c["label"]), f"{round(c['cost_elasticity'], 3) + 0.0:+.3f}", METHOD[c["method"]]]
+                for i, c in enumerate(s.cost)]
+        console.print(table(f"Elasticity of $ per token (hyperscaler TCO ${s.usd_per_gpu_hour:.3f}/GPU-h; "
+                            "performance knobs as for step time)", ["#", "knob", "elasticity", "how"], crow, 2))
+    else:
+        console.print(f"$ per token: {escape(hw.id)} has no sourced price (--set cost.allin_capex_usd=USD per unit "
+                      "to add one); its elasticities equal those of step time")
     mem = s.memory
     verdict = lambda ok: "fits" if ok else "does NOT fit"
     console.print(f"HBM capacity (no effect on step time): needs {mem['memory_bytes_per_gpu'] / 1e9:.1f} GB of "

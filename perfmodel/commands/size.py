@@ -11,22 +11,16 @@ import click
 from rich.markup import escape
 
 from ..errors import InputError
+from ..layout import layout_text
 from ..model import load_model
 from ..predict import Options
 from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
 from ..economics import BUYERS
-from .common import console, emit_json, resolve_hardware, split_hardware_sets, table
+from .common import (console, convention_options, emit_json, precision_option, resolve_hardware,
+                     split_hardware_sets, table)
 from .economics import split_sets
-
-
-def _layout(L: dict) -> str:
-    parts = [f"{k}{L[k]}" for k in ("tp", "pp", "vp", "cp", "ep", "dp") if L[k] != 1 or k in ("tp", "pp", "dp")]
-    parts.append(f"mbs{L['mbs']}")
-    if L["fsdp"]:
-        parts.append("fsdp")
-    if L["recompute"] != "none":
-        parts.append(f"rc-{L['recompute']}")
-    return " ".join(parts)
+from ..profiles import get_profile
+from .profiles import profile_option
 
 
 def _band(d: dict, key: str, fmt: str, unit: str = "") -> str:
@@ -59,7 +53,7 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("GPUs training (units)", _units),
     ("installed incl. spare units", lambda d: f"{d['gpus_installed']:,} ({d['spare_units']} spare {d['unit']['name']}"
                                               f"{'s' if d['spare_units'] != 1 else ''})"),
-    ("best layout", lambda d: _layout(d["layout"])),
+    ("best layout", lambda d: layout_text(d["layout"], mbs=True)),
     ("tokens/s/GPU (80% band)", lambda d: _band(d, "tokens_per_s_per_gpu", ",.0f")),
     ("MFU", lambda d: f"{d['mfu']:.1%}"),
     ("goodput", lambda d: f"{d['goodput_fraction']:.2%}"),
@@ -81,8 +75,7 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
 @click.option("--gpus", type=int, default=None, help="time and cost at this many GPUs (rounded up to whole units)")
 @click.option("--hardware", "hardware_refs", required=True, multiple=True,
               help="catalog id or TOML spec file (repeat to compare systems side by side)")
-@click.option("--precision", default="bf16", show_default=True,
-              type=click.Choice(["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]))
+@precision_option
 @click.option("--seq", type=int, default=DEFAULT_SEQ, show_default=True, help="sequence length (tokens)")
 @click.option("--gbs", type=int, default=None,
               help=f"global batch (sequences) [default: {DEFAULT_BATCH_TOKENS:,} tokens / seq, a power of two]")
@@ -91,14 +84,12 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="what-if hardware field (e.g. nic_gbps=800) or cost / reliability assumption "
                    "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
-@click.option("--attention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
-              help="attention-FLOPs convention for MFU")
-@click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
-              help="MoE routing: real (load imbalance) or force-balanced")
+@convention_options
+@profile_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
 def command(model_ref: str, tokens: float, days: float | None, budget: float | None, gpus: int | None,
             hardware_refs: tuple[str, ...], precision: str, seq: int, gbs: int | None, buyer: str,
-            sets: tuple[str, ...], attention: str, routing: str, as_json: bool) -> None:
+            sets: tuple[str, ...], attention: str, routing: str, as_json: bool, profile: str = "default") -> None:
     """Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."""
     given = [(n, v) for n, v in (("days", days), ("budget", budget), ("gpus", gpus)) if v is not None]
     if len(given) != 1:
@@ -109,7 +100,8 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     m = load_model(model_ref)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, rel_over = split_sets(tuple(rest))
-    opts = Options(precision, attention, routing)  # type: ignore[arg-type]
+    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
+    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
     out: list[dict[str, Any]] = []
     errors: list[str] = []
     for ref in hardware_refs:
@@ -118,6 +110,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
             t1 = time.perf_counter()
             d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over)  # type: ignore[arg-type]
             d["seconds"] = time.perf_counter() - t1
+            d["profile"] = prof.name
             out.append(d)
         except InputError as exc:
             if len(hardware_refs) == 1:
@@ -132,7 +125,8 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     what = {"days": f"in {target:g} days", "budget": f"within ${target:,.0f}", "gpus": f"on {int(target):,} GPUs"}[mode]
     d0 = ok[0]
     console.print(f"[bold]{escape(m.name)}[/bold]: {tokens:.3g} tokens {what}, {precision}, seq {d0['seq']}, "
-                  f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}")
+                  f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}"
+                  + (f", software profile {prof.name}" if prof.name != "default" else ""))
     rows = [[name] + [fn(d) if "error" not in d else "" for d in out] for name, fn in ROWS]
     if mode == "days":
         rows.append(["next smaller size"] + [_smaller(d) if "error" not in d else "" for d in out])

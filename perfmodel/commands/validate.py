@@ -12,13 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import InputError
 from ..validate import Report, RowResult, count_rows, iter_csv, validate_rows
-from .common import console, table, to_jsonable
+from .common import console, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split")
 PROGRESS_MIN_ROWS = 2000
@@ -50,7 +48,6 @@ def run_validation(path: str) -> Report:
     if not total:
         raise InputError(path, "", "no data rows (only a header)")
     base = Path(path).resolve().parent
-    err = Console(stderr=True)
     done = 0
 
     def step(n: int) -> None:
@@ -59,9 +56,7 @@ def run_validation(path: str) -> Report:
         bar.update(task, completed=n)
 
     try:
-        with Progress(TextColumn("predicting"), BarColumn(), MofNCompleteColumn(), TextColumn("rows"),
-                      TimeElapsedColumn(), console=err, transient=True,
-                      disable=total <= PROGRESS_MIN_ROWS or not err.is_terminal) as bar:
+        with stderr_progress("predicting", "{task.completed}/{task.total} rows", show=total > PROGRESS_MIN_ROWS) as bar:
             task = bar.add_task("predicting", total=total)
             return validate_rows(iter_csv(path), base, progress=step)
     except KeyboardInterrupt:
