@@ -15,6 +15,7 @@ import click
 from rich.markup import escape
 
 from ..errors import InputError
+from ..specfile import data_dir
 from ..validate import Report, RowResult, count_rows, iter_csv, validate_rows
 from .common import console, stderr_progress, table, to_jsonable
 
@@ -82,13 +83,14 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
 
 
 @click.command("validate")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--by", "by_key", type=click.Choice(GROUP_KEYS), default="hardware", show_default=True,
               help="group the per-group table by this column")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def validate_cmd(file: str, by_key: str, as_json: bool) -> None:
-    """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors."""
-    report = run_validation(file)
+def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
+    """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors.
+    Without FILE: the public measured set shipped with perfmodel (validation/runs.csv)."""
+    report = run_validation(file or str(data_dir("validation") / "runs.csv"))
     s = summary(report)
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
