@@ -3,6 +3,7 @@ click command named `command`; this module only collects them and turns InputErr
 message with exit status 2 (never a traceback)."""
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 
@@ -54,7 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except SystemExit as exc:
+        # click turns a closed stdout (EPIPE) into sys.exit(1) inside its `except OSError`; a reader that
+        # stopped reading is not an error
+        ctx = exc.__context__
+        if isinstance(ctx, OSError) and ctx.errno == errno.EPIPE:
+            return 0
+        raise
     except BrokenPipeError:
+        # the reader closed the pipe (`perfmodel ... | head`): not an error; point stdout at devnull so
+        # the interpreter's final flush does not fail again (Python docs, "Note on SIGPIPE")
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     return 0
 

@@ -295,6 +295,9 @@ def illegal(model: ModelSpec, grid: LayoutGrid) -> np.ndarray:
     a = model.attention
     bad = legality(grid, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
     out = (a.num_kv_heads % grid.tp != 0) & (grid.tp % a.num_kv_heads != 0)
+    # FSDP over a data-parallel group of one shards nothing: the same layout as without it, so the
+    # planner skips the duplicate (predict still accepts it)
+    out |= grid.fsdp & (grid.dp == 1)
     for mask in bad.values():
         out |= mask
     return out
@@ -482,8 +485,10 @@ def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
 def describe_why(w: dict) -> str:
     """One sentence from why_better's dict."""
     axes = ", ".join(f"{k} {b}->{a}" for k, (a, b) in w["axes"].items()) or "no axis"
-    text = f"{w['term']} is {w['term_saving_s'] * 1e3:.3g} ms shorter per step"
-    if w["pays_s"] > 0:
-        text += f" (while {w['pays']} is {w['pays_s'] * 1e3:.3g} ms longer)"
+    def ms(s: float) -> str:             # 1,100 ms, not 1.1e+03 ms
+        return f"{s * 1e3:,.0f}" if s >= 0.1 else f"{s * 1e3:.3g}"
+    text = f"{w['term']} is {ms(w['term_saving_s'])} ms shorter per step"
+    if w["pays_s"] > 1e-6:               # not float noise (a term equal in both layouts)
+        text += f" (while {w['pays']} is {ms(w['pays_s'])} ms longer)"
     return (f"{text}; step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s; "
             f"from the slower layout: {axes}")

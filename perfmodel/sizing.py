@@ -41,8 +41,8 @@ from typing import Any, Literal, Mapping
 from .counts import param_counts
 from .economics import SECONDS_PER_DAY, TCO, run_cost, tco_for
 from .errors import InputError
-from .hardware import HardwareSpec
-from .model import ModelSpec
+from .hardware import HardwareSpec, load_hardware
+from .model import ModelSpec, load_model
 from .predict import Options
 from .reliability import Reliability, assess, reliability_inputs
 from .search import Constraints, SearchResult, search
@@ -336,10 +336,12 @@ class Sizer:
         return d
 
 
-def size(model: ModelSpec, hw: HardwareSpec, tokens: float, mode: Mode, target: float, opts: Options,
+def size(model: ModelSpec | str, hw: HardwareSpec | str, tokens: float, mode: Mode, target: float, opts: Options,
          seq: int = DEFAULT_SEQ, gbs: int | None = None, buyer: str = "hyperscaler",
          cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Size one system for a deadline (mode "days"), a budget in USD ("budget") or a GPU count ("gpus")."""
+    """Size one system for a deadline (mode "days"), a budget in USD ("budget") or a GPU count ("gpus").
+    `model` and `hw` are specs or catalog ids / spec files, as the CLI takes them."""
+    model, hw = load_model(model), load_hardware(hw)
     s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}))
     smaller = None
     if mode == "days":

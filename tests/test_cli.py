@@ -104,6 +104,13 @@ def test_validate_json(capsys):
     assert set(d["by"]["model"]) == {r["model"] for r in d["per_row"]}
 
 
+def test_validate_without_file_uses_shipped_set(capsys):
+    # `perfmodel validate` with no FILE checks the public set shipped with the package, as a table too
+    assert main(["validate"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "runs.csv" in first and "rows given" in first
+
+
 def test_validate_table(capsys, tmp_path):
     src = data_dir("validation") / "runs.csv"
     lines = src.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -208,3 +215,17 @@ def test_sources_with_brackets_print_verbatim(capsys, tmp_path):
     path = _model_toml(tmp_path, lambda t: t.replace('source = "LSKU dim"', 'source = "[/b] Table [1]"'))
     assert main(["show", "model", path]) == 0
     assert "[/b] Table [1]" in capsys.readouterr().out
+
+
+def test_closed_pipe_is_not_an_error():
+    """`perfmodel validate --json | head -1`: the reader stops early; exit 0, nothing on stderr."""
+    import subprocess
+    import sys
+    for args in (["validate", "--json"], ["validate"]):
+        p = subprocess.Popen([sys.executable, "-m", "perfmodel.cli", *args],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.read(16)
+        p.stdout.close()
+        assert p.wait(timeout=60) == 0
+        assert b"Traceback" not in p.stderr.read()

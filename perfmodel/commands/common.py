@@ -17,7 +17,18 @@ from rich.text import Text
 
 from ..hardware import ALIASES, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
-console = Console()
+class _Console(Console):
+    """rich's Console exits with status 1 when stdout is closed early (`perfmodel ... | head`); a reader
+    that stops reading is not an error, so hand the BrokenPipeError to cli.main (status 0)."""
+
+    def on_broken_pipe(self) -> None:
+        import os
+        import sys
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        raise BrokenPipeError
+
+
+console = _Console()
 
 
 def to_jsonable(obj: Any) -> Any:

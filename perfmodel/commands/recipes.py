@@ -130,6 +130,9 @@ def summary(checks: list[RecipeCheck], top_k: int, threshold: float) -> dict:
     }
 
 
+SHOWN = 20      # disagreements printed as a table (every row is in --json)
+
+
 def _lay(d: dict | None) -> str:
     return layout_text(d or None)
 
@@ -165,10 +168,16 @@ def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool) -
                   f"{s['recipe_predicted_oom']}; median gap best/recipe - 1: {(s['median_gap'] or 0):+.1%}")
     console.print(f"  disagreements > {threshold:.0%}: {s['disagreements']} (planner faster {s['planner_faster']}, "
                   f"recipe faster {s['recipe_faster']})")
-    console.print(table(f"disagreements > {threshold:.0%} (gap = planner best / recipe - 1, predicted)",
-                        ["run", "recipe", "rank", "planner best", "gap", "reason"],
-                        [[c.run_id, _lay(c.recipe), f"{c.rank}/{c.candidates}", _lay(c.best),
-                          f"{c.gap:+.0%}" if c.gap is not None else "-", c.reason] for c in dis]))
+    shown = dis[:SHOWN]
+    more = f"; the {len(shown)} largest of {len(dis)} shown, all in --json" if len(dis) > len(shown) else ""
+    t = table(f"disagreements > {threshold:.0%} (gap = planner best / recipe - 1, predicted{more})",
+              ["run", "recipe", "rank", "planner best", "gap", "reason"],
+              [[c.run_id, _lay(c.recipe), f"{c.rank}/{c.candidates}", _lay(c.best),
+                f"{c.gap:+.0%}" if c.gap is not None else "-", c.reason] for c in shown])
+    t.columns[0].overflow = "fold"          # a run id cut to "am-gptoss120b-h…" names nothing
+    for i in (1, 3, 5):
+        t.columns[i].justify = "left"
+    console.print(t)
     if skipped:
         console.print(table("skipped rows", ["run", "reason"], [[k["run_id"], k["reason"]] for k in skipped]))
 

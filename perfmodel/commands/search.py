@@ -213,7 +213,8 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
                   f"validation runs ({b['calibration_rows']} calibration rows, perfmodel/uncertainty.toml)")
     terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0)]
     console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
-                        [[k] + [f"{top.breakdown_s[k][i] * 1e3:.4g}" for i in range(top.layouts.n)] for k in terms]))
+                        [[k] + [f"{round(top.breakdown_s[k][i] * 1e3, 1) + 0.0:,.1f}" for i in range(top.layouts.n)]
+                         for k in terms]))
     if out["why_winner"]:
         console.print(f"[bold]winner vs runner-up:[/] {describe_why(out['why_winner'])}")
     if front is not None:

@@ -17,7 +17,7 @@ from rich.markup import escape
 from ..errors import InputError
 from ..specfile import data_dir
 from ..validate import Report, RowResult, count_rows, iter_csv, validate_rows
-from .common import console, stderr_progress, table, to_jsonable
+from .common import console, print_table, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split")
 PROGRESS_MIN_ROWS = 2000
@@ -90,7 +90,8 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
 def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors.
     Without FILE: the public measured set shipped with perfmodel (validation/runs.csv)."""
-    report = run_validation(file or str(data_dir("validation") / "runs.csv"))
+    path = file or str(data_dir("validation") / "runs.csv")
+    report = run_validation(path)
     s = summary(report)
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
@@ -100,7 +101,7 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
                                "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
                                "warnings": report.warnings}, report.results)
     cal, held = s["calibration"], s["held_out"]
-    console.print(f"[bold]{escape(file)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
+    console.print(f"[bold]{escape(path)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
                   f"({s['coverage']:.0%} coverage), {len(report.unsupported)} unsupported")
     srows = [["all", s["predicted"], _pct(s["mape"]), _pct(s["median_ape"]), _pct(s["p90_ape"]), _pct(s["bias"])]]
     for name, st in (("calibration split", cal), ("held-out", held)):
@@ -111,10 +112,12 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     console.print(table(f"By {by_key}", [by_key, "n", "MAPE", "median APE", "p90 APE", "bias"],
                         [[escape(k), g["rows"], _pct(g["mape"]), _pct(g["median_ape"]), _pct(g["p90_ape"]), _pct(g["bias"])]
                          for k, g in groups.items()], 1))
-    console.print(table("Worst rows", ["run_id", "model", "hardware", "GPUs", "precision", "measured tok/s/GPU",
-                                       "predicted", "error"],
-                        [[escape(r.run_id), r.model, r.hardware, r.gpus, r.precision, f"{r.measured:,.0f}",
-                          f"{r.predicted:,.0f}", f"{r.error:+.1%}"] for r in worst], 3))
+    # print_table never cuts a cell (a run id cut to "dgxc250504-…" names nothing); where the terminal is too
+    # narrow it continues in a second table, so the numbers come first
+    print_table("Worst rows (tokens/s/GPU)", ["run_id", "error", "measured", "predicted", "model", "hardware",
+                                              "GPUs", "precision"],
+                [[escape(r.run_id), f"{r.error:+.1%}", f"{r.measured:,.0f}", f"{r.predicted:,.0f}", r.model,
+                  r.hardware, r.gpus, r.precision] for r in worst], 1, left=(4, 5, 7))
     if report.unsupported:
         console.print(table("Unsupported rows", ["run_id", "line", "reason"],
                             [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1))
