@@ -111,12 +111,26 @@ class HardwareSpec(Frozen):
     sources: dict[str, str] = Field(default_factory=dict)    # dotted field -> source (filled by loader)
     path: str = ""
     overridden: tuple[str, ...] = ()     # dotted fields changed by a `base =` file or --set (what-if specs)
+    base: str = ""                       # what-if specs: id of the spec `overridden` is relative to (the root of
+                                         # the `base =` chain, or the spec --set was applied to)
+    notes_of: str = ""                   # id of the spec `notes` were written for, where not this one (inherited
+                                         # by a `base =` file, or kept through --set): they may describe what changed
     _hash: int | None = PrivateAttr(default=None)
 
     def __hash__(self) -> int:  # hashable despite dict fields, so derived counts can be cached
         if self._hash is None:
-            self._hash = hash(self.model_dump_json(exclude={"sources", "notes", "path", "overridden"}))
+            self._hash = hash(self.model_dump_json(exclude=_DESCRIPTIVE))
         return self._hash
+
+    def display_name(self, changes: bool = True) -> str:
+        """The name to print. A catalog spec: `name`. A what-if spec (a field overridden by a `base =` file or
+        --set) keeps its base's name only with what it is: 'NVIDIA GB200 NVL72 (72-GPU NVLink rack, ...) —
+        what-if of gb200-nvl72: scale_up.domain_size=144' (without the changed fields when `changes` is
+        False, for a header whose next line lists them)."""
+        if not self.overridden:
+            return self.name
+        what = f"{self.name} — what-if of {self.base or self.id}"
+        return f"{what}: {whatif_fields(self, '=')}" if changes else what
 
     @model_validator(mode="after")
     def _domain_holds_node(self) -> "HardwareSpec":
@@ -139,11 +153,49 @@ class HardwareSpec(Frozen):
         return val
 
 
+# ---- display units of fields (SI value -> display value) ------------------------------------------
+
+def hardware_unit(field: str) -> tuple[float, str, str]:
+    """(display divisor, display unit, SI unit) for a hardware field, by its name."""
+    leaf = field.rsplit(".", 1)[-1]
+    if field.startswith("peak_flops."):
+        return 1e12, "TFLOP/s", "FLOP/s"
+    if leaf == "hbm_bytes":
+        return 1e9, "GB", "B"
+    if leaf == "hbm_bandwidth":
+        return 1e12, "TB/s", "B/s"
+    if leaf == "bandwidth":
+        return 1e9, "GB/s", "B/s"
+    if leaf.endswith("_s"):
+        return 1e-6, "us", "s"
+    if leaf.endswith("_w") or leaf.endswith("_w_per_gpu"):
+        return 1.0, "W", "W"
+    if leaf.endswith("_usd"):
+        return 1.0, "USD", "USD"
+    if field.startswith("efficiency."):
+        return 1.0, "fraction of peak", "fraction of peak"
+    return 1.0, "", ""
+
+
+def show_field(field: str, value: Any) -> str:
+    """A hardware field's value in its display unit: `scale_out.bandwidth`, 1e11 -> '100 GB/s'."""
+    div, unit, _ = hardware_unit(field)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return f"{value / div:.4g} {unit}".strip()
+
+
+def whatif_fields(hw: HardwareSpec, eq: str = " = ") -> str:
+    """The overridden fields of a what-if spec with their values: 'scale_out.bandwidth = 100 GB/s, ...'."""
+    return ", ".join(f"{f}{eq}{show_field(f, field_value(hw, f))}" for f in hw.overridden)
+
+
 # ---- loading: catalog files, `base =` inheritance, --set overrides ------------------------------
 
 _MAX_BASE_DEPTH = 8
 _NOT_OVERRIDES = {"id", "name", "notes"}                       # a `base =` file's own identity, not a change
-_NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id"}
+_DESCRIPTIVE = {"sources", "notes", "path", "overridden", "base", "notes_of"}   # no effect on any prediction
+_NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id", "base", "notes_of"}
 
 # friendly --set names: alias -> (dotted field, SI factor, unit the value is written in)
 ALIASES: dict[str, tuple[str, float, str]] = {
@@ -231,13 +283,19 @@ def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[st
         raise InputError(where, "base", "a file cannot be its own base")
     base_doc, base_over = _read_with_base(base_path, depth + 1)
     base_id = str(base_doc.get("id", base_path.stem))
+    if "notes_of" in doc:                          # set by the loader (the base's notes), never by a file
+        raise InputError(where, "notes_of", "is set by the loader; write `notes = ...` for notes of this spec")
     own = {k: v if k in _NOT_OVERRIDES else _tag(v, f"overridden in {path.name}") for k, v in doc.items()}
     merged, changed = _deep_merge(base_doc, own)
     merged["id"] = doc.get("id", path.stem)
-    if "name" not in doc:
-        merged["name"] = f"{base_doc.get('name', base_id)} [what-if: {path.stem}]"
-    if "notes" not in doc:
-        merged["notes"] = f"What-if spec based on {base_id}. {base_doc.get('notes', '')}".strip()
+    merged["base"] = base_doc.get("base") or base_id       # the root of the chain: what `overridden` is relative to
+    # Without a name of its own the file keeps the base's (HardwareSpec.display_name says it is a what-if of
+    # the base and what changed); without notes of its own it keeps the base's, marked as the base's
+    # (`notes_of`): they describe the base system and may contradict the override ("one NVLink domain of 72").
+    if "notes" in doc:
+        merged.pop("notes_of", None)
+    elif merged.get("notes"):
+        merged["notes_of"] = base_doc.get("notes_of") or base_id
     over = [c for c in changed if c not in _NOT_OVERRIDES]
     return merged, list(dict.fromkeys(base_over + over))
 
@@ -329,4 +387,7 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
         doc["sources"][field] = f"--set {item.strip()}" + (f" ({ALIASES[name][2]})" if name in ALIASES else "")
         changed.append(field)
     doc["overridden"] = tuple(dict.fromkeys(hw.overridden + tuple(changed)))
+    doc["base"] = hw.base or hw.id
+    if hw.notes and not hw.notes_of:      # the notes describe the spec before --set
+        doc["notes_of"] = hw.id
     return validate(HardwareSpec, doc, "--set")

@@ -315,7 +315,7 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
     for hw in hws:
         res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=1)
         if res.top is None:
-            out.append({"hardware": hw.id, "name": hw.name, "layout": None})
+            out.append({"hardware": hw.id, "name": hw.display_name(), "layout": None})
             continue
         tps = float(res.top.tokens_per_s_per_gpu[0])
         t, priced = _tco(hw, cfg.buyer)            # unpriced hardware: energy only, $ fields None
@@ -323,7 +323,7 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
         nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
         eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
         usd = (lambda v: v) if priced else (lambda v: None)
-        out.append({"hardware": hw.id, "name": hw.name, "layout": layout_text(res.top.layouts.layout(0)),
+        out.append({"hardware": hw.id, "name": hw.display_name(), "layout": layout_text(res.top.layouts.layout(0)),
                     "tokens_per_s_per_gpu": tps, "mfu": float(res.top.mfu[0]), "usd_per_gpu_hour": usd(t.usd_per_gpu_hour),
                     "usd_per_million_tokens": usd(nom.usd_per_million_tokens), "joules_per_token": nom.joules_per_token,
                     "goodput": rel.goodput_fraction, "units": rel.units, "spare_units": rel.spare_units,
@@ -570,7 +570,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         ver = version("perfmodel")
     except Exception:                                           # not installed (a plain checkout)
         ver = "checkout"
-    head = (f"<h1>perfmodel report: {e(m.name)} on {e(hw.name)}</h1>"
+    head = (f"<h1>perfmodel report: {e(m.name)} on {e(hw.display_name())}</h1>"
             f"<p class='note'>{cfg.gpus} GPUs, global batch {cfg.gbs}, sequence {cfg.seq}, {e(cfg.precision)}, "
             f"software profile <code>{e(prof.name)}</code>"
             + (f", what-if hardware <code>{e(' '.join(cfg.hardware_sets))}</code>" if cfg.hardware_sets else "")

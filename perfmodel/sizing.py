@@ -23,8 +23,13 @@ Method:
   size meets it, then every candidate between the last doubling that missed and the first that met, in
   increasing order (powers of two divide best, so a candidate below a missing power of two is taken to
   miss too). The next smaller candidate is reported with its days.
-- --budget: the fastest candidate whose whole-run cost after reliability fits: doubling while within
-  budget, then every candidate between the last affordable doubling and the first that is not.
+- --budget: the fastest candidate whose whole-run cost after reliability fits. Cost is not monotonic in the
+  size (one spare unit is a large share of a small cluster; throughput per GPU rises at some sizes, as at 48
+  and 64 NVL72 racks for DeepSeek-V3), so no doubling is skipped for being over budget: every doubling is
+  planned up to the fastest one (beyond it a size is slower and, paying more GPUs for longer, dearer), and
+  a candidate between two doublings is planned where, at TPS_SLACK x the better throughput per GPU of the two
+  and its own exact goodput and spares, it could fit the budget and beat the fastest so far. Over budget
+  everywhere, the error names the cheapest size found the same way, and why fewer GPUs cost more.
 - --gpus: the given GPU count, rounded up to whole units.
 - What limits it: "memory" when fewer than MEMORY_FIT_SHARE of the legal layouts fit in HBM, else the
   largest non-compute term of the best layout's step breakdown (predict.py breakdown_s): the pipeline
@@ -72,6 +77,10 @@ TERM_TEXT = {
 
 
 LADDER_STEPS = 8             # candidate sizes per doubling above 2 x LADDER_STEPS units
+# --budget: a candidate between two doublings is taken to run at most this factor more tokens/s/GPU than the
+# better of the two (every candidate up to 2,048-32,768 units planned, 2026-11-30: at most 2.6% more, on
+# Llama 3 70B, Llama 3 8B, Mixtral 8x22B and DeepSeek-V3 on H100, Llama 3.1 405B and DeepSeek-V3 on GB200 NVL72)
+TPS_SLACK = 1.05
 
 
 def ladder(limit: int) -> list[int]:
@@ -220,30 +229,95 @@ class Sizer:
             lo = k
         return self.at(hi), (self.at(lo) if lo else None)
 
+    def _doublings_to_peak(self) -> list[int]:
+        """Every doubling of the unit count from one unit, up to the first that is slower than the doubling
+        before it (past the fastest size): a larger cluster is then slower still and, with more GPUs paid for
+        longer, dearer, so it can answer neither the fastest size within a budget nor the cheapest."""
+        out, prev = [], None
+        for k in self._doubling():
+            p = self.at(k)
+            out.append(k)
+            if p.ok:
+                if prev is not None and p.days >= prev.days:
+                    break
+                prev = p
+        return out
+
+    def _optimistic(self, units: int, tps: float) -> tuple[float, float]:
+        """(days, $) of `units` units running at `tps` tokens/s/GPU, with its exact goodput and spares: lower
+        bounds on both when `tps` bounds its throughput (days and $ fall as throughput rises)."""
+        gpus = units * self.unit_gpus
+        rel = assess(self.ri, gpus, self.params)
+        days = self.tokens / (tps * gpus) / rel.goodput_fraction / SECONDS_PER_DAY
+        rc = run_cost(self.tco, tps, self.tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+        return days, rc.usd_total
+
+    def _between_bounds(self, doublings: list[int]) -> list[tuple[int, float, float]]:
+        """(units, days lower bound, $ lower bound) of every candidate between two evaluated doublings, at
+        TPS_SLACK x the better tokens/s/GPU of the two (none where neither has a layout that fits)."""
+        out = []
+        for a, b in zip(doublings, doublings[1:]):
+            tps = [self.points[k].tps for k in (a, b) if self.points[k].tps is not None]
+            if tps:
+                out += [(k, *self._optimistic(k, TPS_SLACK * max(tps))) for k in self._between(a, b)]
+        return out
+
     def for_budget(self, usd: float) -> Point:
-        """Fastest size whose whole-run cost after reliability is within `usd`."""
+        """Fastest size whose whole-run cost after reliability is within `usd`, over every candidate size:
+        the doublings up to the fastest one are planned; a candidate between two doublings is planned only
+        where its bounds (_between_bounds) leave it a chance to fit the budget and beat the fastest so far."""
         if not (usd > 0 and math.isfinite(usd)):
             raise InputError("--budget", "budget", f"must be a positive number of US dollars (got {usd})")
         if not self.priced:
             raise InputError("--budget", self.hw.id, self.price_note)
         within = lambda p: p.ok and p.usd is not None and p.usd <= usd   # noqa: E731
-        last_ok = first_over = None
-        for k in self._doubling():
-            p = self.at(k)
-            if within(p):
-                last_ok = k
-            elif last_ok is not None:
-                first_over = k
+        faster = lambda p, q: q is None or (p.days, p.units) < (q.days, q.units)   # noqa: E731
+        doublings = self._doublings_to_peak()
+        bounds = self._between_bounds(doublings)
+        best: Point | None = None
+        for p in self.points.values():
+            if within(p) and faster(p, best):
+                best = p
+        for k, days_lo, usd_lo in sorted(bounds, key=lambda c: (c[1], c[0])):   # most promising first
+            if best is not None and days_lo >= best.days:
+                break                                        # neither this nor any later one can be faster
+            if usd_lo <= usd:
+                p = self.at(k)
+                if within(p) and faster(p, best):
+                    best = p
+        if best is not None:
+            return best
+        cheapest = min((p for p in self.points.values() if p.ok), key=lambda p: p.usd or math.inf, default=None)
+        for k, _, usd_lo in sorted(bounds, key=lambda c: (c[2], c[0])):         # a cheaper size in between?
+            if cheapest is None or cheapest.usd is None or usd_lo >= cheapest.usd:
                 break
-        if last_ok is None:
-            cheapest = min((p for p in self.points.values() if p.ok), key=lambda p: p.usd or math.inf, default=None)
-            got = (f"the cheapest size tried costs ${cheapest.usd:,.0f} ({cheapest.units} {self.ri_unit}s, "
-                   f"{cheapest.gpus:,} GPUs, {cheapest.days:,.1f} days)" if cheapest else "no size tried fits the model")
-            raise InputError("--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: {got}")
-        if first_over is not None:                          # every candidate between the two doublings
-            for k in self._between(last_ok, first_over):
-                self.at(k)
-        return min((p for p in self.points.values() if within(p)), key=lambda p: (p.days, p.units))
+            p = self.at(k)
+            if p.ok and p.usd is not None and p.usd < cheapest.usd:
+                cheapest = p
+        if cheapest is None or cheapest.usd is None:
+            raise InputError("--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: no size tried fits the model")
+        raise InputError("--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: the cheapest size is "
+                                              f"{self._size_text(cheapest)}, ${cheapest.usd:,.0f} and "
+                                              f"{cheapest.days:,.1f} days{self._why_dearer_below(cheapest)}")
+
+    def _size_text(self, p: Point) -> str:
+        return f"{p.units:,} {self.ri_unit}{'s' if p.units != 1 else ''} ({p.gpus:,} GPUs)"
+
+    def _why_dearer_below(self, c: Point) -> str:
+        """Why a smaller cluster than the cheapest costs more: $ = tokens / (tokens/s/GPU x goodput) x GPUs paid
+        per training GPU (spare units) x $/GPU-hour, compared with the nearest smaller doubling that fits."""
+        smaller = [p for p in self.points.values() if p.ok and p.usd is not None and p.units < c.units]
+        if not smaller or c.rel is None or c.tps is None:
+            return " (the smallest size with a layout that fits)" if not smaller else ""
+        pow2 = [p for p in smaller if p.units & (p.units - 1) == 0]
+        s = max(pow2 or smaller, key=lambda p: p.units)
+        assert s.rel is not None and s.tps is not None and s.usd is not None
+        return (f"; fewer GPUs cost more, not less: {self._size_text(s)} cost ${s.usd:,.0f} at {s.tps:,.0f} vs "
+                f"{c.tps:,.0f} tokens/s/GPU, goodput {s.rel.goodput_fraction:.1%} vs {c.rel.goodput_fraction:.1%} "
+                f"and {s.rel.cost_factor:.3f} vs {c.rel.cost_factor:.3f} GPUs paid per training GPU "
+                f"({s.rel.spare_units} vs {c.rel.spare_units} spare {self.ri_unit}"
+                f"{'s' if max(s.rel.spare_units, c.rel.spare_units) > 1 else ''}), as $ = tokens / "
+                "(tokens/s/GPU x goodput) x GPUs paid per training GPU x $/GPU-hour")
 
     def for_gpus(self, gpus: int) -> Point:
         if gpus < 1:
@@ -297,7 +371,7 @@ class Sizer:
         rc = self.run(p)
         gpu_unit = self.ri.gpus_per_unit
         d: dict[str, Any] = {
-            "hardware": self.hw.id, "name": self.hw.name, "hardware_overridden": list(self.hw.overridden),
+            "hardware": self.hw.id, "name": self.hw.display_name(), "hardware_overridden": list(self.hw.overridden),
             "model": self.model.id, "tokens": self.tokens,
             "target": {"mode": mode, "value": target}, "precision": self.opts.precision, "seq": self.seq,
             "gbs": self.gbs, "gbs_tokens": self.gbs * self.seq,

@@ -42,6 +42,22 @@ def test_show_hardware(capsys):
     assert fields["memory.hbm_bytes"]["value"] == 80e9
 
 
+@pytest.mark.parametrize("width", [80, 100])
+@pytest.mark.parametrize("args", [["gb200-nvl72", "--set", "nvlink_domain=144"], ["h100-sxm"]])
+def test_show_hardware_never_cuts_a_field_name(capsys, monkeypatch, width, args):
+    """`efficiency.scale_out_collective` printed as `efficiency.scale_out_collecti…` at 80-100 columns: the
+    field column now keeps every name whole (marked `* ` when overridden) and the source column wraps."""
+    from perfmodel.commands.common import console
+    names = [f["field"] for f in run_json(capsys, ["show", "hardware", *args])["fields"]]
+    monkeypatch.setattr(console, "_width", width)
+    assert main(["show", "hardware", *args]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "…" not in "\n".join(lines) and max(len(line) for line in lines) <= width
+    cells = {line.split("│")[1].strip().lstrip("* ") for line in lines if line.startswith("│")}
+    assert set(names) <= cells, set(names) - cells
+    assert "efficiency.scale_out_collective" in cells
+
+
 def test_show_hardware_by_file(capsys):
     path = str(data_dir("hardware") / "b200.toml")
     assert run_json(capsys, ["show", "hardware", path])["id"] == "b200"

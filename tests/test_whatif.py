@@ -24,7 +24,7 @@ MOE_ARGS = ["--model", "deepseek-v3", "--gpus", "1024", "--pp", "8", "--ep", "12
             "--seq", "4096", "--recompute", "full", "--precision", "fp8"]
 # a dense model across HGX nodes: TP in the node, PP and DP over the network
 DENSE = Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=2, recompute="selective")
-_SKIP = {"id", "name", "notes", "path", "sources", "overridden"}
+_SKIP = {"id", "name", "notes", "path", "sources", "overridden", "base", "notes_of"}
 
 
 def flat(hw: HardwareSpec) -> dict[str, object]:
@@ -55,7 +55,7 @@ def test_base_file_differs_only_in_overridden_fields(tmp_path: Path):
     f.write_text('base = "gb200-nvl72"\n[scale_up]\ndomain_size = 144\n'
                  '[memory]\nhbm_bytes = { value = 288e9, source = "hypothetical 12-high HBM3e" }\n')
     base, hw = load_hardware("gb200-nvl72"), load_hardware(str(f))
-    assert hw.id == "nvl144-hbm" and hw.name != base.name
+    assert hw.id == "nvl144-hbm" and hw.display_name() != base.display_name() == base.name
     assert set(hw.overridden) == {"scale_up.domain_size", "memory.hbm_bytes"}
     a, b = flat(base), flat(hw)
     assert a.keys() == b.keys()
@@ -73,6 +73,53 @@ def test_base_chain_relative_path_and_own_id(tmp_path: Path):
     assert hw.id == "my-h100"
     assert set(hw.overridden) == {"scale_out.bandwidth", "memory.hbm_bytes"}
     assert "a.toml" in hw.sources["scale_out.bandwidth"] and "b.toml" in hw.sources["memory.hbm_bytes"]
+
+
+def test_whatif_names_and_notes_say_they_are_the_base_s(tmp_path: Path, capsys):
+    """A 144-GPU what-if of GB200 NVL72 printed the base's name and notes ("One NVLink domain of 72 GPUs") as
+    its own: its name now says what-if of which system and what changed, and the inherited notes are shown as
+    the base system's. Catalog specs print as before."""
+    f = tmp_path / "nvl144.toml"
+    f.write_text('base = "gb200-nvl72"\n[scale_up]\ndomain_size = 144\n')
+    base, hw = load_hardware("gb200-nvl72"), load_hardware(str(f))
+    assert hw.display_name() == f"{base.name} — what-if of gb200-nvl72: scale_up.domain_size=144"
+    assert hw.display_name(changes=False) == f"{base.name} — what-if of gb200-nvl72"
+    assert (hw.base, hw.notes_of, hw.notes) == ("gb200-nvl72", "gb200-nvl72", base.notes)
+    assert (base.display_name(), base.base, base.notes_of) == (base.name, "", "")
+    d = run_json(capsys, ["show", "hardware", str(f)])
+    assert d["name"] == hw.display_name() and (d["base"], d["notes_of"]) == ("gb200-nvl72", "gb200-nvl72")
+    assert next(r for r in d["fields"] if r["field"] == "name")["value"] == hw.display_name()
+    cat = run_json(capsys, ["show", "hardware", "gb200-nvl72"])
+    assert cat["name"] == base.name and "base" not in cat and "notes_of" not in cat
+    assert main(["show", "hardware", str(f)]) == 0
+    out = " ".join(capsys.readouterr().out.split())          # unwrap the console's line breaks
+    assert "what-if of gb200-nvl72" in out and "in this what-if of gb200-nvl72: scale_up.domain_size=144" in out
+    assert "notes of the base system gb200-nvl72" in out and "notes: " not in out
+    assert main(["show", "hardware", "gb200-nvl72"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith(f"{base.name}: gb200-nvl72 (") and "notes: Dense peaks" in out and "what-if" not in out
+    assert main(["predict", *MOE_ARGS, "--hardware", str(f)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"on 1024 x {base.name} — what-if of gb200-nvl72, fp8" in out and "scale_up.domain_size = 144" in out
+
+
+def test_whatif_names_through_set_chains_and_own_text(tmp_path: Path):
+    h100 = load_hardware("h100-sxm")
+    hw = apply_overrides(h100, ["nic_gbps=800", "hbm_gb=141"])
+    assert hw.display_name() == (f"{h100.name} — what-if of h100-sxm: scale_out.bandwidth=100 GB/s, "
+                                 "memory.hbm_bytes=141 GB")
+    assert (hw.base, hw.notes_of) == ("h100-sxm", "h100-sxm")
+    (tmp_path / "a.toml").write_text('base = "h100-sxm"\n[scale_out]\nbandwidth = 100e9\n')
+    (tmp_path / "b.toml").write_text('base = "a.toml"\nname = "H100, 800G NICs, 141 GB"\nnotes = "my own words"\n'
+                                     '[memory]\nhbm_bytes = 141e9\n')
+    b = load_hardware(str(tmp_path / "b.toml"))
+    assert (b.base, b.notes_of, b.notes) == ("h100-sxm", "", "my own words")     # own notes: shown as they are
+    assert b.display_name().startswith("H100, 800G NICs, 141 GB — what-if of h100-sxm: scale_out.bandwidth=100 GB/s")
+    more = apply_overrides(b, ["nvlink_domain=16"])                              # --set on top: same root
+    assert more.base == "h100-sxm" and more.notes_of == "b" and more.overridden[-1] == "scale_up.domain_size"
+    (tmp_path / "c.toml").write_text('base = "gb200-nvl72"\nnotes_of = "x"\n')
+    with pytest.raises(InputError, match="notes_of"):
+        load_hardware(str(tmp_path / "c.toml"))
 
 
 @pytest.mark.parametrize("text, field, hint", [
@@ -205,6 +252,32 @@ def test_sensitivity_sweep_json_and_plot(capsys, tmp_path: Path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", "--sweep", "hbm_gb=80,186"]) == 0
     assert "hbm_gb=80" in capsys.readouterr().out
+
+
+def test_effect_percent_keeps_its_sign():
+    from perfmodel.commands.sensitivity import signed_percent
+    assert [signed_percent(c) for c in (-0.0668, -0.0085, 0.000989, -0.000316, -0.0000499, 0.0000178, 0.0, 0.012)] == \
+        ["-6.7%", "-0.9%", "+0.10%", "-0.03%", "-<0.01%", "+<0.01%", "0.0%", "+1.2%"]
+
+
+def test_sensitivity_table_never_prints_a_negative_effect_as_plus(capsys, monkeypatch):
+    """A -0.03% step-time change (NIC bandwidth, elasticity -0.003) read '+0.0%' when the effect was rounded
+    to 0.1%; the text now carries the sign of the JSON change_high, which the fix left as it was."""
+    args = ["sensitivity", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4",
+            "--vp", "5", "--gbs", "128", "--seq", "8192"]
+    d = run_json(capsys, args)
+    from perfmodel.commands.common import console
+    monkeypatch.setattr(console, "_width", 120)          # one table row per knob
+    assert main([*args]) == 0
+    out = capsys.readouterr().out
+    nic = next(e for e in d["elasticities"] if e["field"] == "scale_out.bandwidth")
+    assert -0.0005 < nic["change_high"] < 0
+    assert "+10% NIC bandwidth -> -0.03% step time" in out
+    assert "+0.0%" not in out and "-0.0%" not in out
+    from perfmodel.commands.sensitivity import signed_percent
+    for e in d["elasticities"]:
+        shown = signed_percent(e["change_high"])
+        assert shown[0] == ("-" if e["change_high"] < 0 else "+") and f"-> {shown} step time" in out, e
 
 
 @pytest.mark.parametrize("extra, needle", [

@@ -7,18 +7,19 @@ from typing import Any
 import click
 import sympy as sp
 from rich.markup import escape
+from rich.table import Table
 
 from ..counts import (Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts,
                       symbolic_flops_formula)
-from ..hardware import HardwareSpec, field_value, load_hardware
+from ..hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
 from ..errors import InputError
 from ..model import ModelSpec, load_model
 from ..specfile import catalog_ids
-from .common import console, emit_json, resolve_hardware, si, table
+from .common import _cell_len, console, emit_json, resolve_hardware, si, table
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
-_SKIP = {"sources", "path", "notes", "overridden"}
+_SKIP = {"sources", "path", "notes", "overridden", "base", "notes_of"}
 
 
 def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -33,39 +34,9 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, obj)]
 
 
-def hardware_unit(field: str) -> tuple[float, str, str]:
-    """(display divisor, display unit, SI unit) for a hardware field, by its name."""
-    leaf = field.rsplit(".", 1)[-1]
-    if field.startswith("peak_flops."):
-        return 1e12, "TFLOP/s", "FLOP/s"
-    if leaf == "hbm_bytes":
-        return 1e9, "GB", "B"
-    if leaf == "hbm_bandwidth":
-        return 1e12, "TB/s", "B/s"
-    if leaf == "bandwidth":
-        return 1e9, "GB/s", "B/s"
-    if leaf.endswith("_s"):
-        return 1e-6, "us", "s"
-    if leaf.endswith("_w") or leaf.endswith("_w_per_gpu"):
-        return 1.0, "W", "W"
-    if leaf.endswith("_usd"):
-        return 1.0, "USD", "USD"
-    if field.startswith("efficiency."):
-        return 1.0, "fraction of peak", "fraction of peak"
-    return 1.0, "", ""
-
-
-def show_field(field: str, value: Any) -> str:
-    """A hardware field's value in its display unit: `scale_out.bandwidth`, 1e11 -> '100 GB/s'."""
-    div, unit, _ = hardware_unit(field)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    return f"{value / div:.4g} {unit}".strip()
-
-
 def whatif_text(hw: HardwareSpec) -> str:
     """The overridden fields of a what-if spec with their values: 'scale_out.bandwidth = 100 GB/s, ...'."""
-    return ", ".join(f"{f} = {show_field(f, field_value(hw, f))}" for f in hw.overridden)
+    return whatif_fields(hw)
 
 
 def model_unit(field: str) -> str:
@@ -133,6 +104,8 @@ def list_cmd(kind: str, as_json: bool) -> None:
 def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
     out = []
     for field, val in _flatten(hw.model_dump()):
+        if field == "name":
+            val = hw.display_name()          # a what-if says so, and what changed
         div, unit, si_unit = hardware_unit(field)
         shown = val / div if isinstance(val, (int, float)) and not isinstance(val, bool) and val is not None else val
         out.append({"field": field, "value": val, "unit": si_unit, "display": _fmt(shown), "display_unit": unit,
@@ -166,6 +139,18 @@ def model_summary(m: ModelSpec, seq: int) -> dict[str, Any]:
     return {"params": params, "seq": seq, "flops_per_token": flops}
 
 
+def field_table(title: str, rows: list[list[str]]) -> Table:
+    """The field / value / source table of `show`: the field column is as wide as its longest name and
+    never wraps or truncates (a dotted name cut to `efficiency.scale_out_collecti…` names nothing); the
+    value and source columns wrap, folding a word longer than the column instead of cutting it."""
+    t = table(title, ["field", "value", "source"], rows, 1)
+    name = t.columns[0]
+    name.no_wrap, name.min_width = True, max([len("field")] + [_cell_len(r[0]) for r in rows])
+    for col in t.columns[1:]:
+        col.overflow = "fold"
+    return t
+
+
 @click.command("show")
 @click.argument("kind", type=click.Choice(["hardware", "model"]))
 @click.argument("ref")
@@ -179,15 +164,22 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
         hw = resolve_hardware(ref, sets)
         rows = hardware_fields(hw)
         if as_json:
-            return emit_json({"id": hw.id, "name": hw.name, "path": hw.path, "notes": hw.notes,
-                              "overridden": list(hw.overridden), "fields": rows})
-        console.print(table(escape(f"{hw.name}: {hw.id} ({hw.path})"), ["field", "value", "source"],
-                            [[("[bold yellow]* " if r["overridden"] else "") + r["field"] + ("[/]" if r["overridden"] else ""),
-                              escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
-                             for r in rows], 1))
+            whatif = {"base": hw.base, "notes_of": hw.notes_of} if hw.base or hw.notes_of else {}
+            return emit_json({"id": hw.id, "name": hw.display_name(), "path": hw.path, "notes": hw.notes,
+                              "overridden": list(hw.overridden), **whatif, "fields": rows})
+        head = (f"{hw.id} ({hw.path}): {hw.display_name(changes=False)}" if hw.overridden   # what-if: the changes below
+                else f"{hw.name}: {hw.id} ({hw.path})")
+        console.print(field_table(escape(head),
+                                  [[("[bold yellow]* " if r["overridden"] else "") + r["field"] + ("[/]" if r["overridden"] else ""),
+                                    escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
+                                   for r in rows]))
         if hw.overridden:
-            console.print(f"* overridden ({len(hw.overridden)} field{'s' if len(hw.overridden) > 1 else ''}): what-if spec")
-        if hw.notes:
+            console.print(f"* overridden ({len(hw.overridden)} field{'s' if len(hw.overridden) > 1 else ''}) in this what-if "
+                          f"of {escape(hw.base)}: {escape(whatif_fields(hw, '='))}")
+        if hw.notes and hw.notes_of:        # written for the base: they may describe what the what-if changed
+            console.print(f"notes of the base system {escape(hw.notes_of)} (as written for it, before the "
+                          f"overrides above): {escape(hw.notes)}")
+        elif hw.notes:
             console.print(f"notes: {escape(hw.notes)}")
         return None
     if sets:
@@ -198,9 +190,9 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
     summary = model_summary(m, s)
     if as_json:
         return emit_json({"id": m.id, "name": m.name, "path": m.path, "notes": m.notes, "fields": rows, **summary})
-    console.print(table(escape(f"{m.name}: {m.id} ({m.path})"), ["field", "value", "source"],
-                        [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])]
-                         for r in rows], 1))
+    console.print(field_table(escape(f"{m.name}: {m.id} ({m.path})"),
+                              [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])]
+                               for r in rows]))
     p = summary["params"]
     prow = [["total (counted)", f"{p['total']:,}", ""], ["active (counted)", f"{p['active']:,}", ""]]
     if m.mtp_layers:

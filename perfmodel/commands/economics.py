@@ -112,7 +112,7 @@ def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool)
     d = {**t.to_dict(), "hardware_overridden": list(hw.overridden)}
     if as_json:
         return emit_json(d)
-    console.print(f"[bold]{escape(hw.name)}[/bold], buyer: {buyer}")
+    console.print(f"[bold]{escape(hw.display_name(changes=False))}[/bold], buyer: {buyer}")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_text(hw)))
     console.print(f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
@@ -206,7 +206,7 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     if as_json:
         return emit_json(r)
     src = head["throughput_source"]
-    console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.name)}, {tokens:.3g} tokens, buyer {buyer}")
+    console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_text(hw)))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))

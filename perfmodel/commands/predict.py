@@ -11,10 +11,9 @@ from rich.markup import escape
 from .. import api, uncertainty
 from ..counts import flops_per_token
 from ..errors import InputError
-from ..hardware import HardwareSpec, field_value
+from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout
 from ..model import ModelSpec, load_model
-from .catalog import show_field
 from .common import console, emit_json, layout_options, resolve_hardware, table
 from ..profiles import get_profile
 from .profiles import profile_option
@@ -89,11 +88,12 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
                           **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
                           "band": b.to_dict()})
     L = r["layout"]
-    console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.name)}, {precision}, seq {seq}, global batch {gbs}")
+    console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.display_name(changes=False))}, {precision}, "
+                  f"seq {seq}, global batch {gbs}")
     if prof.overrides:
         console.print(f"software profile {prof.name}: " + ", ".join(f"{k} = {v:g}" for k, v in prof.overrides.items()))
     if hw.overridden:
-        console.print("what-if hardware: " + escape(", ".join(f"{f} = {show_field(f, field_value(hw, f))}" for f in hw.overridden)))
+        console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
                   f"{' fsdp' if fsdp else ''} recompute={recompute}")
     summary = [

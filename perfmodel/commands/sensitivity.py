@@ -8,11 +8,11 @@ from rich.markup import escape
 
 from ..calibration import constants
 from ..errors import InputError
+from ..hardware import show_field
 from ..layout import Layout
 from ..model import load_model
 from ..predict import Options
 from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
-from .catalog import show_field
 from .common import console, emit_json, layout_options, resolve_hardware, table
 
 
@@ -27,7 +27,19 @@ def effect(e: Elasticity, rel: float) -> str:
         what = f"NVLink domain {e.low:.0f} -> {e.high:.0f} GPUs"
     else:
         what = f"+{rel:.0%} {e.label}"
-    return f"{what} -> {round(e.change_high, 3) + 0.0:+.1%} step time"     # + 0.0: no '-0.0%'
+    return f"{what} -> {signed_percent(e.change_high)} step time"
+
+
+def signed_percent(change: float) -> str:
+    """A relative change as a percentage whose sign is always that of `change`: one decimal from 0.1%
+    ('-6.7%'), two below ('-0.03%'), '<0.01%' with the sign below 0.005% ('+<0.01%'), '0.0%' only for
+    exactly no change, so a small negative change never reads '+0.0%'."""
+    if change == 0:
+        return "0.0%"
+    sign, pct = ("+" if change > 0 else "-"), abs(change) * 100
+    if pct < 0.005:
+        return f"{sign}<0.01%"
+    return f"{sign}{pct:.{1 if pct >= 0.1 else 2}f}%"
 
 
 @click.command("sensitivity")
