@@ -25,3 +25,22 @@ def test_1f1b_first_rank_holds_pp_microbatches():
 def test_interleaved_adds_korthikanti_factor():
     # interleaved with vp=2: pp (1 + (pp-1)/(pp vp)) = 4 x 1.375 = 5.5 micro-batches of 20 layers
     assert _activations(pp=4, vp=2) == pytest.approx(_activations(pp=4, vp=1) * 1.375, rel=1e-12)
+
+
+def test_activations_per_layer_match_korthikanti_table2():
+    """Korthikanti et al. 2022 §4.1/Table 2: one GPT layer saves 34 sbh + 5 a s^2 b bytes (no parallelism);
+    with tensor + sequence parallelism everything divides by t. Flash attention drops the two s^2 terms
+    (softmax output, dropout mask) and keeps an fp32 log-sum-exp per head and query (4 a s b); training
+    without dropout drops the two 1-byte dropout masks (sbh each): 32 sbh / t + 4 a s b / t."""
+    import numpy as np
+
+    from perfmodel.memory import activation_bytes_per_layer
+    from perfmodel.model import load_model
+
+    m = load_model("gpt3-175b")
+    s, b, t = 2048, 1, 8
+    h, a = m.hidden_size, m.attention.num_heads
+    T = s * b
+    kept, full = activation_bytes_per_layer(m, T, T / t, np.array(t), 1, 1, np.array(0), False, 1.0)
+    assert float(full) == pytest.approx(32 * s * b * h / t + 4 * a * s * b / t, rel=1e-12)
+    assert float(kept) == float(full)
