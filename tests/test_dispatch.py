@@ -42,3 +42,19 @@ def test_dispatch_dedup_never_exceeds_plain_all_to_all():
     # inside one NVLink domain dedup changes nothing
     assert comm.moe_dispatch_time(token_bytes, top_k, 8, 1, hw, 256) == pytest.approx(
         comm.all_to_all_time(token_bytes * top_k, 8, 1, hw))
+
+
+def test_collectives_against_nccl_bus_bandwidth_hand_cases():
+    """nccl-tests convention: all-gather / reduce-scatter move (n-1)/n of the buffer at the bus
+    bandwidth, all-reduce 2(n-1)/n; plus base latency x (1 + log2 n)."""
+    hw = load_hardware("h100-sxm")
+    nb = 1e9
+    su = hw.scale_up.bandwidth * hw.efficiency.scale_up_collective
+    lat_in = hw.scale_up.latency_s * (1 + 3)                       # n = 8: log2 8 = 3
+    assert comm.all_gather_time(nb, 8, 1, hw) == pytest.approx(7 / 8 * nb / su + lat_in)
+    nvls = hw.scale_up.bandwidth * hw.efficiency.scale_up_allreduce
+    assert comm.all_reduce_time(nb, 8, 1, hw) == pytest.approx(2 * 7 / 8 * nb / nvls + lat_in)
+    # 16 data-parallel ranks one per node (stride 8): one NIC per domain carries the ring
+    so = hw.scale_out.bandwidth * hw.efficiency.scale_out_collective
+    lat_out = hw.scale_out.latency_s * (1 + 4)
+    assert comm.reduce_scatter_time(nb, 16, 8, hw) == pytest.approx(15 / 16 * nb / so + lat_out)
