@@ -56,18 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except SystemExit as exc:
-        # click turns a closed stdout (EPIPE) into sys.exit(1) inside its `except OSError`; a reader that
-        # stopped reading is not an error
+        # a closed stdout (`perfmodel ... | head`): click (click.echo, sys.stdout.write: its `except OSError`)
+        # and rich (console.print: Console.on_broken_pipe, stdout pointed at devnull) both turn the EPIPE into
+        # sys.exit(1); a reader that stopped reading is not an error
         ctx = exc.__context__
         if isinstance(ctx, OSError) and ctx.errno == errno.EPIPE:
             return 0
         raise
-    except BrokenPipeError:
-        # the reader closed the pipe (`perfmodel ... | head`): not an error; point stdout at devnull so
-        # the interpreter's final flush does not fail again (Python docs, "Note on SIGPIPE")
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     return 0
 
 

@@ -58,7 +58,7 @@ class CostInputs:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def settable(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("hardware", "buyer", "sources")}
+        return {k: getattr(self, k) for k in COST_KEYS}
 
 
 COST_KEYS = tuple(f.name for f in fields(CostInputs) if f.name not in ("hardware", "buyer", "sources"))

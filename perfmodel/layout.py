@@ -102,6 +102,11 @@ class LayoutGrid:
     def of(cls, layout: Layout) -> "LayoutGrid":
         return cls.from_layouts([layout])
 
+    @classmethod
+    def concat(cls, grids: "list[LayoutGrid]") -> "LayoutGrid":
+        """The layouts of several grids, in order, as one grid."""
+        return cls(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(cls)})
+
     def take(self, idx) -> "LayoutGrid":
         return LayoutGrid(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 

@@ -257,7 +257,6 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     extra = np.where(rec == 1, attn_fwd_per_tok, extra)
     hfu = (fpt + extra) * tokens / (step * gpus * peak)
 
-    scale = nmb * stage / np.maximum(pipeline, 1e-30)
     breakdown = {
         "gemm": layers_sum["gemm"] / pp * nmb,
         "attention": layers_sum["attention"] / pp * nmb,
@@ -276,7 +275,6 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     }
     accounted = sum(v for k, v in breakdown.items() if k not in ("pipeline_bubble", "dp_comm", "optimizer", "step_overhead", "stage_imbalance"))
     breakdown["stage_imbalance"] = np.maximum(0.0, nmb * stage - accounted)
-    del scale
 
     # ---- memory per GPU (first pipeline rank, the fullest) ---------------------------------------
     mem_parts = memory_per_gpu(m, hw, grid, opts, p_dense, p_exp, dp, edp, nmb, T, Ts)

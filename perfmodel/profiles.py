@@ -238,9 +238,10 @@ def release_series(rows: list[dict], base: Path, series: str | None = None, mode
     c0 = constants()
     groups: dict[str, list[dict]] = {}
     for r in sel:
-        name = release_profile_name(release_of(r))
+        rel = release_of(r)
+        name = release_profile_name(rel)
         if name is not None and (series is None or name.split("-")[0] == series):
-            groups.setdefault(release_of(r), []).append(r)
+            groups.setdefault(rel, []).append(r)
     order = sorted(groups, key=lambda k: (min((r.get("date") or "").strip() for r in groups[k]), k))
     out_rel: list[dict[str, Any]] = []
     out_rows: list[dict[str, Any]] = []

@@ -32,7 +32,8 @@ from .layout import Layout, layout_text
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction
 from .reliability import assess, reliability_inputs
-from .scaling import _tco
+from .scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
+from .search import search
 from .workload import Gemm, attention_gemms, expert_gemms, mean_keys_value, mlp_gemms
 
 # one colour per breakdown term, stable across figures (matplotlib tab20)
@@ -310,7 +311,7 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
     """Per system: the planner's best layout at cfg.gpus, then the economics of cost_report.md: $/GPU-hour
     (economics.tco), $ per 1M tokens and utility J/token (economics.run_cost), goodput and spares
     (reliability.assess), and perf per TCO = (tokens/s/GPU / $ per GPU-hour) relative to the first system."""
-    from .search import search
+    params_total = float(param_counts(m).total)
     out = []
     for hw in hws:
         res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=1)
@@ -318,8 +319,8 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
             out.append({"hardware": hw.id, "name": hw.display_name(), "layout": None})
             continue
         tps = float(res.top.tokens_per_s_per_gpu[0])
-        t, priced = _tco(hw, cfg.buyer)            # unpriced hardware: energy only, $ fields None
-        rel = assess(reliability_inputs(hw), cfg.gpus, float(param_counts(m).total))
+        t, priced = priced_tco(hw, cfg.buyer)      # unpriced hardware: energy only, $ fields None
+        rel = assess(reliability_inputs(hw), cfg.gpus, params_total)
         nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
         eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
         usd = (lambda v: v) if priced else (lambda v: None)
@@ -414,8 +415,6 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 def build(cfg: ReportConfig, out: str | Path) -> Report:
     """Write index.html and its PNGs into `out` (created if missing)."""
     from .profiles import get_profile
-    from .scaling import plot as scaling_plot, scaling as run_scaling
-    from .search import search
     from .validate import validate_file
 
     t0 = time.perf_counter()
@@ -439,7 +438,8 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         raise InputError("--gpus", str(cfg.gpus), f"no legal layout of {m.id} fits on {cfg.gpus} x {hw.id} "
                                                   f"(gbs {cfg.gbs}, seq {cfg.seq}); try more GPUs")
     top = res.top
-    labels = [f"#{i + 1} {layout_text(top.layouts.layout(i))}" for i in range(top.layouts.n)]
+    texts = [layout_text(top.layouts.layout(i)) for i in range(top.layouts.n)]
+    labels = [f"#{i + 1} {text}" for i, text in enumerate(texts)]
     title = f"{m.name}, {cfg.gpus} x {hw.id}, {cfg.precision}, gbs {cfg.gbs}, seq {cfg.seq}"
     breakdown_png(top, labels, outdir / "breakdown.png", f"Step-time breakdown, planner's top {top.layouts.n}: {title}")
     rep.files.append("breakdown.png")
@@ -448,10 +448,10 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         b = {k: float(v[i]) for k, v in top.breakdown_s.items()}
         step = float(top.step_time_s[i])
         comm_s = sum(b[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
-        top_rows.append([i + 1, layout_text(top.layouts.layout(i)), f"{top.tokens_per_s_per_gpu[i]:,.0f}",
+        top_rows.append([i + 1, texts[i], f"{top.tokens_per_s_per_gpu[i]:,.0f}",
                          f"{top.mfu[i]:.1%}", f"{step:.3f}", f"{comm_s / step:.1%}", f"{b['pipeline_bubble'] / step:.1%}",
                          f"{top.memory_bytes_per_gpu[i] / 2**30:.1f}"])
-    rep.data["top"] = [{"layout": layout_text(top.layouts.layout(i)), **{k: v for k, v in top.row(i).items() if k != "layout"}}
+    rep.data["top"] = [{"layout": texts[i], **{k: v for k, v in top.row(i).items() if k != "layout"}}
                        for i in range(top.layouts.n)]
 
     sections.append("<h2>1. Where the step goes</h2><p class='note'>Predicted seconds per optimizer step of the "
@@ -490,7 +490,6 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     while n <= max(cfg.scaling_max_gpus, cfg.gpus):
         sizes.append(n)
         n *= 2
-    from .scaling import load_runs
     sc = run_scaling(m, hw, sizes, "weak", best, opts, profile=prof.name, measured=load_runs())
     scaling_plot(sc, outdir / "scaling.png")
     rep.files.append("scaling.png")
@@ -511,7 +510,6 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                               "J/tok"], sc_rows))
 
     # validation
-    from .scaling import default_runs_csv
     csv_path = Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv()
     vrep = validate_file(csv_path)
     vstats = validation_png(vrep.results, outdir / "validation.png")

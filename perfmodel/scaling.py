@@ -21,16 +21,19 @@ import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
+from .api import check
 from .counts import flops_per_token, param_counts
 from .economics import TCO, run_cost, tco_for
 from .errors import InputError
 from .hardware import HardwareSpec
-from .layout import Layout, LayoutGrid, check_layout
+from .layout import Layout, LayoutGrid, layout_text
 from .model import ModelSpec
 from .predict import Options, Prediction, predict_grid
-from .reliability import assess, reliability_inputs
+from .profiles import release_of
+from .reliability import ReliabilityInputs, assess, reliability_inputs
+from .search import Constraints, search as run_search
 
 Mode = Literal["weak", "strong"]
 MODES: tuple[str, ...] = ("weak", "strong")
@@ -102,15 +105,20 @@ def global_batch(mode: str, gbs0: int, gpus0: int, gpus: int) -> int | None:
 
 # ---- economics per size ----------------------------------------------------------------------------
 
-def _tco(hw: HardwareSpec, buyer: str) -> tuple[TCO, bool]:
+def priced_tco(hw: HardwareSpec, buyer: str, overrides: Mapping[str, float] | None = None) -> tuple[TCO, bool]:
     """(TCO, priced). Energy per token does not depend on capital cost, so a hardware file without a
     price still gets J/token: a placeholder capex is used for the power terms and `priced` is False."""
     try:
-        return tco_for(hw, buyer), True
+        return tco_for(hw, buyer, overrides), True
     except InputError as exc:
         if exc.field != "cost":
             raise
-        return tco_for(hw, buyer, {"allin_capex_usd_per_gpu": 1.0}), False
+        return tco_for(hw, buyer, {**(overrides or {}), "allin_capex_usd_per_gpu": 1.0}), False
+
+
+def _layout_no_dp(d: dict[str, Any]) -> str:
+    """A layout (dict) as layout_text writes it, without dp (the axis that changes with the GPU count)."""
+    return layout_text({**d, "dp": 1}).replace(" dp1", "")
 
 
 @dataclass
@@ -168,8 +176,7 @@ class ScalingResult:
         return d
 
 
-def _fill(pt: ScalePoint, p: Prediction, model: ModelSpec, hw: HardwareSpec, t: TCO, priced: bool,
-          params_total: float) -> None:
+def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: bool, params_total: float) -> None:
     r = p.row(0)
     tps = r["tokens_per_s_per_gpu"]
     pt.layout, pt.fits = r["layout"], r["fits"]
@@ -177,7 +184,7 @@ def _fill(pt: ScalePoint, p: Prediction, model: ModelSpec, hw: HardwareSpec, t: 
     pt.memory_bytes_per_gpu = r["memory_bytes_per_gpu"]
     pt.breakdown_s = r["breakdown_s"]
     pt.grows_s = {k: r["breakdown_s"].get(k, 0.0) for k in GROWS}
-    rel = assess(reliability_inputs(hw), pt.gpus, params_total)
+    rel = assess(ri, pt.gpus, params_total)
     nominal = run_cost(t, tps, RUN_TOKENS, pt.gpus)
     eff = run_cost(t, tps, RUN_TOKENS, pt.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
     if priced:
@@ -204,9 +211,10 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
     hw.peak(opts.precision)
     gpus = sorted(gpus)
     n0 = gpus[0]
-    t, priced = _tco(hw, buyer)
+    t, priced = priced_tco(hw, buyer)
+    ri = reliability_inputs(hw)
     params_total = float(param_counts(model).total)
-    a = model.attention
+    cons = Constraints() if constraints is None else constraints
     points: list[ScalePoint] = []
     for n in gpus:
         gbs = global_batch(mode, base.gbs, n0, n)
@@ -216,9 +224,7 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
             pt.reason = f"weak-scaled global batch {base.gbs} x {n} / {n0} is not a whole number of sequences"
             continue
         if search:
-            from .search import Constraints, search as run_search
-            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1,
-                             constraints=Constraints() if constraints is None else constraints,
+            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1, constraints=cons,
                              on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None)
             if res.top is None:
                 pt.reason = f"no legal layout fits in HBM ({res.legal:,} legal layouts scored)"
@@ -227,14 +233,13 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
         else:
             lay = replace(base, gpus=n, gbs=gbs)
             try:
-                check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads,
-                             model.moe.num_experts if model.moe else None)
+                check(model, lay)
             except InputError as exc:
                 pt.reason = f"{exc.field}: {exc.reason}"
                 continue
             p = predict_grid(model, hw, LayoutGrid.of(lay), opts)
         pt.ok = True
-        _fill(pt, p, model, hw, t, priced, params_total)
+        _fill(pt, p, ri, t, priced, params_total)
     first = next((p for p in points if p.ok), None)
     for p in points:
         if p.ok and first is not None:
@@ -326,7 +331,6 @@ def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int
     its measured runs per release. -> [{"precision", "layout" (text, no dp), "release", "mfu": {gpus:
     (measured or None, predicted)}, "tokens_per_s_per_gpu": {...}}], the README's reproduction tables
     (validation/scaling_tables.py)."""
-    from .layout import layout_text
     rows = load_runs() if rows is None else rows
     n0, want = gpus[0], set(gpus)
     groups: dict[tuple, Layout] = {}
@@ -353,18 +357,19 @@ def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int
                     base = cand
                     break
         res = scaling(model, hw, gpus, "weak", base, Options(prec, attention), measured=rows)  # type: ignore[arg-type]
-        text = layout_text({**base.__dict__, "dp": 1}).replace(" dp1", "")
-        releases = sorted({m["software"].split(" (")[0] for p in res.points for m in p.measured},
-                          key=lambda rel: min(m["date"] for p in res.points for m in p.measured
-                                              if m["software"].split(" (")[0] == rel))
-        for rel in releases:
+        text = _layout_no_dp(base.__dict__)
+        first: dict[str, str] = {}                # release -> date of its first measured run
+        for p in res.points:
+            for m in p.measured:
+                rel = release_of(m)
+                first[rel] = min(first.get(rel, m["date"]), m["date"])
+        for rel, date in sorted(first.items(), key=lambda kv: kv[1]):
             mfu: dict[int, tuple[float | None, float | None]] = {}
             tps: dict[int, tuple[float | None, float | None]] = {}
             for p in res.points:
-                ms = [m for m in p.measured if m["software"].split(" (")[0] == rel]
+                ms = [m for m in p.measured if release_of(m) == rel]
                 mfu[p.gpus] = (ms[0]["mfu"] if ms else None, p.mfu if p.ok else None)
                 tps[p.gpus] = (ms[0]["tokens_per_s_per_gpu"] if ms else None, p.tokens_per_s_per_gpu if p.ok else None)
-            date = min(m["date"] for p in res.points for m in p.measured if m["software"].split(" (")[0] == rel)
             out.append({"precision": prec, "layout": text, "release": rel, "date": date, "fsdp": base.fsdp,
                         "mfu": mfu, "tokens_per_s_per_gpu": tps})
     return sorted(out, key=lambda o: (o["precision"] != "bf16", o["precision"], o["fsdp"], o["date"], o["layout"]))
@@ -383,8 +388,6 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
-
-    from .layout import layout_text
 
     out = Path(path)
     if out.suffix.lower() != ".png":
@@ -428,7 +431,7 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
         how = "planner's best layout per size"
     else:
         first = ok[0].layout if ok else None
-        how = "fixed layout " + (layout_text({**first, "dp": 1}).replace(" dp1", "") if first else "-")
+        how = "fixed layout " + (_layout_no_dp(first) if first else "-")
     batch = "per-GPU batch held" if res.mode == "weak" else "global batch held"
     fig.suptitle(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, seq {res.seq}, "
                  f"global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"

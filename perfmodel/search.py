@@ -28,6 +28,7 @@ from typing import Callable, Iterable, Iterator, Literal
 
 import numpy as np
 
+from .economics import usd_per_gpu_hour
 from .errors import InputError, did_you_mean
 from .hardware import HardwareSpec
 from .layout import RECOMPUTE, Layout, LayoutGrid, legality
@@ -124,8 +125,7 @@ class Space:
     @property
     def size(self) -> int:
         """Layouts in the plain product of the axis values (what the planner considers)."""
-        return int(np.prod([len(getattr(self, a)) for a in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs", "fsdp", "recompute")],
-                           dtype=float))
+        return int(np.prod([len(getattr(self, a)) for a in (*_INT_COLS, "fsdp", "recompute")], dtype=float))
 
     def contains(self, lay: Layout) -> bool:
         """Whether a layout is one of this space's candidates (before the legality rules)."""
@@ -290,40 +290,24 @@ def _rechunk(blocks: Iterable[Cols], step: int) -> Iterator[Cols]:
         yield {k: np.concatenate([h[k] for h in held]) for k in held[0]}
 
 
+def _fsdp_duplicate(grid: LayoutGrid) -> np.ndarray:
+    """FSDP over a data-parallel group of one shards nothing: the same layout as without it, so the
+    planner skips the duplicate (predict still accepts it). The only rule fsdp or recompute enter."""
+    return grid.fsdp & (grid.dp == 1)
+
+
 def illegal(model: ModelSpec, grid: LayoutGrid) -> np.ndarray:
-    """True where any rule of layout.legality (plus the planner's KV-head rule for tp) is broken."""
+    """True where any rule of layout.legality (plus the planner's KV-head and FSDP rules) is broken."""
     a = model.attention
     bad = legality(grid, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
     out = (a.num_kv_heads % grid.tp != 0) & (grid.tp % a.num_kv_heads != 0)
-    # FSDP over a data-parallel group of one shards nothing: the same layout as without it, so the
-    # planner skips the duplicate (predict still accepts it)
-    out |= grid.fsdp & (grid.dp == 1)
+    out |= _fsdp_duplicate(grid)
     for mask in bad.values():
         out |= mask
     return out
 
 
 # ---- objective -------------------------------------------------------------------------------------
-
-def usd_per_gpu_hour(hw: HardwareSpec) -> float:
-    """From perfmodel.economics when present; otherwise all-in capex per GPU straight-line over
-    FALLBACK_LIFE_YEARS (no opex) — a placeholder until economics lands."""
-    try:
-        from . import economics  # type: ignore[attr-defined]
-        fn = getattr(economics, "usd_per_gpu_hour", None)
-        if fn is not None:
-            return float(fn(hw))
-    except ImportError:
-        pass
-    cost = hw.cost
-    capex = cost and (cost.allin_capex_usd or cost.unit_capex_usd)
-    if not cost or not capex:
-        raise InputError(hw.id, "cost", "no capex in the hardware file: the cost objective needs cost.allin_capex_usd")
-    return capex / cost.gpus_per_unit / (FALLBACK_LIFE_YEARS * 8766.0)
-
-
-FALLBACK_LIFE_YEARS = 4.0
-
 
 def objective_scale(hw: HardwareSpec, objective: str) -> float:
     """Multiply tokens/s/GPU by this to get the objective (higher is better)."""
@@ -332,7 +316,7 @@ def objective_scale(hw: HardwareSpec, objective: str) -> float:
     if objective == "energy":
         return 1.0 / hw.power.allin_w_per_gpu                     # tokens per joule
     if objective == "cost":
-        return 3600.0 / usd_per_gpu_hour(hw)                      # tokens per USD
+        return 3600.0 / usd_per_gpu_hour(hw)                      # tokens per USD (perfmodel.economics TCO)
     raise InputError("--objective", "objective", f"unknown objective{did_you_mean(objective, OBJECTIVES)}; one of {', '.join(OBJECTIVES)}")
 
 
@@ -357,10 +341,6 @@ class SearchResult:
         if self.scores is None:
             raise ValueError("search was run without keep_scores")
         return 1 + int(np.count_nonzero(self.scores > value * (1 + 1e-12)))
-
-
-def _concat(grids: list[LayoutGrid]) -> LayoutGrid:
-    return LayoutGrid(**{f: np.concatenate([getattr(g, f) for g in grids]) for f in LayoutGrid.__dataclass_fields__})
 
 
 def _order(values: np.ndarray) -> np.ndarray:
@@ -409,7 +389,8 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     # Pareto front are kept (each re-pruned once it holds more than 8 chunks' worth)
     for i, cols in enumerate(_rechunk(structural_blocks(model, s), step)):
         grid = _expand(s, cols)
-        ok = ~illegal(model, grid)
+        # structural_blocks applied every other rule (layout.legality included) to these base rows
+        ok = ~_fsdp_duplicate(grid)
         if not ok.all():
             grid = grid.take(ok)
         legal += grid.n
@@ -425,20 +406,20 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
                 if keep_scores:
                     scores.append(val)
                 k = min(top_k, nf)
-                best = idx[np.argpartition(-val, k - 1)[:k]] if nf > k else idx
-                pool.append(grid.take(best))
-                pool_v.append(p.tokens_per_s_per_gpu[best] * scale)
+                sel = np.argpartition(-val, k - 1)[:k] if nf > k else np.arange(nf)
+                pool.append(grid.take(idx[sel]))
+                pool_v.append(val[sel])
                 head = p.hbm_bytes - p.memory_bytes_per_gpu[idx]
-                fi = idx[_pareto_idx(thr, head)]
-                front.append(grid.take(fi))
-                front_t.append(p.tokens_per_s_per_gpu[fi])
-                front_h.append(p.hbm_bytes - p.memory_bytes_per_gpu[fi])
+                pi = _pareto_idx(thr, head)
+                front.append(grid.take(idx[pi]))
+                front_t.append(thr[pi])
+                front_h.append(head[pi])
             if len(pool) > 8:                                      # keep the pool small
-                g_all, v_all = _concat(pool), np.concatenate(pool_v)
+                g_all, v_all = LayoutGrid.concat(pool), np.concatenate(pool_v)
                 keep = _order(v_all)[:top_k]
                 pool, pool_v = [g_all.take(keep)], [v_all[keep]]
             if len(front) > 8:                                     # the union's front = front of the fronts
-                fg, ft, fh = _concat(front), np.concatenate(front_t), np.concatenate(front_h)
+                fg, ft, fh = LayoutGrid.concat(front), np.concatenate(front_t), np.concatenate(front_h)
                 pi = _pareto_idx(ft, fh)
                 front, front_t, front_h = [fg.take(pi)], [ft[pi]], [fh[pi]]
         if on_chunk:
@@ -446,13 +427,14 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     top = pareto = None
     top_values = np.zeros(0)
     if pool:
-        g_all, v_all = _concat(pool), np.concatenate(pool_v)
+        g_all, v_all = LayoutGrid.concat(pool), np.concatenate(pool_v)
         keep = _order(v_all)[:top_k]
         top = predict_grid(model, hw, g_all.take(keep), opts)
         top_values = top.tokens_per_s_per_gpu * scale
         o = _order(top_values)                                     # re-sort on the fresh prediction
-        top, top_values = predict_grid(model, hw, top.layouts.take(o), opts), top_values[o]
-        fg, ft, fh = _concat(front), np.concatenate(front_t), np.concatenate(front_h)
+        if (o != np.arange(o.size)).any():
+            top, top_values = predict_grid(model, hw, top.layouts.take(o), opts), top_values[o]
+        fg, ft, fh = LayoutGrid.concat(front), np.concatenate(front_t), np.concatenate(front_h)
         pi = _pareto_idx(ft, fh)
         pareto = predict_grid(model, hw, fg.take(pi), opts)
     return SearchResult(gpus, objective, s.size, legal, fits, time.perf_counter() - t0, top, top_values, pareto, s,
@@ -461,12 +443,9 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
 
 # ---- explanation -----------------------------------------------------------------------------------
 
-LAYOUT_FIELDS = ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs", "fsdp", "recompute")
-
-
 def layout_diff(a: Layout, b: Layout) -> dict[str, tuple]:
     """Axes on which two layouts differ: {axis: (a's value, b's value)}."""
-    return {f: (getattr(a, f), getattr(b, f)) for f in LAYOUT_FIELDS if getattr(a, f) != getattr(b, f)}
+    return {f: (getattr(a, f), getattr(b, f)) for f in AXES if getattr(a, f) != getattr(b, f)}
 
 
 def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:

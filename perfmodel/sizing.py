@@ -44,14 +44,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from .counts import param_counts
-from .economics import SECONDS_PER_DAY, TCO, run_cost, tco_for
+from .economics import SECONDS_PER_DAY, TCO, RunCost, run_cost
 from .errors import InputError
 from .hardware import HardwareSpec, load_hardware
 from .model import ModelSpec, load_model
 from .predict import Options
 from .reliability import Reliability, assess, reliability_inputs
+from .scaling import priced_tco
 from .search import Constraints, SearchResult, search
-from .uncertainty import Band, band_of
+from .uncertainty import Band, band_of, with_band
 
 Mode = Literal["days", "budget", "gpus"]
 DEFAULT_SEQ = 4096
@@ -148,14 +149,9 @@ class Sizer:
     def _tco(self) -> tuple[TCO, str]:
         """The TCO, or for hardware without a sourced price one with a placeholder capex, used only for
         energy (utility power does not depend on capex; every $ figure is then withheld)."""
-        try:
-            return tco_for(self.hw, self.buyer, self.cost_over), ""
-        except InputError as exc:
-            if exc.field != "cost":
-                raise
-            t = tco_for(self.hw, self.buyer, {**self.cost_over, "allin_capex_usd_per_gpu": 1.0})
-            return t, (f"no sourced price for {self.hw.id} (no capex in its [cost]); "
-                       "pass --set allin_capex_usd_per_gpu=USD")
+        t, priced = priced_tco(self.hw, self.buyer, self.cost_over)
+        return t, ("" if priced else f"no sourced price for {self.hw.id} (no capex in its [cost]); "
+                                     "pass --set allin_capex_usd_per_gpu=USD")
 
     @property
     def priced(self) -> bool:
@@ -180,17 +176,24 @@ class Sizer:
         else:
             pt.tps = float(res.top.tokens_per_s_per_gpu[0])
             pt.rel = assess(self.ri, gpus, self.params)
-            pt.days = self.tokens / (pt.tps * gpus) / pt.rel.goodput_fraction / SECONDS_PER_DAY
+            pt.days = self._days(pt.tps, gpus, pt.rel)
             if self.priced:
                 pt.usd = self.run(pt).usd_total
         self.points[units] = pt
         return pt
 
-    def run(self, pt: Point):
+    def _days(self, tps: float, gpus: int, rel: Reliability) -> float:
+        """Wall-clock days of the run at `tps` tokens/s/GPU on `gpus` GPUs, after goodput."""
+        return self.tokens / (tps * gpus) / rel.goodput_fraction / SECONDS_PER_DAY
+
+    def _run_cost(self, tps: float, gpus: int, rel: Reliability) -> RunCost:
         """economics.run_cost after reliability (goodput, spares' cost, energy factor)."""
-        r = pt.rel
-        assert r is not None and pt.tps is not None
-        return run_cost(self.tco, pt.tps, self.tokens, pt.gpus, r.goodput_fraction, r.cost_factor, r.energy_factor)
+        return run_cost(self.tco, tps, self.tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+
+    def run(self, pt: Point) -> RunCost:
+        """economics.run_cost after reliability (goodput, spares' cost, energy factor)."""
+        assert pt.rel is not None and pt.tps is not None
+        return self._run_cost(pt.tps, pt.gpus, pt.rel)
 
     def _doubling(self) -> list[int]:
         k, out = 1, []
@@ -248,9 +251,7 @@ class Sizer:
         bounds on both when `tps` bounds its throughput (days and $ fall as throughput rises)."""
         gpus = units * self.unit_gpus
         rel = assess(self.ri, gpus, self.params)
-        days = self.tokens / (tps * gpus) / rel.goodput_fraction / SECONDS_PER_DAY
-        rc = run_cost(self.tco, tps, self.tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
-        return days, rc.usd_total
+        return self._days(tps, gpus, rel), self._run_cost(tps, gpus, rel).usd_total
 
     def _between_bounds(self, doublings: list[int]) -> list[tuple[int, float, float]]:
         """(units, days lower bound, $ lower bound) of every candidate between two evaluated doublings, at
@@ -392,12 +393,9 @@ class Sizer:
         }
         # 80% band (perfmodel/uncertainty.py): throughput and MFU scale with it; days, $ and energy inversely
         for k in ("tokens_per_s_per_gpu", "mfu", "cluster_tokens_per_s"):
-            d[f"{k}_low"], d[f"{k}_high"] = band.throughput(d[k])
+            with_band(d, k, band.throughput(d[k]))
         for k in ("step_time_s", "wall_days", "usd_total", "usd_per_million_tokens", "mwh", "household_years"):
-            if d[k] is not None:
-                d[f"{k}_low"], d[f"{k}_high"] = band.inverse(d[k])
-            else:
-                d[f"{k}_low"] = d[f"{k}_high"] = None
+            with_band(d, k, band.inverse(d[k]) if d[k] is not None else (None, None))
         if mode == "days":
             d["smaller"] = None if smaller is None else {
                 "units": smaller.units, "gpus": smaller.gpus, "wall_days": smaller.days if smaller.ok else None,

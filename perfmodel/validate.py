@@ -10,7 +10,7 @@ import csv
 import math
 import sys
 import zlib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -177,18 +177,20 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     return model, hw, lay, opts
 
 
+_MODES = ("none", "selective", "full")
+
+
 def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
     """Predict a measured row. When the source does not say which recompute it used, the run must have
     fit in HBM: take the lightest recompute mode (none, selective, full) whose predicted memory fits."""
     if recompute_published:
         return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
-    modes = ("none", "selective", "full")
-    grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in modes])  # type: ignore[arg-type]
+    grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in _MODES])  # type: ignore[arg-type]
     p = predict_grid(model, hw, grid, opts)
     fits = [i for i in range(3) if p.fits[i]]
     i = fits[0] if fits else 2
     one = predict_grid(model, hw, grid.take(np.array([i])), opts)
-    return one, ("" if i == 0 else modes[i])
+    return one, ("" if i == 0 else _MODES[i])
 
 
 def likely_cause(p: Prediction, i: int = 0) -> str:
@@ -231,13 +233,6 @@ class _Scored(NamedTuple):
     inferred: str
 
 
-_MODES = ("none", "selective", "full")
-
-
-def _cat(grids: list[LayoutGrid]) -> LayoutGrid:
-    return LayoutGrid(**{f.name: np.concatenate([getattr(g, f.name) for g in grids]) for f in fields(LayoutGrid)})
-
-
 def _score_group(rows: list[_Row]) -> list[_Scored]:
     """Rows sharing model, hardware, options and whether recompute is published: one predict_grid call.
     Element-wise the cost model does not depend on the other layouts of the grid, so each row gets
@@ -249,7 +244,7 @@ def _score_group(rows: list[_Row]) -> list[_Scored]:
         p = predict_grid(r0.model, r0.hw, grid, r0.opts)
         return [_Scored(p, j, "") for j in range(len(rows))]
     n = len(rows)
-    p = predict_grid(r0.model, r0.hw, _cat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
+    p = predict_grid(r0.model, r0.hw, LayoutGrid.concat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
     fits = p.fits.reshape(3, n)
     # first fitting mode per row (argmax of a bool column), full recompute when none fits
     mode = np.where(fits.any(axis=0), np.argmax(fits, axis=0), 2)
@@ -329,9 +324,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 model, hw, lay, opts = row_inputs(row, base, specs)
                 if consts is not None:
                     opts = Options(opts.precision, opts.attention, opts.routing, consts)
-                measured = float(row["tokens_per_s_per_gpu"])
-                if not math.isfinite(measured) or measured <= 0:
-                    raise ValueError("tokens_per_s_per_gpu: must be a positive number")
+                measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue

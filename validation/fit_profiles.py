@@ -28,15 +28,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.profiles import (FIT_PARAM, SERIES_PREFIX, fit_release, load_profiles, release_of,  # noqa: E402
-                                release_profile_name)
+from perfmodel.profiles import (FIT_PARAM, PROFILES_FILE, SERIES_PREFIX, fit_release, golden_min,  # noqa: E402
+                                load_profiles, release_of, release_profile_name)
 from perfmodel.validate import read_csv  # noqa: E402
 from perfmodel.calibration import constants  # noqa: E402
 from perfmodel.hardware import load_hardware  # noqa: E402
 from perfmodel.layout import Layout, LayoutGrid  # noqa: E402
 from perfmodel.model import load_model  # noqa: E402
 from perfmodel.predict import Options, predict_grid  # noqa: E402
-from perfmodel.profiles import PROFILES_FILE, golden_min  # noqa: E402
 
 MIN_ROWS = 4
 CSV = ROOT / "validation" / "runs.csv"
@@ -95,8 +94,9 @@ def main() -> int:
     by_rel: dict[str, list[dict]] = defaultdict(list)
     dates: dict[str, set[str]] = defaultdict(set)
     for r in rows:
-        by_rel[release_of(r)].append(r)
-        dates[release_of(r)].add((r.get("date") or "").strip())
+        rel = release_of(r)
+        by_rel[rel].append(r)
+        dates[rel].add((r.get("date") or "").strip())
     stored = load_profiles()
     out: list[str] = [] if args.check else [jan_2024_toml()]
     if args.check:

@@ -46,7 +46,8 @@ def measure(csv: str | Path = CSV, min_rows: int = U.MIN_ROWS) -> dict:
     cov = {k: U.coverage(groups, ((f, k2, r) for f, k2, r, _ in v)) for k, v in sel.items()}
     by_group: dict[str, list] = {}
     for f, k, r, cal in s:
-        by_group.setdefault(U.lookup(groups, f, k).group + (" <- " + f"{f}/{k}" if U.lookup(groups, f, k).group != f"{f}/{k}" else ""), []).append((f, k, r))
+        used = U.lookup(groups, f, k).group
+        by_group.setdefault(used + (f" <- {f}/{k}" if used != f"{f}/{k}" else ""), []).append((f, k, r))
     per = {g: U.coverage(groups, v) for g, v in sorted(by_group.items())}
     return {"groups": groups, "coverage": {k: v["coverage"] for k, v in cov.items()},
             "rows": {k: v["rows"] for k, v in cov.items()}, "coverage_by_group": per}

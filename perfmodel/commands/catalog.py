@@ -34,11 +34,6 @@ def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix, obj)]
 
 
-def whatif_text(hw: HardwareSpec) -> str:
-    """The overridden fields of a what-if spec with their values: 'scale_out.bandwidth = 100 GB/s, ...'."""
-    return whatif_fields(hw)
-
-
 def model_unit(field: str) -> str:
     leaf = field.rsplit(".", 1)[-1]
     if leaf in ("seq_len", "max_position_embeddings", "window"):

@@ -15,20 +15,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from ..hardware import ALIASES, HardwareSpec, apply_overrides, load_hardware, settable_fields
+from ..hardware import ALIASES, PRECISIONS, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
-class _Console(Console):
-    """rich's Console exits with status 1 when stdout is closed early (`perfmodel ... | head`); a reader
-    that stops reading is not an error, so hand the BrokenPipeError to cli.main (status 0)."""
-
-    def on_broken_pipe(self) -> None:
-        import os
-        import sys
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
-        raise BrokenPipeError
-
-
-console = _Console()
+# stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
+# BrokenPipeError, which cli.main turns into status 0 (as it does for click.echo)
+console = Console()
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -128,9 +119,6 @@ def si(x: float, unit: str = "", digits: int = 3) -> str:
         if abs(x) >= p:
             return f"{x / p:.{digits}g} {s}{unit}"
     return f"{x:.{digits}g} {unit}".rstrip()
-
-
-PRECISIONS = ["fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4"]
 
 
 def _precision() -> Callable:

@@ -14,13 +14,13 @@ from .. import api, uncertainty
 from ..counts import param_counts
 from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
 from ..errors import InputError, did_you_mean
-from ..hardware import HardwareSpec
+from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, layout_text
 from ..model import ModelSpec, load_model
 from ..predict import Options, Prediction
 from ..reliability import REL_KEYS, Reliability, assess, reliability_inputs
 from ..profiles import get_profile
-from .catalog import whatif_text
+from ..search import search
 from .common import (console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .profiles import profile_option
@@ -114,7 +114,7 @@ def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool)
         return emit_json(d)
     console.print(f"[bold]{escape(hw.display_name(changes=False))}[/bold], buyer: {buyer}")
     if hw.overridden:
-        console.print("what-if hardware: " + escape(whatif_text(hw)))
+        console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
                   f"(server/rack ${t.capex_breakdown_usd_per_gpu['server_or_rack']:,.0f} + network, storage, other "
                   f"${t.capex_breakdown_usd_per_gpu['network_storage_other']:,.0f}); power per GPU {t.it_w_per_gpu:,.0f} W IT, "
@@ -208,7 +208,7 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     src = head["throughput_source"]
     console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}")
     if hw.overridden:
-        console.print("what-if hardware: " + escape(whatif_text(hw)))
+        console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
     if head.get("fits") is False:
         console.print("[yellow]warning: the predicted memory does not fit in HBM for this layout[/yellow]")
@@ -220,13 +220,9 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
 
 def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) -> tuple[Prediction, str]:
     """The planner's best layout (perfmodel/search.py) when it finds one that fits, else the given layout."""
-    try:
-        from .. import search
-        res = search.search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
-        if res.top is not None:
-            return res.top, "planner"
-    except (ImportError, AttributeError, TypeError):
-        pass
+    res = search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
+    if res.top is not None:
+        return res.top, "planner"
     return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts), "given"
 
 

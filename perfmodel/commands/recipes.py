@@ -69,11 +69,12 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> 
     """Compare every row; rows the model cannot take go to the second list with the reason."""
     t0 = time.perf_counter()
     cache: dict[tuple, SearchResult] = {}
+    specs: dict = {}                          # each model / hardware cell loaded once (validate.row_inputs)
     out, skipped = [], []
     for n, row in enumerate(rows):
         rid = (row.get("run_id") or f"row{n + 2}").strip()
         try:
-            model, hw, lay, opts = row_inputs(row, base)
+            model, hw, lay, opts = row_inputs(row, base, specs)
         except (InputError, ValueError, KeyError) as exc:
             skipped.append({"run_id": rid, "reason": str(exc)})
             continue

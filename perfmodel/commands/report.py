@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
+from ..economics import BUYERS
 from ..report import ReportConfig, build
 from .common import console, emit_json, precision_option
 from .profiles import profile_option
@@ -27,7 +28,7 @@ _D = ReportConfig()
 @click.option("--validation-csv", default=None, type=click.Path(dir_okay=False),
               help="measured runs for the scatter [default: validation/runs.csv]")
 @click.option("--buyer", default=_D.buyer, show_default=True,
-              type=click.Choice(["hyperscaler", "neocloud-giant", "emerging-neocloud"]))
+              type=click.Choice(BUYERS))
 @profile_option
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
               help="what-if hardware: override a field of --hardware (repeatable), e.g. nic_gbps=800")

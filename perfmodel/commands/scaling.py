@@ -7,17 +7,17 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from ..economics import BUYERS
 from ..errors import InputError
 from ..layout import Layout, layout_text
 from ..model import load_model
 from ..predict import Options
-from ..profiles import get_profile
+from ..profiles import get_profile, release_of
 from ..search import parse_constraints
 from ..scaling import GROWS, MODES, ScalingResult, load_runs, parse_gpu_list, plot, scaling, summary_growth
 from .common import (compact, console, convention_options, emit_json, fits_width, precision_option,
                      resolve_hardware, stderr_progress, table)
 from .profiles import profile_option
-
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -65,7 +65,7 @@ def render(res: ScalingResult) -> None:
     console.print(caption)
     meas = [(p, m) for p in res.points for m in p.measured]
     if meas:
-        mrows = [[f"{p.gpus:,}", escape(m["software"].split(" (")[0]), f"{m['tokens_per_s_per_gpu']:,.0f}",
+        mrows = [[f"{p.gpus:,}", escape(release_of(m)), f"{m['tokens_per_s_per_gpu']:,.0f}",
                   f"{p.tokens_per_s_per_gpu:,.0f}", f"{100 * m['error']:+.1f}%", _pct(m["mfu"]),
                   _pct(p.mfu), _pct(m["source_mfu"])] for p, m in meas]
         t = compact(table("Measured (validation/runs.csv) vs predicted tokens/s/GPU", ["GPUs", "release", "measured",
@@ -114,7 +114,7 @@ def render(res: ScalingResult) -> None:
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="what-if hardware field (repeatable)")
 @profile_option
 @click.option("--buyer", default="hyperscaler", show_default=True,
-              type=click.Choice(["hyperscaler", "neocloud-giant", "emerging-neocloud"]), help="cost assumptions")
+              type=click.Choice(BUYERS), help="cost assumptions")
 @click.option("--measured/--no-measured", default=True, show_default=True,
               help="attach the measured runs of validation/runs.csv with the same model, hardware, precision, "
                    "batch rule and layout")

@@ -7,17 +7,15 @@ import click
 import numpy as np
 from rich.markup import escape
 
-from ..hardware import HardwareSpec
-from ..layout import layout_text
+from ..hardware import HardwareSpec, whatif_fields
+from ..layout import LayoutGrid, layout_text
 from ..model import load_model
-from ..predict import Options, Prediction
-from ..search import (OBJECTIVES, SearchResult, _concat, _pareto_idx, describe_why, objective_scale,
-                      parse_constraints, search, why_better)
-from ..predict import predict_grid
+from ..predict import Options, Prediction, predict_grid
+from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, objective_scale, parse_constraints,
+                      search, why_better)
 from ..scaling import parse_gpu_list
 from .. import uncertainty
 from ..profiles import get_profile
-from .catalog import whatif_text
 from .common import (console, convention_options, emit_json, precision_option, resolve_hardware, si,
                      stderr_progress, table)
 from .profiles import profile_option
@@ -36,11 +34,6 @@ def objective_text(objective: str, value: float) -> str:
     if objective == "cost":
         return f"${1e6 / value:.4g}/1M tok"
     return f"{value:,.0f} tok/s/GPU"
-
-
-def layout_dict(p: Prediction, i: int) -> dict:
-    lay = p.layouts.layout(i)
-    return {**lay.__dict__, "dp": lay.dp}
 
 
 def short(p: Prediction, i: int) -> str:
@@ -89,9 +82,9 @@ def combined(results: list[SearchResult], model, hw, opts: Options, top_k: int) 
         return results[0].top, results[0].top_values, results[0].pareto
     vals = np.concatenate([r.top_values for r in results if r.top is not None])
     keep = np.argsort(-vals, kind="stable")[:top_k]
-    top = predict_grid(model, hw, _concat([t.layouts for t in tops]).take(keep), opts)
+    top = predict_grid(model, hw, LayoutGrid.concat([t.layouts for t in tops]).take(keep), opts)
     fronts = [r.pareto for r in results if r.pareto is not None]
-    fg = _concat([f.layouts for f in fronts])
+    fg = LayoutGrid.concat([f.layouts for f in fronts])
     thr = np.concatenate([f.tokens_per_s_per_gpu for f in fronts])
     head = np.concatenate([f.hbm_bytes - f.memory_bytes_per_gpu for f in fronts])
     front = predict_grid(model, hw, fg.take(_pareto_idx(thr, head)), opts)
@@ -111,7 +104,7 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
         total = tps * r.gpus
         base = base or tps
         rows.append({"gpus": r.gpus, "tokens_per_s_per_gpu": tps, "tokens_per_s": total,
-                     "scaling_efficiency": tps / base, "pareto": total > best_total, "layout": layout_dict(r.top, 0)})
+                     "scaling_efficiency": tps / base, "pareto": total > best_total, "layout": r.top.row(0)["layout"]})
         best_total = max(best_total, total)
     return rows
 
@@ -144,7 +137,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     gpus = parse_gpu_list(gpus_text)
     prof = get_profile(profile)             # software profile: overrides of the calibrated constants
     opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
-    objective_scale(hw, objective)
+    scale = objective_scale(hw, objective)
     results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json)
     top, values, front = combined(results, model, hw, opts, top_k)
     seconds = time.perf_counter() - t0
@@ -158,7 +151,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
         "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
         "why_winner": why,
-        "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * objective_scale(hw, objective))
+        "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * scale)
                           for i in range(front.layouts.n)] if front is not None else [],
     }
     band = uncertainty.band_of(model, hw)      # 80% band from validation spread (perfmodel/uncertainty.py)
@@ -175,7 +168,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     if as_json:
         emit_json(out)
         return
-    render(out, top, front, values, results, objective, whatif_text(hw))
+    render(out, top, front, values, results, objective, whatif_fields(hw))
 
 
 def render(out: dict, top: Prediction | None, front: Prediction | None, values: np.ndarray,

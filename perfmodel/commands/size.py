@@ -15,6 +15,7 @@ from ..layout import layout_text
 from ..model import load_model
 from ..predict import Options
 from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
+from ..uncertainty import span
 from ..economics import BUYERS
 from .common import (console, convention_options, emit_json, precision_option, resolve_hardware,
                      split_hardware_sets, table)
@@ -23,11 +24,11 @@ from ..profiles import get_profile
 from .profiles import profile_option
 
 
-def _band(d: dict, key: str, fmt: str, unit: str = "") -> str:
-    v, lo, hi = d.get(key), d.get(f"{key}_low"), d.get(f"{key}_high")
+def _band(d: dict, key: str, fmt: str) -> str:
+    v = d.get(key)
     if v is None:
         return "-"
-    return f"{format(v, fmt)}{unit} ({format(lo, fmt)}–{format(hi, fmt)})"
+    return f"{format(v, fmt)} ({span(d.get(f'{key}_low'), d.get(f'{key}_high'), fmt)})"
 
 
 def _usd(d: dict, key: str, fmt: str = ",.0f") -> str:
