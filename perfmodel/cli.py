@@ -34,6 +34,7 @@ except KeyboardInterrupt:        # Ctrl-C while numpy / sympy load (about a seco
 
 
 def main(argv: list[str] | None = None) -> int:
+    stdout = sys.stdout
     try:
         cli.main(args=argv, standalone_mode=False)
     except InputError as exc:
@@ -59,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         # a closed stdout (`perfmodel ... | head`): click (click.echo, sys.stdout.write: its `except OSError`)
         # and rich (console.print: Console.on_broken_pipe, stdout pointed at devnull) both turn the EPIPE into
         # sys.exit(1); a reader that stopped reading is not an error
+        # (click >= 8.5 exits after its handler, so the EPIPE is no longer the context; it still swaps
+        # sys.stdout for a wrapper that swallows the final flush, which marks the case)
         ctx = exc.__context__
-        if isinstance(ctx, OSError) and ctx.errno == errno.EPIPE:
+        if (isinstance(ctx, OSError) and ctx.errno == errno.EPIPE) or sys.stdout is not stdout:
             return 0
         raise
     return 0
