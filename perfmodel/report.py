@@ -34,7 +34,7 @@ from .predict import Options, Prediction
 from .reliability import assess, reliability_inputs
 from .scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
 from .search import search
-from .workload import Gemm, attention_gemms, expert_gemms, mean_keys_value, mlp_gemms
+from .ops import Gemm
 
 # one colour per breakdown term, stable across figures (matplotlib tab20)
 TERMS = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp", "tp_comm", "cp_comm", "ep_comm",
@@ -119,61 +119,53 @@ class Op:
 
 
 def roofline_ops(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> list[Op]:
-    """Forward pass of one layer (and the LM head) for one micro-batch on one GPU, from the workload
-    shapes (workload.py) and the cost model's times (compute.py). GEMM bytes are the operand and result
-    traffic of one kernel ((MK + KN) x operand bytes + MN x 2; compute.py gemm_time); flash attention
-    reads Q, K, V and writes O once (Dao 2023); memory-bound ops use nominal FLOPs per element
-    (RMSNorm ~4, SwiGLU ~5, residual add 1, fp32 softmax/cross-entropy ~5 per logit): an approximation,
-    labelled as such on the chart."""
+    """Forward pass of one layer (the MoE layer of an MoE model) and the LM head for one micro-batch on one
+    GPU: the workload's own op records (workload.py) priced by the cost model (cost.py / compute.py). GEMM
+    bytes are the operand and result traffic of one kernel ((MK + KN) x operand bytes + MN x 2); flash
+    attention reads Q, K, V and writes O once (Dao 2023); memory-bound ops are the workload's streams with
+    nominal FLOPs per byte (norm ~1, activation ~5/6, residual add ~1/6, fp32 softmax + cross-entropy
+    ~5/12): an approximation, labelled as such on the chart."""
+    from .layout import LayoutGrid
+    from .workload import build
     c, prec = opts.consts, opts.precision
-    a, h = m.attention, m.hidden_size
-    tp, cp = float(lay.tp), float(lay.cp)
-    T = lay.mbs * lay.seq / cp
+    a = m.attention
     _, _, nbytes = gemm_peak_and_eff(hw, prec)
+    w = build(m, LayoutGrid.of(lay), prec not in ("bf16", "fp16"), 1.0, c)
+    layer = w.layers[-1]
     ops: list[Op] = []
+    one = lambda x: float(np.asarray(x).reshape(-1)[0])
 
-    def add_gemm(name: str, g: Gemm, low: bool = True) -> None:
-        pr = prec if (low and g.low_precision) else "bf16"
-        nb = nbytes if (low and g.low_precision) else BF16
-        M, N, K = float(np.asarray(g.M)), float(np.asarray(g.N)), float(np.asarray(g.K))
-        cnt = float(np.asarray(g.count))
+    def add_gemm(g: Gemm) -> None:
+        pr = prec if g.low_precision else "bf16"
+        nb = nbytes if g.low_precision else BF16
+        M, N, K, cnt = one(g.M), one(g.N), one(g.K), one(g.count)
         if M <= 0:
             return
         t = float(gemm_time(M, N, K, hw, pr, c)) * cnt
-        ops.append(Op(f"{name} [{M:.0f}x{N:.0f}x{K:.0f}]" + (f" x{cnt:.0f}" if cnt != 1 else ""), "gemm",
+        ops.append(Op(f"{g.name} [{M:.0f}x{N:.0f}x{K:.0f}]" + (f" x{cnt:.0f}" if cnt != 1 else ""), "gemm",
                       2 * M * N * K * cnt, ((M * K + K * N) * nb + M * N * BF16) * cnt, t))
 
-    att = attention_gemms(m, T, tp)
-    names = (["q down", "q up", "kv down", "kv up", "out proj"] if a.kind == "mla" and a.q_lora_rank
-             else ["q proj", "kv down", "kv up", "out proj"] if a.kind == "mla" else ["qkv proj", "out proj"])
-    for nm, g in zip(names, att):
-        add_gemm(nm, g)
-    if m.is_moe and m.moe is not None:
-        e = m.moe
-        rows = T * e.top_k * lay.ep * lay.etp / (tp * e.num_experts)
-        for nm, g in zip(("expert up/gate", "expert down"), expert_gemms(m, rows, e.num_experts / lay.ep, lay.etp)):
-            add_gemm(nm, g)
-        if e.shared_experts:
-            for nm, g in zip(("shared up/gate", "shared down"), mlp_gemms(m, T, e.shared_experts * e.shared_width, tp)):
-                add_gemm(nm, g)
-    else:
-        for nm, g in zip(("mlp up/gate", "mlp down"), mlp_gemms(m, T, m.ffn.intermediate_size, tp)):
-            add_gemm(nm, g)
-    add_gemm("lm head", Gemm(T, m.vocab_size / tp, float(h), 1.0, False), low=False)
-    # flash attention (global layers), forward: score FLOPs of predict.py, Q K V O traffic
-    keys = float(mean_keys_value("global", 0, np.asarray([lay.seq]))[0])
-    flops = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp * lay.mbs * lay.seq * keys / cp
+    for g in layer.gemms:
+        if g.name != "router":
+            add_gemm(g)
+    for g in w.head.gemms:
+        add_gemm(g)
+    core = layer.attention[0]                       # the global-attention record
+    flops, keys = one(core.flops_fwd), one(core.mean_keys)
     fwd, _ = attention_time(flops, keys, hw, c)
+    T, tp = one(w.T), float(lay.tp)
     kv = 2 * a.num_kv_heads * a.head_dim / tp if a.kind != "mla" else a.num_heads * (a.qk_dim + a.v_dim) / tp
     att_bytes = BF16 * T * (a.num_heads * a.qk_dim / tp + kv + a.num_heads * a.v_dim / tp)
-    ops.append(Op("flash attention fwd", "attention", float(flops), float(att_bytes), float(fwd)))
-    Ts = T / tp
-    width = (m.moe.expert_intermediate_size * m.moe.top_k if m.is_moe and m.moe else m.ffn.intermediate_size) / tp
-    for nm, fl, by in (("RMSNorm", 4 * h * Ts, 4 * h * Ts),                       # read + write bf16
-                       ("SwiGLU" if m.ffn.matrices == 3 else "GeLU", 5 * width * T, 6 * width * T),
-                       ("residual add", h * Ts, 6 * h * Ts),
-                       ("softmax + cross-entropy (fp32)", 5 * T * m.vocab_size / tp, 12 * T * m.vocab_size / tp)):
-        ops.append(Op(nm, "memory", float(fl), float(by), float(memory_time(by, hw, 1, c))))
+    ops.append(Op("flash attention fwd", "attention", flops, float(att_bytes), float(fwd)))
+    nominal = {"norms": ("RMSNorm" if m.norm == "rmsnorm" else "LayerNorm", 1.0),
+               "activation": ("SwiGLU" if m.ffn.matrices == 3 else "GeLU", 5 / 6),
+               "expert activation": ("SwiGLU (experts)" if m.ffn.matrices == 3 else "GeLU (experts)", 5 / 6),
+               "residual adds": ("residual add", 1 / 6)}
+    for st in layer.streams + w.head.streams:
+        name, fpb = nominal.get(st.name, ("softmax + cross-entropy (fp32)", 5 / 12) if st in w.head.streams else (None, 0))
+        by = one(st.bytes_fwd)
+        if name and by > 0:
+            ops.append(Op(name, "memory", fpb * by, by, float(memory_time(by, hw, 1, c))))
     return ops
 
 

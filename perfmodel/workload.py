@@ -1,35 +1,39 @@
-"""The model graph per GPU: the GEMMs, attention and memory-bound traffic of each layer kind, with the
-shapes a layout gives them (TP/SP, CP, EP/ETP splits), as arrays over layouts.
+"""The workload as data: op records per layer kind and per pipeline stage, for arrays of layouts.
+
+An op record says what one GPU does for one micro-batch: a GEMM's M, N, K; an attention core's FLOPs
+and keys per query; a memory-bound op's HBM bytes; a collective's bytes, group and overlap class; the
+activation bytes kept for backward and the recompute module they belong to. Nothing here prices
+anything: cost.py turns records into seconds and memory.py sums their saved bytes, so time and memory
+read the same ops. Every field is a numpy array over layouts (or a scalar that broadcasts).
 
 Shapes follow Megatron-Core: with tensor parallelism t and sequence parallelism, column-parallel GEMMs
 see the all-gathered tokens (M = micro-batch tokens / cp) and N / t; row-parallel GEMMs K / t
 (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2). MLA down-projections are duplicated across
 TP ranks (Megatron-Core MLASelfAttention). Routed experts see tokens * top_k * ep * etp / (t * E) rows
 each under balanced routing (MoE parallel folding, Liu et al. 2025).
+
+The axes each record depends on are declared (`AXES`): the planner can evaluate a record once per unique
+combination of those axes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-
-from .counts import mean_keys, S
-from .model import ModelSpec
-
 import sympy as sp
 
+from . import constants as K
+from .counts import S, mean_keys
+from .layout import LayoutGrid
+from .model import ModelSpec
+from .ops import AttentionCore, Collective, Fixed, Gemm, Head, Layer, Saved, Stream, Workload
+from .parallel import cp as cp_par, ep as ep_par, tp as tp_par
 
-@dataclass(frozen=True)
-class Gemm:
-    """A linear layer per GPU: M rows (tokens), N outputs, K inputs; `count` identical GEMMs
-    (experts of a grouped GEMM); `low_precision` False keeps it in BF16 (router, LM head)."""
-    M: np.ndarray
-    N: np.ndarray
-    K: np.ndarray
-    count: np.ndarray | float = 1.0
-    low_precision: bool = True
+# layout axes a per-layer record depends on (never dp, pp, vp: those act in parallel/pp.py and dp.py)
+AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
 
+
+# ---- helpers shared with the report ---------------------------------------------------------------
 
 @lru_cache(maxsize=64)
 def _mean_keys_fn(kind: str, window: int, convention: str):
@@ -40,40 +44,6 @@ def mean_keys_value(kind: str, window: int, seq: np.ndarray, convention: str = "
     """Mean keys per query (counts.mean_keys), lambdified once per (kind, window, convention)."""
     f = _mean_keys_fn(kind, window, convention)
     return np.broadcast_to(np.asarray(f(np.asarray(seq, dtype=float)), dtype=float), np.shape(seq)).astype(float)
-
-
-def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
-    a, h = m.attention, m.hidden_size
-    if a.kind == "mla":
-        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
-        out = []
-        if a.q_lora_rank:
-            out += [Gemm(T, a.q_lora_rank + 0 * tp, h + 0 * tp),
-                    Gemm(T, a.num_heads * qk / tp, a.q_lora_rank + 0 * tp)]
-        else:
-            out += [Gemm(T, a.num_heads * qk / tp, h + 0 * tp)]
-        out += [Gemm(T, a.kv_lora_rank + a.qk_rope_head_dim + 0 * tp, h + 0 * tp),
-                Gemm(T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + 0 * tp),
-                Gemm(T, h + 0 * tp, a.num_heads * a.v_head_dim / tp)]
-        return out
-    q = a.num_heads * a.head_dim
-    kv = 2 * a.num_kv_heads * a.head_dim
-    return [Gemm(T, (q + kv) / tp, h + 0 * tp), Gemm(T, h + 0 * tp, q / tp)]
-
-
-def mlp_gemms(m: ModelSpec, T, width, split) -> list[Gemm]:
-    """Dense MLP (or shared expert) of `width`, split `split`-ways (TP)."""
-    h = m.hidden_size
-    up = (2 if m.ffn.matrices == 3 else 1) * width
-    return [Gemm(T, up / split, h + 0 * split), Gemm(T, h + 0 * split, width / split)]
-
-
-def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp) -> list[Gemm]:
-    e, h = m.moe, m.hidden_size
-    assert e is not None
-    up = (2 if m.ffn.matrices == 3 else 1) * e.expert_intermediate_size
-    return [Gemm(rows_per_expert, up / etp, h + 0 * etp, local_experts),
-            Gemm(rows_per_expert, h + 0 * etp, e.expert_intermediate_size / etp, local_experts)]
 
 
 def rope_dims(m: ModelSpec) -> float:
@@ -87,4 +57,165 @@ def rope_dims(m: ModelSpec) -> float:
 
 def act_bytes_per_width(m: ModelSpec) -> float:
     """HBM bytes per token per unit of FFN width for the activation function (read in, write out, BF16)."""
-    return 6.0 if m.ffn.matrices == 3 else 4.0
+    return K.ACT_BYTES_GLU if m.ffn.matrices == 3 else K.ACT_BYTES_PLAIN
+
+
+def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
+    a, h = m.attention, m.hidden_size
+    one = 0 * np.asarray(tp, dtype=float)
+    if a.kind == "mla":
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        out = []
+        if a.q_lora_rank:
+            out += [Gemm("q down", T, a.q_lora_rank + one, h + one),
+                    Gemm("q up", T, a.num_heads * qk / tp, a.q_lora_rank + one)]
+        else:
+            out += [Gemm("q proj", T, a.num_heads * qk / tp, h + one)]
+        out += [Gemm("kv down", T, a.kv_lora_rank + a.qk_rope_head_dim + one, h + one),
+                Gemm("kv up", T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + one),
+                Gemm("out proj", T, h + one, a.num_heads * a.v_head_dim / tp)]
+        return out
+    q = a.num_heads * a.head_dim
+    kv = 2 * a.num_kv_heads * a.head_dim
+    return [Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)]
+
+
+def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp") -> list[Gemm]:
+    """Dense MLP (or shared expert) of `width`, split `split`-ways (TP)."""
+    h = m.hidden_size
+    one = 0 * np.asarray(split, dtype=float)
+    up = (2 if m.ffn.matrices == 3 else 1) * width
+    return [Gemm(f"{name} up/gate", T, up / split, h + one), Gemm(f"{name} down", T, h + one, width / split)]
+
+
+def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp) -> list[Gemm]:
+    e, h = m.moe, m.hidden_size
+    assert e is not None
+    one = 0 * np.asarray(etp, dtype=float)
+    up = (2 if m.ffn.matrices == 3 else 1) * e.expert_intermediate_size
+    return [Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts),
+            Gemm("expert down", rows_per_expert, h + one, e.expert_intermediate_size / etp, local_experts)]
+
+
+# ---- the layer kinds --------------------------------------------------------------------------------
+
+def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq):
+    """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer."""
+    a, h = m.attention, m.hidden_size
+    gemms = attention_gemms(m, T, tp)
+    per_q = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp            # score FLOPs per query per key
+    n_win = m.num_windowed_layers
+    cores = []
+    for kind, count, win in (("global", m.num_layers - n_win, 0), (a.window_kind, n_win, a.window)):
+        if count:
+            keys = mean_keys_value(kind, win, seq)
+            cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers))
+    norms = Stream("norms", m.norms_per_layer * K.NORM_BYTES * h * Ts, 2 * m.norms_per_layer * K.NORM_BYTES * h * Ts)
+    resid = Stream("residual adds", K.RESIDUAL_BYTES * h * Ts, 2 * K.RESIDUAL_BYTES * h * Ts)
+    rope = Stream("rope", K.ROPE_BYTES * rope_dims(m) / tp * T, 2 * K.ROPE_BYTES * rope_dims(m) / tp * T)
+    comms = [tp_par.sequence_parallel_pair("attention TP all-gather + reduce-scatter", T * h * K.BF16, tp),
+             cp_par.ring_exchange(m, T, tp, cp)]
+    # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
+    if a.kind == "mla":
+        q, kv, o = a.num_heads * a.qk_dim, a.num_heads * (a.qk_dim + a.v_dim), a.num_heads * a.v_dim
+        lat = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim
+    else:
+        q, kv = a.num_heads * a.head_dim, 2 * a.num_kv_heads * a.head_dim
+        o, lat = q, 0
+    saved = [Saved("attention norm input", K.BF16 * h * Ts, "input"),
+             Saved("qkv input", K.BF16 * h * Ts, "layernorm"),
+             Saved("q, k, v and attention output", K.BF16 * (q + kv + o) / tp * T, "core_attn"),
+             Saved("softmax log-sum-exp", K.LSE_BYTES * a.num_heads / tp * T, "core_attn")]
+    if lat:
+        saved.append(Saved("MLA latents", K.BF16 * lat * T, "mla_up_proj"))
+    return gemms, cores, [norms, resid, rope], comms, saved
+
+
+def _dense_ffn(m: ModelSpec, T, Ts, tp):
+    h, f = m.hidden_size, m.ffn.intermediate_size
+    glu = 2 if m.ffn.matrices == 3 else 1
+    gemms = mlp_gemms(m, T, f, tp)
+    streams = [Stream("activation", act_bytes_per_width(m) * f / tp * T, 2 * act_bytes_per_width(m) * f / tp * T)]
+    comms = [tp_par.sequence_parallel_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp)]
+    saved = [Saved("MLP norm input", K.BF16 * h * Ts, "layernorm"), Saved("fc1 input", K.BF16 * h * Ts, "mlp"),
+             Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
+             Saved("activation output", K.BF16 * f / tp * T, "act")]
+    return gemms, streams, comms, [], saved
+
+
+def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c):
+    e, h = m.moe, m.hidden_size
+    assert e is not None
+    glu = 2 if m.ffn.matrices == 3 else 1
+    rows = T * e.top_k * ep * etp / (tp * e.num_experts) * imbalance
+    one = 0 * np.asarray(tp, dtype=float)
+    gemms = expert_gemms(m, rows, e.num_experts / ep, etp)
+    gemms.append(Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False))
+    if e.shared_experts:
+        gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert")
+    assign = Ts * e.top_k * imbalance                                        # token copies per GPU
+    fs = e.shared_experts * e.shared_width
+    # token routing: moe_permute_bytes of HBM traffic per token copy per hidden unit (calibration.toml)
+    streams = [Stream("token permute / unpermute", c.moe_permute_bytes * h * assign, 2 * c.moe_permute_bytes * h * assign),
+               Stream("expert activation", act_bytes_per_width(m) * e.expert_intermediate_size * assign,
+                      2 * act_bytes_per_width(m) * e.expert_intermediate_size * assign),
+               Stream("shared expert activation", act_bytes_per_width(m) * fs / tp * T,
+                      2 * act_bytes_per_width(m) * fs / tp * T)]
+    comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp)]
+    if e.shared_experts:
+        comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
+    comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
+    # host sync + routing-kernel launches, once in forward and once in backward
+    fixed = [Fixed("MoE routing sync", c.moe_layer_overhead_s, c.moe_layer_overhead_s)]
+    saved = [Saved("MoE norm input", K.BF16 * h * Ts, "layernorm"), Saved("router input", K.BF16 * h * Ts, "moe"),
+             Saved("permuted tokens", K.BF16 * assign * h, "moe"),
+             Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
+             Saved("expert activation output", K.BF16 * assign * e.expert_intermediate_size, "act"),
+             Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe")]
+    if e.shared_experts:
+        saved += [Saved("shared expert activation input", K.BF16 * glu * fs / tp * T, "shared_experts"),
+                  Saved("shared expert activation output", K.BF16 * fs / tp * T, "shared_experts")]
+    return gemms, streams, comms, fixed, saved
+
+
+def _fp8_casts(gemms: list[Gemm], c) -> Stream:
+    """Quantising each low-precision GEMM's inputs (forward) and output gradients (backward) to FP8:
+    fp8_cast_bytes of HBM traffic per element (calibration.toml)."""
+    fwd = sum(g.count * g.M * g.K for g in gemms if g.low_precision)
+    bwd = sum(g.count * g.M * g.N for g in gemms if g.low_precision)
+    return Stream("fp8 casts", c.fp8_cast_bytes * fwd, c.fp8_cast_bytes * bwd)
+
+
+def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float, c) -> Workload:
+    """The op records of every layer kind and of the head for the layouts of `grid`."""
+    f64 = lambda x: np.asarray(x, dtype=float)
+    tp, cp, ep, etp, mbs, seq = (f64(getattr(grid, k)) for k in ("tp", "cp", "ep", "etp", "mbs", "seq"))
+    h = m.hidden_size
+    T = mbs * seq / cp
+    Ts = T / tp
+    att = _attention_block(m, T, Ts, tp, cp, mbs, seq)
+    layers = []
+    for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
+        if not count:
+            continue
+        ffn = _dense_ffn(m, T, Ts, tp) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c)
+        gemms = att[0] + ffn[0]
+        streams = att[2] + ffn[1]
+        if low_precision:
+            streams = streams + [_fp8_casts(gemms, c)]
+        else:
+            streams = streams + [Stream("fp8 casts", 0.0, 0.0)]
+        streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD, K.LAYER_KERNELS_BWD))
+        layers.append(Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(att[3] + ffn[2]),
+                            tuple(ffn[3]), tuple(att[4] + ffn[4])))
+    one = 0 * tp
+    head = Head(
+        gemms=(Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False),),
+        streams=(Stream("logits, softmax, cross-entropy", K.LOGIT_BYTES * T * m.vocab_size / tp + K.FINAL_NORM_BYTES * h * T,
+                        0.0, K.HEAD_KERNELS, 0.0),),
+        comms=(tp_par.sequence_parallel_pair("head TP all-gather + reduce-scatter", T * h * K.BF16, tp, 1, 1),),
+        embedding=Stream("embedding lookup + grad", K.EMBED_BYTES * h * Ts, 0.0, K.EMBED_KERNELS, 0.0),
+        mtp_gemm=Gemm("MTP projection", T, h + one, 2 * h + one) if m.mtp_layers else None,
+        mtp_layers=m.mtp_layers,
+    )
+    return Workload(m, T, Ts, tuple(layers), head, low_precision)

@@ -34,16 +34,20 @@ def test_activations_per_layer_match_korthikanti_table2():
     without dropout drops the two 1-byte dropout masks (sbh each): 32 sbh / t + 4 a s b / t."""
     import numpy as np
 
-    from perfmodel.memory import activation_bytes_per_layer
+    from perfmodel.calibration import constants
+    from perfmodel.layout import LayoutGrid
+    from perfmodel.memory import layer_activation_bytes
     from perfmodel.model import load_model
+    from perfmodel.workload import build
 
     m = load_model("gpt3-175b")
     s, b, t = 2048, 1, 8
     h, a = m.hidden_size, m.attention.num_heads
-    T = s * b
-    kept, full = activation_bytes_per_layer(m, T, T / t, np.array(t), 1, 1, np.array(0), False, 1.0)
-    assert float(full) == pytest.approx(32 * s * b * h / t + 4 * a * s * b / t, rel=1e-12)
-    assert float(kept) == float(full)
+    grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=s, tp=t, mbs=b))
+    (layer,) = build(m, grid, False, 1.0, constants()).layers
+    kept, full = layer_activation_bytes(layer, np.array(0))
+    assert float(full[0]) == pytest.approx(32 * s * b * h / t + 4 * a * s * b / t, rel=1e-12)
+    assert float(kept[0]) == float(full[0])
 
 
 @pytest.mark.parametrize("pp,vp", [(4, 1), (4, 2), (8, 5)])

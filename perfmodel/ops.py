@@ -1,0 +1,111 @@
+"""Op records: the workload as data (see workload.py, which builds them, and cost.py / memory.py, which read
+them). Every numeric field is a numpy array over layouts or a scalar that broadcasts."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .model import ModelSpec
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """A linear layer per GPU: M rows (tokens), N outputs, K inputs; `count` identical GEMMs in one
+    grouped kernel (the local experts); `low_precision` False keeps it in BF16 (router, LM head).
+    Forward is [M,N,K]; backward dgrad [M,K,N] and wgrad [N,K,M]."""
+    name: str
+    M: np.ndarray
+    N: np.ndarray
+    K: np.ndarray
+    count: np.ndarray | float = 1.0
+    low_precision: bool = True
+
+    @property
+    def flops_fwd(self):
+        return 2.0 * self.M * self.N * self.K * self.count
+
+
+@dataclass(frozen=True)
+class AttentionCore:
+    """Flash attention over `mean_keys` keys per query doing `flops_fwd` score FLOPs in forward, run by
+    `share` of the layers (global vs sliding-window layers each get a record)."""
+    name: str
+    flops_fwd: np.ndarray
+    mean_keys: np.ndarray
+    share: float = 1.0
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A memory-bound op: HBM bytes moved in forward and backward, and the kernels it launches."""
+    name: str
+    bytes_fwd: np.ndarray | float
+    bytes_bwd: np.ndarray | float
+    kernels_fwd: float = 0.0
+    kernels_bwd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective of one micro-batch: `price(hw)` seconds per call (a closure over bytes, group size
+    and stride from parallel/*.py), `calls_fwd` / `calls_bwd` calls, hidden under compute by the overlap
+    switch `overlap` ("tp", "cp", "ep") of the stack."""
+    name: str
+    overlap: str
+    price: Callable
+    calls_fwd: float
+    calls_bwd: float
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """A fixed time per micro-batch (host synchronisation), forward and backward."""
+    name: str
+    seconds_fwd: float
+    seconds_bwd: float
+
+
+@dataclass(frozen=True)
+class Saved:
+    """Activation bytes one GPU keeps for backward, per layer and micro-batch, and the recompute module
+    they belong to (Megatron-Core recompute_modules names; "input" is the layer input every policy keeps)."""
+    name: str
+    nbytes: np.ndarray
+    module: str
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One transformer layer of a kind (dense FFN or MoE) as op records."""
+    kind: str
+    count: int                      # layers of this kind in the model
+    gemms: tuple[Gemm, ...]
+    attention: tuple[AttentionCore, ...]
+    streams: tuple[Stream, ...]
+    comms: tuple[Collective, ...]
+    fixed: tuple[Fixed, ...]
+    saved: tuple[Saved, ...]
+
+
+@dataclass(frozen=True)
+class Head:
+    """The LM head, loss, embedding and MTP modules (first and last pipeline stage)."""
+    gemms: tuple[Gemm, ...]
+    streams: tuple[Stream, ...]          # logits / loss traffic
+    comms: tuple[Collective, ...]        # TP gathers of the head, not overlapped
+    embedding: Stream
+    mtp_gemm: Gemm | None
+    mtp_layers: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    model: ModelSpec
+    T: np.ndarray                        # tokens per micro-batch on one CP rank (GEMM rows)
+    Ts: np.ndarray                       # ... per GPU after sequence-parallel sharding
+    layers: tuple[Layer, ...]
+    head: Head
+    low_precision: bool
+    extras: dict = field(default_factory=dict)

@@ -1,0 +1,28 @@
+"""Expert parallelism (MoE parallel folding, Liu et al. 2025): experts over ep ranks, each expert's
+weights over etp ranks; the token dispatch and combine all-to-alls of one MoE layer.
+
+Dispatch and combine move the same bytes (each token copy's hidden vector, bf16); forward runs both,
+backward both again (their gradients). In the folded MoE layout the expert ranks are ordered
+etp-ep-edp (Megatron-Core), so EP members are etp ranks apart.
+"""
+from __future__ import annotations
+
+from .. import comm
+from ..model import ModelSpec
+from ..ops import Collective
+
+
+def dispatch_combine(m: ModelSpec, token_bytes, ep, etp) -> Collective:
+    """Dispatch + combine of one MoE layer: 2 calls forward, 2 backward (comm.moe_dispatch_time)."""
+    e = m.moe
+    assert e is not None
+    return Collective("EP dispatch + combine", "ep",
+                      lambda hw: comm.moe_dispatch_time(token_bytes, e.top_k, ep, etp, hw, e.num_experts,
+                                                        e.route_groups, e.route_group_topk), 2, 2)
+
+
+def expert_tp_gather(nbytes, etp) -> Collective:
+    """Expert tensor parallelism: the routed tokens all-gathered before and reduce-scattered after the
+    expert GEMMs over the etp group (stride 1), forward and backward; hidden by the TP overlap switch."""
+    return Collective("expert TP all-gather + reduce-scatter", "tp",
+                      lambda hw: comm.all_gather_time(nbytes, etp, 1, hw), 2, 2)
