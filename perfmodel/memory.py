@@ -35,15 +35,19 @@ def layer_activation_bytes(layer, rec):
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
-def memory_per_gpu(w: Workload, grid, precision: str, c, p_dense, p_exp, dp, edp, nmb) -> dict[str, np.ndarray]:
+def memory_per_gpu(w: Workload, grid, precision: str, c, p_dense, p_exp, dpc, edp, nmb) -> dict[str, np.ndarray]:
+    """`dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
+    shard them over: Megatron-Core builds its gradient buffers on the data-parallel group with context
+    parallelism); `edp` the expert data-parallel group, which shards expert parameters."""
     m = w.model
     tp, pp, vp = (np.asarray(x, dtype=float) for x in (grid.tp, grid.pp, grid.vp))
     fsdp, rec = grid.fsdp, grid.recompute
     params = p_dense + p_exp
+    shard = p_dense / dpc + p_exp / edp
     wb = weight_bytes(precision)
-    weights = np.where(fsdp, params * wb / dp, params * wb)
-    grads = np.where(fsdp, params * GRAD_BYTES / dp, params * GRAD_BYTES)
-    optim = K.ADAM_STATE_BYTES * (p_dense / dp + p_exp / edp)
+    weights = np.where(fsdp, shard * wb, params * wb)
+    grads = np.where(fsdp, shard * GRAD_BYTES, params * GRAD_BYTES)
+    optim = K.ADAM_STATE_BYTES * shard
     per_layer = 0.0
     full_layer = 0.0
     for layer in w.layers:

@@ -157,9 +157,10 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     # ---- data parallel and optimizer -----------------------------------------------------------
     dense, expert = dp_par.param_split(m)
     p_dense, p_exp = dense / (tp * pp), expert / (ep * etp * pp)
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, GRAD_BYTES, weight_bytes(prec), dp, edp, tp, cp, ep, etp, hw)
+    dpc = dp * cp                         # dense parameters replicate over the data- and context-parallel ranks
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, GRAD_BYTES, weight_bytes(prec), dpc, edp, tp, ep, etp, hw)
     dp_t = dp_par.exposed_time(rs, ag, grid.fsdp, stage, nmb, c.dp_overlap)
-    shard = p_dense / dp + p_exp / edp
+    shard = p_dense / dpc + p_exp / edp
     optimizer = memory_time(K.ADAM_STEP_BYTES * shard + K.GRAD_NORM_ZERO_BYTES * (p_dense + p_exp), hw, K.OPTIMIZER_KERNELS, c)
     step = pipeline + dp_t + optimizer + c.step_overhead_s
 
@@ -182,7 +183,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     comm_raw = {k: raw[k] * per_mb for k in raw} | {"pp_comm": p2p * nmb,
                                                     "dp_comm": np.where(grid.fsdp, nmb * (2 * ag + rs), rs + ag)}
 
-    mem = memory_per_gpu(w, grid, prec, c, p_dense, p_exp, dp, edp, nmb)
+    mem = memory_per_gpu(w, grid, prec, c, p_dense, p_exp, dpc, edp, nmb)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),

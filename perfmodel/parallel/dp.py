@@ -1,7 +1,7 @@
 """Data parallelism with the distributed optimizer (ZeRO-1, Rajbhandari et al. 2020; Megatron-Core
 distributed optimizer) or FSDP (ZeRO-3: weights, gradients and optimizer sharded).
 
-Dense parameters replicate over dp and split by tp (embeddings and head too) and pp; expert parameters
+Dense parameters replicate over dp*cp and split by tp (embeddings and head too) and pp; expert parameters
 split by ep*etp and pp and replicate over the expert data-parallel group edp = tp*cp*dp/(ep*etp).
 Distributed optimizer: gradients reduce-scattered over dp, updated parameters all-gathered, both once per
 step and overlapped with the last micro-batch's backward / first micro-batch's forward.
@@ -30,11 +30,13 @@ def param_split(m: ModelSpec) -> tuple[float, float]:
     return float(pc.total + pc.mtp_total) - expert, expert
 
 
-def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dp, edp, tp, cp, ep, etp, hw):
-    """(reduce-scatter of gradients, all-gather of parameters) seconds over dp (dense) and edp (experts)."""
-    rs = (comm.reduce_scatter_time(p_dense * grad_bytes, dp, tp * cp, hw)
+def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw):
+    """(reduce-scatter of gradients, all-gather of parameters) seconds over dp*cp (dense: CP ranks hold the
+    same weights and reduce their gradients together, Megatron-Core's data-parallel group with context
+    parallelism; members tp ranks apart) and edp (experts; members ep*etp ranks apart)."""
+    rs = (comm.reduce_scatter_time(p_dense * grad_bytes, dpc, tp, hw)
           + comm.reduce_scatter_time(p_exp * grad_bytes, edp, ep * etp, hw))
-    ag = (comm.all_gather_time(p_dense * weight_bytes, dp, tp * cp, hw)
+    ag = (comm.all_gather_time(p_dense * weight_bytes, dpc, tp, hw)
           + comm.all_gather_time(p_exp * weight_bytes, edp, ep * etp, hw))
     return rs, ag
 
