@@ -131,12 +131,16 @@ def legality(grid: LayoutGrid, num_layers: int, num_heads: int, num_kv_heads: in
     bad["vp"] = (g.vp > 1) & ((g.pp == 1) | (num_layers + 2 < g.pp * g.vp))
     bad["gbs"] = (g.gbs % (dp * g.mbs)) != 0
     bad["seq_cp"] = (g.seq % (2 * g.cp) != 0) & (g.cp > 1)
+    # sequence parallelism shards each CP rank's seq / cp tokens over tp (Korthikanti et al. 2022 §4.2.2)
+    bad["seq_tp"] = (g.seq % (g.tp * g.cp) != 0) & (g.tp > 1)
+    # Megatron-Core's interleaved schedule runs micro-batches in groups of pp
+    bad["interleave"] = (g.vp > 1) & (g.pp > 1) & ((g.gbs // np.maximum(dp * g.mbs, 1)) % g.pp != 0)
     if num_experts:
         bad["ep"] = (num_experts % g.ep) != 0
         bad["etp"] = ((g.tp * g.cp * dp) % (g.ep * g.etp)) != 0
     else:
         bad["ep"] = g.ep != 1
-        bad["etp"] = np.zeros(g.n, bool)
+        bad["etp"] = g.etp != 1
     return bad
 
 
@@ -147,8 +151,10 @@ RULE_TEXT = {
     "vp": "vp > 1 needs pp > 1 and pp * vp <= layers + 2 (embedding and loss may take a stage each)",
     "gbs": "global batch must be divisible by dp * micro-batch",
     "seq_cp": "sequence length must be divisible by 2 * cp (load-balanced context parallelism)",
+    "seq_tp": "sequence length must be divisible by tp * cp (sequence parallelism shards each CP rank's tokens over tp)",
+    "interleave": "the interleaved schedule (vp > 1) needs the micro-batch count gbs / (dp * mbs) to be a multiple of pp (Megatron-Core)",
     "ep": "ep must divide the number of experts (and be 1 for a dense model)",
-    "etp": "ep * etp must divide tp * cp * dp (MoE parallel folding)",
+    "etp": "ep * etp must divide tp * cp * dp (MoE parallel folding; etp must be 1 for a dense model)",
 }
 
 
@@ -184,7 +190,19 @@ def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: 
                 "vp": f"pp={layout.pp}, vp={layout.vp}, layers={num_layers}",
                 "gbs": f"gbs={layout.gbs}, dp={layout.dp}, mbs={layout.mbs}",
                 "seq_cp": f"seq={layout.seq}, cp={layout.cp}",
+                "seq_tp": f"seq={layout.seq}, tp={layout.tp}, cp={layout.cp}",
+                "interleave": f"micro-batches={layout.gbs // max(layout.dp * layout.mbs, 1)}, pp={layout.pp}, vp={layout.vp}",
                 "ep": f"ep={layout.ep}, experts={num_experts or 0}",
-                "etp": f"ep*etp={layout.ep * layout.etp}, tp*cp*dp={layout.tp * layout.cp * layout.dp}",
+                "etp": (f"ep*etp={layout.ep * layout.etp}, tp*cp*dp={layout.tp * layout.cp * layout.dp}" if num_experts
+                        else f"etp={layout.etp}, dense model"),
             }[rule]
             raise InputError("layout", rule, f"{RULE_TEXT[rule]} ({detail})")
+
+
+def default_etp(is_moe: bool, tp: int, cp: int, dp: int, ep: int) -> int:
+    """Expert tensor parallel size when none is given: tp, as Megatron-Core defaults
+    (`expert_tensor_parallel_size` None -> tensor_model_parallel_size, megatron/training/arguments.py), or 1
+    where ep * tp does not divide tp * cp * dp (the folding rule) or the model is dense."""
+    if not is_moe or (tp * cp * dp) % (ep * tp):
+        return 1
+    return tp

@@ -35,36 +35,43 @@ def layer_activation_bytes(layer, rec):
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
-def memory_per_gpu(w: Workload, grid, precision: str, c, p_dense, p_exp, dpc, edp, nmb) -> dict[str, np.ndarray]:
-    """`dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
+def memory_per_gpu(w: Workload, grid, precision: str, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank):
+    """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
+    cnt[k] layers of each kind and p_dense / p_exp parameters per GPU), and each rank's total.
+    `dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
     shard them over: Megatron-Core builds its gradient buffers on the data-parallel group with context
     parallelism); `edp` the expert data-parallel group, which shards expert parameters."""
     m = w.model
-    tp, pp, vp = (np.asarray(x, dtype=float) for x in (grid.tp, grid.pp, grid.vp))
-    fsdp, rec = grid.fsdp, grid.recompute
+    col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1) * np.ones((grid.n, 1))
+    tp, pp, vp = (col(x) for x in (grid.tp, grid.pp, grid.vp))
+    fsdp, rec = grid.fsdp[:, None], grid.recompute
     params = p_dense + p_exp
-    shard = p_dense / dpc + p_exp / edp
+    shard = p_dense / col(dpc) + p_exp / col(edp)
     wb = weight_bytes(precision)
     weights = np.where(fsdp, shard * wb, params * wb)
     grads = np.where(fsdp, shard * GRAD_BYTES, params * GRAD_BYTES)
     optim = K.ADAM_STATE_BYTES * shard
-    per_layer = 0.0
+    held = 0.0
     full_layer = 0.0
-    for layer in w.layers:
+    for k, layer in enumerate(w.layers):
         kept, full = layer_activation_bytes(layer, rec)
-        per_layer = per_layer + kept * layer.count / m.num_layers
-        full_layer = np.maximum(full_layer, full)
-    layers_per_rank = np.ceil(m.num_layers / pp)
-    activations = per_layer * layers_per_rank * pp_par.in_flight(pp, vp, nmb)
-    # during recompute one layer's full activations are live again
-    activations = activations + np.where(rec == FULL, full_layer, 0.0)
-    # embedding output on the first rank; logits (fp32, + grad) are on the last rank but are transient
-    logits = np.where(pp > 1, 0.0, 2 * K.FP32 * w.T * m.vocab_size / tp)
-    return {
-        "weights": weights,
-        "gradients": grads,
-        "optimizer": optim,
-        "activations": activations + K.BF16 * m.hidden_size * w.Ts,
-        "logits": logits,
-        "reserved": c.reserved_bytes + 0 * tp,
-    }
+        held = held + cnt[k] * col(kept)
+        full_layer = np.maximum(full_layer, col(full))
+    last = rank == pp - 1
+    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank)
+    if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
+        kept, _ = layer_activation_bytes(w.layers[-1], rec)
+        activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)
+    # during recompute one layer's full activations are live again; the embedding output on the first rank
+    activations = activations + np.where(col(rec) == FULL, full_layer, 0.0)
+    activations = activations + np.where(rank == 0, K.BF16 * m.hidden_size * col(w.Ts), 0.0)
+    # fp32 logits and their gradient on the last rank while its loss runs backward
+    logits = np.where(last, 2 * K.FP32 * col(w.T) * m.vocab_size / tp, 0.0)
+    parts = {"weights": weights, "gradients": grads, "optimizer": optim, "activations": activations,
+             "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
+    parts = {k: np.broadcast_to(v, rank.shape) for k, v in parts.items()}
+    total = sum(parts.values())
+    fullest = np.argmax(total, axis=1)[:, None]
+    pick = lambda a: np.take_along_axis(a, fullest, axis=1)[:, 0]
+    stages = {"first": total[:, 0], "middle": total[:, 1], "last": total[:, 2]}
+    return {k: pick(v) for k, v in parts.items()}, stages

@@ -50,6 +50,7 @@ class Prediction:
     model_flops_per_token: np.ndarray
     hbm_bytes: float
     comm_raw_s: dict[str, np.ndarray] = field(default_factory=dict)
+    memory_stages: dict[str, np.ndarray] = field(default_factory=dict)   # bytes per GPU: first, middle, last rank
 
     def take(self, idx) -> "Prediction":
         """The predictions of layouts `idx` (an index array or mask), as a Prediction."""
@@ -57,7 +58,7 @@ class Prediction:
         return Prediction(self.layouts.take(idx), self.step_time_s[idx], self.tokens_per_s_per_gpu[idx],
                           self.mfu[idx], self.hfu[idx], self.memory_bytes_per_gpu[idx], pick(self.memory_parts),
                           self.fits[idx], pick(self.breakdown_s), self.model_flops_per_token[idx], self.hbm_bytes,
-                          pick(self.comm_raw_s))
+                          pick(self.comm_raw_s), pick(self.memory_stages))
 
     def row(self, i: int = 0) -> dict:
         """JSON-ready dict of layout i."""
@@ -75,6 +76,7 @@ class Prediction:
             "breakdown_s": {k: float(v[i]) for k, v in self.breakdown_s.items()},
             "model_flops_per_token": float(self.model_flops_per_token[i]),
             "comm_raw_s": {k: float(v[i]) for k, v in self.comm_raw_s.items()},
+            "memory_stages_bytes": {k: float(v[i]) for k, v in self.memory_stages.items()},
         }
 
 
@@ -100,7 +102,7 @@ BREAKDOWN = {
 
 
 def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
-    """workload -> priced layers -> stage time -> schedule -> step, MFU, HFU, memory."""
+    """workload -> priced layers -> stage times -> schedule -> step, MFU, HFU, memory."""
     c, prec, m = opts.consts, opts.precision, model
     hw.peak(prec)  # raises a clear error when the GPU lacks the precision
     f64 = lambda x: np.asarray(x, dtype=float)
@@ -109,59 +111,58 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     nmb = np.maximum(f64(grid.gbs) / (dp * f64(grid.mbs)), 1.0)
     imb = c.moe_imbalance if opts.routing == "real" else 1.0
     w = workload.build(m, grid, prec not in ("bf16", "fp16"), imb, c)
-
-    # ---- layers: priced, their communication hidden under their own compute (one overlap budget) ----
-    shares = {"tp": c.tp_overlap, "cp": c.cp_overlap, "ep": c.ep_overlap}
     zero = 0 * tp
-    sums = {k: zero for k in ("gemm", "attention", "memory_bound", "tp_comm", "cp_comm", "ep_comm")}
-    raw = {k: zero for k in ("tp_comm", "cp_comm", "ep_comm")}
-    fwd_all = core_fwd = zero
-    per_kind = {}
+
+    # ---- each layer kind priced; its TP/CP/EP communication hidden under its own compute ---------
+    shares = {"tp": c.tp_overlap, "cp": c.cp_overlap, "ep": c.ep_overlap}
+    kinds = []                                   # per layer kind: (parts, raw comm, recompute seconds)
     for layer in w.layers:
         t = cost.price_layer(layer, hw, prec, c)
         comm = {k: t.comm[k][0] + t.comm[k][1] for k in ("tp", "cp", "ep") if k in t.comm}
         exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
         parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
                  **{f"{k}_comm": exp.get(k, zero) for k in ("tp", "cp", "ep")}}
-        per_kind[layer.kind] = parts
-        for k, v in parts.items():
-            sums[k] = sums[k] + layer.count * v
-        for k in ("tp", "cp", "ep"):
-            raw[f"{k}_comm"] = raw[f"{k}_comm"] + layer.count * comm.get(k, zero)
-        fwd_all = fwd_all + layer.count * (t.compute_f + exposed(t.comm.get("tp", (zero, zero))[0], t.gemm_f, c.tp_overlap))
-        core_fwd = t.attn_f
-    rec_t = recompute.time(grid.recompute, fwd_all, m.num_layers * core_fwd)
+        fwd = t.compute_f + exposed(t.comm.get("tp", (zero, zero))[0], t.gemm_f, c.tp_overlap)
+        kinds.append((parts, {f"{k}_comm": comm.get(k, zero) for k in ("tp", "cp", "ep")},
+                      recompute.time(grid.recompute, fwd, t.attn_f)))
 
-    # ---- embedding, LM head + loss, MTP ---------------------------------------------------------
+    # ---- embedding (first stage), LM head + loss and MTP (last stage) ------------------------------
     hd = w.head
     hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c)
     ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c)
     head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
-    mtp = 0.0
     if hd.mtp_layers:
         mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c)
-        mtp = hd.mtp_layers * (sum(per_kind[w.layers[-1].kind].values()) + mf + mb + head)
+        head = head + hd.mtp_layers * (sum(kinds[-1][0].values()) + mf + mb + head)
     embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c)
 
-    # ---- pipeline stage and schedule -----------------------------------------------------------
-    layer_total = sum(sums.values())
-    work = layer_total + rec_t + head + mtp + embed
-    per_layer = (layer_total + rec_t) / m.num_layers
-    stage = np.maximum(work / pp, np.ceil(m.num_layers / pp) * per_layer)
+    # ---- stages: each distinct pipeline rank priced once, then the schedule ---------------------------
+    layer_kinds = tuple(workload.layer_kind_index(m, w))
+    cnt, has_emb, has_head, mult = pp_par.signature_arrays(layer_kinds, len(w.layers), grid.pp, grid.vp)
+    col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1) * np.ones((grid.n, 1))
+    stage_parts = {p: sum(cnt[k] * col(kinds[k][0][p]) for k in range(len(kinds))) for p in kinds[0][0]}
+    stage_parts["recompute"] = sum(cnt[k] * col(kinds[k][2]) for k in range(len(kinds)))
+    stage_parts["embedding_head_mtp"] = has_emb * col(embed) + has_head * col(head)
     p2p = pp_par.p2p_time(w.Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
-    pp_exp = exposed(p2p, stage, c.pp_overlap)
-    stage = stage + pp_exp
-    bubble = pp_par.bubble(stage, pp, vp)
-    pipeline = nmb * stage + bubble
+    stage_parts["pp_comm"] = exposed(col(p2p), sum(stage_parts.values()), c.pp_overlap)
+    t_stage = np.where(mult > 0, sum(stage_parts.values()), -np.inf)
+    t_max = t_stage.max(axis=1)
+    t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
+    pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb)
 
-    # ---- data parallel and optimizer -----------------------------------------------------------
-    dense, expert = dp_par.param_split(m)
-    p_dense, p_exp = dense / (tp * pp), expert / (ep * etp * pp)
+    # ---- data parallel and optimizer, on the rank that finishes last -------------------------------
     dpc = dp * cp                         # dense parameters replicate over the data- and context-parallel ranks
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, GRAD_BYTES, weight_bytes(prec), dpc, edp, tp, ep, etp, hw)
-    dp_t = dp_par.exposed_time(rs, ag, grid.fsdp, stage, nmb, c.dp_overlap)
-    shard = p_dense / dpc + p_exp / edp
-    optimizer = memory_time(K.ADAM_STEP_BYTES * shard + K.GRAD_NORM_ZERO_BYTES * (p_dense + p_exp), hw, K.OPTIMIZER_KERNELS, c)
+    mem_cnt, mem_rank = pp_par.ranks_for_memory(layer_kinds, len(w.layers), grid.pp, grid.vp)
+    p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None])
+    p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, GRAD_BYTES, weight_bytes(prec), dpc[:, None], edp[:, None],
+                                         tp[:, None], ep[:, None], etp[:, None], hw)
+    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], c.dp_overlap)
+    shard = p_dense / dpc[:, None] + p_exp / edp[:, None]
+    opt_r = memory_time(K.ADAM_STEP_BYTES * shard + K.GRAD_NORM_ZERO_BYTES * (p_dense + p_exp), hw, K.OPTIMIZER_KERNELS, c)
+    last = np.argmax(dp_r + opt_r, axis=1)
+    pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
+    dp_t, optimizer = pick(dp_r), pick(opt_r)
     step = pipeline + dp_t + optimizer + c.step_overhead_s
 
     # ---- throughput, MFU, HFU ------------------------------------------------------------------
@@ -172,22 +173,21 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     mfu = fpt * tokens / (step * gpus * peak)
     hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, attn_fwd)) * tokens / (step * gpus * peak)
 
-    per_mb = nmb / pp
-    breakdown = {k: sums[k] * per_mb for k in ("gemm", "attention", "memory_bound")}
-    breakdown |= {"recompute": rec_t * per_mb, "embedding_head_mtp": (head + mtp + embed) * per_mb,
-                  **{k: sums[k] * per_mb for k in ("tp_comm", "cp_comm", "ep_comm")},
-                  "pp_comm": pp_exp * nmb, "stage_imbalance": zero, "pipeline_bubble": bubble, "dp_comm": dp_t,
-                  "optimizer": optimizer + zero, "step_overhead": c.step_overhead_s + zero}
-    accounted = sum(v for k, v in breakdown.items() if BREAKDOWN[k][0] in ("compute", "communication") and k != "dp_comm")
-    breakdown["stage_imbalance"] = np.maximum(0.0, nmb * stage - accounted)
-    comm_raw = {k: raw[k] * per_mb for k in raw} | {"pp_comm": p2p * nmb,
-                                                    "dp_comm": np.where(grid.fsdp, nmb * (2 * ag + rs), rs + ag)}
+    # ---- breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end ------
+    mean = lambda x: (mult * x).sum(axis=1) / pp
+    breakdown = {k: mean(v) * nmb for k, v in stage_parts.items()}
+    breakdown |= {"stage_imbalance": (t_max - t_sum / pp) * nmb, "pipeline_bubble": bubble, "dp_comm": dp_t,
+                  "optimizer": optimizer, "step_overhead": c.step_overhead_s + zero}
+    breakdown = {k: breakdown[k] for k in BREAKDOWN}
+    comm_raw = {k: mean(sum(cnt[i] * col(kinds[i][1][k]) for i in range(len(kinds)))) * nmb for k in ("tp_comm", "cp_comm", "ep_comm")}
+    comm_raw |= {"pp_comm": p2p * nmb, "dp_comm": pick(np.where(grid.fsdp[:, None], nmb[:, None] * (2 * ag + rs), rs + ag))}
 
-    mem = memory_per_gpu(w, grid, prec, c, p_dense, p_exp, dpc, edp, nmb)
+    # ---- memory: the fullest of the first, second and last pipeline ranks -----------------------------
+    mem, mem_stages = memory_per_gpu(w, grid, prec, c, p_dense, p_exp, dpc, edp, nmb, mem_cnt, mem_rank)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),
         mfu=mfu, hfu=hfu, memory_bytes_per_gpu=total_mem, memory_parts=mem,
         fits=total_mem <= hw.memory.hbm_bytes, breakdown_s=breakdown,
-        model_flops_per_token=fpt, hbm_bytes=hw.memory.hbm_bytes, comm_raw_s=comm_raw,
+        model_flops_per_token=fpt, hbm_bytes=hw.memory.hbm_bytes, comm_raw_s=comm_raw, memory_stages=mem_stages,
     )

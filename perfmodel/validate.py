@@ -19,7 +19,7 @@ import numpy as np
 
 from .errors import InputError, did_you_mean
 from .hardware import PRECISIONS, HardwareSpec, load_hardware
-from .layout import Layout, LayoutGrid, check_layout
+from .layout import default_etp, Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
 
@@ -154,16 +154,15 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
         raise ValueError(f"precision: unknown precision {_short(prec)}{did_you_mean(prec, PRECISIONS)}; "
                          f"one of {', '.join(PRECISIONS)}")
     tp = _int(row, "tp", 1)
-    etp_default = tp if model.is_moe else 1      # Megatron-Core: expert TP defaults to TP
     rec = _cell(row, "recompute") or "none"
     lay = Layout(gpus=_int(row, "gpus"), gbs=_int(row, "global_batch"), seq=_int(row, "seq_len"),
                  tp=tp, pp=_int(row, "pp", 1), vp=_int(row, "vp", 1), cp=_int(row, "cp", 1),
-                 ep=_int(row, "ep", 1), etp=_int(row, "etp", etp_default) if model.is_moe else 1,
+                 ep=_int(row, "ep", 1), etp=_int(row, "etp", 1),
                  mbs=_int(row, "micro_batch", 1), fsdp=bool(_int(row, "fsdp", 0)),
                  recompute=rec)  # type: ignore[arg-type]
     positive = all(getattr(lay, f) >= 1 for f in ("gpus", "tp", "pp", "cp", "ep", "etp"))   # else check_layout says
-    if model.is_moe and positive and (lay.tp * lay.cp * lay.dp) % (lay.ep * lay.etp):
-        lay = Layout(**{**lay.__dict__, "etp": 1})
+    if positive and _int(row, "etp") is None:       # one rule with predict: layout.default_etp
+        lay = Layout(**{**lay.__dict__, "etp": default_etp(model.is_moe, lay.tp, lay.cp, lay.dp, lay.ep)})
     a = model.attention
     try:
         check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)

@@ -219,3 +219,9 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
         mtp_layers=m.mtp_layers,
     )
     return Workload(m, T, Ts, tuple(layers), head, low_precision)
+
+
+def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
+    """For each of the model's layers, in order, the index of its kind in `w.layers`."""
+    index = {layer.kind: i for i, layer in enumerate(w.layers)}
+    return [index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers)]

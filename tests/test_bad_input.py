@@ -319,7 +319,7 @@ def test_csv_model_cell_is_path_relative_to_csv(capsys, tmp_path, monkeypatch, r
 
 # ---- memory: by how much, what would fit, --ignore-memory ----------------------------------------------
 
-NO_FIT = ["--gpus", "64", "--tp", "4", "--pp", "2", "--vp", "5", "--cp", "2", "--gbs", "128", "--seq", "8192"]
+NO_FIT = ["--gpus", "64", "--tp", "4", "--pp", "2", "--vp", "5", "--cp", "2", "--mbs", "2", "--gbs", "128", "--seq", "8192"]
 
 
 def test_layout_that_does_not_fit_names_single_changes_that_fit(capsys):

@@ -48,14 +48,3 @@ def test_activations_per_layer_match_korthikanti_table2():
     kept, full = layer_activation_bytes(layer, np.array(0))
     assert float(full[0]) == pytest.approx(32 * s * b * h / t + 4 * a * s * b / t, rel=1e-12)
     assert float(kept[0]) == float(full[0])
-
-
-@pytest.mark.parametrize("pp,vp", [(4, 1), (4, 2), (8, 5)])
-def test_pipeline_bubble_is_narayanan_fraction(pp, vp):
-    """Narayanan et al. 2021 §2.2: bubble time / ideal time = (pp - 1) / (vp m) for m micro-batches."""
-    lay = Layout(gpus=8 * pp, gbs=64, seq=4096, tp=8, pp=pp, vp=vp, mbs=1)   # dp = 1: m = 64
-    b = predict("llama3-70b", "h100-sxm", lay).row(0)["breakdown_s"]
-    ideal = sum(v for k, v in b.items()
-                          if k not in ("pipeline_bubble", "dp_comm", "optimizer", "step_overhead"))
-    assert ideal > 0
-    assert b["pipeline_bubble"] / ideal == pytest.approx((pp - 1) / (vp * 64), rel=1e-9)

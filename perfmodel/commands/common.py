@@ -158,7 +158,7 @@ def layout_options(f: Callable) -> Callable:
         click.option("--vp", type=int, default=1, show_default=True, help="virtual stages per pipeline rank"),
         click.option("--cp", type=int, default=1, show_default=True, help="context parallel"),
         click.option("--ep", type=int, default=1, show_default=True, help="expert parallel"),
-        click.option("--etp", type=int, default=None, help="expert tensor parallel [default: 1]"),
+        click.option("--etp", type=int, default=None, help="expert tensor parallel [default: tp, as Megatron-Core; 1 for a dense model or where ep*tp does not divide tp*cp*dp]"),
         click.option("--fsdp", is_flag=True, help="shard parameters, grads and optimizer over dp (ZeRO-3)"),
         click.option("--mbs", type=int, default=1, show_default=True, help="micro-batch size (sequences)"),
         click.option("--gbs", type=int, required=True, help="global batch (sequences)"),

@@ -12,7 +12,7 @@ from .. import api, uncertainty
 from ..counts import flops_per_token
 from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
-from ..layout import Layout
+from ..layout import Layout, default_etp
 from ..model import ModelSpec, load_model
 from .common import console, emit_json, layout_options, resolve_hardware, table
 from ..profiles import get_profile
@@ -63,7 +63,8 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
     prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
+    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, 
+                 etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
     p = api.predict(m, hw, lay, precision, attention, routing, prof.consts)
     r = p.row(0)

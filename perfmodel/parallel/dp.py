@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import comm
-from ..counts import param_counts
+from ..counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
 from ..model import ModelSpec
 from ..overlap import exposed
 
@@ -48,3 +48,38 @@ def exposed_time(rs, ag, fsdp, stage, nmb, share):
     plain = exposed(rs, stage * 2 / 3, share) + exposed(ag, stage / 3, share)
     per_mb = nmb * exposed(2 * ag + rs, stage, share)
     return np.where(fsdp, per_mb, plain)
+
+
+def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:
+    """(dense, expert) parameters of one layer of `kind` ("dense" or "moe")."""
+    attn, _ = attention_params(m)
+    base = attn + m.norms_per_layer * norm_params(m)
+    if kind == "dense":
+        return float(base + mlp_params(m, m.ffn.intermediate_size)[0]), 0.0
+    e = m.moe
+    assert e is not None
+    total, _, _ = moe_layer_params(m)
+    experts = float(e.num_experts * m.ffn.matrices * m.hidden_size * e.expert_intermediate_size)
+    return float(base + total) - experts, experts
+
+
+def rank_params(m: ModelSpec, w, cnt, rank, pp):
+    """(dense, expert) parameters held by the pipeline ranks `rank` ([n, R]) with `cnt[k]` layers of each
+    kind: their layers; the embedding on the first rank; the final norm, head (a copy of the tied
+    embedding when pp > 1, Megatron-Core shared embedding) and MTP modules on the last."""
+    pc = param_counts(m)
+    dense = expert = 0.0
+    for k, layer in enumerate(w.layers):
+        d, e = layer_params(m, layer.kind)
+        dense, expert = dense + cnt[k] * d, expert + cnt[k] * e
+    last = rank == pp - 1
+    head = pc.head if not m.tied_embeddings else m.vocab_size * m.hidden_size
+    final = norm_params(m) if m.final_norm else 0
+    mtp_exp = 0.0
+    if m.mtp_layers and m.moe:
+        mtp_exp = m.mtp_layers * layer_params(m, "moe")[1]
+    dense = dense + np.where(rank == 0, pc.embedding, 0.0)
+    dense = dense + np.where(last, final + pc.mtp_total - mtp_exp, 0.0)
+    dense = dense + np.where(last & ((pp > 1) | (not m.tied_embeddings)), head, 0.0)
+    expert = expert + np.where(last, mtp_exp, 0.0)
+    return dense, expert

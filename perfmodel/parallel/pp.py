@@ -1,16 +1,119 @@
-"""Pipeline parallelism: stages, schedules and their bubbles (Narayanan et al. 2021 §2.2; Megatron-Core
-schedules.py).
+"""Pipeline parallelism: real stages, schedules, their bubbles and in-flight activations
+(Narayanan et al. 2021 §2.2; Megatron-Core pipeline_parallel/schedules.py).
 
-A step runs m micro-batches through pp ranks. With stage time t (one micro-batch's forward + backward on
-one rank) the 1F1B schedule takes (m + pp - 1) t; the interleaved schedule with vp virtual chunks per rank
-shrinks the bubble to (pp - 1) t / vp (Narayanan et al. 2021 Eq. 1-2).
+Stages. The L layers are cut into pp*vp chunks, chunk j on rank j % pp (Megatron-Core interleaving). The
+first chunk also holds the embedding, the last chunk the final norm, LM head, loss and MTP modules. A split
+follows Megatron-Core's rules: an even split when pp*vp divides L; when it divides L + 1 the loss takes
+one layer's slot (account_for_loss_in_pipeline_split); when it divides L + 2 the embedding and the loss each
+take one (account_for_embedding_in_pipeline_split too: Llama 3.1 405B's 126 layers on pp8 vp8); otherwise
+an uneven split with explicit first/last-stage layer counts (decoder_first/last_pipeline_num_layers): every
+chunk gets floor(L / (pp vp)) layers and the remainder goes to the middle chunks first, then the first,
+then the last, which carry the embedding and the head. Layer kinds (DeepSeek-V3's 3 dense first layers,
+Llama 4's alternating MoE) land on the ranks that hold them.
+
+Schedule. With stage times t_r (one micro-batch's forward + backward on rank r) and m micro-batches:
+  1F1B:        (m - 1) max_r t_r + sum_r t_r        (= (m + pp - 1) t for equal stages; Narayanan Eq. 1)
+  interleaved: m max_r t_r + (sum_r t_r - max_r t_r) / vp + (vp - 1)/vp * max(0, pp - m) * mean_r t_r
+The interleaved bubble is (pp - 1) t / vp for m >= pp (Narayanan Eq. 2); with fewer micro-batches than
+ranks a micro-batch must still traverse all pp*vp chunks, so the step is pp t + (m - 1) t / vp and
+interleaving buys almost nothing. Megatron-Core's interleaved schedule requires m to be a multiple of pp
+(schedules.py forward_backward_pipelining_with_interleaving, core v0.7: "number of microbatches is not
+divisible by pipeline-model-parallel-size when using interleaved schedule"; later versions keep it for the
+default microbatch_group_size_per_vp_stage = pp): `legal_interleaving`.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
 from .. import comm
 from .. import constants as K
+
+
+def chunk_layers(L: int, pp: int, vp: int) -> list[int]:
+    """Transformer layers of each of the pp*vp chunks, in model order."""
+    C = pp * vp
+    if C == 1:
+        return [L]
+    if L % C == 0:
+        return [L // C] * C
+    if (L + 1) % C == 0:
+        u = (L + 1) // C
+        return [u] * (C - 1) + [u - 1]
+    if (L + 2) % C == 0:
+        u = (L + 2) // C
+        return [u - 1] + [u] * (C - 2) + [u - 1]
+    base, rem = divmod(L, C)
+    sizes = [base] * C
+    for j in list(range(1, C - 1)) + [0, C - 1]:
+        if rem == 0:
+            break
+        sizes[j] += 1
+        rem -= 1
+    return sizes
+
+
+@lru_cache(maxsize=4096)
+def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """Per rank r: (layers of each kind, ...) and the rank indices. `kinds[i]` is layer i's kind index."""
+    sizes = chunk_layers(len(kinds), pp, vp)
+    counts = [[0] * n_kinds for _ in range(pp)]
+    start = 0
+    for j, n in enumerate(sizes):
+        for i in range(start, start + n):
+            counts[j % pp][kinds[i]] += 1
+        start += n
+    return tuple(tuple(c) for c in counts), tuple(range(pp))
+
+
+@lru_cache(maxsize=4096)
+def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple, ...]:
+    """Distinct ranks as (layers per kind, holds embedding, holds head, how many ranks), for pricing each
+    distinct stage once."""
+    counts, _ = rank_table(kinds, n_kinds, pp, vp)
+    sig: dict[tuple, int] = {}
+    for r, c in enumerate(counts):
+        key = (c, r == 0, r == pp - 1)
+        sig[key] = sig.get(key, 0) + 1
+    return tuple((c, e, h, n) for (c, e, h), n in sig.items())
+
+
+def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray):
+    """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
+    [n, S], multiplicity [n, S] (0 on padding)."""
+    pairs, inv = np.unique(np.stack([pp, vp], axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    tabs = [signatures(kinds, n_kinds, int(p), int(v)) for p, v in pairs]
+    S = max(len(t) for t in tabs)
+    cnt = np.zeros((n_kinds, len(pairs), S))
+    emb, head, mult = (np.zeros((len(pairs), S)) for _ in range(3))
+    for u, tab in enumerate(tabs):
+        for s, (c, e, h, n) in enumerate(tab):
+            cnt[:, u, s] = c
+            emb[u, s], head[u, s], mult[u, s] = e, h, n
+    return [cnt[k][inv] for k in range(n_kinds)], emb[inv], head[inv], mult[inv]
+
+
+def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray):
+    """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
+    the first (most micro-batches in flight, embedding), the second (most in flight among the middle
+    ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
+    pairs, inv = np.unique(np.stack([pp, vp], axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    cnt = np.zeros((n_kinds, len(pairs), 3))
+    rank = np.zeros((len(pairs), 3))
+    for u, (p, v) in enumerate(pairs):
+        counts, _ = rank_table(kinds, n_kinds, int(p), int(v))
+        for s, r in enumerate((0, min(1, p - 1), p - 1)):
+            cnt[:, u, s] = counts[r]
+            rank[u, s] = r
+    return [cnt[k][inv] for k in range(n_kinds)], rank[inv]
+
+
+def legal_interleaving(pp, vp, nmb) -> np.ndarray:
+    """True where the schedule is legal: vp == 1, or m a multiple of pp (Megatron-Core interleaved)."""
+    return (vp <= 1) | (pp <= 1) | (np.mod(nmb, pp) == 0)
 
 
 def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
@@ -21,14 +124,18 @@ def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
     return np.where(pp > 1, 2 * vp * one, 0.0)
 
 
-def bubble(stage, pp, vp):
-    """Idle time of the schedule: (pp - 1) / vp stage-times (Narayanan et al. 2021 §2.2.2)."""
-    return np.where(pp > 1, (pp - 1) / vp, 0.0) * stage
+def schedule_time(t_max, t_sum, pp, vp, nmb):
+    """(pipeline seconds, bubble seconds) of one step for stage times with max t_max and sum t_sum."""
+    fill = np.maximum(0.0, pp - nmb) * (vp - 1) / vp * t_sum / pp
+    total = np.where(pp > 1, nmb * t_max + (t_sum - t_max) / vp + fill, nmb * t_max)
+    return total, total - nmb * t_max
 
 
-def in_flight(pp, vp, nmb):
-    """Micro-batches whose activations the first rank holds at the peak: pp for 1F1B; for the interleaved
-    schedule Megatron's warm-up of 2(pp-1) + (vp-1)pp chunks of L/(pp vp) layers gives
-    pp (1 + (pp-1)/(pp vp)) micro-batch equivalents (Korthikanti et al. 2022 §4.2.3); at most nmb."""
-    sched = np.where(vp > 1, pp * (1 + (pp - 1) / (pp * vp)), pp)
+def in_flight(pp, vp, nmb, rank=0):
+    """Micro-batches (in units of a rank's whole layer set) whose activations rank `rank` holds at its peak.
+    1F1B: pp - rank (Narayanan et al. 2021 §2.2.1). Interleaved: Megatron's warm-up of
+    2(pp - rank - 1) + (vp - 1) pp chunks plus the one in flight, each 1/vp of the rank's layers; on the
+    first rank pp (1 + (pp-1)/(pp vp)) (Korthikanti et al. 2022 §4.2.3). At most nmb."""
+    chunks = 2 * (pp - rank - 1) + (vp - 1) * pp + 1
+    sched = np.where(vp > 1, chunks / vp, pp - rank)
     return np.where(pp > 1, np.minimum(sched, np.maximum(nmb, 1)), 1.0)

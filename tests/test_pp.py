@@ -1,0 +1,97 @@
+"""Pipeline parallelism: layer splits, stage signatures, schedules and in-flight activations, each against a
+case worked by hand from Narayanan et al. 2021 §2.2 and Megatron-Core's split rules (parallel/pp.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.api import Layout, predict
+from perfmodel.layout import LayoutGrid, legality
+from perfmodel.model import load_model
+from perfmodel.parallel import pp
+
+
+def test_even_split():
+    assert pp.chunk_layers(80, 4, 5) == [4] * 20
+
+
+def test_embedding_and_loss_take_a_slot_each():
+    # Llama 3.1 405B: 126 layers on pp8 vp8 = 64 chunks of 2 slots; first chunk embedding + 1, last 1 + loss
+    sizes = pp.chunk_layers(126, 8, 8)
+    assert sizes[0] == 1 and sizes[-1] == 1 and set(sizes[1:-1]) == {2} and sum(sizes) == 126
+
+
+def test_loss_takes_a_slot():
+    assert pp.chunk_layers(63, 4, 4) == [4] * 15 + [3]
+
+
+def test_uneven_split_fills_middle_chunks_first():
+    # DeepSeek-V3, 61 layers on pp16: 3 each, the 13 left over to chunks 1..13
+    sizes = pp.chunk_layers(61, 16, 1)
+    assert sizes == [3] + [4] * 13 + [3, 3]
+
+
+def test_deepseek_dense_layers_land_on_the_first_rank():
+    m = load_model("deepseek-v3")
+    kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))
+    counts, _ = pp.rank_table(kinds, 2, 16, 1)
+    assert counts[0] == (3, 0)                    # the 3 dense first layers, nothing else
+    assert counts[1] == (0, 4) and counts[15] == (0, 3)
+    sig = pp.signatures(kinds, 2, 16, 1)
+    assert sum(n for *_, n in sig) == 16
+    assert {(c, e, h) for c, e, h, _ in sig} == {((3, 0), True, False), ((0, 4), False, False),
+                                                ((0, 3), False, False), ((0, 3), False, True)}
+
+
+@pytest.mark.parametrize("p,v,m,total", [
+    (4, 1, 8, 11.0),         # 1F1B: (m + pp - 1) t
+    (4, 2, 8, 9.5),          # interleaved: m t + (pp - 1) t / vp
+    (4, 2, 1, 4.0),          # m < pp: pp t + (m - 1) t / vp -- interleaving buys nothing
+    (4, 4, 2, 4.25),         # m < pp: 4 + 1/4
+    (1, 1, 8, 8.0),          # no pipeline
+])
+def test_schedule_equal_stages(p, v, m, total):
+    t = 1.0
+    got, bubble = pp.schedule_time(np.array(t), np.array(p * t), np.array(float(p)), np.array(float(v)), np.array(float(m)))
+    assert float(got) == pytest.approx(total) and float(bubble) == pytest.approx(total - m * t)
+
+
+def test_schedule_unequal_stages_1f1b():
+    # stage times 1, 2, 1 and 4 micro-batches: (m - 1) max + sum = 3 * 2 + 4
+    got, _ = pp.schedule_time(np.array(2.0), np.array(4.0), np.array(3.0), np.array(1.0), np.array(4.0))
+    assert float(got) == pytest.approx(10.0)
+
+
+def test_in_flight_per_rank():
+    p, v, m = np.array(4.0), np.array(1.0), np.array(16.0)
+    assert [float(pp.in_flight(p, v, m, r)) for r in range(4)] == [4, 3, 2, 1]
+    # interleaved first rank: pp (1 + (pp-1)/(pp vp)) = 4 * (1 + 3/8) (Korthikanti et al. 2022 §4.2.3)
+    assert float(pp.in_flight(p, np.array(2.0), m, 0)) == pytest.approx(5.5)
+    # last rank interleaved: (vp-1) pp + 1 chunks of 1/vp: (4 + 1) / 2
+    assert float(pp.in_flight(p, np.array(2.0), m, 3)) == pytest.approx(2.5)
+    # never more than the micro-batches there are
+    assert float(pp.in_flight(p, v, np.array(2.0), 0)) == 2
+
+
+def test_interleaving_needs_microbatches_multiple_of_pp():
+    g = LayoutGrid.from_layouts([Layout(gpus=16, gbs=3, seq=4096, tp=8, pp=2, vp=2),
+                                 Layout(gpus=16, gbs=4, seq=4096, tp=8, pp=2, vp=2),
+                                 Layout(gpus=16, gbs=3, seq=4096, tp=8, pp=2, vp=1)])
+    bad = legality(g, 80, 64, 8, None)["interleave"]
+    assert bad.tolist() == [True, False, False]
+
+
+def test_fewer_microbatches_than_stages_is_not_bubble_free():
+    """One micro-batch through 2 interleaved ranks: a full pipeline traversal, about half the step idle."""
+    lay = Layout(gpus=16, gbs=2, seq=8192, tp=8, pp=2, vp=1, mbs=2)
+    b = predict("llama3-70b", "h100-sxm", lay).row(0)
+    assert b["breakdown_s"]["pipeline_bubble"] / b["step_time_s"] > 0.4
+
+
+def test_last_stage_carries_the_head():
+    """pp=2: the last rank holds the LM head, loss and MTP; its stage is the slower one and the step's
+    stage_imbalance is positive (the even average would hide it)."""
+    p = predict("deepseek-v3", "gb200-nvl72", Layout(gpus=256, gbs=1024, seq=4096, pp=2, ep=64), ).row(0)
+    assert p["breakdown_s"]["stage_imbalance"] > 0
+    step = sum(p["breakdown_s"].values())
+    assert step == pytest.approx(p["step_time_s"], rel=1e-12)
