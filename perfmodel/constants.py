@@ -12,12 +12,13 @@ FP8 = 1.0                  # fp8 weights under fp8_param_gather (Transformer Eng
 
 # ---- optimizer (mixed-precision Adam; Micikevicius et al. 2018, Rajbhandari et al. 2020 §3) ----------
 ADAM_STATE_BYTES = 12.0    # per parameter: fp32 master weight + first and second moment (ZeRO's K = 12)
-# fused Adam step per parameter of the local shard: read master, m, v (3 x 4 B) and the bf16 grad (2 B),
-# write master, m, v (3 x 4 B) -> 26 B (apex / TE FusedAdam multi-tensor kernel)
-ADAM_STEP_BYTES = 26.0
-# per parameter held by the GPU: zero the bf16 grad buffer (write 2 B), read it for the global grad norm
-# (2 B) and scale it for clipping (read + write 4 B) -> 8 B (Megatron-Core optimizer clip_grad_norm)
-GRAD_NORM_ZERO_BYTES = 8.0
+# fused Adam step per parameter of the local shard: read master, m, v (3 x 4 B) and write them (3 x 4 B),
+# plus reading the gradient (2 B bf16, 4 B fp32): 26 B with bf16 grads (apex / TE FusedAdam multi-tensor kernel)
+ADAM_STATE_STEP_BYTES = 24.0
+# per parameter held by the GPU, in units of the gradient's size: zero the grad buffer (write 1x), read it for
+# the global grad norm (1x) and scale it for clipping (read + write 2x) -> 4x (8 B with bf16 grads)
+# (Megatron-Core optimizer clip_grad_norm)
+GRAD_NORM_ZERO_GRADS = 4.0
 OPTIMIZER_KERNELS = 10     # multi-tensor launches of one optimizer step (zero, norm, clip, Adam chunks)
 
 # ---- elementwise traffic per token (bytes per hidden unit), Megatron-Core transformer layer ----------

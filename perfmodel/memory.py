@@ -17,13 +17,18 @@ from .ops import Workload
 from .parallel import pp as pp_par
 from .parallel.recompute import DROPPED, FULL, SELECTIVE
 
-# NeMo / Megatron-Bridge performance recipes reduce gradients in BF16 (grad_reduce_in_fp32=False) and,
-# for FP8, keep the model weights in FP8 (fp8_param_gather=True); FP32 master weights live in the optimizer.
-GRAD_BYTES = K.BF16
+
+def grad_bytes(grad_precision: str) -> float:
+    """Bytes per parameter of the main-gradient buffer: 2 (bf16: NeMo / Megatron-Bridge performance recipes,
+    grad_reduce_in_fp32=False) or 4 (fp32: Megatron-LM --accumulate-allreduce-grads-in-fp32,
+    Megatron-Core DDP grad buffer dtype)."""
+    return K.FP32 if grad_precision == "fp32" else K.BF16
+
 
 
 def weight_bytes(precision: str) -> float:
-    """Bytes per model weight held on the GPU: BF16, or the FP8 copy under fp8_param_gather."""
+    """Bytes per model weight held on the GPU: BF16, or the FP8 copy under fp8_param_gather (NeMo /
+    Megatron-Bridge FP8 recipes); FP32 master weights live in the optimizer."""
     return K.BF16 if precision in ("bf16", "fp16") else K.FP8
 
 
@@ -35,7 +40,7 @@ def layer_activation_bytes(layer, rec):
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
-def memory_per_gpu(w: Workload, grid, precision: str, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank):
+def memory_per_gpu(w: Workload, grid, precision: str, gb: float, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank):
     """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
     cnt[k] layers of each kind and p_dense / p_exp parameters per GPU), and each rank's total.
     `dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
@@ -49,7 +54,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, c, p_dense, p_exp, dpc, ed
     shard = p_dense / col(dpc) + p_exp / col(edp)
     wb = weight_bytes(precision)
     weights = np.where(fsdp, shard * wb, params * wb)
-    grads = np.where(fsdp, shard * GRAD_BYTES, params * GRAD_BYTES)
+    grads = np.where(fsdp, shard * gb, params * gb)
     optim = K.ADAM_STATE_BYTES * shard
     held = 0.0
     full_layer = 0.0

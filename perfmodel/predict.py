@@ -20,7 +20,7 @@ from .compute import memory_time
 from .counts import Convention, flops_per_token
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
-from .memory import GRAD_BYTES, memory_per_gpu, weight_bytes
+from .memory import grad_bytes, memory_per_gpu, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed, exposed_shared
 from .parallel import dp as dp_par, pp as pp_par, recompute
@@ -34,6 +34,10 @@ class Options:
     attention: Convention = "causal"      # MFU attention-FLOPs convention
     routing: Routing = "real"             # MoE: real (imbalanced) or force-balanced routing
     consts: Constants = field(default_factory=constants)
+    # main-gradient buffer and its reduction: bf16 as NeMo / Megatron-Bridge performance recipes set
+    # (grad_reduce_in_fp32=False), or fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for
+    # bf16 training in Megatron-LM's arguments.py)
+    grad_precision: Literal["bf16", "fp32"] = "bf16"
 
 
 @dataclass(frozen=True)
@@ -155,11 +159,13 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     mem_cnt, mem_rank = pp_par.ranks_for_memory(layer_kinds, len(w.layers), grid.pp, grid.vp)
     p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None])
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, GRAD_BYTES, weight_bytes(prec), dpc[:, None], edp[:, None],
+    gb = grad_bytes(opts.grad_precision)
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, gb, weight_bytes(prec), dpc[:, None], edp[:, None],
                                          tp[:, None], ep[:, None], etp[:, None], hw)
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], c.dp_overlap)
     shard = p_dense / dpc[:, None] + p_exp / edp[:, None]
-    opt_r = memory_time(K.ADAM_STEP_BYTES * shard + K.GRAD_NORM_ZERO_BYTES * (p_dense + p_exp), hw, K.OPTIMIZER_KERNELS, c)
+    opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
+                        K.OPTIMIZER_KERNELS, c)
     last = np.argmax(dp_r + opt_r, axis=1)
     pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
     dp_t, optimizer = pick(dp_r), pick(opt_r)
@@ -183,7 +189,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     comm_raw |= {"pp_comm": p2p * nmb, "dp_comm": pick(np.where(grid.fsdp[:, None], nmb[:, None] * (2 * ag + rs), rs + ag))}
 
     # ---- memory: the fullest of the first, second and last pipeline ranks -----------------------------
-    mem, mem_stages = memory_per_gpu(w, grid, prec, c, p_dense, p_exp, dpc, edp, nmb, mem_cnt, mem_rank)
+    mem, mem_stages = memory_per_gpu(w, grid, prec, gb, c, p_dense, p_exp, dpc, edp, nmb, mem_cnt, mem_rank)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),
