@@ -344,15 +344,22 @@ def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str) -
 
 
 @lru_cache(maxsize=256)
-def _load_cached(path: str) -> StackSpec:
+def _load_cached(path: str, stamp: tuple[int, int]) -> StackSpec:
     return _load(Path(path))
 
 
 def load_stack(ref: str | StackSpec | None = None) -> StackSpec:
-    """A catalog id (`nemo-25.09`), a path to a stack TOML, or None for the default stack."""
+    """A catalog id (`nemo-25.09`), a path to a stack TOML, or None for the default stack. Loaded once
+    per file version (path, mtime, size): an edited file is read again."""
     if isinstance(ref, StackSpec):
         return ref
-    return _load_cached(str(resolve(ref or DEFAULT_STACK, "stacks")))
+    path = resolve(ref or DEFAULT_STACK, "stacks")
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (0, 0)
+    return _load_cached(str(path), stamp)
 
 
 def stack_ids() -> list[str]:
