@@ -88,6 +88,11 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     assert b200.value("recompute_modules") == ("mla_up_proj",)
     assert s.for_model("llama3-70b", False, "h100-sxm") is s          # no rule matches: the preset itself
     n = load_stack("nemo-26.04")
+    # a later release's rule replaces the base's: 25.09 ran DeepEP with the A2A overlapped on H100, 26.04 HybridEP without
+    assert (n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_dispatcher"),
+            n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_a2a_overlap")) == ("hybridep", False)
+    assert n.for_model("qwen3-235b-a22b", True, "h100-sxm", "bf16").value("moe_a2a_overlap") is True
+    assert n.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("moe_dispatcher") == "alltoall"
     assert n.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("moe_a2a_overlap") is True
     assert n.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is False
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "bf16").value("fsdp") == "megatron_fsdp"
