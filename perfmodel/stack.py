@@ -298,6 +298,13 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
             raise InputError(where, f"features.{name}", "required field is missing (state it with its source, or mark it unstated = true)")
     features = _features({k: values[k] for k in FEATURES}, where)
     per_model = [] if base is None else list(base.per_model)
+    if family is not None and unstated:     # the family default of an unstated feature keeps its own per-model rules
+        for rule in family.per_model:
+            keep = {f: v for f, v in rule.values.items() if f in unstated}
+            if keep and not any(r.match == rule.match and r.values == keep for r in per_model):
+                per_model.insert(0, PerModel(match=rule.match, values=keep,
+                                             sources={f: f"not published for this release; family rule of {family.id}: "
+                                                         f"{rule.sources[f]}" for f in keep}))
     rules = doc.get("per_model", [])
     if not isinstance(rules, list):
         raise InputError(where, "per_model", "must be an array of tables [[per_model]]")

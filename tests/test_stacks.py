@@ -68,6 +68,12 @@ def test_unstated_takes_the_family_default_and_says_so():
     assert rel.sources["attention_kernel"].startswith("not published for this release")
     # still unstated two releases on (inherited through base), not relabelled "inherited"
     assert load_stack("nemo-26.04").origin["attention_kernel"] == "unstated:megatron-core"
+    # the family default keeps its per-hardware rule: Transformer Engine prefers cuDNN only on sm90+
+    a100 = rel.for_model("gpt3-175b", False, "a100-sxm-80gb")
+    assert a100.value("attention_kernel") == "fa2" and "family rule of megatron-core" in a100.sources["attention_kernel"]
+    assert rel.for_model("gpt3-175b", False, "h100-sxm").value("attention_kernel") == "cudnn"
+    # a preset that states the feature is not touched by the family's rule
+    assert load_stack("megatron-lm-2021").for_model("gpt3-175b", False, "a100-sxm-80gb").value("attention_kernel") == "unfused"
 
 
 def test_base_inheritance_records_the_base():
