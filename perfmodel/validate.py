@@ -22,7 +22,7 @@ from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
-from .stack import load_stack, stack_for_row
+from .stack import StackSpec, apply_overrides, load_stack, stack_for_row
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
 CALIBRATION_SPLITS = 4
@@ -54,7 +54,8 @@ class RowResult:
     breakdown: dict[str, float]
     mfu: float
     fits: bool
-    stack: str = ""                    # software-stack preset of the row (its `stack` cell, else stack_for_row)
+    stack: str = ""                    # software-stack preset of the row (its `stack` cell, else stack_for_row);
+    #                                    its `stack_set` overrides are in the CSV (row_stack_spec resolves both)
     dataset: str = ""                  # the measured-run file the row came from
     mem_measured: float | None = None  # peak_mem_allocated_bytes where the source measured it
     mem_predicted: float | None = None
@@ -319,13 +320,30 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
                      r.stack, dataset, r.mem_measured, mem if r.mem_measured is not None else None, mem_err)
 
 
-def row_stack(row: dict) -> str:
-    """The row's software-stack preset: its `stack` cell (a preset id, checked), else the preset
-    perfmodel.stack.stack_for_row maps its `framework` and `software` cells to."""
+def row_stack(row: dict, base: Path | None = None) -> str:
+    """The row's software-stack preset: its `stack` cell (a preset id or a stack file relative to the CSV,
+    checked), else the preset perfmodel.stack.stack_for_row maps its `framework` and `software` cells to.
+    A `stack_set` cell (`feature=value; feature=value`) is checked against the schema here; the resolved
+    spec of a row is `row_stack_spec`."""
     cell = _cell(row, "stack")
-    if cell:
-        return load_stack(cell).id
-    return stack_for_row(_cell(row, "framework"), _cell(row, "software"))
+    sid = load_stack(_resolve_ref(cell, base) if base else cell).id if cell else \
+        stack_for_row(_cell(row, "framework"), _cell(row, "software"))
+    sets = _stack_sets(row)
+    if sets:
+        apply_overrides(load_stack(_resolve_ref(cell, base) if (cell and base) else (cell or sid)), sets)
+    return sid
+
+
+def _stack_sets(row: dict) -> list[str]:
+    return [s.strip() for s in _cell(row, "stack_set").split(";") if s.strip()]
+
+
+def row_stack_spec(row: dict, base: Path, model: ModelSpec, hw: HardwareSpec, precision: str) -> StackSpec:
+    """The stack a row ran: its preset (row_stack), the `stack_set` overrides, and the preset's per-model
+    rules for this model, system and precision."""
+    cell = _cell(row, "stack")
+    spec = load_stack(_resolve_ref(cell, base)) if cell else load_stack(row_stack(row))
+    return apply_overrides(spec.for_model(model.id, model.is_moe, hw.id, precision), _stack_sets(row))
 
 
 def _mem(row: dict) -> float | None:
@@ -360,7 +378,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 if consts is not None:
                     opts = Options(opts.precision, opts.attention, opts.routing, consts)
                 measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
-                stack = sys.intern(row_stack(row))
+                stack = sys.intern(row_stack(row, base))
                 mem_measured = _mem(row)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})

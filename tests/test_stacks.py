@@ -249,10 +249,13 @@ def test_stack_cell_overrides_the_mapping_and_bad_ones_are_unsupported(tmp_path,
     src = data_dir("validation") / "independent" / "zero-bubble.csv"
     with src.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))[:2]
+    rows = rows + [dict(rows[0]), dict(rows[0])]
     rows[0]["stack"], rows[1]["stack"] = "megatron-lm-2021", "nemo-99"
+    rows[2]["stack_set"], rows[3]["stack_set"] = "tp_overlap=userbuffers; cuda_graphs=full_iteration", "tp_overlap=sometimes"
+    rows[2]["run_id"], rows[3]["run_id"] = "with-set", "bad-set"
     out = tmp_path / "zb.csv"
     with out.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="")
         w.writeheader()
         w.writerows(rows)
     for f in (src.parent / "models").glob("papers-zbpp-*.json"):
@@ -260,8 +263,18 @@ def test_stack_cell_overrides_the_mapping_and_bad_ones_are_unsupported(tmp_path,
         (tmp_path / "models" / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
     assert main(["validate", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert [r["stack"] for r in d["per_row"]] == ["megatron-lm-2021"]
-    assert len(d["unsupported"]) == 1 and "nemo-99" in d["unsupported"][0]["reason"]
+    assert [(r["run_id"], r["stack"]) for r in d["per_row"]] == [(rows[0]["run_id"], "megatron-lm-2021"),
+                                                                  ("with-set", "zero-bubble-2024")]
+    reasons = [u["reason"] for u in d["unsupported"]]
+    assert len(reasons) == 2 and "nemo-99" in reasons[0] and "features.tp_overlap" in reasons[1]
+    # the resolved stack of a row: preset, its per-model rules, then the row's stack_set
+    from perfmodel.validate import row_stack_spec
+    from perfmodel.model import load_model
+    from perfmodel.hardware import load_hardware
+    m, hw = load_model(str(tmp_path / rows[2]["model"])), load_hardware(rows[2]["hardware"])
+    spec = row_stack_spec(rows[2], tmp_path, m, hw, "bf16")
+    assert (spec.id, spec.value("tp_overlap"), spec.value("cuda_graphs")) == ("zero-bubble-2024", "userbuffers", "full_iteration")
+    assert spec.origin["cuda_graphs"] == "--stack-set" and spec.value("attention_kernel") == "fa2"
 
 
 # ---- commands ---------------------------------------------------------------------------------------
