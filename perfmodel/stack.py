@@ -100,7 +100,7 @@ class Features(BaseModel):
         "what this stack runs when FP8 GEMMs are asked for: delayed = per-tensor delayed scaling (amax "
         "history); current = per-tensor current scaling; rowwise = per-row scales (torchao float8 rowwise); "
         "blockwise = 1x128 activation / 128x128 weight blocks (DeepSeek-V3); mxfp8 = MX 1x32 blocks with "
-        "E8M0 scales (Blackwell); none = FP8 not supported by the stack"))
+        "E8M0 scales (Blackwell); none = the stack runs no FP8 GEMMs (hardware without FP8, or not configured)"))
     fp8_param_gather: bool = Field(description=(
         "parameters all-gathered in FP8 (half the bytes of BF16) when FP8 is on"))
     moe_dispatcher: Literal["allgather", "alltoall", "deepep", "hybridep"] = Field(description=(
