@@ -22,6 +22,7 @@ from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import default_etp, Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
+from .stack import StackSpec, apply_overrides, load_stack, stack_for_row
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
 CALIBRATION_SPLITS = 4
@@ -53,6 +54,12 @@ class RowResult:
     breakdown: dict[str, float]
     mfu: float
     fits: bool
+    stack: str = ""                    # software-stack preset of the row (its `stack` cell, else stack_for_row);
+    #                                    its `stack_set` overrides are in the CSV (row_stack_spec resolves both)
+    dataset: str = ""                  # the measured-run file the row came from
+    mem_measured: float | None = None  # peak_mem_allocated_bytes where the source measured it
+    mem_predicted: float | None = None
+    mem_error: float | None = None     # (predicted - measured) / measured memory per GPU
 
 
 @dataclass
@@ -70,11 +77,20 @@ class Report:
         return {"rows": len(rs), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
                 "p90_ape": float(np.percentile(ape, 90)), "bias": float(np.mean([r.error for r in rs]))}
 
+    def memory_stats(self, rows: Iterable[RowResult] | None = None) -> dict:
+        """Memory per GPU against measured peak allocated, over the rows that carry it."""
+        rs = [r for r in (self.results if rows is None else rows) if r.mem_error is not None]
+        if not rs:
+            return {"rows": 0, "mape": None, "bias": None}
+        err = np.array([r.mem_error for r in rs])
+        return {"rows": len(rs), "mape": float(np.abs(err).mean()), "bias": float(err.mean())}
+
     def by(self, key: str) -> dict[str, dict]:
         groups: dict[str, list[RowResult]] = {}
         for r in self.results:
             k = {"hardware": r.hardware, "model": r.model, "source": r.source, "precision": r.precision,
-                 "kind": "moe" if r.moe else "dense", "split": "calibration" if r.calibration else "held-out"}[key]
+                 "kind": "moe" if r.moe else "dense", "split": "calibration" if r.calibration else "held-out",
+                 "stack": r.stack, "dataset": r.dataset}[key]
             groups.setdefault(k, []).append(r)
         return {k: self.stats(v) for k, v in sorted(groups.items())}
 
@@ -223,6 +239,8 @@ class _Row(NamedTuple):
     opts: Options
     measured: float
     published: bool          # the source states the recompute mode
+    stack: str
+    mem_measured: float | None
 
 
 class _Scored(NamedTuple):
@@ -275,13 +293,14 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
     return out
 
 
-def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]]) -> RowResult:
+def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: str = "") -> RowResult:
     """RowResult of one scored row; `columns` caches each prediction's arrays as Python lists (what
     float(array[i]) gives, without a numpy scalar per value)."""
     c = columns.get(id(s.p))
     if c is None:
         c = columns[id(s.p)] = {"tps": s.p.tokens_per_s_per_gpu.tolist(), "step": s.p.step_time_s.tolist(),
                                 "mfu": s.p.mfu.tolist(), "fits": s.p.fits.tolist(),
+                                "mem": s.p.memory_bytes_per_gpu.tolist(),
                                 "breakdown": {k: v.tolist() for k, v in s.p.breakdown_s.items()}}
     i = s.i
     breakdown = {k: v[i] for k, v in c["breakdown"].items()}
@@ -293,12 +312,46 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]]) -> RowResu
         verdict = "underperforms prediction; " + _cause(breakdown, c["step"][i]) + note
     elif err < -0.25:
         verdict = "faster than predicted" + note
+    mem = c["mem"][i]
+    mem_err = None if r.mem_measured is None else (mem - r.mem_measured) / r.mem_measured
     return RowResult(r.rid, r.model.id, r.hw.id, r.opts.precision, r.source, r.lay.gpus, r.measured, pred, err,
-                     calibration_split(r.rid), r.model.is_moe, sys.intern(verdict), breakdown, c["mfu"][i], c["fits"][i])
+                     calibration_split(r.rid), r.model.is_moe, sys.intern(verdict), breakdown, c["mfu"][i], c["fits"][i],
+                     r.stack, dataset, r.mem_measured, mem if r.mem_measured is not None else None, mem_err)
+
+
+def row_stack(row: dict, base: Path | None = None) -> str:
+    """The row's software-stack preset: its `stack` cell (a preset id or a stack file relative to the CSV,
+    checked), else the preset perfmodel.stack.stack_for_row maps its `framework` and `software` cells to.
+    A `stack_set` cell (`feature=value; feature=value`) is checked against the schema here; the resolved
+    spec of a row is `row_stack_spec`."""
+    cell = _cell(row, "stack")
+    sid = load_stack(_resolve_ref(cell, base) if base else cell).id if cell else \
+        stack_for_row(_cell(row, "framework"), _cell(row, "software"))
+    sets = _stack_sets(row)
+    if sets:
+        apply_overrides(load_stack(_resolve_ref(cell, base) if (cell and base) else (cell or sid)), sets)
+    return sid
+
+
+def _stack_sets(row: dict) -> list[str]:
+    return [s.strip() for s in _cell(row, "stack_set").split(";") if s.strip()]
+
+
+def row_stack_spec(row: dict, base: Path, model: ModelSpec, hw: HardwareSpec, precision: str) -> StackSpec:
+    """The stack a row ran: its preset (row_stack), the `stack_set` overrides, and the preset's per-model
+    rules for this model, system and precision."""
+    cell = _cell(row, "stack")
+    spec = load_stack(_resolve_ref(cell, base)) if cell else load_stack(row_stack(row))
+    return apply_overrides(spec.for_model(model.id, model.is_moe, hw.id, precision), _stack_sets(row))
+
+
+def _mem(row: dict) -> float | None:
+    """Measured peak allocated memory per GPU (bytes), where the file has the column and the row a value."""
+    return _float(row, "peak_mem_allocated_bytes") if _cell(row, "peak_mem_allocated_bytes") else None
 
 
 def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Callable[[int], None] | None = None,
-                  chunk_rows: int = CHUNK_ROWS) -> Report:
+                  chunk_rows: int = CHUNK_ROWS, dataset: str = "") -> Report:
     """Predict every row (a list, or a stream such as `iter_csv`), `chunk_rows` at a time: rows of a
     chunk sharing model, hardware and options are scored by one predict_grid call. `progress(n)` is
     called with the number of rows read so far (every PROGRESS_EVERY rows and after each chunk's
@@ -324,12 +377,14 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 if consts is not None:
                     opts = Options(opts.precision, opts.attention, opts.routing, consts)
                 measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
+                stack = sys.intern(row_stack(row, base))
+                mem_measured = _mem(row)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue
             # interned: 100,000 rows share a few hundred sources, stored once
             parsed.append(_Row(rid, sys.intern((row.get("source") or "").split(" (")[0]), model, hw, lay, opts,
-                               measured, bool((row.get("recompute") or "").strip())))
+                               measured, bool((row.get("recompute") or "").strip()), stack, mem_measured))
             lines.append(i + 2)
         if given == start:
             break
@@ -339,7 +394,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
             else:
-                results.append(_result(r, s, columns))
+                results.append(_result(r, s, columns, dataset))
         if bad:                      # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
@@ -393,4 +448,18 @@ def count_rows(path: str | Path) -> int:
 
 
 def validate_file(path: str | Path, consts=None) -> Report:
-    return validate_rows(iter_csv(path), Path(path).resolve().parent, consts)
+    return validate_rows(iter_csv(path), Path(path).resolve().parent, consts, dataset=Path(path).name)
+
+
+def shipped_sets() -> list[Path]:
+    """The measured-run files shipped with perfmodel: validation/runs.csv (NVIDIA's tables) and the
+    independent sets in validation/independent/*.csv."""
+    from .specfile import data_dir
+    root = data_dir("validation")
+    return [root / "runs.csv", *sorted((root / "independent").glob("*.csv"))]
+
+
+def merge(reports: list[Report]) -> Report:
+    """One report over several files (rows in file order)."""
+    return Report(sum(r.given for r in reports), [x for r in reports for x in r.results],
+                  [u for r in reports for u in r.unsupported], [w for r in reports for w in r.warnings])

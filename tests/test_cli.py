@@ -120,11 +120,14 @@ def test_validate_json(capsys):
     assert set(d["by"]["model"]) == {r["model"] for r in d["per_row"]}
 
 
-def test_validate_without_file_uses_shipped_set(capsys):
-    # `perfmodel validate` with no FILE checks the public set shipped with the package, as a table too
+def test_validate_without_file_uses_shipped_sets(capsys):
+    # `perfmodel validate` with no FILE checks every set shipped with the package (runs.csv and
+    # validation/independent/*.csv), with a per-set table naming each
     assert main(["validate"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    assert "runs.csv" in first and "rows given" in first
+    out = capsys.readouterr().out
+    assert "rows given" in out and "By measured set" in out
+    for name in ("runs.csv", "llm-foundry.csv", "maxtext-a3.csv", "zero-bubble.csv", "fp8-lm.csv", "simumax-b200-dense.csv"):
+        assert name in out
 
 
 def test_validate_table(capsys, tmp_path):

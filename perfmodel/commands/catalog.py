@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..model import ModelSpec, load_model
 from ..specfile import catalog_ids
 from .common import _cell_len, console, emit_json, resolve_hardware, si, table
+from .stacks import list_stacks, show_stack
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
@@ -68,10 +69,12 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 
 
 @click.command("list")
-@click.argument("kind", type=click.Choice(["hardware", "models"]))
+@click.argument("kind", type=click.Choice(["hardware", "models", "stacks"]))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def list_cmd(kind: str, as_json: bool) -> None:
-    """List the catalog: hardware or models, with key figures."""
+    """List the catalog: hardware, models or software stacks, with key figures."""
+    if kind == "stacks":
+        return list_stacks(as_json)
     if kind == "hardware":
         rows = [hardware_row(load_hardware(i)) for i in catalog_ids("hardware")]
         if as_json:
@@ -147,14 +150,17 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
 
 
 @click.command("show")
-@click.argument("kind", type=click.Choice(["hardware", "model"]))
+@click.argument("kind", type=click.Choice(["hardware", "model", "stack"]))
 @click.argument("ref")
 @click.option("--seq", type=click.IntRange(min=1), default=None, help="sequence length for FLOPs [default: the model's]")
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="hardware only: show the effective spec with this field overridden (repeatable), e.g. nvlink_domain=144")
+              help="hardware: show the effective spec with this field overridden (repeatable), e.g. nvlink_domain=144; "
+                   "stack: a feature override, e.g. tp_overlap=none")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
-    """Every field of a hardware or model spec (catalog id or file), with units and sources."""
+    """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
+    if kind == "stack":
+        return show_stack(ref, sets, as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)
         rows = hardware_fields(hw)
@@ -178,7 +184,7 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
             console.print(f"notes: {escape(hw.notes)}")
         return None
     if sets:
-        raise InputError("--set", sets[0], "only for `show hardware` (model specs take no overrides)")
+        raise InputError("--set", sets[0], "only for `show hardware` and `show stack` (model specs take no overrides)")
     m = load_model(ref)
     s = seq or m.seq_len
     rows = model_fields(m)

@@ -16,10 +16,10 @@ from rich.markup import escape
 
 from ..errors import InputError
 from ..specfile import data_dir
-from ..validate import Report, RowResult, count_rows, iter_csv, validate_rows
+from ..validate import Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
 from .common import console, print_table, stderr_progress, table, to_jsonable
 
-GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split")
+GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
 PROGRESS_MIN_ROWS = 2000
 FLAGGED_SHOWN = 25
 # verdicts perfmodel.validate gives rows far from their prediction (others are "ok" or informational)
@@ -39,6 +39,7 @@ def summary(report: Report) -> dict[str, Any]:
     out.update({k: all_stats[k] for k in ("mape", "median_ape", "p90_ape", "bias")})
     out["calibration"] = report.stats([r for r in rs if r.calibration])
     out["held_out"] = report.stats([r for r in rs if not r.calibration])
+    out["memory"] = report.memory_stats()
     return out
 
 
@@ -59,7 +60,7 @@ def run_validation(path: str) -> Report:
     try:
         with stderr_progress("predicting", "{task.completed}/{task.total} rows", show=total > PROGRESS_MIN_ROWS) as bar:
             task = bar.add_task("predicting", total=total)
-            return validate_rows(iter_csv(path), base, progress=step)
+            return validate_rows(iter_csv(path), base, progress=step, dataset=Path(path).name)
     except KeyboardInterrupt:
         raise KeyboardInterrupt(f"interrupted after {done:,} of {total:,} rows; no results written") from None
 
@@ -89,14 +90,18 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors.
-    Without FILE: the public measured set shipped with perfmodel (validation/runs.csv)."""
-    path = file or str(data_dir("validation") / "runs.csv")
-    report = run_validation(path)
+    Without FILE: every measured set shipped with perfmodel (validation/runs.csv and
+    validation/independent/*.csv), with a per-set table."""
+    paths = [file] if file else [str(p) for p in shipped_sets()]
+    report = merge([run_validation(p) for p in paths])
+    path = file or f"{len(paths)} shipped sets (runs.csv and independent/*.csv in {data_dir('validation')})"
     s = summary(report)
+    sets = {k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
+            for k, v in report.by("dataset").items()}
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
     if as_json:
-        return emit_json_rows({**s, "by_key": by_key, "by": {k: report.by(k) for k in GROUP_KEYS},
+        return emit_json_rows({**s, "sets": sets, "by_key": by_key, "by": {k: report.by(k) for k in GROUP_KEYS},
                                "worst": [r.run_id for r in worst], "unsupported": report.unsupported,
                                "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
                                "warnings": report.warnings}, report.results)
@@ -108,6 +113,16 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
         srows.append([name, st["rows"], _pct(st["mape"]), _pct(st["median_ape"]), _pct(st["p90_ape"]), _pct(st["bias"])])
     console.print(table("Error of predicted tokens/s/GPU: (predicted - measured) / measured",
                         ["rows", "n", "MAPE", "median APE", "p90 APE", "bias"], srows, 1))
+    if len(paths) > 1:
+        print_table("By measured set (source): tokens/s/GPU error; memory per GPU vs measured peak allocated",
+                    ["set", "n", "MAPE", "bias", "memory n", "memory MAPE", "memory bias", "stack presets"],
+                    [[escape(k), g["rows"], _pct(g["mape"]), _pct(g["bias"]), g["memory"]["rows"] or "-",
+                      _pct(g["memory"]["mape"]), _pct(g["memory"]["bias"]),
+                      escape(", ".join(sorted({r.stack for r in report.results if r.dataset == k})))]
+                     for k, g in sets.items()], 1, wrap=(7,), left=(7,))
+    elif s["memory"]["rows"]:
+        m = s["memory"]
+        console.print(f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}")
     groups = report.by(by_key)
     console.print(table(f"By {by_key}", [by_key, "n", "MAPE", "median APE", "p90 APE", "bias"],
                         [[escape(k), g["rows"], _pct(g["mape"]), _pct(g["median_ape"]), _pct(g["p90_ape"]), _pct(g["bias"])]

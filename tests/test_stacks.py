@@ -1,0 +1,308 @@
+"""Software-stack presets (perfmodel/stack.py, stacks/*.toml): schema, sources, overrides, row mapping,
+and `validate` over every shipped set."""
+from __future__ import annotations
+
+import csv
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from perfmodel.cli import main
+from perfmodel.errors import InputError
+from perfmodel.specfile import data_dir
+from perfmodel.stack import (FEATURES, Features, apply_overrides, load_stack, stack_for_row, stack_ids)
+from perfmodel.validate import shipped_sets
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = {"megatron-core", "llm-foundry-2023", "maxtext-gpu-2024", "torchtitan-2025"}
+REQUIRED_PRESETS = {"nemo-24.07", "dgxc-24.11", "nemo-25.04", "dgxc-25.05", "nemo-25.09", "nemo-25.11", "nemo-26.02",
+                    "nemo-26.04", "megatron-lm-2021", "megatron-lm-2022", "megatron-deepspeed-2023",
+                    "llm-foundry-2023", "maxtext-gpu-2024", "torchtitan-2025", "torchtitan-2025-compile",
+                    "zero-bubble-2024", "fp8-lm-2023", "simumax-b200-2025", "default"}
+
+
+def _write(tmp_path: Path, text: str, name: str = "s.toml") -> str:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+def _full_features() -> str:
+    """A [features] table stating every feature with the megatron-core values (a valid family preset)."""
+    mc = load_stack("megatron-core")
+    lines = ["[features]"]
+    for f in FEATURES:
+        v = mc.value(f)
+        tv = "\"none\"" if v is None else json.dumps(list(v) if isinstance(v, tuple) else v)
+        lines.append(f'{f} = {{ value = {tv}, source = "test" }}')
+    return "\n".join(lines) + "\n"
+
+
+# ---- every shipped preset ------------------------------------------------------------------------
+
+def test_required_presets_ship():
+    assert REQUIRED_PRESETS <= set(stack_ids())
+
+
+@pytest.mark.parametrize("sid", stack_ids())
+def test_every_preset_loads_and_every_feature_has_a_source(sid):
+    s = load_stack(sid)
+    assert s.id == sid
+    for f in FEATURES:
+        assert s.sources[f].strip(), f"{sid}: {f} has no source"
+        assert s.origin[f].split(":")[0] in ("stated", "inherited", "unstated", "per_model")
+    for rule in s.per_model:
+        assert set(rule.values) == set(rule.sources) and all(v.strip() for v in rule.sources.values())
+    if s.family != sid:              # a release preset names an existing family preset
+        assert s.family in FAMILIES
+    else:                            # a family preset states every feature itself
+        assert set(s.origin.values()) == {"stated"}
+
+
+def test_unstated_takes_the_family_default_and_says_so():
+    rel, fam = load_stack("nemo-25.09"), load_stack("megatron-core")
+    assert rel.origin["attention_kernel"] == "unstated:megatron-core"
+    assert rel.value("attention_kernel") == fam.value("attention_kernel")
+    assert rel.sources["attention_kernel"].startswith("not published for this release")
+    # still unstated two releases on (inherited through base), not relabelled "inherited"
+    assert load_stack("nemo-26.04").origin["attention_kernel"] == "unstated:megatron-core"
+    # the family default keeps its per-hardware rule: Transformer Engine prefers cuDNN only on sm90+
+    a100 = rel.for_model("gpt3-175b", False, "a100-sxm-80gb")
+    assert a100.value("attention_kernel") == "fa2" and "family rule of megatron-core" in a100.sources["attention_kernel"]
+    assert rel.for_model("gpt3-175b", False, "h100-sxm").value("attention_kernel") == "cudnn"
+    # a preset that states the feature is not touched by the family's rule
+    assert load_stack("megatron-lm-2021").for_model("gpt3-175b", False, "a100-sxm-80gb").value("attention_kernel") == "unfused"
+
+
+def test_base_inheritance_records_the_base():
+    s = load_stack("nemo-25.11")
+    assert s.base == "nemo-25.09"
+    assert s.origin["tp_overlap"] == "inherited:nemo-25.09" and s.value("tp_overlap") == "userbuffers"
+    assert s.sources["tp_overlap"].startswith("as nemo-25.09 (")
+
+
+def test_per_model_rules_apply_by_model_hardware_and_precision():
+    s = load_stack("nemo-25.09")
+    h100 = s.for_model("deepseek-v3", True, "h100-sxm")
+    assert (h100.value("moe_dispatcher"), h100.value("moe_a2a_overlap")) == ("deepep", True)
+    assert h100.value("recompute_modules") == ("mla_up_proj", "mlp")
+    assert h100.origin["moe_dispatcher"] == "per_model:model=deepseek-v3,hardware=h100"
+    b200 = s.for_model("deepseek-v3", True, "b200")
+    assert (b200.value("moe_dispatcher"), b200.value("moe_a2a_overlap")) == ("alltoall", False)
+    assert b200.value("recompute_modules") == ("mla_up_proj",)
+    assert s.for_model("llama3-70b", False, "h100-sxm") is s          # no rule matches: the preset itself
+    n = load_stack("nemo-26.04")
+    # a later release's rule replaces the base's: 25.09 ran DeepEP with the A2A overlapped on H100, 26.04 HybridEP without
+    assert (n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_dispatcher"),
+            n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_a2a_overlap")) == ("hybridep", False)
+    assert n.for_model("qwen3-235b-a22b", True, "h100-sxm", "bf16").value("moe_a2a_overlap") is True
+    assert n.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("moe_dispatcher") == "alltoall"
+    assert n.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("moe_a2a_overlap") is True
+    assert n.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is False
+    assert n.for_model("llama3-70b", False, "gb200-nvl72", "bf16").value("fsdp") == "megatron_fsdp"
+    assert n.for_model("llama3-70b", False, "gb200-nvl72", "mxfp8").value("fsdp") == "zero1"
+
+
+def test_distinct_stacks_differ_where_their_sources_differ():
+    # the independent SimuMax launches switch every overlap off; NVIDIA's recipes switch them on
+    smx, nemo = load_stack("simumax-b200-2025"), load_stack("nemo-25.09")
+    assert (smx.value("tp_overlap"), smx.value("dp_grad_reduce_overlap"), smx.value("grad_reduce_precision")) == ("none", False, "fp32")
+    assert (nemo.value("tp_overlap"), nemo.value("dp_grad_reduce_overlap"), nemo.value("grad_reduce_precision")) == ("userbuffers", True, "bf16")
+    assert load_stack("megatron-lm-2021").value("sequence_parallel") is False
+    assert load_stack("megatron-lm-2022").value("sequence_parallel") is True
+    assert load_stack("torchtitan-2025-compile").value("fusions") == "torch_compile"
+    assert load_stack("torchtitan-2025").value("fusions") == "none"
+
+
+# ---- schema errors name the field ----------------------------------------------------------------
+
+@pytest.mark.parametrize("edit, field, reason", [
+    (lambda t: t.replace('tp_overlap = { value = "none"', 'tp_overlap = { value = "sometimes"'),
+     "features.tp_overlap", "Input should be"),
+    (lambda t: t.replace('sequence_parallel = { value = false, source = "test" }', 'sequence_parallel = { value = false }'),
+     "features.sequence_parallel.source", "every feature names its source"),
+    (lambda t: t.replace('sequence_parallel = { value = false, source = "test" }', 'sequence_parallel = { value = false, source = " " }'),
+     "features.sequence_parallel.source", "every feature names its source"),
+    (lambda t: t.replace("tp_overlap =", "tp_overlapp ="), "features.tp_overlapp", "did you mean 'tp_overlap'"),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("cuda_graphs")), "features.cuda_graphs",
+     "required field is missing"),
+    (lambda t: t.replace('cuda_graphs = { value = "none", source = "test" }', 'cuda_graphs = { unstated = true }'),
+     "features.cuda_graphs", "its own family"),
+    (lambda t: t.replace('power_limit_w = { value = "none"', 'power_limit_w = { value = -5'),
+     "features.power_limit_w", "greater than 0"),
+    (lambda t: t.replace('recompute_modules = { value = []', 'recompute_modules = { value = ["attn_everything"]'),
+     "features.recompute_modules.0", "Input should be"),
+])
+def test_schema_errors_name_the_field(tmp_path, edit, field, reason):
+    text = 'name = "t"\nfamily = "s"\n' + _full_features()
+    assert load_stack(_write(tmp_path, text)).id == "s"            # the unedited file is valid
+    with pytest.raises(InputError) as e:
+        load_stack(_write(tmp_path, edit(text)))
+    assert e.value.field == field and reason in e.value.reason
+
+
+def test_release_file_errors(tmp_path):
+    with pytest.raises(InputError) as e:
+        load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\n'))
+    assert e.value.field == "base_source"
+    with pytest.raises(InputError) as e:
+        load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-corr"\n'))
+    assert e.value.field == "family" and "megatron-core" in e.value.reason
+    with pytest.raises(InputError) as e:
+        load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\nbase_source = "x"\n'
+                                    '[[per_model]]\nmatch = { vendor = "x" }\nfsdp = { value = "zero1", source = "y" }\n'))
+    assert e.value.field == "vendor" and "unknown field" in e.value.reason
+    # a release file: base + one stated feature + one unstated feature
+    s = load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\nbase_source = "x"\n'
+                                    '[features]\ncuda_graphs = { value = "full_iteration", source = "doc" }\n'
+                                    'tp_overlap = { unstated = true, note = "n/a" }\n'))
+    assert (s.value("cuda_graphs"), s.origin["cuda_graphs"]) == ("full_iteration", "stated")
+    assert (s.value("tp_overlap"), s.origin["tp_overlap"]) == ("none", "unstated:megatron-core")
+
+
+# ---- --stack-set overrides ------------------------------------------------------------------------
+
+def test_overrides_set_values_and_record_their_origin():
+    base = load_stack("nemo-25.09")
+    s = apply_overrides(base, ["tp_overlap=none", "dp_grad_reduce_overlap=false", "recompute_modules=core_attn,mlp",
+                               "power_limit_w=700", "hybrid_shard_group=8"])
+    assert (s.value("tp_overlap"), s.value("dp_grad_reduce_overlap")) == ("none", False)
+    assert s.value("recompute_modules") == ("core_attn", "mlp")
+    assert (s.value("power_limit_w"), s.value("hybrid_shard_group")) == (700.0, 8)
+    assert s.origin["tp_overlap"] == "--stack-set" and s.sources["tp_overlap"] == "--stack-set tp_overlap=none"
+    assert s.value("fsdp") == base.value("fsdp") and base.value("tp_overlap") == "userbuffers"   # others, and the original, unchanged
+    assert apply_overrides(base, []) is base
+
+
+@pytest.mark.parametrize("item, field, reason", [
+    ("tp_overlap=maybe", "features.tp_overlap", "Input should be"),
+    ("tp_overlapp=none", "tp_overlapp", "did you mean 'tp_overlap'"),
+    ("sequence_parallel=perhaps", "sequence_parallel", "true or false"),
+    ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
+    ("power_limit_w=inf", "power_limit_w", "finite"),
+    ("power_limit_w=-1", "features.power_limit_w", "greater than 0"),
+    ("tp_overlap", "tp_overlap", "FEATURE=VALUE"),
+])
+def test_bad_overrides_name_the_field(item, field, reason):
+    with pytest.raises(InputError) as e:
+        apply_overrides(load_stack("nemo-25.09"), [item])
+    assert e.value.field == field and reason in e.value.reason
+
+
+# ---- rows -> presets --------------------------------------------------------------------------------
+
+def test_stack_for_row_maps_every_shipped_row_to_an_existing_preset():
+    ids = set(stack_ids())
+    seen = set()
+    for path in shipped_sets():
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                sid = stack_for_row(row["framework"], row["software"])
+                assert sid in ids, (path.name, row["software"])
+                seen.add((path.name, sid))
+    # each independent set maps to its own preset, never to the NVIDIA default
+    assert {s for f, s in seen if f != "runs.csv"} == {"llm-foundry-2023", "maxtext-gpu-2024", "zero-bubble-2024",
+                                                        "fp8-lm-2023", "simumax-b200-2025"}
+
+
+@pytest.mark.parametrize("framework, software, sid", [
+    ("megatron", "NeMo 26.04.01", "nemo-26.04"),                     # longest label wins over none
+    ("megatron", "NeMo 26.08", "nemo-26.06"),
+    ("megatron", "DGXC v25.05.04 (NeMo 25.04.01)", "dgxc-25.05"),
+    ("megatron", "NeMo 25.04", "nemo-25.04"),
+    ("maxtext", "DGXC v24.11.1 (MaxText 2024.12.09)", "dgxc-24.11-maxtext"),
+    ("megatron", "my fork 2019", "megatron-core"),                   # unknown release: the framework's defaults
+    ("other", "something else", "default"),
+    ("maxtext", "NeMo 25.09", "maxtext-gpu-2024"),                   # a label only counts for its frameworks
+])
+def test_stack_for_row_examples(framework, software, sid):
+    assert stack_for_row(framework, software) == sid
+
+
+# ---- validate over every shipped set ----------------------------------------------------------------
+
+def test_validate_without_file_covers_every_shipped_set(capsys):
+    assert main(["validate", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    names = {p.name for p in shipped_sets()}
+    assert names == {"runs.csv", "llm-foundry.csv", "maxtext-a3.csv", "zero-bubble.csv", "fp8-lm.csv",
+                     "simumax-b200-dense.csv"}
+    assert set(d["sets"]) == names == {r["dataset"] for r in d["per_row"]}
+    for name, g in d["sets"].items():
+        with (data_dir("validation") / ("" if name == "runs.csv" else "independent") / name).open(encoding="utf-8") as fh:
+            given = sum(1 for _ in csv.DictReader(fh))
+        assert g["rows"] == sum(r["dataset"] == name for r in d["per_row"]) and 0 < g["rows"] <= given
+    assert all(r["stack"] in stack_ids() for r in d["per_row"])
+    # memory is scored exactly on the rows that carry a measured peak
+    with (data_dir("validation") / "independent" / "simumax-b200-dense.csv").open(encoding="utf-8") as fh:
+        with_mem = sum(1 for r in csv.DictReader(fh) if r["peak_mem_allocated_bytes"].strip())
+    assert d["memory"]["rows"] == d["sets"]["simumax-b200-dense.csv"]["memory"]["rows"] == with_mem
+    rows = [r for r in d["per_row"] if r["mem_measured"] is not None]
+    assert len(rows) == with_mem
+    r = rows[0]
+    assert r["mem_error"] == pytest.approx((r["mem_predicted"] - r["mem_measured"]) / r["mem_measured"])
+
+
+def test_stack_cell_overrides_the_mapping_and_bad_ones_are_unsupported(tmp_path, capsys):
+    src = data_dir("validation") / "independent" / "zero-bubble.csv"
+    with src.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))[:2]
+    rows = rows + [dict(rows[0]), dict(rows[0])]
+    rows[0]["stack"], rows[1]["stack"] = "megatron-lm-2021", "nemo-99"
+    rows[2]["stack_set"], rows[3]["stack_set"] = "tp_overlap=userbuffers; cuda_graphs=full_iteration", "tp_overlap=sometimes"
+    rows[2]["run_id"], rows[3]["run_id"] = "with-set", "bad-set"
+    out = tmp_path / "zb.csv"
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="")
+        w.writeheader()
+        w.writerows(rows)
+    for f in (src.parent / "models").glob("papers-zbpp-*.json"):
+        (tmp_path / "models").mkdir(exist_ok=True)
+        (tmp_path / "models" / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["validate", str(out), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [(r["run_id"], r["stack"]) for r in d["per_row"]] == [(rows[0]["run_id"], "megatron-lm-2021"),
+                                                                  ("with-set", "zero-bubble-2024")]
+    reasons = [u["reason"] for u in d["unsupported"]]
+    assert len(reasons) == 2 and "nemo-99" in reasons[0] and "features.tp_overlap" in reasons[1]
+    # the resolved stack of a row: preset, its per-model rules, then the row's stack_set
+    from perfmodel.validate import row_stack_spec
+    from perfmodel.model import load_model
+    from perfmodel.hardware import load_hardware
+    m, hw = load_model(str(tmp_path / rows[2]["model"])), load_hardware(rows[2]["hardware"])
+    spec = row_stack_spec(rows[2], tmp_path, m, hw, "bf16")
+    assert (spec.id, spec.value("tp_overlap"), spec.value("cuda_graphs")) == ("zero-bubble-2024", "userbuffers", "full_iteration")
+    assert spec.origin["cuda_graphs"] == "--stack-set" and spec.value("attention_kernel") == "fa2"
+
+
+# ---- commands ---------------------------------------------------------------------------------------
+
+def test_list_and_show_stack(capsys):
+    assert main(["list", "stacks", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == stack_ids()
+    assert main(["show", "stack", "nemo-25.09", "--set", "moe_a2a_overlap=true", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    feats = {r["feature"]: r for r in d["features"]}
+    assert set(feats) == set(FEATURES)
+    assert feats["moe_a2a_overlap"]["value"] is True and feats["moe_a2a_overlap"]["origin"] == "--stack-set"
+    assert all(r["meaning"] == Features.model_fields[r["feature"]].description for r in d["features"])
+    assert main(["show", "stack", "nemo-25.09"]) == 0
+    assert "userbuffers" in capsys.readouterr().out
+
+
+def test_show_stack_bad_input_is_one_line(capsys):
+    assert main(["show", "stack", "nemo-25.09", "--set", "fsdp=zero9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "features.fsdp" in err[0]
+    assert main(["show", "stack", "nemo-2509"]) == 2
+    assert "did you mean" in capsys.readouterr().err
+
+
+def test_stacks_ship_with_the_package():
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    inc = cfg["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert inc["stacks"] == "perfmodel/_data/stacks"
+    assert inc["validation/independent"] == "perfmodel/_data/validation/independent"
