@@ -46,14 +46,18 @@ def cache_dir() -> Path | None:
 
 
 @lru_cache(maxsize=1)
-def _salt() -> str:
+def _salt() -> str | None:
+    """Hash of what the generated code depends on besides its inputs; None (no caching) when the
+    formula sources cannot be read (a zipped or byte-code-only install)."""
     h = hashlib.sha256()
-    for name in _FORMULA_SOURCES:
-        h.update((_PKG / name).read_bytes())
-    spec = importlib.util.find_spec("sympy")                 # the sympy release, without importing sympy
-    if spec and spec.origin:
-        release = Path(spec.origin).with_name("release.py")
-        h.update(release.read_bytes() if release.is_file() else b"?")
+    try:
+        for name in _FORMULA_SOURCES:
+            h.update((_PKG / name).read_bytes())
+        spec = importlib.util.find_spec("sympy")             # the sympy release, without importing sympy
+        release = Path(spec.origin).with_name("release.py") if spec and spec.origin else None
+        h.update(release.read_bytes() if release is not None and release.is_file() else b"?")
+    except (OSError, ImportError, ValueError):
+        return None
     h.update(np.__version__.encode())
     return h.hexdigest()
 
@@ -89,8 +93,11 @@ def _load(path: Path, digest: str) -> Callable | None:
 
 def _store(path: Path, digest: str, fn: Callable) -> None:
     import inspect
-    source = inspect.getsource(fn)
-    code = compile(source, "<perfmodel.fncache>", "exec")
+    try:
+        source = inspect.getsource(fn)
+        code = compile(source, "<perfmodel.fncache>", "exec")
+    except (OSError, TypeError, SyntaxError):       # no source to keep: stay in memory
+        return
     names = sorted(n for n in _code_names(code) - {"_lambdifygenerated"} if not hasattr(builtins, n))
     # only a function that needs nothing but numpy names can be rebuilt from its source faithfully
     if not all(fn.__globals__.get(n) is getattr(np, n, None) for n in names):
@@ -116,11 +123,13 @@ def _store(path: Path, digest: str, fn: Callable) -> None:
 def numpy_fn(name: str, key: str, build: Callable[[], "sp.Expr"]) -> Callable[[np.ndarray], np.ndarray]:
     """`lambdify(S, build(), "numpy")` for the formula `name` with inputs `key` (a string that fixes
     every input of `build`), from the disk cache when an entry checks out."""
-    d = cache_dir()
-    digest = hashlib.sha256(f"{_salt()}\0{name}\0{key}".encode()).hexdigest() if d else ""
-    path = d / "lambdify" / f"{digest[:32]}.json" if d else None
-    if path is not None and path.is_file():
-        fn = _load(path, digest)
+    d, salt = cache_dir(), _salt()
+    path, digest = None, ""
+    if d is not None and salt is not None:
+        digest = hashlib.sha256(f"{salt}\0{name}\0{key}".encode()).hexdigest()
+        path = d / "lambdify" / f"{digest[:32]}.json"
+    if path is not None:
+        fn = _load(path, digest)          # None when absent, unreadable or not checking out
         if fn is not None:
             return fn
     import sympy as sp

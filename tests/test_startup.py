@@ -31,7 +31,8 @@ def test_help_table_matches_the_commands():
     in the right module, with the first paragraph of its real help."""
     real = {c.name: (mod, " ".join(c.help.split("\n\n")[0].split()))
             for mod in cli.COMMANDS for c in cli.module_commands(mod)}
-    assert cli.HELP == real
+    assert cli.HELP == real, ("perfmodel/cli.py HELP is out of date (a command added, renamed or its help "
+                              f"changed): it should be {real}")
 
 
 def test_help_listing_equals_the_eager_one():
@@ -150,3 +151,18 @@ def test_console_script_flushes_before_exiting():
     bad = subprocess.run([sys.executable, "-m", "perfmodel.cli", *PREDICT, "--tp", "3"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
+
+
+def test_unreadable_formula_sources_disable_the_cache(tmp_path, monkeypatch):
+    """No source to hash (a byte-code-only install): nothing is cached, the value is still right."""
+    monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fncache, "_FORMULA_SOURCES", ("no_such_module.py",))
+    fncache._salt.cache_clear()
+    try:
+        m = load_model("llama3-8b")
+        f = fncache.numpy_fn("flops_per_token", "y", lambda: counts.flops_per_token_expr(m, "causal"))
+        import sympy as sp
+        assert f(4096.0) == sp.lambdify(counts.S, counts.flops_per_token_expr(m, "causal"), "numpy")(4096.0)
+        assert not (tmp_path / "lambdify").exists()
+    finally:
+        fncache._salt.cache_clear()
