@@ -78,8 +78,9 @@ class LazyGroup(click.Group):
         return sorted({*HELP, *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and cmd_name in HELP:
-            self._load(HELP[cmd_name][0])
+        if cmd_name not in self.commands:
+            for mod in [HELP[cmd_name][0]] if cmd_name in HELP else self._unlisted():
+                self._load(mod)
         return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

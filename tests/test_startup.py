@@ -166,3 +166,13 @@ def test_unreadable_formula_sources_disable_the_cache(tmp_path, monkeypatch):
         assert not (tmp_path / "lambdify").exists()
     finally:
         fncache._salt.cache_clear()
+
+
+def test_module_missing_from_help_still_works(monkeypatch, capsys):
+    """A command module in COMMANDS without HELP entries (a new command) is imported when asked for."""
+    monkeypatch.setattr(cli, "HELP", {k: v for k, v in cli.HELP.items() if v[0] != "profiles"})
+    group = cli.LazyGroup("perfmodel", help=cli.cli.help, params=cli.cli.params)
+    ctx = click.Context(group, info_name="perfmodel")
+    assert group.get_command(ctx, "releases") is not None
+    assert group.get_command(ctx, "nosuch") is None
+    assert {"profiles", "releases", "predict"} <= set(group.list_commands(ctx))
