@@ -7,10 +7,14 @@ touches and spans g / k domains. k == g means the group never leaves NVLink.
 """
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .hardware import HardwareSpec
+
+if TYPE_CHECKING:
+    import networkx as nx       # imported where the graph is built (about 0.1 s; scoring never needs it)
 
 
 def members_per_domain(size, stride, domain: int):
@@ -25,6 +29,7 @@ def cluster_graph(hw: HardwareSpec, gpus: int) -> nx.Graph:
 
     Edge attribute `bw` is bytes/s per direction. A two-tier, non-blocking fat tree is assumed for the
     scale-out network (rail-optimised InfiniBand as in DGX SuperPOD reference designs)."""
+    import networkx as nx
     g = nx.Graph()
     D = hw.scale_up.domain_size
     g.add_node("spine", kind="switch")

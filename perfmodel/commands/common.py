@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 import numpy as np
@@ -11,11 +11,13 @@ from rich import box
 from rich.console import Console
 from rich.errors import MarkupError
 from rich.measure import Measurement
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
 from ..hardware import ALIASES, PRECISIONS, HardwareSpec, apply_overrides, load_hardware, settable_fields
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 # stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
 # BrokenPipeError, which cli.main turns into status 0 (as it does for click.echo)
@@ -43,6 +45,7 @@ def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
     """A transient progress bar (label, bar, count, elapsed time) on stderr, drawn only when `show` and
     stderr is a terminal: never mixed into --json output, never written into a log file. `label` and
     `count` are rich TextColumn formats, e.g. "{task.description}", "{task.completed}/{task.total} rows"."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     err = Console(stderr=True)
     return Progress(TextColumn(label), BarColumn(), TextColumn(count), TimeElapsedColumn(), console=err,
                     disable=not (show and err.is_terminal), transient=True)

@@ -10,7 +10,6 @@ from rich.markup import escape
 
 from ..calibration import constants
 from ..profiles import load_profiles, release_series
-from ..scaling import default_runs_csv, load_runs
 from .common import console, emit_json, print_table, table
 
 
@@ -30,6 +29,7 @@ def _fmt(v: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def profiles_cmd(series: bool, as_json: bool) -> None:
     """List the software profiles: their overrides of the calibrated constants and the evidence."""
+    from ..scaling import default_runs_csv, load_runs     # here: `--profile` on other commands needs none of it
     profs = load_profiles()
     if as_json:
         out: dict[str, Any] = {"profiles": [p.to_dict() for p in profs.values()]}
@@ -143,6 +143,7 @@ def releases_cmd(series_name: str | None, model: str | None, hardware: str | Non
     """The release series: per software release, its measured rows vs the default prediction and its own profile."""
     from pathlib import Path
     from ..hardware import load_hardware
+    from ..scaling import default_runs_csv, load_runs
     from ..model import load_model
     if model:
         model = load_model(model).id          # unknown id -> InputError with a suggestion
