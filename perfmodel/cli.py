@@ -23,34 +23,22 @@ COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", 
 # command name -> (module in COMMANDS, first paragraph of its help): the `--help` listing without importing
 # any command. A module in COMMANDS with no entry here still works (it is imported to list its commands).
 HELP: dict[str, tuple[str, str]] = {
-    "compare": ("economics", "Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, "
-                             "goodput, perf/TCO."),
-    "cost": ("economics", "Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal "
-                          "and after reliability."),
-    "explain": ("catalog", "Show how a count is derived: the general sympy formula, the model's expression of S, "
-                           "its value."),
-    "list": ("catalog", "List the catalog: hardware or models, with key figures."),
-    "predict": ("predict", "Predict one training step of MODEL on HARDWARE with a parallel layout."),
-    "profiles": ("profiles", "List the software profiles: their overrides of the calibrated constants and the "
-                             "evidence."),
-    "recipes": ("recipes", "Rank each published recipe's layout among the planner's candidates."),
-    "releases": ("profiles", "The release series: per software release, its measured rows vs the default "
-                             "prediction and its own profile."),
-    "report": ("report", "Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, "
-                         "validation scatter and the H100 vs GB200 NVL72 cost/energy comparison."),
-    "scaling": ("scaling", "Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, "
-                           "J/token, what grows (DP communication, bubble, all-to-all) and goodput (failures "
-                           "dominate at 100,000 GPUs)."),
-    "search": ("search", "Enumerate every legal layout, score them all, print the best and the Pareto fronts."),
-    "sensitivity": ("sensitivity", "Elasticity of step time and cost per token to each hardware parameter, ranked "
-                                   "(which knob matters), or --sweep tables."),
-    "show": ("catalog", "Every field of a hardware or model spec (catalog id or file), with units and sources."),
-    "size": ("size", "Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."),
-    "tco": ("economics", "Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, "
-                         "support)."),
-    "validate": ("validate", "Predict every measured run of FILE.csv (validation/README.md schema) and report the "
-                             "errors. Without FILE: the public measured set shipped with perfmodel "
-                             "(validation/runs.csv)."),
+    'compare': ('economics', 'Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO.'),
+    'cost': ('economics', 'Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability.'),
+    'explain': ('catalog', "Show how a count is derived: the general sympy formula, the model's expression of S, its value."),
+    'list': ('catalog', 'List the catalog: hardware, models or software stacks, with key figures.'),
+    'predict': ('predict', 'Predict one training step of MODEL on HARDWARE with a parallel layout.'),
+    'profiles': ('profiles', 'List the software profiles: their overrides of the calibrated constants and the evidence.'),
+    'recipes': ('recipes', "Rank each published recipe's layout among the planner's candidates."),
+    'releases': ('profiles', 'The release series: per software release, its measured rows vs the default prediction and its own profile.'),
+    'report': ('report', 'Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation scatter and the H100 vs GB200 NVL72 cost/energy comparison.'),
+    'scaling': ('scaling', 'Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows (DP communication, bubble, all-to-all) and goodput (failures dominate at 100,000 GPUs).'),
+    'search': ('search', 'Enumerate every legal layout, score them all, print the best and the Pareto fronts.'),
+    'sensitivity': ('sensitivity', 'Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters), or --sweep tables.'),
+    'show': ('catalog', 'Every field of a hardware, model or stack spec (catalog id or file), with units and sources.'),
+    'size': ('size', 'Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system.'),
+    'tco': ('economics', 'Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support).'),
+    'validate': ('validate', 'Predict every measured run of FILE.csv (validation/README.md schema) and report the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and validation/independent/*.csv), with a per-set table.'),
 }
 
 

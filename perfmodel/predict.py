@@ -9,7 +9,7 @@ exposed part of its TP, CP, EP and PP communication. Every array here has one en
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -20,10 +20,11 @@ from .compute import memory_time
 from .counts import Convention, flops_per_token
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
-from .memory import grad_bytes, memory_per_gpu, weight_bytes
+from .memory import memory_per_gpu, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed, exposed_shared
 from .parallel import dp as dp_par, pp as pp_par, recompute
+from .software import Software, resolve as resolve_software
 
 Routing = Literal["balanced", "real"]
 
@@ -34,10 +35,9 @@ class Options:
     attention: Convention = "causal"      # MFU attention-FLOPs convention
     routing: Routing = "real"             # MoE: real (imbalanced) or force-balanced routing
     consts: Constants = field(default_factory=constants)
-    # main-gradient buffer and its reduction: bf16 as NeMo / Megatron-Bridge performance recipes set
-    # (grad_reduce_in_fp32=False), or fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for
-    # bf16 training in Megatron-LM's arguments.py)
-    grad_precision: Literal["bf16", "fp32"] = "bf16"
+    # the software stack: a preset id or stack file (None: the `default` stack) and --stack-set overrides
+    stack: str | None = None
+    stack_set: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,12 @@ BREAKDOWN = {
 }
 
 
+def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:
+    """The stack of `opts` (preset, file or the default, with its per-model rules and --stack-set) as the
+    cost model reads it."""
+    return resolve_software(opts.stack, tuple(opts.stack_set), m.id, m.is_moe, hw, opts.precision, opts.consts)
+
+
 def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
     """workload -> priced layers -> stage times -> schedule -> step, MFU, HFU, memory."""
     c, prec, m = opts.consts, opts.precision, model
@@ -114,31 +120,35 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     dp, edp, seq = f64(grid.dp), f64(grid.edp), f64(grid.seq)
     nmb = np.maximum(f64(grid.gbs) / (dp * f64(grid.mbs)), 1.0)
     imb = c.moe_imbalance if opts.routing == "real" else 1.0
-    w = workload.build(m, grid, prec not in ("bf16", "fp16"), imb, c)
+    sw = software_of(m, hw, opts)
+    c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
+    w = workload.build(m, grid, prec not in ("bf16", "fp16"), imb, c, sw)
     zero = 0 * tp
 
     # ---- each layer kind priced; its TP/CP/EP communication hidden under its own compute ---------
-    shares = {"tp": c.tp_overlap, "cp": c.cp_overlap, "ep": c.ep_overlap}
+    shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
     kinds = []                                   # per layer kind: (parts, raw comm, recompute seconds)
     for layer in w.layers:
-        t = cost.price_layer(layer, hw, prec, c)
-        comm = {k: t.comm[k][0] + t.comm[k][1] for k in ("tp", "cp", "ep") if k in t.comm}
+        t = cost.price_layer(layer, hw, prec, c_layer, sw)
+        tp_c = t.comm.get("tp", (zero, zero))
+        comm = {"tp_f": tp_c[0], "tp_b": tp_c[1],
+                **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
         exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
         parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
-                 **{f"{k}_comm": exp.get(k, zero) for k in ("tp", "cp", "ep")}}
-        fwd = t.compute_f + exposed(t.comm.get("tp", (zero, zero))[0], t.gemm_f, c.tp_overlap)
-        kinds.append((parts, {f"{k}_comm": comm.get(k, zero) for k in ("tp", "cp", "ep")},
-                      recompute.time(grid.recompute, fwd, t.attn_f)))
+                 "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zero) for k in ("cp", "ep")}}
+        fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)
+        raw_k = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zero) for k in ("cp", "ep")}}
+        kinds.append((parts, raw_k, recompute.time(grid.recompute, fwd, t.selective_f), t.selective_flops))
 
     # ---- embedding (first stage), LM head + loss and MTP (last stage) ------------------------------
     hd = w.head
-    hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c)
-    ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c)
+    hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
+    ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c_other)
     head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
     if hd.mtp_layers:
-        mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c)
+        mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
         head = head + hd.mtp_layers * (sum(kinds[-1][0].values()) + mf + mb + head)
-    embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c)
+    embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c_other)
 
     # ---- stages: each distinct pipeline rank priced once, then the schedule ---------------------------
     layer_kinds = tuple(workload.layer_kind_index(m, w))
@@ -148,24 +158,24 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     stage_parts["recompute"] = sum(cnt[k] * col(kinds[k][2]) for k in range(len(kinds)))
     stage_parts["embedding_head_mtp"] = has_emb * col(embed) + has_head * col(head)
     p2p = pp_par.p2p_time(w.Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
-    stage_parts["pp_comm"] = exposed(col(p2p), sum(stage_parts.values()), c.pp_overlap)
+    stage_parts["pp_comm"] = exposed(col(p2p), sum(stage_parts.values()), sw.pp_share)
     t_stage = np.where(mult > 0, sum(stage_parts.values()), -np.inf)
     t_max = t_stage.max(axis=1)
     t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
-    pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb)
+    pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb, sw.schedule)
 
     # ---- data parallel and optimizer, on the rank that finishes last -------------------------------
     dpc = dp * cp                         # dense parameters replicate over the data- and context-parallel ranks
     mem_cnt, mem_rank = pp_par.ranks_for_memory(layer_kinds, len(w.layers), grid.pp, grid.vp)
     p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None])
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
-    gb = grad_bytes(opts.grad_precision)
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, gb, weight_bytes(prec), dpc[:, None], edp[:, None],
-                                         tp[:, None], ep[:, None], etp[:, None], hw)
-    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], c.dp_overlap)
+    gb = sw.grad_bytes
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, weight_bytes(prec, sw.fp8_param_gather),
+                                         dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw)
+    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
     shard = p_dense / dpc[:, None] + p_exp / edp[:, None]
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
-                        K.OPTIMIZER_KERNELS, c)
+                        K.OPTIMIZER_KERNELS, c_other)
     last = np.argmax(dp_r + opt_r, axis=1)
     pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
     dp_t, optimizer = pick(dp_r), pick(opt_r)
@@ -174,10 +184,10 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     # ---- throughput, MFU, HFU ------------------------------------------------------------------
     tokens, gpus, peak = f64(grid.gbs) * seq, f64(grid.gpus), hw.peak(prec)
     fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(tp)
-    a = m.attention
-    attn_fwd = 2 * a.num_heads * (a.qk_dim + a.v_dim) * m.num_layers * workload.mean_keys_value("global", 0, seq)
+    # selective recompute's FLOPs per token: the recomputed modules' forward FLOPs over all layers
+    sel_flops = sum(layer.count * kinds[i][3] for i, layer in enumerate(w.layers)) / (f64(grid.mbs) * seq / cp)
     mfu = fpt * tokens / (step * gpus * peak)
-    hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, attn_fwd)) * tokens / (step * gpus * peak)
+    hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, sel_flops)) * tokens / (step * gpus * peak)
 
     # ---- breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end ------
     mean = lambda x: (mult * x).sum(axis=1) / pp
@@ -186,10 +196,10 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
                   "optimizer": optimizer, "step_overhead": c.step_overhead_s + zero}
     breakdown = {k: breakdown[k] for k in BREAKDOWN}
     comm_raw = {k: mean(sum(cnt[i] * col(kinds[i][1][k]) for i in range(len(kinds)))) * nmb for k in ("tp_comm", "cp_comm", "ep_comm")}
-    comm_raw |= {"pp_comm": p2p * nmb, "dp_comm": pick(np.where(grid.fsdp[:, None], nmb[:, None] * (2 * ag + rs), rs + ag))}
+    comm_raw |= {"pp_comm": p2p * nmb, "dp_comm": pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))}
 
     # ---- memory: the fullest of the first, second and last pipeline ranks -----------------------------
-    mem, mem_stages = memory_per_gpu(w, grid, prec, gb, c, p_dense, p_exp, dpc, edp, nmb, mem_cnt, mem_rank)
+    mem, mem_stages = memory_per_gpu(w, grid, prec, sw, c, p_dense, p_exp, dpc, edp, nmb, mem_cnt, mem_rank)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),

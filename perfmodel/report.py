@@ -130,7 +130,8 @@ def roofline_ops(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> 
     c, prec = opts.consts, opts.precision
     a = m.attention
     _, _, nbytes = gemm_peak_and_eff(hw, prec)
-    w = build(m, LayoutGrid.of(lay), prec not in ("bf16", "fp16"), 1.0, c)
+    from .predict import software_of
+    w = build(m, LayoutGrid.of(lay), prec not in ("bf16", "fp16"), 1.0, c, software_of(m, hw, opts))
     layer = w.layers[-1]
     ops: list[Op] = []
     one = lambda x: float(np.asarray(x).reshape(-1)[0])

@@ -21,7 +21,7 @@ from .errors import InputError, did_you_mean
 from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import default_etp, Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
-from .predict import Options, Prediction, predict_grid
+from .predict import Options, Prediction, predict_grid, software_of
 from .stack import StackSpec, apply_overrides, load_stack, stack_for_row
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
@@ -187,7 +187,12 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
             raise InputError("layout", f"{exc.field} (column {_COLUMN_OF[exc.field]})", exc.reason) from None
         raise
     routing = _cell(row, "moe_routing")
-    opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real")
+    # the row's stack reaches the cost model: its preset (or stack file relative to the CSV) and its
+    # stack_set overrides
+    cell = _cell(row, "stack")
+    opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real",
+                   stack=_resolve_ref(cell, base) if cell else stack_for_row(_cell(row, "framework"), _cell(row, "software")),
+                   stack_set=tuple(_stack_sets(row)))
     hw.peak(prec)
     return model, hw, lay, opts
 
@@ -195,15 +200,28 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
 _MODES = ("none", "selective", "full")
 
 
+# A measured run fitted in HBM. When inferring the recompute it used, a layout whose predicted memory
+# exceeds HBM by less than the memory model's measured error still counts as fitting: 5% is about the
+# largest error against measured peak memory (SimuMax B200 rows, validation/independent, where the
+# model's allocated-memory MAPE is 3-5%), so a smaller overshoot does not prove the run recomputed.
+MEMORY_TOLERANCE = 0.05
+
+
+def _could_fit(p: Prediction) -> np.ndarray:
+    return p.memory_bytes_per_gpu <= p.hbm_bytes * (1 + MEMORY_TOLERANCE)
+
+
 def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
-    """Predict a measured row. When the source does not say which recompute it used, the run must have
-    fit in HBM: take the lightest recompute mode (none, selective, full) whose predicted memory fits."""
+    """Predict a measured row. When the source does not say which recompute it used: the stack's own
+    policy if it fits in HBM, else the lightest recompute mode (none, selective, full) whose predicted
+    memory fits (the run must have fit)."""
     if recompute_published:
         return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
     grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in _MODES])  # type: ignore[arg-type]
     p = predict_grid(model, hw, grid, opts)
-    fits = [i for i in range(3) if p.fits[i]]
-    i = fits[0] if fits else 2
+    fits = [i for i in range(3) if _could_fit(p)[i]]
+    stated = _MODES.index(software_of(model, hw, opts).recompute)
+    i = stated if stated in fits else (fits[0] if fits else 2)
     one = predict_grid(model, hw, grid.take(np.array([i])), opts)
     return one, ("" if i == 0 else _MODES[i])
 
@@ -262,9 +280,12 @@ def _score_group(rows: list[_Row]) -> list[_Scored]:
         return [_Scored(p, j, "") for j in range(len(rows))]
     n = len(rows)
     p = predict_grid(r0.model, r0.hw, LayoutGrid.concat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
-    fits = p.fits.reshape(3, n)
-    # first fitting mode per row (argmax of a bool column), full recompute when none fits
+    fits = _could_fit(p).reshape(3, n)
+    # the stack's own recompute policy when it fits; else the first fitting mode per row (argmax of a bool
+    # column), full recompute when none fits
+    stated = _MODES.index(software_of(r0.model, r0.hw, r0.opts).recompute)
     mode = np.where(fits.any(axis=0), np.argmax(fits, axis=0), 2)
+    mode = np.where(fits[stated], stated, mode)
     return [_Scored(p, int(k) * n + j, "" if k == 0 else _MODES[k]) for j, k in enumerate(mode)]
 
 
@@ -375,7 +396,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
                 if consts is not None:
-                    opts = Options(opts.precision, opts.attention, opts.routing, consts)
+                    opts = replace(opts, consts=consts)
                 measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
                 stack = sys.intern(row_stack(row, base))
                 mem_measured = _mem(row)

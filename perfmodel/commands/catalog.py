@@ -16,7 +16,6 @@ from ..errors import InputError
 from ..model import ModelSpec, load_model
 from ..specfile import catalog_ids
 from .common import _cell_len, console, emit_json, resolve_hardware, si, table
-from .stacks import list_stacks, show_stack
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
@@ -74,6 +73,7 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 def list_cmd(kind: str, as_json: bool) -> None:
     """List the catalog: hardware, models or software stacks, with key figures."""
     if kind == "stacks":
+        from .stacks import list_stacks
         return list_stacks(as_json)
     if kind == "hardware":
         rows = [hardware_row(load_hardware(i)) for i in catalog_ids("hardware")]
@@ -160,6 +160,7 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
 def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
     if kind == "stack":
+        from .stacks import show_stack
         return show_stack(ref, sets, as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)

@@ -124,10 +124,21 @@ def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
     return np.where(pp > 1, 2 * vp * one, 0.0)
 
 
-def schedule_time(t_max, t_sum, pp, vp, nmb):
+# bubble of other schedules relative to 1F1B's (Qi et al. 2024, Zero Bubble §3: with T_F = T_B = T_W,
+# ZB-H1's (p-1)(T_F + T_B - T_W) is 1/3 of 1F1B's (p-1)(T_F + T_B + T_W); DeepSeek-V3 §3.2.1 Table 2:
+# DualPipe (p/2 - 1)(F&B + B - 3W) taken with F&B = F + B, at (p/2 - 1)/(p - 1) of ZB-H1's)
+ZERO_BUBBLE_SHARE = 1 / 3
+
+
+def schedule_time(t_max, t_sum, pp, vp, nmb, schedule: str = "interleaved"):
     """(pipeline seconds, bubble seconds) of one step for stage times with max t_max and sum t_sum."""
     fill = np.maximum(0.0, pp - nmb) * (vp - 1) / vp * t_sum / pp
-    total = np.where(pp > 1, nmb * t_max + (t_sum - t_max) / vp + fill, nmb * t_max)
+    bub = (t_sum - t_max) / vp + fill
+    if schedule == "zero_bubble":
+        bub = bub * ZERO_BUBBLE_SHARE
+    elif schedule == "dualpipe":
+        bub = bub * ZERO_BUBBLE_SHARE * np.maximum(pp / 2 - 1, 0) / np.maximum(pp - 1, 1)
+    total = np.where(pp > 1, nmb * t_max + bub, nmb * t_max)
     return total, total - nmb * t_max
 
 
