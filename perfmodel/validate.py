@@ -374,8 +374,8 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             rid = (row.get("run_id") or f"row{i + 2}").strip()
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
-                if consts is not None:
-                    opts = Options(opts.precision, opts.attention, opts.routing, consts)
+                if consts is not None:       # every other option (precision, routing, stack, ...) as the row gives it
+                    opts = replace(opts, consts=consts)
                 measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
                 stack = sys.intern(row_stack(row, base))
                 mem_measured = _mem(row)
