@@ -18,7 +18,7 @@ from .errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
 COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "profiles", "scaling",
-            "report", "size"]
+            "report", "size", "calibrate"]
 
 # command name -> (module in COMMANDS, first paragraph of its help): the `--help` listing without importing
 # any command. A module in COMMANDS with no entry here still works (it is imported to list its commands).

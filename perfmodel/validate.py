@@ -395,7 +395,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             rid = (row.get("run_id") or f"row{i + 2}").strip()
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
-                if consts is not None:
+                if consts is not None:       # every other option (precision, routing, stack, ...) as the row gives it
                     opts = replace(opts, consts=consts)
                 measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
                 stack = sys.intern(row_stack(row, base))

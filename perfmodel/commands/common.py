@@ -140,9 +140,27 @@ def _routing() -> Callable:
                         help="MoE routing: real (load imbalance) or force-balanced")
 
 
+def _use_calibration(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """--calibration FILE: its constants for this command (perfmodel.calibration.use), restored after it."""
+    if value is not None:
+        from .. import calibration
+        before = calibration.use(value)
+        ctx.call_on_close(lambda: calibration.use(before))
+
+
+def calibration_option(f: Callable) -> Callable:
+    """--calibration FILE (a file written by `perfmodel calibrate`), as every predicting command takes it."""
+    if any(p.name == "calibration_file" for p in getattr(f, "__click_params__", [])):
+        return f
+    return click.option("--calibration", "calibration_file", metavar="FILE", default=None, expose_value=False,
+                        is_eager=True, callback=_use_calibration,
+                        help="global constants from a calibration file written by `perfmodel calibrate` "
+                             "[default: the shipped perfmodel/calibration.toml]")(f)
+
+
 def precision_option(f: Callable) -> Callable:
-    """--precision, as every predicting command takes it."""
-    return _precision()(f)
+    """--precision and --calibration FILE, as every predicting command takes them."""
+    return calibration_option(_precision()(f))
 
 
 def convention_options(f: Callable) -> Callable:
@@ -177,7 +195,7 @@ def layout_options(f: Callable) -> Callable:
                                       "scale_up.domain_size=144, nvlink_domain=144, nic_gbps=800, hbm_gb=288"))
     for o in reversed(opts):
         f = o(f)
-    return f
+    return calibration_option(f)
 
 
 def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import click
 from rich.markup import escape
 
-from .. import api, uncertainty
+from .. import api, calibration, uncertainty
 from ..counts import flops_per_token
 from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
@@ -84,7 +84,8 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
             "mfu": b.throughput(r["mfu"])}
     if as_json:
         return emit_json({"model": m.id, "hardware": hw.id, "precision": precision, "attention": attention,
-                          "routing": routing, "hardware_overridden": list(hw.overridden), "profile": prof.name, **r, f"mfu_{other}": mfu_other,
+                          "routing": routing, "hardware_overridden": list(hw.overridden), "profile": prof.name,
+                          "calibration": str(calibration.active_file()), **r, f"mfu_{other}": mfu_other,
                           "memory_over_bytes": max(0.0, mem - hbm),
                           **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
                           "band": b.to_dict()})
@@ -93,6 +94,8 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
                   f"seq {seq}, global batch {gbs}")
     if prof.overrides:
         console.print(f"software profile {prof.name}: " + ", ".join(f"{k} = {v:g}" for k, v in prof.overrides.items()))
+    if calibration.active_file() != calibration.shipped_file():
+        console.print(f"calibration {escape(str(calibration.active_file()))} (perfmodel calibrate)")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"

@@ -21,7 +21,7 @@ from ..predict import Options, predict_grid
 from ..search import SearchResult, describe_why, illegal, search, why_better
 from ..specfile import data_dir
 from ..validate import read_csv, row_inputs
-from .common import console, emit_json, stderr_progress, table
+from .common import calibration_option, console, emit_json, stderr_progress, table
 
 @dataclass(frozen=True)
 class RecipeCheck:
@@ -139,6 +139,7 @@ def _lay(d: dict | None) -> str:
 
 
 @click.command("recipes")
+@calibration_option
 @click.option("--csv", "csv_path", default=None,
               help="measured runs in the validation schema [default: validation/runs.csv]")
 @click.option("--top", "top_k", type=int, default=10, show_default=True, help="the planner's top-K to test against")

@@ -17,7 +17,7 @@ from rich.markup import escape
 from ..errors import InputError
 from ..specfile import data_dir
 from ..validate import Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
-from .common import console, print_table, stderr_progress, table, to_jsonable
+from .common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
 PROGRESS_MIN_ROWS = 2000
@@ -84,6 +84,7 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
 
 
 @click.command("validate")
+@calibration_option
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--by", "by_key", type=click.Choice(GROUP_KEYS), default="hardware", show_default=True,
               help="group the per-group table by this column")
