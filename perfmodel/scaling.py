@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
 from .api import check
+from .checks import memory_reason
 from .counts import flops_per_token, param_counts
 from .economics import TCO, run_cost, tco_for
 from .errors import InputError
@@ -238,9 +239,14 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
                 pt.reason = f"{exc.field}: {exc.reason}"
                 continue
             p = predict_grid(model, hw, LayoutGrid.of(lay), opts)
+            if not bool(p.fits[0]):          # cannot run: no throughput, cost or energy, never a baseline
+                pt.layout, pt.fits = p.row(0)["layout"], False
+                pt.memory_bytes_per_gpu = float(p.memory_bytes_per_gpu[0])
+                pt.reason = "does not fit: " + memory_reason(pt.memory_bytes_per_gpu, float(p.hbm_bytes), hw.id)
+                continue
         pt.ok = True
         _fill(pt, p, ri, t, priced, params_total)
-    first = next((p for p in points if p.ok), None)
+    first = next((p for p in points if p.ok), None)        # the 100% baseline: the first size that runs
     for p in points:
         if p.ok and first is not None:
             p.scaling_efficiency = p.tokens_per_s_per_gpu / first.tokens_per_s_per_gpu  # type: ignore[operator]

@@ -464,3 +464,64 @@ def test_hf_config_bad_fields_on_the_cli(capsys, tmp_path, edit, needle):
     p.write_text(json.dumps(doc), encoding="utf-8")
     msg = run_err(capsys, predict(model=str(p)))
     assert "config.json" in msg and needle in msg, msg
+
+
+# ---- issue 15.1: a layout that cannot run never gets throughput, cost or energy ------------------------
+
+def test_compare_never_prices_a_layout_that_cannot_run(capsys):
+    """DeepSeek-V3 on 8 GPUs fits on neither system (~3.9 TB per GPU): an error, not $/token and perf/TCO."""
+    msg = run_err(capsys, ["compare", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72",
+                           "--gpus", "8", "--gbs", "64", "--seq", "4096"])
+    assert "no system can run" in msg and "h100-sxm" in msg and "gb200-nvl72" in msg and "GB over" in msg
+
+
+def test_compare_lists_the_unrunnable_system_without_numbers(capsys):
+    """llama3-8b tp1 at seq 8192 fits the 186 GB GB200 but not the 80 GB H100: H100 is listed as unable to run,
+    with no throughput or cost keys; the perf-per-TCO baseline is the first system that runs."""
+    d = run_json(capsys, ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72",
+                          "--gpus", "64", "--gbs", "128", "--seq", "8192", "--no-planner"])
+    h, g = d["systems"]
+    assert h["runnable"] is False and "GB over" in h["reason"]
+    assert not {"tokens_per_s_per_gpu", "usd_per_million_tokens", "joules_per_token"} & set(h)
+    assert g["runnable"] is True and g["perf_per_tco_vs_first"] == pytest.approx(1.0)
+
+
+def test_cost_refuses_a_layout_that_does_not_fit(capsys):
+    msg = run_err(capsys, ["cost", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8",
+                           "--seq", "8192", "--tokens", "1e12"])
+    assert "layout: memory: needs" in msg and "--ignore-memory" not in msg
+
+
+def test_sensitivity_refuses_a_layout_that_does_not_fit(capsys):
+    """131.7 GB of 80 GB: refused on the first line, not analysed with a note at the end."""
+    msg = run_err(capsys, ["sensitivity", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8",
+                           "--tp", "8", "--gbs", "8", "--seq", "8192", "--set", "hbm_gb=40"])
+    assert "layout: memory: needs" in msg
+
+
+def test_sensitivity_sweep_cells_that_do_not_fit_have_no_throughput(capsys):
+    d = run_json(capsys, ["sensitivity", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "8",
+                          "--gbs", "8", "--seq", "8192", "--sweep", "hbm_gb=40,80,200"])
+    by = {c["set"]["hbm_gb"]: c for c in d["cells"]}
+    assert by[40]["fits"] is False and by[40]["tokens_per_s_per_gpu"] is None
+    assert by[200]["fits"] is True and by[200]["tokens_per_s_per_gpu"] > 0
+    assert "fits in HBM on no variant" in run_err(capsys, ["sensitivity", "--model", "llama3-70b", "--hardware",
+                                                          "h100-sxm", "--gpus", "8", "--tp", "8", "--gbs", "8", "--seq",
+                                                          "8192", "--sweep", "hbm_gb=40,50"])
+
+
+def test_scaling_sizes_that_do_not_fit_are_not_priced_nor_the_baseline(capsys):
+    """Strong scaling with FSDP: memory per GPU falls as dp grows, so the small sizes do not fit. They carry
+    the reason and no numbers; the 100% baseline is the first size that runs."""
+    args = ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "16,32,64,128", "--gbs", "64",
+            "--seq", "8192", "--tp", "8", "--fsdp", "--mode", "strong", "--no-measured"]
+    d = run_json(capsys, args)
+    pts = d["points"]
+    bad = [p for p in pts if not p["ok"]]
+    good = [p for p in pts if p["ok"]]
+    assert bad and good and all("does not fit" in p["reason"] for p in bad)
+    assert all(p["tokens_per_s_per_gpu"] is None and p["usd_per_million_tokens"] is None for p in bad)
+    assert good[0]["scaling_efficiency"] == pytest.approx(1.0)
+    msg = run_err(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "8",
+                           "--seq", "8192", "--mode", "strong", "--no-measured"])
+    assert "no size can run" in msg

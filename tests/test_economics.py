@@ -218,7 +218,7 @@ def test_cost_measured_json(capsys):
 
 def test_cost_predicted_json_and_flags(capsys):
     args = ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--gbs", "32", "--seq", "8192",
-            "--tp", "1", "--tokens", "1e12"]
+            "--tp", "2", "--tokens", "1e12"]
     d = run_json(capsys, args)
     for k in COST_KEYS_JSON:
         assert k in d
@@ -235,7 +235,7 @@ def test_cost_predicted_json_and_flags(capsys):
 
 def test_compare_json(capsys):
     d = run_json(capsys, ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72",
-                          "--gpus", "64", "--gbs", "128", "--seq", "8192", "--no-planner"])
+                          "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tp", "2", "--no-planner"])
     a, b = d["systems"]
     assert (a["hardware"], b["hardware"]) == ("h100-sxm", "gb200-nvl72")
     assert a["perf_per_tco_vs_first"] == pytest.approx(1.0)

@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import click
+from click.core import ParameterSource
 from rich.markup import escape
 
 from .. import api, uncertainty
+from ..checks import check_measured_throughput, memory_reason
 from ..counts import param_counts
 from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
 from ..errors import InputError, did_you_mean
@@ -23,6 +25,7 @@ from ..profiles import get_profile
 from ..search import search
 from .common import (console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
                      split_hardware_sets, table)
+from .predict import memory_error
 from .profiles import profile_option
 
 
@@ -190,6 +193,11 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden),
                             "buyer": buyer, "gpus": gpus, "tokens": tokens}
     if measured_tps is not None:
+        # the same plausibility rule as validate: no GPU runs above 100% of its dense peak (at --seq, or the
+        # smallest FLOPs per token, seq 1, without it; at --precision where given, else the fastest precision)
+        prec_given = click.get_current_context().get_parameter_source("precision") != ParameterSource.DEFAULT
+        check_measured_throughput(m, hw, measured_tps, seq or 1, "--tokens-per-s-per-gpu",
+                                  precision if prec_given else None)
         head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
         tps = measured_tps
     else:
@@ -199,6 +207,8 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
         lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep,  # type: ignore[arg-type]
                      etp=1 if etp is None else etp, mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
         row = api.predict(m, hw, lay, precision, attention, routing).row(0)
+        if not row["fits"]:            # a layout that cannot run gets no cost
+            raise memory_error(m, hw, lay, row, precision, attention, routing, ignore_flag=False)
         tps = row["tokens_per_s_per_gpu"]
         head.update({"throughput_source": "predicted", "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
                      "precision": precision, "layout": row["layout"], "fits": row["fits"]})
@@ -210,8 +220,6 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
-    if head.get("fits") is False:
-        console.print("[yellow]warning: the predicted memory does not fit in HBM for this layout[/yellow]")
     _print_run("Training run", r)
     return None
 
@@ -262,19 +270,30 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
                    recompute=recompute)  # type: ignore[arg-type]
     prof = get_profile(profile)             # software profile: overrides of the calibrated constants
     opts = Options(precision=precision, consts=prof.consts)
-    out = []
+    out: list[dict[str, Any]] = []
     for ref in hardware_refs:
         hw = resolve_hardware(ref, hw_sets)
-        if planner:
-            p, how = best_layout(m, hw, given, opts)
-        else:
-            p, how = api.predict(m, hw, given, precision, consts=prof.consts), "given"
+        try:
+            if planner:
+                p, how = best_layout(m, hw, given, opts)
+            else:
+                p, how = api.predict(m, hw, given, precision, consts=prof.consts), "given"
+        except InputError as exc:            # the given layout breaks a rule on this system
+            out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
+                        "reason": str(exc)})
+            continue
         row = p.row(0)
+        if not row["fits"]:                  # cannot run: no throughput, cost or energy beside it
+            why = memory_reason(row["memory_bytes_per_gpu"], row["hbm_bytes"], hw.id)
+            out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
+                        "layout_from": how, "layout": row["layout"],
+                        "reason": ("no layout the planner tried fits; the given layout " if how == "given" and planner
+                                   else "the given layout ") + why})
+            continue
         tps = row["tokens_per_s_per_gpu"]
         e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
-        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "layout_from": how,
-             "layout": row["layout"], "fits": row["fits"],
-             "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e}
+        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how,
+             "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e}
         # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
         b = uncertainty.band_of(m, hw)
         o["band"] = b.to_dict()
@@ -283,8 +302,12 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         uncertainty.with_band(o["effective"], "usd_per_million_tokens", b.inverse(e["effective"]["usd_per_million_tokens"]))
         uncertainty.with_band(o["effective"], "usd_total", b.inverse(e["effective"]["usd_total"]))
         out.append(o)
-    base = out[0]
-    for o in out:
+    ok = [o for o in out if o["runnable"]]
+    if not ok:                               # nothing usable to show
+        raise InputError("compare", "", f"no system can run {m.id} on {gpus} GPUs (gbs {gbs}, seq {seq}): "
+                         + "; ".join(f"{o['hardware']}: {o['reason']}" for o in out))
+    base = ok[0]                             # perf per TCO relative to the first system that can run
+    for o in ok:
         o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
                                      (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
         o["effective_perf_per_tco_vs_first"] = base["effective"]["usd_per_million_tokens"] / \
@@ -297,7 +320,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
     if hw_sets:
         console.print("what-if hardware (every system): " + escape(", ".join(hw_sets)))
     metrics: list[tuple[str, Callable[[dict], str]]] = [
-        ("layout", lambda o: f"{layout_text(o['layout'], mbs=True)} ({o['layout_from']})" + ("" if o["fits"] else " [red]no fit[/red]")),
+        ("layout", lambda o: f"{layout_text(o['layout'], mbs=True)} ({o['layout_from']})"),
         ("tokens/s/GPU (80% band)", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f} "
                                               f"({o['tokens_per_s_per_gpu_low']:,.0f}–{o['tokens_per_s_per_gpu_high']:,.0f})"),
         ("MFU", lambda o: f"{o['mfu']:.1%}"),
@@ -312,8 +335,13 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         ("perf per TCO vs first", lambda o: f"{o['perf_per_tco_vs_first']:.2f}x"),
         ("  after reliability", lambda o: f"{o['effective_perf_per_tco_vs_first']:.2f}x"),
     ]
-    console.print(table("Side by side", [""] + [o["hardware"] for o in out],
-                        [[name] + [fn(o) for o in out] for name, fn in metrics], 1))
+    console.print(table("Side by side", [""] + [o["hardware"] for o in ok],
+                        [[name] + [fn(o) for o in ok] for name, fn in metrics], 1))
+    console.print(f"perf per TCO relative to {base['hardware']}")
+    for o in out:
+        if not o["runnable"]:
+            console.print(f"[red]{escape(o['hardware'])}: cannot run[/red], so no throughput, cost or energy: "
+                          f"{escape(o['reason'])}")
     return None
 
 

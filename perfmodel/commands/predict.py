@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from .. import api, uncertainty
 from ..counts import flops_per_token
+from ..checks import memory_reason
 from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout
@@ -51,6 +52,17 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
 
 
+def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precision: str, attention: str = "causal",
+                 routing: str = "real", consts=None, ignore_flag: bool = True) -> InputError:
+    """The one error every command gives a layout that does not fit in HBM: by how much, and the single
+    changes that would fit (each checked by predicting it)."""
+    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts)
+    hint = (f"single changes that fit: {', '.join(alts)}" if alts
+            else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
+    return InputError("layout", "memory", f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
+                                          f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""))
+
+
 @click.command("predict")
 @layout_options
 @profile_option
@@ -69,12 +81,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     r = p.row(0)
     mem, hbm = r["memory_bytes_per_gpu"], r["hbm_bytes"]
     if not r["fits"] and not ignore_memory:
-        alts = fitting_alternatives(m, hw, lay, precision, attention, routing, prof.consts)
-        hint = (f"single changes that fit: {', '.join(alts)}" if alts
-                else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
-        raise InputError("layout", "memory",
-                         f"needs {_gb(mem)} per GPU, {_gb(mem - hbm)} over the {_gb(hbm)} of HBM on {hw.id}; "
-                         f"{hint} (or --ignore-memory)")
+        raise memory_error(m, hw, lay, r, precision, attention, routing, prof.consts)
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]

@@ -39,7 +39,7 @@ def render(res: ScalingResult) -> None:
             continue
         step = p.step_time_s or 1.0
         share = lambda k: f"{100 * p.grows_s[k] / step:.1f}%"
-        rows.append([f"{p.gpus:,}", f"{p.gbs:,}", layout_text(p.layout) + ("" if p.fits else " [red](no fit)[/red]"),
+        rows.append([f"{p.gpus:,}", f"{p.gbs:,}", layout_text(p.layout),
                      f"{p.step_time_s:.3g}", f"{p.tokens_per_s_per_gpu:,.0f}", _pct(p.mfu),
                      _pct(p.scaling_efficiency, 0), share("dp_comm"), share("pipeline_bubble"), share("ep_comm"),
                      _pct(p.goodput_fraction), f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
@@ -160,6 +160,10 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, mode: str, gbs: i
     except KeyboardInterrupt:
         got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
         raise KeyboardInterrupt(f"interrupted {got} of the {at['gpus']:,}-GPU search; no results written") from None
+    if not any(p.ok for p in res.points):     # nothing usable to show
+        raise InputError("scaling", "", f"no size can run {m.id} on {hw.id}: "
+                         + "; ".join(f"{p.gpus:,} GPUs: {p.reason}" for p in res.points[:4])
+                         + ("; ..." if len(res.points) > 4 else ""))
     if plot_path:
         plot(res, plot_path)
     if as_json:

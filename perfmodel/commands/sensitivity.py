@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
+from .. import api
 from ..calibration import constants
 from ..errors import InputError
 from ..hardware import show_field
@@ -13,6 +14,7 @@ from ..layout import Layout
 from ..model import load_model
 from ..predict import Options
 from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
+from .predict import memory_error
 from .common import console, emit_json, layout_options, resolve_hardware, table
 
 
@@ -75,12 +77,16 @@ def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: i
         (f0, v0), rest = sw.axes[0], sw.axes[1:]
         cols = [f"{rest[0][0]}={v}" for v in rest[0][1]] if rest else ["tokens/s/GPU"]
         fits = sw.matrix("fits")
-        rows = [[f"{f0}={v}", *[f"{x:,.0f}" + ("" if ok else " (no fit)") for x, ok in zip(r, fr)]]
-                for v, r, fr in zip(v0, sw.matrix(), fits)]
+        mem = sw.matrix("memory_bytes_per_gpu")
+        rows = [[f"{f0}={v}", *[f"{x:,.0f}" if ok else f"no fit ({mb / 1e9:.1f} GB)" for x, ok, mb in zip(r, fr, mr)]]
+                for v, r, fr, mr in zip(v0, sw.matrix(), fits, mem)]
         console.print(table(escape(f"tokens/s per GPU: {title}"), ["", *cols], rows, 1))
         if plot_path:
             console.print(f"heat map written to {escape(plot_path)}")
         return None
+    base = api.predict(m, hw, lay, precision, attention, routing)
+    if not bool(base.fits[0]):           # elasticities of a layout that cannot run mean nothing
+        raise memory_error(m, hw, lay, base.row(0), precision, attention, routing, ignore_flag=False)
     s = sensitivity(m, hw, lay, opts, rel)
     if as_json:
         return emit_json({**head, **s.to_dict()})
