@@ -11,8 +11,9 @@ from collections.abc import Iterable
 class InputError(ValueError):
     """A user-facing error: `where` (file or flag), `field`, `reason`."""
 
-    def __init__(self, where: str, field: str, reason: str):
+    def __init__(self, where: str, field: str, reason: str, details: dict | None = None):
         self.where, self.field, self.reason = where, field, reason
+        self.details = details or {}          # extra JSON for --json error output (e.g. the unsupported rows)
         loc = f"{where}: " if where else ""
         fld = f"{field}: " if field else ""
         super().__init__(f"{loc}{fld}{reason}")

@@ -17,13 +17,39 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from .checks import implausible_throughput, memory_reason
+from .counts import flops_per_token
 from .errors import InputError, did_you_mean
 from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
 
-REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
+REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
+# the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
+MEASURED = ("tokens_per_s_per_gpu", "step_time_s")
+# every column validate reads: (name, unit, default when empty or absent, accepted values)
+COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("model", "-", "required", "catalog id, or a model spec file (TOML / HF config.json) relative to the CSV"),
+    ("hardware", "-", "required", "catalog id, or a hardware TOML relative to the CSV"),
+    ("gpus", "GPUs", "required", "positive integer"),
+    ("precision", "-", "required", ", ".join(PRECISIONS)),
+    ("seq_len", "tokens", "required", "positive integer"),
+    ("global_batch", "sequences", "required", "positive integer"),
+    ("tokens_per_s_per_gpu", "tokens/s per GPU", "required unless step_time_s",
+     "positive number; implied MFU at most 100% of the precision's dense peak"),
+    ("step_time_s", "s", "used when tokens_per_s_per_gpu is absent or empty",
+     "positive number: one optimizer step over global_batch x seq_len tokens"),
+    ("run_id", "-", "row<line>", "unique within the file"),
+    ("tp", "-", "1", "positive integer"), ("pp", "-", "1", "positive integer"), ("vp", "-", "1", "positive integer"),
+    ("cp", "-", "1", "positive integer"), ("ep", "-", "1", "positive integer (1 for dense models)"),
+    ("etp", "-", "tp (MoE), 1 (dense)", "positive integer"),
+    ("micro_batch", "sequences", "1", "positive integer"),
+    ("fsdp", "-", "0", "0 or 1"),
+    ("recompute", "-", "lightest that fits (inferred)", "none, selective, full"),
+    ("moe_routing", "-", "real", "balanced-dropless, token-drop, or empty (real routing)"),
+    ("source", "-", "empty", "free text (grouping with --by source)"),
+)
 CALIBRATION_SPLITS = 4
 # Rows parsed and predicted together: large enough that each (model, hardware, options) group is one
 # predict_grid call over many layouts, small enough to bound memory on files of any length.
@@ -146,7 +172,8 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     for k in REQUIRED:
         if not _cell(row, k):
             raise ValueError(f"{k}: empty")
-    _float(row, "tokens_per_s_per_gpu")      # named here, so the caller's float() can't fail unexplained
+    if not any(_cell(row, k) for k in MEASURED):
+        raise ValueError("tokens_per_s_per_gpu: empty (and no step_time_s to convert)")
     model = _spec("model", _cell(row, "model"), base, specs)
     hw = _spec("hardware", _cell(row, "hardware"), base, specs)
     prec = _cell(row, "precision")
@@ -175,6 +202,14 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real")
     hw.peak(prec)
     return model, hw, lay, opts
+
+
+def measured_throughput(row: dict, lay: Layout) -> float:
+    """The row's tokens/s/GPU: its tokens_per_s_per_gpu cell, else global_batch x seq_len / (step_time_s x
+    gpus) (validation/README.md, throughput_basis `step_time`)."""
+    if _cell(row, "tokens_per_s_per_gpu"):
+        return _float(row, "tokens_per_s_per_gpu")
+    return lay.gbs * lay.seq / (_float(row, "step_time_s") * lay.gpus)
 
 
 _MODES = ("none", "selective", "full")
@@ -276,6 +311,20 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
     return out
 
 
+def _cannot_fit(r: _Row, s: _Scored) -> str | None:
+    """Why a measured row cannot be scored: its layout fits in HBM with no recompute mode (so the prediction,
+    full recompute or not, would be of a run that cannot happen), else None."""
+    if bool(s.p.fits[s.i]):
+        return None
+    p, i = s.p, s.i
+    if r.lay.recompute != "full" and s.inferred != "full":     # published lighter mode: does full fit?
+        p, i = predict_grid(r.model, r.hw, LayoutGrid.of(replace(r.lay, recompute="full")), r.opts), 0
+        if bool(p.fits[0]):
+            return None
+    return ("memory: does not fit in HBM with any recompute mode: with full recompute it "
+            + memory_reason(float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id))
+
+
 def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]]) -> RowResult:
     """RowResult of one scored row; `columns` caches each prediction's arrays as Python lists (what
     float(array[i]) gives, without a numpy scalar per value)."""
@@ -308,6 +357,8 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
     results: list[RowResult] = []
     unsupported: list[dict] = []
     specs: SpecCache = {}
+    seen: dict[str, int] = {}                  # run_id -> line
+    plausible: dict[tuple, float] = {}         # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
     it = iter(rows)
     given = 0
     while True:
@@ -320,11 +371,21 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             if progress and given % PROGRESS_EVERY == 0:
                 progress(given)
             rid = (row.get("run_id") or f"row{i + 2}").strip()
+            if rid in seen:
+                raise InputError("run_id", rid, f"appears on lines {seen[rid]} and {i + 2}: run ids must be unique "
+                                                "(a row measured twice, or two runs under one name?)")
+            seen[rid] = i + 2
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
                 if consts is not None:
                     opts = Options(opts.precision, opts.attention, opts.routing, consts)
-                measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
+                measured = measured_throughput(row, lay)
+                key = (id(model), id(hw), opts.precision, lay.seq)
+                if key not in plausible:             # implied MFU at most 100%: the fastest plausible throughput
+                    plausible[key] = hw.peak(opts.precision) / float(flops_per_token(model, lay.seq, "causal"))
+                if measured > plausible[key]:
+                    raise ValueError("tokens_per_s_per_gpu: impossible: "
+                                     + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or ""))
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue
@@ -339,6 +400,8 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
+            elif (why := _cannot_fit(r, s)) is not None:     # the run happened, so our memory model can't place it
+                bad.append({"run_id": r.rid, "row": line, "reason": why})
             else:
                 results.append(_result(r, s, columns))
         if bad:                      # keep `unsupported` in file order
@@ -363,6 +426,8 @@ def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:
                 raise InputError(str(p), "", "file is empty")
             reader.fieldnames = [f.strip() for f in reader.fieldnames]
             missing = [k for k in REQUIRED if k not in reader.fieldnames]
+            if not any(k in reader.fieldnames for k in MEASURED):
+                missing.append(" or ".join(MEASURED))
             if missing:
                 raise InputError(str(p), ", ".join(missing), "required column(s) missing")
             if raw:

@@ -525,3 +525,81 @@ def test_scaling_sizes_that_do_not_fit_are_not_priced_nor_the_baseline(capsys):
     msg = run_err(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "8",
                            "--seq", "8192", "--mode", "strong", "--no-measured"])
     assert "no size can run" in msg
+
+
+# ---- issue 15.2 / 15.7: impossible measurements, duplicates, zero coverage, step_time_s ----------------
+
+ROW70 = {"run_id": "l70", "model": "llama3-70b", "hardware": "h100-sxm", "gpus": "64", "precision": "bf16",
+         "seq_len": "8192", "global_batch": "128", "tp": "8", "pp": "4", "vp": "5", "tokens_per_s_per_gpu": "1000"}
+
+
+def test_csv_impossible_throughput_is_unsupported_not_scored(capsys, tmp_path):
+    """1,000,000 tok/s/GPU for Llama 3 70B on H100 implies ~45,000% MFU (a cluster total typed as per-GPU):
+    unsupported with the reason, out of the statistics. The limit is the dense peak: 989.4 TFLOP/s over
+    Llama 3 70B's FLOPs per token at seq 8192 allows ~2,200 tok/s/GPU, so 2,000 is scored and 3,000 is not."""
+    rows = [ROW70, {**ROW70, "run_id": "cluster", "tokens_per_s_per_gpu": "1000000"},
+            {**ROW70, "run_id": "near", "tokens_per_s_per_gpu": "2000"},
+            {**ROW70, "run_id": "over", "tokens_per_s_per_gpu": "3000"}]
+    d = run_json(capsys, ["validate", write_csv(tmp_path / "runs.csv", rows)])
+    assert {r["run_id"] for r in d["per_row"]} == {"l70", "near"}
+    why = {u["run_id"]: u["reason"] for u in d["unsupported"]}
+    assert set(why) == {"cluster", "over"} and "MFU" in why["cluster"] and "100%" in why["cluster"]
+    assert "tokens_per_s_per_gpu" in why["cluster"]
+
+
+def test_csv_layout_that_fits_with_no_recompute_mode_is_unsupported(capsys, tmp_path):
+    """DeepSeek-V3 on 8 H100 fits with no recompute mode: not predicted as 'recompute=full inferred'."""
+    row = {"run_id": "dsv3", "model": "deepseek-v3", "hardware": "h100-sxm", "gpus": "8", "precision": "bf16",
+           "seq_len": "4096", "global_batch": "64", "ep": "8", "tokens_per_s_per_gpu": "100"}
+    d = run_json(capsys, ["validate", write_csv(tmp_path / "runs.csv", [row, GOOD_ROW])])
+    assert [r["run_id"] for r in d["per_row"]] == ["good"]
+    [u] = d["unsupported"]
+    assert u["run_id"] == "dsv3" and "any recompute mode" in u["reason"] and "GB over" in u["reason"]
+    # stated recompute: the same rule (full recompute does not fit either)
+    d = run_json(capsys, ["validate", write_csv(tmp_path / "r2.csv", [{**row, "recompute": "selective"}, GOOD_ROW])])
+    assert [u["run_id"] for u in d["unsupported"]] == ["dsv3"]
+
+
+def test_csv_duplicate_run_id_is_an_input_error(capsys, tmp_path):
+    msg = run_err(capsys, ["validate", write_csv(tmp_path / "runs.csv", [GOOD_ROW, {**GOOD_ROW, "gpus": "16"}])])
+    assert "run_id" in msg and "good" in msg and "lines 2 and 3" in msg
+
+
+def test_csv_with_no_row_predicted_exits_2(capsys, tmp_path):
+    path = write_csv(tmp_path / "runs.csv", [{**GOOD_ROW, "gpus": "eight"}, {**GOOD_ROW, "run_id": "b", "tp": "x"}])
+    rc = main(["validate", path])
+    out = capsys.readouterr()
+    assert rc == 2 and "Unsupported rows" in out.out
+    assert out.err.startswith("error: ") and "0% coverage" in out.err and "gpus" in out.err
+
+
+def test_csv_step_time_without_tokens_per_s(capsys, tmp_path):
+    """step_time_s converts: tokens/s/GPU = global_batch x seq_len / (step x gpus) = 32 x 4096 / (1.8204 x 8)."""
+    row = {k: v for k, v in GOOD_ROW.items() if k != "tokens_per_s_per_gpu"}
+    d = run_json(capsys, ["validate", write_csv(tmp_path / "runs.csv", [{**row, "step_time_s": "1.8204"}])])
+    assert d["predicted"] == 1
+    assert d["per_row"][0]["measured"] == pytest.approx(32 * 4096 / (1.8204 * 8))
+    # neither column: the file is refused naming both
+    msg = run_err(capsys, ["validate", write_csv(tmp_path / "r2.csv", [row])])
+    assert "tokens_per_s_per_gpu or step_time_s" in msg and "missing" in msg
+
+
+def test_validate_help_lists_the_columns(capsys):
+    from perfmodel.validate import COLUMNS
+    assert main(["validate", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name, unit, default, _ in COLUMNS:
+        assert f"{name} [{unit}] default {default}" in " ".join(out.split())
+
+
+@pytest.mark.parametrize("tps,ok", [("1e9", False), ("3000", False), ("2000", True)])
+def test_cost_measured_throughput_plausibility(capsys, tps, ok):
+    """The validate rule on a typed throughput: Llama 3 70B at seq 8192 on H100 allows ~2,200 tok/s/GPU in BF16
+    (--precision bf16 given); 1e9 used to print '$ whole run 0'."""
+    args = ["cost", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--seq", "8192",
+            "--precision", "bf16", "--tokens", "1e12", "--tokens-per-s-per-gpu", tps]
+    if ok:
+        assert run_json(capsys, args)["tokens_per_s_per_gpu"] == float(tps)
+    else:
+        msg = run_err(capsys, args)
+        assert "--tokens-per-s-per-gpu" in msg and "MFU" in msg

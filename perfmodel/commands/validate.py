@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from ..errors import InputError
 from ..specfile import data_dir
-from ..validate import Report, RowResult, count_rows, iter_csv, validate_rows
+from ..validate import COLUMNS, Report, RowResult, count_rows, iter_csv, validate_rows
 from .common import console, print_table, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split")
@@ -82,17 +82,33 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
     write(("\n  ]" if rows else "]") + "\n}\n")
 
 
-@click.command("validate")
+def _columns_help() -> str:
+    """The CSV columns for `perfmodel validate --help` (click keeps \\b paragraphs unwrapped)."""
+    lines = ["\b", "Columns (name, unit, default, accepted values); other columns are ignored:"]
+    lines += [f"  {n} [{u}] default {d}: {a}" for n, u, d, a in COLUMNS]
+    return "\n".join(lines)
+
+
+@click.command("validate", help="Predict every measured run of FILE.csv (validation/README.md schema) and report "
+               "the errors. Without FILE: the public measured set shipped with perfmodel (validation/runs.csv). "
+               "Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no "
+               "recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so "
+               "is a file with no row predicted (exit 2).\n\n" + _columns_help())
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--by", "by_key", type=click.Choice(GROUP_KEYS), default="hardware", show_default=True,
               help="group the per-group table by this column")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
-    """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors.
-    Without FILE: the public measured set shipped with perfmodel (validation/runs.csv)."""
     path = file or str(data_dir("validation") / "runs.csv")
     report = run_validation(path)
     s = summary(report)
+    if not report.results:               # nothing usable: exit 2, with every row's reason
+        u = report.unsupported
+        if not as_json:
+            console.print(table("Unsupported rows", ["run_id", "line", "reason"],
+                                [[escape(x["run_id"]), x["row"], escape(x["reason"])] for x in u], 1))
+        raise InputError(path, "", f"no row could be predicted (0 of {report.given} rows, 0% coverage); first "
+                                   f"reason, line {u[0]['row']}: {u[0]['reason']}", details={"unsupported": u})
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
     if as_json:
