@@ -357,7 +357,6 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
     results: list[RowResult] = []
     unsupported: list[dict] = []
     specs: SpecCache = {}
-    seen: dict[str, int] = {}                  # run_id -> line
     plausible: dict[tuple, float] = {}         # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
     it = iter(rows)
     given = 0
@@ -371,10 +370,6 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             if progress and given % PROGRESS_EVERY == 0:
                 progress(given)
             rid = (row.get("run_id") or f"row{i + 2}").strip()
-            if rid in seen:
-                raise InputError("run_id", rid, f"appears on lines {seen[rid]} and {i + 2}: run ids must be unique "
-                                                "(a row measured twice, or two runs under one name?)")
-            seen[rid] = i + 2
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
                 if consts is not None:
@@ -431,6 +426,7 @@ def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:
             if missing:
                 raise InputError(str(p), ", ".join(missing), "required column(s) missing")
             if raw:
+                yield reader.fieldnames                         # the header first, then the bare cell lists
                 yield from (r for r in reader.reader if r)     # DictReader skips blank lines too
             else:
                 yield from reader
@@ -454,9 +450,24 @@ def iter_csv(path: str | Path) -> Iterator[dict]:
 
 
 def count_rows(path: str | Path) -> int:
-    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors."""
-    return sum(1 for _ in _csv_rows(path, raw=True))
+    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors, and one for a
+    run_id that appears twice (a row measured twice, or two runs under one name: either corrupts the figures)."""
+    it = _csv_rows(path, raw=True)
+    header = next(it)
+    col = header.index("run_id") if "run_id" in header else None
+    seen: dict[str, int] = {}
+    n = 0
+    for n, cells in enumerate(it, start=1):
+        rid = cells[col].strip() if col is not None and col < len(cells) else ""
+        if not rid:
+            continue
+        if rid in seen:
+            raise InputError(str(path), "run_id", f"'{rid}' appears on lines {seen[rid]} and {n + 1}: run ids must "
+                                                  "be unique (a row measured twice, or two runs under one name?)")
+        seen[rid] = n + 1
+    return n
 
 
 def validate_file(path: str | Path, consts=None) -> Report:
+    count_rows(path)                 # a broken file or a repeated run_id fails before any prediction
     return validate_rows(iter_csv(path), Path(path).resolve().parent, consts)
