@@ -31,7 +31,7 @@ from .hardware import HardwareSpec, apply_overrides, load_hardware
 from .layout import Layout, layout_text
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction
-from .reliability import assess, reliability_inputs
+from .reliability import assess, reliability_inputs, spares_text
 from .scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
 from .search import search
 from .workload import Gemm, attention_gemms, expert_gemms, mean_keys_value, mlp_gemms
@@ -57,6 +57,7 @@ class ReportConfig:
     profile: str = "default"
     buyer: str = "hyperscaler"
     tokens: float = 1e12
+    spares: str = "charged"                  # in-rack hot spares charged to training, or "excluded" (--spares)
 
 
 @dataclass
@@ -320,24 +321,28 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
             continue
         tps = float(res.top.tokens_per_s_per_gpu[0])
         t, priced = priced_tco(hw, cfg.buyer)      # unpriced hardware: energy only, $ fields None
-        rel = assess(reliability_inputs(hw), cfg.gpus, params_total)
+        ri = reliability_inputs(hw, {"count_hot_spares": cfg.spares == "charged"})
+        rel = assess(ri, cfg.gpus, params_total)
         nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
         eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
         usd = (lambda v: v) if priced else (lambda v: None)
         out.append({"hardware": hw.id, "name": hw.display_name(), "layout": layout_text(res.top.layouts.layout(0)),
                     "tokens_per_s_per_gpu": tps, "mfu": float(res.top.mfu[0]), "usd_per_gpu_hour": usd(t.usd_per_gpu_hour),
-                    "usd_per_million_tokens": usd(nom.usd_per_million_tokens), "joules_per_token": nom.joules_per_token,
-                    "goodput": rel.goodput_fraction, "units": rel.units, "spare_units": rel.spare_units,
+                    "usd_per_million_tokens_nominal": usd(nom.usd_per_million_tokens),
+                    "joules_per_token_nominal": nom.joules_per_token,
+                    "joules_per_token_after_reliability": eff.joules_per_token,
+                    "goodput_fraction": rel.goodput_fraction, "units": rel.units, "spare_units": rel.spare_units,
                     "gpus_per_unit": rel.inputs.gpus_per_unit, "cost_factor": rel.cost_factor,
                     "usd_per_million_tokens_after_reliability": usd(eff.usd_per_million_tokens),
-                    "usd_run_after_reliability": usd(eff.usd_total),
-                    "perf_per_tco_vs_first": None, "perf_per_tco_after_reliability_vs_first": None})
+                    "usd_total_after_reliability": usd(eff.usd_total),
+                    "spares": cfg.spares, "spares_text": spares_text(ri, hw.cost.unit_name if hw.cost else "server"),
+                    "perf_per_tco_vs_first_nominal": None, "perf_per_tco_vs_first_after_reliability": None})
     base = next((o for o in out if o.get("layout") and o["usd_per_gpu_hour"] is not None), None)
     for o in out:
         if o.get("layout") and base and o["usd_per_gpu_hour"] is not None:
-            o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
+            o["perf_per_tco_vs_first_nominal"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
                 (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
-            o["perf_per_tco_after_reliability_vs_first"] = (base["usd_per_million_tokens_after_reliability"]
+            o["perf_per_tco_vs_first_after_reliability"] = (base["usd_per_million_tokens_after_reliability"]
                                                           / o["usd_per_million_tokens_after_reliability"])
     return out
 
@@ -345,10 +350,14 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
 def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     plt = _plt()
     ok = [r for r in rows if r.get("layout")]
+    first = ok[0]["hardware"] if ok else "first"
     metrics = [("tokens/s per GPU", "tokens_per_s_per_gpu", "{:,.0f}"), ("$ per GPU-hour", "usd_per_gpu_hour", "{:.2f}"),
-               ("$ per 1M tokens", "usd_per_million_tokens", "{:.3f}"), ("utility J per token", "joules_per_token", "{:.2f}"),
-               (f"perf per TCO (vs {ok[0]['hardware'] if ok else 'first'})", "perf_per_tco_vs_first", "{:.2f}x")]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(12, 3.4))
+               ("$ per 1M tokens, nominal", "usd_per_million_tokens_nominal", "{:.3f}"),
+               ("$ per 1M tokens,\nafter reliability", "usd_per_million_tokens_after_reliability", "{:.3f}"),
+               ("utility J per token, nominal", "joules_per_token_nominal", "{:.2f}"),
+               (f"perf per TCO vs {first},\nnominal", "perf_per_tco_vs_first_nominal", "{:.2f}x"),
+               (f"perf per TCO vs {first},\nafter reliability", "perf_per_tco_vs_first_after_reliability", "{:.2f}x")]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(16, 3.8))
     colors = ["#76b900", "#1f77b4", "#ff7f0e", "#9467bd"]
     for ax, (lab, k, fmt) in zip(axes, metrics):
         vals = [r[k] if r[k] is not None else 0.0 for r in ok]      # no sourced price: drawn as 0, labelled "-"
@@ -490,15 +499,15 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     while n <= max(cfg.scaling_max_gpus, cfg.gpus):
         sizes.append(n)
         n *= 2
-    sc = run_scaling(m, hw, sizes, "weak", best, opts, profile=prof.name, measured=load_runs())
+    sc = run_scaling(m, hw, sizes, "weak", best, opts, profile=prof.name, measured=load_runs(), spares=cfg.spares)
     scaling_plot(sc, outdir / "scaling.png")
     rep.files.append("scaling.png")
     rep.data["scaling"] = sc.to_dict()
     sc_rows = [[f"{p.gpus:,}", f"{p.gbs:,}", f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.mfu:.1%}",
                 f"{p.grows_s['dp_comm'] / p.step_time_s:.1%}", f"{p.goodput_fraction:.2%}",
                 f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
-                f"{p.usd_per_million_tokens:.3f}" if p.usd_per_million_tokens is not None else "-",
-                f"{p.joules_per_token:.2f}"] if p.ok else [f"{p.gpus:,}", p.gbs, p.reason, "", "", "", "", "", ""]
+                f"{p.usd_per_million_tokens_nominal:.3f}" if p.usd_per_million_tokens_nominal is not None else "-",
+                f"{p.joules_per_token_nominal:.2f}"] if p.ok else [f"{p.gpus:,}", p.gbs, p.reason, "", "", "", "", "", ""]
                for p in sc.points]
     sections.append(f"<h2>4. Weak scaling</h2><p class='note'>Best layout {e(layout_text(best))} held fixed, per-GPU batch "
                     f"held (global batch grows with data parallelism), {sizes[0]:,} to {sizes[-1]:,} GPUs "
@@ -544,21 +553,22 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         ["tokens/s per GPU"] + [f"{r['tokens_per_s_per_gpu']:,.0f}" for r in ok],
         ["MFU"] + [f"{r['mfu']:.1%}" for r in ok],
         ["$ per GPU-hour"] + [f(r["usd_per_gpu_hour"], ".3f") for r in ok],
-        ["$ per 1M tokens"] + [f(r["usd_per_million_tokens"], ".4f") for r in ok],
-        ["utility J per token"] + [f"{r['joules_per_token']:.3f}" for r in ok],
-        ["goodput"] + [f"{r['goodput']:.2%}" for r in ok],
+        ["$ per 1M tokens nominal"] + [f(r["usd_per_million_tokens_nominal"], ".4f") for r in ok],
+        ["utility J per token nominal"] + [f"{r['joules_per_token_nominal']:.3f}" for r in ok],
+        ["goodput"] + [f"{r['goodput_fraction']:.2%}" for r in ok],
         ["units + spare units (GPUs per unit)"] + [f"{r['units']} + {r['spare_units']} ({r['gpus_per_unit']})" for r in ok],
         ["GPUs paid / GPUs used"] + [f"{r['cost_factor']:.2f}x" for r in ok],
         ["$ per 1M tokens after reliability"] + [f(r["usd_per_million_tokens_after_reliability"], ".4f") for r in ok],
-        ["perf per TCO vs first"] + [f(r["perf_per_tco_vs_first"], ".2f") + "x" * (r["perf_per_tco_vs_first"] is not None)
-                                     for r in ok],
-        ["  after reliability"] + [f(r["perf_per_tco_after_reliability_vs_first"], ".2f")
-                                   + "x" * (r["perf_per_tco_after_reliability_vs_first"] is not None) for r in ok],
+        ["perf per TCO vs first, nominal"] + [f(r["perf_per_tco_vs_first_nominal"], ".2f")
+                                              + "x" * (r["perf_per_tco_vs_first_nominal"] is not None) for r in ok],
+        ["  after reliability"] + [f(r["perf_per_tco_vs_first_after_reliability"], ".2f")
+                                   + "x" * (r["perf_per_tco_vs_first_after_reliability"] is not None) for r in ok],
     ]
     sections.append(f"<h2>6. {' vs '.join(e(h.id) for h in hws)}</h2><p class='note'>The planner's best layout on each "
                     f"system at {cfg.gpus} GPUs; cost from <code>perfmodel tco</code> ({e(cfg.buyer)} assumptions), "
                     f"energy as utility joules (all-in power x PUE), goodput and spares from the reliability model "
-                    f"(<code>perfmodel compare</code>).{spare_note}</p>"
+                    f"(<code>perfmodel compare</code>).{spare_note} "
+                    + "; ".join(f"{e(r['hardware'])} {e(r['spares_text'])}" for r in ok) + "</p>"
                     + _img("compare.png", "hardware comparison", "cost, energy and perf per TCO")
                     + _table([""] + [r["hardware"] for r in ok], metric_rows))
 

@@ -33,7 +33,7 @@ from .layout import Layout, LayoutGrid, layout_text
 from .model import ModelSpec
 from .predict import Options, Prediction, predict_grid
 from .profiles import release_of
-from .reliability import ReliabilityInputs, assess, reliability_inputs
+from .reliability import ReliabilityInputs, assess, reliability_inputs, spares_text
 from .search import Constraints, search as run_search
 
 Mode = Literal["weak", "strong"]
@@ -139,9 +139,9 @@ class ScalePoint:
     breakdown_s: dict[str, float] = field(default_factory=dict)
     grows_s: dict[str, float] = field(default_factory=dict)
     scaling_efficiency: float | None = None
-    usd_per_million_tokens: float | None = None
+    usd_per_million_tokens_nominal: float | None = None
     usd_per_million_tokens_after_reliability: float | None = None
-    joules_per_token: float | None = None
+    joules_per_token_nominal: float | None = None
     joules_per_token_after_reliability: float | None = None
     goodput_fraction: float | None = None
     goodput_tokens_per_s_per_gpu: float | None = None
@@ -170,6 +170,8 @@ class ScalingResult:
     points: list[ScalePoint]
     usd_per_gpu_hour: float | None
     moe: bool = False
+    spares: str = "charged"
+    spares_text: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "points"}
@@ -189,9 +191,9 @@ def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: 
     nominal = run_cost(t, tps, RUN_TOKENS, pt.gpus)
     eff = run_cost(t, tps, RUN_TOKENS, pt.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
     if priced:
-        pt.usd_per_million_tokens = nominal.usd_per_million_tokens
+        pt.usd_per_million_tokens_nominal = nominal.usd_per_million_tokens
         pt.usd_per_million_tokens_after_reliability = eff.usd_per_million_tokens
-    pt.joules_per_token, pt.joules_per_token_after_reliability = nominal.joules_per_token, eff.joules_per_token
+    pt.joules_per_token_nominal, pt.joules_per_token_after_reliability = nominal.joules_per_token, eff.joules_per_token
     pt.goodput_fraction = rel.goodput_fraction
     pt.goodput_tokens_per_s_per_gpu = tps * rel.goodput_fraction
     pt.job_mtbi_s, pt.interruptions_per_day = rel.mtbi_s, rel.interruptions_per_day
@@ -201,7 +203,7 @@ def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: 
 def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base: Layout, opts: Options,
             search: bool = False, buyer: str = "hyperscaler", profile: str = "default",
             measured: list[dict] | None = None, constraints: Any = None,
-            on_chunk: Callable[[int, int, int], None] | None = None) -> ScalingResult:
+            on_chunk: Callable[[int, int, int], None] | None = None, spares: str = "charged") -> ScalingResult:
     """Predict `base` (its gpus and gbs are those of the first, smallest size) at every GPU count.
     search=True runs the planner per size instead (base's tp/pp/... are then ignored; `constraints`, a
     search.Constraints, pins or caps axes; `on_chunk(gpus, done, total)` reports the planner's progress)."""
@@ -213,7 +215,7 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
     gpus = sorted(gpus)
     n0 = gpus[0]
     t, priced = priced_tco(hw, buyer)
-    ri = reliability_inputs(hw)
+    ri = reliability_inputs(hw, {"count_hot_spares": spares == "charged"})
     params_total = float(param_counts(model).total)
     cons = Constraints() if constraints is None else constraints
     points: list[ScalePoint] = []
@@ -253,7 +255,9 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
     if measured is not None:
         attach_measured(points, measured, model, hw, opts, base, mode, search)
     return ScalingResult(model.id, hw.id, mode, opts.precision, opts.attention, base.seq, n0, base.gbs, search,
-                         priced, profile, points, t.usd_per_gpu_hour if priced else None, model.is_moe)
+                         priced, profile, points, t.usd_per_gpu_hour if priced else None, model.is_moe,
+                         "charged" if ri.count_hot_spares else "excluded",
+                         spares_text(ri, hw.cost.unit_name if hw.cost is not None else "server"))
 
 
 # ---- measured runs (validation/runs.csv) ----------------------------------------------------------

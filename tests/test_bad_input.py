@@ -483,7 +483,7 @@ def test_compare_lists_the_unrunnable_system_without_numbers(capsys):
     h, g = d["systems"]
     assert h["runnable"] is False and "GB over" in h["reason"]
     assert not {"tokens_per_s_per_gpu", "usd_per_million_tokens", "joules_per_token"} & set(h)
-    assert g["runnable"] is True and g["perf_per_tco_vs_first"] == pytest.approx(1.0)
+    assert g["runnable"] is True and g["perf_per_tco_vs_first_nominal"] == pytest.approx(1.0)
 
 
 def test_cost_refuses_a_layout_that_does_not_fit(capsys):
@@ -520,7 +520,7 @@ def test_scaling_sizes_that_do_not_fit_are_not_priced_nor_the_baseline(capsys):
     bad = [p for p in pts if not p["ok"]]
     good = [p for p in pts if p["ok"]]
     assert bad and good and all("does not fit" in p["reason"] for p in bad)
-    assert all(p["tokens_per_s_per_gpu"] is None and p["usd_per_million_tokens"] is None for p in bad)
+    assert all(p["tokens_per_s_per_gpu"] is None and p["usd_per_million_tokens_nominal"] is None for p in bad)
     assert good[0]["scaling_efficiency"] == pytest.approx(1.0)
     msg = run_err(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "8",
                            "--seq", "8192", "--mode", "strong", "--no-measured"])
@@ -603,3 +603,77 @@ def test_cost_measured_throughput_plausibility(capsys, tps, ok):
     else:
         msg = run_err(capsys, args)
         assert "--tokens-per-s-per-gpu" in msg and "MFU" in msg
+
+
+# ---- issue 15.3: hot spares charged by default, one flag everywhere ------------------------------------
+
+SPARE_CMDS = {
+    "cost": ["cost", "--model", "llama3-70b", "--hardware", "gb200-nvl72", "--gpus", "128", "--tokens", "1e12",
+             "--tokens-per-s-per-gpu", "1500"],
+    "compare": ["compare", "--model", "llama3-8b", "--hardware", "gb200-nvl72", "--gpus", "128", "--gbs", "128",
+                "--seq", "4096", "--no-planner"],
+    "size": ["size", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "128", "--hardware", "gb200-nvl72"],
+    "scaling": ["scaling", "--model", "llama3-8b", "--hardware", "gb200-nvl72", "--gpus", "128,256", "--gbs", "128",
+                "--seq", "4096", "--no-measured"],
+}
+
+
+def _after_reliability_usd_per_mtok(cmd: str, d) -> float:
+    if cmd == "compare":
+        d = d["systems"][0]
+    if cmd == "size":
+        d = d[0]
+    if cmd == "scaling":
+        return d["points"][0]["usd_per_million_tokens_after_reliability"]
+    return d["usd_per_million_tokens_after_reliability"]
+
+
+@pytest.mark.parametrize("cmd", list(SPARE_CMDS))
+def test_hot_spares_charged_by_default_and_one_flag_excludes_them(capsys, cmd):
+    """NVL72 trains on 64 of 72 GPUs per rack: charging the 8 installed hot spares multiplies $/token by 72/64
+    (+12.5%) on every economics command; --spares excluded is the same flag everywhere."""
+    charged = run_json(capsys, SPARE_CMDS[cmd])
+    excluded = run_json(capsys, [*SPARE_CMDS[cmd], "--spares", "excluded"])
+    ratio = _after_reliability_usd_per_mtok(cmd, charged) / _after_reliability_usd_per_mtok(cmd, excluded)
+    assert ratio == pytest.approx(72 / 64)
+
+
+def test_spare_policy_is_stated_and_the_old_key_points_to_the_flag(capsys):
+    assert main(SPARE_CMDS["cost"]) == 0
+    assert "hot spares charged: 8 of 72 GPUs per rack" in " ".join(capsys.readouterr().out.split())
+    assert "--spares" in run_err(capsys, [*SPARE_CMDS["cost"], "--set", "count_hot_spares=1"])
+
+
+# ---- issue 15.4: one JSON vocabulary; errors as JSON with --json --------------------------------------
+
+def test_json_vocabulary_names_nominal_and_after_reliability_apart(capsys):
+    """cost, compare, size, scaling and the report's compare rows: every run-cost quantity that has both
+    meanings carries _nominal or _after_reliability, never a bare name that means one thing here and the
+    other there."""
+    from perfmodel.economics import RunCost
+    bare = {f for f in RunCost.__dataclass_fields__}
+    cost = run_json(capsys, SPARE_CMDS["cost"])
+    cmp = run_json(capsys, SPARE_CMDS["compare"])["systems"][0]
+    size = run_json(capsys, SPARE_CMDS["size"])[0]
+    pt = run_json(capsys, SPARE_CMDS["scaling"])["points"][0]
+    for d in (cost, cmp, size):
+        assert not bare & set(d), bare & set(d)
+        for k in ("usd_per_million_tokens", "usd_total", "joules_per_token", "mwh"):
+            assert d[f"{k}_nominal"] < d[f"{k}_after_reliability"]
+    assert size["wall_days_nominal"] < size["wall_days_after_reliability"]
+    assert not bare & set(pt) and pt["usd_per_million_tokens_nominal"] < pt["usd_per_million_tokens_after_reliability"]
+
+
+@pytest.mark.parametrize("args,field", [
+    (predict(model="llama3-8"), "llama3-8"),
+    (predict("llama3-8b", "h100-sxm", ["--gpus", "8", "--gbs", "12", "--seq", "4096"]), "gbs"),
+    (predict("llama3-8b", "h100-sxm", ["--gpus", "eight", "--gbs", "8", "--seq", "4096"]), None),
+])
+def test_json_errors_are_a_json_object_on_stdout_too(capsys, args, field):
+    rc = main([*args, "--json"])
+    out = capsys.readouterr()
+    assert rc == 2 and out.err.startswith("error: ") and len(out.err.strip().splitlines()) == 1
+    d = json.loads(out.out)
+    assert d["exit_status"] == 2 and d["error"]["message"] in out.err
+    if field is not None:
+        assert d["error"]["field"] == field

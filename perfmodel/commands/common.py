@@ -137,6 +137,13 @@ def _routing() -> Callable:
                         help="MoE routing: real (load imbalance) or force-balanced")
 
 
+def spares_option(f: Callable) -> Callable:
+    """--spares charged|excluded: one flag on every economics command (perfmodel/reliability.py)."""
+    return click.option("--spares", default="charged", show_default=True, type=click.Choice(["charged", "excluded"]),
+                        help="in-rack hot spares (NVL72: 8 of 72 GPUs per rack): charged to training as installed "
+                             "hardware, or excluded")(f)
+
+
 def precision_option(f: Callable) -> Callable:
     """--precision, as every predicting command takes it."""
     return _precision()(f)
