@@ -459,7 +459,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         comm_s = sum(b[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
         top_rows.append([i + 1, texts[i], f"{top.tokens_per_s_per_gpu[i]:,.0f}",
                          f"{top.mfu[i]:.1%}", f"{step:.3f}", f"{comm_s / step:.1%}", f"{b['pipeline_bubble'] / step:.1%}",
-                         f"{top.memory_bytes_per_gpu[i] / 2**30:.1f}"])
+                         f"{top.memory_bytes_per_gpu[i] / 1e9:.1f}"])
     rep.data["top"] = [{"layout": texts[i], **{k: v for k, v in top.row(i).items() if k != "layout"}}
                        for i in range(top.layouts.n)]
 
@@ -491,7 +491,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     sections.append(f"<h2>3. Top layouts (planner)</h2><p class='note'>{res.evaluated:,} candidate layouts, "
                     f"{res.legal:,} legal, {res.fits:,} fit in HBM, scored in {res.seconds:.2f} s "
                     f"(<code>perfmodel search</code>).</p>"
-                    + _table(["#", "layout", "tok/s/GPU", "MFU", "step s", "comm", "bubble", "mem GiB"], top_rows))
+                    + _table(["#", "layout", "tok/s/GPU", "MFU", "step s", "comm", "bubble", "mem GB"], top_rows))
 
     # scaling
     sizes = []

@@ -374,7 +374,7 @@ ECON = {
 @pytest.mark.parametrize("cmd", list(ECON))
 @pytest.mark.parametrize("item,needle", [
     ("electricty_usd_per_kwh=0.1", "did you mean 'electricity_usd_per_kwh'"),   # misspelled
-    ("nic_gbs=800", "did you mean 'nic_gbps'"),                                 # misspelled hardware field
+    ("nic_gbs=800", "did you mean 'nic_gbit_s'"),                                 # misspelled hardware field
     ("pue", "KEY=VALUE"),
     ("pue=cheap", "number"),
     ("pue=nan", "finite"),
@@ -677,3 +677,47 @@ def test_json_errors_are_a_json_object_on_stdout_too(capsys, args, field):
     assert d["exit_status"] == 2 and d["error"]["message"] in out.err
     if field is not None:
         assert d["error"]["field"] == field
+
+
+# ---- issue 15.5 / 15.12: units in names and headers; ids never cut ----------------------------------------
+
+@pytest.mark.parametrize("old,new", [("nic_gbps", "nic_gbit_s"), ("nvlink_gbps", "nvlink_gbyte_s"),
+                                     ("nvlink_bw", "nvlink_gbyte_s"), ("hbm_tbps", "hbm_tbyte_s")])
+@pytest.mark.parametrize("cmd", ["predict", "cost"])
+def test_ambiguous_bandwidth_aliases_are_refused_with_the_new_name(capsys, old, new, cmd):
+    args = predict() if cmd == "predict" else ECON["cost"]
+    msg = run_err(capsys, [*args, "--set", f"{old}=800"])
+    assert f"renamed to {new}" in msg
+
+
+def test_nic_alias_is_gbit_per_s_and_nvlink_alias_gbyte_per_s():
+    from perfmodel.hardware import apply_overrides, load_hardware
+    hw = apply_overrides(load_hardware("h100-sxm"), ["nic_gbit_s=800", "nvlink_gbyte_s=900"])
+    assert hw.scale_out.bandwidth == 100e9 and hw.scale_up.bandwidth == 900e9      # 800 Gbit/s = 100 GB/s
+
+
+@pytest.mark.parametrize("kind", ["hardware", "models"])
+def test_list_never_cuts_ids_at_80_columns(capsys, monkeypatch, kind):
+    from perfmodel.commands import common
+    from perfmodel.specfile import catalog_ids
+    monkeypatch.setattr(common.console, "width", 80)
+    assert main(["list", kind]) == 0
+    out = capsys.readouterr().out
+    assert all(len(l) <= 80 for l in out.splitlines())
+    ids = {l.split()[0] for l in out.splitlines() if l.strip()}
+    assert set(catalog_ids(kind)) <= ids
+    if kind == "hardware":
+        assert "NIC Gbit/s" in out and "HBM GB" in out
+
+
+def test_search_prints_memory_in_gb_as_predict_does(capsys, monkeypatch):
+    """One memory unit (GB = 1e9 bytes) in every table: predict's 'memory per GPU' and search's 'mem GB' agree."""
+    from perfmodel.commands import common
+    monkeypatch.setattr(common.console, "width", 200)
+    args = ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8", "--seq", "4096",
+            "--top", "1"]
+    d = run_json(capsys, args)
+    mem = d["top"][0]["prediction"]["memory_bytes_per_gpu"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "mem GB" in out and "GiB" not in out and f"{mem / 1e9:.1f}" in out

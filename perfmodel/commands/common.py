@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from ..hardware import ALIASES, PRECISIONS, HardwareSpec, apply_overrides, load_hardware, settable_fields
+from ..hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
 # stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
 # BrokenPipeError, which cli.main turns into status 0 (as it does for click.echo)
@@ -178,7 +178,7 @@ def layout_options(f: Callable) -> Callable:
     if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):   # a command's own --set wins
         opts.append(click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
                                  help="what-if hardware: override a spec field (repeatable), e.g. "
-                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbps=800, hbm_gb=288"))
+                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbit_s=800, hbm_gb=288"))
     for o in reversed(opts):
         f = o(f)
     return f
@@ -190,12 +190,12 @@ def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] 
 
 
 def hardware_set_keys() -> list[str]:
-    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbps, ...)."""
+    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbit_s, ...)."""
     return [*settable_fields(), *ALIASES]
 
 
 def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
-    hw_keys = set(hardware_set_keys())
+    hw_keys = set(hardware_set_keys()) | set(RENAMED)       # a renamed alias reaches parse_set, which names the new one
     mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
     return mine, [s for s in sets if s not in mine]

@@ -50,7 +50,7 @@ def cost_options(f: Callable) -> Callable:
                      help="buyer type whose cost assumptions apply (perfmodel/costs.toml)"),
         click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                      help="override a named cost or reliability assumption, e.g. electricity_usd_per_kwh=0.12, or a "
-                          "what-if hardware field, e.g. nic_gbps=800 (repeatable)"),
+                          "what-if hardware field, e.g. nic_gbit_s=800 (repeatable)"),
     ]
     for o in reversed(opts):
         f = o(f)

@@ -32,7 +32,7 @@ _D = ReportConfig()
 @spares_option
 @profile_option
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="what-if hardware: override a field of --hardware (repeatable), e.g. nic_gbps=800")
+              help="what-if hardware: override a field of --hardware (repeatable), e.g. nic_gbit_s=800")
 @click.option("--json", "as_json", is_flag=True, help="print the written files and timings as JSON")
 def command(out: str, model: str, hardware: str, gpus: int, gbs: int, seq: int, precision: str, compare: str,
             top: int, scaling_max_gpus: int, validation_csv: str | None, buyer: str, spares: str, profile: str,

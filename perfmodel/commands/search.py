@@ -20,7 +20,7 @@ from .common import (console, convention_options, emit_json, precision_option, r
                      stderr_progress, table)
 from .profiles import profile_option
 
-GIB = 2.0 ** 30
+GB = 1e9            # memory in GB = 1e9 bytes, as every table (perfmodel/checks.py)
 # breakdown_s keys grouped for the top-K table (predict.py)
 COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
 COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
@@ -124,7 +124,7 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @convention_options
 @profile_option
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbps=800")
+              help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbit_s=800")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
             top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool,
@@ -193,12 +193,12 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
                      uncertainty.span(e["tokens_per_s_per_gpu_low"], e["tokens_per_s_per_gpu_high"], ",.0f"),
                      f"{top.mfu[i]:.1%}",
                      f"{step:.3g}", f"{sum(b[k] for k in COMPUTE) / step:.0%}", f"{comm / step:.0%}",
-                     f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GIB:.1f}"]
+                     f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GB:.1f}"]
                     + [objective_text(objective, float(values[i]))] * len(extra))
     if what_if:
         console.print("what-if hardware: " + escape(what_if))
     t = table(f"top {top.layouts.n} by {objective}",
-              ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GiB"] + extra,
+              ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GB"] + extra,
               rows, justify_right_from=2)
     console.print(t)
     b = out["band"]
@@ -215,10 +215,10 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
         shown = sorted(set(np.linspace(0, n - 1, min(n, FRONT_ROWS)).round().astype(int).tolist()))
         note = f" ({len(shown)} of {n} points; --json lists all)" if len(shown) < n else ""
         t = table("Pareto front: throughput vs memory headroom" + note,
-                            ["layout", "tok/s/GPU", "mem GiB", "headroom GiB"],
+                            ["layout", "tok/s/GPU", "mem GB", "headroom GB"],
                             [[short(front, i), f"{front.tokens_per_s_per_gpu[i]:,.0f}",
-                              f"{front.memory_bytes_per_gpu[i] / GIB:.1f}",
-                              f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GIB:.1f}"]
+                              f"{front.memory_bytes_per_gpu[i] / GB:.1f}",
+                              f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GB:.1f}"]
                              for i in shown])
         t.columns[0].no_wrap = True
         console.print(t)

@@ -48,7 +48,7 @@ def signed_percent(change: float) -> str:
 @layout_options
 @click.option("--sweep", "sweeps", multiple=True, metavar="FIELD=V1,V2,...",
               help="sweep a hardware field (as --set takes it; one or two sweeps) and print tokens/s/GPU, "
-                   "e.g. --sweep nvlink_domain=8,16,36,72,144 --sweep nic_gbps=400,800")
+                   "e.g. --sweep nvlink_domain=8,16,36,72,144 --sweep nic_gbit_s=400,800")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="with --sweep: write a heat map of tokens/s/GPU to this PNG")
 @click.option("--rel", type=float, default=0.10, show_default=True,

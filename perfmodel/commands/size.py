@@ -85,7 +85,7 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
 @click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
               help="buyer type whose cost assumptions apply (perfmodel/costs.toml)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="what-if hardware field (e.g. nic_gbps=800) or cost / reliability assumption "
+              help="what-if hardware field (e.g. nic_gbit_s=800) or cost / reliability assumption "
                    "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
 @spares_option
 @convention_options
