@@ -49,8 +49,12 @@ def _json_error(argv: list[str], status: int, message: str, exc: InputError | No
 def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     args = list(sys.argv[1:] if argv is None else argv)
+    from .commands.common import WARNINGS
+    WARNINGS.clear()
     try:
         cli.main(args=argv, standalone_mode=False)
+        for w in WARNINGS:
+            click.echo(f"warning: {w}", err=True)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
         _json_error(args, 2, str(exc), exc)

@@ -78,6 +78,8 @@ def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, float]:
             raise InputError("--set", key, f"value must be a number (got {val!r})") from None
         if not math.isfinite(num):
             raise InputError("--set", key, f"value must be finite (got {val!r})")
+        if key in out:                   # a repeated key is two answers to one question, never "the last wins"
+            raise InputError("--set", key, f"given twice ({out[key]:g} and {num:g}): give it once")
         out[key] = num
     return out
 

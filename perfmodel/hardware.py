@@ -382,8 +382,12 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
         return hw
     doc = hw.model_dump(exclude={"overridden"})
     changed: list[str] = []
+    given: dict[str, str] = {}
     for item in sets:
         field, name, value = parse_set(item)
+        if field in given:               # a repeated field is two answers to one question, never "the last wins"
+            raise InputError("--set", name, f"sets {field} twice ({given[field]} and {item.strip()}): give it once")
+        given[field] = item.strip()
         node = doc
         *parents, leaf = field.split(".")
         for p in parents:

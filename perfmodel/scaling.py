@@ -227,8 +227,14 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
             pt.reason = f"weak-scaled global batch {base.gbs} x {n} / {n0} is not a whole number of sequences"
             continue
         if search:
-            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1, constraints=cons,
-                             on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None)
+            try:
+                res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1, constraints=cons,
+                                 on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None)
+            except InputError as exc:        # a --fix value this size cannot take (tp=8 on 4 GPUs)
+                if exc.where != "--fix":
+                    raise
+                pt.reason = f"{exc.field}: {exc.reason}"
+                continue
             if res.top is None:
                 pt.reason = f"no legal layout fits in HBM ({res.legal:,} legal layouts scored)"
                 continue

@@ -721,3 +721,62 @@ def test_search_prints_memory_in_gb_as_predict_does(capsys, monkeypatch):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "mem GB" in out and "GiB" not in out and f"{mem / 1e9:.1f}" in out
+
+
+# ---- issue 15.6: conflicts are errors ------------------------------------------------------------------
+
+SEARCH70 = ["search", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128", "--seq", "8192"]
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--fix", "tp=3"], "tp=3: no layout can take it: tp must divide the 64 GPUs and the 64 attention heads"),
+    (["--fix", "pp=3"], "pp must divide the 64 GPUs"),
+    (["--fix", "ep=2"], "dense: ep must be 1"),
+    (["--fix", "etp=2"], "dense: etp must be 1"),
+    (["--fix", "dp=3"], "dp must divide the 64 GPUs"),
+    (["--fix", "mbs=3"], "mbs must divide the global batch 128"),
+    (["--fix", "tp=8", "--max", "tp=4"], "conflicts with --max tp=4"),
+    (["--fix", "tp=8", "--fix", "tp=4"], "given twice with different values (8 and 4)"),
+    (["--max", "pp=8", "--max", "pp=4"], "given twice"),
+])
+def test_search_constraints_that_no_layout_can_take_are_errors(capsys, extra, needle):
+    assert needle in run_err(capsys, [*SEARCH70, *extra])
+
+
+def test_search_with_nothing_that_fits_exits_2(capsys):
+    msg = run_err(capsys, ["search", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8",
+                           "--seq", "8192", "--fix", "pp=1", "--fix", "recompute=none"])
+    assert "legal layouts fits in HBM" in msg
+
+
+@pytest.mark.parametrize("args,needle", [
+    (predict("llama3-8b", "h100-sxm", SHAPE, "--set", "hbm_gb=100", "--set", "memory.hbm_bytes=1e11"),
+     "sets memory.hbm_bytes twice"),
+    (predict("llama3-8b", "h100-sxm", SHAPE, "--set", "nvlink_domain=16", "--set", "nvlink_domain=16"), "twice"),
+    (["tco", "--hardware", "h100-sxm", "--set", "pue=1.2", "--set", "pue=1.3"], "given twice (1.2 and 1.3)"),
+])
+def test_repeated_set_is_an_error(capsys, args, needle):
+    assert needle in run_err(capsys, args)
+
+
+def test_etp_on_a_dense_model_errors_like_ep(capsys):
+    assert "layout: etp: etp must be 1 for a dense model" in run_err(capsys, predict(shape=SHAPE) + ["--etp", "2"])
+
+
+def test_seq_above_the_maximum_context_warns_and_goes_on(capsys):
+    """Rule: above max_position_embeddings a warning on stderr (after the output), exit 0; long-context
+    training is real (RoPE extension), so it is not an error. An error elsewhere stays the one line."""
+    rc = main(predict("llama3-8b", "h100-sxm", ["--gpus", "8", "--gbs", "8", "--seq", "65536", "--tp", "8"],
+                      "--recompute", "full", "--json"))
+    out = capsys.readouterr()
+    assert rc == 0 and json.loads(out.out)["tokens_per_s_per_gpu"] > 0
+    assert out.err.startswith("warning: seq 65,536 is 8x llama3-8b's maximum context (8,192 tokens")
+    assert main(predict("llama3-8b", "h100-sxm", ["--gpus", "8", "--gbs", "8", "--seq", "4096"])) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("hw,used", [("h100-sxm", 104), ("gb200-nvl72", 128)])
+def test_size_header_says_the_gpus_its_table_uses(capsys, hw, used):
+    assert main(["size", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "100", "--hardware", hw]) == 0
+    head = " ".join(capsys.readouterr().out.split())
+    assert f"on 100 GPUs (rounded up to whole units: {hw} {used})" in head

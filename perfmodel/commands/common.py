@@ -15,6 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from ..checks import context_warning
 from ..hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
 # stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
@@ -182,6 +183,17 @@ def layout_options(f: Callable) -> Callable:
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+WARNINGS: list[str] = []      # printed on stderr by cli.main after a command succeeds (an error stays one line)
+
+
+def warn_context(model: Any, seq: int | None) -> None:
+    """A warning when seq exceeds the model's maximum context (perfmodel/checks.py: the command goes on):
+    one stderr line after the output, never on stdout, so --json stays one document."""
+    msg = context_warning(model, seq) if seq else None
+    if msg and msg not in WARNINGS:
+        WARNINGS.append(msg)
 
 
 def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:

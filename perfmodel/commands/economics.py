@@ -23,7 +23,7 @@ from ..predict import Options, Prediction
 from ..reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs
 from ..profiles import get_profile
 from ..search import search
-from .common import (spares_option, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
+from .common import (spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .predict import memory_error
 from .profiles import profile_option
@@ -193,6 +193,7 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
     hw_sets, rest = split_hardware_sets(sets)
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
+    warn_context(m, seq)
     cost_over, extra = split_sets(rest)
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
     head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden),
@@ -268,6 +269,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
                 profile: str = "default") -> None:
     """Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO."""
     m = load_model(model_ref)
+    warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)

@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout
 from ..model import ModelSpec, load_model
-from .common import console, emit_json, layout_options, resolve_hardware, table
+from .common import console, emit_json, layout_options, resolve_hardware, table, warn_context
 from ..profiles import get_profile
 from .profiles import profile_option
 
@@ -74,6 +74,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
                 profile: str = "default") -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(m, seq)
     prof = get_profile(profile)             # software profile: overrides of the calibrated constants
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]

@@ -6,7 +6,8 @@ from rich.markup import escape
 
 from ..economics import BUYERS
 from ..report import ReportConfig, build
-from .common import console, emit_json, precision_option, spares_option
+from ..model import load_model
+from .common import console, emit_json, precision_option, spares_option, warn_context
 from .profiles import profile_option
 
 _D = ReportConfig()
@@ -39,6 +40,7 @@ def command(out: str, model: str, hardware: str, gpus: int, gbs: int, seq: int, 
             as_json: bool, sets: tuple[str, ...] = ()) -> None:
     """Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation
     scatter and the H100 vs GB200 NVL72 cost/energy comparison."""
+    warn_context(load_model(model), seq)
     hws = tuple(h.strip() for h in compare.split(",") if h.strip())
     cfg = ReportConfig(model=model, hardware=hardware, hardware_sets=tuple(sets), gpus=gpus, gbs=gbs, seq=seq,
                        precision=precision,

@@ -15,7 +15,7 @@ from ..predict import Options
 from ..profiles import get_profile, release_of
 from ..search import parse_constraints
 from ..scaling import GROWS, MODES, ScalingResult, load_runs, parse_gpu_list, plot, scaling, summary_growth
-from .common import (spares_option, compact, console, convention_options, emit_json, fits_width, precision_option,
+from .common import (spares_option, warn_context, compact, console, convention_options, emit_json, fits_width, precision_option,
                      resolve_hardware, stderr_progress, table)
 from .profiles import profile_option
 
@@ -130,6 +130,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, mode: str, gbs: i
     """Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows
     (DP communication, bubble, all-to-all) and goodput (failures dominate at 100,000 GPUs)."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(m, seq)
     gpus = parse_gpu_list(gpus_text)
     prof = get_profile(profile)
     opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]

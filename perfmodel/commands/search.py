@@ -15,8 +15,9 @@ from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, objec
                       search, why_better)
 from ..scaling import parse_gpu_list
 from .. import uncertainty
+from ..errors import InputError
 from ..profiles import get_profile
-from .common import (console, convention_options, emit_json, precision_option, resolve_hardware, si,
+from .common import (warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si,
                      stderr_progress, table)
 from .profiles import profile_option
 
@@ -134,6 +135,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
     t0 = time.perf_counter()
     model, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(model, seq)
     gpus = parse_gpu_list(gpus_text)
     prof = get_profile(profile)             # software profile: overrides of the calibrated constants
     opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
@@ -146,7 +148,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     why = why_better(top, 0, top, 1) if top is not None and top.layouts.n > 1 else None
     out = {
         "model": model.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
-        "precision": precision, "objective": objective, "profile": prof.name,
+        "precision": precision, "objective": objective, "profile": prof.name, "fix": list(fix), "max": list(cap),
         "evaluated": sum(r.evaluated for r in results), "legal": legal, "fits": sum(r.fits for r in results),
         "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
         "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
@@ -165,6 +167,14 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         out["by_gpus"] = [{"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits,
                            "seconds": r.seconds} for r in results]
         out["pareto_gpus"] = gpu_front(results)
+    if top is None:                       # nothing usable: exit 2 with the real reason
+        cons = [f"--fix {x}" for x in out.get("fix", [])] + [f"--max {x}" for x in out.get("max", [])]
+        if out["legal"] == 0:
+            raise InputError("search", "", f"no legal layout of {out['model']} on {out['gpus']} GPUs with gbs {out['gbs']}, seq "
+                             f"{out['seq']}" + (f" and {' '.join(cons)}" if cons else "")
+                             + " (no combination of tp, pp, cp, dp and the batch divides; try another GPU count or batch)")
+        raise InputError("search", "", f"none of the {out['legal']:,} legal layouts fits in HBM on {out['hardware']} "
+                         "(try more GPUs, recompute, or a smaller micro-batch)")
     if as_json:
         emit_json(out)
         return
@@ -180,7 +190,6 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
                   f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
                   f"({si(out['layouts_per_s'] or 0, 'layouts/s')})")
     if top is None:
-        console.print("[red]no legal layout fits in memory[/] (try more GPUs, recompute, or a smaller micro-batch)")
         return
     rows = []
     extra = [objective] if objective != "throughput" else []

@@ -15,7 +15,7 @@ from ..model import load_model
 from ..predict import Options
 from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
 from .predict import memory_error
-from .common import console, emit_json, layout_options, resolve_hardware, table
+from .common import console, emit_json, layout_options, resolve_hardware, table, warn_context
 
 
 # how each elasticity was obtained (perfmodel/sensitivity.py): the derivative where the model is differentiable
@@ -61,6 +61,7 @@ def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: i
     """Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters),
     or --sweep tables."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(m, seq)
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
     opts = Options(precision, attention, routing, constants())  # type: ignore[arg-type]

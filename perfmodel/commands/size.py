@@ -17,7 +17,7 @@ from ..predict import Options
 from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
 from ..uncertainty import span
 from ..economics import BUYERS
-from .common import (spares_option, console, convention_options, emit_json, precision_option, resolve_hardware,
+from .common import (spares_option, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .economics import split_sets
 from ..profiles import get_profile
@@ -103,6 +103,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     mode, target = given[0]
     t0 = time.perf_counter()
     m = load_model(model_ref)
+    warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, rel_over = split_sets(tuple(rest))
     rel_over = {**rel_over, "count_hot_spares": spares == "charged"}
