@@ -24,6 +24,7 @@ from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid
+from .profiles import get_profile
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
 # the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
@@ -79,6 +80,7 @@ class RowResult:
     breakdown: dict[str, float]
     mfu: float
     fits: bool
+    causes: list[dict] = field(default_factory=list)   # ranked explanations of a slow run (explain_slow)
 
 
 @dataclass
@@ -259,6 +261,7 @@ class _Row(NamedTuple):
     opts: Options
     measured: float
     published: bool          # the source states the recompute mode
+    mbs_published: bool = True   # the source states the micro-batch size
 
 
 class _Scored(NamedTuple):
@@ -325,6 +328,62 @@ def _cannot_fit(r: _Row, s: _Scored) -> str | None:
             + memory_reason(float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id))
 
 
+SLOW_ERROR = 0.25          # predicted this much above measured: the row "underperforms" and gets ranked causes
+CAUSES_SHOWN = 3           # in the verdict text (all in RowResult.causes / --json)
+# what-if profiles that explain a slow run (perfmodel/profiles.toml): communication not overlapped, and the
+# early-2024 software stack (the report's GPT-3 175B MFU of 34%)
+CAUSE_PROFILES = (("no-overlap", "communication overlap off (profile no-overlap)"),
+                  ("dgxc-2024-01", "an older software stack (profile dgxc-2024-01, Jan 2024 kernels)"))
+MBS_TRY = (2, 4, 8)        # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
+
+
+def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
+    """The changes of a slow row that perfmodel can predict: each (text, layout, options)."""
+    out: list[tuple[str, Layout, Options]] = []
+    if not r.published:                                      # recompute unpublished: the heavier modes
+        for mode in _MODES[_MODES.index(used or "none") + 1:]:
+            out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
+    lay0 = replace(r.lay, recompute=used or r.lay.recompute)
+    for name, text in CAUSE_PROFILES:
+        prof = get_profile(name)
+        out.append((text, lay0, replace(r.opts, consts=r.opts.consts.with_(**prof.overrides))))
+    if not r.mbs_published and r.lay.pp > 1:                 # the bubble with the real micro-batch count
+        for mbs in MBS_TRY:
+            cand = replace(lay0, mbs=mbs)
+            if r.lay.gbs % (cand.dp * mbs) == 0:
+                micro = r.lay.gbs // (cand.dp * mbs)
+                out.append((f"micro-batch {mbs} (not published; 1 assumed): {micro} micro-batches per step, a larger "
+                            "pipeline bubble", cand, r.opts))
+    return out
+
+
+def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
+    """Rank the likely explanations of runs measured far below their prediction, with the numbers perfmodel
+    computes anyway: each variant (_variants) predicted, and how close it comes to the measurement
+    ((predicted - measured) / measured; the smallest |closeness| first). Fills RowResult.causes and puts the
+    closest CAUSES_SHOWN in the verdict."""
+    for r, res in slow:
+        used = res.verdict.split("recompute=", 1)[1].split(" ", 1)[0] if "inferred" in res.verdict else ""
+        causes = []
+        for text, lay, opts in _variants(r, used):
+            try:
+                check_layout(lay, r.model.num_layers, r.model.attention.num_heads, r.model.attention.num_kv_heads,
+                             r.model.moe.num_experts if r.model.moe else None)
+                p = predict_grid(r.model, r.hw, LayoutGrid.of(lay), opts)
+            except (InputError, ValueError):
+                continue
+            if not bool(p.fits[0]):
+                continue
+            tps = float(p.tokens_per_s_per_gpu[0])
+            causes.append({"cause": text, "predicted": tps, "closeness": (tps - r.measured) / r.measured})
+        causes.sort(key=lambda c: abs(c["closeness"]))
+        res.causes = causes
+        if causes:
+            top = "; ".join(f"{c['cause']}: {c['predicted']:,.0f} tok/s/GPU ({c['closeness']:+.0%} vs measured)"
+                            for c in causes[:CAUSES_SHOWN])
+            res.verdict = sys.intern(f"{res.verdict}; closest explanations: {top}")
+
+
 def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]]) -> RowResult:
     """RowResult of one scored row; `columns` caches each prediction's arrays as Python lists (what
     float(array[i]) gives, without a numpy scalar per value)."""
@@ -386,12 +445,14 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 continue
             # interned: 100,000 rows share a few hundred sources, stored once
             parsed.append(_Row(rid, sys.intern((row.get("source") or "").split(" (")[0]), model, hw, lay, opts,
-                               measured, bool((row.get("recompute") or "").strip())))
+                               measured, bool((row.get("recompute") or "").strip()),
+                               bool((row.get("micro_batch") or "").strip())))
             lines.append(i + 2)
         if given == start:
             break
         columns: dict[int, dict[str, list]] = {}
         bad: list[dict] = []
+        slow: list[tuple[_Row, RowResult]] = []
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
@@ -399,6 +460,9 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 bad.append({"run_id": r.rid, "row": line, "reason": why})
             else:
                 results.append(_result(r, s, columns))
+                if results[-1].error > SLOW_ERROR:
+                    slow.append((r, results[-1]))
+        explain_slow(slow)
         if bad:                      # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
