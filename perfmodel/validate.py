@@ -361,27 +361,39 @@ def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
     """Rank the likely explanations of runs measured far below their prediction, with the numbers perfmodel
     computes anyway: each variant (_variants) predicted, and how close it comes to the measurement
     ((predicted - measured) / measured; the smallest |closeness| first). Fills RowResult.causes and puts the
-    closest CAUSES_SHOWN in the verdict."""
-    for r, res in slow:
+    closest CAUSES_SHOWN in the verdict. Variants sharing model, hardware and options are one predict_grid."""
+    buckets: dict[tuple, list[tuple[int, str, Layout]]] = {}
+    models: dict[tuple, _Row] = {}
+    for j, (r, res) in enumerate(slow):
         used = res.verdict.split("recompute=", 1)[1].split(" ", 1)[0] if "inferred" in res.verdict else ""
-        causes = []
         for text, lay, opts in _variants(r, used):
             try:
                 check_layout(lay, r.model.num_layers, r.model.attention.num_heads, r.model.attention.num_kv_heads,
                              r.model.moe.num_experts if r.model.moe else None)
-                p = predict_grid(r.model, r.hw, LayoutGrid.of(lay), opts)
-            except (InputError, ValueError):
+            except InputError:
                 continue
-            if not bool(p.fits[0]):
-                continue
-            tps = float(p.tokens_per_s_per_gpu[0])
-            causes.append({"cause": text, "predicted": tps, "closeness": (tps - r.measured) / r.measured})
-        causes.sort(key=lambda c: abs(c["closeness"]))
-        res.causes = causes
-        if causes:
+            key = (id(r.model), id(r.hw), opts)
+            buckets.setdefault(key, []).append((j, text, lay))
+            models[key] = r
+    causes: list[list[dict]] = [[] for _ in slow]
+    for key, items in buckets.items():
+        r0 = models[key]
+        try:
+            p = predict_grid(r0.model, r0.hw, LayoutGrid.from_layouts([lay for _, _, lay in items]), key[2])
+        except (InputError, ValueError):
+            continue
+        tps, fits = p.tokens_per_s_per_gpu.tolist(), p.fits.tolist()
+        for (j, text, _), t, ok in zip(items, tps, fits):
+            if ok:
+                m = slow[j][0].measured
+                causes[j].append({"cause": text, "predicted": t, "closeness": (t - m) / m})
+    for (_, res), cs in zip(slow, causes):
+        cs.sort(key=lambda c: abs(c["closeness"]))
+        res.causes = cs
+        if cs:
             top = "; ".join(f"{c['cause']}: {c['predicted']:,.0f} tok/s/GPU ({c['closeness']:+.0%} vs measured)"
-                            for c in causes[:CAUSES_SHOWN])
-            res.verdict = sys.intern(f"{res.verdict}; closest explanations: {top}")
+                            for c in cs[:CAUSES_SHOWN])
+            res.verdict = f"{res.verdict}; closest explanations: {top}"
 
 
 def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]]) -> RowResult:
