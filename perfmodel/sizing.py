@@ -347,7 +347,7 @@ class Sizer:
         assert top is not None
         b = {k: float(v[0]) for k, v in top.breakdown_s.items()}
         step = float(top.step_time_s[0])
-        other = {k: v for k, v in b.items() if k not in COMPUTE_TERMS}
+        other = {k: v for k, v in b.items() if k not in COMPUTE_TERMS and not k.endswith("_raw")}
         term = max(other, key=lambda k: other[k])
         fit_share = res.fits / res.legal if res.legal else 0.0
         share = other[term] / step

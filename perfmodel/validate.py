@@ -242,7 +242,7 @@ def _cause(b: dict[str, float], step: float) -> str:
     """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
     predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
     unsupported features such as attention sinks), so name the largest kernel class instead."""
-    comm = {k: v for k, v in b.items() if k not in _KERNELS}
+    comm = {k: v for k, v in b.items() if k not in _KERNELS and not k.endswith("_raw")}   # raw: before overlap
     k = max(comm, key=comm.get)  # type: ignore[arg-type]
     if comm[k] >= 0.10 * step:
         return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"

@@ -120,11 +120,31 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
                         + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
-    step = r["step_time_s"]
-    rows = sorted(((k, v) for k, v in r["breakdown_s"].items() if v > 0), key=lambda kv: -kv[1])
-    console.print(table("Step time breakdown", ["part", "seconds", "% of step"],
-                        [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+    print_breakdown(r["breakdown_s"], r["step_time_s"], prof.consts)
     return None
+
+
+def overlap_text(term: str, consts) -> str:
+    """Which overlap assumption hides a communication term: tp_comm -> 'tp_overlap = 0.85 (calibration.toml)'."""
+    name = f"{term.split('_', 1)[0]}_overlap"
+    v = getattr(consts, name, None) if consts is not None else None
+    return f"{name} = {v:.2f} (calibration.toml; profile no-overlap: 0)" if v is not None else "-"
+
+
+def print_breakdown(b: dict, step: float, consts=None) -> None:
+    """The step-time breakdown. Where the prediction carries a communication's raw time (key `<term>_raw`, before
+    overlap), it is shown beside the exposed time, with the overlap assumption that hides the rest; otherwise
+    the exposed times alone."""
+    raw = {k[:-4]: v for k, v in b.items() if k.endswith("_raw")}
+    rows = sorted(((k, v) for k, v in b.items() if not k.endswith("_raw") and (v > 0 or raw.get(k, 0) > 0)),
+                  key=lambda kv: -kv[1])
+    if not raw:
+        console.print(table("Step time breakdown (communication: exposed time)", ["part", "seconds", "% of step"],
+                            [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+        return
+    console.print(table("Step time breakdown", ["part", "exposed s", "% of step", "raw s", "hidden by"],
+                        [[k, f"{v:.4f}", f"{v / step:.1%}", f"{raw[k]:.4f}" if k in raw else "",
+                          overlap_text(k, consts) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
 
 
 COMMANDS = [predict_cmd]
