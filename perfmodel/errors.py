@@ -20,6 +20,11 @@ class InputError(ValueError):
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """' (did you mean X?)' when a close match exists, else ''."""
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    """' (did you mean X?)' when a close match exists, else ''. A choice that starts with the name (a short
+    form: 'gb200' for 'gb200-nvl72', 'h100' for 'h100-sxm') comes before an edit-distance neighbour ('b200'),
+    the closest of them when several do."""
+    options = [c for c in choices if c != name]
+    lead = [c for c in options if len(name) >= 3 and c.startswith(name)]
+    match = difflib.get_close_matches(name, lead, n=1, cutoff=0.0) if lead else \
+        difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import shutil
+import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,7 +96,7 @@ def breakdown_png(p: Prediction, labels: list[str], path: Path, title: str) -> N
         left += v
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel("seconds per optimizer step")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(textwrap.fill(title, 90), fontsize=10)      # wrapped, never cut at the figure's edge
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.28 if n < 4 else -0.16), frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
@@ -421,23 +425,62 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return "".join(out)
 
 
-def build(cfg: ReportConfig, out: str | Path) -> Report:
-    """Write index.html and its PNGs into `out` (created if missing)."""
+REPORT_STEPS = ("planner", "roofline", "scaling", "validation", "comparison", "page")
+
+
+def check_inputs(cfg: ReportConfig) -> None:
+    """Every input of the report, checked before any work (a bad --compare id must not fail after the
+    planner has run): specs, precision on each system, sizes, the validation CSV, the output folder."""
+    from .profiles import get_profile
+    from .validate import count_rows
+    m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
+    hw.peak(cfg.precision)
+    for h in cfg.compare:
+        load_hardware(h).peak(cfg.precision)
+    get_profile(cfg.profile)
+    for name in ("gpus", "gbs", "seq", "top"):
+        if getattr(cfg, name) < 1:
+            raise InputError(f"--{name}", name, f"must be a positive integer (got {getattr(cfg, name)})")
+    if cfg.scaling_max_gpus < cfg.gpus:
+        raise InputError("--scaling-max-gpus", "scaling_max_gpus", f"must be at least --gpus {cfg.gpus}")
+    count_rows(Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv())
+    _ = m
+
+
+def build(cfg: ReportConfig, out: str | Path, on_step=None) -> Report:
+    """Write index.html and its PNGs into `out` (created if missing), atomically: every input is checked first
+    (check_inputs), the files are written into a temporary folder beside `out` and moved in only when all of
+    them are done, so a failure leaves no half-written report. `on_step(name)` reports each REPORT_STEPS step."""
+    outdir = Path(out)
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError("--out", str(out), "not a folder")
+    check_inputs(cfg)
+    try:
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=outdir.parent))
+    except OSError as exc:
+        raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
+    try:
+        rep = _build(cfg, tmp, on_step or (lambda name: None))
+        outdir.mkdir(exist_ok=True)
+        for f in rep.files:
+            os.replace(tmp / f, outdir / f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rep.out = outdir
+    return rep
+
+
+def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     from .profiles import get_profile
     from .validate import validate_file
 
     t0 = time.perf_counter()
-    outdir = Path(out)
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
-    if not outdir.is_dir():
-        raise InputError("--out", str(out), "not a folder")
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
     prof = get_profile(cfg.profile)
     opts = Options(cfg.precision, "causal", "real", prof.consts)  # type: ignore[arg-type]
     rep = Report(outdir)
+    progress("planner")
     e = html.escape
     sections: list[str] = []
 
@@ -469,6 +512,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                     + _img("breakdown.png", "step-time breakdown", "Stacked step-time breakdown (perfmodel predict)"))
 
     # roofline
+    progress("roofline")
     best = top.layouts.layout(0)
     ops = roofline_ops(m, hw, best, opts)
     roofline_png(ops, hw, cfg.precision, outdir / "roofline.png",
@@ -494,6 +538,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                     + _table(["#", "layout", "tok/s/GPU", "MFU", "step s", "comm", "bubble", "mem GB"], top_rows))
 
     # scaling
+    progress("scaling")
     sizes = []
     n = cfg.gpus
     while n <= max(cfg.scaling_max_gpus, cfg.gpus):
@@ -519,6 +564,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                               "J/tok"], sc_rows))
 
     # validation
+    progress("validation")
     csv_path = Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv()
     vrep = validate_file(csv_path)
     vstats = validation_png(vrep.results, outdir / "validation.png")
@@ -534,6 +580,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                               for h, s in by_hw.items()]))
 
     # comparison
+    progress("comparison")
     hws = [load_hardware(h) for h in cfg.compare]
     cmp_rows = compare_systems(m, hws, cfg, opts)
     compare_png(cmp_rows, outdir / "compare.png", f"{m.name} on {cfg.gpus} GPUs, {cfg.precision}, best layout each")
@@ -572,6 +619,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                     + _img("compare.png", "hardware comparison", "cost, energy and perf per TCO")
                     + _table([""] + [r["hardware"] for r in ok], metric_rows))
 
+    progress("page")
     rep.seconds = time.perf_counter() - t0
     try:
         from importlib.metadata import version

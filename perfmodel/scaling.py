@@ -449,9 +449,10 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
         first = ok[0].layout if ok else None
         how = "fixed layout " + (_layout_no_dp(first) if first else "-")
     batch = "per-GPU batch held" if res.mode == "weak" else "global batch held"
-    fig.suptitle(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, seq {res.seq}, "
-                 f"global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"
-                 + (f", profile {res.profile}" if res.profile != "default" else ""), fontsize=11)
+    import textwrap
+    fig.suptitle(textwrap.fill(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, "
+                 f"seq {res.seq}, global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"
+                 + (f", profile {res.profile}" if res.profile != "default" else ""), 150), fontsize=11)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

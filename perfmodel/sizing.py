@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from .counts import param_counts
 from .economics import SECONDS_PER_DAY, TCO, RunCost, run_cost
@@ -128,6 +128,7 @@ class Sizer:
     cost_over: Mapping[str, float] = field(default_factory=dict)
     rel_over: Mapping[str, Any] = field(default_factory=dict)
     constraints: Constraints = SIZE_CONSTRAINTS
+    on_size: Callable[[int], None] | None = None     # called with each size's GPU count after it is planned
 
     def __post_init__(self) -> None:
         if not (self.tokens > 0 and math.isfinite(self.tokens)):
@@ -169,6 +170,8 @@ class Sizer:
         t0 = time.perf_counter()
         res = search(self.model, self.hw, gpus, self.gbs, self.seq, self.opts, "throughput", 1, self.constraints)
         self.searches_s += time.perf_counter() - t0
+        if self.on_size is not None:
+            self.on_size(gpus)
         pt = Point(units, gpus, res)
         if res.top is None:
             pt.why_not = ("no layout fits in HBM" if res.legal else
@@ -416,11 +419,12 @@ class Sizer:
 
 def size(model: ModelSpec | str, hw: HardwareSpec | str, tokens: float, mode: Mode, target: float, opts: Options,
          seq: int = DEFAULT_SEQ, gbs: int | None = None, buyer: str = "hyperscaler",
-         cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None) -> dict[str, Any]:
+         cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None,
+         on_size: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Size one system for a deadline (mode "days"), a budget in USD ("budget") or a GPU count ("gpus").
     `model` and `hw` are specs or catalog ids / spec files, as the CLI takes them."""
     model, hw = load_model(model), load_hardware(hw)
-    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}))
+    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}), on_size=on_size)
     smaller = None
     if mode == "days":
         p, smaller = s.for_days(target)

@@ -829,3 +829,35 @@ def test_breakdown_shows_raw_communication_beside_exposed_and_the_overlap_that_h
     print_breakdown({"gemm": 1.0, "tp_comm": 0.1}, 1.1, constants())
     out = capsys.readouterr().out
     assert "raw s" not in out and "exposed time" in out
+
+
+# ---- issue 15.10 / 15.11: the report checks every input first and writes atomically; did-you-mean ---------------
+
+def test_report_bad_compare_id_fails_before_any_work_and_writes_nothing(capsys, tmp_path, monkeypatch):
+    import perfmodel.report as R
+    called = []
+    monkeypatch.setattr(R, "search", lambda *a, **k: called.append(1))      # the planner must not run
+    out = tmp_path / "rep"
+    msg = run_err(capsys, ["report", "--out", str(out), "--compare", "h100-sxm,gb200"])
+    assert "gb200" in msg and "did you mean 'gb200-nvl72'" in msg
+    assert not called and not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_report_failing_midway_leaves_no_half_written_folder(tmp_path, monkeypatch):
+    import perfmodel.report as R
+    from perfmodel.errors import InputError
+
+    def boom(*a, **k):
+        raise InputError("validation", "", "simulated failure after the planner, roofline and scaling")
+    monkeypatch.setattr("perfmodel.validate.validate_file", boom)
+    out = tmp_path / "rep"
+    with pytest.raises(InputError, match="simulated"):
+        R.build(R.ReportConfig(scaling_max_gpus=64, compare=("h100-sxm",)), out)
+    assert not out.exists() and list(tmp_path.iterdir()) == []          # nor its temporary folder
+
+
+@pytest.mark.parametrize("typed,meant,kind", [("gb200", "gb200-nvl72", "hardware"), ("h100", "h100-sxm", "hardware"),
+                                              ("b20", "b200", "hardware"), ("llama3-8", "llama3-8b", "model")])
+def test_did_you_mean_prefers_the_id_the_short_form_starts(capsys, typed, meant, kind):
+    args = predict(**{kind: typed})
+    assert f"did you mean '{meant}'" in run_err(capsys, args)

@@ -5,9 +5,9 @@ import click
 from rich.markup import escape
 
 from ..economics import BUYERS
-from ..report import ReportConfig, build
+from ..report import REPORT_STEPS, ReportConfig, build
 from ..model import load_model
-from .common import console, emit_json, precision_option, spares_option, warn_context
+from .common import console, emit_json, precision_option, spares_option, stderr_progress, warn_context
 from .profiles import profile_option
 
 _D = ReportConfig()
@@ -46,7 +46,13 @@ def command(out: str, model: str, hardware: str, gpus: int, gbs: int, seq: int, 
                        precision=precision,
                        compare=hws or _D.compare, top=top, scaling_max_gpus=scaling_max_gpus,
                        validation_csv=validation_csv, profile=profile, buyer=buyer, spares=spares)
-    rep = build(cfg, out)
+    # progress on a terminal's stderr only: the report's steps (planner, roofline, scaling, validation, ...)
+    with stderr_progress("{task.description}", "{task.completed}/{task.total} steps", show=not as_json) as bar:
+        task = bar.add_task("report", total=len(REPORT_STEPS))
+
+        def step(name: str) -> None:
+            bar.update(task, completed=REPORT_STEPS.index(name), description=f"report: {name}")
+        rep = build(cfg, out, on_step=step)
     if as_json:
         return emit_json({"out": str(rep.out), "index": str(rep.out / "index.html"), "files": rep.files,
                           "seconds": rep.seconds})

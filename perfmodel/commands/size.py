@@ -17,7 +17,7 @@ from ..predict import Options
 from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
 from ..uncertainty import span
 from ..economics import BUYERS
-from .common import (spares_option, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
+from .common import (spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .economics import split_sets
 from ..profiles import get_profile
@@ -111,19 +111,26 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
     out: list[dict[str, Any]] = []
     errors: list[str] = []
-    for ref in hardware_refs:
-        hw = resolve_hardware(ref, hw_sets)
-        try:
-            t1 = time.perf_counter()
-            d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over)  # type: ignore[arg-type]
-            d["seconds"] = time.perf_counter() - t1
-            d["profile"] = prof.name
-            out.append(d)
-        except InputError as exc:
-            if len(hardware_refs) == 1:
-                raise
-            out.append({"hardware": hw.id, "error": str(exc)})
-            errors.append(f"{hw.id}: {exc}")
+    hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]      # every id checked before any planning
+    # progress on a terminal's stderr only (never in --json, never in a log): the sizes planned so far
+    with stderr_progress("{task.description}", "{task.completed} sizes planned", show=not as_json) as bar:
+        for hw in hws:
+            task = bar.add_task(f"{hw.id}", total=None)
+
+            def step(n: int, task=task, hw=hw) -> None:
+                bar.update(task, advance=1, description=f"{hw.id}: {n:,} GPUs")
+            try:
+                t1 = time.perf_counter()
+                d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over,  # type: ignore[arg-type]
+                         on_size=step)
+                d["seconds"] = time.perf_counter() - t1
+                d["profile"] = prof.name
+                out.append(d)
+            except InputError as exc:
+                if len(hardware_refs) == 1:
+                    raise
+                out.append({"hardware": hw.id, "error": str(exc)})
+                errors.append(f"{hw.id}: {exc}")
     if len(errors) == len(hardware_refs):
         raise InputError("size", "", "; ".join(errors))
     if as_json:
