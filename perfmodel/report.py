@@ -320,8 +320,10 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
     out = []
     for hw in hws:
         res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=1)
-        if res.top is None:
-            out.append({"hardware": hw.id, "name": hw.display_name(), "layout": None})
+        if res.top is None:                  # cannot run: listed with the reason, no throughput, cost or energy
+            out.append({"hardware": hw.id, "name": hw.display_name(), "layout": None, "runnable": False,
+                        "reason": f"none of the {res.legal:,} legal layouts fits in HBM" if res.legal
+                        else "no legal layout"})
             continue
         tps = float(res.top.tokens_per_s_per_gpu[0])
         t, priced = priced_tco(hw, cfg.buyer)      # unpriced hardware: energy only, $ fields None
@@ -595,6 +597,8 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
                               f"{r['cost_factor']:.2f}x GPUs paid" for r in heavy)
                   + "), which dominates the after-reliability figures; at a few hundred GPUs and more it is a few "
                     "percent (<code>--gpus</code>).") if heavy else ""
+    spare_note += "".join(f" <b>{e(r['hardware'])} cannot run</b> this job at {cfg.gpus} GPUs ({e(r['reason'])}): "
+                          "no throughput, cost or energy is shown for it." for r in cmp_rows if not r.get("layout"))
     metric_rows = [
         ["best layout"] + [r["layout"] for r in ok],
         ["tokens/s per GPU"] + [f"{r['tokens_per_s_per_gpu']:,.0f}" for r in ok],

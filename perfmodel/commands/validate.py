@@ -134,14 +134,15 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
                                               "GPUs", "precision"],
                 [[escape(r.run_id), f"{r.error:+.1%}", f"{r.measured:,.0f}", f"{r.predicted:,.0f}", r.model,
                   r.hardware, r.gpus, r.precision] for r in worst], 1, left=(4, 5, 7))
-    if report.unsupported:
-        console.print(table("Unsupported rows", ["run_id", "line", "reason"],
-                            [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1))
+    if report.unsupported:               # run ids never cut (print_table); the reason wraps
+        print_table("Unsupported rows", ["run_id", "line", "reason"],
+                    [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1,
+                    wrap=(2,), left=(2,))
     if flagged:
         shown = sorted(flagged, key=lambda r: -abs(r.error))[:FLAGGED_SHOWN]
         more = f", the {FLAGGED_SHOWN} largest shown (all in --json)" if len(flagged) > FLAGGED_SHOWN else ""
-        console.print(table(f"Flagged rows: {len(flagged)} far from their prediction{more}", ["run_id", "error", "verdict"],
-                            [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown], 1))
+        print_table(f"Flagged rows: {len(flagged)} far from their prediction{more}", ["run_id", "error", "verdict"],
+                    [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown], 1, wrap=(2,), left=(2,))
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     return None
