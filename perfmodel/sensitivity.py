@@ -267,7 +267,8 @@ def plot_sweep(sw: Sweep, path: str, title: str) -> None:
         ax.text(j, i, f"{v:,.0f}" if fits[i, j] else "no fit", ha="center", va="center",
                 color="white" if fits[i, j] and v < lo + 0.5 * (hi - lo) else "black", fontsize=8)
     fig.colorbar(im, ax=ax, label="tokens/s per GPU")
-    ax.set_title(title, fontsize=9)
+    import textwrap
+    ax.set_title(textwrap.fill(title, max(30, int(11 * fig.get_figwidth()))), fontsize=9)   # wrapped, never cut
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=120)
