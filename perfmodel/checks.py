@@ -5,9 +5,9 @@ every command refuses the same cases with the same sentence.
 - Runnable: a layout runs when its predicted memory per GPU (first pipeline rank, perfmodel/memory.py) is at
   most the GPU's HBM. A layout that does not fit gets no throughput, cost or energy anywhere.
 - Implied MFU: a measured tokens/s/GPU x model FLOPs per token (causal attention, the smaller convention,
-  counts.flops_per_token) / the dense peak FLOP/s of the training precision (hardware.peak) is the MFU the
-  measurement implies (MFU definition, DESIGN.md). Above 1 (100%) it is impossible: the usual slip is a
-  cluster total typed as a per-GPU figure.
+  without MTP layers: counts.flops_per_token) / the dense peak FLOP/s of the training precision
+  (hardware.peak) is the MFU the measurement implies (MFU definition, DESIGN.md). Above 1 (100%) it is
+  impossible: the usual slip is a cluster total typed as a per-GPU figure.
 - Context: a sequence longer than the model's max_position_embeddings is a warning, not an error (long-context
   training extends RoPE, e.g. Llama 3.1's x16 from 8,192 to 131,072), so the command goes on and says so.
 """
@@ -31,9 +31,10 @@ def memory_reason(memory_bytes: float, hbm_bytes: float, hw_id: str) -> str:
             f"on {hw_id}")
 
 
-def implied_mfu(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int, precision: str) -> float:
-    """MFU a measured throughput implies at the dense peak of `precision` (causal attention FLOPs)."""
-    return tokens_per_s_per_gpu * float(flops_per_token(model, seq, "causal")) / hw.peak(precision)
+def min_flops_per_token(model: ModelSpec, seq: int) -> float:
+    """The smallest model FLOPs per token a run of `model` at `seq` can do: causal attention, no MTP layers
+    (a run without MTP does less; the rule must never refuse a real run)."""
+    return float(flops_per_token(model, seq, "causal", mtp=False))
 
 
 def max_dense_peak(hw: HardwareSpec) -> tuple[float, str]:
@@ -56,7 +57,7 @@ def implausible_throughput(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_
         peak, precision = max_dense_peak(hw)
     else:
         peak = hw.peak(precision)
-    fpt = float(flops_per_token(model, seq, "causal"))
+    fpt = min_flops_per_token(model, seq)
     mfu = tokens_per_s_per_gpu * fpt / peak
     if mfu <= 1.0:
         return None

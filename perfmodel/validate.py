@@ -17,8 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from .checks import implausible_throughput, memory_reason
-from .counts import flops_per_token
+from .checks import implausible_throughput, memory_reason, min_flops_per_token
 from .errors import InputError, did_you_mean
 from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import Layout, LayoutGrid, check_layout
@@ -448,7 +447,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 measured = measured_throughput(row, lay)
                 key = (id(model), id(hw), opts.precision, lay.seq)
                 if key not in plausible:             # implied MFU at most 100%: the fastest plausible throughput
-                    plausible[key] = hw.peak(opts.precision) / float(flops_per_token(model, lay.seq, "causal"))
+                    plausible[key] = hw.peak(opts.precision) / min_flops_per_token(model, lay.seq)
                 if measured > plausible[key]:
                     raise ValueError("tokens_per_s_per_gpu: impossible: "
                                      + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or ""))
