@@ -6,7 +6,13 @@ Cases: unknown ids; spec TOML fields missing, misspelled (did-you-mean), negativ
 wrong type; files empty, not TOML/JSON/UTF-8, too deep, huge; layouts (GPU count, tp vs heads, pp vs
 layers, ep vs experts, gbs vs dp x mbs, precision the GPU lacks, memory with by-how-much, the single
 changes that fit and --ignore-memory); CSV (missing column, bad cells, empty, header only, large);
-cost and reliability --set overrides on tco/cost/compare/size; Hugging Face config.json fields; the API."""
+cost and reliability --set overrides on tco/cost/compare/size; Hugging Face config.json fields; the API.
+Issue 15 (answers at the edges): layouts that cannot run never priced (compare, cost, sensitivity, sweeps,
+scaling and its baseline); impossible measurements (implied MFU > 100%, no recompute mode fits), duplicate
+run ids, zero coverage, step_time_s; hot spares charged and --spares; one JSON vocabulary and JSON errors;
+units in alias names and headers, ids never cut; conflicting --fix/--max/--set, etp on dense models, seq
+beyond the context; ranked causes of slow runs; raw vs exposed communication; the report's input checks,
+atomic write and did-you-mean."""
 from __future__ import annotations
 
 import csv
