@@ -45,7 +45,8 @@ def max_dense_peak(hw: HardwareSpec) -> tuple[float, str]:
             v = hw.peak(p)
         except InputError:
             continue
-        best = max(best, (v, p))
+        if v > best[0]:                  # the first precision of a tie (fp8 before fp8-block)
+            best = (v, p)
     return best
 
 
