@@ -8,6 +8,7 @@ commands themselves). The console script is `run`: `main` plus a fast exit."""
 from __future__ import annotations
 
 import errno
+import json
 import importlib
 import os
 import sys
@@ -88,12 +89,30 @@ def cli() -> None:
     """Analytic performance, memory and cost model for LLM training on GPU clusters."""
 
 
+def _json_error(argv: list[str], status: int, message: str, exc: InputError | None = None) -> None:
+    """With --json, an error is also a JSON object on stdout (a script reads one document either way):
+    {"error": {"message", "where", "field", "reason", ...details}, "exit_status": N}."""
+    if "--json" not in argv:
+        return
+    err: dict = {"message": message}
+    if exc is not None:
+        err.update({"where": exc.where, "field": exc.field, "reason": exc.reason, **exc.details})
+    from .commands.common import to_jsonable
+    click.echo(json.dumps(to_jsonable({"error": err, "exit_status": status}), indent=2))
+
+
 def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
+    args = list(sys.argv[1:] if argv is None else argv)
+    from .commands.common import WARNINGS
+    WARNINGS.clear()
     try:
         cli.main(args=argv, standalone_mode=False)
+        for w in WARNINGS:
+            click.echo(f"warning: {w}", err=True)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
+        _json_error(args, 2, str(exc), exc)
         return 2
     except click.exceptions.Abort as exc:
         # click turns Ctrl-C into Abort; keep the message a long command put on the KeyboardInterrupt
@@ -107,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as exc:         # a bad flag or flag value: one line, like InputError
         cmd = exc.ctx.command_path if exc.ctx else "perfmodel"
         click.echo(f"error: {exc.format_message()} (see `{cmd} --help`)", err=True)
+        _json_error(args, exc.exit_code, exc.format_message())
         return exc.exit_code
     except click.ClickException as exc:
         exc.show()

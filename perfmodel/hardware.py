@@ -198,13 +198,16 @@ _DESCRIPTIVE = {"sources", "notes", "path", "overridden", "base", "notes_of"}   
 _NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id", "base", "notes_of"}
 
 # friendly --set names: alias -> (dotted field, SI factor, unit the value is written in)
+# aliases name their unit (gbit_s = Gbit/s, gbyte_s = GB/s, tbyte_s = TB/s, gb = GB of 1e9 bytes): the old
+# `nic_gbps` (Gbit/s) and `nvlink_gbps` (GB/s) read alike and differed 8x; they are refused with the new name
+RENAMED = {"nic_gbps": "nic_gbit_s", "nvlink_gbps": "nvlink_gbyte_s", "nvlink_bw": "nvlink_gbyte_s",
+           "hbm_tbps": "hbm_tbyte_s"}
 ALIASES: dict[str, tuple[str, float, str]] = {
     "nvlink_domain": ("scale_up.domain_size", 1.0, "GPUs per NVLink domain"),
-    "nvlink_gbps": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
-    "nvlink_bw": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
-    "nic_gbps": ("scale_out.bandwidth", 1e9 / 8, "Gbit/s per GPU, all its NICs; 400 = one CX7"),
+    "nvlink_gbyte_s": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
+    "nic_gbit_s": ("scale_out.bandwidth", 1e9 / 8, "Gbit/s per GPU, all its NICs; 400 = one CX7"),
     "hbm_gb": ("memory.hbm_bytes", 1e9, "GB per GPU"),
-    "hbm_tbps": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
+    "hbm_tbyte_s": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
 }
 
 
@@ -341,7 +344,11 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
     key, sep, raw = item.partition("=")
     key = key.strip()
     if not sep or not key or not raw.strip():
-        raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbps=800")
+        raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbit_s=800")
+    if key in RENAMED:
+        new = RENAMED[key]
+        raise InputError("--set", key, f"renamed to {new} (the unit in the name: {ALIASES[new][2]}); "
+                                       f"{key} was ambiguous (Gbit/s for the NIC, GB/s for NVLink)")
     value = _parse_value(raw)
     if key in ALIASES:
         field, factor, unit = ALIASES[key]
@@ -375,8 +382,12 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
         return hw
     doc = hw.model_dump(exclude={"overridden"})
     changed: list[str] = []
+    given: dict[str, str] = {}
     for item in sets:
         field, name, value = parse_set(item)
+        if field in given:               # a repeated field is two answers to one question, never "the last wins"
+            raise InputError("--set", name, f"sets {field} twice ({given[field]} and {item.strip()}): give it once")
+        given[field] = item.strip()
         node = doc
         *parents, leaf = field.split(".")
         for p in parents:

@@ -85,7 +85,15 @@ def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tu
                     raise InputError(where, axis, f"unknown axis{did_you_mean(axis, AXES)}; one of {', '.join(AXES)}")
                 if where == "--max" and axis in ("fsdp", "recompute"):
                     raise InputError(where, axis, "cannot be capped; use --fix")
-                out[where][axis] = _axis_value(axis, text, where)
+                val = _axis_value(axis, text, where)
+                if axis in out[where] and out[where][axis] != val:       # two answers to one question
+                    raise InputError(where, axis, f"given twice with different values ({out[where][axis]} and {val}): "
+                                                  "give it once")
+                out[where][axis] = val
+    for axis, v in out["--fix"].items():
+        if axis in out["--max"] and v > out["--max"][axis]:
+            raise InputError("--fix / --max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: "
+                                                    "drop one")
     return Constraints(fix=out["--fix"], cap=out["--max"])
 
 
@@ -156,6 +164,24 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     else:
         ep = etp = np.array([1], dtype=np.int64)
     mbs = np.array([m for m in MBS_CHOICES if gbs % m == 0], dtype=np.int64)
+    # a pinned value no layout can take is the user's error, named with its rule (not "nothing fits")
+    kv = a.num_kv_heads
+    rules = {
+        "tp": (tp, f"tp must divide the {gpus:,} GPUs and the {a.num_heads} attention heads, and divide or be a "
+                   f"multiple of the {kv} KV heads"),
+        "pp": (pp, f"pp must divide the {gpus:,} GPUs and be at most the {model.num_layers} layers"),
+        "cp": (cp, f"cp must divide the {gpus:,} GPUs and seq {seq:,} must be divisible by 2 x cp"),
+        "ep": (ep, (f"ep must divide the {gpus:,} GPUs and the {model.moe.num_experts} experts" if model.moe
+                    else f"{model.id} is dense: ep must be 1")),
+        "etp": (etp, f"etp must divide the {gpus:,} GPUs" if model.moe else f"{model.id} is dense: etp must be 1"),
+        "mbs": (mbs, f"mbs must divide the global batch {gbs:,} and be one of {', '.join(map(str, MBS_CHOICES))}"),
+    }
+    for axis, (vals, rule) in rules.items():
+        if axis in c.fix and c.fix[axis] not in vals:
+            raise InputError("--fix", f"{axis}={c.fix[axis]}", f"no layout can take it: {rule}")
+    if "dp" in c.fix and (gpus % c.fix["dp"] or gbs % c.fix["dp"]):
+        raise InputError("--fix", f"dp={c.fix['dp']}", f"no layout can take it: dp must divide the {gpus:,} GPUs "
+                                                       f"and the global batch {gbs:,}")
     return Space(gpus, gbs, seq, _select("tp", tp, c), _select("pp", pp, c), _select("vp", vp, c),
                  _select("cp", cp, c), _select("ep", ep, c), _select("etp", etp, c), _select("mbs", mbs, c),
                  _select("fsdp", np.array([0, 1]), c), _select("recompute", np.array([0, 1, 2]), c),

@@ -17,14 +17,40 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from .checks import implausible_throughput, memory_reason, min_flops_per_token
 from .errors import InputError, did_you_mean
 from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import default_etp, Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid, software_of
 from .stack import StackSpec, apply_overrides, load_stack, stack_for_row
+from .profiles import get_profile
 
-REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
+REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
+# the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
+MEASURED = ("tokens_per_s_per_gpu", "step_time_s")
+# every column validate reads: (name, unit, default when empty or absent, accepted values)
+COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("model", "-", "required", "catalog id, or a model spec file (TOML / HF config.json) relative to the CSV"),
+    ("hardware", "-", "required", "catalog id, or a hardware TOML relative to the CSV"),
+    ("gpus", "GPUs", "required", "positive integer"),
+    ("precision", "-", "required", ", ".join(PRECISIONS)),
+    ("seq_len", "tokens", "required", "positive integer"),
+    ("global_batch", "sequences", "required", "positive integer"),
+    ("tokens_per_s_per_gpu", "tokens/s per GPU", "required unless step_time_s",
+     "positive number; implied MFU at most 100% of the precision's dense peak"),
+    ("step_time_s", "s", "used when tokens_per_s_per_gpu is absent or empty",
+     "positive number: one optimizer step over global_batch x seq_len tokens"),
+    ("run_id", "-", "row<line>", "unique within the file"),
+    ("tp", "-", "1", "positive integer"), ("pp", "-", "1", "positive integer"), ("vp", "-", "1", "positive integer"),
+    ("cp", "-", "1", "positive integer"), ("ep", "-", "1", "positive integer (1 for dense models)"),
+    ("etp", "-", "tp (MoE), 1 (dense)", "positive integer"),
+    ("micro_batch", "sequences", "1", "positive integer"),
+    ("fsdp", "-", "0", "0 or 1"),
+    ("recompute", "-", "lightest that fits (inferred)", "none, selective, full"),
+    ("moe_routing", "-", "real", "balanced-dropless, token-drop, or empty (real routing)"),
+    ("source", "-", "empty", "free text (grouping with --by source)"),
+)
 CALIBRATION_SPLITS = 4
 # Rows parsed and predicted together: large enough that each (model, hardware, options) group is one
 # predict_grid call over many layouts, small enough to bound memory on files of any length.
@@ -60,6 +86,7 @@ class RowResult:
     mem_measured: float | None = None  # peak_mem_allocated_bytes where the source measured it
     mem_predicted: float | None = None
     mem_error: float | None = None     # (predicted - measured) / measured memory per GPU
+    causes: list[dict] = field(default_factory=list)   # ranked explanations of a slow run (explain_slow)
 
 
 @dataclass
@@ -162,7 +189,8 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     for k in REQUIRED:
         if not _cell(row, k):
             raise ValueError(f"{k}: empty")
-    _float(row, "tokens_per_s_per_gpu")      # named here, so the caller's float() can't fail unexplained
+    if not any(_cell(row, k) for k in MEASURED):
+        raise ValueError("tokens_per_s_per_gpu: empty (and no step_time_s to convert)")
     model = _spec("model", _cell(row, "model"), base, specs)
     hw = _spec("hardware", _cell(row, "hardware"), base, specs)
     prec = _cell(row, "precision")
@@ -195,6 +223,14 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
                    stack_set=tuple(_stack_sets(row)))
     hw.peak(prec)
     return model, hw, lay, opts
+
+
+def measured_throughput(row: dict, lay: Layout) -> float:
+    """The row's tokens/s/GPU: its tokens_per_s_per_gpu cell, else global_batch x seq_len / (step_time_s x
+    gpus) (validation/README.md, throughput_basis `step_time`)."""
+    if _cell(row, "tokens_per_s_per_gpu"):
+        return _float(row, "tokens_per_s_per_gpu")
+    return lay.gbs * lay.seq / (_float(row, "step_time_s") * lay.gpus)
 
 
 _MODES = ("none", "selective", "full")
@@ -238,7 +274,7 @@ def _cause(b: dict[str, float], step: float) -> str:
     """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
     predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
     unsupported features such as attention sinks), so name the largest kernel class instead."""
-    comm = {k: v for k, v in b.items() if k not in _KERNELS}
+    comm = {k: v for k, v in b.items() if k not in _KERNELS and not k.endswith("_raw")}   # raw: before overlap
     k = max(comm, key=comm.get)  # type: ignore[arg-type]
     if comm[k] >= 0.10 * step:
         return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
@@ -259,6 +295,7 @@ class _Row(NamedTuple):
     published: bool          # the source states the recompute mode
     stack: str
     mem_measured: float | None
+    mbs_published: bool = True   # the source states the micro-batch size
 
 
 class _Scored(NamedTuple):
@@ -312,6 +349,88 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
         for j, s in zip(idx, scored):
             out[j] = s
     return out
+
+
+def _cannot_fit(r: _Row, s: _Scored) -> str | None:
+    """Why a measured row cannot be scored: its layout fits in HBM with no recompute mode (so the prediction,
+    full recompute or not, would be of a run that cannot happen), else None."""
+    if bool(s.p.fits[s.i]):
+        return None
+    p, i = s.p, s.i
+    if r.lay.recompute != "full" and s.inferred != "full":     # published lighter mode: does full fit?
+        p, i = predict_grid(r.model, r.hw, LayoutGrid.of(replace(r.lay, recompute="full")), r.opts), 0
+        if bool(p.fits[0]):
+            return None
+    return ("memory: does not fit in HBM with any recompute mode: with full recompute it "
+            + memory_reason(float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id))
+
+
+SLOW_ERROR = 0.25          # predicted this much above measured: the row "underperforms" and gets ranked causes
+CAUSES_SHOWN = 3           # in the verdict text (all in RowResult.causes / --json)
+# what-if profiles that explain a slow run (perfmodel/profiles.toml): communication not overlapped, and the
+# early-2024 software stack (the report's GPT-3 175B MFU of 34%)
+CAUSE_PROFILES = (("no-overlap", "communication overlap off (profile no-overlap)"),
+                  ("dgxc-2024-01", "an older software stack (profile dgxc-2024-01, Jan 2024 kernels)"))
+MBS_TRY = (2, 4, 8)        # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
+
+
+def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
+    """The changes of a slow row that perfmodel can predict: each (text, layout, options)."""
+    out: list[tuple[str, Layout, Options]] = []
+    if not r.published:                                      # recompute unpublished: the heavier modes
+        for mode in _MODES[_MODES.index(used or "none") + 1:]:
+            out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
+    lay0 = replace(r.lay, recompute=used or r.lay.recompute)
+    for name, text in CAUSE_PROFILES:
+        prof = get_profile(name)
+        out.append((text, lay0, replace(r.opts, consts=r.opts.consts.with_(**prof.overrides))))
+    if not r.mbs_published and r.lay.pp > 1:                 # the bubble with the real micro-batch count
+        for mbs in MBS_TRY:
+            cand = replace(lay0, mbs=mbs)
+            if r.lay.gbs % (cand.dp * mbs) == 0:
+                micro = r.lay.gbs // (cand.dp * mbs)
+                out.append((f"micro-batch {mbs} (not published; 1 assumed): {micro} micro-batches per step, a larger "
+                            "pipeline bubble", cand, r.opts))
+    return out
+
+
+def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
+    """Rank the likely explanations of runs measured far below their prediction, with the numbers perfmodel
+    computes anyway: each variant (_variants) predicted, and how close it comes to the measurement
+    ((predicted - measured) / measured; the smallest |closeness| first). Fills RowResult.causes and puts the
+    closest CAUSES_SHOWN in the verdict. Variants sharing model, hardware and options are one predict_grid."""
+    buckets: dict[tuple, list[tuple[int, str, Layout]]] = {}
+    models: dict[tuple, _Row] = {}
+    for j, (r, res) in enumerate(slow):
+        used = res.verdict.split("recompute=", 1)[1].split(" ", 1)[0] if "inferred" in res.verdict else ""
+        for text, lay, opts in _variants(r, used):
+            try:
+                check_layout(lay, r.model.num_layers, r.model.attention.num_heads, r.model.attention.num_kv_heads,
+                             r.model.moe.num_experts if r.model.moe else None)
+            except InputError:
+                continue
+            key = (id(r.model), id(r.hw), opts)
+            buckets.setdefault(key, []).append((j, text, lay))
+            models[key] = r
+    causes: list[list[dict]] = [[] for _ in slow]
+    for key, items in buckets.items():
+        r0 = models[key]
+        try:
+            p = predict_grid(r0.model, r0.hw, LayoutGrid.from_layouts([lay for _, _, lay in items]), key[2])
+        except (InputError, ValueError):
+            continue
+        tps, fits = p.tokens_per_s_per_gpu.tolist(), p.fits.tolist()
+        for (j, text, _), t, ok in zip(items, tps, fits):
+            if ok:
+                m = slow[j][0].measured
+                causes[j].append({"cause": text, "predicted": t, "closeness": (t - m) / m})
+    for (_, res), cs in zip(slow, causes):
+        cs.sort(key=lambda c: abs(c["closeness"]))
+        res.causes = cs
+        if cs:
+            top = "; ".join(f"{c['cause']}: {c['predicted']:,.0f} tok/s/GPU ({c['closeness']:+.0%} vs measured)"
+                            for c in cs[:CAUSES_SHOWN])
+            res.verdict = f"{res.verdict}; closest explanations: {top}"
 
 
 def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: str = "") -> RowResult:
@@ -381,6 +500,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
     results: list[RowResult] = []
     unsupported: list[dict] = []
     specs: SpecCache = {}
+    plausible: dict[tuple, float] = {}         # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
     it = iter(rows)
     given = 0
     while True:
@@ -397,7 +517,13 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 model, hw, lay, opts = row_inputs(row, base, specs)
                 if consts is not None:       # every other option (precision, routing, stack, ...) as the row gives it
                     opts = replace(opts, consts=consts)
-                measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
+                measured = measured_throughput(row, lay)
+                key = (id(model), id(hw), opts.precision, lay.seq)
+                if key not in plausible:             # implied MFU at most 100%: the fastest plausible throughput
+                    plausible[key] = hw.peak(opts.precision) / min_flops_per_token(model, lay.seq)
+                if measured > plausible[key]:
+                    raise ValueError("tokens_per_s_per_gpu: impossible: "
+                                     + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or ""))
                 stack = sys.intern(row_stack(row, base))
                 mem_measured = _mem(row)
             except (InputError, ValueError, KeyError) as exc:
@@ -405,17 +531,24 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 continue
             # interned: 100,000 rows share a few hundred sources, stored once
             parsed.append(_Row(rid, sys.intern((row.get("source") or "").split(" (")[0]), model, hw, lay, opts,
-                               measured, bool((row.get("recompute") or "").strip()), stack, mem_measured))
+                               measured, bool((row.get("recompute") or "").strip()), stack, mem_measured,
+                               bool((row.get("micro_batch") or "").strip())))
             lines.append(i + 2)
         if given == start:
             break
         columns: dict[int, dict[str, list]] = {}
         bad: list[dict] = []
+        slow: list[tuple[_Row, RowResult]] = []
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
+            elif (why := _cannot_fit(r, s)) is not None:     # the run happened, so our memory model can't place it
+                bad.append({"run_id": r.rid, "row": line, "reason": why})
             else:
                 results.append(_result(r, s, columns, dataset))
+                if results[-1].error > SLOW_ERROR:
+                    slow.append((r, results[-1]))
+        explain_slow(slow)
         if bad:                      # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
@@ -438,9 +571,12 @@ def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:
                 raise InputError(str(p), "", "file is empty")
             reader.fieldnames = [f.strip() for f in reader.fieldnames]
             missing = [k for k in REQUIRED if k not in reader.fieldnames]
+            if not any(k in reader.fieldnames for k in MEASURED):
+                missing.append(" or ".join(MEASURED))
             if missing:
                 raise InputError(str(p), ", ".join(missing), "required column(s) missing")
             if raw:
+                yield reader.fieldnames                         # the header first, then the bare cell lists
                 yield from (r for r in reader.reader if r)     # DictReader skips blank lines too
             else:
                 yield from reader
@@ -464,11 +600,26 @@ def iter_csv(path: str | Path) -> Iterator[dict]:
 
 
 def count_rows(path: str | Path) -> int:
-    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors."""
-    return sum(1 for _ in _csv_rows(path, raw=True))
+    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors, and one for a
+    run_id that appears twice (a row measured twice, or two runs under one name: either corrupts the figures)."""
+    it = _csv_rows(path, raw=True)
+    header = next(it)
+    col = header.index("run_id") if "run_id" in header else None
+    seen: dict[str, int] = {}
+    n = 0
+    for n, cells in enumerate(it, start=1):
+        rid = cells[col].strip() if col is not None and col < len(cells) else ""
+        if not rid:
+            continue
+        if rid in seen:
+            raise InputError(str(path), "run_id", f"'{rid}' appears on lines {seen[rid]} and {n + 1}: run ids must "
+                                                  "be unique (a row measured twice, or two runs under one name?)")
+        seen[rid] = n + 1
+    return n
 
 
 def validate_file(path: str | Path, consts=None) -> Report:
+    count_rows(path)                 # a broken file or a repeated run_id fails before any prediction
     return validate_rows(iter_csv(path), Path(path).resolve().parent, consts, dataset=Path(path).name)
 
 

@@ -14,7 +14,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..hardware import ALIASES, PRECISIONS, HardwareSpec, apply_overrides, load_hardware, settable_fields
+from ..checks import context_warning
+from ..hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -158,6 +159,13 @@ def calibration_option(f: Callable) -> Callable:
                              "[default: the shipped perfmodel/calibration.toml]")(f)
 
 
+def spares_option(f: Callable) -> Callable:
+    """--spares charged|excluded: one flag on every economics command (perfmodel/reliability.py)."""
+    return click.option("--spares", default="charged", show_default=True, type=click.Choice(["charged", "excluded"]),
+                        help="in-rack hot spares (NVL72: 8 of 72 GPUs per rack): charged to training as installed "
+                             "hardware, or excluded")(f)
+
+
 def precision_option(f: Callable) -> Callable:
     """--precision and --calibration FILE, as every predicting command takes them."""
     return calibration_option(_precision()(f))
@@ -192,10 +200,21 @@ def layout_options(f: Callable) -> Callable:
     if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):   # a command's own --set wins
         opts.append(click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
                                  help="what-if hardware: override a spec field (repeatable), e.g. "
-                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbps=800, hbm_gb=288"))
+                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbit_s=800, hbm_gb=288"))
     for o in reversed(opts):
         f = o(f)
     return calibration_option(f)
+
+
+WARNINGS: list[str] = []      # printed on stderr by cli.main after a command succeeds (an error stays one line)
+
+
+def warn_context(model: Any, seq: int | None) -> None:
+    """A warning when seq exceeds the model's maximum context (perfmodel/checks.py: the command goes on):
+    one stderr line after the output, never on stdout, so --json stays one document."""
+    msg = context_warning(model, seq) if seq else None
+    if msg and msg not in WARNINGS:
+        WARNINGS.append(msg)
 
 
 def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:
@@ -204,12 +223,12 @@ def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] 
 
 
 def hardware_set_keys() -> list[str]:
-    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbps, ...)."""
+    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbit_s, ...)."""
     return [*settable_fields(), *ALIASES]
 
 
 def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
-    hw_keys = set(hardware_set_keys())
+    hw_keys = set(hardware_set_keys()) | set(RENAMED)       # a renamed alias reaches parse_set, which names the new one
     mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
     return mine, [s for s in sets if s not in mine]

@@ -10,11 +10,12 @@ from rich.markup import escape
 
 from .. import api, calibration, uncertainty
 from ..counts import flops_per_token
+from ..checks import memory_reason
 from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, default_etp
 from ..model import ModelSpec, load_model
-from .common import console, emit_json, layout_options, resolve_hardware, table
+from .common import console, emit_json, layout_options, resolve_hardware, table, warn_context
 from ..profiles import get_profile
 from .profiles import profile_option
 
@@ -51,6 +52,17 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
 
 
+def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precision: str, attention: str = "causal",
+                 routing: str = "real", consts=None, ignore_flag: bool = True) -> InputError:
+    """The one error every command gives a layout that does not fit in HBM: by how much, and the single
+    changes that would fit (each checked by predicting it)."""
+    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts)
+    hint = (f"single changes that fit: {', '.join(alts)}" if alts
+            else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
+    return InputError("layout", "memory", f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
+                                          f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""))
+
+
 @click.command("predict")
 @layout_options
 @profile_option
@@ -62,6 +74,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
                 profile: str = "default") -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(m, seq)
     prof = get_profile(profile)             # software profile: overrides of the calibrated constants
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, 
                  etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
@@ -70,12 +83,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     r = p.row(0)
     mem, hbm = r["memory_bytes_per_gpu"], r["hbm_bytes"]
     if not r["fits"] and not ignore_memory:
-        alts = fitting_alternatives(m, hw, lay, precision, attention, routing, prof.consts)
-        hint = (f"single changes that fit: {', '.join(alts)}" if alts
-                else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
-        raise InputError("layout", "memory",
-                         f"needs {_gb(mem)} per GPU, {_gb(mem - hbm)} over the {_gb(hbm)} of HBM on {hw.id}; "
-                         f"{hint} (or --ignore-memory)")
+        raise memory_error(m, hw, lay, r, precision, attention, routing, prof.consts)
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
@@ -116,11 +124,31 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
                         + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
-    step = r["step_time_s"]
-    rows = sorted(((k, v) for k, v in r["breakdown_s"].items() if v > 0), key=lambda kv: -kv[1])
-    console.print(table("Step time breakdown", ["part", "seconds", "% of step"],
-                        [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+    print_breakdown(r["breakdown_s"], r["step_time_s"], prof.consts)
     return None
+
+
+def overlap_text(term: str, consts) -> str:
+    """Which overlap assumption hides a communication term: tp_comm -> 'tp_overlap = 0.85 (calibration.toml)'."""
+    name = f"{term.split('_', 1)[0]}_overlap"
+    v = getattr(consts, name, None) if consts is not None else None
+    return f"{name} = {v:.2f} (calibration.toml; profile no-overlap: 0)" if v is not None else "-"
+
+
+def print_breakdown(b: dict, step: float, consts=None) -> None:
+    """The step-time breakdown. Where the prediction carries a communication's raw time (key `<term>_raw`, before
+    overlap), it is shown beside the exposed time, with the overlap assumption that hides the rest; otherwise
+    the exposed times alone."""
+    raw = {k[:-4]: v for k, v in b.items() if k.endswith("_raw")}
+    rows = sorted(((k, v) for k, v in b.items() if not k.endswith("_raw") and (v > 0 or raw.get(k, 0) > 0)),
+                  key=lambda kv: -kv[1])
+    if not raw:
+        console.print(table("Step time breakdown (communication: exposed time)", ["part", "seconds", "% of step"],
+                            [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+        return
+    console.print(table("Step time breakdown", ["part", "exposed s", "% of step", "raw s", "hidden by"],
+                        [[k, f"{v:.4f}", f"{v / step:.1%}", f"{raw[k]:.4f}" if k in raw else "",
+                          overlap_text(k, consts) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
 
 
 COMMANDS = [predict_cmd]

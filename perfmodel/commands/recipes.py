@@ -97,8 +97,8 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> 
         else:
             beats, reason = False, "no candidate fits in memory"
         if not fits:
-            reason = f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 2**30:.0f} GiB > " \
-                     f"{rec.hbm_bytes / 2**30:.0f} GiB); " + reason
+            reason = f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 1e9:.0f} GB > " \
+                     f"{rec.hbm_bytes / 1e9:.0f} GB); " + reason
         if not in_space:
             reason = "recipe outside the planner's space; " + reason
         if filled:
