@@ -13,7 +13,7 @@ from .errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
 COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "profiles", "scaling",
-            "report", "size"]
+            "report", "size", "check"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
