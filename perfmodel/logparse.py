@@ -39,8 +39,8 @@ remembered). Memory is bounded: the per-interval numbers are float arrays (8 byt
 from __future__ import annotations
 
 import ast
-import gzip
 import re
+import zlib
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
@@ -61,15 +61,16 @@ ARG_END = b"-------------------- end of arguments"
 ARG_LINE = re.compile(rb"\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} (.*?)\s*$")
 
 MEG_ITER = re.compile(rb"\biteration\s+(\d+)/\s*(\d+)\s*\|")
-MEG_MS = re.compile(rb"elapsed time per iteration \(ms\):\s*([0-9.]+)")
-MEG_TFLOPS = re.compile(rb"throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+)")
-MEG_GBS = re.compile(rb"global batch size:\s*(\d+)")
+# every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
+MEG_MS = re.compile(rb"elapsed time per iteration \(ms\):\s*([0-9.]+) \|")
+MEG_TFLOPS = re.compile(rb"throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|")
+MEG_GBS = re.compile(rb"global batch size:\s*(\d+) \|")
 MEG_MEM_MB = re.compile(rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
                         rb" \| max reserved: ([0-9.]+)")
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
 BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)")
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
-NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([0-9.]+)")
+NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([0-9.]+)[,\]]")
 
 TT_STEP = re.compile(rb"(?<!validate )step:\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
                      rb"\(([0-9.]+)%\)\s+tps:\s*([0-9,]+)\s+tflops:\s*([0-9,.]+)\s+mfu:\s*([0-9.]+)%")
@@ -115,10 +116,11 @@ class ParsedLog:
     cut_lines: int = 0
     dumps: int = 0                           # argument dumps seen (a restart prints another)
     gzip: bool = False
+    gzip_truncated: bool = False
 
 
 def open_log(path: str | Path) -> tuple[BinaryIO, bool]:
-    """A binary stream of the log (gzip detected by its magic bytes); InputError if unreadable."""
+    """A binary stream of the log and whether it is gzip (by its magic bytes); InputError if unreadable."""
     p = Path(path)
     if not p.exists():
         raise InputError(str(p), "", "file not found")
@@ -130,20 +132,49 @@ def open_log(path: str | Path) -> tuple[BinaryIO, bool]:
         fh.seek(0)
     except OSError as exc:
         raise InputError(str(p), "", f"cannot read file ({exc.strerror or exc})") from None
-    if gz:
-        return gzip.GzipFile(fileobj=fh), True    # type: ignore[return-value]
-    return fh, False
+    return fh, gz
 
 
-def iter_lines(fh: BinaryIO, stats: ParsedLog | None = None) -> Iterator[bytes]:
-    """Lines of a binary stream (split on \\n and \\r: progress bars rewrite lines with \\r), read BLOCK
-    bytes at a time; a line longer than MAX_LINE is cut there and the rest of it dropped."""
-    carry = b""
-    skipping = False
+def gunzip_blocks(fh: BinaryIO, stats: ParsedLog | None = None) -> Iterator[bytes]:
+    """Decompressed blocks of a gzip stream (several members allowed). A stream cut short (a log copied
+    while still being written) ends quietly after what could be decompressed; `stats.gzip_truncated`."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while True:
+        chunk = fh.read(BLOCK // 4)
+        if not chunk:
+            break
+        while chunk:
+            try:
+                out = d.decompress(chunk, BLOCK)
+            except zlib.error:
+                if stats is not None:
+                    stats.gzip_truncated = True
+                return
+            if out:
+                yield out
+            chunk = d.unconsumed_tail
+            if d.eof:                          # next member, if any
+                rest = d.unused_data
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                chunk = rest + chunk if rest else chunk
+    if not d.eof and stats is not None:
+        stats.gzip_truncated = True
+
+
+def _raw_blocks(fh: BinaryIO) -> Iterator[bytes]:
     while True:
         block = fh.read(BLOCK)
         if not block:
-            break
+            return
+        yield block
+
+
+def iter_lines(blocks: Iterable[bytes], stats: ParsedLog | None = None) -> Iterator[bytes]:
+    """Lines of a stream of blocks (split on \\n and \\r: progress bars rewrite lines with \\r); a line
+    longer than MAX_LINE is cut there and the rest of it dropped."""
+    carry = b""
+    skipping = False
+    for block in blocks:
         if b"\r" in block:
             block = block.replace(b"\r", b"\n")
         parts = block.split(b"\n")
@@ -348,13 +379,11 @@ def parse_file(path: str | Path) -> ParsedLog:
     """Parse a log file (plain or gzip), streamed in BLOCK-sized reads."""
     fh, gz = open_log(path)
     p = _Parser()
+    p.log.gzip = gz
     try:
         with fh:
-            for ln in iter_lines(fh, p.log):
+            for ln in iter_lines(gunzip_blocks(fh, p.log) if gz else _raw_blocks(fh), p.log):
                 p.line(ln)
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        # a truncated gzip (a log copied while still being written): keep what was read
-        if not gz or p.log.lines == 0:
-            raise InputError(str(path), "", f"cannot read file ({exc})") from None
-    p.log.gzip = gz
+    except OSError as exc:
+        raise InputError(str(path), "", f"cannot read file ({exc.strerror or exc})") from None
     return p.log
