@@ -53,6 +53,7 @@ BLOCK = 1 << 23             # 8 MiB read at a time
 MAX_LINE = 1 << 20          # a longer line is cut here (its tail is dropped)
 DEDUP_WINDOW = 256          # iterations remembered to drop the same interval printed by several ranks
 
+NAN = float("nan")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 ARG_HEAD = b"------------------------ arguments ------------------------"
@@ -60,15 +61,20 @@ ARG_END = b"-------------------- end of arguments"
 # '  {arg} {dots} {value}', dots = 48 - len(arg) (>= 1 for every field perfmodel reads)
 ARG_LINE = re.compile(rb"\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} (.*?)\s*$")
 
-MEG_ITER = re.compile(rb"\biteration\s+(\d+)/\s*(\d+)\s*\|")
 # every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
-MEG_MS = re.compile(rb"elapsed time per iteration \(ms\):\s*([0-9.]+) \|")
-MEG_TFLOPS = re.compile(rb"throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|")
-MEG_GBS = re.compile(rb"global batch size:\s*(\d+) \|")
+MEG_ITER = re.compile(rb"iteration\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+                      rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
+                      rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?")
+# a Megatron block is scanned once for 'iteration': an interval line matches in full, any other line naming
+# an iteration (evaluation, checkpoint save, memory report) matches the bare word and is parsed as a line
+MEG_SCAN = re.compile(rb"iteration(?:\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+                      rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
+                      rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?)?")
+MEG_RARE = (b"-- arguments --", b"padded vocab")
 MEG_MEM_MB = re.compile(rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
-                        rb" \| max reserved: ([0-9.]+)")
+                        rb" \| max reserved: ([0-9.]+)(?= \||\s*$)")
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
-BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)")
+BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)(?= \||\s*$)")
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
 NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([0-9.]+)[,\]]")
 
@@ -81,6 +87,17 @@ TT_TRAINER = re.compile(rb"local batch size (\d+), global batch size (-?\d+), gr
 TT_MESH = re.compile(rb"Building (\d+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
 TT_DEVICE = re.compile(rb"capacity: (.+?) with ([0-9.]+)GiB memory")
 KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
+
+# Only lines holding one of these words are parsed (each block is searched once per word, in C); the set
+# narrows to the framework's own words once the log's framework is known.
+MARKS_ALL = (b"-- arguments --", b"iteration", b"padded vocab", b"step:", b"train_step_timing", b"checkpoint",
+             b"Running with args", b"device mesh with", b"Building ", b"Trainer is initialized", b"capacity: ",
+             b"Evaluating on", b"memory (")
+MARKS = {"megatron": (b"-- arguments --", b"iteration", b"padded vocab"),
+         "torchtitan": (b"step:", b"checkpoint", b"Running with args", b"device mesh with", b"Building ",
+                        b"Trainer is initialized", b"capacity: "),
+         "nemo": (b"train_step_timing", b"-- arguments --", b"checkpoint")}
+ARG_LINE_M = re.compile(rb"^[^\n]*?\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} ([^\n]*?)[ \t]*$", re.M)
 
 # lines that start an evaluation or a checkpoint save: the interval logged next may include it
 EVENT_WORDS = (b"validation loss at", b"saving checkpoint", b"saving the checkpoint", b"validate step:",
@@ -114,6 +131,7 @@ class ParsedLog:
     device_name: str = ""                    # torchtitan 'CUDA capacity: NVIDIA H100 80GB HBM3 with ...'
     lines: int = 0
     cut_lines: int = 0
+    last_line_cut: bool = False              # the file does not end with a line end (cut while written)
     dumps: int = 0                           # argument dumps seen (a restart prints another)
     gzip: bool = False
     gzip_truncated: bool = False
@@ -169,34 +187,33 @@ def _raw_blocks(fh: BinaryIO) -> Iterator[bytes]:
         yield block
 
 
-def iter_lines(blocks: Iterable[bytes], stats: ParsedLog | None = None) -> Iterator[bytes]:
-    """Lines of a stream of blocks (split on \\n and \\r: progress bars rewrite lines with \\r); a line
-    longer than MAX_LINE is cut there and the rest of it dropped."""
+def line_blocks(blocks: Iterable[bytes], stats: ParsedLog | None = None) -> Iterator[bytes]:
+    """Blocks that end at a line end (\\r, which progress bars use to rewrite a line, counts as one). A
+    line longer than MAX_LINE is cut there and the rest of it dropped, so memory stays bounded."""
     carry = b""
     skipping = False
     for block in blocks:
         if b"\r" in block:
             block = block.replace(b"\r", b"\n")
-        parts = block.split(b"\n")
-        parts[0] = carry + parts[0]
-        carry = parts.pop()
-        for ln in parts:
-            if skipping:             # the tail of a line already cut
-                skipping = False
+        if skipping:                          # the tail of a line already cut
+            i = block.find(b"\n")
+            if i < 0:
                 continue
-            if len(ln) > MAX_LINE:
-                if stats is not None:
-                    stats.cut_lines += 1
-                ln = ln[:MAX_LINE]
-            yield ln
+            block, skipping = block[i + 1:], False
+        data = carry + block if carry else block
+        i = data.rfind(b"\n")
+        if i < 0:
+            carry = data
+        else:
+            carry = data[i + 1:]
+            yield data[:i + 1]
         if len(carry) > MAX_LINE:
-            if not skipping:
-                if stats is not None:
-                    stats.cut_lines += 1
-                yield carry[:MAX_LINE]
-            skipping, carry = True, b""
-    if carry and not skipping:
-        yield carry
+            if stats is not None:
+                stats.cut_lines += 1
+            yield carry[:MAX_LINE] + b"\n"
+            carry, skipping = b"", True
+    if carry and not skipping and stats is not None:
+        stats.last_line_cut = True     # no line end: the file was cut while written; its last line is not read
 
 
 def _f(b: bytes) -> float:
@@ -234,38 +251,107 @@ class _Parser:
         L.starts.append(1 if self.new_start else 0)
         self.pending_event = self.new_start = False
 
+    def block(self, data: bytes) -> None:
+        """Parse a block of whole lines: only lines holding a marker word are looked at, plus the
+        argument dump's lines."""
+        L = self.log
+        L.lines += data.count(b"\n")
+        if L.framework == "megatron" and b"\x1b" not in data:
+            return self._block_megatron(data)
+        starts: set[int] = set()
+        for mark in MARKS.get(L.framework, MARKS_ALL):
+            p = data.find(mark)
+            while p >= 0:
+                starts.add(data.rfind(b"\n", 0, p) + 1)
+                e = data.find(b"\n", p)
+                p = data.find(mark, e) if e >= 0 else -1
+        pos = self._dump(data, 0) if self.in_dump else 0
+        for s in sorted(starts):
+            if s < pos:
+                continue
+            e = data.find(b"\n", s)
+            e = len(data) if e < 0 else e
+            self.line(data[s:min(e, s + MAX_LINE)])
+            if self.in_dump:
+                pos = self._dump(data, e)
+
+    def _line_at(self, data: bytes, p: int) -> int:
+        """Parse the line holding offset p; returns the offset of its end."""
+        s = data.rfind(b"\n", 0, p) + 1
+        e = data.find(b"\n", p)
+        e = len(data) if e < 0 else e
+        self.line(data[s:min(e, s + MAX_LINE)])
+        return e
+
+    def _block_megatron(self, data: bytes) -> None:
+        """The fast path of a Megatron log (most of a large log is interval lines): one regex pass finds
+        every interval line and every other line naming an iteration; the rare lines (a new argument
+        dump, the vocabulary padding) are found by their words and parsed in order."""
+        rare = sorted(p for mark in MEG_RARE for p in _all(data, mark))
+        ri = 0
+        pos = self._dump(data, 0) if self.in_dump else 0
+        while True:
+            m = MEG_SCAN.search(data, pos)
+            if m is None:
+                break
+            p = m.start()
+            while ri < len(rare) and rare[ri] < p:
+                if rare[ri] >= pos:
+                    pos = self._line_at(data, rare[ri])
+                    if self.in_dump:
+                        pos = self._dump(data, pos)
+                ri += 1
+            if p < pos:
+                continue
+            if m.group(1) is None:
+                pos = self._line_at(data, p)
+                continue
+            tf, g = m.group(3), m.group(4)
+            if g:
+                self.log.gbs_logged.add(int(g))
+            self._interval(int(m.group(1)), float(m.group(2)) / 1e3, float(tf) if tf else NAN, NAN)
+            e = data.find(b"\n", m.end())      # the rest of an interval line names iterations again
+            pos = len(data) if e < 0 else e
+        for r in rare[ri:]:
+            if r >= pos:
+                pos = self._line_at(data, r)
+                if self.in_dump:
+                    pos = self._dump(data, pos)
+
+    def _dump(self, data: bytes, start: int) -> int:
+        """Argument lines from `start` to the end-of-dump line (or the block's end: the dump goes on in
+        the next block); returns where scanning resumes."""
+        end = data.find(ARG_END, start)
+        region = data[start:end if end >= 0 else len(data)]
+        if b"\x1b" in region:
+            region = ANSI.sub(b"", region)
+        for m in ARG_LINE_M.finditer(region):
+            self.log.args[m.group(1).decode()] = _text(m.group(2))
+        if end < 0:
+            return len(data)
+        self.in_dump = False
+        e = data.find(b"\n", end)
+        return len(data) if e < 0 else e
+
     def line(self, raw: bytes) -> None:
         L = self.log
-        L.lines += 1
         if b"\x1b" in raw:
             raw = ANSI.sub(b"", raw)
-        if self.in_dump:
-            if ARG_END in raw:
-                self.in_dump = False
-                return
-            m = ARG_LINE.search(raw)
+        if b"elapsed time per iteration" in raw:
+            m = MEG_ITER.search(raw)
             if m:
-                L.args[m.group(1).decode()] = _text(m.group(2))
-            return
+                L.framework = L.framework or "megatron"
+                tf, g = m.group(3), m.group(4)
+                if g:
+                    L.gbs_logged.add(int(g))
+                self._interval(int(m.group(1)), float(m.group(2)) / 1e3, float(tf) if tf else NAN, NAN)
+                return
         if ARG_HEAD in raw:
             self.in_dump = True
             L.framework = L.framework or "megatron"
             L.dumps += 1
             self.new_start = True
             return
-        if b"iteration" in raw:
-            m = MEG_ITER.search(raw)
-            if m:
-                ms = MEG_MS.search(raw, m.end())
-                if ms:
-                    L.framework = L.framework or "megatron"
-                    tf = MEG_TFLOPS.search(raw, m.end())
-                    g = MEG_GBS.search(raw, m.end())
-                    if g:
-                        L.gbs_logged.add(int(g.group(1)))
-                    self._interval(int(m.group(1)), float(ms.group(1)) / 1e3,
-                                   float(tf.group(1)) if tf else float("nan"), float("nan"))
-                    return
         if b"step:" in raw:
             m = TT_STEP.search(raw)
             if m:
@@ -338,6 +424,13 @@ class _Parser:
             self.pending_event = True
 
 
+def _all(data: bytes, mark: bytes) -> Iterator[int]:
+    p = data.find(mark)
+    while p >= 0:
+        yield p
+        p = data.find(mark, p + len(mark))
+
+
 def _text(b: bytes) -> str:
     return b.decode("utf-8", errors="replace").strip()
 
@@ -362,17 +455,17 @@ def _flatten(d: object, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def parse_lines(lines: Iterable[bytes]) -> ParsedLog:
-    """Parse an iterable of raw lines (bytes, without line ends)."""
+def parse_blocks(blocks: Iterable[bytes]) -> ParsedLog:
+    """Parse raw bytes given in blocks of any size (a line may span blocks)."""
     p = _Parser()
-    for ln in lines:
-        p.line(ln)
+    for data in line_blocks(blocks, p.log):
+        p.block(data)
     return p.log
 
 
 def parse_text(text: str) -> ParsedLog:
     """Parse a log given as a string (tests, small inputs)."""
-    return parse_lines(text.encode("utf-8", errors="replace").replace(b"\r", b"\n").split(b"\n"))
+    return parse_blocks([text.encode("utf-8", errors="replace")])
 
 
 def parse_file(path: str | Path) -> ParsedLog:
@@ -382,8 +475,8 @@ def parse_file(path: str | Path) -> ParsedLog:
     p.log.gzip = gz
     try:
         with fh:
-            for ln in iter_lines(gunzip_blocks(fh, p.log) if gz else _raw_blocks(fh), p.log):
-                p.line(ln)
+            for data in line_blocks(gunzip_blocks(fh, p.log) if gz else _raw_blocks(fh), p.log):
+                p.block(data)
     except OSError as exc:
         raise InputError(str(path), "", f"cannot read file ({exc.strerror or exc})") from None
     return p.log

@@ -87,6 +87,36 @@ def test_prediction_is_api_predict_of_the_logged_run(tmp_path, capsys):
     assert bubble and "m=64 micro-batches" in bubble[0]["label"]       # 128 / (dp 2 x mbs 1)
 
 
+@pytest.mark.parametrize("block", [97, 4096])
+def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
+    """Lines and the argument dump spanning read blocks (plain and gzip) give what one block gives."""
+    import perfmodel.logparse as lp
+    text = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0], tflops=400.0, eval_at=[20])
+    whole = parse_text(text)
+    f = write(tmp_path, text)
+    gz = tmp_path / "t.log.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    monkeypatch.setattr(lp, "BLOCK", block)
+    for path in (f, str(gz)):
+        got = parse_file(path)
+        assert got.args == whole.args and list(got.iters) == list(whole.iters)
+        assert list(got.step_s) == list(whole.step_s) and list(got.event_after) == list(whole.event_after) == [0, 0, 1, 0]
+        assert got.lines == whole.lines and got.mem_max_reserved == whole.mem_max_reserved
+
+
+def test_bridge_memory_line_and_cut_numbers():
+    # Megatron-Bridge train_utils.py @031e7de: memory in GB (1e9 bytes) under MEMORY_KEYS names
+    bridge = ("[Rank 0] (after 10 iterations) memory (GB) | mem-allocated-gigabytes: 41.2 | mem-max-allocated-gigabytes: "
+              "55.123 | mem-max-reserved-gigabytes: 61.5 | mem-alloc-retires: 0")
+    log = parse_text("\n".join(args_dump(megatron_args(**L70)) + [bridge]) + "\n")
+    assert log.mem_max_allocated == pytest.approx(55.123e9) and log.mem_max_reserved == pytest.approx(61.5e9)
+    # a file cut inside the last number of its last line: that line is not read (70 of 70000.00 MB would be
+    # wrong), as a line without a line end never is
+    cut = memory_line(0, 10, 60000.0, 70000.0)[:-6]
+    log = parse_text("\n".join(args_dump(megatron_args(**L70)) + [cut]))
+    assert log.mem_max_reserved == 0.0 and log.last_line_cut
+
+
 def test_interleaved_ranks_prefixes_and_colours(tmp_path):
     a = megatron_args(**L70)
     lines = args_dump(a)
@@ -169,7 +199,7 @@ def test_binary_junk_and_huge_lines(tmp_path, capsys):
     body = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0]).encode()
     data = junk + b"\n" + b"\xff\xfe" * (MAX_LINE + 10) + b"\n" + body + b"x" * (3 * MAX_LINE)   # no final newline
     log = parse_file(write(tmp_path, data, "junk.log"))
-    assert list(log.iters) == [10, 20, 30] and log.cut_lines >= 2
+    assert list(log.iters) == [10, 20, 30] and log.cut_lines == 1      # the 3 MB tail without a newline
     err = run_err(capsys, ["check", write(tmp_path, junk, "only-junk.log"), "--hardware", "h100-sxm"])
     assert "no Megatron-LM / NeMo / Megatron-Bridge or torchtitan training lines" in err
 
