@@ -24,7 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from log_helpers import args_dump, iteration_line, megatron_args, memory_line, validation_line  # noqa: E402
+from log_helpers import (LLAMA3_8B_TT_ARGS, PREFIX, args_dump, iteration_line, megatron_args, memory_line,  # noqa: E402
+                         torchtitan_config, torchtitan_log, torchtitan_step, validation_line)
 
 
 def write_log(path: Path, size: float, zipped: bool) -> int:
@@ -56,21 +57,48 @@ def write_log(path: Path, size: float, zipped: bool) -> int:
     return it
 
 
+def write_torchtitan(path: Path, size: float, zipped: bool) -> int:
+    """torchtitan, Llama 3 8B on 64 H100 (FSDP 64): a step line with colours every step from rank 0 and
+    from 1 rank in 8 every 10 steps (LOG_RANK with several ranks), warnings from 8 ranks."""
+    head = torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [64]), [], 1, 64, 8192)
+    target = int(size * 1e9)
+    opener = gzip.open if zipped else open
+    written = step = 0
+    with opener(path, "wb") as fh:          # type: ignore[operator]
+        fh.write(head.encode())
+        while written < target:
+            buf = []
+            for _ in range(1000):
+                step += 1
+                tps = 7000.0 + (step * 7919 % 400) - 200.0
+                for r in range(0, 64, 8):
+                    if r == 0 or step % 10 == 0:
+                        buf.append(torchtitan_step(step, tps, tps * 4.8e10 / 1e12, 40.0).replace("[rank0]", f"[rank{r}]"))
+                    buf.append(f"[rank{r}]:[W1130 10:00:00.{r:06d} ProcessGroupNCCL.cpp:{1000 + r}] Warning: "
+                               f"TORCH_NCCL_AVOID_RECORD_STREAMS is deprecated (seen {step} times)")
+            chunk = ("\n".join(buf) + "\n").encode()
+            fh.write(chunk)
+            written += len(chunk)
+    return step
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-gb", type=float, default=1.0)
     ap.add_argument("--path", default="/tmp/perfmodel-big.log")
     ap.add_argument("--gzip", action="store_true", help="write and read the log gzip-compressed")
+    ap.add_argument("--framework", choices=["megatron", "torchtitan"], default="megatron")
     args = ap.parse_args()
-    path = Path(args.path + (".gz" if args.gzip else ""))
+    path = Path(args.path + ("-tt" if args.framework == "torchtitan" else "") + (".gz" if args.gzip else ""))
     if not path.exists():
         t = time.perf_counter()
-        n = write_log(path, args.size_gb, args.gzip)
+        n = (write_log if args.framework == "megatron" else write_torchtitan)(path, args.size_gb, args.gzip)
         print(f"wrote {path} ({n:,} iterations) in {time.perf_counter() - t:.1f} s")
     size = path.stat().st_size
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "perfmodel.cli", "check", str(path), "--hardware", "h100-sxm", "--json"],
+    done = subprocess.run([sys.executable, "-m", "perfmodel.cli", "check", str(path), "--json"]
+                          + (["--hardware", "h100-sxm"] if args.framework == "megatron" else []),
                           env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
     if done.returncode:

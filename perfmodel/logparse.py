@@ -49,7 +49,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from .errors import InputError
 
-BLOCK = 1 << 23             # 8 MiB read at a time
+BLOCK = 1 << 22             # 4 MiB read at a time
 MAX_LINE = 1 << 20          # a longer line is cut here (its tail is dropped)
 DEDUP_WINDOW = 256          # iterations remembered to drop the same interval printed by several ranks
 
@@ -78,8 +78,13 @@ BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
 NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([0-9.]+)[,\]]")
 
-TT_STEP = re.compile(rb"(?<!validate )step:\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
+TT_STEP = re.compile(rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
                      rb"\(([0-9.]+)%\)\s+tps:\s*([0-9,]+)\s+tflops:\s*([0-9,.]+)\s+mfu:\s*([0-9.]+)%")
+_A = rb"(?:\x1b\[[0-9;]*m)*"          # colour codes between the fields
+TT_SCAN = re.compile(rb"step:(?<!validate step:)\s*(\d+)\s+" + _A + rb"loss:\s*\S+\s+" + _A + rb"(?:grad_norm:\s*\S+\s+" + _A
+                     + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+" + _A + rb"tps:\s*([0-9,]+)\s+" + _A
+                     + rb"tflops:\s*([0-9,.]+)\s+" + _A + rb"mfu:\s*([0-9.]+)%")
+TT_RARE = (b"checkpoint", b"validate step:")        # a restart shows as steps going back
 TT_ARGS = re.compile(rb"Running with args: (\{.*\})")
 TT_BUILD = re.compile(rb"Building (\S+) (\S+) with (\w+)\((.*)\)")
 TT_TRAINER = re.compile(rb"local batch size (\d+), global batch size (-?\d+), gradient accumulation steps (\d+), "
@@ -256,8 +261,10 @@ class _Parser:
         argument dump's lines."""
         L = self.log
         L.lines += data.count(b"\n")
-        if L.framework == "megatron" and b"\x1b" not in data:
+        if L.iters and L.framework == "megatron" and b"\x1b" not in data:
             return self._block_megatron(data)
+        if L.iters and L.framework == "torchtitan":
+            return self._block_torchtitan(data)
         starts: set[int] = set()
         for mark in MARKS.get(L.framework, MARKS_ALL):
             p = data.find(mark)
@@ -317,6 +324,29 @@ class _Parser:
                 pos = self._line_at(data, r)
                 if self.in_dump:
                     pos = self._dump(data, pos)
+
+    def _block_torchtitan(self, data: bytes) -> None:
+        """The fast path of a torchtitan log once its intervals began: one regex pass over the step
+        lines (colour codes included); checkpoint, validation and restart lines found by their words."""
+        L = self.log
+        rare = sorted(p for mark in TT_RARE for p in _all(data, mark))
+        ri, pos = 0, 0
+        for m in TT_SCAN.finditer(data):
+            p = m.start()
+            while ri < len(rare) and rare[ri] < p:
+                if rare[ri] >= pos:
+                    pos = self._line_at(data, rare[ri])
+                ri += 1
+            if p < pos:
+                continue
+            it = int(m.group(1))
+            L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(2)) * 2**30)    # max over ranks
+            if it in self.recent_set:       # the same step printed by another rank
+                continue
+            self._interval(it, NAN, _f(m.group(5)), float(m.group(4).replace(b",", b"")))
+        for r in rare[ri:]:
+            if r >= pos:
+                pos = self._line_at(data, r)
 
     def _dump(self, data: bytes, start: int) -> int:
         """Argument lines from `start` to the end-of-dump line (or the block's end: the dump goes on in
