@@ -154,3 +154,19 @@ def torchtitan_config(tp: int = 1, pp: int = 1, shard: int = -1, ac: str = "sele
                             "pipeline_parallel_schedule": "1F1B"},
             "activation_checkpoint": {"mode": ac, "selective_ac_option": "op"},
             "float8": {"recipe_name": None}}
+
+
+def write_examples(folder: str) -> None:
+    """The README's worked examples (tests/fixtures/logs/): written from the format strings above."""
+    from pathlib import Path
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    a = megatron_args(tensor_model_parallel_size=4, pipeline_model_parallel_size=4,
+                      virtual_pipeline_model_parallel_size=5, context_parallel_size=2, world_size=64,
+                      data_parallel_size=2, global_batch_size=128, train_iters=200, tp_comm_overlap=False)
+    steps = [19850.0, 16110.0, 16080.0, 16210.0, 16150.0, 23900.0, 16120.0, 16090.0, 16170.0, 16130.0]
+    (out / "megatron-llama3-70b-h100.log").write_text(
+        megatron_log(a, steps, tflops=365.4, mem_mb=(62150.0, 71240.0), eval_at=[50]))
+    tps = [2950.0, 6420.0, 6510.0, 6490.0, 6530.0, 6475.0, 6505.0]
+    (out / "torchtitan-llama3-8b-h100.log").write_text(
+        torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), tps, 1, 8, 8192))

@@ -104,6 +104,29 @@ def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
         assert got.lines == whole.lines and got.mem_max_reserved == whole.mem_max_reserved
 
 
+@pytest.mark.parametrize("block", [131, 4096])
+def test_torchtitan_blocks_ranks_and_checkpoints(tmp_path, monkeypatch, block):
+    """torchtitan steps from two ranks, a checkpoint save after step 30, read in small blocks (the fast
+    path after the first step) give what one block gives: one interval per step, the one after the save
+    flagged, memory the max over ranks."""
+    import perfmodel.logparse as lp
+    from log_helpers import torchtitan_step
+    text = torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), [], 1, 8, 8192)
+    for step in (1, 10, 20, 30, 40, 50):
+        text += torchtitan_step(step, 6500.0, 312.0, 40.0, mem_gib=50.0) + "\n"
+        text += torchtitan_step(step, 6400.0, 307.0, 39.0, mem_gib=52.25).replace("[rank0]", "[rank7]") + "\n"
+        if step == 30:
+            text += "[rank0]:[titan] 2026-11-30 10:00:00,000 - root - INFO - Saving the checkpoint (or staging if async is enabled).\n"
+    whole = parse_text(text)
+    assert list(whole.iters) == [1, 10, 20, 30, 40, 50] and list(whole.event_after) == [0, 0, 0, 0, 1, 0]
+    assert list(whole.tps) == [6500.0] * 6 and whole.mem_max_reserved == 52.25 * 2**30
+    monkeypatch.setattr(lp, "BLOCK", block)
+    got = parse_file(write(tmp_path, text))
+    assert (list(got.iters), list(got.event_after), list(got.tps)) == (list(whole.iters), list(whole.event_after),
+                                                                       list(whole.tps))
+    assert got.args == whole.args and got.model_args == whole.model_args and got.mem_max_reserved == whole.mem_max_reserved
+
+
 def test_bridge_memory_line_and_cut_numbers():
     # Megatron-Bridge train_utils.py @031e7de: memory in GB (1e9 bytes) under MEMORY_KEYS names
     bridge = ("[Rank 0] (after 10 iterations) memory (GB) | mem-allocated-gigabytes: 41.2 | mem-max-allocated-gigabytes: "
@@ -299,3 +322,19 @@ def test_round_trip_with_validate(tmp_path, capsys):
     assert v["predicted"] == 1 and v["per_row"][0]["predicted"] == pytest.approx(res.predicted, rel=1e-12)
     assert v["per_row"][0]["measured"] == pytest.approx(out["measured"]["tokens_per_s_per_gpu"], abs=0.005)   # CSV: 2 decimals
     assert math.isclose(v["per_row"][0]["error"], out["gap"], abs_tol=1e-5)
+
+
+def test_stated_switches_are_a_what_if(tmp_path, capsys):
+    """tp_comm_overlap=False in the dump: the 'stack as stated' what-if is the prediction with the TP
+    overlap constant at 0; all overlap switches off name the no-overlap profile as the stated stack."""
+    from perfmodel.calibration import constants
+    f = write(tmp_path, megatron_log(megatron_args(**L70, tp_comm_overlap=False), [15000.0] * 4))
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    stated = [w for w in out["what_ifs"] if w["kind"] == "stated"]
+    lay = api.Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4, vp=5, cp=2)
+    p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", consts=constants().with_(tp_overlap=0.0))
+    assert len(stated) == 1 and stated[0]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
+    off = megatron_args(**L70, tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=False)
+    out = run_json(capsys, ["check", write(tmp_path, megatron_log(off, [15000.0] * 4), "off.log"), "--hardware", "h100-sxm"])
+    assert any("no-overlap" in n for n in out["notes"])
+    assert any(w.get("profile") == "no-overlap" and "states this stack" in w["cause"] for w in out["what_ifs"])

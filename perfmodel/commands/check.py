@@ -67,6 +67,7 @@ class Run:
     framework: str
     notes: list[str] = field(default_factory=list)
     stated_overlap_off: bool = False
+    stated_off: dict[str, str] = field(default_factory=dict)     # constant set to 0 -> the log field that says so
 
 
 class _Fields:
@@ -370,6 +371,10 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     if off:
         notes.append(f"the dump turns overlap off ({', '.join(f'{n}=False' for n in overlap)}): the 'no-overlap' "
                      "profile states this stack")
+    # switches the dump states off, as the cost model's overlap constants (perfmodel/calibration.toml):
+    # Megatron-Core tp_comm_overlap (TE userbuffers) -> tp_overlap; overlap_grad_reduce -> dp_overlap
+    stated_off = {c: n for n, c in (("tp_comm_overlap", "tp_overlap"), ("overlap_grad_reduce", "dp_overlap"))
+                  if f.bool(n) is False and not (c == "tp_overlap" and tp == 1)}
     if len(log.gbs_logged) > 1:
         raise InputError("log", "global batch size", f"varies in the log ({', '.join(map(str, sorted(log.gbs_logged)))}"
                                                      "; batch-size ramp-up): check a log of a fixed batch")
@@ -378,7 +383,7 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
                                                      "iteration lines")
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                  recompute=recompute)  # type: ignore[arg-type]
-    return Run(model, how, lay, precision, "megatron", notes, off)
+    return Run(model, how, lay, precision, "megatron", notes, off, stated_off)
 
 
 def _tt(f: _Fields, key: str) -> str | None:
@@ -581,10 +586,17 @@ def _tps(p: Any) -> float:
 
 
 def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]]:
-    """Variants of the run, each predicted: other recompute modes and every software profile; ranked by
-    how close each comes to the measured throughput (|ln(predicted / measured)|)."""
+    """Variants of the run, each predicted: the stack switches as the log states them, other recompute
+    modes and every software profile; ranked by how close each comes to the measured throughput
+    (|ln(predicted / measured)|)."""
     out: list[dict[str, Any]] = []
     lay = run.layout
+    if run.stated_off:
+        consts = api.constants().with_(**{c: 0.0 for c in run.stated_off})
+        p = api.predict(run.model, hw, lay, run.precision, consts=consts)
+        out.append({"cause": "stack as the log states it: " + ", ".join(f"{n}=False ({c} 0)" for c, n in
+                                                                          run.stated_off.items()),
+                    "kind": "stated", "tokens_per_s_per_gpu": _tps(p), "fits": bool(p.fits[0])})
     for mode in ("none", "selective", "full"):
         if mode == lay.recompute:
             continue
@@ -600,10 +612,23 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]
         p = api.predict(run.model, hw, lay, run.precision, consts=prof.consts)
         stated = " (the log states this stack)" if prof.name == "no-overlap" and run.stated_overlap_off else ""
         out.append({"cause": f"software profile {prof.name} ({prof.kind}){stated}", "kind": prof.kind,
-                    "profile": prof.name, "description": prof.description, "tokens_per_s_per_gpu": _tps(p), "fits": bool(p.fits[0])})
+                    "profile": prof.name, "description": prof.description,
+                    "tokens_per_s_per_gpu": _tps(p), "fits": bool(p.fits[0])})
     for o in out:
         o["log_distance"] = abs(math.log(o["tokens_per_s_per_gpu"] / measured))
     return sorted(out, key=lambda o: o["log_distance"])
+
+
+def shown_what_ifs(ws: list[dict[str, Any]], n: int = 8) -> list[dict[str, Any]]:
+    """The table's rows: every variant except release profiles, of which only the closest one (with how
+    many there are), so fourteen releases do not crowd out the physical causes."""
+    rel = [w for w in ws if w["kind"] == "release"]
+    rows = [w for w in ws if w["kind"] != "release"]
+    if rel:
+        best = dict(rel[0])
+        best["cause"] = f"{best['cause'].replace(' (release)', '')}: the closest of {len(rel)} release profiles"
+        rows.append(best)
+    return sorted(rows, key=lambda o: o["log_distance"])[:n]
 
 
 def overheads(run: Run, p: Any) -> list[dict[str, Any]]:
@@ -620,8 +645,7 @@ def overheads(run: Run, p: Any) -> list[dict[str, Any]]:
             continue
         label = k
         if "bubble" in k:
-            label = (f"{k}: pp={lay.pp}, vp={lay.vp}, m={m} micro-batches -> (pp-1)/(vp m) = "
-                     f"{(lay.pp - 1) / (lay.vp * m):.3f}")
+            label = f"pipeline bubble (pp {lay.pp}, vp {lay.vp}, m {m}: (pp-1)/(vp m) = {(lay.pp - 1) / (lay.vp * m):.4f})"
         elif k.endswith("_comm"):
             label = f"exposed {k.replace('_comm', '').upper()} communication"
         out.append({"part": k, "label": label, "seconds": v, "share": v / step,
@@ -630,11 +654,11 @@ def overheads(run: Run, p: Any) -> list[dict[str, Any]]:
 
 
 def verdict(ratio: float, band: Any) -> str:
+    """Where measured / predicted lies against the 80% band of validation spread (perfmodel/uncertainty.py)."""
+    where = f"measured/predicted {ratio:.3f}, 80% band {band.low:.3f}-{band.high:.3f} ({band.group})"
     if band.low <= ratio <= band.high:
-        return f"consistent with the prediction (measured/predicted {ratio:.2f} inside the 80% band {band.low:.2f}-{band.high:.2f})"
-    if ratio < band.low:
-        return f"slower than predicted (measured/predicted {ratio:.2f}, below the 80% band {band.low:.2f}-{band.high:.2f})"
-    return f"faster than predicted (measured/predicted {ratio:.2f}, above the 80% band {band.low:.2f}-{band.high:.2f})"
+        return f"consistent with the prediction ({where})"
+    return f"{'slower' if ratio < band.low else 'faster'} than predicted ({where})"
 
 
 def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: str, run_id: str,
@@ -791,7 +815,7 @@ def check_cmd(log: str, hardware_ref: str | None, gpus: int | None, model_ref: s
                       f"perfmodel {ff['perfmodel_flops_per_token_causal']:.3e} causal, "
                       f"{ff['perfmodel_flops_per_token_full']:.3e} full")
     console.print(f"[bold]gap[/bold] (predicted - measured) / measured: {out['gap']:+.1%}; {out['verdict']}")
-    wi = out["what_ifs"][:8]
+    wi = shown_what_ifs(out["what_ifs"])
     print_table("Likely causes, closest to the measurement first (each predicted)",
                 ["what if", "tokens/s/GPU", "vs measured", "fits"],
                 [[escape(w["cause"]), f"{w['tokens_per_s_per_gpu']:,.0f}",
