@@ -84,7 +84,7 @@ def test_prediction_is_api_predict_of_the_logged_run(tmp_path, capsys):
     d = [w["log_distance"] for w in out["what_ifs"]]
     assert d == sorted(d)
     bubble = [o for o in out["overheads"] if "bubble" in o["part"]]
-    assert bubble and "m=64 micro-batches" in bubble[0]["label"]       # 128 / (dp 2 x mbs 1)
+    assert bubble and "m 64:" in bubble[0]["label"] and out["micro_batches"] == 64     # 128 / (dp 2 x mbs 1)
 
 
 @pytest.mark.parametrize("block", [97, 4096])
