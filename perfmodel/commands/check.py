@@ -26,13 +26,13 @@ from rich.markup import escape
 from .. import api, uncertainty
 from ..counts import flops_per_token
 from ..errors import InputError
-from ..hardware import HardwareSpec, load_hardware
+from ..hardware import HardwareSpec
 from ..layout import Layout, layout_text
 from ..logparse import ParsedLog, parse_file
 from ..model import ModelSpec, load_model
 from ..profiles import load_profiles
 from ..specfile import data_dir
-from .common import console, emit_json, print_table, table
+from .common import console, emit_json, print_table, resolve_hardware, table
 
 WARMUP_ITERS = 10        # iterations after each (re)start treated as warm-up (compile, allocator, NCCL setup)
 
@@ -684,7 +684,7 @@ def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: 
 
 
 def check_log(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str | None,
-              overrides: dict[str, str], warmup: int = WARMUP_ITERS) -> dict[str, Any]:
+              overrides: dict[str, str], warmup: int = WARMUP_ITERS, sets: tuple[str, ...] = ()) -> dict[str, Any]:
     """The whole check as a JSON-ready dict (the CLI prints it)."""
     log = parse_file(path)
     if not log.framework:
@@ -692,6 +692,8 @@ def check_log(path: str, hardware_ref: str | None, gpus: int | None, model_ref: 
                                    f"{log.lines:,} lines (argument dump, 'iteration ... elapsed time per iteration', "
                                    "'step: ... tps:')")
     notes: list[str] = []
+    if log.last_line_cut or log.gzip_truncated:
+        notes.append("the log ends inside a line (cut while written): that last line is not read")
     hw_missing = ""
     if hardware_ref is None:
         hardware_ref = DEVICE_NAMES.get(log.device_name)
@@ -709,7 +711,7 @@ def check_log(path: str, hardware_ref: str | None, gpus: int | None, model_ref: 
     if hw_missing:
         raise InputError(path, "missing", hw_missing)
     assert hardware_ref is not None
-    hw = load_hardware(hardware_ref)
+    hw = resolve_hardware(hardware_ref, sets)
     meas = measure(log, run, warmup, path)
     p = api.predict(run.model, hw, run.layout, run.precision)
     r = p.row(0)
@@ -723,8 +725,9 @@ def check_log(path: str, hardware_ref: str | None, gpus: int | None, model_ref: 
     mfu_meas = meas.tokens_per_s_per_gpu * fpt["causal"] / hw.peak(run.precision)
     return {
         "log": path, "framework": run.framework, "lines": log.lines, "cut_lines": log.cut_lines, "gzip": log.gzip,
+        "last_line_cut": log.last_line_cut, "gzip_truncated": log.gzip_truncated,
         "model": run.model.id, "model_name": run.model.name, "model_source": run.model_source,
-        "hardware": hw.id, "precision": run.precision, "layout": {**run.layout.__dict__, "dp": run.layout.dp},
+        "hardware": hw.id, "hardware_overridden": list(hw.overridden), "precision": run.precision, "layout": {**run.layout.__dict__, "dp": run.layout.dp},
         "layout_text": layout_text(run.layout, mbs=True),
         "micro_batches": run.layout.gbs // (run.layout.dp * run.layout.mbs),
         "notes": notes + run.notes,
@@ -768,16 +771,21 @@ def _gb(x: float | None) -> str:
 @click.option("--run-id", default=None, help="run_id of the --csv row [default: the log's file name]")
 @click.option("--csv", "csv_out", type=click.Path(dir_okay=False), default=None,
               help="write the run as one row of the measured-run schema (validation/README.md)")
+@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
+              help="what-if hardware: override a spec field (repeatable), e.g. nic_gbps=800")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def check_cmd(log: str, hardware_ref: str | None, gpus: int | None, model_ref: str | None, args: tuple[str, ...],
-              warmup: int, run_id: str | None, csv_out: str | None, as_json: bool) -> None:
+              warmup: int, run_id: str | None, csv_out: str | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and
     explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads."""
     if warmup < 0:
         raise InputError("--warmup", str(warmup), "must be >= 0")
     if gpus is not None and gpus < 1:
         raise InputError("--gpus", str(gpus), "must be a positive integer")
-    out = check_log(log, hardware_ref, gpus, model_ref, _kv(args), warmup)
+    if csv_out and sets:
+        raise InputError("--csv", csv_out, "a measured-run row names catalog hardware or a spec file: write the "
+                                           "what-if hardware (--set) to a TOML file and pass it as --hardware")
+    out = check_log(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets)
     run, hw_ref, hw, meas, mfu_fw = out.pop("_csv")
     if csv_out:
         row = _csv_row(run, hw_ref, hw, meas, log, run_id or Path(log).name, mfu_fw)
