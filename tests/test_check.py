@@ -338,3 +338,21 @@ def test_stated_switches_are_a_what_if(tmp_path, capsys):
     out = run_json(capsys, ["check", write(tmp_path, megatron_log(off, [15000.0] * 4), "off.log"), "--hardware", "h100-sxm"])
     assert any("no-overlap" in n for n in out["notes"])
     assert any(w.get("profile") == "no-overlap" and "states this stack" in w["cause"] for w in out["what_ifs"])
+
+
+def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
+    """Megatron-Bridge (train_utils.py @031e7de) prints the iteration line with a timestamp without
+    microseconds and memory in GB, and no Megatron-LM argument dump: every field it lacks is named, and
+    given with --arg the run checks like the Megatron-LM one."""
+    lines = [iteration_line(it, 100, 128, ms, 410.0, stamp="2026-11-30 10:00:00")
+             for it, ms in ((10, 18000.0), (20, 15000.0), (30, 15100.0), (40, 14900.0))]
+    lines.insert(1, "[Rank 0] (after 10 iterations) memory (GB) | mem-max-allocated-gigabytes: 60.1 | "
+                    "mem-max-reserved-gigabytes: 66.0 | mem-alloc-retires: 0")
+    f = write(tmp_path, "\n".join(lines) + "\n")
+    err = run_err(capsys, ["check", f, "--hardware", "h100-sxm"])
+    for name in ("tensor_model_parallel_size", "num_layers", "seq_length", "recompute_granularity", "world_size"):
+        assert name in err
+    sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
+    assert out["model"] == "llama3-70b" and out["measured"]["used"] == 3
+    assert out["measured"]["step_s"] == pytest.approx(15.0) and out["measured"]["mem_max_reserved_bytes"] == pytest.approx(66e9)
