@@ -260,7 +260,12 @@ def test_nemo_progress_bar_with_args(tmp_path, capsys):
     assert "NeMo progress-bar log states no layout" in err
     sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
-    assert out["framework"] == "megatron" and out["measured"]["step_s"] == pytest.approx(5.9)
+    assert out["framework"] == "nemo" and out["measured"]["step_s"] == pytest.approx(5.9)
+    assert out["measured"]["tflops_per_gpu"] is None          # the progress bar prints no TFLOP/s
+    # --model that disagrees with the given shape is used, and said so
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--model", "llama3-8b",
+                            *sum((["--arg", s] for s in sets), [])])
+    assert out["model"] == "llama3-8b" and any("differs from the dump's shape" in n for n in out["notes"])
 
 
 # ---- torchtitan -----------------------------------------------------------------------------------

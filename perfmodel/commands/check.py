@@ -340,6 +340,11 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     model: ModelSpec | None
     if model_ref:
         model, how = load_model(model_ref), f"--model {model_ref}"
+        differ = [f"{n}={f.raw(n)} vs {v}" for n, v in (("num_layers", model.num_layers), ("hidden_size", model.hidden_size),
+                                                      ("num_attention_heads", model.attention.num_heads))
+                  if f.raw(n) is not None and f.raw(n) != str(v)]
+        if differ:
+            notes.append(f"--model {model_ref} differs from the dump's shape ({', '.join(differ)}): --model is used")
     else:
         model, how, _, _ = megatron_model(f, log, tp)
     if f.missing or model is None or precision is None:
@@ -383,7 +388,7 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
                                                      "iteration lines")
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                  recompute=recompute)  # type: ignore[arg-type]
-    return Run(model, how, lay, precision, "megatron", notes, off, stated_off)
+    return Run(model, how, lay, precision, "nemo" if log.framework == "nemo" else "megatron", notes, off, stated_off)
 
 
 def _tt(f: _Fields, key: str) -> str | None:
@@ -667,7 +672,9 @@ def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: 
     if run.model.id == "log-model":
         raise InputError("--csv", "model", "the log's model is not in the catalog: give --model FILE so the CSV "
                                            "row can name it")
-    model_cell = run.model.path if run.model_source.startswith("--model") and run.model.path else run.model.id
+    # a spec file is named by its absolute path (validate resolves cells relative to the CSV's folder)
+    in_catalog = bool(run.model.path) and Path(run.model.path).resolve().parent == data_dir("models").resolve()
+    model_cell = run.model.id if in_catalog or not run.model.path else str(Path(run.model.path).resolve())
     hw_cell = hw.id if not hw_ref.endswith(".toml") else str(Path(hw_ref).resolve())
     return {"run_id": run_id, "source": f"training log {Path(log_path).name}", "source_url": "", "date": "",
             "software": run.framework, "framework": "megatron" if run.framework in ("megatron", "nemo") else "other",
