@@ -72,7 +72,7 @@ MEG_SCAN = re.compile(rb"iteration(?:\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per
                       rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?)?")
 MEG_RARE = (b"-- arguments --", b"padded vocab")
 MEG_MEM_MB = re.compile(rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
-                        rb" \| max reserved: ([0-9.]+)(?= \||\s*$)")
+                        rb" \| max reserved: ([0-9.]+)(?= \||\s*$|\[Rank)")
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
 BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)(?= \||\s*$)")
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
@@ -397,11 +397,13 @@ class _Parser:
                 self._interval(int(m.group(1)), float(m.group(2)), float("nan"), float("nan"))
                 return
         if b"memory (" in raw:
-            m = MEG_MEM_MB.search(raw)
-            if m:
+            found = False
+            for m in MEG_MEM_MB.finditer(raw):        # two ranks' reports may share a line (unbuffered writes)
                 L.mem_max_allocated = max(L.mem_max_allocated, float(m.group(2)) * 2**20)
                 L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(4)) * 2**20)
                 L.mem_unit = L.mem_unit or "MB (2^20 bytes)"
+                found = True
+            if found:
                 return
             m = BRIDGE_MEM.search(raw)
             if m:

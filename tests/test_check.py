@@ -64,8 +64,7 @@ def test_stable_median_leaves_out_warmup_and_evaluation(tmp_path, capsys):
     assert m["tokens_per_s_per_gpu"] == pytest.approx(128 * 8192 / (m["step_s"] * 64))
     # --warmup 0 keeps the first interval (still not the one after the evaluation)
     out0 = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--warmup", "0"])
-    assert out0["measured"]["dropped_warmup"] == 1          # the first line of a start is always warm-up
-    assert out0["measured"]["used"] == 4
+    assert out0["measured"]["dropped_warmup"] == 0 and out0["measured"]["used"] == 5
 
 
 def test_prediction_is_api_predict_of_the_logged_run(tmp_path, capsys):
@@ -149,9 +148,11 @@ def test_interleaved_ranks_prefixes_and_colours(tmp_path):
         # the same interval printed by two ranks, with torchrun and srun prefixes and colour codes
         lines += [f"[rank63]:{line}", f"63: \x1b[32m{line}\x1b[0m"]
         lines += [f"{r}: " + memory_line(r, it, 50000.0 + 100 * r, 60000.0 + 100 * r) for r in (0, 16, 32, 48)]
-    log = parse_text("\n".join(lines))
+    # two ranks' memory reports written into one line (no line buffering)
+    lines.append(memory_line(2, 30, 50000.0, 90000.0) + memory_line(6, 30, 95000.0, 60000.0))
+    log = parse_text("\n".join(lines) + "\n")
     assert list(log.iters) == [10, 20, 30]
-    assert log.mem_max_reserved == (60000.0 + 4800) * 2**20
+    assert log.mem_max_reserved == 90000.0 * 2**20 and log.mem_max_allocated == 95000.0 * 2**20
 
 
 def test_truncated_log_keeps_what_was_written(tmp_path, capsys):

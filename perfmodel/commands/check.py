@@ -539,7 +539,9 @@ class Measured:
 def stable_mask(iters: np.ndarray, starts: np.ndarray, events: np.ndarray, warmup: int) -> tuple[np.ndarray, np.ndarray]:
     """(warm-up, after an event) masks over the intervals. An interval logged at iteration i after one
     at j covers (j, i]; it is warm-up when j < origin + warmup, origin being where its segment (a start or
-    a resume) began, estimated as the first line's iteration minus the first logging gap, at least 0."""
+    a resume) began, estimated as the first line's iteration minus the first logging gap, at least 0. The
+    first interval of a segment is warm-up unless warmup = 0 (Megatron logs iteration 1 alone to show
+    its initialization overhead, training.py @001b00c is_first_iteration)."""
     n = len(iters)
     warm = np.zeros(n, bool)
     seg_origin = 0
@@ -547,7 +549,7 @@ def stable_mask(iters: np.ndarray, starts: np.ndarray, events: np.ndarray, warmu
         if starts[i] or i == 0:
             gap = int(iters[i + 1] - iters[i]) if i + 1 < n and not starts[i + 1] and iters[i + 1] > iters[i] else 0
             seg_origin = max(0, int(iters[i]) - gap) if i + 1 < n else int(iters[i])
-            warm[i] = True
+            warm[i] = warmup > 0          # the first interval after a start holds initialization
             continue
         warm[i] = int(iters[i - 1]) < seg_origin + warmup
     return warm, events.astype(bool) & ~warm
