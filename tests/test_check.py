@@ -362,3 +362,40 @@ def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
     assert out["model"] == "llama3-70b" and out["measured"]["used"] == 3
     assert out["measured"]["step_s"] == pytest.approx(15.0) and out["measured"]["mem_max_reserved_bytes"] == pytest.approx(66e9)
+
+
+# ---- bounded fuzzing: junk between the lines, random bytes, random block sizes ------------------------
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+_BASE = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0], tflops=400.0, eval_at=[30])
+_WHOLE = parse_text(_BASE)
+
+
+@FUZZ
+@given(st.binary(max_size=3000))
+def test_random_bytes_never_raise(data):
+    log = parse_blocks_of(data, 64)
+    assert log.lines >= 0 and len(log.iters) == len(log.step_s) == len(log.event_after)
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=200).filter(
+    lambda b: b"\n" not in b and b"\r" not in b and b" ." not in b
+    and not any(w in b.lower() for w in (b"iteration", b"arguments", b"vocab", b"checkpoint", b"valid", b"evaluating",
+                                         b"step:", b"memory ("))), max_size=20), st.integers(1, 5000))
+def test_junk_lines_between_lines_change_nothing(junk, block):
+    """Lines of junk (random bytes holding no marker word nor an 'name ... value' argument shape) inserted anywhere, read in any block size:
+    the same dump and the same intervals."""
+    lines = _BASE.encode().split(b"\n")
+    for pos, j in junk:
+        lines.insert(pos % len(lines), j)
+    log = parse_blocks_of(b"\n".join(lines), block)
+    assert list(log.iters) == list(_WHOLE.iters) and list(log.step_s) == list(_WHOLE.step_s)
+    assert log.args == _WHOLE.args
+
+
+def parse_blocks_of(data: bytes, block: int):
+    from perfmodel.logparse import parse_blocks
+    return parse_blocks(data[i:i + block] for i in range(0, max(len(data), 1), block))
