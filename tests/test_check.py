@@ -384,10 +384,11 @@ def test_random_bytes_never_raise(data):
 @given(st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=200).filter(
     lambda b: b"\n" not in b and b"\r" not in b and b" ." not in b
     and not any(w in b.lower() for w in (b"iteration", b"arguments", b"vocab", b"checkpoint", b"valid", b"evaluating",
-                                         b"step:", b"memory ("))), max_size=20), st.integers(1, 5000))
+                                         b"step:", b"memory (")))), max_size=20),
+       st.integers(1, 5000))
 def test_junk_lines_between_lines_change_nothing(junk, block):
-    """Lines of junk (random bytes holding no marker word nor an 'name ... value' argument shape) inserted anywhere, read in any block size:
-    the same dump and the same intervals."""
+    """Lines of junk (random bytes holding no marker word nor a 'name ... value' argument shape) inserted
+    anywhere, read in any block size: the same dump and the same intervals."""
     lines = _BASE.encode().split(b"\n")
     for pos, j in junk:
         lines.insert(pos % len(lines), j)
