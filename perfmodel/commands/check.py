@@ -588,8 +588,14 @@ def measure(log: ParsedLog, run: Run, warmup: int, where: str) -> Measured:
 
 # ---- prediction and causes ----------------------------------------------------------------------
 
+# only the public Prediction fields (step_time_s, tokens_per_s_per_gpu, mfu, memory_bytes_per_gpu,
+# breakdown_s) are read; whether a layout fits is memory against the hardware's HBM
 def _tps(p: Any) -> float:
     return float(p.tokens_per_s_per_gpu[0])
+
+
+def _fits(p: Any, hw: HardwareSpec) -> bool:
+    return float(p.memory_bytes_per_gpu[0]) <= hw.memory.hbm_bytes
 
 
 def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]]:
@@ -603,7 +609,7 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]
         p = api.predict(run.model, hw, lay, run.precision, consts=consts)
         out.append({"cause": "stack as the log states it: " + ", ".join(f"{n}=False ({c} 0)" for c, n in
                                                                           run.stated_off.items()),
-                    "kind": "stated", "tokens_per_s_per_gpu": _tps(p), "fits": bool(p.fits[0])})
+                    "kind": "stated", "tokens_per_s_per_gpu": _tps(p), "fits": _fits(p, hw)})
     for mode in ("none", "selective", "full"):
         if mode == lay.recompute:
             continue
@@ -612,7 +618,7 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]
         except InputError:
             continue
         out.append({"cause": f"recompute {mode} instead of {lay.recompute}", "kind": "recompute",
-                    "tokens_per_s_per_gpu": _tps(p), "fits": bool(p.fits[0])})
+                    "tokens_per_s_per_gpu": _tps(p), "fits": _fits(p, hw)})
     for prof in load_profiles().values():
         if not prof.overrides:
             continue
@@ -620,7 +626,7 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]
         stated = " (the log states this stack)" if prof.name == "no-overlap" and run.stated_overlap_off else ""
         out.append({"cause": f"software profile {prof.name} ({prof.kind}){stated}", "kind": prof.kind,
                     "profile": prof.name, "description": prof.description,
-                    "tokens_per_s_per_gpu": _tps(p), "fits": bool(p.fits[0])})
+                    "tokens_per_s_per_gpu": _tps(p), "fits": _fits(p, hw)})
     for o in out:
         o["log_distance"] = abs(math.log(o["tokens_per_s_per_gpu"] / measured))
     return sorted(out, key=lambda o: o["log_distance"])
@@ -723,7 +729,9 @@ def check_log(path: str, hardware_ref: str | None, gpus: int | None, model_ref: 
     hw = resolve_hardware(hardware_ref, sets)
     meas = measure(log, run, warmup, path)
     p = api.predict(run.model, hw, run.layout, run.precision)
-    r = p.row(0)
+    r = {"step_time_s": float(p.step_time_s[0]), "tokens_per_s_per_gpu": _tps(p), "mfu": float(p.mfu[0]),
+         "memory_bytes_per_gpu": float(p.memory_bytes_per_gpu[0]), "fits": _fits(p, hw),
+         "breakdown_s": {k: float(v[0]) for k, v in p.breakdown_s.items()}}
     band = uncertainty.band_of(run.model, hw)
     pred = r["tokens_per_s_per_gpu"]
     ratio = meas.tokens_per_s_per_gpu / pred
