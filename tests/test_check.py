@@ -400,3 +400,9 @@ def test_junk_lines_between_lines_change_nothing(junk, block):
 def parse_blocks_of(data: bytes, block: int):
     from perfmodel.logparse import parse_blocks
     return parse_blocks(data[i:i + block] for i in range(0, max(len(data), 1), block))
+
+
+def test_python_entry_point_is_the_json_document(tmp_path, capsys):
+    from perfmodel.commands.check import check_log
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
+    assert check_log(f, "h100-sxm") == run_json(capsys, ["check", f, "--hardware", "h100-sxm"])

@@ -698,9 +698,17 @@ def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: 
                      f"intervals" + "".join(f"; {n}" for n in run.notes)}
 
 
-def check_log(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str | None,
-              overrides: dict[str, str], warmup: int = WARMUP_ITERS, sets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The whole check as a JSON-ready dict (the CLI prints it)."""
+def check_log(path: str, hardware_ref: str | None = None, gpus: int | None = None, model_ref: str | None = None,
+              overrides: dict[str, str] | None = None, warmup: int = WARMUP_ITERS, sets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The whole check as a JSON-ready dict (what `perfmodel check --json` prints)."""
+    out = _check(path, hardware_ref, gpus, model_ref, overrides or {}, warmup, sets)
+    out.pop("_csv")
+    return out
+
+
+def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str | None,
+           overrides: dict[str, str], warmup: int, sets: tuple[str, ...]) -> dict[str, Any]:
+    """check_log, plus under "_csv" what the --csv row needs."""
     log = parse_file(path)
     if not log.framework:
         raise InputError(path, "", f"no Megatron-LM / NeMo / Megatron-Bridge or torchtitan training lines in "
@@ -802,7 +810,7 @@ def check_cmd(log: str, hardware_ref: str | None, gpus: int | None, model_ref: s
     if csv_out and sets:
         raise InputError("--csv", csv_out, "a measured-run row names catalog hardware or a spec file: write the "
                                            "what-if hardware (--set) to a TOML file and pass it as --hardware")
-    out = check_log(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets)
+    out = _check(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets)
     run, hw_ref, hw, meas, mfu_fw = out.pop("_csv")
     if csv_out:
         row = _csv_row(run, hw_ref, hw, meas, log, run_id or Path(log).name, mfu_fw)
