@@ -81,10 +81,12 @@ NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([
 TT_STEP = re.compile(rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
                      rb"\(([0-9.]+)%\)\s+tps:\s*([0-9,]+)\s+tflops:\s*([0-9,.]+)\s+mfu:\s*([0-9.]+)%")
 _A = rb"(?:\x1b\[[0-9;]*m)*"          # colour codes between the fields
-TT_SCAN = re.compile(rb"step:(?<!validate step:)\s*(\d+)\s+" + _A + rb"loss:\s*\S+\s+" + _A + rb"(?:grad_norm:\s*\S+\s+" + _A
-                     + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+" + _A + rb"tps:\s*([0-9,]+)\s+" + _A
-                     + rb"tflops:\s*([0-9,.]+)\s+" + _A + rb"mfu:\s*([0-9.]+)%")
-TT_RARE = (b"checkpoint", b"validate step:")        # a restart shows as steps going back
+# one pass finds the training step lines and the 'validate step:' lines (no tflops/mfu there; told apart
+# by the word before 'step:'); checkpoint saves are found by their word; a restart shows as steps going back
+TT_SCAN = re.compile(rb"step:\s*(\d+)\s+" + _A + rb"loss:\s*\S+\s+" + _A + rb"(?:grad_norm:\s*\S+\s+" + _A
+                     + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+" + _A + rb"tps:\s*([0-9,]+)"
+                     + rb"(?:\s+" + _A + rb"tflops:\s*([0-9,.]+)\s+" + _A + rb"mfu:\s*([0-9.]+)%)?")
+TT_RARE = (b"checkpoint",)
 TT_ARGS = re.compile(rb"Running with args: (\{.*\})")
 TT_BUILD = re.compile(rb"Building (\S+) (\S+) with (\w+)\((.*)\)")
 TT_TRAINER = re.compile(rb"local batch size (\d+), global batch size (-?\d+), gradient accumulation steps (\d+), "
@@ -296,6 +298,7 @@ class _Parser:
         dump, the vocabulary padding) are found by their words and parsed in order."""
         rare = sorted(p for mark in MEG_RARE for p in _all(data, mark))
         ri = 0
+        gbs_seen: set[bytes] = set()
         pos = self._dump(data, 0) if self.in_dump else 0
         while True:
             m = MEG_SCAN.search(data, pos)
@@ -310,13 +313,14 @@ class _Parser:
                 ri += 1
             if p < pos:
                 continue
-            if m.group(1) is None:
+            it, ms, tf, g = m.groups()
+            if it is None:
                 pos = self._line_at(data, p)
                 continue
-            tf, g = m.group(3), m.group(4)
-            if g:
+            if g and g not in gbs_seen:
+                gbs_seen.add(g)
                 self.log.gbs_logged.add(int(g))
-            self._interval(int(m.group(1)), float(m.group(2)) / 1e3, float(tf) if tf else NAN, NAN)
+            self._interval(int(it), float(ms) / 1e3, float(tf) if tf else NAN, NAN)
             e = data.find(b"\n", m.end())      # the rest of an interval line names iterations again
             pos = len(data) if e < 0 else e
         for r in rare[ri:]:
@@ -331,19 +335,30 @@ class _Parser:
         L = self.log
         rare = sorted(p for mark in TT_RARE for p in _all(data, mark))
         ri, pos = 0, 0
+        recent = self.recent_set
+        mem = L.mem_max_reserved / 2**30
         for m in TT_SCAN.finditer(data):
             p = m.start()
-            while ri < len(rare) and rare[ri] < p:
-                if rare[ri] >= pos:
-                    pos = self._line_at(data, rare[ri])
-                ri += 1
-            if p < pos:
+            if rare:
+                while ri < len(rare) and rare[ri] < p:
+                    if rare[ri] >= pos:
+                        pos = self._line_at(data, rare[ri])
+                    ri += 1
+                if p < pos:
+                    continue
+            step, gib, _, tps, tflops, _ = m.groups()
+            if tflops is None:              # no tflops: a 'validate step:' line (or a cut one)
+                if data[max(0, p - 9):p] == b"validate ":
+                    self.pending_event = True
                 continue
-            it = int(m.group(1))
-            L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(2)) * 2**30)    # max over ranks
-            if it in self.recent_set:       # the same step printed by another rank
+            g = float(gib)
+            if g > mem:                     # max over ranks
+                mem = g
+            it = int(step)
+            if it in recent:                # the same step printed by another rank
                 continue
-            self._interval(it, NAN, _f(m.group(5)), float(m.group(4).replace(b",", b"")))
+            self._interval(it, NAN, float(tflops.replace(b",", b"")), float(tps.replace(b",", b"")))
+        L.mem_max_reserved = mem * 2**30
         for r in rare[ri:]:
             if r >= pos:
                 pos = self._line_at(data, r)

@@ -105,9 +105,9 @@ def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
 
 @pytest.mark.parametrize("block", [131, 4096])
 def test_torchtitan_blocks_ranks_and_checkpoints(tmp_path, monkeypatch, block):
-    """torchtitan steps from two ranks, a checkpoint save after step 30, read in small blocks (the fast
-    path after the first step) give what one block gives: one interval per step, the one after the save
-    flagged, memory the max over ranks."""
+    """torchtitan steps from two ranks, a checkpoint save after step 30 and a validation after 40, read in
+    small blocks (the fast path after the first step) give what one block gives: one interval per step,
+    the ones after the save and the validation flagged, memory the max over ranks."""
     import perfmodel.logparse as lp
     from log_helpers import torchtitan_step
     text = torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), [], 1, 8, 8192)
@@ -116,8 +116,11 @@ def test_torchtitan_blocks_ranks_and_checkpoints(tmp_path, monkeypatch, block):
         text += torchtitan_step(step, 6400.0, 307.0, 39.0, mem_gib=52.25).replace("[rank0]", "[rank7]") + "\n"
         if step == 30:
             text += "[rank0]:[titan] 2026-11-30 10:00:00,000 - root - INFO - Saving the checkpoint (or staging if async is enabled).\n"
+        if step == 40:      # metrics.py log_validation: no tflops / mfu fields
+            text += ("[rank0]:[titan] 2026-11-30 10:00:00,000 - root - INFO - \033[33mvalidate step: 40  \033[32mloss:  6.9000"
+                     "  \033[36mmemory: 50.00GiB(63.10%)  \033[34mtps: 21,000\033[39m\n")
     whole = parse_text(text)
-    assert list(whole.iters) == [1, 10, 20, 30, 40, 50] and list(whole.event_after) == [0, 0, 0, 0, 1, 0]
+    assert list(whole.iters) == [1, 10, 20, 30, 40, 50] and list(whole.event_after) == [0, 0, 0, 0, 1, 1]
     assert list(whole.tps) == [6500.0] * 6 and whole.mem_max_reserved == 52.25 * 2**30
     monkeypatch.setattr(lp, "BLOCK", block)
     got = parse_file(write(tmp_path, text))
