@@ -34,7 +34,12 @@ Robustness: ANSI colour codes and per-line prefixes (timestamps, '[rank3]:', sru
 because every pattern is searched, not anchored; bytes that are not UTF-8 are replaced; gzip is read
 transparently; a line longer than MAX_LINE is cut (binary junk without newlines cannot grow memory);
 several ranks printing the same interval are kept once (the last DEDUP_WINDOW iterations are
-remembered). Memory is bounded: the per-interval numbers are float arrays (8 bytes each).
+remembered; a new argument dump or job config, printed by a restart, clears them: a resumed job that
+prints no new dump has intervals repeating iteration numbers just logged kept once). A line without a line
+end at the end of the file (cut while written) is not read. Only lines holding a marker word are parsed:
+each block is searched for the words in C, and once a Megatron or torchtitan log's intervals have begun,
+one regex pass per block reads its interval lines. Memory is bounded: the per-interval numbers are arrays
+(34 bytes per interval), a block is BLOCK bytes.
 """
 from __future__ import annotations
 
@@ -140,6 +145,7 @@ class ParsedLog:
     cut_lines: int = 0
     last_line_cut: bool = False              # the file does not end with a line end (cut while written)
     dumps: int = 0                           # argument dumps seen (a restart prints another)
+    last_dump_at: int = 0                    # intervals logged before the last argument dump (an earlier start)
     gzip: bool = False
     gzip_truncated: bool = False
 
@@ -237,6 +243,13 @@ class _Parser:
         self.recent_set: set[int] = set()
         self.pending_event = False
         self.new_start = True
+        self.last_iter = -1
+
+    def _restart(self) -> None:
+        """A new start (a new argument dump): its iteration numbers may repeat the earlier ones."""
+        self.new_start = True
+        self.recent.clear()
+        self.recent_set.clear()
         self.last_iter = -1
 
     def _interval(self, it: int, step: float, tflops: float, tps: float) -> None:
@@ -392,10 +405,14 @@ class _Parser:
                 self._interval(int(m.group(1)), float(m.group(2)) / 1e3, float(tf) if tf else NAN, NAN)
                 return
         if ARG_HEAD in raw:
+            # a new start prints a new dump: its arguments replace the earlier ones (the layout may differ)
             self.in_dump = True
             L.framework = L.framework or "megatron"
             L.dumps += 1
-            self.new_start = True
+            if L.dumps > 1:
+                L.args = {}
+                L.last_dump_at = len(L.iters)
+            self._restart()
             return
         if b"step:" in raw:
             m = TT_STEP.search(raw)
@@ -438,7 +455,7 @@ class _Parser:
                 L.framework = L.framework or "torchtitan"
                 L.args.update(_flatten(_literal(m.group(1))))
                 L.dumps += 1
-                self.new_start = True
+                self._restart()
                 return
         if b"Building " in raw:
             m = TT_MESH.search(raw)

@@ -409,3 +409,14 @@ def test_python_entry_point_is_the_json_document(tmp_path, capsys):
     from perfmodel.commands.check import check_log
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
     assert check_log(f, "h100-sxm") == run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+
+
+def test_restart_with_a_new_dump_uses_the_last_one(tmp_path, capsys):
+    """A job restarted with another layout appends a new argument dump: the last dump and only the
+    intervals after it are the run checked."""
+    first = megatron_log(megatron_args(**{**L70, "tensor_model_parallel_size": 8, "data_parallel_size": 1}), [20000.0] * 5)
+    second = megatron_log(megatron_args(**L70), [16000.0, 15000.0, 15200.0, 15100.0])
+    out = run_json(capsys, ["check", write(tmp_path, first + second), "--hardware", "h100-sxm"])
+    assert out["layout"]["tp"] == 4
+    assert out["measured"]["used"] == 3 and out["measured"]["step_s"] == pytest.approx(15.1)
+    assert any("2 argument dumps" in n for n in out["notes"])

@@ -571,6 +571,7 @@ def measure(log: ParsedLog, run: Run, warmup: int, where: str) -> Measured:
     warm, ev = stable_mask(iters, np.frombuffer(log.starts, dtype=np.int8), np.frombuffer(log.event_after, dtype=np.int8),
                            warmup)
     ok = ~warm & ~ev & np.isfinite(step) & (step > 0)
+    ok[:log.last_dump_at] = False      # intervals of an earlier start: the dump read is the last one
     if not ok.any():
         raise InputError(where, "", f"no stable interval: {len(iters)} interval line(s), all warm-up (the first "
                                     f"{warmup} iterations after a start) or after an evaluation/checkpoint; "
@@ -715,6 +716,9 @@ def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str
                                    f"{log.lines:,} lines (argument dump, 'iteration ... elapsed time per iteration', "
                                    "'step: ... tps:')")
     notes: list[str] = []
+    if log.last_dump_at:
+        notes.append(f"the log holds {log.dumps} argument dumps (restarts): the last one and its "
+                     f"{len(log.iters) - log.last_dump_at} intervals are used, the {log.last_dump_at} before it left out")
     if log.last_line_cut or log.gzip_truncated:
         notes.append("the log ends inside a line (cut while written): that last line is not read")
     hw_missing = ""
