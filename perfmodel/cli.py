@@ -19,11 +19,13 @@ from .errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
 COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "profiles", "scaling",
-            "report", "size", "calibrate"]
+            "report", "size", "calibrate", "check"]
 
 # command name -> (module in COMMANDS, first paragraph of its help): the `--help` listing without importing
 # any command. A module in COMMANDS with no entry here still works (it is imported to list its commands).
 HELP: dict[str, tuple[str, str]] = {
+    'calibrate': ('calibrate', 'Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration file. Fits on the calibration split of the rows, reports on the held-out rest. --calibration FILE starts from that file instead of the shipped constants.'),
+    'check': ('check', 'Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads.'),
     'compare': ('economics', 'Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO.'),
     'cost': ('economics', 'Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability.'),
     'explain': ('catalog', "Show how a count is derived: the general sympy formula, the model's expression of S, its value."),
@@ -39,7 +41,7 @@ HELP: dict[str, tuple[str, str]] = {
     'show': ('catalog', 'Every field of a hardware, model or stack spec (catalog id or file), with units and sources.'),
     'size': ('size', 'Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system.'),
     'tco': ('economics', 'Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support).'),
-    'validate': ('validate', 'Predict every measured run of FILE.csv (validation/README.md schema) and report the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and validation/independent/*.csv), with a per-set table.'),
+    'validate': ('validate', 'Predict every measured run of FILE.csv (validation/README.md schema) and report the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and validation/independent/*.csv), with a per-set table. Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so is a file with no row predicted (exit 2).'),
 }
 
 

@@ -304,6 +304,8 @@ WITH_HARDWARE = {      # command -> arguments before --hardware; JSON path to th
     "size": (["size", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "8"], lambda d: d[0]["hardware_overridden"]),
     "show": (["show", "hardware"], lambda d: d["overridden"]),
     "report": (["report", "--out", "unused"], None),          # ~2 s to build: only the bad key is run here
+    "check": (["check", str(Path(__file__).parent / "fixtures" / "logs" / "megatron-llama3-70b-h100.log")],
+              lambda d: d["hardware_overridden"]),
 }
 NOT_A_SPEC = {"releases"}      # --hardware filters measured rows by catalog id there; no spec to change
 
