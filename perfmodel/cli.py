@@ -106,7 +106,7 @@ def _json_error(argv: list[str], status: int, message: str, exc: InputError | No
 def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     args = list(sys.argv[1:] if argv is None else argv)
-    from .commands.common import WARNINGS
+    from .errors import WARNINGS
     WARNINGS.clear()
     try:
         cli.main(args=argv, standalone_mode=False)

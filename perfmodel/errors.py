@@ -28,3 +28,7 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     match = difflib.get_close_matches(name, lead, n=1, cutoff=0.0) if lead else \
         difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+# warnings a command raises while it runs, printed on stderr after its output (perfmodel.cli.main)
+WARNINGS: list[str] = []

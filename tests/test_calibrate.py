@@ -108,14 +108,15 @@ def test_validate_with_the_file_reproduces_the_held_out_figure(slow_fit, capsys)
 
 
 def test_held_out_rows_never_enter_the_fit(tmp_path, capsys):
-    """By construction: the held-out rows' measurements replaced by nonsense (x5) leave the fit unchanged
-    to the last bit, while the held-out score does change."""
+    """By construction: the held-out rows' measurements replaced by wrong ones (x1.8, still below 100% MFU,
+    so validate scores them rather than refusing them as impossible) leave the fit unchanged to the last
+    bit, while the held-out score does change."""
     rows = _dense_h100()
-    junk = [r if _is_cal(r) else {**r, "tokens_per_s_per_gpu": str(float(r["tokens_per_s_per_gpu"]) * 5)} for r in rows]
+    junk = [r if _is_cal(r) else {**r, "tokens_per_s_per_gpu": str(float(r["tokens_per_s_per_gpu"]) * 1.8)} for r in rows]
     a = run_json(capsys, ["calibrate", str(_write(tmp_path / "a.csv", rows)), "--out", str(tmp_path / "a.toml"), "--rounds", "1"])
     b = run_json(capsys, ["calibrate", str(_write(tmp_path / "b.csv", junk)), "--out", str(tmp_path / "b.toml"), "--rounds", "1"])
     assert {n: d["fitted"] for n, d in a["constants"].items()} == {n: d["fitted"] for n, d in b["constants"].items()}
-    assert a["held_out"]["fitted"]["mape"] < 0.5 < b["held_out"]["fitted"]["mape"]
+    assert a["held_out"]["fitted"]["mape"] < 0.3 < b["held_out"]["fitted"]["mape"]
     assert all(_is_cal(r) for s in F.calibration_part([F.read_set(tmp_path / "b.csv")]) for r in s.rows)
 
 

@@ -206,7 +206,7 @@ def layout_options(f: Callable) -> Callable:
     return calibration_option(f)
 
 
-WARNINGS: list[str] = []      # printed on stderr by cli.main after a command succeeds (an error stays one line)
+from ..errors import WARNINGS  # noqa: E402  (warnings printed after a command's output, by cli.main)
 
 
 def warn_context(model: Any, seq: int | None) -> None:
