@@ -51,7 +51,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     # FSDP gathering once per step keeps the gathered parameters and unsharded gradients to the step's end
     sharded = fsdp & sw.fsdp_per_microbatch
     weights = np.where(sharded, shard * wb, params * wb)
-    grads = np.where(sharded, shard * gb, params * gb)
+    grads = np.where(sharded | sw.shards_grads, shard * gb, params * gb)
     opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / np.asarray(grid.cp, float)) + p_exp / col(edp),
                  "none": params}[sw.optimizer_shard]
     optim = K.ADAM_STATE_BYTES * np.where(fsdp, shard, opt_group)

@@ -121,6 +121,8 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     nmb = np.maximum(f64(grid.gbs) / (dp * f64(grid.mbs)), 1.0)
     imb = c.moe_imbalance if opts.routing == "real" else 1.0
     sw = software_of(m, hw, opts)
+    if sw.shards_params:                  # an FSDP stack shards parameters whatever the layout's flag says
+        grid = replace(grid, fsdp=np.ones(grid.n, bool))
     c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
     w = workload.build(m, grid, prec not in ("bf16", "fp16"), imb, c, sw)
     zero = 0 * tp

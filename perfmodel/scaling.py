@@ -369,7 +369,9 @@ def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int
         if len(key) == 8:                 # recompute unpublished: the lightest that fits, as validate infers it
             for rc in ("none", "selective", "full"):
                 cand = replace(base, recompute=rc)  # type: ignore[arg-type]
-                if bool(predict_grid(model, hw, LayoutGrid.of(cand), Options(prec)).fits[0]):
+                q = predict_grid(model, hw, LayoutGrid.of(cand), Options(prec))
+                from .validate import MEMORY_TOLERANCE    # the run fitted: within the memory model's error
+                if float(q.memory_bytes_per_gpu[0]) <= q.hbm_bytes * (1 + MEMORY_TOLERANCE):
                     base = cand
                     break
         res = scaling(model, hw, gpus, "weak", base, Options(prec, attention), measured=rows)  # type: ignore[arg-type]

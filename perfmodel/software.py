@@ -53,6 +53,8 @@ class Software:
     grad_bytes: float            # main-gradient buffer, bytes per parameter
     reduce_bytes: float          # data-parallel reduction, bytes per parameter on the wire
     optimizer_shard: str         # dp | dp_cp | none
+    shards_params: bool          # the stack shards parameters (FSDP / ZeRO-3) whatever the layout says
+    shards_grads: bool           # ... or gradients only (ZeRO-2)
     fsdp_per_microbatch: bool    # FSDP gathers parameters again for every micro-batch
     fsdp_reshard: bool           # ... and again for backward (FULL_SHARD)
     fp8_param_gather: bool
@@ -78,6 +80,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     limit = f.power_limit_w
     power = min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
     fp8 = f.fp8_recipe
+    sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
     return Software(
         stack_id=spec.id,
         tp_share_fwd=tp[0], tp_share_bwd=tp[1],
@@ -93,8 +96,12 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         grad_bytes=K.FP32 if f.main_grad_precision == "fp32" else K.BF16,
         reduce_bytes=K.FP32 if f.grad_reduce_precision == "fp32" else K.BF16,
         optimizer_shard=("none" if f.fsdp == "none" else f.optimizer_shard),
-        fsdp_per_microbatch=f.fsdp_gather == "per_microbatch",
-        fsdp_reshard=f.reshard_after_forward,
+        shards_params=sharding,
+        shards_grads=f.fsdp == "zero2",
+        # a layout that asks for FSDP on a stack whose own kind does not shard parameters gets ZeRO-3 /
+        # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
+        fsdp_per_microbatch=(f.fsdp_gather == "per_microbatch") if sharding else True,
+        fsdp_reshard=f.reshard_after_forward if sharding else True,
         fp8_param_gather=f.fp8_param_gather,
         fp8_amax_pass=fp8 == "current",
         dispatcher=f.moe_dispatcher,

@@ -353,13 +353,14 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
 
 def _cannot_fit(r: _Row, s: _Scored) -> str | None:
     """Why a measured row cannot be scored: its layout fits in HBM with no recompute mode (so the prediction,
-    full recompute or not, would be of a run that cannot happen), else None."""
-    if bool(s.p.fits[s.i]):
+    full recompute or not, would be of a run that cannot happen), else None. Within the memory model's
+    measured error (MEMORY_TOLERANCE) a layout counts as fitting: the run did."""
+    if bool(_could_fit(s.p)[s.i]):
         return None
     p, i = s.p, s.i
     if r.lay.recompute != "full" and s.inferred != "full":     # published lighter mode: does full fit?
         p, i = predict_grid(r.model, r.hw, LayoutGrid.of(replace(r.lay, recompute="full")), r.opts), 0
-        if bool(p.fits[0]):
+        if bool(_could_fit(p)[0]):
             return None
     return ("memory: does not fit in HBM with any recompute mode: with full recompute it "
             + memory_reason(float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id))

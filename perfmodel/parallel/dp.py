@@ -14,7 +14,7 @@ import numpy as np
 from .. import comm
 from ..counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
 from ..model import ModelSpec
-from ..overlap import exposed
+from ..overlap import exposed, exposed_shared
 
 
 def param_split(m: ModelSpec) -> tuple[float, float]:
@@ -57,8 +57,10 @@ def exposed_time(rs, ag, fsdp, stage, nmb, sw):
     scatter hides under a stage time likewise."""
     plain = exposed(rs, stage * 2 / 3, sw.dp_rs_share) + exposed(ag, stage / 3, sw.dp_ag_share)
     n_ag, n_rs = _fsdp_calls(nmb, sw)
-    sharded = n_ag * exposed(ag, stage / 3, sw.dp_ag_share) + n_rs * exposed(rs, stage * 2 / 3, sw.dp_rs_share)
-    return np.where(fsdp, sharded, plain)
+    # FSDP's gathers and scatters of all micro-batches share one window, the step's compute (overlap.py):
+    # separate per-call windows would let faster compute expose more communication than it saves
+    ex = exposed_shared({"ag": n_ag * ag, "rs": n_rs * rs}, {"ag": sw.dp_ag_share, "rs": sw.dp_rs_share}, nmb * stage)
+    return np.where(fsdp, ex["ag"] + ex["rs"], plain)
 
 
 def raw_time(rs, ag, fsdp, nmb, sw):
