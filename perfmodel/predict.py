@@ -127,30 +127,39 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     w = workload.build(m, grid, prec not in ("bf16", "fp16"), imb, c, sw)
     zero = 0 * tp
 
-    # ---- each layer kind priced; its TP/CP/EP communication hidden under its own compute ---------
+    # ---- each layer kind priced once per distinct (tp, cp, ep, etp, mbs, seq), the axes a layer depends on
+    # (workload.AXES); its TP/CP/EP communication hidden under its own compute; gathered back to layouts
+    first, inv = workload.unique_layer_axes(grid)
+    sub = grid.take(first)
+    ws = w if len(first) == grid.n else workload.build(m, sub, prec not in ("bf16", "fp16"), imb, c, sw)
+    g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
+    zs = 0 * np.asarray(sub.tp, dtype=float)
     shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
-    kinds = []                                   # per layer kind: (parts, raw comm, recompute seconds)
-    for layer in w.layers:
+    kinds = []                                   # per layer kind: (parts, raw comm, recompute seconds, flops)
+    for layer in ws.layers:
         t = cost.price_layer(layer, hw, prec, c_layer, sw)
-        tp_c = t.comm.get("tp", (zero, zero))
+        tp_c = t.comm.get("tp", (zs, zs))
         comm = {"tp_f": tp_c[0], "tp_b": tp_c[1],
                 **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
         exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
         parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
-                 "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zero) for k in ("cp", "ep")}}
+                 "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
         fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)
-        raw_k = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zero) for k in ("cp", "ep")}}
-        kinds.append((parts, raw_k, recompute.time(grid.recompute, fwd, t.selective_f), t.selective_flops))
+        raw_k = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
+        kinds.append(({k: g(v) for k, v in parts.items()}, {k: g(v) for k, v in raw_k.items()},
+                      recompute.time(grid.recompute, g(fwd), g(t.selective_f)), g(t.selective_flops)))
 
     # ---- embedding (first stage), LM head + loss and MTP (last stage) ------------------------------
-    hd = w.head
+    hd = ws.head
     hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
     ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c_other)
     head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
     if hd.mtp_layers:
         mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
-        head = head + hd.mtp_layers * (sum(kinds[-1][0].values()) + mf + mb + head)
+        last_parts = {k: v[first] if np.ndim(v) else v for k, v in kinds[-1][0].items()}
+        head = head + hd.mtp_layers * (sum(last_parts.values()) + mf + mb + head)
     embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c_other)
+    head, embed = g(head), g(embed)
 
     # ---- stages: each distinct pipeline rank priced once, then the schedule ---------------------------
     layer_kinds = tuple(workload.layer_kind_index(m, w))

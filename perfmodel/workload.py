@@ -248,3 +248,15 @@ def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
     """For each of the model's layers, in order, the index of its kind in `w.layers`."""
     index = {layer.kind: i for i, layer in enumerate(w.layers)}
     return [index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers)]
+
+
+def unique_layer_axes(grid: LayoutGrid) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one layout per distinct combination of the axes a layer's records depend on (AXES, less
+    precision, which a grid shares), each layout's combination): price once per combination, gather back.
+    Each axis is coded by its own unique, the codes combined in mixed radix (no 2-D unique)."""
+    key = np.zeros(grid.n, dtype=np.int64)
+    for name in ("tp", "cp", "ep", "etp", "mbs", "seq"):
+        u, code = np.unique(getattr(grid, name), return_inverse=True)
+        key = key * len(u) + code.reshape(-1)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1)

@@ -79,11 +79,17 @@ def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[
     return tuple((c, e, h, n) for (c, e, h), n in sig.items())
 
 
+def _pairs(pp: np.ndarray, vp: np.ndarray):
+    """The distinct (pp, vp) pairs and each layout's index into them (one 1-D unique on an integer key)."""
+    key = np.asarray(pp, dtype=np.int64) * (1 << 32) + np.asarray(vp, dtype=np.int64)
+    u, inv = np.unique(key, return_inverse=True)
+    return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
+
+
 def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray):
     """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
     [n, S], multiplicity [n, S] (0 on padding)."""
-    pairs, inv = np.unique(np.stack([pp, vp], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    pairs, inv = _pairs(pp, vp)
     tabs = [signatures(kinds, n_kinds, int(p), int(v)) for p, v in pairs]
     S = max(len(t) for t in tabs)
     cnt = np.zeros((n_kinds, len(pairs), S))
@@ -99,8 +105,7 @@ def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
     """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
     the first (most micro-batches in flight, embedding), the second (most in flight among the middle
     ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
-    pairs, inv = np.unique(np.stack([pp, vp], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    pairs, inv = _pairs(pp, vp)
     cnt = np.zeros((n_kinds, len(pairs), 3))
     rank = np.zeros((len(pairs), 3))
     for u, (p, v) in enumerate(pairs):
