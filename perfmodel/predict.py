@@ -164,15 +164,21 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     # ---- stages: each distinct pipeline rank priced once, then the schedule ---------------------------
     layer_kinds = tuple(workload.layer_kind_index(m, w))
     cnt, has_emb, has_head, mult = pp_par.signature_arrays(layer_kinds, len(w.layers), grid.pp, grid.vp)
-    col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1) * np.ones((grid.n, 1))
-    stage_parts = {p: sum(cnt[k] * col(kinds[k][0][p]) for k in range(len(kinds))) for p in kinds[0][0]}
-    stage_parts["recompute"] = sum(cnt[k] * col(kinds[k][2]) for k in range(len(kinds)))
-    stage_parts["embedding_head_mtp"] = has_emb * col(embed) + has_head * col(head)
+    # a rank's time: its layers of each kind, its embedding or head, and its exposed send/recv; the mean
+    # over ranks needs no per-rank arrays: every layer of kind k is on some rank (sum_r cnt_k = count_k)
+    per_layer = [sum(kd[0].values()) + kd[2] for kd in kinds]
+    compute_s = sum(cnt[k] * per_layer[k][:, None] for k in range(len(kinds))) + has_emb * embed[:, None] \
+        + has_head * head[:, None]
     p2p = pp_par.p2p_time(w.Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
-    stage_parts["pp_comm"] = exposed(col(p2p), sum(stage_parts.values()), sw.pp_share)
-    t_stage = np.where(mult > 0, sum(stage_parts.values()), -np.inf)
+    pp_exp_s = exposed(p2p[:, None], compute_s, sw.pp_share)
+    t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
     t_max = t_stage.max(axis=1)
     t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
+    share = [layer.count / pp for layer in w.layers]                       # layers of kind k per rank, mean
+    stage_parts = {p: sum(share[k] * kinds[k][0][p] for k in range(len(kinds))) for p in kinds[0][0]}
+    stage_parts["recompute"] = sum(share[k] * kinds[k][2] for k in range(len(kinds)))
+    stage_parts["embedding_head_mtp"] = (embed + head) / pp
+    stage_parts["pp_comm"] = (mult * np.where(mult > 0, pp_exp_s, 0.0)).sum(axis=1) / pp
     pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb, sw.schedule)
 
     # ---- data parallel and optimizer, on the rank that finishes last -------------------------------
@@ -201,12 +207,11 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, sel_flops)) * tokens / (step * gpus * peak)
 
     # ---- breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end ------
-    mean = lambda x: (mult * x).sum(axis=1) / pp
-    breakdown = {k: mean(v) * nmb for k, v in stage_parts.items()}
+    breakdown = {k: v * nmb for k, v in stage_parts.items()}
     breakdown |= {"stage_imbalance": (t_max - t_sum / pp) * nmb, "pipeline_bubble": bubble, "dp_comm": dp_t,
                   "optimizer": optimizer, "step_overhead": c.step_overhead_s + zero}
     breakdown = {k: breakdown[k] for k in BREAKDOWN}
-    comm_raw = {k: mean(sum(cnt[i] * col(kinds[i][1][k]) for i in range(len(kinds)))) * nmb for k in ("tp_comm", "cp_comm", "ep_comm")}
+    comm_raw = {k: sum(share[i] * kinds[i][1][k] for i in range(len(kinds))) * nmb for k in ("tp_comm", "cp_comm", "ep_comm")}
     comm_raw |= {"pp_comm": p2p * nmb, "dp_comm": pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))}
 
     # ---- memory: the fullest of the first, second and last pipeline ranks -----------------------------
