@@ -131,7 +131,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     # (workload.AXES); its TP/CP/EP communication hidden under its own compute; gathered back to layouts
     first, inv = workload.unique_layer_axes(grid)
     sub = grid.take(first)
-    ws = w if len(first) == grid.n else workload.build(m, sub, prec not in ("bf16", "fp16"), imb, c, sw)
+    ws = workload.build(m, sub, prec not in ("bf16", "fp16"), imb, c, sw)
     g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
     zs = 0 * np.asarray(sub.tp, dtype=float)
     shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
