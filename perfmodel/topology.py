@@ -19,6 +19,7 @@ inside its unit (leaf tier) or beyond it (spine).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -80,22 +81,54 @@ class GroupPath:
     uplink_bw: float       # a GPU's share of its leaf's spine uplinks (NIC / oversubscription)
 
 
-def _placement(hw: HardwareSpec, size: int, stride: int) -> list[tuple[int, int]]:
+MAX_OFFSETS = 64     # block positions tried for the worst-placed group (the pattern repeats every lcm(block, unit))
+
+
+def _worst_offset(ranks: np.ndarray, size: int, stride: int, D: int, U: int) -> tuple[int, float]:
+    """(offset, spine share) of the worst-placed group of the shape. The groups of a shape tile the ranks in
+    blocks of span = size x stride ranks (`stride` interleaved groups each), so where a unit is not a
+    multiple of the span some groups straddle a unit boundary; the member in the smaller part reaches the
+    most peers through the spine and the collective waits for it. Offsets tried: each block start in one
+    period (at most MAX_OFFSETS; rounded down to a domain boundary where the group has k > 1 members per
+    domain, keeping its k-per-domain shape) and, for strides beyond a domain, up to 8 interleaved groups."""
+    span = size * stride
+    period = min(U // math.gcd(span, U), MAX_OFFSETS)
+    starts = np.arange(period, dtype=np.int64) * span
+    if stride >= D:
+        inner = np.unique(np.linspace(0, stride - 1, min(stride, 8)).astype(np.int64))
+        offs = (starts[:, None] + inner[None, :]).ravel()
+    else:
+        offs = np.unique(starts // D * D)
+    units = (ranks[None, :] + offs[:, None]) // U
+    best, worst = 0, -1.0
+    for j, row in enumerate(units):
+        # peers beyond the unit of the member in the smallest part (parts are whole, filled domains)
+        share = (size - float(np.unique(row, return_counts=True)[1].min())) / size
+        if share > worst + 1e-12:
+            best, worst = int(offs[j]), share
+    return best, worst
+
+
+def _placement(hw: HardwareSpec, size: int, stride: int) -> tuple[list[tuple[int, int]], float]:
     """(member, rank) of the representative group within its first two scalable units, renumbered onto a
-    cluster of at most two units. Members fill domains k at a time (k = members_per_domain): member i sits
-    in the group's domain i // k at local slot (i % k) * stride, or at rank i * stride once stride >= D.
-    A last domain holding fewer than k members is filled to k, so that every domain the ring passes is full
-    (the domain-granular k of members_per_domain)."""
+    cluster of at most two units, and the share of its worst member's peers beyond its unit. Members fill
+    domains k at a time (k = members_per_domain): member i sits in the group's domain i // k at local slot
+    (i % k) * stride, or at rank i * stride once stride >= D. A last domain holding fewer than k members is
+    filled to k, so that every domain the ring passes is full (the domain-granular k of members_per_domain).
+    The representative is the worst-placed group of its shape (_worst_offset)."""
     D = hw.scale_up.domain_size
     k = int(members_per_domain(size, stride, D))
     padded = -(-size // k) * k
-    ranks = [i * stride if stride >= D else (i // k) * D + (i % k) * stride for i in range(padded)]
+    ranks = np.array([i * stride if stride >= D else (i // k) * D + (i % k) * stride for i in range(padded)],
+                     dtype=np.int64)
     U = hw.scale_out.scalable_unit_gpus
     if not U:                                   # one unit: keep the first two domains the group touches
-        doms = sorted({r // D for r in ranks})[:2]
-        return [(i, doms.index(r // D) * D + r % D) for i, r in enumerate(ranks) if r // D in doms]
-    units = sorted({r // U for r in ranks})[:2]
-    return [(i, units.index(r // U) * U + r % U) for i, r in enumerate(ranks) if r // U in units]
+        doms = sorted({int(r) // D for r in ranks})[:2]
+        return [(i, doms.index(r // D) * D + r % D) for i, r in enumerate(ranks.tolist()) if r // D in doms], 0.0
+    off, spine = _worst_offset(ranks, size, stride, D, U)
+    ranks = ranks + off
+    units = sorted({int(r) // U for r in ranks})[:2]
+    return [(i, units.index(r // U) * U + r % U) for i, r in enumerate(ranks.tolist()) if r // U in units], spine
 
 
 def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, bool, int]:
@@ -111,7 +144,7 @@ def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, b
         h.edges[leaf, "spine"]["capacity"] = h.edges["spine", leaf]["capacity"] = cap
     h.add_edges_from(("src", ("gpu", r)) for r in a)          # no capacity attribute: unbounded
     h.add_edges_from((("gpu", r), "dst") for r in b)
-    flow = nx.maximum_flow_value(h, "src", "dst")
+    flow = nx.maximum_flow_value(h, "src", "dst", flow_func=nx.flow.boykov_kolmogorov)
     leaf_only = h.subgraph(n for n in h if n != "spine")
     crosses = not nx.has_path(leaf_only, "src", "dst")
     path = nx.shortest_path(h if crosses else leaf_only, "src", "dst")
@@ -127,7 +160,7 @@ def group_path(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     up = hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription
     if size <= 1 or k >= size:
         return GroupPath(k, NVLINK, 1, float("inf"), 0.0, up)
-    placed = _placement(hw, size, stride)
+    placed, spine = _placement(hw, size, stride)
     ranks = [r for _, r in placed]
     U = hw.scale_out.scalable_unit_gpus
     n = (max(ranks) // (U or D) + 1) * (U or D)
@@ -150,8 +183,7 @@ def group_path(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     flow = min(h[0] for h in hops)
     crosses = any(h[1] for h in hops)
     switches = max(h[2] for h in hops)
-    in_unit = sum(1 for i, r in placed if i < size and unit_of(r) == unit_of(ranks[0])) if U else size
-    return GroupPath(k, SPINE if crosses else LEAF, switches, flow, (size - in_unit) / size, up)
+    return GroupPath(k, SPINE if crosses else LEAF, switches, flow, spine, up)
 
 
 def _codes(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

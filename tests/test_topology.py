@@ -163,3 +163,23 @@ def test_bad_network_fields_are_one_line_errors(capsys, item, field):
     line = run_err(capsys, ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64",
                             "--tp", "8", "--gbs", "64", "--seq", "8192", "--set", item])
     assert field in line
+
+
+def test_the_worst_placed_group_straddles_a_unit_boundary():
+    # GB200: 576-GPU units (8 racks) are not a multiple of a 256-rank EP group, so some groups straddle two
+    # units. The one starting at rank 504 (a rack boundary) has one rack (72 members) in the first unit: those
+    # members reach (256 - 72) / 256 of their peers through the spine, and the all-to-all waits for them.
+    gb = load_hardware("gb200-nvl72")
+    over = apply_overrides(gb, ["spine_oversubscription=2"])
+    p = group_path(over, 256, 1)
+    assert (p.k, p.tier, p.spine_share) == (72, SPINE, (256 - 72) / 256)
+    assert group_path(over, 128, 1).spine_share == (128 - 72) / 128
+    nb = 1e9
+    assert comm.all_to_all_time(nb, 256, 1, over) > comm.all_to_all_time(nb, 256, 1, gb)
+    # non-blocking: the spine share never exceeds the off-domain share, so nothing changes
+    assert comm.all_to_all_time(nb, 256, 1, gb) == pytest.approx(
+        max(71 / 256 * nb / (gb.scale_up.bandwidth * gb.efficiency.scale_up_all_to_all),
+            184 / 256 * nb / (gb.scale_out.bandwidth * gb.efficiency.scale_out_all_to_all)) + gb.scale_out.latency_s * 9)
+    # pipeline neighbours 256 ranks apart: the pair starting at rank 512 crosses into the next unit
+    assert group_path(over, 2, 256).tier == SPINE
+    assert comm.p2p_time(1e6, 256, over) > comm.p2p_time(1e6, 256, gb)
