@@ -10,7 +10,8 @@ of its rail in its scalable unit (rail-optimised fat tree, DGX SuperPOD referenc
 every node of a unit on leaf i); every leaf joins the spine with its downlink bandwidth divided by the
 spine oversubscription. Edge `capacity` is bytes/s per direction.
 
-A group is priced by placing one representative of its shape on the graph (`group_path`), once per
+A group is priced by placing one representative of its shape on the graph (`group_path`; on the graph
+induced on its members, `member_graph`, which equals that subgraph of `cluster_graph`), once per
 (hardware, size, stride) and broadcast over layouts (`group_paths`). Every GPU belongs to one group of each
 kind and the groups of one kind run their collective at the same time, so a group's share of a leaf's
 uplinks is its members' fraction of the GPUs under that leaf. The representative's first two scalable
@@ -47,27 +48,43 @@ def _unit(hw: HardwareSpec, gpus: int) -> int:
     return hw.scale_out.scalable_unit_gpus or gpus
 
 
-@lru_cache(maxsize=32)
-def cluster_graph(hw: HardwareSpec, gpus: int) -> nx.Graph:
-    """The cluster of `gpus` GPUs: nodes ("gpu", r), ("nvswitch", d), ("nic", r), ("leaf", unit, rail) and
-    "spine"; edges with `capacity` (bytes/s per direction) and `tier` ("nvlink", "nic", "leaf", "spine")."""
-    g = nx.Graph()
-    D, node, rails, U = hw.scale_up.domain_size, hw.gpus_per_node, _rails(hw), _unit(hw, gpus)
-    nic = hw.scale_out.bandwidth
+def _leaf_gpus(hw: HardwareSpec, unit_gpus: int, rail: int) -> int:
+    """GPUs under the leaf of `rail` in a full unit of `unit_gpus` GPUs (node positions on that rail)."""
+    node = hw.gpus_per_node
+    return max(1, unit_gpus // node) * len(range(rail, min(node, unit_gpus), _rails(hw)))
+
+
+def _add_gpus(g: nx.Graph, hw: HardwareSpec, ranks, unit_gpus: int) -> nx.Graph:
+    """Add GPUs `ranks` with their NVLink switch, NIC and rail leaf to `g`; each leaf joins the spine at the
+    bandwidth of the GPUs under it in a full unit divided by the oversubscription."""
+    D, node, rails, nic = hw.scale_up.domain_size, hw.gpus_per_node, _rails(hw), hw.scale_out.bandwidth
     g.add_node("spine", kind="switch")
-    under: dict[tuple, int] = {}
-    for r in range(gpus):
-        dom, unit, rail = r // D, r // U, (r % node) % rails
+    for r in ranks:
+        dom, unit, rail = r // D, r // unit_gpus, (r % node) % rails
         leaf = ("leaf", unit, rail)
         g.add_node(("gpu", r), kind="gpu", domain=dom, unit=unit, rail=rail)
         g.add_edge(("gpu", r), ("nvswitch", dom), capacity=hw.scale_up.bandwidth, tier="nvlink")
         g.add_edge(("gpu", r), ("nic", r), capacity=nic, tier="nic")
         g.add_edge(("nic", r), leaf, capacity=nic, tier="leaf")
-        under[leaf] = under.get(leaf, 0) + 1
-    for leaf, n in under.items():
-        g.nodes[leaf]["gpus"] = n
-        g.add_edge(leaf, "spine", capacity=n * nic / hw.scale_out.spine_oversubscription, tier="spine")
+        if not g.has_edge(leaf, "spine"):
+            n = _leaf_gpus(hw, unit_gpus, rail)
+            g.nodes[leaf]["gpus"] = n
+            g.add_edge(leaf, "spine", capacity=n * nic / hw.scale_out.spine_oversubscription, tier="spine")
     return g
+
+
+@lru_cache(maxsize=32)
+def cluster_graph(hw: HardwareSpec, gpus: int) -> nx.Graph:
+    """The cluster of `gpus` GPUs (whole units): nodes ("gpu", r), ("nvswitch", d), ("nic", r),
+    ("leaf", unit, rail) and "spine"; edges with `capacity` (bytes/s per direction) and `tier` ("nvlink",
+    "nic", "leaf", "spine")."""
+    return _add_gpus(nx.Graph(), hw, range(gpus), _unit(hw, gpus))
+
+
+def member_graph(hw: HardwareSpec, ranks: tuple[int, ...], unit_gpus: int) -> nx.Graph:
+    """The cluster graph induced on a group's members (their GPUs, NVLink switches, NICs, leaves and the
+    spine), built without the rest of the cluster: a group in a 100,000-GPU unit costs its own size."""
+    return _add_gpus(nx.Graph(), hw, ranks, unit_gpus)
 
 
 @dataclass(frozen=True)
@@ -157,14 +174,12 @@ def group_path(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     bottleneck hop, the tiers it crosses and the spine share of its all-to-all."""
     D = hw.scale_up.domain_size
     k = int(members_per_domain(size, stride, D))
-    up = hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription
     if size <= 1 or k >= size:
-        return GroupPath(k, NVLINK, 1, float("inf"), 0.0, up)
+        return GroupPath(k, NVLINK, 1, float("inf"), 0.0, hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription)
     placed, spine = _placement(hw, size, stride)
     ranks = [r for _, r in placed]
     U = hw.scale_out.scalable_unit_gpus
-    n = (max(ranks) // (U or D) + 1) * (U or D)
-    g = cluster_graph(hw, n)
+    g = member_graph(hw, tuple(ranks), U or 2 * D)
     share: dict = {}
     for r in ranks:
         leaf = next(x for x in g[("nic", r)] if x[0] == "leaf")
@@ -183,6 +198,8 @@ def group_path(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     flow = min(h[0] for h in hops)
     crosses = any(h[1] for h in hops)
     switches = max(h[2] for h in hops)
+    leaf = next(x for x in g[("nic", ranks[0])] if x[0] == "leaf")
+    up = g.edges[leaf, "spine"]["capacity"] / g.nodes[leaf]["gpus"]      # a GPU's share of its leaf's uplinks
     return GroupPath(k, SPINE if crosses else LEAF, switches, flow, spine, up)
 
 

@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from perfmodel import comm
 from perfmodel.hardware import apply_overrides, load_hardware
-from perfmodel.topology import LEAF, NVLINK, SPINE, cluster_graph, group_path, group_paths, members_per_domain
+from perfmodel.topology import (LEAF, NVLINK, SPINE, cluster_graph, group_path, group_paths, member_graph,
+                                members_per_domain)
 from cli_helpers import run_err
 
 H100 = load_hardware("h100-sxm")
@@ -183,3 +184,16 @@ def test_the_worst_placed_group_straddles_a_unit_boundary():
     # pipeline neighbours 256 ranks apart: the pair starting at rank 512 crosses into the next unit
     assert group_path(over, 2, 256).tier == SPINE
     assert comm.p2p_time(1e6, 256, over) > comm.p2p_time(1e6, 256, gb)
+
+
+def test_member_graph_is_the_cluster_graph_induced_on_the_members():
+    hw = apply_overrides(H100, ["scale_out.scalable_unit_gpus=32", "scale_out.rails=4", "spine_oversubscription=2"])
+    ranks = (0, 1, 2, 3, 8, 9, 10, 11, 33, 34, 35, 36)
+    sub = member_graph(hw, ranks, 32)
+    full = cluster_graph(hw, 64)
+    assert set(sub.nodes) <= set(full.nodes)
+    assert {(frozenset(e), d["capacity"], d["tier"]) for *e, d in sub.edges(data=True)} == \
+        {(frozenset(e), d["capacity"], d["tier"]) for *e, d in full.subgraph(sub.nodes).edges(data=True)}
+    assert all(sub.nodes[n].get("gpus") == full.nodes[n].get("gpus") for n in sub)
+    # 4 rails: GPUs 0-3 of each node on leaves 0-3, GPUs 4-7 on the same four; 32-GPU units
+    assert full.nodes[("leaf", 1, 2)]["gpus"] == 8 and full.edges[("leaf", 1, 2), "spine"]["capacity"] == 8 * NIC / 2
