@@ -21,6 +21,10 @@ from .stack import DEFAULT_STACK, StackSpec, apply_overrides, load_stack
 # (BF16, H100) -> FA2 at 1/1.75 and 1/1.6 of FA3; cuDNN 9 fused attention within a few % of FA3 on H100
 # (same figure) -> 1. FlashAttention-4 (Dao et al. 2025): forward up to 1.3x cuDNN 9.13 on B200.
 # No FA2 measurement on Blackwell is recorded: it runs the pre-tcgen05 mma path, taken at its Hopper ratio.
+# FA2 paper (Dao 2023) §4.1, Fig. 4-5 (A100): FA2 is 1.7-3.0x faster than FlashAttention 1 and 1.3-2.5x
+# faster than FlashAttention in Triton -> FA1 at 1/2.3, Triton at 1/1.8 of FA2 (geometric means), on every
+# generation relative to that generation's FA2 factor.
+_FA1, _TRITON = 1 / 2.3, 1 / 1.8
 _ATTN_FACTOR = {
     ("ampere", "fa2"): (1.0, 1.0), ("ampere", "cudnn"): (1.0, 1.0), ("ampere", "fa3"): (1.0, 1.0),
     ("ampere", "fa4"): (1.0, 1.0),
@@ -31,6 +35,12 @@ _ATTN_FACTOR = {
     ("blackwell-ultra", "cudnn"): (1.0, 1.0), ("blackwell-ultra", "fa4"): (1.0, 1.0),
     ("blackwell-ultra", "fa3"): (1.0, 1.0), ("blackwell-ultra", "fa2"): (1 / 1.75, 1 / 1.6),
 }
+
+
+for _gen in ("ampere", "hopper", "blackwell", "blackwell-ultra"):
+    _f, _b = _ATTN_FACTOR[(_gen, "fa2")]
+    _ATTN_FACTOR[(_gen, "fa1")] = (_f * _FA1, _b * _FA1)
+    _ATTN_FACTOR[(_gen, "triton")] = (_f * _TRITON, _b * _TRITON)
 
 
 @dataclass(frozen=True)
