@@ -442,6 +442,9 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
         c = columns[id(s.p)] = {"tps": s.p.tokens_per_s_per_gpu.tolist(), "step": s.p.step_time_s.tolist(),
                                 "mfu": s.p.mfu.tolist(), "fits": s.p.fits.tolist(),
                                 "mem": s.p.memory_bytes_per_gpu.tolist(),
+                                # what PyTorch's max_memory_allocated counts: not the CUDA context, NCCL
+                                # buffers and allocator slack (the `reserved` part)
+                                "mem_alloc": (s.p.memory_bytes_per_gpu - s.p.memory_parts["reserved"]).tolist(),
                                 "breakdown": {k: v.tolist() for k, v in s.p.breakdown_s.items()}}
     i = s.i
     breakdown = {k: v[i] for k, v in c["breakdown"].items()}
@@ -453,7 +456,7 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
         verdict = "underperforms prediction; " + _cause(breakdown, c["step"][i]) + note
     elif err < -0.25:
         verdict = "faster than predicted" + note
-    mem = c["mem"][i]
+    mem = c["mem_alloc"][i]
     mem_err = None if r.mem_measured is None else (mem - r.mem_measured) / r.mem_measured
     return RowResult(r.rid, r.model.id, r.hw.id, r.opts.precision, r.source, r.lay.gpus, r.measured, pred, err,
                      calibration_split(r.rid), r.model.is_moe, sys.intern(verdict), breakdown, c["mfu"][i], c["fits"][i],
