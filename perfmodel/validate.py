@@ -367,13 +367,13 @@ def _cannot_fit(r: _Row, s: _Scored) -> str | None:
 SLOW_ERROR = 0.25          # predicted this much above measured: the row "underperforms" and gets ranked causes
 CAUSES_SHOWN = 3           # in the verdict text (all in RowResult.causes / --json)
 # stack variants that explain a slow run: communication not overlapped (the row's stack with every overlap
-# switch off), and an early-2024 stack (the NeMo-Megatron 24.05 preset); each (text, stack or None = the
-# row's own, --stack-set overrides appended to the row's)
+# switch off), and, for a Megatron-family stack, an early-2024 one (the NeMo-Megatron 24.05 preset); each
+# (text, stack or None = the row's own, --stack-set overrides appended to the row's)
 NO_OVERLAP = ("tp_overlap=none", "dp_grad_reduce_overlap=false", "dp_param_gather_overlap=false", "moe_a2a_overlap=false")
 EARLY_STACK = "nemo-megatron-24.05"
 CAUSE_STACKS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
-    ("communication overlap off (the row's stack + --stack-set " + ", ".join(NO_OVERLAP) + ")", None, NO_OVERLAP),
-    (f"an older software stack (stack {EARLY_STACK}, early 2024)", EARLY_STACK, ()),
+    ("communication overlap off (the row's stack, every overlap switch off)", None, NO_OVERLAP),
+    (f"an older software stack ({EARLY_STACK}, early 2024)", EARLY_STACK, ()),
 )
 MBS_TRY = (2, 4, 8)        # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
 
@@ -386,8 +386,8 @@ def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
             out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
     lay0 = replace(r.lay, recompute=used or r.lay.recompute)
     for text, stack, sets in CAUSE_STACKS:
-        if stack is not None and stack == r.opts.stack:
-            continue                                         # the row already ran that stack
+        if stack is not None and (stack == r.opts.stack or load_stack(r.opts.stack).family != "megatron-core"):
+            continue                                         # the row already ran it, or another framework
         opts = replace(r.opts, stack=stack, stack_set=()) if stack is not None else \
             replace(r.opts, stack_set=tuple(r.opts.stack_set) + sets)
         out.append((text, lay0, opts))

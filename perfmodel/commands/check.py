@@ -960,8 +960,10 @@ def print_stack(out: dict[str, Any]) -> None:
     console.print(escape(f"stack: {out['stack']} ({out['stack_name']}): {out['stack_why']}"))
     by: dict[str, list[str]] = {}
     for f in out["stack_features"]:
-        v = ",".join(f["value"]) if isinstance(f["value"], list) else f["value"]
-        by.setdefault(f["from"], []).append(f"{f['feature']}={v}" + (f" ({f['how']})" if f["from"] == "log" else ""))
+        v = f["value"]
+        v = (",".join(v) or "none") if isinstance(v, list) else ("none" if v is None else str(v).lower() if isinstance(v, bool) else v)
+        said = f["from"] == "log" and f["how"].lower() != f"{f['feature']}={v}".lower()
+        by.setdefault(f["from"], []).append(f"{f['feature']}={v}" + (f" ({f['how']})" if said else ""))
     for src, label in (("log", "from the log"), ("--stack-set", "from --stack-set"),
                        ("preset", f"not stated, from the preset {out['stack']}")):
         if by.get(src):

@@ -32,16 +32,23 @@ def _print_series(s: dict, show_rows: bool) -> None:
     f = {k: v for k, v in s["filters"].items() if v}
     title = "Release series" + (f" ({', '.join(f'{k}={v}' for k, v in f.items())})" if f else "")
     rows = []
+    count: dict[tuple[str, str], int] = {}
+    for x in s["rows"]:
+        count[(x["release"], x["stack"])] = count.get((x["release"], x["stack"]), 0) + 1
     for r in s["releases"]:
+        main = max(r["stacks"], key=lambda sid: count.get((r["release"], sid), 0)) if r["stacks"] else "-"
+        stack = main + (f" +{len(r['stacks']) - 1}" if len(r["stacks"]) > 1 else "")
         like = (f"{r['like_for_like_speedup']:.3f}x ({r['like_for_like_pairs']})"
                 if r["like_for_like_speedup"] is not None else "-")
         rows.append([r["release"], r["date"], r["rows"], " ".join(_hw_short(h) for h in r["hardware"]),
-                     " ".join(r["stacks"]), f"{r['measured_over_predicted']:.3f}", _pct(r["mape"]), like])
+                     stack, f"{r['measured_over_predicted']:.3f}", _pct(r["mape"]), like])
     print_table(title + ": measured vs predicted tokens/s/GPU per software release, each with its own stack",
                 ["release", "date", "rows", "hardware", "stack", "meas/pred", "MAPE", "vs prev (pairs)"],
                 rows, 2, wrap=(3,), left=(3, 4))
-    console.print("meas/pred: geometric mean of measured / predicted tokens/s/GPU, each row predicted with its "
-                  "release's stack preset (as `validate`); MAPE of those predictions. vs prev: measured speedup over "
+    console.print("stack: the preset of most of the release's rows (+N: other presets of its other frameworks; "
+                  "--rows or --json lists each row's). meas/pred: geometric mean of measured / predicted "
+                  "tokens/s/GPU, each row predicted with its own stack preset (as `validate`); MAPE of those "
+                  "predictions. vs prev: measured speedup over "
                   "the previous release of the series that ran the same configuration (model-free).")
     if show_rows:
         one_model = len({r["model"] for r in s["rows"]}) == 1
