@@ -410,10 +410,11 @@ def test_stated_switches_set_the_stack(tmp_path, capsys):
     p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="nemo-25.11", stack_set=tuple(out["stack_set"]))
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
     # overlap off is a what-if that switches off only what is still on
+    from perfmodel.commands.check import NO_OVERLAP
     w = next(w for w in out["what_ifs"] if w["kind"] == "overlap")
-    assert w["stack_set"][-2:] == ["dp_param_gather_overlap=false", "moe_a2a_overlap=false"] or \
-        w["stack_set"][-1:] == ["dp_param_gather_overlap=false"]
-    assert "tp_overlap=none" not in w["cause"]
+    still_on = [x for x in NO_OVERLAP if str(got[x.split("=")[0]][0]).lower() != x.split("=")[1]]
+    assert "dp_param_gather_overlap=false" in still_on and "tp_overlap=none" not in still_on
+    assert w["stack_set"] == out["stack_set"] + still_on and "tp_overlap=none" not in w["cause"]
 
 
 def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
@@ -487,3 +488,30 @@ def test_restart_with_a_new_dump_uses_the_last_one(tmp_path, capsys):
     assert out["layout"]["tp"] == 4
     assert out["measured"]["used"] == 3 and out["measured"]["step_s"] == pytest.approx(15.1)
     assert any("2 argument dumps" in n for n in out["notes"])
+
+
+def test_torchtitan_compile_and_async_tp_pick_the_stack(tmp_path, capsys):
+    """torchtitan with [compile] enable = true runs the torchtitan-2025-compile preset; AsyncTP stated in the job
+    config (parallelism.enable_async_tensor_parallel) is tp_overlap=async_tp; FSDP2 from the shard degree."""
+    tps = [3000.0, 6500.0, 6490.0, 6510.0, 6505.0, 6500.0]
+    cfg = torchtitan_config(tp=2)
+    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]),
+                                                                   tps, 1, 4, 8192), "eager.log")])
+    assert out["stack"] == "torchtitan-2025" and "compile off" in out["stack_why"]
+    assert "fsdp=fsdp2" in out["stack_set"] and "recompute=selective" in out["stack_set"]
+    cfg = {**cfg, "compile": {"enable": True, "components": ["model", "loss"]},
+           "parallelism": {**cfg["parallelism"], "enable_async_tensor_parallel": True}}
+    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]),
+                                                                   tps, 1, 4, 8192), "compiled.log")])
+    assert out["stack"] == "torchtitan-2025-compile" and "tp_overlap=async_tp" in out["stack_set"]
+    lay = api.Layout(gpus=8, gbs=4, seq=8192, tp=2, fsdp=True, recompute="selective")
+    p = api.predict("llama3-8b", "h100-sxm", lay, "bf16", stack="torchtitan-2025-compile", stack_set=tuple(out["stack_set"]))
+    assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
+
+
+def test_bad_stack_flags_are_one_error(tmp_path, capsys):
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
+    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in \
+        run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.1"])
+    assert "--stack-set: tp_overlaps: unknown stack feature (did you mean 'tp_overlap'?)" in \
+        run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack-set", "tp_overlaps=none"])
