@@ -159,3 +159,15 @@ def test_validate_has_no_profile_switch(capsys):
     """The accuracy figure uses each row's own stack: validate takes no --profile."""
     assert main(["validate", str(CSV), "--profile", "cuda-graphs"]) == 2
     assert "--profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [
+    ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--top", "1"],
+    ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096"],
+])
+def test_search_and_compare_headers_state_the_stack(capsys, monkeypatch, args):
+    from perfmodel.commands import common
+    monkeypatch.setattr(common.console, "width", 300)
+    assert main([*args, "--stack", "nemo-25.09", "--stack-set", "cuda_graphs=none"]) == 0
+    out = capsys.readouterr().out
+    assert f"stack nemo-25.09 ({load_stack('nemo-25.09').name}) + --stack-set cuda_graphs=none" in out
