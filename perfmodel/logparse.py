@@ -21,6 +21,9 @@ formats are the frameworks' own logging code, read at these versions (never a co
 - Megatron tokenizer `_vocab_size_with_padding`: ' > padded vocab (size: V) with D dummy tokens (new size: P)'.
 - NeMo 2 (Lightning progress bar): '... global_step=50.0, ... train_step_timing in s=5.900 ...' (the step
   time of the last step, one value per refresh).
+- NGC container banner (the images' /opt/nvidia/entrypoint.d banner script, `cat <<EOF`): a title line
+  '== {product name} ==' then 'NVIDIA Release {version} (build {id})'; a NeMo Framework container's release
+  is read as the software 'NeMo {version}' (perfmodel.stack.stack_for_row maps it to its preset).
 - torchtitan torchtitan/components/metrics.py @00fbaaf `MetricsProcessor.log`: colour codes, then
   'step: {step:2}  loss: {loss:7.4f}  grad_norm: {gn:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps:
   {round(tps):,}  tflops: {tflops:,.2f}  mfu: {mfu:.2f}%' (grad_norm absent in older releases; tps = tokens
@@ -97,6 +100,8 @@ TT_BUILD = re.compile(rb"Building (\S+) (\S+) with (\w+)\((.*)\)")
 TT_TRAINER = re.compile(rb"local batch size (\d+), global batch size (-?\d+), gradient accumulation steps (\d+), "
                         rb"sequence length (\d+)")
 TT_MESH = re.compile(rb"Building (\d+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
+BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
+BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
 TT_DEVICE = re.compile(rb"capacity: (.+?) with ([0-9.]+)GiB memory")
 KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
 
@@ -104,7 +109,7 @@ KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
 # narrows to the framework's own words once the log's framework is known.
 MARKS_ALL = (b"-- arguments --", b"iteration", b"padded vocab", b"step:", b"train_step_timing", b"checkpoint",
              b"Running with args", b"device mesh with", b"Building ", b"Trainer is initialized", b"capacity: ",
-             b"Evaluating on", b"memory (")
+             b"Evaluating on", b"memory (", b"== ", b"NVIDIA Release ")
 MARKS = {"megatron": (b"-- arguments --", b"iteration", b"padded vocab"),
          "torchtitan": (b"step:", b"checkpoint", b"Running with args", b"device mesh with", b"Building ",
                         b"Trainer is initialized", b"capacity: "),
@@ -141,6 +146,8 @@ class ParsedLog:
     trainer: dict[str, int] = field(default_factory=dict)     # torchtitan 'Trainer is initialized with ...'
     mesh_world: int = 0
     device_name: str = ""                    # torchtitan 'CUDA capacity: NVIDIA H100 80GB HBM3 with ...'
+    container: str = ""                      # NGC banner '== NeMo Framework ==' (the product name)
+    container_release: str = ""              # ... 'NVIDIA Release 25.09 (build N)'
     lines: int = 0
     cut_lines: int = 0
     last_line_cut: bool = False              # the file does not end with a line end (cut while written)
@@ -148,6 +155,13 @@ class ParsedLog:
     last_dump_at: int = 0                    # intervals logged before the last argument dump (an earlier start)
     gzip: bool = False
     gzip_truncated: bool = False
+
+
+def software_of(log: ParsedLog) -> str:
+    """The software release the log names: 'NeMo 25.09' from a NeMo Framework container banner, else ''."""
+    if log.container_release and "nemo" in log.container.lower():
+        return f"NeMo {log.container_release}"
+    return ""
 
 
 def open_log(path: str | Path) -> tuple[BinaryIO, bool]:
@@ -471,6 +485,16 @@ class _Parser:
                 L.framework = L.framework or "torchtitan"
                 L.model_name = f"{_text(m.group(1))} {_text(m.group(2))}"
                 L.model_args = {k: v.strip().strip("'\"") for k, v in KV.findall(_text(m.group(4)))}
+                return
+        if b"== " in raw and not L.container:
+            m = BANNER.search(raw)
+            if m:
+                L.container = _text(m.group(1))
+                return
+        if b"NVIDIA Release " in raw and L.container and not L.container_release:
+            m = BANNER_RELEASE.search(raw)
+            if m:
+                L.container_release = _text(m.group(1))
                 return
         if b"capacity: " in raw:
             m = TT_DEVICE.search(raw)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibration import constants
 from .compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_time
 from .counts import param_counts
 from .economics import run_cost
@@ -58,7 +59,8 @@ class ReportConfig:
     top: int = 5
     scaling_max_gpus: int = 16384
     validation_csv: str | None = None
-    profile: str = "default"
+    stack: str | None = None                 # software stack preset id or file (None: default), --stack
+    stack_set: tuple[str, ...] = ()          # its feature=value overrides, --stack-set
     buyer: str = "hyperscaler"
     tokens: float = 1e12
     spares: str = "charged"                  # in-rack hot spares charged to training, or "excluded" (--spares)
@@ -426,13 +428,13 @@ REPORT_STEPS = ("planner", "roofline", "scaling", "validation", "comparison", "p
 def check_inputs(cfg: ReportConfig) -> None:
     """Every input of the report, checked before any work (a bad --compare id must not fail after the
     planner has run): specs, precision on each system, sizes, the validation CSV, the output folder."""
-    from .profiles import get_profile
+    from .commands.common import check_stack
     from .validate import count_rows
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
     hw.peak(cfg.precision)
     for h in cfg.compare:
         load_hardware(h).peak(cfg.precision)
-    get_profile(cfg.profile)
+    check_stack(cfg.stack, cfg.stack_set)
     for name in ("gpus", "gbs", "seq", "top"):
         if getattr(cfg, name) < 1:
             raise InputError(f"--{name}", name, f"must be a positive integer (got {getattr(cfg, name)})")
@@ -467,13 +469,13 @@ def build(cfg: ReportConfig, out: str | Path, on_step=None) -> Report:
 
 
 def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
-    from .profiles import get_profile
+    from .stack import load_stack
     from .validate import validate_file
 
     t0 = time.perf_counter()
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
-    prof = get_profile(cfg.profile)
-    opts = Options(cfg.precision, "causal", "real", prof.consts)  # type: ignore[arg-type]
+    opts = Options(cfg.precision, "causal", "real", constants(), cfg.stack, tuple(cfg.stack_set))  # type: ignore[arg-type]
+    stack_text = load_stack(cfg.stack).id + (f" + --stack-set {', '.join(cfg.stack_set)}" if cfg.stack_set else "")
     rep = Report(outdir)
     progress("planner")
     e = html.escape
@@ -539,7 +541,7 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     while n <= max(cfg.scaling_max_gpus, cfg.gpus):
         sizes.append(n)
         n *= 2
-    sc = run_scaling(m, hw, sizes, "weak", best, opts, profile=prof.name, measured=load_runs(), spares=cfg.spares)
+    sc = run_scaling(m, hw, sizes, "weak", best, opts, measured=load_runs(), spares=cfg.spares)
     scaling_plot(sc, outdir / "scaling.png")
     rep.files.append("scaling.png")
     rep.data["scaling"] = sc.to_dict()
@@ -567,7 +569,7 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     by_hw = vrep.by("hardware")
     rep.data["validation"] = {**vstats, "by_hardware": by_hw}
     sections.append(f"<h2>5. Predicted vs measured</h2><p class='note'>Every row of <code>{e(csv_path.name)}</code> "
-                    f"predicted from its published layout with the calibrated constants (default profile), coloured by "
+                    f"predicted from its published layout with the calibrated constants and the row's own stack preset, coloured by "
                     f"hardware; the band is ±25%.</p>"
                     + _img("validation.png", "validation scatter", "predicted vs measured tokens/s per GPU (log-log)")
                     + _table(["hardware", "rows", "MAPE", "median APE", "bias"],
@@ -625,7 +627,7 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
         ver = "checkout"
     head = (f"<h1>perfmodel report: {e(m.name)} on {e(hw.display_name())}</h1>"
             f"<p class='note'>{cfg.gpus} GPUs, global batch {cfg.gbs}, sequence {cfg.seq}, {e(cfg.precision)}, "
-            f"software profile <code>{e(prof.name)}</code>"
+            f"software stack <code>{e(stack_text)}</code>"
             + (f", what-if hardware <code>{e(' '.join(cfg.hardware_sets))}</code>" if cfg.hardware_sets else "")
             + f". Generated {time.strftime('%Y-%m-%d %H:%M')} in "
             f"{rep.seconds:.1f} s by perfmodel {e(ver)}; every figure is a PNG next to this page.</p>")

@@ -166,7 +166,8 @@ class ScalingResult:
     base_gbs: int
     search: bool
     priced: bool
-    profile: str
+    stack: str                    # the stack preset id (perfmodel/stack.py)
+    stack_set: list[str]         # its --stack-set overrides
     points: list[ScalePoint]
     usd_per_gpu_hour: float | None
     moe: bool = False
@@ -201,7 +202,7 @@ def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: 
 
 
 def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base: Layout, opts: Options,
-            search: bool = False, buyer: str = "hyperscaler", profile: str = "default",
+            search: bool = False, buyer: str = "hyperscaler",
             measured: list[dict] | None = None, constraints: Any = None,
             on_chunk: Callable[[int, int, int], None] | None = None, spares: str = "charged") -> ScalingResult:
     """Predict `base` (its gpus and gbs are those of the first, smallest size) at every GPU count.
@@ -261,7 +262,7 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
     if measured is not None:
         attach_measured(points, measured, model, hw, opts, base, mode, search)
     return ScalingResult(model.id, hw.id, mode, opts.precision, opts.attention, base.seq, n0, base.gbs, search,
-                         priced, profile, points, t.usd_per_gpu_hour if priced else None, model.is_moe,
+                         priced, opts.stack or "default", list(opts.stack_set), points, t.usd_per_gpu_hour if priced else None, model.is_moe,
                          "charged" if ri.count_hot_spares else "excluded",
                          spares_text(ri, hw.cost.unit_name if hw.cost is not None else "server"))
 
@@ -454,7 +455,8 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
     import textwrap
     fig.suptitle(textwrap.fill(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, "
                  f"seq {res.seq}, global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"
-                 + (f", profile {res.profile}" if res.profile != "default" else ""), 150), fontsize=11)
+                 + (f", stack {res.stack}" if res.stack != "default" or res.stack_set else "")
+                 + (f" + {', '.join(res.stack_set)}" if res.stack_set else ""), 150), fontsize=11)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

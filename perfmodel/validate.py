@@ -24,7 +24,6 @@ from .layout import default_etp, Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction, predict_grid, software_of
 from .stack import StackSpec, apply_overrides, load_stack, stack_for_row
-from .profiles import get_profile
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
 # the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
@@ -368,10 +367,15 @@ def _cannot_fit(r: _Row, s: _Scored) -> str | None:
 
 SLOW_ERROR = 0.25          # predicted this much above measured: the row "underperforms" and gets ranked causes
 CAUSES_SHOWN = 3           # in the verdict text (all in RowResult.causes / --json)
-# what-if profiles that explain a slow run (perfmodel/profiles.toml): communication not overlapped, and the
-# early-2024 software stack (the report's GPT-3 175B MFU of 34%)
-CAUSE_PROFILES = (("no-overlap", "communication overlap off (profile no-overlap)"),
-                  ("dgxc-2024-01", "an older software stack (profile dgxc-2024-01, Jan 2024 kernels)"))
+# stack variants that explain a slow run: communication not overlapped (the row's stack with every overlap
+# switch off), and, for a Megatron-family stack, an early-2024 one (the NeMo-Megatron 24.05 preset); each
+# (text, stack or None = the row's own, --stack-set overrides appended to the row's)
+NO_OVERLAP = ("tp_overlap=none", "dp_grad_reduce_overlap=false", "dp_param_gather_overlap=false", "moe_a2a_overlap=false")
+EARLY_STACK = "nemo-megatron-24.05"
+CAUSE_STACKS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+    ("communication overlap off (the row's stack, every overlap switch off)", None, NO_OVERLAP),
+    (f"an older software stack ({EARLY_STACK}, early 2024)", EARLY_STACK, ()),
+)
 MBS_TRY = (2, 4, 8)        # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
 
 
@@ -382,9 +386,12 @@ def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
         for mode in _MODES[_MODES.index(used or "none") + 1:]:
             out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
     lay0 = replace(r.lay, recompute=used or r.lay.recompute)
-    for name, text in CAUSE_PROFILES:
-        prof = get_profile(name)
-        out.append((text, lay0, replace(r.opts, consts=r.opts.consts.with_(**prof.overrides))))
+    for text, stack, sets in CAUSE_STACKS:
+        if stack is not None and (stack == r.opts.stack or load_stack(r.opts.stack).family != "megatron-core"):
+            continue                                         # the row already ran it, or another framework
+        opts = replace(r.opts, stack=stack, stack_set=()) if stack is not None else \
+            replace(r.opts, stack_set=tuple(r.opts.stack_set) + sets)
+        out.append((text, lay0, opts))
     if not r.mbs_published and r.lay.pp > 1:                 # the bubble with the real micro-batch count
         for mbs in MBS_TRY:
             cand = replace(lay0, mbs=mbs)

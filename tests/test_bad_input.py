@@ -792,17 +792,18 @@ def test_size_header_says_the_gpus_its_table_uses(capsys, hw, used):
 
 def test_slow_row_gets_ranked_causes_each_with_its_prediction(capsys, tmp_path):
     """Llama 3 70B measured at 600 tok/s/GPU against ~1,015 predicted, recompute and micro-batch unpublished:
-    the heavier recompute modes, overlap off (profile no-overlap), the early-2024 stack (profile dgxc-2024-01)
-    and larger micro-batches (fewer micro-batches, a larger bubble) are each predicted, ranked by how close
+    the heavier recompute modes, overlap off (the row's stack with every overlap switch off), the early-2024
+    stack (preset nemo-megatron-24.05) and larger micro-batches (fewer micro-batches, a larger bubble) are each predicted, ranked by how close
     they come to the measurement, and each prediction is the one perfmodel gives that variant directly."""
     from perfmodel import api
-    from perfmodel.profiles import get_profile
+    from perfmodel.validate import NO_OVERLAP
     d = run_json(capsys, ["validate", write_csv(tmp_path / "runs.csv", [{**ROW70, "tokens_per_s_per_gpu": "600"}])])
     [r] = d["per_row"]
     causes = r["causes"]
     texts = [c["cause"] for c in causes]
     assert any(t.startswith("recompute=full") for t in texts) and any(t.startswith("recompute=selective") for t in texts)
-    assert any("no-overlap" in t for t in texts) and any("dgxc-2024-01" in t for t in texts)
+    assert any(t.startswith("communication overlap off") for t in texts)
+    assert any("nemo-megatron-24.05" in t for t in texts)
     assert any(t.startswith("micro-batch 2") for t in texts)
     assert [abs(c["closeness"]) for c in causes] == sorted(abs(c["closeness"]) for c in causes)
     for c in causes:
@@ -811,9 +812,13 @@ def test_slow_row_gets_ranked_causes_each_with_its_prediction(capsys, tmp_path):
     full = api.predict("llama3-70b", "h100-sxm", api.Layout(**{**lay.__dict__, "recompute": "full"}))
     assert next(c for c in causes if c["cause"].startswith("recompute=full"))["predicted"] == \
         pytest.approx(float(full.tokens_per_s_per_gpu[0]))
-    old = api.predict("llama3-70b", "h100-sxm", lay, consts=get_profile("dgxc-2024-01").consts)
-    assert next(c for c in causes if "dgxc-2024-01" in c["cause"])["predicted"] == \
+    old = api.predict("llama3-70b", "h100-sxm", lay, stack="nemo-megatron-24.05")
+    assert next(c for c in causes if "nemo-megatron-24.05" in c["cause"])["predicted"] == \
         pytest.approx(float(old.tokens_per_s_per_gpu[0]))
+    off = api.predict("llama3-70b", "h100-sxm", lay, stack_set=NO_OVERLAP)     # the row's stack: default
+    assert next(c for c in causes if c["cause"].startswith("communication overlap off"))["predicted"] == \
+        pytest.approx(float(off.tokens_per_s_per_gpu[0]))
+    assert float(off.tokens_per_s_per_gpu[0]) < float(api.predict("llama3-70b", "h100-sxm", lay).tokens_per_s_per_gpu[0])
     assert "closest explanations: " + causes[0]["cause"] in r["verdict"]
 
 

@@ -71,15 +71,25 @@ def test_prediction_is_api_predict_of_the_logged_run(tmp_path, capsys):
     f = write(tmp_path, megatron_log(megatron_args(**L70, recompute_granularity="selective"), [15000.0] * 4))
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert out["model"] == "llama3-70b" and out["layout"]["vp"] == 5 and out["layout"]["recompute"] == "selective"
+    # a Megatron-LM log naming no release: the Megatron-Core defaults, with what the dump states on top
+    assert out["stack"] == "megatron-core"
+    assert out["stack_set"] == ["tp_overlap=userbuffers", "dp_grad_reduce_overlap=true", "dp_param_gather_overlap=true",
+                                "sequence_parallel=true", "recompute=selective", "recompute_modules=core_attn",
+                                "fsdp=zero1", "optimizer_shard=dp_cp"]
+    frm = {f["feature"]: f["from"] for f in out["stack_features"]}
+    assert frm["tp_overlap"] == "log" and frm["attention_kernel"] == "preset" and frm["cuda_graphs"] == "preset"
     lay = api.Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4, vp=5, cp=2, recompute="selective")
-    p = api.predict("llama3-70b", "h100-sxm", lay, "bf16")
+    p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="megatron-core", stack_set=tuple(out["stack_set"]))
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
     assert out["gap"] == pytest.approx((float(p.tokens_per_s_per_gpu[0]) - out["measured"]["tokens_per_s_per_gpu"])
                                        / out["measured"]["tokens_per_s_per_gpu"])
-    # what-ifs: the two other recompute modes and every non-default profile, closest to the measurement first
+    # what-ifs: the two other recompute modes, overlap off, CUDA graphs toggled, the other release presets
     kinds = [w["cause"] for w in out["what_ifs"]]
     assert any("recompute none" in c for c in kinds) and any("recompute full" in c for c in kinds)
-    assert any("no-overlap" in c for c in kinds)
+    assert any(c.startswith("communication overlap off") for c in kinds)
+    assert any(c.startswith("CUDA graphs on") for c in kinds)
+    rel = [w for w in out["what_ifs"] if w["kind"] == "release"]
+    assert {w["release"] for w in rel} >= {"nemo-25.09", "dgxc-24.11", "default"} and "megatron-core" not in {w["release"] for w in rel}
     d = [w["log_distance"] for w in out["what_ifs"]]
     assert d == sorted(d)
     bubble = [o for o in out["overheads"] if "bubble" in o["part"]]
@@ -306,47 +316,105 @@ def test_torchtitan_float8_tp_and_missing_config(tmp_path, capsys):
 ROUND_TRIP_ROW = "dgxc250401-l3-70b-h100-64-bf16"
 
 
+def _round_trip_log(tmp_path, row: dict, res, banner: str = "") -> str:
+    """A Megatron-LM log of `row`: its layout, the recompute validate used, and the stack switches its preset
+    sets, stated in the argument dump as Megatron-LM names them."""
+    from perfmodel.hardware import load_hardware
+    from perfmodel.model import load_model
+    from perfmodel.validate import row_stack_spec
+    inferred = res.verdict.split("recompute=")[1].split(" ")[0] if "recompute=" in res.verdict else None
+    spec = row_stack_spec(row, data_dir("validation"), load_model(row["model"]), load_hardware(row["hardware"]),
+                          row["precision"])
+    f = spec.features
+    assert f.tp_overlap in ("userbuffers", "none") and f.fsdp in ("zero1", "none")    # what a dump can state
+    gpus, gbs, seq = int(row["gpus"]), int(row["global_batch"]), int(row["seq_len"])
+    tp, pp, cp, vp = (int(row[k] or 1) for k in ("tp", "pp", "cp", "vp"))
+    step_ms = gbs * seq / (float(row["tokens_per_s_per_gpu"]) * gpus) * 1e3
+    fp8 = {} if row["precision"] == "bf16" else {     # Megatron-LM --fp8-format / --fp8-recipe names
+        "fp8": "hybrid", "fp8_recipe": {"current": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8",
+                                        "blockwise": "blockwise"}[f.fp8_recipe]}
+    a = megatron_args(**fp8, tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp, context_parallel_size=cp,
+                      virtual_pipeline_model_parallel_size=vp if vp > 1 else None, world_size=gpus,
+                      data_parallel_size=gpus // (tp * pp * cp), global_batch_size=gbs, seq_length=seq,
+                      micro_batch_size=int(row["micro_batch"] or 1), recompute_granularity=inferred,
+                      tp_comm_overlap=f.tp_overlap == "userbuffers", overlap_grad_reduce=f.dp_grad_reduce_overlap,
+                      overlap_param_gather=f.dp_param_gather_overlap, sequence_parallel=f.sequence_parallel,
+                      use_distributed_optimizer=f.fsdp == "zero1")
+    return write(tmp_path, banner + megatron_log(a, [step_ms * 1.3] + [step_ms] * 5), f"{row['run_id']}.log")
+
+
 def test_round_trip_with_validate(tmp_path, capsys):
-    """A log written for one measured row gives the prediction `validate` gives that row, and its --csv
-    row validates to the same prediction and measurement."""
+    """A log written for one measured row, checked with that row's preset (--stack), gives the prediction
+    `validate` gives that row; its --csv row (with `stack` and `stack_set` cells) validates to the same
+    prediction and measurement."""
     row = next(r for r in read_csv(data_dir("validation") / "runs.csv") if r["run_id"] == ROUND_TRIP_ROW)
     res = validate_rows([row], data_dir("validation")).results[0]
-    inferred = res.verdict.split("recompute=")[1].split(" ")[0] if "recompute=" in res.verdict else None
-    gpus, gbs, seq = int(row["gpus"]), int(row["global_batch"]), int(row["seq_len"])
-    tp, pp, cp, vp = (int(row[k]) for k in ("tp", "pp", "cp", "vp"))
-    step_ms = gbs * seq / (float(row["tokens_per_s_per_gpu"]) * gpus) * 1e3
-    a = megatron_args(tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp, context_parallel_size=cp,
-                      virtual_pipeline_model_parallel_size=vp, world_size=gpus, data_parallel_size=gpus // (tp * pp * cp),
-                      global_batch_size=gbs, seq_length=seq, micro_batch_size=int(row["micro_batch"]),
-                      recompute_granularity=inferred)
-    f = write(tmp_path, megatron_log(a, [step_ms * 1.3] + [step_ms] * 5))
+    assert res.stack == "dgxc-25.04"
+    f = _round_trip_log(tmp_path, row, res)
     out_csv = tmp_path / "run.csv"
-    out = run_json(capsys, ["check", f, "--hardware", row["hardware"], "--csv", str(out_csv), "--run-id", "rt"])
+    out = run_json(capsys, ["check", f, "--hardware", row["hardware"], "--csv", str(out_csv), "--run-id", "rt",
+                            "--stack", res.stack])
+    assert out["stack"] == res.stack and out["stack_why"] == "--stack"
     assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(res.predicted, rel=1e-12)
     assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(float(row["tokens_per_s_per_gpu"]), rel=1e-3)
     with open(out_csv, newline="") as fh:
         rows = list(csv.DictReader(fh))
+    inferred = res.verdict.split("recompute=")[1].split(" ")[0] if "recompute=" in res.verdict else None
     assert len(rows) == 1 and rows[0]["model"] == "llama3-70b" and rows[0]["recompute"] == (inferred or "none")
+    assert rows[0]["stack"] == res.stack and rows[0]["stack_set"].split(";") == out["stack_set"]
     v = run_json(capsys, ["validate", str(out_csv)])
     assert v["predicted"] == 1 and v["per_row"][0]["predicted"] == pytest.approx(res.predicted, rel=1e-12)
     assert v["per_row"][0]["measured"] == pytest.approx(out["measured"]["tokens_per_s_per_gpu"], abs=0.005)   # CSV: 2 decimals
     assert math.isclose(v["per_row"][0]["error"], out["gap"], abs_tol=1e-5)
 
 
-def test_stated_switches_are_a_what_if(tmp_path, capsys):
-    """tp_comm_overlap=False in the dump: the 'stack as stated' what-if is the prediction with the TP
-    overlap constant at 0; all overlap switches off name the no-overlap profile as the stated stack."""
-    from perfmodel.calibration import constants
-    f = write(tmp_path, megatron_log(megatron_args(**L70, tp_comm_overlap=False), [15000.0] * 4))
-    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
-    stated = [w for w in out["what_ifs"] if w["kind"] == "stated"]
-    lay = api.Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4, vp=5, cp=2)
-    p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", consts=constants().with_(tp_overlap=0.0))
-    assert len(stated) == 1 and stated[0]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
-    off = megatron_args(**L70, tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=False)
-    out = run_json(capsys, ["check", write(tmp_path, megatron_log(off, [15000.0] * 4), "off.log"), "--hardware", "h100-sxm"])
-    assert any("no-overlap" in n for n in out["notes"])
-    assert any(w.get("profile") == "no-overlap" and "states this stack" in w["cause"] for w in out["what_ifs"])
+NEMO_BANNER = "\n====================\n== NeMo Framework ==\n====================\n\nNVIDIA Release {} (build 1)\n\n"
+
+
+def test_container_banner_names_the_preset(tmp_path, capsys):
+    """A NeMo container's banner ('== NeMo Framework ==', 'NVIDIA Release 25.09 (build N)', the NGC entrypoint
+    banner) names the release: without --stack, check predicts with that release's preset, exactly as
+    validate does for a NeMo 25.09 row of runs.csv; a release no preset describes falls back to megatron-core."""
+    rows = read_csv(data_dir("validation") / "runs.csv")
+    row = next(r for r in rows if r["run_id"] == "mb2509-l3-8b-b200-8-fp8")
+    res = validate_rows([row], data_dir("validation")).results[0]
+    assert res.stack == "nemo-25.09"
+    f = _round_trip_log(tmp_path, row, res, NEMO_BANNER.format("25.09"))
+    out = run_json(capsys, ["check", f, "--hardware", row["hardware"], "--model", row["model"]])
+    assert out["stack"] == "nemo-25.09" and "NeMo 25.09" in out["stack_why"]
+    assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(res.predicted, rel=1e-12)
+    old = write(tmp_path, NEMO_BANNER.format("23.11") + megatron_log(megatron_args(**L70), [15000.0] * 4), "old.log")
+    out = run_json(capsys, ["check", old, "--hardware", "h100-sxm"])
+    assert out["stack"] == "megatron-core" and "no preset" in out["stack_why"]
+
+
+def test_stated_switches_set_the_stack(tmp_path, capsys):
+    """What the dump states overrides the preset, one feature per Megatron-LM field; a field the dump does
+    not print leaves the preset's value (and says so)."""
+    a = megatron_args(**L70, tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=True,
+                      use_distributed_optimizer=False, accumulate_allreduce_grads_in_fp32=False,
+                      cuda_graph_impl="transformer_engine", cuda_graph_scope="['attn', 'mlp']",
+                      attention_backend="AttnBackend.unfused", recompute_granularity="selective",
+                      recompute_modules="['core_attn', 'mlp']")
+    out = run_json(capsys, ["check", write(tmp_path, megatron_log(a, [15000.0] * 4)), "--hardware", "h100-sxm",
+                            "--stack", "nemo-25.11", "--stack-set", "fusions=none"])
+    got = {f["feature"]: (f["value"], f["from"]) for f in out["stack_features"]}
+    assert got["tp_overlap"] == ("none", "log") and got["dp_grad_reduce_overlap"] == (False, "log")
+    assert got["dp_param_gather_overlap"] == (True, "log") and got["fsdp"] == ("none", "log")
+    assert got["main_grad_precision"] == ("bf16", "log") and got["grad_reduce_precision"] == ("bf16", "log")
+    assert got["cuda_graphs"] == ("per_layer", "log") and got["attention_kernel"] == ("unfused", "log")
+    assert got["recompute_modules"] == (["core_attn", "mlp"], "log")
+    assert got["fusions"] == ("none", "--stack-set") and got["pipeline_schedule"][1] == "preset"
+    assert out["stack_set"][-1] == "fusions=none"          # the command's own --stack-set comes last and wins
+    lay = api.Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4, vp=5, cp=2, recompute="selective")
+    p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="nemo-25.11", stack_set=tuple(out["stack_set"]))
+    assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
+    # overlap off is a what-if that switches off only what is still on
+    from perfmodel.commands.check import NO_OVERLAP
+    w = next(w for w in out["what_ifs"] if w["kind"] == "overlap")
+    still_on = [x for x in NO_OVERLAP if str(got[x.split("=")[0]][0]).lower() != x.split("=")[1]]
+    assert "dp_param_gather_overlap=false" in still_on and "tp_overlap=none" not in still_on
+    assert w["stack_set"] == out["stack_set"] + still_on and "tp_overlap=none" not in w["cause"]
 
 
 def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
@@ -420,3 +488,30 @@ def test_restart_with_a_new_dump_uses_the_last_one(tmp_path, capsys):
     assert out["layout"]["tp"] == 4
     assert out["measured"]["used"] == 3 and out["measured"]["step_s"] == pytest.approx(15.1)
     assert any("2 argument dumps" in n for n in out["notes"])
+
+
+def test_torchtitan_compile_and_async_tp_pick_the_stack(tmp_path, capsys):
+    """torchtitan with [compile] enable = true runs the torchtitan-2025-compile preset; AsyncTP stated in the job
+    config (parallelism.enable_async_tensor_parallel) is tp_overlap=async_tp; FSDP2 from the shard degree."""
+    tps = [3000.0, 6500.0, 6490.0, 6510.0, 6505.0, 6500.0]
+    cfg = torchtitan_config(tp=2)
+    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]),
+                                                                   tps, 1, 4, 8192), "eager.log")])
+    assert out["stack"] == "torchtitan-2025" and "compile off" in out["stack_why"]
+    assert "fsdp=fsdp2" in out["stack_set"] and "recompute=selective" in out["stack_set"]
+    cfg = {**cfg, "compile": {"enable": True, "components": ["model", "loss"]},
+           "parallelism": {**cfg["parallelism"], "enable_async_tensor_parallel": True}}
+    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]),
+                                                                   tps, 1, 4, 8192), "compiled.log")])
+    assert out["stack"] == "torchtitan-2025-compile" and "tp_overlap=async_tp" in out["stack_set"]
+    lay = api.Layout(gpus=8, gbs=4, seq=8192, tp=2, fsdp=True, recompute="selective")
+    p = api.predict("llama3-8b", "h100-sxm", lay, "bf16", stack="torchtitan-2025-compile", stack_set=tuple(out["stack_set"]))
+    assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
+
+
+def test_bad_stack_flags_are_one_error(tmp_path, capsys):
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
+    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in \
+        run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.1"])
+    assert "--stack-set: tp_overlaps: unknown stack feature (did you mean 'tp_overlap'?)" in \
+        run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack-set", "tp_overlaps=none"])

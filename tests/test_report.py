@@ -183,16 +183,18 @@ def test_scaling_and_compare_figures_read_well(report):
                                                "perf per TCO vs h100-sxm,\nafter reliability"]
 
 
-def test_profile_changes_predictions_not_the_validation_scatter(report, tmp_path):
-    """--profile is a what-if for the model's sections; the predicted-vs-measured scatter stays the calibrated
-    model's (the accuracy figure never uses a profile)."""
+def test_stack_changes_predictions_not_the_validation_scatter(report, tmp_path):
+    """--stack / --stack-set is a what-if for the model's sections; the predicted-vs-measured scatter keeps
+    each row's own stack (the accuracy figure never takes the command's stack)."""
     import json
     from perfmodel.report import ReportConfig, build
     out, _ = report
     base = json.loads((out / "report.json").read_text())
-    build(ReportConfig(profile="cuda-graphs", scaling_max_gpus=64, compare=("h100-sxm",)), tmp_path / "r")
+    build(ReportConfig(stack="nemo-25.11", stack_set=("attention_kernel=fa2",), scaling_max_gpus=64,
+                       compare=("h100-sxm",)), tmp_path / "r")
     other = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert other["config"]["profile"] == "cuda-graphs"
-    assert other["top"][0]["tokens_per_s_per_gpu"] > base["top"][0]["tokens_per_s_per_gpu"]
+    assert other["config"]["stack"] == "nemo-25.11" and other["config"]["stack_set"] == ["attention_kernel=fa2"]
+    assert other["top"][0]["tokens_per_s_per_gpu"] < base["top"][0]["tokens_per_s_per_gpu"]     # FA2 on H100
     assert other["validation"] == base["validation"]
-    assert "software profile <code>cuda-graphs</code>" in (tmp_path / "r" / "index.html").read_text()
+    assert "software stack <code>nemo-25.11 + --stack-set attention_kernel=fa2</code>" in \
+        (tmp_path / "r" / "index.html").read_text()

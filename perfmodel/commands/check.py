@@ -1,10 +1,12 @@
 """`perfmodel check LOG`: read a run's own training log, predict the same run, explain the gap.
 
-The log (perfmodel/logparse.py) gives the model shape, the layout, the stated stack switches and the
-measured step time; perfmodel predicts that very run (perfmodel.api.predict) and ranks what-if
-variants (other recompute modes, the software profiles of perfmodel/profiles.toml) by how close
-each comes to the measurement, beside where the predicted step spends its time (pipeline bubble with
-the run's real micro-batch count, exposed communication by kind, memory-bound kernels).
+The log (perfmodel/logparse.py) gives the model shape, the layout, the stack switches its argument dump
+states and the measured step time; perfmodel predicts that very run (perfmodel.api.predict) with a software
+stack: the preset the log implies (or --stack) plus, as --stack-set overrides, every feature the dump states
+(log_stack_sets); what the dump does not state is the preset's, and the output says which is which. What-if
+variants (other recompute modes, overlap off, CUDA graphs toggled, the other releases' presets) are ranked by
+how close each comes to the measurement, beside where the predicted step spends its time (pipeline bubble
+with the run's real micro-batch count, exposed communication by kind, memory-bound kernels).
 
 Nothing is guessed silently: a field perfmodel needs that the log does not state is an InputError
 naming the field and how to give it (--arg NAME=VALUE adds or overrides an argument-dump field);
@@ -12,12 +14,13 @@ defaults that follow from the framework's own code are listed as notes in every 
 """
 from __future__ import annotations
 
+import ast
 import csv
 import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 import numpy as np
@@ -28,12 +31,13 @@ from ..counts import flops_per_token
 from ..errors import InputError
 from ..hardware import HardwareSpec
 from ..layout import Layout, layout_text
-from ..logparse import ParsedLog, parse_file
+from ..logparse import ParsedLog, parse_file, software_of
 from ..model import ModelSpec, load_model
-from ..profiles import load_profiles
 from ..specfile import data_dir
-from .common import console, emit_json, print_table, resolve_hardware, table
+from ..stack import FRAMEWORK_FALLBACK, RecomputeModule, apply_overrides, load_stack, stack_for_row, stack_ids
+from .common import check_stack, console, emit_json, print_table, resolve_hardware, stack_options, table
 
+RECOMPUTE_MODULES = get_args(RecomputeModule)
 WARMUP_ITERS = 10        # iterations after each (re)start treated as warm-up (compile, allocator, NCCL setup)
 
 # FLOP conventions of the frameworks' own TFLOP/s figures, from their code
@@ -49,7 +53,7 @@ FLOP_CONVENTION = {
 CSV_COLUMNS = ["run_id", "source", "source_url", "date", "software", "framework", "model", "hardware", "gpus",
                "precision", "seq_len", "global_batch", "micro_batch", "tp", "pp", "vp", "cp", "ep", "etp", "dp",
                "fsdp", "recompute", "moe_routing", "tokens_per_s_per_gpu", "throughput_basis", "step_time_s",
-               "source_model_tflops_per_gpu", "source_mfu", "source_model_name", "notes"]
+               "source_model_tflops_per_gpu", "source_mfu", "source_model_name", "stack", "stack_set", "notes"]
 
 # torchtitan prints the CUDA device name (metrics.py build_device_memory_monitor); only names that
 # identify one catalog entry without doubt are mapped (an NVL72 rack or a PCIe card is not guessed)
@@ -66,8 +70,10 @@ class Run:
     precision: str
     framework: str
     notes: list[str] = field(default_factory=list)
-    stated_overlap_off: bool = False
-    stated_off: dict[str, str] = field(default_factory=dict)     # constant set to 0 -> the log field that says so
+    # the stack features the log states: feature -> (value as --stack-set takes it, the log field(s) saying so)
+    stated: dict[str, tuple[str, str]] = field(default_factory=dict)
+    software: str = ""                   # the release the log names (NeMo container banner), else ""
+    compiled: bool = False               # torchtitan: torch.compile on
 
 
 class _Fields:
@@ -301,6 +307,117 @@ def _precision_megatron(f: _Fields, notes: list[str]) -> str | None:
     return None
 
 
+# ---- the stack the log states -------------------------------------------------------------------
+
+def _list(raw: str | None) -> list[str] | None:
+    """A printed Python list ("['core_attn', 'mlp']") or a bare word -> its items; None for None."""
+    if raw is None:
+        return None
+    try:
+        v = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        v = raw
+    items = v if isinstance(v, (list, tuple)) else [v]
+    return [str(x).strip() for x in items if str(x).strip()]
+
+
+def _tf(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def megatron_stack_sets(f: _Fields, recompute: str, precision: str | None, notes: list[str]) -> dict[str, tuple[str, str]]:
+    """The stack features a Megatron argument dump states (megatron/training/arguments.py names), as
+    feature -> (--stack-set value, the dump field(s) saying so). A field absent from the dump states
+    nothing: the feature stays the preset's. A value perfmodel cannot express is a note, not a guess."""
+    out: dict[str, tuple[str, str]] = {}
+    b = lambda n: f.bool(n) if f.present(n) else None
+    if (v := b("tp_comm_overlap")) is not None:          # Transformer Engine userbuffers (--tp-comm-overlap)
+        out["tp_overlap"] = ("userbuffers" if v else "none", f"tp_comm_overlap={v}")
+    if (v := b("overlap_grad_reduce")) is not None:
+        out["dp_grad_reduce_overlap"] = (_tf(v), f"overlap_grad_reduce={v}")
+    if (v := b("overlap_param_gather")) is not None:
+        out["dp_param_gather_overlap"] = (_tf(v), f"overlap_param_gather={v}")
+    if (v := b("sequence_parallel")) is not None:
+        out["sequence_parallel"] = (_tf(v), f"sequence_parallel={v}")
+    if f.present("recompute_granularity"):
+        out["recompute"] = (recompute, f"recompute_granularity={f.raw('recompute_granularity')}")
+        mods = _list(f.raw("recompute_modules"))
+        if recompute == "selective" and mods:
+            known = [m for m in mods if m in RECOMPUTE_MODULES]
+            if len(known) < len(mods):
+                notes.append(f"recompute_modules {', '.join(m for m in mods if m not in known)}: not a module "
+                             "perfmodel models; the rest are recomputed")
+            out["recompute_modules"] = (",".join(known) or "none", f"recompute_modules={mods}")
+        elif recompute == "selective":    # Megatron-LM arguments.py: --recompute-modules defaults to core_attn
+            out["recompute_modules"] = ("core_attn", "recompute_granularity=selective, recompute_modules=None "
+                                                     "(Megatron-LM default ['core_attn'])")
+    disp = f.raw("moe_token_dispatcher_type")
+    if disp is not None and f.int("num_experts", default=0):
+        backend = (f.raw("moe_flex_dispatcher_backend") or "").lower()
+        if disp == "flex":
+            kind = "hybridep" if backend == "hybridep" else "deepep"
+            src = f"moe_token_dispatcher_type=flex, moe_flex_dispatcher_backend={backend or 'None (deepep)'}"
+        else:
+            kind = {"allgather": "allgather", "alltoall": "alltoall", "alltoall_seq": "alltoall"}.get(disp, "")
+            src = f"moe_token_dispatcher_type={disp}"
+        if f.bool("moe_enable_deepep", False):         # older Megatron-Core: --moe-enable-deepep with flex
+            kind, src = "deepep", src + ", moe_enable_deepep=True"
+        if kind:
+            out["moe_dispatcher"] = (kind, src)
+        else:
+            notes.append(f"moe_token_dispatcher_type={disp}: not a dispatcher perfmodel models; the preset's kept")
+    if (v := b("overlap_moe_expert_parallel_comm")) is not None:
+        out["moe_a2a_overlap"] = (_tf(v), f"overlap_moe_expert_parallel_comm={v}")
+    if (v := b("moe_grouped_gemm")) is not None and f.int("num_experts", default=0):
+        out["grouped_gemm"] = ("te" if v else "none", f"moe_grouped_gemm={v}")
+    if precision and precision.startswith(("fp8", "mxfp8")) and f.raw("fp8_recipe"):
+        r = f.raw("fp8_recipe") or ""
+        kind = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8", "blockwise": "blockwise"}.get(r)
+        if kind:
+            out["fp8_recipe"] = (kind, f"fp8_recipe={r}")
+    impl, enable, scope = f.raw("cuda_graph_impl"), b("enable_cuda_graph"), _list(f.raw("cuda_graph_scope"))
+    if impl is not None or enable is not None:
+        on = (impl not in (None, "none")) or bool(enable)
+        full = bool(scope) and any(x in ("full_iteration", "full") for x in scope or [])
+        out["cuda_graphs"] = ("full_iteration" if on and full else ("per_layer" if on else "none"),
+                              ", ".join(x for x in (f"cuda_graph_impl={impl}" if impl is not None else "",
+                                                    f"enable_cuda_graph={enable}" if enable is not None else "",
+                                                    f"cuda_graph_scope={scope}" if scope else "") if x))
+    acc, bf = b("accumulate_allreduce_grads_in_fp32"), b("grad_reduce_in_bf16")
+    if acc is not None or bf is not None:
+        # Megatron-Core DDP: the main_grad buffer and the reduce use fp32 when grads accumulate in fp32
+        fp32 = bool(acc) if acc is not None else not bf
+        src = ", ".join(x for x in (f"accumulate_allreduce_grads_in_fp32={acc}" if acc is not None else "",
+                                    f"grad_reduce_in_bf16={bf}" if bf is not None else "") if x)
+        out["main_grad_precision"] = ("fp32" if fp32 else "bf16", src)
+        out["grad_reduce_precision"] = ("fp32" if fp32 and not bf else "bf16", src)
+    if f.bool("use_megatron_fsdp", False) or f.bool("use_custom_fsdp", False):
+        out["fsdp"] = ("megatron_fsdp", "use_megatron_fsdp=True")
+    elif f.bool("use_torch_fsdp2", False):
+        out["fsdp"] = ("fsdp2", "use_torch_fsdp2=True")
+    elif (v := b("use_distributed_optimizer")) is not None:
+        out["fsdp"] = ("zero1" if v else "none", f"use_distributed_optimizer={v}")
+        if v:       # Megatron-Core DistributedOptimizer: sharded over the data-parallel group with context parallel
+            out["optimizer_shard"] = ("dp_cp", "use_distributed_optimizer=True (Megatron-Core shards over dp x cp)")
+    cp = _list(f.raw("cp_comm_type"))
+    if cp and f.int("context_parallel_size", default=1) != 1:
+        kind = {"p2p": "p2p", "a2a": "a2a", "all_gather": "allgather", "allgather": "allgather",
+                "a2a+p2p": "a2a_p2p"}.get(cp[0], "")
+        if kind and len(set(cp)) == 1:
+            out["cp_comm_type"] = (kind, f"cp_comm_type={cp}")
+        else:
+            notes.append(f"cp_comm_type={cp}: not one kind perfmodel models; the preset's kept")
+    ab = (f.raw("attention_backend") or "").split(".")[-1].lower()
+    if ab in ("fused", "unfused", "local"):
+        # AttnBackend (megatron/core/transformer/enums.py): fused = TE cuDNN fused attention; unfused = TE
+        # unfused; local = Megatron's own DotProductAttention (the s^2 scores in HBM, as unfused)
+        out["attention_kernel"] = ("cudnn" if ab == "fused" else "unfused", f"attention_backend={f.raw('attention_backend')}")
+    elif ab == "flash":
+        notes.append("attention_backend=flash: FlashAttention 2 or 3, whichever flash-attn package the run had "
+                     "installed (not in the log); the preset's attention kernel kept")
+    return out
+
+
 def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Run | None:
     notes: list[str] = []
     tp = f.int("tensor_model_parallel_size") or 1
@@ -333,9 +450,6 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     if recompute == "full" and f.raw("recompute_method") == "block" and f.raw("recompute_num_layers"):
         notes.append(f"full recompute of {f.raw('recompute_num_layers')} layers per stage (recompute_method=block) "
                      "is modelled as full recompute of every layer")
-    if recompute == "selective" and f.raw("recompute_modules") not in (None, "['core_attn']"):
-        notes.append(f"recompute_modules={f.raw('recompute_modules')}: perfmodel's selective recompute is the "
-                     "core attention (Korthikanti et al. 2022 §4.1)")
     precision = _precision_megatron(f, notes)
     model: ModelSpec | None
     if model_ref:
@@ -365,21 +479,7 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     if dp_dump and gpus % (tp * pp * cp) == 0 and dp_dump != gpus // (tp * pp * cp):
         raise InputError("log", "data_parallel_size", f"{dp_dump} but world_size / (tp * pp * cp) = "
                                                       f"{gpus // (tp * pp * cp)}")
-    if tp > 1 and f.bool("sequence_parallel") is False:
-        notes.append("sequence_parallel=False: perfmodel models tensor parallelism with sequence parallelism "
-                     "(activation memory below the run's)")
-    if not fsdp and f.bool("use_distributed_optimizer") is False:
-        notes.append("use_distributed_optimizer=False: perfmodel shards optimizer state over dp (memory below "
-                     "the run's)")
-    overlap = [n for n in ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap") if f.present(n)]
-    off = bool(overlap) and not any(f.bool(n) for n in overlap)
-    if off:
-        notes.append(f"the dump turns overlap off ({', '.join(f'{n}=False' for n in overlap)}): the 'no-overlap' "
-                     "profile states this stack")
-    # switches the dump states off, as the cost model's overlap constants (perfmodel/calibration.toml):
-    # Megatron-Core tp_comm_overlap (TE userbuffers) -> tp_overlap; overlap_grad_reduce -> dp_overlap
-    stated_off = {c: n for n, c in (("tp_comm_overlap", "tp_overlap"), ("overlap_grad_reduce", "dp_overlap"))
-                  if f.bool(n) is False and not (c == "tp_overlap" and tp == 1)}
+    stated = megatron_stack_sets(f, recompute, precision, notes)
     if len(log.gbs_logged) > 1:
         raise InputError("log", "global batch size", f"varies in the log ({', '.join(map(str, sorted(log.gbs_logged)))}"
                                                      "; batch-size ramp-up): check a log of a fixed batch")
@@ -388,7 +488,8 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
                                                      "iteration lines")
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                  recompute=recompute)  # type: ignore[arg-type]
-    return Run(model, how, lay, precision, "nemo" if log.framework == "nemo" else "megatron", notes, off, stated_off)
+    return Run(model, how, lay, precision, "nemo" if log.framework == "nemo" else "megatron", notes, stated,
+               software_of(log))
 
 
 def _tt(f: _Fields, key: str) -> str | None:
@@ -496,7 +597,17 @@ def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     etp = 1
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                  recompute=recompute)  # type: ignore[arg-type]
-    return Run(model, how, lay, precision, "torchtitan", notes)
+    compiled = any((f.raw(k) or "").lower() in ("true", "1") for k in ("compile.enable", "training.compile"))
+    stated: dict[str, tuple[str, str]] = {"recompute": (recompute, "activation_checkpoint.mode")}
+    if fsdp:
+        stated["fsdp"] = ("fsdp2", f"parallelism.data_parallel_shard_degree={shard}")
+    atp = _tt(f, "parallelism.enable_async_tensor_parallel")
+    if atp is not None and tp > 1:
+        stated["tp_overlap"] = ("async_tp" if atp.lower() in ("true", "1") else "none",
+                                f"parallelism.enable_async_tensor_parallel={atp}")
+    if "float8" in conv and "mx" not in conv:
+        stated["fp8_recipe"] = ({"tensorwise": "current"}.get(recipe, "rowwise"), f"float8.recipe_name={recipe}")
+    return Run(model, how, lay, precision, "torchtitan", notes, stated, compiled=compiled)
 
 
 def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, gpus: int | None,
@@ -599,48 +710,110 @@ def _fits(p: Any, hw: HardwareSpec) -> bool:
     return float(p.memory_bytes_per_gpu[0]) <= hw.memory.hbm_bytes
 
 
-def what_ifs(run: Run, hw: HardwareSpec, measured: float) -> list[dict[str, Any]]:
-    """Variants of the run, each predicted: the stack switches as the log states them, other recompute
-    modes and every software profile; ranked by how close each comes to the measured throughput
-    (|ln(predicted / measured)|)."""
+# ---- the stack ------------------------------------------------------------------------------------
+
+NO_OVERLAP = ("tp_overlap=none", "dp_grad_reduce_overlap=false", "dp_param_gather_overlap=false", "moe_a2a_overlap=false")
+
+
+def implied_stack(run: Run) -> tuple[str, str]:
+    """(preset id, why) of the stack the log implies: torchtitan -> torchtitan-2025 (-compile with compile
+    on); a NeMo release named by the container banner -> its preset (stack_for_row); else Megatron-Core's
+    library defaults."""
+    if run.framework == "torchtitan":
+        if run.compiled:
+            return "torchtitan-2025-compile", "a torchtitan log with torch.compile on (compile.enable=True)"
+        return "torchtitan-2025", "a torchtitan log, torch.compile off"
+    if run.software:
+        sid = stack_for_row("megatron", run.software)
+        if sid == FRAMEWORK_FALLBACK["megatron"]:
+            return sid, f"the log names {run.software}, which no preset describes: Megatron-Core defaults"
+        return sid, f"the log's container banner names {run.software}"
+    if run.framework == "nemo":
+        return "megatron-core", "a NeMo log naming no release: Megatron-Core defaults (--stack ID names the release)"
+    return "megatron-core", "a Megatron-LM argument dump: the Megatron-Core library defaults"
+
+
+@dataclass
+class RunStack:
+    stack: str                       # the base preset id or file
+    why: str
+    stack_set: tuple[str, ...]       # what the log states, then --stack-set
+    from_log: dict[str, tuple[str, str]]
+    user_set: tuple[str, ...]
+
+    def features(self, run: Run, hw: HardwareSpec) -> list[dict[str, Any]]:
+        """Every feature of the stack used, with where its value came from: the log (and its field), the
+        command line (--stack-set) or the preset (and the preset's own origin)."""
+        spec = apply_overrides(load_stack(self.stack).for_model(run.model.id, run.model.is_moe, hw.id, run.precision),
+                               list(self.stack_set))
+        user = {x.split("=", 1)[0].strip() for x in self.user_set}
+        out = []
+        for r in spec.rows():
+            f = r["feature"]
+            if f in user:
+                src, how = "--stack-set", r["source"]
+            elif f in self.from_log:
+                src, how = "log", self.from_log[f][1]
+            else:
+                src, how = "preset", f"{spec.id}: {r['origin']}"
+            out.append({"feature": f, "value": r["value"], "from": src, "how": how})
+        return out
+
+
+def run_stack(run: Run, stack: str | None, user_set: tuple[str, ...]) -> RunStack:
+    """The stack check predicts with: --stack, else the preset the log implies; then the features the log
+    states (--stack-set overrides), then the command's own --stack-set."""
+    sid, why = (stack, "--stack") if stack is not None else implied_stack(run)
+    logged = tuple(f"{k}={v}" for k, (v, _) in run.stated.items())
+    sets = logged + tuple(user_set)
+    check_stack(sid, sets)
+    return RunStack(sid, why, sets, dict(run.stated), tuple(user_set))
+
+
+def what_ifs(run: Run, hw: HardwareSpec, measured: float, st: RunStack) -> list[dict[str, Any]]:
+    """Variants of the run, each predicted with the run's stack but one change: other recompute modes,
+    every overlap switch off, CUDA graphs toggled, and the other releases' presets (with the features the
+    log states kept); ranked by how close each comes to the measured throughput (|ln(predicted / measured)|)."""
     out: list[dict[str, Any]] = []
     lay = run.layout
-    if run.stated_off:
-        consts = api.constants().with_(**{c: 0.0 for c in run.stated_off})
-        p = api.predict(run.model, hw, lay, run.precision, consts=consts)
-        out.append({"cause": "stack as the log states it: " + ", ".join(f"{n}=False ({c} 0)" for c, n in
-                                                                          run.stated_off.items()),
-                    "kind": "stated", "tokens_per_s_per_gpu": _tps(p), "fits": _fits(p, hw)})
-    for mode in ("none", "selective", "full"):
-        if mode == lay.recompute:
-            continue
+
+    def add(cause: str, kind: str, layout: Layout, stack: str, sets: tuple[str, ...], **extra: Any) -> None:
         try:
-            p = api.predict(run.model, hw, replace(lay, recompute=mode), run.precision)  # type: ignore[arg-type]
+            p = api.predict(run.model, hw, layout, run.precision, stack=stack, stack_set=sets)
         except InputError:
-            continue
-        out.append({"cause": f"recompute {mode} instead of {lay.recompute}", "kind": "recompute",
+            return
+        out.append({"cause": cause, "kind": kind, "stack": stack, "stack_set": list(sets), **extra,
                     "tokens_per_s_per_gpu": _tps(p), "fits": _fits(p, hw)})
-    for prof in load_profiles().values():
-        if not prof.overrides:
-            continue
-        p = api.predict(run.model, hw, lay, run.precision, consts=prof.consts)
-        stated = " (the log states this stack)" if prof.name == "no-overlap" and run.stated_overlap_off else ""
-        out.append({"cause": f"software profile {prof.name} ({prof.kind}){stated}", "kind": prof.kind,
-                    "profile": prof.name, "description": prof.description,
-                    "tokens_per_s_per_gpu": _tps(p), "fits": _fits(p, hw)})
+    for mode in ("none", "selective", "full"):
+        if mode != lay.recompute:
+            add(f"recompute {mode} instead of {lay.recompute}", "recompute", replace(lay, recompute=mode),  # type: ignore[arg-type]
+                st.stack, st.stack_set)
+    feats = {f["feature"]: f["value"] for f in st.features(run, hw)}
+    on = [x for x in NO_OVERLAP if str(feats[x.split("=")[0]]).lower() != x.split("=")[1]]
+    if on:
+        add("communication overlap off (--stack-set " + ", ".join(on) + ")", "overlap", lay, st.stack,
+            st.stack_set + tuple(on))
+    graphs = "per_layer" if feats["cuda_graphs"] == "none" else "none"
+    add(f"CUDA graphs {'on' if graphs != 'none' else 'off'} (--stack-set cuda_graphs={graphs})", "cuda_graphs", lay,
+        st.stack, st.stack_set + (f"cuda_graphs={graphs}",))
+    prefixes = ("torchtitan-",) if run.framework == "torchtitan" else ("nemo-", "dgxc-", "megatron-core", "default")
+    logged = tuple(f"{k}={v}" for k, (v, _) in st.from_log.items()) + st.user_set
+    for sid in stack_ids():
+        if sid != st.stack and sid.startswith(prefixes) and not sid.endswith("-maxtext"):
+            add(f"stack {sid} (the log's stated features kept)", "release", lay, sid, logged, release=sid)
     for o in out:
         o["log_distance"] = abs(math.log(o["tokens_per_s_per_gpu"] / measured))
     return sorted(out, key=lambda o: o["log_distance"])
 
 
 def shown_what_ifs(ws: list[dict[str, Any]], n: int = 8) -> list[dict[str, Any]]:
-    """The table's rows: every variant except release profiles, of which only the closest one (with how
-    many there are), so fourteen releases do not crowd out the physical causes."""
+    """The table's rows: every variant except the other release presets, of which only the closest one
+    (with how many there are), so a dozen releases do not crowd out the physical causes."""
     rel = [w for w in ws if w["kind"] == "release"]
     rows = [w for w in ws if w["kind"] != "release"]
     if rel:
         best = dict(rel[0])
-        best["cause"] = f"{best['cause'].replace(' (release)', '')}: the closest of {len(rel)} release profiles"
+        best["cause"] = f"{best['cause']}: the closest of {len(rel)} other release presets"
         rows.append(best)
     return sorted(rows, key=lambda o: o["log_distance"])[:n]
 
@@ -676,7 +849,7 @@ def verdict(ratio: float, band: Any) -> str:
 
 
 def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: str, run_id: str,
-             mfu_framework: float | None) -> dict[str, Any]:
+             mfu_framework: float | None, st: RunStack) -> dict[str, Any]:
     lay = run.layout
     if run.model.id == "log-model":
         raise InputError("--csv", "model", "the log's model is not in the catalog: give --model FILE so the CSV "
@@ -686,7 +859,7 @@ def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: 
     model_cell = run.model.id if in_catalog or not run.model.path else str(Path(run.model.path).resolve())
     hw_cell = hw.id if not hw_ref.endswith(".toml") else str(Path(hw_ref).resolve())
     return {"run_id": run_id, "source": f"training log {Path(log_path).name}", "source_url": "", "date": "",
-            "software": run.framework, "framework": "megatron" if run.framework in ("megatron", "nemo") else "other",
+            "software": run.software or run.framework, "framework": "megatron" if run.framework in ("megatron", "nemo") else "other",
             "model": model_cell, "hardware": hw_cell, "gpus": lay.gpus, "precision": run.precision,
             "seq_len": lay.seq, "global_batch": lay.gbs, "micro_batch": lay.mbs, "tp": lay.tp, "pp": lay.pp,
             "vp": lay.vp if lay.vp > 1 else "", "cp": lay.cp, "ep": lay.ep,
@@ -695,20 +868,25 @@ def _csv_row(run: Run, hw_ref: str, hw: HardwareSpec, meas: Measured, log_path: 
             "throughput_basis": "step_time", "step_time_s": f"{meas.step_s:.4f}",
             "source_model_tflops_per_gpu": f"{meas.tflops_per_gpu:.1f}" if meas.tflops_per_gpu else "",
             "source_mfu": f"{mfu_framework:.4f}" if mfu_framework else "", "source_model_name": run.model.name,
+            # the stack check predicted with: validate reads these cells first (a file by its absolute path)
+            "stack": st.stack if st.stack in stack_ids() else str(Path(st.stack).resolve()),
+            "stack_set": ";".join(st.stack_set),
             "notes": f"task=pretrain; perfmodel check of {Path(log_path).name}: median of {meas.used} stable "
                      f"intervals" + "".join(f"; {n}" for n in run.notes)}
 
 
 def check_log(path: str, hardware_ref: str | None = None, gpus: int | None = None, model_ref: str | None = None,
-              overrides: dict[str, str] | None = None, warmup: int = WARMUP_ITERS, sets: tuple[str, ...] = ()) -> dict[str, Any]:
+              overrides: dict[str, str] | None = None, warmup: int = WARMUP_ITERS, sets: tuple[str, ...] = (),
+              stack: str | None = None, stack_set: tuple[str, ...] = ()) -> dict[str, Any]:
     """The whole check as a JSON-ready dict (what `perfmodel check --json` prints)."""
-    out = _check(path, hardware_ref, gpus, model_ref, overrides or {}, warmup, sets)
+    out = _check(path, hardware_ref, gpus, model_ref, overrides or {}, warmup, sets, stack, tuple(stack_set))
     out.pop("_csv")
     return out
 
 
 def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str | None,
-           overrides: dict[str, str], warmup: int, sets: tuple[str, ...]) -> dict[str, Any]:
+           overrides: dict[str, str], warmup: int, sets: tuple[str, ...], stack: str | None = None,
+           stack_set: tuple[str, ...] = ()) -> dict[str, Any]:
     """check_log, plus under "_csv" what the --csv row needs."""
     log = parse_file(path)
     if not log.framework:
@@ -740,7 +918,8 @@ def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str
     assert hardware_ref is not None
     hw = resolve_hardware(hardware_ref, sets)
     meas = measure(log, run, warmup, path)
-    p = api.predict(run.model, hw, run.layout, run.precision)
+    st = run_stack(run, stack, stack_set)
+    p = api.predict(run.model, hw, run.layout, run.precision, stack=st.stack, stack_set=st.stack_set)
     r = {"step_time_s": float(p.step_time_s[0]), "tokens_per_s_per_gpu": _tps(p), "mfu": float(p.mfu[0]),
          "memory_bytes_per_gpu": float(p.memory_bytes_per_gpu[0]), "fits": _fits(p, hw),
          "breakdown_s": {k: float(v[0]) for k, v in p.breakdown_s.items()}}
@@ -760,6 +939,8 @@ def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str
         "layout_text": layout_text(run.layout, mbs=True),
         "micro_batches": run.layout.gbs // (run.layout.dp * run.layout.mbs),
         "notes": notes + run.notes,
+        "stack": st.stack, "stack_name": load_stack(st.stack).name, "stack_why": st.why, "stack_set": list(st.stack_set),
+        "stack_features": st.features(run, hw),
         "measured": {**meas.__dict__, "mfu_causal": mfu_meas},
         "framework_flops": {"convention": conv, "source": conv_text,
                             "perfmodel_flops_per_token_causal": fpt["causal"], "perfmodel_flops_per_token_full": fpt["full"]},
@@ -768,10 +949,25 @@ def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str
                       "breakdown_s": r["breakdown_s"]},
         "gap": (pred - meas.tokens_per_s_per_gpu) / meas.tokens_per_s_per_gpu,
         "measured_over_predicted": ratio, "band": band.to_dict(), "verdict": verdict(ratio, band),
-        "what_ifs": what_ifs(run, hw, meas.tokens_per_s_per_gpu),
+        "what_ifs": what_ifs(run, hw, meas.tokens_per_s_per_gpu, st),
         "overheads": overheads(run, p),
-        "_csv": (run, hardware_ref, hw, meas, mfu_fw),
+        "_csv": (run, hardware_ref, hw, meas, mfu_fw, st),
     }
+
+
+def print_stack(out: dict[str, Any]) -> None:
+    """Which stack, and which features came from the log, from --stack-set and from the preset."""
+    console.print(escape(f"stack: {out['stack']} ({out['stack_name']}): {out['stack_why']}"))
+    by: dict[str, list[str]] = {}
+    for f in out["stack_features"]:
+        v = f["value"]
+        v = (",".join(v) or "none") if isinstance(v, list) else ("none" if v is None else str(v).lower() if isinstance(v, bool) else v)
+        said = f["from"] == "log" and f["how"].lower() != f"{f['feature']}={v}".lower()
+        by.setdefault(f["from"], []).append(f"{f['feature']}={v}" + (f" ({f['how']})" if said else ""))
+    for src, label in (("log", "from the log"), ("--stack-set", "from --stack-set"),
+                       ("preset", f"not stated, from the preset {out['stack']}")):
+        if by.get(src):
+            console.print(escape(f"  {label}: " + "; ".join(by[src])))
 
 
 def _kv(items: tuple[str, ...]) -> dict[str, str]:
@@ -802,9 +998,11 @@ def _gb(x: float | None) -> str:
               help="write the run as one row of the measured-run schema (validation/README.md)")
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
               help="what-if hardware: override a spec field (repeatable), e.g. nic_gbps=800")
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def check_cmd(log: str, hardware_ref: str | None, gpus: int | None, model_ref: str | None, args: tuple[str, ...],
-              warmup: int, run_id: str | None, csv_out: str | None, sets: tuple[str, ...], as_json: bool) -> None:
+              warmup: int, run_id: str | None, csv_out: str | None, sets: tuple[str, ...], as_json: bool,
+              stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and
     explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads."""
     if warmup < 0:
@@ -814,10 +1012,10 @@ def check_cmd(log: str, hardware_ref: str | None, gpus: int | None, model_ref: s
     if csv_out and sets:
         raise InputError("--csv", csv_out, "a measured-run row names catalog hardware or a spec file: write the "
                                            "what-if hardware (--set) to a TOML file and pass it as --hardware")
-    out = _check(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets)
-    run, hw_ref, hw, meas, mfu_fw = out.pop("_csv")
+    out = _check(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets, stack, stack_set)
+    run, hw_ref, hw, meas, mfu_fw, st = out.pop("_csv")
     if csv_out:
-        row = _csv_row(run, hw_ref, hw, meas, log, run_id or Path(log).name, mfu_fw)
+        row = _csv_row(run, hw_ref, hw, meas, log, run_id or Path(log).name, mfu_fw, st)
         try:
             with open(csv_out, "w", newline="", encoding="utf-8") as fh:
                 w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
@@ -837,6 +1035,7 @@ def check_cmd(log: str, hardware_ref: str | None, gpus: int | None, model_ref: s
                   f"gbs {out['layout']['gbs']}, seq {out['layout']['seq']}, {out['micro_batches']} micro-batches")
     for n in out["notes"]:
         console.print(f"[yellow]note:[/yellow] {escape(n)}")
+    print_stack(out)
     ff = out["framework_flops"]
     fw_tf = "-" if m["tflops_per_gpu"] is None else f"{m['tflops_per_gpu']:.1f}"
     rows = [["step time (s)", f"{m['step_s']:.3f} (p10-p90 {m['step_p10_s']:.3f}-{m['step_p90_s']:.3f})",

@@ -1,6 +1,7 @@
 """Shared CLI plumbing: layout flags, --json output, rich tables."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import TYPE_CHECKING, Any, Callable
@@ -232,3 +233,82 @@ def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], l
     hw_keys = set(hardware_set_keys()) | set(RENAMED)       # a renamed alias reaches parse_set, which names the new one
     mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
     return mine, [s for s in sets if s not in mine]
+
+
+# ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE, and the deprecated --profile ----------
+
+def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
+    """Load the stack and apply its overrides once, so a bad id, file or feature is one InputError naming
+    the flag and the field before any prediction (stack.load_stack / apply_overrides)."""
+    from ..errors import InputError
+    from ..stack import apply_overrides, load_stack
+    try:
+        spec = load_stack(stack)
+    except InputError as exc:
+        if exc.where == "stacks":             # an unknown id: name the flag
+            raise InputError("--stack", exc.field, exc.reason) from None
+        raise
+    apply_overrides(spec, list(stack_set))
+
+
+def stack_args(stack: str | None, stack_set: tuple[str, ...], profile: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """--stack / --stack-set, with the deprecated --profile NAME mapped onto them (perfmodel/profiles.py):
+    a note on stderr after the output. Checked (check_stack)."""
+    from ..errors import InputError
+    stack_set = tuple(stack_set)
+    if profile is not None:
+        from ..profiles import profile_as_stack
+        if stack is not None:
+            raise InputError("--profile", profile, "give --stack (or the deprecated --profile), not both")
+        stack, sets, note = profile_as_stack(profile)
+        stack_set = sets + stack_set
+        if note not in WARNINGS:
+            WARNINGS.append(note)
+    check_stack(stack, stack_set)
+    return stack, stack_set
+
+
+def stack_options(f: Callable) -> Callable:
+    """--stack ID|FILE, --stack-set FEATURE=VALUE (repeatable) and the deprecated alias --profile NAME, as
+    every predicting command takes them: the command receives `stack` (preset id or file, None = the
+    `default` stack) and `stack_set` (a tuple), checked, for perfmodel.predict.Options."""
+    if any(p.name == "stack_set" for p in getattr(f, "__click_params__", [])):
+        return f
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, stack: str | None = None, stack_set: tuple[str, ...] = (), profile: str | None = None,
+                **kw: Any) -> Any:
+        stack, stack_set = stack_args(stack, stack_set, profile)
+        return f(*args, stack=stack, stack_set=stack_set, **kw)
+
+    for o in reversed([
+        click.option("--stack", "stack", default=None, metavar="ID|FILE",
+                     help="software stack: a preset id (`perfmodel list stacks`) or a stack TOML file [default: default]"),
+        click.option("--stack-set", "stack_set", multiple=True, metavar="FEATURE=VALUE",
+                     help="override a stack feature (repeatable), e.g. tp_overlap=none, cuda_graphs=per_layer "
+                          "(`perfmodel show stack default` lists them)"),
+        click.option("--profile", "profile", default=None, metavar="NAME",
+                     help="deprecated alias of --stack: an old profile name (nemo-25.11, no-overlap, ...) mapped "
+                          "to its stack preset or --stack-set overrides"),
+    ]):
+        wrapper = o(wrapper)
+    return wrapper
+
+
+def stack_info(opts: Any, model: Any = None, hw: Any = None) -> dict[str, Any]:
+    """The stack a prediction used, for --json: "stack" (preset id), "stack_name", "stack_set" and the
+    per-model rules of the preset that applied to this model and system."""
+    from ..stack import load_stack
+    spec = load_stack(opts.stack)
+    rules = spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied if model is not None and hw is not None else ()
+    return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set),
+            "stack_rules": list(rules)}
+
+
+def stack_line(opts: Any, model: Any = None, hw: Any = None) -> str:
+    """The output header's stack line: 'stack nemo-25.11 (NeMo 25.11 ...) + --stack-set tp_overlap=none'."""
+    from rich.markup import escape
+    s = stack_info(opts, model, hw)
+    sets = f" + --stack-set {', '.join(s['stack_set'])}" if s["stack_set"] else ""
+    rules = f"; per-model rules: {'; '.join(s['stack_rules'])}" if s["stack_rules"] else ""
+    return escape(f"stack {s['stack']} ({s['stack_name']}){sets}{rules}")

@@ -21,12 +21,10 @@ from ..layout import Layout, layout_text
 from ..model import ModelSpec, load_model
 from ..predict import Options, Prediction
 from ..reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs
-from ..profiles import get_profile
 from ..search import search
-from .common import (spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
+from .common import (stack_info, stack_line, stack_options, spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .predict import memory_error
-from .profiles import profile_option
 
 
 def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -184,12 +182,13 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
 @click.option("--tokens", type=float, required=True, help="tokens to train, e.g. 15e12")
 @cost_options
 @reliability_options
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
              etp: int | None, fsdp: bool, mbs: int, gbs: int | None, seq: int | None, precision: str, recompute: str,
              attention: str, routing: str, measured_tps: float | None, tokens: float, buyer: str,
              sets: tuple[str, ...], mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares: str,
-             interval: str, as_json: bool) -> None:
+             interval: str, as_json: bool, stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
     hw_sets, rest = split_hardware_sets(sets)
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
@@ -212,12 +211,14 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
             raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
         lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep,  # type: ignore[arg-type]
                      etp=1 if etp is None else etp, mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
-        row = api.predict(m, hw, lay, precision, attention, routing).row(0)
+        row = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set).row(0)
         if not row["fits"]:            # a layout that cannot run gets no cost
-            raise memory_error(m, hw, lay, row, precision, attention, routing, ignore_flag=False)
+            raise memory_error(m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack,
+                               stack_set=stack_set)
         tps = row["tokens_per_s_per_gpu"]
         head.update({"throughput_source": "predicted", "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
-                     "precision": precision, "layout": row["layout"], "fits": row["fits"]})
+                     "precision": precision, "layout": row["layout"], "fits": row["fits"],
+                     **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw)})
     r = {**head, **job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)}
     if as_json:
         return emit_json(r)
@@ -225,6 +226,8 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
+    if src == "predicted":
+        console.print(stack_line(Options(precision, stack=stack, stack_set=stack_set), m, hw))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
     _print_run("Training run", r)
     return None
@@ -237,7 +240,8 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
     res = search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
     if res.top is not None:
         return res.top, "planner"
-    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts), "given"
+    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack,
+                       opts.stack_set), "given"
 
 
 @click.command("compare")
@@ -260,13 +264,13 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
 @click.option("--tokens", type=float, default=1e12, show_default=True, help="tokens to train (run totals)")
 @cost_options
 @reliability_options
-@profile_option
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: int, seq: int, precision: str,
                 tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, mbs: int, fsdp: bool, recompute: str,
                 planner: bool, tokens: float, buyer: str, sets: tuple[str, ...], mtbi_gpu_days, restart_s,
                 checkpoint_s, spare_units, spares: str, interval: str, as_json: bool,
-                profile: str = "default") -> None:
+                stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO."""
     m = load_model(model_ref)
     warn_context(m, seq)
@@ -275,8 +279,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
     given = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                    recompute=recompute)  # type: ignore[arg-type]
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    opts = Options(precision=precision, consts=prof.consts)
+    opts = Options(precision=precision, stack=stack, stack_set=stack_set)
     out: list[dict[str, Any]] = []
     for ref in hardware_refs:
         hw = resolve_hardware(ref, hw_sets)
@@ -284,7 +287,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
             if planner:
                 p, how = best_layout(m, hw, given, opts)
             else:
-                p, how = api.predict(m, hw, given, precision, consts=prof.consts), "given"
+                p, how = api.predict(m, hw, given, precision, stack=stack, stack_set=stack_set), "given"
         except InputError as exc:            # the given layout breaks a rule on this system
             out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
                         "reason": str(exc)})
@@ -300,7 +303,8 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         tps = row["tokens_per_s_per_gpu"]
         e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
         o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how,
-             "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e}
+             "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
+             "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
         # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
         b = uncertainty.band_of(m, hw)
         o["band"] = b.to_dict()
@@ -321,9 +325,10 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
             o["usd_per_million_tokens_after_reliability"]
     if as_json:
         return emit_json({"model": m.id, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
-                          "profile": prof.name, "systems": out})
+                          **{k: v for k, v in stack_info(opts).items() if k != "stack_rules"}, "systems": out})
     console.print(f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
-                  f"{tokens:.3g} tokens, buyer {buyer}" + (f", software profile {prof.name}" if prof.name != "default" else ""))
+                  f"{tokens:.3g} tokens, buyer {buyer}")
+    console.print(stack_line(opts))
     if hw_sets:
         console.print("what-if hardware (every system): " + escape(", ".join(hw_sets)))
     metrics: list[tuple[str, Callable[[dict], str]]] = [

@@ -15,13 +15,12 @@ from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, default_etp
 from ..model import ModelSpec, load_model
-from .common import console, emit_json, layout_options, resolve_hardware, table, warn_context
-from ..profiles import get_profile
-from .profiles import profile_option
+from ..predict import Options
+from .common import console, emit_json, layout_options, resolve_hardware, stack_info, stack_line, stack_options, table, warn_context
 
 
 def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision: str, attention: str,
-                         routing: str, consts=None) -> list[str]:
+                         routing: str, consts=None, stack: str | None = None, stack_set: tuple[str, ...] = ()) -> list[str]:
     """Single changes of `lay` that are legal and fit in HBM, as CLI flags (checked by predicting each)."""
     cands: list[tuple[str, Layout]] = []
     if lay.recompute != "selective" and lay.recompute != "full":
@@ -40,7 +39,7 @@ def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision:
     out = []
     for flag, cand in cands:
         try:
-            p = api.predict(m, hw, cand, precision, attention, routing, consts)
+            p = api.predict(m, hw, cand, precision, attention, routing, consts, stack, stack_set)
         except InputError:
             continue                    # the change breaks a layout rule (divisibility, ...)
         if bool(p.fits[0]):
@@ -53,10 +52,11 @@ def _gb(x: float) -> str:
 
 
 def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precision: str, attention: str = "causal",
-                 routing: str = "real", consts=None, ignore_flag: bool = True) -> InputError:
+                 routing: str = "real", consts=None, ignore_flag: bool = True, stack: str | None = None,
+                 stack_set: tuple[str, ...] = ()) -> InputError:
     """The one error every command gives a layout that does not fit in HBM: by how much, and the single
-    changes that would fit (each checked by predicting it)."""
-    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts)
+    changes that would fit (each checked by predicting it, with the same stack)."""
+    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
     hint = (f"single changes that fit: {', '.join(alts)}" if alts
             else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
     return InputError("layout", "memory", f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
@@ -65,25 +65,26 @@ def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precisi
 
 @click.command("predict")
 @layout_options
-@profile_option
+@stack_options
 @click.option("--ignore-memory", is_flag=True, help="predict even when the layout does not fit in HBM")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
                 etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
                 attention: str, routing: str, sets: tuple[str, ...], ignore_memory: bool, as_json: bool,
-                profile: str = "default") -> None:
+                stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
     warn_context(m, seq)
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
+    consts = calibration.constants()
+    opts = Options(precision, attention, routing, consts, stack, stack_set)  # type: ignore[arg-type]
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, 
                  etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
-    p = api.predict(m, hw, lay, precision, attention, routing, prof.consts)
+    p = api.predict(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
     r = p.row(0)
     mem, hbm = r["memory_bytes_per_gpu"], r["hbm_bytes"]
     if not r["fits"] and not ignore_memory:
-        raise memory_error(m, hw, lay, r, precision, attention, routing, prof.consts)
+        raise memory_error(m, hw, lay, r, precision, attention, routing, consts, stack=stack, stack_set=stack_set)
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
@@ -92,7 +93,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
             "mfu": b.throughput(r["mfu"])}
     if as_json:
         return emit_json({"model": m.id, "hardware": hw.id, "precision": precision, "attention": attention,
-                          "routing": routing, "hardware_overridden": list(hw.overridden), "profile": prof.name,
+                          "routing": routing, "hardware_overridden": list(hw.overridden), **stack_info(opts, m, hw),
                           "calibration": str(calibration.active_file()), **r, f"mfu_{other}": mfu_other,
                           "memory_over_bytes": max(0.0, mem - hbm),
                           **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
@@ -100,8 +101,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     L = r["layout"]
     console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.display_name(changes=False))}, {precision}, "
                   f"seq {seq}, global batch {gbs}")
-    if prof.overrides:
-        console.print(f"software profile {prof.name}: " + ", ".join(f"{k} = {v:g}" for k, v in prof.overrides.items()))
+    console.print(stack_line(opts, m, hw))
     if calibration.active_file() != calibration.shipped_file():
         console.print(f"calibration {escape(str(calibration.active_file()))} (perfmodel calibrate)")
     if hw.overridden:
@@ -124,7 +124,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
                         + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
-    print_breakdown(r["breakdown_s"], r["step_time_s"], prof.consts)
+    print_breakdown(r["breakdown_s"], r["step_time_s"], consts)
     return None
 
 
@@ -132,7 +132,7 @@ def overlap_text(term: str, consts) -> str:
     """Which overlap assumption hides a communication term: tp_comm -> 'tp_overlap = 0.85 (calibration.toml)'."""
     name = f"{term.split('_', 1)[0]}_overlap"
     v = getattr(consts, name, None) if consts is not None else None
-    return f"{name} = {v:.2f} (calibration.toml; profile no-overlap: 0)" if v is not None else "-"
+    return f"{name} = {v:.2f} (calibration.toml; with the stack's overlap on)" if v is not None else "-"
 
 
 def print_breakdown(b: dict, step: float, consts=None) -> None:

@@ -16,10 +16,9 @@ from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, objec
 from ..scaling import parse_gpu_list
 from .. import uncertainty
 from ..errors import InputError
-from ..profiles import get_profile
-from .common import (warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si,
+from ..calibration import constants
+from .common import (stack_info, stack_options, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si,
                      stderr_progress, table)
-from .profiles import profile_option
 
 GB = 1e9            # memory in GB = 1e9 bytes, as every table (perfmodel/checks.py)
 # breakdown_s keys grouped for the top-K table (predict.py)
@@ -123,13 +122,13 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @click.option("--fix", multiple=True, metavar="AXIS=V", help="pin an axis, e.g. --fix tp=4 (repeatable)")
 @click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap an axis, e.g. --max pp=8 (repeatable)")
 @convention_options
-@profile_option
+@stack_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
               help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbit_s=800")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
             top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool,
-            profile: str = "default", sets: tuple[str, ...] = ()) -> None:
+            sets: tuple[str, ...] = (), stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Enumerate every legal layout, score them all, print the best and the Pareto fronts.
 
     Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
@@ -137,8 +136,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     model, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
     warn_context(model, seq)
     gpus = parse_gpu_list(gpus_text)
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
+    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     scale = objective_scale(hw, objective)
     results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json)
     top, values, front = combined(results, model, hw, opts, top_k)
@@ -148,7 +146,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     why = why_better(top, 0, top, 1) if top is not None and top.layouts.n > 1 else None
     out = {
         "model": model.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
-        "precision": precision, "objective": objective, "profile": prof.name, "fix": list(fix), "max": list(cap),
+        "precision": precision, "objective": objective, **stack_info(opts, model, hw), "fix": list(fix), "max": list(cap),
         "evaluated": sum(r.evaluated for r in results), "legal": legal, "fits": sum(r.fits for r in results),
         "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
         "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
@@ -185,10 +183,12 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
            results: list[SearchResult], objective: str, what_if: str = "") -> None:
     g = out["gpus"]
     console.print(f"[bold]{out['model']}[/] on {g} x {out['hardware']}, gbs {out['gbs']}, seq {out['seq']}, "
-                  f"{out['precision']}" + (f", profile {out['profile']}" if out["profile"] != "default" else "")
+                  f"{out['precision']}"
                   + f": {out['evaluated']:,} candidates, {out['legal']:,} legal, "
                   f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
                   f"({si(out['layouts_per_s'] or 0, 'layouts/s')})")
+    console.print(escape(f"stack {out['stack']} ({out['stack_name']})"
+                         + (f" + --stack-set {', '.join(out['stack_set'])}" if out["stack_set"] else "")))
     if top is None:
         return
     rows = []

@@ -17,11 +17,10 @@ from ..predict import Options
 from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
 from ..uncertainty import span
 from ..economics import BUYERS
-from .common import (spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
+from ..calibration import constants
+from .common import (stack_info, stack_line, stack_options, spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .economics import split_sets
-from ..profiles import get_profile
-from .profiles import profile_option
 
 
 def _band(d: dict, key: str, fmt: str) -> str:
@@ -89,12 +88,12 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
                    "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
 @spares_option
 @convention_options
-@profile_option
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
 def command(model_ref: str, tokens: float, days: float | None, budget: float | None, gpus: int | None,
             hardware_refs: tuple[str, ...], precision: str, seq: int, gbs: int | None, buyer: str,
             sets: tuple[str, ...], spares: str, attention: str, routing: str, as_json: bool,
-            profile: str = "default") -> None:
+            stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."""
     given = [(n, v) for n, v in (("days", days), ("budget", budget), ("gpus", gpus)) if v is not None]
     if len(given) != 1:
@@ -107,8 +106,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, rel_over = split_sets(tuple(rest))
     rel_over = {**rel_over, "count_hot_spares": spares == "charged"}
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
+    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     out: list[dict[str, Any]] = []
     errors: list[str] = []
     hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]      # every id checked before any planning
@@ -124,7 +122,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
                 d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over,  # type: ignore[arg-type]
                          on_size=step)
                 d["seconds"] = time.perf_counter() - t1
-                d["profile"] = prof.name
+                d.update(stack_info(opts, m, hw))
                 out.append(d)
             except InputError as exc:
                 if len(hardware_refs) == 1:
@@ -142,7 +140,8 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     d0 = ok[0]
     console.print(f"[bold]{escape(m.name)}[/bold]: {tokens:.3g} tokens {what}, {precision}, seq {d0['seq']}, "
                   f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}"
-                  + (f", software profile {prof.name}" if prof.name != "default" else ""))
+                  )
+    console.print(stack_line(opts))
     rows = [[name] + [fn(d) if "error" not in d else "" for d in out] for name, fn in ROWS]
     if mode == "days":
         rows.append(["next smaller size"] + [_smaller(d) if "error" not in d else "" for d in out])
