@@ -58,7 +58,7 @@ def slow_fit(tmp_path_factory):
     import contextlib
     buf = StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--json"])
+        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--passes", "1", "--json"])
     assert rc == 0
     return rows, csv_path, out, _json.loads(buf.getvalue())
 
@@ -112,8 +112,8 @@ def test_held_out_rows_never_enter_the_fit(tmp_path, capsys):
     to the last bit, while the held-out score does change."""
     rows = _dense_h100()
     junk = [r if _is_cal(r) else {**r, "tokens_per_s_per_gpu": str(float(r["tokens_per_s_per_gpu"]) * 5)} for r in rows]
-    a = run_json(capsys, ["calibrate", str(_write(tmp_path / "a.csv", rows)), "--out", str(tmp_path / "a.toml"), "--rounds", "1"])
-    b = run_json(capsys, ["calibrate", str(_write(tmp_path / "b.csv", junk)), "--out", str(tmp_path / "b.toml"), "--rounds", "1"])
+    a = run_json(capsys, ["calibrate", str(_write(tmp_path / "a.csv", rows)), "--out", str(tmp_path / "a.toml"), "--rounds", "1", "--passes", "1"])
+    b = run_json(capsys, ["calibrate", str(_write(tmp_path / "b.csv", junk)), "--out", str(tmp_path / "b.toml"), "--rounds", "1", "--passes", "1"])
     assert {n: d["fitted"] for n, d in a["constants"].items()} == {n: d["fitted"] for n, d in b["constants"].items()}
     assert a["held_out"]["fitted"]["mape"] < 0.5 < b["held_out"]["fitted"]["mape"]
     assert all(_is_cal(r) for s in F.calibration_part([F.read_set(tmp_path / "b.csv")]) for r in s.rows)
@@ -183,3 +183,15 @@ def test_loso_families_leave_their_rows_out():
         train = F.calibration_part([s for n, v in fams.items() if n != name for s in v])
         left = {r["run_id"] for s in mine for r in s.rows}
         assert not left & {r["run_id"] for s in train for r in s.rows}
+
+
+def test_restarted_search_never_ends_worse_than_one_pass(tmp_path):
+    """perfmodel.fit.search restarts coordinate_search from its own result: its objective is at most one
+    pass's, it starts from the same objective, and it counts every evaluation of every pass."""
+    rows = [r for r in _dense_h100(0.6) if _is_cal(r)][:12]
+    sets = [F.read_set(_write(tmp_path / "r.csv", rows))]
+    start = C.priors()
+    one = F.coordinate_search(sets, start, C.fitted_names(), rounds=1)
+    many = F.search(sets, start, C.fitted_names(), rounds=1, max_passes=3)
+    assert many.start_objective == one.start_objective and many.objective <= one.objective
+    assert (many.passes == 1) == (many.evaluations == one.evaluations)

@@ -42,9 +42,11 @@ def _sha256(path: Path) -> str:
               help="calibration file to write (use it with --calibration FILE)")
 @click.option("--rounds", type=click.IntRange(1, 20), default=F.ROUNDS, show_default=True,
               help="rounds of coordinate search (each tries 4 values per constant, steps shrinking)")
+@click.option("--passes", type=click.IntRange(1, 20), default=F.MAX_PASSES, show_default=True,
+              help=f"most passes: the search restarts from its result while a pass gains >= {F.PASS_GAIN:g}")
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> None:
+def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json: bool) -> None:
     """Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration
     file. Fits on the calibration split of the rows, reports on the held-out rest. --calibration FILE
     starts from that file instead of the shipped constants."""
@@ -64,15 +66,14 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
                          f"row(s); fitting {len(names)} constants needs at least {need}"
                          + (f" ({len(start_cal.unsupported)} calibration row(s) unsupported, first: "
                             f"{start_cal.unsupported[0]['reason']})" if start_cal.unsupported else ""))
-    total = 1 + rounds * len(names)
-    with stderr_progress("calibrating", "{task.completed}/{task.total} constants", show=not as_json) as bar:
-        task = bar.add_task("calibrating", total=total)
-        fit = F.coordinate_search(cal, start, names, rounds, log=lambda _m: bar.advance(task))
+    with stderr_progress("calibrating", "{task.completed} constants searched", show=not as_json) as bar:
+        task = bar.add_task("calibrating", total=None)
+        fit = F.search(cal, start, names, rounds, passes, log=lambda _m: bar.advance(task))
     attr = F.attribution(cal, fit)
     start_held, fit_held = F.evaluate(held, start), F.evaluate(held, fit.consts)
     fit_cal = F.evaluate(cal, fit.consts)
     prov = {
-        "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds}",
+        "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds} --passes {passes}",
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "inputs": [str(Path(p).resolve()) for p in files],
         "inputs_sha256": [_sha256(Path(p)) for p in files],
@@ -85,6 +86,7 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
         "fitted": list(names),
         "not_identified": list(fit.inert),
         "rounds": rounds,
+        "passes": fit.passes,
         "objective": "mean |ln(predicted / measured tokens/s/GPU)| over the predicted calibration rows",
         "objective_start": fit.start_objective,
         "objective_fitted": fit.objective,
@@ -108,7 +110,7 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
         return emit_json(res)
     console.print(f"[bold]calibrated[/bold] {len(names)} constants on {n_cal} calibration rows of {n_rows} "
                   f"({', '.join(escape(s.name) for s in sets)}); {sum(len(s.rows) for s in held)} held out; "
-                  f"{fit.evaluations} evaluations, {rounds} rounds")
+                  f"{fit.evaluations} evaluations ({fit.passes} passes of {rounds} rounds)")
     rows = []
     for n, a in attr.items():
         lo, hi = C.bounds(n)
