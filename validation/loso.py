@@ -125,12 +125,12 @@ def _p(x, sign: bool = False) -> str:
 
 def markdown(m: dict) -> str:
     lines = ["| left out (S) | rows of S | fit rows (calibration split of the rest) | LOSO MAPE | LOSO bias "
-             "| 80% band coverage | S in the fit: held-out MAPE (rows) |",
+             "| LOSO 80% band coverage | S in the fit: held-out rows, MAPE, bias, coverage |",
              "|---|---|---|---|---|---|---|"]
     for name, d in m["families"].items():
         r = m["in_fit"]["families"][name]
         lines.append(f"| {name} | {d['predicted']} of {d['rows']} | {d['fit_rows']} | {_p(d['mape'])} | {_p(d['bias'], True)} "
-                     f"| {_p(d['coverage'])} | {_p(r['mape'])} ({r['held_out_rows']}) |")
+                     f"| {_p(d['coverage'])} | {r['held_out_rows']}: {_p(r['mape'])}, {_p(r['bias'], True)}, {_p(r['coverage'])} |")
     return "\n".join(lines)
 
 

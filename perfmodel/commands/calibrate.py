@@ -32,6 +32,11 @@ def _pct(x: float | None, sign: bool = False) -> str:
     return "-" if x is None else (f"{x:+.1%}" if sign else f"{x:.1%}")
 
 
+def _start_name() -> str:
+    f = C.active_file()
+    return "the shipped perfmodel/calibration.toml" if f == C.shipped_file() else escape(str(f))
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -122,7 +127,7 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
                 ["constant", "start", "fitted", "moved", "explains"], rows, 1)
     console.print("explains: objective with that constant alone back at its start, minus the fitted objective "
                   "(its share of the drop; constants interact, so the shares need not add up). "
-                  f"start: {escape(str(C.active_file()))}. no effect: no trial value changed the objective "
+                  f"start: {_start_name()}. no effect: no trial value changed the objective "
                   "(these rows do not identify it; it keeps its start value)")
     srows = []
     for name, d in (("calibration split (fit)", res["calibration"]), ("held-out", res["held_out"])):
