@@ -112,6 +112,12 @@ def load_table(path: str) -> dict[str, dict]:
     return doc
 
 
+def forget() -> None:
+    """Drop the cached calibration files (one was just written or edited)."""
+    load_table.cache_clear()
+    _constants.cache_clear()
+
+
 def table() -> dict[str, dict]:
     """The active calibration file's tables (shipped calibration.toml unless `use` chose another)."""
     return load_table(str(active_file()))

@@ -142,7 +142,7 @@ def test_bad_input(tmp_path, capsys, slow_fit):
                        (lambda s: s.replace("[reserved_bytes]\nvalue", "[reserved_bytes]\nworth"), "reserved_bytes: missing"),
                        (lambda s: s + "\n[[[", "not valid TOML")):
         bad.write_text(edit(text))
-        C.load_table.cache_clear()
+        C.forget()
         assert says in run_err(capsys, [*PREDICT, "--calibration", str(bad)])
     assert "calibration file not found" in run_err(capsys, ["validate", str(csv_path), "--calibration", str(tmp_path / "no.toml")])
     assert C.active_file() == C.shipped_file()
@@ -195,3 +195,12 @@ def test_restarted_search_never_ends_worse_than_one_pass(tmp_path):
     many = F.search(sets, start, C.fitted_names(), rounds=1, max_passes=3)
     assert many.start_objective == one.start_objective and many.objective <= one.objective
     assert (many.passes == 1) == (many.evaluations == one.evaluations)
+
+
+def test_without_held_out_rows_the_file_says_nothing_about_them(tmp_path, capsys):
+    rows = [r for r in _dense_h100() if _is_cal(r)][:12]
+    res = run_json(capsys, ["calibrate", str(_write(tmp_path / "c.csv", rows)), "--out", str(tmp_path / "c.toml"),
+                            "--rounds", "1", "--passes", "1"])
+    prov = C.load_table(str(tmp_path / "c.toml"))["provenance"]
+    assert prov["held_out_rows"] == [0] and "held_out_mape_fitted" not in prov
+    assert res["held_out"]["fitted"]["rows"] == 0 and res["calibration"]["fitted"]["rows"] == 12

@@ -16,9 +16,11 @@ from rich.markup import escape
 
 from .. import calibration as C, fit as F
 from ..errors import InputError
+from ..validate import CALIBRATION_SPLITS
 from .common import calibration_option, console, emit_json, print_table, stderr_progress
 
-SPLIT = f"calibration split: crc32(run_id) % {4} == 0 (perfmodel.validate.calibration_split); the rest held out"
+SPLIT = (f"calibration split: crc32(run_id) % {CALIBRATION_SPLITS} == 0 (perfmodel.validate.calibration_split); "
+         "the rest held out")
 
 
 def _stats(rep) -> dict:
@@ -67,7 +69,7 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
     need = len(names) + 1
     if n_cal < need:
         raise InputError(", ".join(files), "calibration rows",
-                         f"{n_cal} predictable row(s) in the calibration split (crc32(run_id) % 4 == 0) of {n_rows} "
+                         f"{n_cal} predictable row(s) in the calibration split (crc32(run_id) % {CALIBRATION_SPLITS} == 0) of {n_rows} "
                          f"row(s); fitting {len(names)} constants needs at least {need}"
                          + (f" ({len(start_cal.unsupported)} calibration row(s) unsupported, first: "
                             f"{start_cal.unsupported[0]['reason']})" if start_cal.unsupported else ""))
@@ -95,9 +97,10 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
         "objective": "mean |ln(predicted / measured tokens/s/GPU)| over the predicted calibration rows",
         "objective_start": fit.start_objective,
         "objective_fitted": fit.objective,
-        "held_out_mape_start": _stats(start_held)["mape"] or 0.0,
-        "held_out_mape_fitted": _stats(fit_held)["mape"] or 0.0,
     }
+    if fit_held.results:                 # TOML has no null: without held-out rows the keys are left out
+        prov["held_out_mape_start"] = _stats(start_held)["mape"]
+        prov["held_out_mape_fitted"] = _stats(fit_held)["mape"]
     header = ("perfmodel calibration file written by `perfmodel calibrate` (perfmodel/fit.py); use it with\n"
               "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
               "prior and source; `value` is fitted on the calibration split of the inputs in [provenance].")
@@ -105,8 +108,7 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
         out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header), encoding="utf-8")
     except OSError as exc:
         raise InputError("--out", out, f"cannot write ({exc.strerror or exc})") from None
-    C.load_table.cache_clear()           # the file just written may replace one read earlier
-    C._constants.cache_clear()
+    C.forget()                           # the file just written may replace one read earlier
     res = {"out": str(out_p), "provenance": prov, "constants": attr,
            "calibration": {"start": _stats(start_cal), "fitted": _stats(fit_cal)},
            "held_out": {"start": _stats(start_held), "fitted": _stats(fit_held)},
