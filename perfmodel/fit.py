@@ -20,9 +20,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .calibration import PROVENANCE, Constants, bounds, names
+from .calibration import BANDS, PROVENANCE, Constants, bounds, names
 from .errors import InputError
-from .validate import Report, calibration_split, merge, read_csv, validate_rows
+from . import uncertainty as U
+from .hardware import load_hardware
+from .validate import Report, _resolve_ref as resolve_ref, calibration_split, merge, read_csv, validate_rows
 
 STEP0 = 0.35          # first relative step
 SHRINK = 0.6          # step factor per round
@@ -161,6 +163,26 @@ def attribution(sets: list[RunSet], fit: Fit) -> dict[str, dict]:
     return out
 
 
+# ---- uncertainty-band samples (perfmodel/uncertainty.py groups: hardware generation x op class) --------
+
+def generations(sets: Iterable[RunSet]) -> dict[str, str]:
+    """Hardware id -> generation (the band family) for every hardware cell of the sets that loads."""
+    gen: dict[str, str] = {}
+    for s in sets:
+        for cell in {(r.get("hardware") or "").strip() for r in s.rows}:
+            try:
+                hw = load_hardware(resolve_ref(cell, s.base))
+            except ValueError:
+                continue                    # validate reports its rows as unsupported
+            gen[hw.id] = U.family(hw)
+    return gen
+
+
+def band_samples(report: Report, gen: dict[str, str]) -> list[tuple[str, str, float]]:
+    """(generation, op class, ln(measured / predicted)) per predicted row, as uncertainty.fit takes them."""
+    return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted)) for r in report.results]
+
+
 # ---- calibration files (the shape of calibration.toml plus [provenance]) ----------------------------
 
 def _toml_value(v: object) -> str:
@@ -179,14 +201,18 @@ def _toml_value(v: object) -> str:
     raise TypeError(f"no TOML for {type(v).__name__}")
 
 
-def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict, header: str) -> str:
+def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict, header: str,
+                     bands: dict[str, dict] | None = None) -> str:
     """A calibration file: `header` as comments, [provenance], then every constant's table from `base`
     (the calibration the fit started from: prior, fit, unit, meaning, source) with its value replaced
-    (full precision, so predictions from the file equal those of the fit)."""
+    (full precision, so predictions from the file equal those of the fit), then its uncertainty bands
+    ([bands."group"], uncertainty.fit's output) where given."""
     out = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
     out += ["", f"[{PROVENANCE}]"] + [f"{k} = {_toml_value(v)}" for k, v in provenance.items()]
     for n in names():
         t = {**{k: v for k, v in base[n].items() if k != "value"}}
         out += ["", f"[{n}]", f"value = {_toml_value(float(getattr(consts, n)))}"]
         out += [f"{k} = {_toml_value(v)}" for k, v in t.items()]
+    for g, d in (bands or {}).items():
+        out += ["", f'[{BANDS}."{g}"]'] + [f"{k} = {_toml_value(v)}" for k, v in d.items()]
     return "\n".join(out) + "\n"

@@ -100,6 +100,21 @@ def test_calibration_flag_changes_predictions_exactly_and_only_for_that_command(
     assert plain["tokens_per_s_per_gpu"] != with_file["tokens_per_s_per_gpu"]
 
 
+def test_the_file_carries_its_own_bands_and_predictions_use_them(slow_fit, capsys):
+    """Bands fitted on the calibration rows with the fitted constants: the "all" group counts every predicted
+    calibration row; predict with the file reports that band and its file, without it the shipped one."""
+    _, _, out, res = slow_fit
+    bands = C.load_table(str(out))["bands"]
+    assert bands["all"]["rows"] == res["calibration"]["fitted"]["rows"] == bands["hopper/dense"]["rows"]
+    mine = run_json(capsys, [*PREDICT, "--calibration", str(out)])
+    assert mine["band"]["source"] == out.name and mine["band"]["group"] == "hopper/dense"
+    assert mine["band"]["low_factor"] == bands["hopper/dense"]["low"]
+    assert mine["tokens_per_s_per_gpu_high"] == pytest.approx(mine["tokens_per_s_per_gpu"] * bands["hopper/dense"]["high"])
+    assert run_json(capsys, PREDICT)["band"]["source"] == "perfmodel/uncertainty.toml"
+    cov = res["held_out_band_coverage"]
+    assert cov["rows"] == res["held_out"]["fitted"]["rows"] and 0 <= cov["covered"] <= cov["rows"]
+
+
 def test_validate_with_the_file_reproduces_the_held_out_figure(slow_fit, capsys):
     _, csv_path, out, res = slow_fit
     v = run_json(capsys, ["validate", str(csv_path), "--calibration", str(out)])
@@ -140,7 +155,9 @@ def test_bad_input(tmp_path, capsys, slow_fit):
                        (lambda s: s.replace("[ep_overlap]\nvalue = ", "[ep_overlap]\nvalue = -0.1 #"), "ep_overlap.value: outside its bounds [0, 1]"),
                        (lambda s: s.replace("[gemm_k_half]\nvalue = ", '[gemm_k_half]\nvalue = "big" #'), "gemm_k_half.value: must be a finite number"),
                        (lambda s: s.replace("[reserved_bytes]\nvalue", "[reserved_bytes]\nworth"), "reserved_bytes: missing"),
-                       (lambda s: s + "\n[[[", "not valid TOML")):
+                       (lambda s: s + "\n[[[", "not valid TOML"),
+                       (lambda s: s.replace('[bands."all"]', '[bands."most"]'), 'bands: needs an "all" group'),
+                       (lambda s: s.replace('[bands."all"]\nrows = ', '[bands."all"]\nrows = 1.5 #'), "bands.all: needs rows")):
         bad.write_text(edit(text))
         C.forget()
         assert says in run_err(capsys, [*PREDICT, "--calibration", str(bad)])

@@ -35,8 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from perfmodel import fit as F, uncertainty as U  # noqa: E402
 from perfmodel.calibration import constants, fitted_names, priors  # noqa: E402
-from perfmodel.hardware import load_hardware  # noqa: E402
-from perfmodel.validate import _resolve_ref, shipped_sets  # noqa: E402
+from perfmodel.validate import shipped_sets  # noqa: E402
 
 NAMES = {"runs.csv": "nvidia", "simumax-b200-dense.csv": "simumax-b200"}   # else the file stem
 # 3 rounds per pass (calibrate.py: 5): from the priors, restarted 3-round passes reach 0.1377 mean |log err| on
@@ -58,30 +57,13 @@ def families(sets: list[F.RunSet], nvidia_by_source: bool) -> dict[str, list[F.R
     return out
 
 
-def generations(sets: list[F.RunSet]) -> dict[str, str]:
-    """Hardware id -> generation (the band's family) for every hardware cell of the sets."""
-    gen: dict[str, str] = {}
-    for s in sets:
-        for cell in {(r.get("hardware") or "").strip() for r in s.rows}:
-            try:
-                hw = load_hardware(_resolve_ref(cell, s.base))
-            except ValueError:
-                continue                    # validate reports the row as unsupported
-            gen[hw.id] = U.family(hw)
-    return gen
-
-
-def samples(report, gen: dict[str, str]) -> list[tuple[str, str, float]]:
-    return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted)) for r in report.results]
-
-
 def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes: int, gen: dict[str, str]) -> dict:
     """Fit on `train` (calibration rows only), bands on the same rows; score every row of `test`."""
     t0 = time.perf_counter()
     fit = F.search(train, start, fitted_names(), rounds, passes)
-    bands = U.fit(samples(F.evaluate(train, fit.consts), gen))
+    bands = U.fit(F.band_samples(F.evaluate(train, fit.consts), gen))
     rep = F.evaluate(test, fit.consts)
-    st, cov = rep.stats(), U.coverage(bands, samples(rep, gen))
+    st, cov = rep.stats(), U.coverage(bands, F.band_samples(rep, gen))
     return {"rows": sum(len(s.rows) for s in test), "predicted": st["rows"], "mape": st["mape"], "bias": st["bias"],
             "coverage": cov["coverage"], "covered": cov["covered"],
             "fit_rows": sum(len(s.rows) for s in train), "objective": fit.objective,
@@ -91,7 +73,7 @@ def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes
 
 def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, log=lambda m: None) -> dict:
     sets = [F.read_set(p) for p in shipped_sets()]
-    gen = generations(sets)
+    gen = F.generations(sets)
     fams = families(sets, nvidia_by_source)
     start = priors() if start_from == "prior" else constants()
     t0 = time.perf_counter()
@@ -106,11 +88,11 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
     every = [s for v in fams.values() for s in v]
     t1 = time.perf_counter()
     fit = F.search(F.calibration_part(every), start, fitted_names(), rounds, passes)
-    bands = U.fit(samples(F.evaluate(F.calibration_part(every), fit.consts), gen))
+    bands = U.fit(F.band_samples(F.evaluate(F.calibration_part(every), fit.consts), gen))
     ref = {}
     for name, mine in fams.items():
         rep = F.evaluate(F.held_out_part(mine), fit.consts)
-        st, cov = rep.stats(), U.coverage(bands, samples(rep, gen))
+        st, cov = rep.stats(), U.coverage(bands, F.band_samples(rep, gen))
         ref[name] = {"held_out_rows": st["rows"], "mape": st["mape"], "bias": st["bias"], "coverage": cov["coverage"]}
     out["in_fit"] = {"families": ref, "objective": fit.objective, "consts": {n: getattr(fit.consts, n) for n in fit.names},
                      "passes": fit.passes, "evaluations": fit.evaluations,

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from .. import calibration as C, fit as F
+from .. import calibration as C, fit as F, uncertainty as U
 from ..errors import InputError
 from ..validate import CALIBRATION_SPLITS
 from .common import calibration_option, console, emit_json, print_table, stderr_progress
@@ -79,6 +79,11 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
     attr = F.attribution(cal, fit)
     start_held, fit_held = F.evaluate(held, start), F.evaluate(held, fit.consts)
     fit_cal = F.evaluate(cal, fit.consts)
+    # the 80% bands of the new predictor, fitted on the same calibration rows (perfmodel/uncertainty.py), and
+    # their coverage of the held-out rows
+    gen = F.generations(sets)
+    bands = U.fit(F.band_samples(fit_cal, gen))
+    cover = U.coverage(bands, F.band_samples(fit_held, gen))
     prov = {
         "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds} --passes {passes}",
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -101,17 +106,20 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
     if fit_held.results:                 # TOML has no null: without held-out rows the keys are left out
         prov["held_out_mape_start"] = _stats(start_held)["mape"]
         prov["held_out_mape_fitted"] = _stats(fit_held)["mape"]
+        prov["held_out_band_coverage"] = cover["coverage"]
     header = ("perfmodel calibration file written by `perfmodel calibrate` (perfmodel/fit.py); use it with\n"
               "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
-              "prior and source; `value` is fitted on the calibration split of the inputs in [provenance].")
+              "prior and source; `value` is fitted on the calibration split of the inputs in [provenance],\n"
+              "[bands.*] are the 80% bands of ln(measured / predicted) on those rows (perfmodel/uncertainty.py).")
     try:
-        out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header), encoding="utf-8")
+        out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header, bands), encoding="utf-8")
     except OSError as exc:
         raise InputError("--out", out, f"cannot write ({exc.strerror or exc})") from None
     C.forget()                           # the file just written may replace one read earlier
     res = {"out": str(out_p), "provenance": prov, "constants": attr,
            "calibration": {"start": _stats(start_cal), "fitted": _stats(fit_cal)},
            "held_out": {"start": _stats(start_held), "fitted": _stats(fit_held)},
+           "bands": bands, "held_out_band_coverage": cover,
            "unsupported": start_cal.unsupported + start_held.unsupported, "evaluations": fit.evaluations}
     if as_json:
         return emit_json(res)
@@ -137,6 +145,9 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json:
                       _pct(d["start"]["bias"], True), _pct(d["fitted"]["bias"], True)])
     print_table("Error of predicted tokens/s/GPU, start -> fitted",
                 ["rows", "n", "MAPE start", "MAPE fitted", "bias start", "bias fitted"], srows, 1)
+    console.print("80% bands fitted on the calibration rows with the fitted constants (measured/predicted): "
+                  + ", ".join(f"{g} {d['low']:.2f}-{d['high']:.2f}x ({d['rows']} rows)" for g, d in bands.items())
+                  + (f"; held-out coverage {cover['coverage']:.1%} of {cover['rows']}" if cover["rows"] else ""))
     if res["unsupported"]:
         console.print(f"{len(res['unsupported'])} row(s) not predicted (first: {escape(res['unsupported'][0]['reason'])}); "
                       f"`perfmodel validate FILE` lists them")
