@@ -29,6 +29,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 # not fitted, but fractions all the same
 _FRACTIONS = ("tp_overlap", "ep_overlap", "cp_overlap", "dp_overlap", "pp_overlap")
 PROVENANCE = "provenance"
+BANDS = "bands"               # a calibrate file's own 80% bands (perfmodel/uncertainty.py groups)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,22 @@ def load_table(path: str) -> dict[str, dict]:
         lo, hi = bounds(n)
         if not lo <= v <= hi:
             raise InputError(path, f"{n}.value", f"outside its bounds [{lo:g}, {hi:g}] (got {v:g})")
+    bands = doc.get(BANDS)
+    if bands is not None:
+        if not isinstance(bands, dict) or "all" not in bands:
+            raise InputError(path, BANDS, 'needs an "all" group (uncertainty.fit writes one)')
+        for g, d in bands.items():
+            lo, hi = (d.get("low"), d.get("high")) if isinstance(d, dict) else (None, None)
+            ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi))
+            if not ok or not 0 < lo <= 1 <= hi or not isinstance(d.get("rows"), int):  # type: ignore[operator]
+                raise InputError(path, f"{BANDS}.{g}", "needs rows (integer) and low <= 1 <= high (positive numbers)")
     return doc
+
+
+def forget() -> None:
+    """Drop the cached calibration files (one was just written or edited)."""
+    load_table.cache_clear()
+    _constants.cache_clear()
 
 
 def table() -> dict[str, dict]:
@@ -144,4 +160,4 @@ def priors() -> Constants:
 
 
 def fitted_names() -> list[str]:
-    return [k for k, v in table().items() if k != PROVENANCE and isinstance(v, dict) and v.get("fit")]
+    return [k for k in names() if table()[k].get("fit")]

@@ -20,14 +20,18 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .calibration import PROVENANCE, Constants, bounds, names
+from .calibration import BANDS, PROVENANCE, Constants, bounds, names
 from .errors import InputError
-from .validate import Report, calibration_split, merge, read_csv, validate_rows
+from . import uncertainty as U
+from .hardware import load_hardware
+from .validate import Report, _resolve_ref as resolve_ref, calibration_split, merge, read_csv, validate_rows
 
 STEP0 = 0.35          # first relative step
 SHRINK = 0.6          # step factor per round
 MIN_GAIN = 1e-5       # objective drop a step must bring to be kept
 ROUNDS = 5
+MAX_PASSES = 4        # restarts of the search from its own result (step back at STEP0) ...
+PASS_GAIN = 1e-3      # ... while a pass lowers the objective by at least this
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class Fit:
     evaluations: int
     rounds: int
     inert: tuple[str, ...] = ()    # searched constants no trial value changed the objective of (not identified)
+    passes: int = 1
 
 
 def coordinate_search(sets: list[RunSet], start: Constants, names: Iterable[str], rounds: int = ROUNDS,
@@ -129,6 +134,22 @@ def coordinate_search(sets: list[RunSet], start: Constants, names: Iterable[str]
     return Fit(start, c, names, first, best, evals, rounds, tuple(n for n in names if n not in felt))
 
 
+def search(sets: list[RunSet], start: Constants, names: Iterable[str], rounds: int = ROUNDS,
+           max_passes: int = MAX_PASSES, log: Callable[[str], None] | None = None) -> Fit:
+    """coordinate_search restarted from its own result, its step back at STEP0, while a pass lowers the
+    objective by at least PASS_GAIN (at most `max_passes` passes). One pass moves a constant by at most
+    ~4.8x (the shrinking steps' sum), so a start far from the optimum (the priors: kernel_fixed_s 4e-6 vs
+    a host-bound 3e-5) needs several; a start near it stops after the second."""
+    names = tuple(names)
+    f = coordinate_search(sets, start, names, rounds, log)
+    first, evals, felt, n = f.start_objective, f.evaluations, set(names) - set(f.inert), 1
+    while n < max_passes and f.start_objective - f.objective >= PASS_GAIN:
+        f = coordinate_search(sets, f.consts, names, rounds, log)
+        evals, n = evals + f.evaluations, n + 1
+        felt |= set(names) - set(f.inert)
+    return Fit(start, f.consts, names, first, f.objective, evals, rounds, tuple(x for x in names if x not in felt), n)
+
+
 def attribution(sets: list[RunSet], fit: Fit) -> dict[str, dict]:
     """Per searched constant: start and fitted value, relative move, and the objective with that constant
     alone reverted to its start (`explains` = that objective minus the fitted one: the part of the residual
@@ -140,6 +161,26 @@ def attribution(sets: list[RunSet], fit: Fit) -> dict[str, dict]:
         out[n] = {"start": a, "fitted": b, "moved": (b - a) / a if a else (0.0 if a == b else float("inf")),
                   "objective_reverted": rev, "explains": rev - fit.objective}
     return out
+
+
+# ---- uncertainty-band samples (perfmodel/uncertainty.py groups: hardware generation x op class) --------
+
+def generations(sets: Iterable[RunSet]) -> dict[str, str]:
+    """Hardware id -> generation (the band family) for every hardware cell of the sets that loads."""
+    gen: dict[str, str] = {}
+    for s in sets:
+        for cell in {(r.get("hardware") or "").strip() for r in s.rows}:
+            try:
+                hw = load_hardware(resolve_ref(cell, s.base))
+            except ValueError:
+                continue                    # validate reports its rows as unsupported
+            gen[hw.id] = U.family(hw)
+    return gen
+
+
+def band_samples(report: Report, gen: dict[str, str]) -> list[tuple[str, str, float]]:
+    """(generation, op class, ln(measured / predicted)) per predicted row, as uncertainty.fit takes them."""
+    return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted)) for r in report.results]
 
 
 # ---- calibration files (the shape of calibration.toml plus [provenance]) ----------------------------
@@ -160,14 +201,18 @@ def _toml_value(v: object) -> str:
     raise TypeError(f"no TOML for {type(v).__name__}")
 
 
-def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict, header: str) -> str:
+def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict, header: str,
+                     bands: dict[str, dict] | None = None) -> str:
     """A calibration file: `header` as comments, [provenance], then every constant's table from `base`
     (the calibration the fit started from: prior, fit, unit, meaning, source) with its value replaced
-    (full precision, so predictions from the file equal those of the fit)."""
+    (full precision, so predictions from the file equal those of the fit), then its uncertainty bands
+    ([bands."group"], uncertainty.fit's output) where given."""
     out = [f"# {ln}" if ln else "#" for ln in header.splitlines()]
     out += ["", f"[{PROVENANCE}]"] + [f"{k} = {_toml_value(v)}" for k, v in provenance.items()]
     for n in names():
         t = {**{k: v for k, v in base[n].items() if k != "value"}}
         out += ["", f"[{n}]", f"value = {_toml_value(float(getattr(consts, n)))}"]
         out += [f"{k} = {_toml_value(v)}" for k, v in t.items()]
+    for g, d in (bands or {}).items():
+        out += ["", f'[{BANDS}."{g}"]'] + [f"{k} = {_toml_value(v)}" for k, v in d.items()]
     return "\n".join(out) + "\n"

@@ -58,7 +58,7 @@ def slow_fit(tmp_path_factory):
     import contextlib
     buf = StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--json"])
+        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--passes", "1", "--json"])
     assert rc == 0
     return rows, csv_path, out, _json.loads(buf.getvalue())
 
@@ -100,6 +100,21 @@ def test_calibration_flag_changes_predictions_exactly_and_only_for_that_command(
     assert plain["tokens_per_s_per_gpu"] != with_file["tokens_per_s_per_gpu"]
 
 
+def test_the_file_carries_its_own_bands_and_predictions_use_them(slow_fit, capsys):
+    """Bands fitted on the calibration rows with the fitted constants: the "all" group counts every predicted
+    calibration row; predict with the file reports that band and its file, without it the shipped one."""
+    _, _, out, res = slow_fit
+    bands = C.load_table(str(out))["bands"]
+    assert bands["all"]["rows"] == res["calibration"]["fitted"]["rows"] == bands["hopper/dense"]["rows"]
+    mine = run_json(capsys, [*PREDICT, "--calibration", str(out)])
+    assert mine["band"]["source"] == out.name and mine["band"]["group"] == "hopper/dense"
+    assert mine["band"]["low_factor"] == bands["hopper/dense"]["low"]
+    assert mine["tokens_per_s_per_gpu_high"] == pytest.approx(mine["tokens_per_s_per_gpu"] * bands["hopper/dense"]["high"])
+    assert run_json(capsys, PREDICT)["band"]["source"] == "perfmodel/uncertainty.toml"
+    cov = res["held_out_band_coverage"]
+    assert cov["rows"] == res["held_out"]["fitted"]["rows"] and 0 <= cov["covered"] <= cov["rows"]
+
+
 def test_validate_with_the_file_reproduces_the_held_out_figure(slow_fit, capsys):
     _, csv_path, out, res = slow_fit
     v = run_json(capsys, ["validate", str(csv_path), "--calibration", str(out)])
@@ -113,8 +128,8 @@ def test_held_out_rows_never_enter_the_fit(tmp_path, capsys):
     bit, while the held-out score does change."""
     rows = _dense_h100()
     junk = [r if _is_cal(r) else {**r, "tokens_per_s_per_gpu": str(float(r["tokens_per_s_per_gpu"]) * 1.8)} for r in rows]
-    a = run_json(capsys, ["calibrate", str(_write(tmp_path / "a.csv", rows)), "--out", str(tmp_path / "a.toml"), "--rounds", "1"])
-    b = run_json(capsys, ["calibrate", str(_write(tmp_path / "b.csv", junk)), "--out", str(tmp_path / "b.toml"), "--rounds", "1"])
+    a = run_json(capsys, ["calibrate", str(_write(tmp_path / "a.csv", rows)), "--out", str(tmp_path / "a.toml"), "--rounds", "1", "--passes", "1"])
+    b = run_json(capsys, ["calibrate", str(_write(tmp_path / "b.csv", junk)), "--out", str(tmp_path / "b.toml"), "--rounds", "1", "--passes", "1"])
     assert {n: d["fitted"] for n, d in a["constants"].items()} == {n: d["fitted"] for n, d in b["constants"].items()}
     assert a["held_out"]["fitted"]["mape"] < 0.3 < b["held_out"]["fitted"]["mape"]
     assert all(_is_cal(r) for s in F.calibration_part([F.read_set(tmp_path / "b.csv")]) for r in s.rows)
@@ -141,9 +156,11 @@ def test_bad_input(tmp_path, capsys, slow_fit):
                        (lambda s: s.replace("[ep_overlap]\nvalue = ", "[ep_overlap]\nvalue = -0.1 #"), "ep_overlap.value: outside its bounds [0, 1]"),
                        (lambda s: s.replace("[gemm_k_half]\nvalue = ", '[gemm_k_half]\nvalue = "big" #'), "gemm_k_half.value: must be a finite number"),
                        (lambda s: s.replace("[reserved_bytes]\nvalue", "[reserved_bytes]\nworth"), "reserved_bytes: missing"),
-                       (lambda s: s + "\n[[[", "not valid TOML")):
+                       (lambda s: s + "\n[[[", "not valid TOML"),
+                       (lambda s: s.replace('[bands."all"]', '[bands."most"]'), 'bands: needs an "all" group'),
+                       (lambda s: s.replace('[bands."all"]\nrows = ', '[bands."all"]\nrows = 1.5 #'), "bands.all: needs rows")):
         bad.write_text(edit(text))
-        C.load_table.cache_clear()
+        C.forget()
         assert says in run_err(capsys, [*PREDICT, "--calibration", str(bad)])
     assert "calibration file not found" in run_err(capsys, ["validate", str(csv_path), "--calibration", str(tmp_path / "no.toml")])
     assert C.active_file() == C.shipped_file()
@@ -184,3 +201,24 @@ def test_loso_families_leave_their_rows_out():
         train = F.calibration_part([s for n, v in fams.items() if n != name for s in v])
         left = {r["run_id"] for s in mine for r in s.rows}
         assert not left & {r["run_id"] for s in train for r in s.rows}
+
+
+def test_restarted_search_never_ends_worse_than_one_pass(tmp_path):
+    """perfmodel.fit.search restarts coordinate_search from its own result: its objective is at most one
+    pass's, it starts from the same objective, and it counts every evaluation of every pass."""
+    rows = [r for r in _dense_h100(0.6) if _is_cal(r)][:12]
+    sets = [F.read_set(_write(tmp_path / "r.csv", rows))]
+    start = C.priors()
+    one = F.coordinate_search(sets, start, C.fitted_names(), rounds=1)
+    many = F.search(sets, start, C.fitted_names(), rounds=1, max_passes=3)
+    assert many.start_objective == one.start_objective and many.objective <= one.objective
+    assert (many.passes == 1) == (many.evaluations == one.evaluations)
+
+
+def test_without_held_out_rows_the_file_says_nothing_about_them(tmp_path, capsys):
+    rows = [r for r in _dense_h100() if _is_cal(r)][:12]
+    res = run_json(capsys, ["calibrate", str(_write(tmp_path / "c.csv", rows)), "--out", str(tmp_path / "c.toml"),
+                            "--rounds", "1", "--passes", "1"])
+    prov = C.load_table(str(tmp_path / "c.toml"))["provenance"]
+    assert prov["held_out_rows"] == [0] and "held_out_mape_fitted" not in prov
+    assert res["held_out"]["fitted"]["rows"] == 0 and res["calibration"]["fitted"]["rows"] == 12

@@ -40,7 +40,8 @@ def header(sets: list[F.RunSet], cal: list[F.RunSet], fit: F.Fit, start: str) ->
              "`fit = true` marks the ones fitted by validation/calibrate.py (perfmodel/fit.py) on the CALIBRATION split",
              "(rows whose run_id hashes into split 0 of 4: crc32(run_id) % 4 == 0, perfmodel/validate.py",
              f"`calibration_split`) of every measured set together: {used}.",
-             f"Fitted {_dt.date.today().isoformat()}: {fit.rounds} rounds of coordinate search from the {start} values,",
+             f"Fitted {_dt.date.today().isoformat()}: coordinate search from the {start} values ({fit.passes} passes of "
+             f"{fit.rounds} rounds),",
              f"mean |ln(predicted / measured)| {fit.start_objective:.4f} -> {fit.objective:.4f}. Accuracy is reported",
              "on the held-out rows as well as on all rows.",
              "`value` is what the model uses; `prior` is the physically motivated starting point with its source."]
@@ -71,7 +72,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--csv", action="append", help="measured-run file (repeatable) [default: every shipped set]")
     ap.add_argument("--write", action="store_true", help=f"store the values in {_rel(_FILE)}")
-    ap.add_argument("--rounds", type=int, default=F.ROUNDS)
+    ap.add_argument("--rounds", type=int, default=F.ROUNDS, help="coordinate-search rounds per pass")
+    ap.add_argument("--passes", type=int, default=F.MAX_PASSES,
+                    help=f"most passes (the search restarts from its result while a pass gains >= {F.PASS_GAIN:g})")
     ap.add_argument("--start", choices=("current", "prior"), default="current",
                     help="start from calibration.toml's values (default) or from every constant's prior")
     a = ap.parse_args()
@@ -80,8 +83,8 @@ def main() -> None:
     for s, c in zip(sets, cal):
         print(f"{_rel(s.path)}: {len(c.rows)} calibration rows of {len(s.rows)}")
     start = constants() if a.start == "current" else priors()
-    fit = F.coordinate_search(cal, start, fitted_names(), a.rounds, log=lambda m: print(m, flush=True))
-    print(f"{fit.evaluations} objective evaluations")
+    fit = F.search(cal, start, fitted_names(), a.rounds, a.passes, log=lambda m: print(m, flush=True))
+    print(f"{fit.evaluations} objective evaluations in {fit.passes} passes")
     for n in fitted_names():
         print(f"  {n} = {getattr(fit.consts, n):.4g}  (start {getattr(start, n):.4g}, prior {shipped_table()[n]['prior']})")
     if a.write:

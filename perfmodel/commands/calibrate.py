@@ -14,11 +14,13 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from .. import calibration as C, fit as F
+from .. import calibration as C, fit as F, uncertainty as U
 from ..errors import InputError
+from ..validate import CALIBRATION_SPLITS
 from .common import calibration_option, console, emit_json, print_table, stderr_progress
 
-SPLIT = f"calibration split: crc32(run_id) % {4} == 0 (perfmodel.validate.calibration_split); the rest held out"
+SPLIT = (f"calibration split: crc32(run_id) % {CALIBRATION_SPLITS} == 0 (perfmodel.validate.calibration_split); "
+         "the rest held out")
 
 
 def _stats(rep) -> dict:
@@ -32,6 +34,11 @@ def _pct(x: float | None, sign: bool = False) -> str:
     return "-" if x is None else (f"{x:+.1%}" if sign else f"{x:.1%}")
 
 
+def _start_name() -> str:
+    f = C.active_file()
+    return "the shipped perfmodel/calibration.toml" if f == C.shipped_file() else escape(str(f))
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -42,9 +49,11 @@ def _sha256(path: Path) -> str:
               help="calibration file to write (use it with --calibration FILE)")
 @click.option("--rounds", type=click.IntRange(1, 20), default=F.ROUNDS, show_default=True,
               help="rounds of coordinate search (each tries 4 values per constant, steps shrinking)")
+@click.option("--passes", type=click.IntRange(1, 20), default=F.MAX_PASSES, show_default=True,
+              help=f"most passes: the search restarts from its result while a pass gains >= {F.PASS_GAIN:g}")
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> None:
+def command(files: tuple[str, ...], out: str, rounds: int, passes: int, as_json: bool) -> None:
     """Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration
     file. Fits on the calibration split of the rows, reports on the held-out rest. --calibration FILE
     starts from that file instead of the shipped constants."""
@@ -60,19 +69,23 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
     need = len(names) + 1
     if n_cal < need:
         raise InputError(", ".join(files), "calibration rows",
-                         f"{n_cal} predictable row(s) in the calibration split (crc32(run_id) % 4 == 0) of {n_rows} "
+                         f"{n_cal} predictable row(s) in the calibration split (crc32(run_id) % {CALIBRATION_SPLITS} == 0) of {n_rows} "
                          f"row(s); fitting {len(names)} constants needs at least {need}"
                          + (f" ({len(start_cal.unsupported)} calibration row(s) unsupported, first: "
                             f"{start_cal.unsupported[0]['reason']})" if start_cal.unsupported else ""))
-    total = 1 + rounds * len(names)
-    with stderr_progress("calibrating", "{task.completed}/{task.total} constants", show=not as_json) as bar:
-        task = bar.add_task("calibrating", total=total)
-        fit = F.coordinate_search(cal, start, names, rounds, log=lambda _m: bar.advance(task))
+    with stderr_progress("calibrating", "{task.completed} constants searched", show=not as_json) as bar:
+        task = bar.add_task("calibrating", total=None)
+        fit = F.search(cal, start, names, rounds, passes, log=lambda _m: bar.advance(task))
     attr = F.attribution(cal, fit)
     start_held, fit_held = F.evaluate(held, start), F.evaluate(held, fit.consts)
     fit_cal = F.evaluate(cal, fit.consts)
+    # the 80% bands of the new predictor, fitted on the same calibration rows (perfmodel/uncertainty.py), and
+    # their coverage of the held-out rows
+    gen = F.generations(sets)
+    bands = U.fit(F.band_samples(fit_cal, gen))
+    cover = U.coverage(bands, F.band_samples(fit_held, gen))
     prov = {
-        "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds}",
+        "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds} --passes {passes}",
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "inputs": [str(Path(p).resolve()) for p in files],
         "inputs_sha256": [_sha256(Path(p)) for p in files],
@@ -85,30 +98,34 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
         "fitted": list(names),
         "not_identified": list(fit.inert),
         "rounds": rounds,
+        "passes": fit.passes,
         "objective": "mean |ln(predicted / measured tokens/s/GPU)| over the predicted calibration rows",
         "objective_start": fit.start_objective,
         "objective_fitted": fit.objective,
-        "held_out_mape_start": _stats(start_held)["mape"] or 0.0,
-        "held_out_mape_fitted": _stats(fit_held)["mape"] or 0.0,
     }
+    if fit_held.results:                 # TOML has no null: without held-out rows the keys are left out
+        prov["held_out_mape_start"] = _stats(start_held)["mape"]
+        prov["held_out_mape_fitted"] = _stats(fit_held)["mape"]
+        prov["held_out_band_coverage"] = cover["coverage"]
     header = ("perfmodel calibration file written by `perfmodel calibrate` (perfmodel/fit.py); use it with\n"
               "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
-              "prior and source; `value` is fitted on the calibration split of the inputs in [provenance].")
+              "prior and source; `value` is fitted on the calibration split of the inputs in [provenance],\n"
+              "[bands.*] are the 80% bands of ln(measured / predicted) on those rows (perfmodel/uncertainty.py).")
     try:
-        out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header), encoding="utf-8")
+        out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header, bands), encoding="utf-8")
     except OSError as exc:
         raise InputError("--out", out, f"cannot write ({exc.strerror or exc})") from None
-    C.load_table.cache_clear()           # the file just written may replace one read earlier
-    C._constants.cache_clear()
+    C.forget()                           # the file just written may replace one read earlier
     res = {"out": str(out_p), "provenance": prov, "constants": attr,
            "calibration": {"start": _stats(start_cal), "fitted": _stats(fit_cal)},
            "held_out": {"start": _stats(start_held), "fitted": _stats(fit_held)},
+           "bands": bands, "held_out_band_coverage": cover,
            "unsupported": start_cal.unsupported + start_held.unsupported, "evaluations": fit.evaluations}
     if as_json:
         return emit_json(res)
     console.print(f"[bold]calibrated[/bold] {len(names)} constants on {n_cal} calibration rows of {n_rows} "
                   f"({', '.join(escape(s.name) for s in sets)}); {sum(len(s.rows) for s in held)} held out; "
-                  f"{fit.evaluations} evaluations, {rounds} rounds")
+                  f"{fit.evaluations} evaluations ({fit.passes} passes of {rounds} rounds)")
     rows = []
     for n, a in attr.items():
         lo, hi = C.bounds(n)
@@ -120,7 +137,7 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
                 ["constant", "start", "fitted", "moved", "explains"], rows, 1)
     console.print("explains: objective with that constant alone back at its start, minus the fitted objective "
                   "(its share of the drop; constants interact, so the shares need not add up). "
-                  f"start: {escape(str(C.active_file()))}. no effect: no trial value changed the objective "
+                  f"start: {_start_name()}. no effect: no trial value changed the objective "
                   "(these rows do not identify it; it keeps its start value)")
     srows = []
     for name, d in (("calibration split (fit)", res["calibration"]), ("held-out", res["held_out"])):
@@ -128,6 +145,9 @@ def command(files: tuple[str, ...], out: str, rounds: int, as_json: bool) -> Non
                       _pct(d["start"]["bias"], True), _pct(d["fitted"]["bias"], True)])
     print_table("Error of predicted tokens/s/GPU, start -> fitted",
                 ["rows", "n", "MAPE start", "MAPE fitted", "bias start", "bias fitted"], srows, 1)
+    console.print("80% bands fitted on the calibration rows with the fitted constants (measured/predicted): "
+                  + ", ".join(f"{g} {d['low']:.2f}-{d['high']:.2f}x ({d['rows']} rows)" for g, d in bands.items())
+                  + (f"; held-out coverage {cover['coverage']:.1%} of {cover['rows']}" if cover["rows"] else ""))
     if res["unsupported"]:
         console.print(f"{len(res['unsupported'])} row(s) not predicted (first: {escape(res['unsupported'][0]['reason'])}); "
                       f"`perfmodel validate FILE` lists them")

@@ -119,7 +119,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     ]
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
     console.print(f"80% band: measured/predicted {b.low:.2f}-{b.high:.2f}x on {b.group} validation runs "
-                  f"({b.rows} calibration rows, perfmodel/uncertainty.toml)")
+                  f"({b.rows} calibration rows, {b.source})")
     parts = r["memory_parts_bytes"]
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]

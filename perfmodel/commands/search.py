@@ -212,7 +212,7 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
     console.print(t)
     b = out["band"]
     console.print(f"80% band: measured/predicted {b['low_factor']:.2f}-{b['high_factor']:.2f}x on {b['group']} "
-                  f"validation runs ({b['calibration_rows']} calibration rows, perfmodel/uncertainty.toml)")
+                  f"validation runs ({b['calibration_rows']} calibration rows, {b['source']})")
     terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0) and not k.endswith("_raw")]
     console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
                         [[k] + [f"{round(top.breakdown_s[k][i] * 1e3, 1) + 0.0:,.1f}" for i in range(top.layouts.n)]

@@ -158,7 +158,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
         if not d["priced"]:
             console.print(f"[yellow]{escape(d['hardware'])}: {escape(d['price_note'])}[/yellow]")
     console.print(f"80% bands: measured/predicted throughput spread of the validation runs per hardware family and "
-                  f"dense/MoE (perfmodel/uncertainty.toml; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
+                  f"dense/MoE ({escape(', '.join(sorted({d['band'].get('source', '') for d in ok})))}; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
                   f"days and $ scale inversely.")
     cons = ", ".join([f"{k}={v}" for k, v in SIZE_CONSTRAINTS.fix.items()] + [f"{k}<={v}" for k, v in SIZE_CONSTRAINTS.cap.items()])
     console.print(f"planner at each size tried ({cons}); sizes: whole units up to 16, then 8 per doubling, "
