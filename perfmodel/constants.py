@@ -64,3 +64,19 @@ UNFUSED_SCORE_SAVED = 5.0
 # FP8 current (per-tensor, just-in-time) scaling: one more bf16 read of each quantised tensor for its amax
 # (Transformer Engine Float8CurrentScaling)
 AMAX_PASS_BYTES = 2.0
+
+# ---- eager PyTorch without fusion (stack fusions = "none") ------------------------------------------------
+# LayerNorm and GELU are single native CUDA kernels in eager PyTorch (aten::native_layer_norm, aten::gelu),
+# so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels:
+# RMSNorm x * rsqrt(mean(x^2) + eps) * w: pow (read 2, write 2), mean (read 2), mul (read 2, write 2),
+# mul by w (read 2, write 2) -> 14 B per element against the fused 4 B, in 4 kernels instead of 1;
+# SwiGLU silu(gate) * up: silu (read 2, write 2), mul (read 2 + 2, write 2) -> 10 B per unit of width
+# against the fused 6 B, 2 kernels; RoPE as complex multiplication (torchtitan apply_rotary_emb:
+# view_as_complex, mul, view_as_real, type_as) -> 3 passes over q and k.
+EAGER_RMSNORM_BYTES = 14.0
+EAGER_SWIGLU_BYTES = 10.0
+EAGER_ROPE_PASSES = 3.0
+# kernels added per layer: 2 norms x 3 extra kernels, SwiGLU +1, RoPE +4 (q and k: complex view, mul, real
+# view, cast); backward adds the same count again for each op's gradient
+EAGER_EXTRA_KERNELS_FWD = 11
+EAGER_EXTRA_KERNELS_BWD = 11

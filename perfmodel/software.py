@@ -76,6 +76,7 @@ class Software:
     schedule: str                # 1f1b | interleaved | zero_bubble | dualpipe | gpipe
     cp_comm: str                 # p2p | a2a | allgather | a2a_p2p
     power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
+    eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -119,6 +120,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         recompute=f.recompute, recompute_modules=tuple(f.recompute_modules),
         schedule=f.pipeline_schedule, cp_comm=f.cp_comm_type,
         power_factor=power,
+        eager=f.fusions == "none",
     )
 
 

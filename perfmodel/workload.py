@@ -52,9 +52,12 @@ def rope_dims(m: ModelSpec) -> float:
     return (a.num_heads + a.num_kv_heads) * a.head_dim
 
 
-def act_bytes_per_width(m: ModelSpec) -> float:
-    """HBM bytes per token per unit of FFN width for the activation function (read in, write out, BF16)."""
-    return K.ACT_BYTES_GLU if m.ffn.matrices == 3 else K.ACT_BYTES_PLAIN
+def act_bytes_per_width(m: ModelSpec, eager: bool = False) -> float:
+    """HBM bytes per token per unit of FFN width for the activation function (read in, write out, BF16);
+    eager PyTorch runs SwiGLU as two kernels (constants.EAGER_SWIGLU_BYTES), GELU as one native kernel."""
+    if m.ffn.matrices == 3:
+        return K.EAGER_SWIGLU_BYTES if eager else K.ACT_BYTES_GLU
+    return K.ACT_BYTES_PLAIN
 
 
 def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
@@ -122,10 +125,13 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw):
                                       K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 3, 3, "core_attn"))
             else:
                 cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers))
-    streams += [Stream("norms", m.norms_per_layer * K.NORM_BYTES * h * Tn, 2 * m.norms_per_layer * K.NORM_BYTES * h * Tn,
+    eager = sw.eager
+    norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES   # LayerNorm is native
+    rope_b = K.ROPE_BYTES * (K.EAGER_ROPE_PASSES if eager else 1.0)
+    streams += [Stream("norms", m.norms_per_layer * norm_b * h * Tn, 2 * m.norms_per_layer * norm_b * h * Tn,
                        module="layernorm"),
                 Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
-                Stream("rope", K.ROPE_BYTES * rope_dims(m) / tp * T, 2 * K.ROPE_BYTES * rope_dims(m) / tp * T)]
+                Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)]
     comms = [tp_par.sequence_parallel_pair("attention TP all-gather + reduce-scatter", T * h * K.BF16, tp),
              cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
@@ -153,8 +159,8 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw):
     Tn = Ts if sw.sequence_parallel else T
     glu = 2 if m.ffn.matrices == 3 else 1
     gemms = mlp_gemms(m, T, f, tp)
-    streams = [Stream("activation", act_bytes_per_width(m) * f / tp * T, 2 * act_bytes_per_width(m) * f / tp * T,
-                      module="mlp")]
+    ab = act_bytes_per_width(m, sw.eager)
+    streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
     comms = [tp_par.sequence_parallel_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp)]
     saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", K.BF16 * h * Tn, "layernorm"),
              Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
@@ -178,10 +184,10 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     # token routing: moe_permute_bytes of HBM traffic per token copy per hidden unit (calibration.toml)
     streams = [Stream("token permute / unpermute", c.moe_permute_bytes * h * assign, 2 * c.moe_permute_bytes * h * assign,
                       module="moe"),
-               Stream("expert activation", act_bytes_per_width(m) * e.expert_intermediate_size * assign,
-                      2 * act_bytes_per_width(m) * e.expert_intermediate_size * assign, module="moe_act"),
-               Stream("shared expert activation", act_bytes_per_width(m) * fs / tp * T,
-                      2 * act_bytes_per_width(m) * fs / tp * T, module="shared_experts")]
+               Stream("expert activation", act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign,
+                      2 * act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign, module="moe_act"),
+               Stream("shared expert activation", act_bytes_per_width(m, sw.eager) * fs / tp * T,
+                      2 * act_bytes_per_width(m, sw.eager) * fs / tp * T, module="shared_experts")]
     comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp, sw.dispatcher)]
     if e.shared_experts:
         comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
@@ -228,7 +234,9 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
             streams = streams + [_fp8_casts(gemms, c, sw)]
         else:
             streams = streams + [Stream("fp8 casts", 0.0, 0.0)]
-        streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD, K.LAYER_KERNELS_BWD))
+        extra = (K.EAGER_EXTRA_KERNELS_FWD, K.EAGER_EXTRA_KERNELS_BWD) if (sw.eager and m.norm == "rmsnorm") else (0, 0)
+        streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0],
+                              K.LAYER_KERNELS_BWD + extra[1]))
         layers.append(Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(att[3] + ffn[2]),
                             tuple(ffn[3]), tuple(att[4] + ffn[4])))
     one = 0 * tp
