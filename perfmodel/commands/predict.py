@@ -124,18 +124,29 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
                         + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
-    print_breakdown(r["breakdown_s"], r["step_time_s"], consts)
+    from ..predict import software_of
+    b = {**r["breakdown_s"], **{f"{k}_raw": v for k, v in r.get("comm_raw_s", {}).items()}}
+    print_breakdown(b, r["step_time_s"], consts, software_of(m, hw, opts))
     return None
 
 
-def overlap_text(term: str, consts) -> str:
-    """Which overlap assumption hides a communication term: tp_comm -> 'tp_overlap = 0.85 (calibration.toml)'."""
-    name = f"{term.split('_', 1)[0]}_overlap"
-    v = getattr(consts, name, None) if consts is not None else None
-    return f"{name} = {v:.2f} (calibration.toml; with the stack's overlap on)" if v is not None else "-"
+# the stack switch and calibrated share that hide each communication kind (perfmodel/software.py)
+_HIDDEN_BY = {"tp_comm": ("tp_overlap", "tp_share_bwd"), "cp_comm": ("cp ring", "cp_share"),
+              "ep_comm": ("moe_a2a_overlap", "ep_share"), "dp_comm": ("dp overlap", "dp_rs_share"),
+              "pp_comm": ("pp p2p", "pp_share")}
 
 
-def print_breakdown(b: dict, step: float, consts=None) -> None:
+def overlap_text(term: str, consts, sw=None) -> str:
+    """Which overlap assumption hides a communication term: the stack's switch and the share of the raw time
+    it may hide (the stack's feature times the calibrated constant), e.g. 'tp_overlap x0.96'."""
+    if term not in _HIDDEN_BY:
+        return "-"
+    switch, share = _HIDDEN_BY[term]
+    v = getattr(sw, share, None) if sw is not None else None
+    return f"{switch} x{v:.2f}" if v is not None else switch
+
+
+def print_breakdown(b: dict, step: float, consts=None, sw=None) -> None:
     """The step-time breakdown. Where the prediction carries a communication's raw time (key `<term>_raw`, before
     overlap), it is shown beside the exposed time, with the overlap assumption that hides the rest; otherwise
     the exposed times alone."""
@@ -148,7 +159,7 @@ def print_breakdown(b: dict, step: float, consts=None) -> None:
         return
     console.print(table("Step time breakdown", ["part", "exposed s", "% of step", "raw s", "hidden by"],
                         [[k, f"{v:.4f}", f"{v / step:.1%}", f"{raw[k]:.4f}" if k in raw else "",
-                          overlap_text(k, consts) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
+                          overlap_text(k, consts, sw) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
 
 
 COMMANDS = [predict_cmd]
