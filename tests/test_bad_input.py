@@ -825,17 +825,21 @@ def test_slow_row_gets_ranked_causes_each_with_its_prediction(capsys, tmp_path):
 # ---- issue 15.9: raw communication beside exposed, where the prediction carries it ---------------------------
 
 def test_breakdown_shows_raw_communication_beside_exposed_and_the_overlap_that_hides_it(capsys, monkeypatch):
-    """A breakdown with `ep_comm_raw` (before overlap) shows it beside the exposed ep_comm and names ep_overlap;
-    one without raw keys shows the exposed times alone. Raw keys never become a term of their own."""
+    """A breakdown with `ep_comm_raw` (before overlap) shows it beside the exposed ep_comm and names the stack
+    switch (moe_a2a_overlap) with the share it grants; one without raw keys shows the exposed times alone. Raw
+    keys never become a term of their own."""
     from perfmodel.calibration import constants
     from perfmodel.commands import common
     from perfmodel.commands.predict import print_breakdown
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
     monkeypatch.setattr(common.console, "width", 200)
+    sw = resolve("default", (), "deepseek-v3", True, load_hardware("gb200-nvl72"), "bf16", constants())
     b = {"gemm": 1.0, "ep_comm": 0.0, "ep_comm_raw": 0.4, "tp_comm": 0.1, "tp_comm_raw": 0.5}
-    print_breakdown(b, 1.2, constants())
+    print_breakdown(b, 1.2, constants(), sw)
     out = capsys.readouterr().out
     ep = next(l for l in out.splitlines() if l.strip().startswith("│ ep_comm"))
-    assert "0.4000" in ep and f"ep_overlap = {constants().ep_overlap:.2f}" in ep
+    assert "0.4000" in ep and f"moe_a2a_overlap x{sw.ep_share:.2f}" in ep
     assert "raw s" in out and "ep_comm_raw" not in out
     print_breakdown({"gemm": 1.0, "tp_comm": 0.1}, 1.1, constants())
     out = capsys.readouterr().out
