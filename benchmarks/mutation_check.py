@@ -237,7 +237,8 @@ def run_one(box: Path, m: Mutation, timeout: float) -> tuple[str, float, str]:
     try:
         r = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
                             *TARGETS[m.path]], cwd=box, env=env, capture_output=True, text=True, timeout=timeout)
-        status = "caught" if r.returncode != 0 else "survived"
+        # 1: a test failed; 2: the mutated module no longer imports (collection error); 0: all passed
+        status = {0: "survived", 1: "caught", 2: "caught"}.get(r.returncode, "error")
         failed = next((l.split(" ")[1] for l in r.stdout.splitlines() if l.startswith("FAILED ")), "")
         if r.returncode not in (0, 1):
             failed = failed or f"pytest exit {r.returncode}"

@@ -1,0 +1,184 @@
+"""predict.py end to end on the toy dense model (tests/toy.py), every breakdown term computed by hand.
+
+The toy GPU here has 100 TB/s HBM and shape-independent GEMM efficiency (k_half = mn_half = 0: 0.8 x 0.5 of
+1 PFLOP/s = 4e14 FLOP/s), so every GEMM is compute-bound and a layer's GEMMs cost 6 T n_mm / 4e14 plus 12
+kernel launches (4 GEMMs x fprop, dgrad, wgrad) of 10 us. Per layer, tp = t, T = 2048 rows:
+  n_mm = attention 1024 x (1024 + 512) + 1024 x 1024 = 2,621,440 + SwiGLU 3 x 1024 x 4096 = 12,582,912 -> 15,204,352
+  attention: 2 x 8 heads x 256 / t FLOPs per query-key x 2048 queries x 1024.5 keys; size 0.8 x 1024.5 / 2024.5;
+             forward at 0.5 x 1e15 x size, backward 2.5x the FLOPs at 0.4 x 1e15 x size, + 10 us each
+  streams:   norms 2 x 4 h Ts + residual 12 h Ts + RoPE 4 x 1280 / t T + SwiGLU 6 x 4096 / t T = 102,760,448 / t B
+             forward, twice that backward, at 0.8 x 1e14 B/s; 12 + 20 kernel launches
+Step = (m + pp - 1) stage times (1F1B) + exposed DP + optimizer + 10 ms (Narayanan et al. 2021 §2.2)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.layout import Layout, LayoutGrid
+from perfmodel.predict import BREAKDOWN, Options, predict_grid
+from toy import toy_consts, toy_dense, toy_hw
+
+HW = toy_hw().model_copy(update={"memory": toy_hw().memory.model_copy(update={"hbm_bandwidth": 1e14})})
+C = toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
+REL = 1e-9
+NMM, LAYER_PARAMS, EMB, V = 15204352, 15206400, 32768000, 32000
+SIZE = 0.8 * 1024.5 / 2024.5
+
+
+def gemm(t):            # forward, backward of one layer's 4 GEMMs
+    f = 2 * 2048 * NMM / t / 4e14
+    return f + 4e-5, 2 * f + 8e-5
+
+
+def attn(t):
+    F = 2 * 8 * 256 / t * 2048 * 1024.5
+    return F / (0.5e15 * SIZE) + 1e-5, 2.5 * F / (0.4e15 * SIZE) + 1e-5
+
+
+def mem(t):
+    b = 102760448 / t
+    return b / 8e13 + 12e-5, 2 * b / 8e13 + 20e-5
+
+
+def head(t):            # LM head GEMM (BF16) fwd + bwd, logits + loss stream, its TP gather pair (1 + 1 calls)
+    sp = 0.0 if t == 1 else 2 * ((t - 1) / t * 2048 * 1024 * 2 / 2e11 + 10e-6 * (1 + np.log2(t)))
+    return 6 * 2048 * V * 1024 / t / 4e14 + 3e-5 + (12 * 2048 * V / t + 8 * 1024 * 2048) / 8e13 + 6e-5 + sp
+
+
+def embed(t):
+    return 8 * 1024 * 2048 / t / 8e13 + 2e-5
+
+
+def _predict(opts=None, **kw):
+    lay = dict(gpus=1, gbs=2, seq=2048)
+    lay.update(kw)
+    return predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(**lay)), opts or Options(consts=C))
+
+
+def test_single_gpu_step_by_hand():
+    p = _predict()
+    b = {k: float(v[0]) for k, v in p.breakdown_s.items()}
+    m = 2                                               # micro-batches: 2 sequences, mbs 1, dp 1
+    assert b["gemm"] == pytest.approx(m * 4 * sum(gemm(1)), rel=REL)
+    assert b["attention"] == pytest.approx(m * 4 * sum(attn(1)), rel=REL)
+    assert b["memory_bound"] == pytest.approx(m * 4 * sum(mem(1)), rel=REL)
+    assert b["embedding_head_mtp"] == pytest.approx(m * (embed(1) + head(1)), rel=REL)
+    # optimizer over all 126,362,624 parameters (no sharding at dp 1): (24 + 2) B of Adam step per parameter
+    # of the shard + 4 x 2 B of grad zero / norm / clip per parameter, 10 launches
+    opt = 34 * (4 * LAYER_PARAMS + 2 * EMB + 1024) / 8e13 + 10 * 1e-5
+    assert b["optimizer"] == pytest.approx(opt, rel=REL)
+    for k in ("recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "stage_imbalance", "pipeline_bubble", "dp_comm"):
+        assert b[k] == 0.0, k
+    assert b["step_overhead"] == 0.01
+    stage = 4 * (sum(gemm(1)) + sum(attn(1)) + sum(mem(1))) + embed(1) + head(1)
+    step = m * stage + opt + 0.01
+    assert float(p.step_time_s[0]) == pytest.approx(step, rel=REL)
+    assert list(b) == list(BREAKDOWN)
+    # MFU: 6 x (4 x 15,204,352 + head 32,768,000) + 3 x 4 layers x 2 x 8 x 256 x 1024.5 FLOPs per token
+    fpt = 6 * (4 * NMM + V * 1024) + 3 * 4 * 2 * 8 * 256 * 1024.5
+    assert float(p.model_flops_per_token[0]) == pytest.approx(fpt, rel=REL)
+    assert float(p.mfu[0]) == pytest.approx(fpt * 4096 / (step * 1e15), rel=REL)
+    assert float(p.hfu[0]) == pytest.approx(float(p.mfu[0]), rel=REL)
+    assert float(p.tokens_per_s_per_gpu[0]) == pytest.approx(4096 / step, rel=REL)
+
+
+def test_recompute_by_hand():
+    # full: each layer's forward again in backward (4 layers, 2 micro-batches); HFU counts a third more FLOPs
+    full = _predict(recompute="full")
+    fwd = gemm(1)[0] + attn(1)[0] + mem(1)[0]
+    assert float(full.breakdown_s["recompute"][0]) == pytest.approx(2 * 4 * fwd, rel=REL)
+    assert float(full.hfu[0]) == pytest.approx(float(full.mfu[0]) * 4 / 3, rel=REL)
+    # selective: the core attention forward again; HFU adds its forward FLOPs 4 x 2 x 8 x 256 x 1024.5
+    sel = _predict(recompute="selective")
+    assert float(sel.breakdown_s["recompute"][0]) == pytest.approx(2 * 4 * attn(1)[0], rel=REL)
+    fpt = float(sel.model_flops_per_token[0])
+    assert float(sel.hfu[0]) == pytest.approx(float(sel.mfu[0]) * (fpt + 4 * 2 * 8 * 256 * 1024.5) / fpt, rel=REL)
+
+
+# tp 2, pp 2, dp 2 on 8 GPUs, 8 sequences: 4 micro-batches; ranks hold 2 layers, rank 0 the embedding,
+# rank 1 the head. Communication (toy cluster, tests/test_cost_comm.py):
+TP_PAIR = 2048 * 1024 * 2 / 2 / 2e11 + 20e-6        # one SP all-gather over tp 2: 30.48576 us
+TP_LAYER = 2 * (2 + 2) * TP_PAIR                    # attention + MLP pairs, 2 calls forward, 2 backward
+P2P = 2 * (1024 * 1024 * 2 / 2e11 + 10e-6)          # activation forward, gradient backward; peers 4 apart
+EMPTY_EXPERT = 10e-6 * (1 + 2)                      # latency of a 0-byte collective over 4 GPUs
+PARAMS = (2 * LAYER_PARAMS + EMB) / 2, (2 * LAYER_PARAMS + 1024 + EMB) / 2     # per GPU, ranks 0 and 1
+
+
+def _ranks(t=2, tp_share=0.5, pp_share=0.5):
+    layer = sum(gemm(t)) + sum(attn(t)) + sum(mem(t))
+    tp_exposed = (1 - tp_share) * TP_LAYER           # hideable half of 244 us fits under the ~0.6 ms of compute
+    base = 2 * (layer + tp_exposed)
+    r0 = base + embed(t)
+    r1 = base + head(t)
+    return r0 + (1 - pp_share) * P2P, r1 + (1 - pp_share) * P2P
+
+
+def test_pipeline_and_communication_by_hand():
+    p = _predict(gpus=8, gbs=8, tp=2, pp=2)
+    b = {k: float(v[0]) for k, v in p.breakdown_s.items()}
+    raw = {k: float(v[0]) for k, v in p.comm_raw_s.items()}
+    r0, r1 = _ranks()
+    m = 4
+    assert b["tp_comm"] == pytest.approx(m * 2 * 0.5 * TP_LAYER, rel=REL)
+    assert raw["tp_comm"] == pytest.approx(m * 2 * TP_LAYER, rel=REL)
+    assert b["pp_comm"] == pytest.approx(m * 0.5 * P2P, rel=REL) and raw["pp_comm"] == pytest.approx(m * P2P, rel=REL)
+    assert b["embedding_head_mtp"] == pytest.approx(m * (embed(2) + head(2)) / 2, rel=REL)
+    # 1F1B with unequal stages: (m - 1) max + sum; the bubble is the rest beyond m x max
+    assert b["pipeline_bubble"] == pytest.approx(min(r0, r1), rel=REL)
+    assert b["stage_imbalance"] == pytest.approx(m * (max(r0, r1) - (r0 + r1) / 2), rel=REL)
+    # distributed optimizer on the rank with more parameters (rank 1): reduce-scatter of bf16 grads and
+    # all-gather of bf16 weights over dp 2 (stride tp 2, one domain): 1/2 x 2 B x params / 2e11 + 20 us each,
+    # half hideable, windows (2/3 and 1/3 of the stage time) long enough. The model also charges the latency
+    # of the (empty) expert collective over edp = tp x dp = 4 (10 us x (1 + 2)): a dense model's expert
+    # reduce-scatter and all-gather of 0 bytes still cost 30 us each (noted in the mutation-check report)
+    rs = PARAMS[1] * 2 / 2 / 2e11 + 20e-6 + EMPTY_EXPERT
+    assert b["dp_comm"] == pytest.approx(0.5 * (rs + rs), rel=REL) and raw["dp_comm"] == pytest.approx(2 * rs, rel=REL)
+    opt = (26 * PARAMS[1] / 2 + 8 * PARAMS[1]) / 8e13 + 1e-4
+    assert b["optimizer"] == pytest.approx(opt, rel=REL)
+    step = (m - 1) * max(r0, r1) + r0 + r1 + 0.5 * 2 * rs + opt + 0.01
+    assert float(p.step_time_s[0]) == pytest.approx(step, rel=REL)
+    assert sum(b.values()) == pytest.approx(step, rel=REL)
+
+
+def test_fsdp_gathers_every_microbatch():
+    p = _predict(gpus=8, gbs=8, tp=2, pp=2, fsdp=True)
+    rs = PARAMS[1] * 2 / 2 / 2e11 + 20e-6 + EMPTY_EXPERT
+    # per micro-batch 2 gathers + 1 scatter, half hideable under the stage time: 4 x 0.5 x 3 rs
+    assert float(p.breakdown_s["dp_comm"][0]) == pytest.approx(4 * 0.5 * 3 * rs, rel=REL)
+    assert float(p.comm_raw_s["dp_comm"][0]) == pytest.approx(4 * 3 * rs, rel=REL)
+
+
+def test_full_recompute_includes_exposed_tp_forward():
+    # recomputing a layer's forward repeats its forward TP gathers: 2 pairs x 2 calls, half exposed
+    p = _predict(gpus=8, gbs=8, tp=2, pp=2, recompute="full")
+    fwd = gemm(2)[0] + attn(2)[0] + mem(2)[0] + 0.5 * 4 * TP_PAIR
+    assert float(p.breakdown_s["recompute"][0]) == pytest.approx(4 * 2 * fwd, rel=REL)
+
+
+def test_overlap_switches():
+    # no TP or PP overlap: all of it exposed
+    opts = Options(consts=C.with_(tp_overlap=0.0, pp_overlap=0.0))
+    p = _predict(opts, gpus=8, gbs=8, tp=2, pp=2)
+    assert float(p.breakdown_s["tp_comm"][0]) == pytest.approx(4 * 2 * TP_LAYER, rel=REL)
+    assert float(p.breakdown_s["pp_comm"][0]) == pytest.approx(4 * P2P, rel=REL)
+    r0, r1 = _ranks(tp_share=0.0, pp_share=0.0)
+    assert float(p.breakdown_s["pipeline_bubble"][0]) == pytest.approx(min(r0, r1), rel=REL)
+
+
+def test_interleaved_bubble():
+    # vp 2: chunks of 1 layer; m = 4 a multiple of pp. Bubble (sum - max) / vp (Narayanan Eq. 2); p2p per
+    # micro-batch doubles (one send per chunk boundary each way)
+    p = _predict(gpus=8, gbs=8, tp=2, pp=2, vp=2)
+    r0, r1 = _ranks()
+    r0, r1 = r0 + 0.5 * P2P, r1 + 0.5 * P2P
+    assert float(p.breakdown_s["pipeline_bubble"][0]) == pytest.approx(min(r0, r1) / 2, rel=REL)
+    assert float(p.comm_raw_s["pp_comm"][0]) == pytest.approx(4 * 2 * P2P, rel=REL)
+
+
+def test_take():
+    p = predict_grid(toy_dense(), HW, LayoutGrid.from_layouts([Layout(gpus=1, gbs=2, seq=2048),
+                                                               Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2)]),
+                     Options(consts=C))
+    one = p.take(np.array([1]))
+    assert float(one.step_time_s[0]) == float(p.step_time_s[1])
+    assert float(one.breakdown_s["pp_comm"][0]) == float(p.breakdown_s["pp_comm"][1])
