@@ -32,6 +32,9 @@ def test_cluster_graph():
     assert g.nodes[17]["domain"] == 2 and g.nodes[7]["domain"] == 0 and g.nodes[8]["domain"] == 1
     assert path_bandwidth(g, 0, 7) == 4e11         # same domain: NVLink
     assert path_bandwidth(g, 0, 8) == 5e10         # across: the NIC
+    # ceil(16 / 8) = 2 domains, ceil(17 / 8) = 3
+    assert sum(str(n).startswith("nvswitch") for n in cluster_graph(HW, 16).nodes) == 2
+    assert sum(str(n).startswith("nvswitch") for n in cluster_graph(HW, 17).nodes) == 3
 
 
 def test_latency_term():

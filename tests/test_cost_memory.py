@@ -115,3 +115,14 @@ def test_mtp_on_the_last_rank():
     params = (2 + 2) * (dense + expert) + 12 * (dense / 2 + expert / 2)
     assert mtp["last"] - base["last"] == pytest.approx(params + 12615680 + 23658496, rel=1e-9)
     assert mtp["first"] == pytest.approx(base["first"], rel=REL)
+
+
+def test_two_layer_kinds_on_one_rank():
+    # toy MoE, tp 2, pp 2, ep 2 (dp 2, edp 2): rank 0 holds layer 0 (dense) and layer 1 (MoE) and the embedding.
+    # Saved: dense layer 12,615,680 (attention, MHA) + 29,360,128 (SwiGLU MLP) = 41,975,808; MoE layer 36,274,176
+    # (test_mtp_on_the_last_rank); 2 in flight + the embedding output 2,097,152.
+    # Parameters: dense 16,779,264 + 7,358,464 + 32,768,000 = 56,905,728 / tp; experts 25,165,824 / ep
+    _, st = _mem(toy_moe(), ep=2)
+    d, e = 56905728 / 2, 25165824 / 2
+    expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + 36274176) + INPUT + 1e9
+    assert st["first"] == pytest.approx(expect, rel=REL)

@@ -139,6 +139,13 @@ def test_grad_and_param_times_dense_stride_is_tp():
     assert float(rs) == pytest.approx(5.04e-3, rel=REL) and float(ag) == pytest.approx(2.54e-3, rel=REL)
 
 
+def test_grad_and_param_times_expert_stride_is_ep_etp():
+    # experts only, edp 4 with members ep * etp = 2 x 1 = 2 apart: all 4 in one domain (8 // 2 = 4):
+    # RS 3/4 * 2e8 / 2e11 + 10 us * (1 + 2) = 0.78 ms; AG the same bytes
+    rs, ag = dp.grad_and_param_times(0.0, 1e8, 2.0, 2.0, 1, 4, 1, 2, 1, HW)
+    assert float(rs) == pytest.approx(0.78e-3, rel=REL) and float(ag) == pytest.approx(0.78e-3, rel=REL)
+
+
 def test_exposed_time():
     rs, ag, stage, nmb = np.array(6.0), np.array(3.0), np.array(3.0), np.array(4.0)
     # distributed optimizer: RS under 2/3 of a stage (2 s): 3 + (3 - 2) = 4; AG under 1/3 (1 s): 1.5 + 0.5 = 2

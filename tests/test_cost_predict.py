@@ -182,3 +182,60 @@ def test_take():
     one = p.take(np.array([1]))
     assert float(one.step_time_s[0]) == float(p.step_time_s[1])
     assert float(one.breakdown_s["pp_comm"][0]) == float(p.breakdown_s["pp_comm"][1])
+
+
+def test_shared_overlap_budget_spills():
+    # NVLink at 40 GB/s (busbw 20 GB/s) and all TP communication hideable: one SP gather over tp 2 takes
+    # 4194304 / 2 / 2e10 + 20 us; a layer's 8 of them outlast its compute, and only the excess is exposed
+    slow = HW.model_copy(update={"scale_up": HW.scale_up.model_copy(update={"bandwidth": 4e10})})
+    opts = Options(consts=C.with_(tp_overlap=1.0))
+    p = predict_grid(toy_dense(), slow, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2)), opts)
+    raw = 8 * (4194304 / 2 / 2e10 + 20e-6)
+    compute = sum(gemm(2)) + sum(attn(2)) + sum(mem(2))
+    assert raw > compute
+    assert float(p.breakdown_s["tp_comm"][0]) == pytest.approx(4 * 2 * (raw - compute), rel=REL)
+
+
+def _moe(**kw):
+    from toy import toy_moe
+    moe = dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1, shared_intermediate_size=1024)
+    return toy_moe(moe=moe, **kw)                   # as toy_moe, all 4 layers MoE
+
+
+def test_mtp_head_by_relation():
+    # DeepSeek-V3 §2.2: an MTP module runs one more layer of the last kind, its 2h -> h projection
+    # (6 T h 2h FLOPs fwd + bwd at 4e14 + 3 launches) and the head again, on the last stage
+    lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
+    base = predict_grid(_moe(), HW, lay, Options(consts=C, routing="balanced"))
+    mtp = predict_grid(_moe(mtp_layers=1), HW, lay, Options(consts=C, routing="balanced"))
+    b = {k: float(v[0]) for k, v in base.breakdown_s.items()}
+    layer = sum(b[k] for k in ("gemm", "attention", "memory_bound", "tp_comm", "cp_comm", "ep_comm")) / (2 * 4)
+    head0 = b["embedding_head_mtp"] / 2 - embed(1)
+    proj = 6 * 2048 * 1024 * 2048 / 4e14 + 3e-5
+    expect = 2 * (embed(1) + head0 + layer + proj + head0)
+    assert float(mtp.breakdown_s["embedding_head_mtp"][0]) == pytest.approx(expect, rel=REL)
+
+
+def test_optimizer_counts_expert_parameters():
+    # toy MoE with 4 MoE layers on one GPU: 65,536,000 + 1,024 + 4 x (4,196,352 + 28,327,936) = 195,634,176
+    # parameters, 100,663,296 of them experts; no sharding: 34 B each (26 B Adam step + 8 B grad zero/norm/clip)
+    p = predict_grid(_moe(), HW, LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048)), Options(consts=C))
+    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(34 * 195634176 / 8e13 + 1e-4, rel=REL)
+    # ep 2 on 2 GPUs (edp 1): experts / 2 per GPU, dense (94,970,880) replicated over dp 2 and sharded by the
+    # distributed optimizer: Adam on 94,970,880 / 2 + 50,331,648, grad passes over 94,970,880 + 50,331,648
+    p = predict_grid(_moe(), HW, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, ep=2)), Options(consts=C))
+    d, e = 195634176 - 100663296, 100663296 / 2
+    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx((26 * (d / 2 + e) + 8 * (d + e)) / 8e13 + 1e-4, rel=REL)
+
+
+def test_memory_single_gpu_and_the_fits_boundary():
+    # 126,362,624 parameters x (2 + 2 + 12) B; 4 layers x 77,660,160 B saved (tp 1) + the embedding output
+    # 2 x 1024 x 2048; fp32 logits and gradient 2 x 4 x 2048 x 32000; 1 GB reserved
+    need = 16 * 126362624 + 4 * 77660160 + 4194304 + 524288000 + 1e9
+    p = _predict()
+    assert float(p.memory_bytes_per_gpu[0]) == pytest.approx(need, rel=REL)
+    exact = HW.model_copy(update={"memory": HW.memory.model_copy(update={"hbm_bytes": need})})
+    lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
+    assert bool(predict_grid(toy_dense(), exact, lay, Options(consts=C)).fits[0])        # exactly full fits
+    short = HW.model_copy(update={"memory": HW.memory.model_copy(update={"hbm_bytes": need - 1})})
+    assert not bool(predict_grid(toy_dense(), short, lay, Options(consts=C)).fits[0])

@@ -77,7 +77,11 @@ def test_fp8_cast_bytes():
     (layer,) = _build(toy_dense(), low=True).layers
     # 4 B per GEMM input element: forward sum of M*K = 2048 * (1024 + 512 + 1024 + 2048);
     # backward the output gradients, sum of M*N = 2048 * (768 + 1024 + 4096 + 1024)
-    assert _streams(layer)["fp8 casts"] == (4 * 2048 * 4608, 4 * 2048 * 6912, 0.0, 0.0)
+    st = _streams(layer)
+    assert st["fp8 casts"] == (4 * 2048 * 4608, 4 * 2048 * 6912, 0.0, 0.0)
+    # the other streams as in BF16
+    assert {k: v for k, v in st.items() if k != "fp8 casts"} == \
+        {k: v for k, v in _streams(_build(toy_dense()).layers[0]).items() if k != "fp8 casts"}
 
 
 def test_dense_collectives():

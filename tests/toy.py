@@ -16,7 +16,7 @@ def toy_hw(domain: int = 8, **eff) -> HardwareSpec:
     """1 PFLOP/s BF16 (2 FP8, 4 FP4), 1 TB/s HBM, NVLink 400 GB/s in domains of `domain` GPUs (NVLS), NIC
     50 GB/s; latencies 10 us (NVLink) and 20 us (NIC)."""
     return HardwareSpec(
-        id="toy", name="toy GPU", generation="hopper", gpus_per_node=min(domain, 8),
+        id="toy", name="toy GPU", generation="hopper", gpus_per_node=min(domain, 8) if (domain % 8 == 0 or 8 % domain == 0) else domain,
         peak_flops=dict(fp32=1e13, tf32=1e14, bf16=1e15, fp16=1e15, fp8=2e15, mxfp8=2e15, nvfp4=4e15),
         memory=dict(hbm_bytes=1e11, hbm_bandwidth=1e12),
         scale_up=dict(domain_size=domain, bandwidth=4e11, nvls=True, latency_s=1e-5),
