@@ -244,12 +244,15 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/comm.py", "domains_reached", "G >= groups"):
         "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
         "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
-    ("perfmodel/parallel/cp.py", "price", "np.asarray(cp) > 1"):
+    ("perfmodel/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
         "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
     ("perfmodel/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):
         "only the last layer kind (moe: workload.build lists dense first) has expert parameters, so `expert` is "
         "still 0 whenever a non-zero term is added to it",
     **{("perfmodel/parallel/pp.py", f, "pp > 1"): PP_ONE for f in ("schedule_time", "in_flight")},
+    ("perfmodel/parallel/pp.py", "legal_interleaving", "pp <= 1"):
+        "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
+        "multiple of 1",
     ("perfmodel/predict.py", "predict_grid", "mult > 0"):
         "mult >= 0 also admits the padding signatures (mult = 0) of layouts with fewer distinct stages: in t_sum "
         "they are multiplied by mult = 0, and in t_max their time (no layers: only the exposed p2p, "
@@ -281,15 +284,21 @@ def _child(box: Path, files: list[str], log: Path) -> None:
     os.chdir(box)
     sys.path[:] = [str(box)] + [p for p in sys.path if Path(p or ".").resolve() != ROOT]
     import pytest
-    rc = pytest.main(["-x", "-q", "-p", "no:cacheprovider", *files])
+    rc = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-p", "no:benchmark", *files])
     sys.stdout.flush()
     os._exit(int(rc))
+
+
+def _drop_pyc(source: Path) -> None:
+    """Remove the cached bytecode of `source` (the other modules' and the tests' caches are kept: they never
+    change), so a mutant is never run from the bytecode of another with the same size and mtime."""
+    for pyc in (source.parent / "__pycache__").glob(f"{source.stem}.*.pyc"):
+        pyc.unlink()
 
 
 def run_all(muts: list[Mutation], boxes: list[Path], timeout: float, report) -> list[tuple]:
     """Run every mutation, len(boxes) at a time, each in a forked child of this process (numpy, sympy,
     pydantic and pytest already imported: the child only imports perfmodel and runs the tests)."""
-    sys.dont_write_bytecode = True
     assert "perfmodel" not in sys.modules
     import networkx, numpy, pydantic, pytest, sympy  # noqa: F401  (paid once, before forking)
     todo = list(reversed(muts))
@@ -302,6 +311,7 @@ def run_all(muts: list[Mutation], boxes: list[Path], timeout: float, report) -> 
             target = box / m.path
             original = target.read_text()
             target.write_text(mutate(m.path, m.index))
+            _drop_pyc(target)
             log = box / "mutation.log"
             pid = os.fork()
             if pid == 0:
@@ -319,6 +329,7 @@ def run_all(muts: list[Mutation], boxes: list[Path], timeout: float, report) -> 
             continue
         m, box, original, t0 = running.pop(pid)
         (box / m.path).write_text(original)
+        _drop_pyc(box / m.path)
         free.append(box)
         rc = os.waitstatus_to_exitcode(status)
         out = (box / "mutation.log").read_text(errors="replace")
@@ -355,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     # the unmutated tests must pass first, or every mutation would look caught
     box = _sandbox()
     files = sorted({f for p in TARGETS if a.only in p for f in TARGETS[p]})
-    env = {**os.environ, "PYTHONPATH": str(box), "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": str(box)}
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *files], cwd=box, env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:

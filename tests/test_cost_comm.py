@@ -34,7 +34,8 @@ def test_cluster_graph():
     assert path_bandwidth(g, 0, 8) == 5e10         # across: the NIC
     # ceil(16 / 8) = 2 domains, ceil(17 / 8) = 3
     assert sum(str(n).startswith("nvswitch") for n in cluster_graph(HW, 16).nodes) == 2
-    assert sum(str(n).startswith("nvswitch") for n in cluster_graph(HW, 17).nodes) == 3
+    g17 = cluster_graph(HW, 17)
+    assert sum(str(n).startswith("nvswitch") for n in g17.nodes) == 3 and g17.nodes["nvswitch2"]["kind"] == "switch"
 
 
 def test_latency_term():
