@@ -239,3 +239,30 @@ def test_memory_single_gpu_and_the_fits_boundary():
     assert bool(predict_grid(toy_dense(), exact, lay, Options(consts=C)).fits[0])        # exactly full fits
     short = HW.model_copy(update={"memory": HW.memory.model_copy(update={"hbm_bytes": need - 1})})
     assert not bool(predict_grid(toy_dense(), short, lay, Options(consts=C)).fits[0])
+
+
+def test_dp_and_optimizer_from_the_rank_that_finishes_last():
+    # The step's DP and optimizer times are those of the rank whose dp + optimizer is largest. Toy MoE with a
+    # 5120-wide dense FFN on 32 GPUs, tp 2, pp 2, dp 8, ep 8 (edp 2). Per GPU:
+    #   rank 0: layer 0 (dense: 4,196,352 + 3 x 1024 x 5120 = 19,924,992) + layer 1 (MoE: 7,358,464 dense,
+    #           25,165,824 experts) + embedding 32,768,000: dense 60,051,456 / 2, experts 25,165,824 / 8
+    #   rank 1: 2 MoE layers + final norm + head: dense 47,485,952 / 2, experts 50,331,648 / 8
+    d, e = (60051456 / 2, 47485952 / 2), (25165824 / 8, 50331648 / 8)
+    # DP (bf16 grads and weights, RS + AG, half hideable): dense over dp 8, 2 apart (4 per domain, 2 domains:
+    # min(2e11, 4 x 4e10) = 1.6e11, latency 20 us x 4); experts over edp 2, 8 apart (one per domain: 4e10, 40 us)
+    one = [7 / 8 * 2 * d[r] / 1.6e11 + 80e-6 + 1 / 2 * 2 * e[r] / 4e10 + 40e-6 for r in (0, 1)]
+    dp = [0.5 * 2 * x for x in one]                 # rank 1 communicates more ...
+    # optimizer bytes: 26 B per parameter of the shard (dense / 8, experts / 2) + 8 B per parameter held
+    opt_bytes = [26 * (d[r] / 8 + e[r] / 2) + 8 * (d[r] + e[r]) for r in (0, 1)]     # ... rank 0 streams more
+    assert dp[1] > dp[0] and opt_bytes[0] > opt_bytes[1]
+    from toy import toy_moe
+    m = toy_moe(ffn=dict(activation="swiglu", intermediate_size=5120))
+    lay = LayoutGrid.of(Layout(gpus=32, gbs=16, seq=2048, tp=2, pp=2, ep=8))
+    for hbm, r in ((6e11, 1), (5.5e11, 0)):         # the two sides of the tie near 5.8e11 B/s
+        hw = toy_hw().model_copy(update={"memory": toy_hw().memory.model_copy(update={"hbm_bandwidth": hbm})})
+        opt = [b / (0.8 * hbm) + 1e-4 for b in opt_bytes]
+        # a near tie (within 6%): a 10% error in either term would pick the other rank
+        assert (dp[r] + opt[r] > dp[1 - r] + opt[1 - r]) and abs((dp[1] - dp[0]) / (opt[0] - opt[1]) - 1) < 0.06
+        p = predict_grid(m, hw, lay, Options(consts=toy_consts()))
+        assert float(p.breakdown_s["dp_comm"][0]) == pytest.approx(dp[r], rel=REL)
+        assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(opt[r], rel=REL)
