@@ -8,7 +8,7 @@ import pytest
 
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
-from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe
+from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
@@ -17,7 +17,7 @@ REL = 1e-12
 def _build(m, low=False, imb=1.25, **lay):
     kw = dict(gpus=8, gbs=8, seq=2048, tp=2)
     kw.update(lay)
-    return build(m, LayoutGrid.of(Layout(**kw)), low, imb, C)
+    return build(m, LayoutGrid.of(Layout(**kw)), low, imb, C, toy_sw(m, HW, C, "fp8" if low else "bf16"))
 
 
 def _shapes(layer):
@@ -75,10 +75,11 @@ def test_dense_streams():
 
 def test_fp8_cast_bytes():
     (layer,) = _build(toy_dense(), low=True).layers
-    # 4 B per GEMM input element: forward sum of M*K = 2048 * (1024 + 512 + 1024 + 2048);
+    # fp8_cast_bytes 4 B per GEMM input element, plus the default stack's current-scaling amax read
+    # (constants.AMAX_PASS_BYTES, 2 B): 6 B; forward sum of M*K = 2048 * (1024 + 512 + 1024 + 2048);
     # backward the output gradients, sum of M*N = 2048 * (768 + 1024 + 4096 + 1024)
     st = _streams(layer)
-    assert st["fp8 casts"] == (4 * 2048 * 4608, 4 * 2048 * 6912, 0.0, 0.0)
+    assert st["fp8 casts"] == (6 * 2048 * 4608, 6 * 2048 * 6912, 0.0, 0.0)
     # the other streams as in BF16
     assert {k: v for k, v in st.items() if k != "fp8 casts"} == \
         {k: v for k, v in _streams(_build(toy_dense()).layers[0]).items() if k != "fp8 casts"}
@@ -101,10 +102,11 @@ def test_dense_saved_bytes():
     sbh = 2 * 1024 * 1024          # one bf16 tensor of Ts x h
     assert _saved(layer) == [
         ("attention norm input", sbh, "input"), ("qkv input", sbh, "layernorm"),
-        ("q, k, v and attention output", 2 * (1024 + 512 + 1024) / 2 * 2048, "core_attn"),
+        ("q, k, v", 2 * (1024 + 512) / 2 * 2048, "qkv"),
+        ("attention output", 2 * 1024 / 2 * 2048, "core_attn"),
         ("softmax log-sum-exp", 4 * 8 / 2 * 2048, "core_attn"),
-        ("MLP norm input", sbh, "layernorm"), ("fc1 input", sbh, "mlp"),
-        ("activation input", 2 * 2 * 4096 / 2 * 2048, "mlp"), ("activation output", 2 * 4096 / 2 * 2048, "act")]
+        ("MLP norm input", sbh, "residual"), ("fc1 input", sbh, "layernorm"),
+        ("activation input", 2 * 2 * 4096 / 2 * 2048, "mlp"), ("activation output", 2 * 4096 / 2 * 2048, "mlp")]
 
 
 def test_head_records():
@@ -154,18 +156,19 @@ def test_moe_streams():
     assert st["expert activation"] == (6 * 512 * 2560, 2 * 6 * 512 * 2560, 0.0, 0.0)
     assert st["shared expert activation"] == (6 * 1024 / 2 * 2048, 2 * 6 * 1024 / 2 * 2048, 0.0, 0.0)
     assert st["rope"] == (4 * 16 * 128 / 2 * 2048, 2 * 4 * 16 * 128 / 2 * 2048, 0.0, 0.0)
-    # FP8: the grouped GEMMs cast count x M x K elements: 4 x 640 x (1024 + 512)
+    # FP8 (4 B cast + 2 B amax read per element): the grouped GEMMs cast count x M x K elements: 4 x 640 x (1024 + 512)
     low = _streams(_build(toy_moe(), low=True, ep=4).layers[1])["fp8 casts"]
     fwd = 2048 * (1024 + 512) + 4 * 640 * (1024 + 512) + 2048 * (1024 + 512)
     bwd = 2048 * (1536 + 1024) + 4 * 640 * (1024 + 1024) + 2048 * (1024 + 1024)
-    assert low[:2] == (4 * fwd, 4 * bwd)
+    assert low[:2] == (6 * fwd, 6 * bwd)
 
 
 def test_moe_collectives():
     layer = _build(toy_moe(), ep=4).layers[1]
-    # dispatch: Ts * imbalance * h * 2 B = 2,621,440 B per token set; EP 4 inside one domain:
-    # 2 * 3/4 * 2621440 / 1e11 + 10 us * (1 + 2)
-    assert _price(layer, "EP dispatch + combine") == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2, "ep"), rel=REL)
+    # default stack's NCCL all-to-all dispatcher: Ts * imbalance * h * 2 B = 2,621,440 B per token set, top_k = 2
+    # copies; EP 4 inside one domain, 3/4 of them to the 3 NVLink peers at 400 GB/s x 0.25:
+    # 3/4 * 2 * 2621440 / 1e11 + 10 us * (1 + log2 4)
+    assert _price(layer, "EP dispatch + combine (alltoall)") == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2, "ep"), rel=REL)
     assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
     assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0        # etp 1
     (f,) = layer.fixed
@@ -173,18 +176,19 @@ def test_moe_collectives():
     # etp 2: the routed tokens gathered over etp: 2560 * 2 * 1024 * 2 B over 2 GPUs: 1/2 * 10485760 / 2e11 + 20 us
     l2 = _build(toy_moe(), ep=2, etp=2).layers[1]
     assert _price(l2, "expert TP all-gather + reduce-scatter")[0] == pytest.approx(10485760 / 2 / 2e11 + 20e-6, rel=REL)
-    # ... and the EP 2 members are etp = 2 ranks apart: 2 * 1/2 * 2621440 / 1e11 + 10 us * 2
-    assert _price(l2, "EP dispatch + combine")[0] == pytest.approx(2621440 / 1e11 + 20e-6, rel=REL)
+    # ... and the EP 2 members are etp = 2 ranks apart: 1/2 * 2 * 2621440 / 1e11 + 10 us * 2
+    assert _price(l2, "EP dispatch + combine (alltoall)")[0] == pytest.approx(2621440 / 1e11 + 20e-6, rel=REL)
 
 
 def test_moe_saved_bytes():
     sv = _saved(_build(toy_moe(), ep=4).layers[1])
     sbh = 2 * 1024 * 1024
-    assert sv[2] == ("q, k, v and attention output", 2 * (1024 + 2048 + 1024) / 2 * 2048, "core_attn")
-    assert sv[4:] == [("MoE norm input", sbh, "layernorm"), ("router input", sbh, "moe"),
+    assert sv[2:4] == [("q, k, v", 2 * (1024 + 2048) / 2 * 2048, "qkv"),
+                       ("attention output", 2 * 1024 / 2 * 2048, "core_attn")]
+    assert sv[5:] == [("MoE norm input", sbh, "residual"), ("router input", sbh, "layernorm"),
                       ("permuted tokens", 2 * 2560 * 1024, "moe"),
                       ("expert activation input", 2 * 2560 * 2 * 512, "moe"),
-                      ("expert activation output", 2 * 2560 * 512, "act"),
+                      ("expert activation output", 2 * 2560 * 512, "moe_act"),
                       ("router logits", 4 * 1024 * 16, "moe"),
                       ("shared expert activation input", 2 * 2 * 1024 / 2 * 2048, "shared_experts"),
                       ("shared expert activation output", 2 * 1024 / 2 * 2048, "shared_experts")]
@@ -209,8 +213,10 @@ def test_mla_shapes():
     assert float(a.flops_fwd[0]) == pytest.approx(2 * 8 / 2 * (96 + 64) * 2048 * 1024.5, rel=REL)
     assert _streams(layer)["rope"][0] == 4 * (8 + 1) * 32 / 2 * 2048       # q heads + the shared k_rope
     sv = _saved(layer)
-    assert sv[2] == ("q, k, v and attention output", 2 * (8 * 96 + 8 * 160 + 8 * 64) / 2 * 2048, "core_attn")
-    assert sv[4] == ("MLA latents", 2 * (256 + 128 + 32) * 2048, "mla_up_proj")
+    # q (8 x 96) and k, v (8 x (96 + 64)) rebuilt from the latents; the output (8 x 64)
+    assert sv[2:4] == [("q, k, v", 2 * (8 * 96 + 8 * 160) / 2 * 2048, "mla_up_proj"),
+                       ("attention output", 2 * 8 * 64 / 2 * 2048, "core_attn")]
+    assert sv[5] == ("MLA latents", 2 * (256 + 128 + 32) * 2048, "latents")
     s0 = _shapes(_build(toy_mla(attention=dict(kind="mla", num_heads=8, num_kv_heads=8, head_dim=128, kv_lora_rank=128,
                                                 qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64))).layers[0])
     assert s0["q proj"] == (2048, 8 * 96 / 2, 1024, 1, True) and "q down" not in s0
