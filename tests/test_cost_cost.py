@@ -8,7 +8,7 @@ import pytest
 
 from perfmodel import cost
 from perfmodel.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
-from toy import toy_consts, toy_hw
+from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 HW, C = toy_hw(), toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
 REL = 1e-12
@@ -67,10 +67,18 @@ def test_comm_raw_per_class():
 def test_price_layer():
     layer = Layer("dense", 1, (G,), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
                   (Stream("a", 8e8, 8e8, 0, 0),), _comms(), (Fixed("sync", 1e-3, 2e-3),), ())
-    t = cost.price_layer(layer, HW, "fp8", C)
+    t = cost.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C, "fp8"))    # cuDNN attention: factor 1
     # GEMM stream: the grouped GEMM (58.5 us fwd, 149.5 us bwd) plus the host sync (1 ms, 2 ms)
     assert float(t.gemm_f) == pytest.approx(58.5e-6 + 1e-3, rel=REL)
     assert float(t.gemm_b) == pytest.approx(149.5e-6 + 2e-3, rel=REL)
     assert float(t.compute_f) == pytest.approx(58.5e-6 + 1e-3 + 20e-6 + 1e-3, rel=REL)
     assert float(t.compute_b) == pytest.approx(149.5e-6 + 2e-3 + 41.25e-6 + 1e-3, rel=REL)
     assert t.comm["tp"] == pytest.approx((4e-3, 8e-3))
+    assert float(t.selective_f) == 0.0 and float(t.selective_flops) == 0.0     # default stack recomputes nothing
+    # selective recompute of core_attn: the attention core's forward (20 us, 3e9 FLOPs) runs again
+    sel = cost.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C, "fp8", stack_set=("recompute_modules=core_attn",)))
+    assert float(sel.selective_f) == pytest.approx(20e-6, rel=REL) and float(sel.selective_flops) == 3e9
+    # FlashAttention-2 on Hopper (software.py: FA3 paper §4.1, FA2 at 1/1.75 fwd, 1/1.6 bwd of FA3):
+    # (20 - 10) x 1.75 + 10 = 27.5 us forward, (41.25 - 10) x 1.6 + 10 = 60 us backward
+    fa2 = cost.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C, "fp8", stack_set=("attention_kernel=fa2",)))
+    assert float(fa2.attn_f) == pytest.approx(27.5e-6, rel=REL) and float(fa2.attn_b) == pytest.approx(60e-6, rel=REL)

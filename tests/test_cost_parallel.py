@@ -9,7 +9,7 @@ import pytest
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.parallel import cp, dp, ep, recompute, tp
 from perfmodel.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe
+from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW = toy_hw()
 REL = 1e-12
@@ -88,7 +88,7 @@ def test_layer_params():
 
 
 def _workload(m):
-    return build(m, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=1024, pp=2)), False, 1.0, toy_consts())
+    return build(m, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=1024, pp=2)), False, 1.0, toy_consts(), toy_sw(m))
 
 
 def test_rank_params_moe_pp2():
@@ -148,10 +148,17 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
 
 def test_exposed_time():
     rs, ag, stage, nmb = np.array(6.0), np.array(3.0), np.array(3.0), np.array(4.0)
+    sw = toy_sw(toy_dense())          # default stack: dp_overlap 0.5 on both the gradient RS and the param AG
+    assert (sw.dp_rs_share, sw.dp_ag_share) == (0.5, 0.5)
     # distributed optimizer: RS under 2/3 of a stage (2 s): 3 + (3 - 2) = 4; AG under 1/3 (1 s): 1.5 + 0.5 = 2
-    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, 0.5)) == pytest.approx(6.0)
-    # FSDP: per micro-batch 2 AG + 1 RS = 12 s under 3 s: 6 + 3 = 9, times 4 micro-batches
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, 0.5)) == pytest.approx(36.0)
+    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, sw)) == pytest.approx(6.0)
+    # FSDP (ZeRO-3 defaults: gathered per micro-batch, resharded for backward): 4 x 2 = 8 AG (24 s) and
+    # 4 RS (24 s) share one window of nmb * stage = 12 s: hideable 12 + 12 = 24, spill 12, split by share:
+    # each 0.5 * 24 + 12 * 1/2 = 18; 36 in all
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(36.0)
+    # a stack that does not overlap the gradient reduce-scatter: all 6 s exposed, + 2 for the AG
+    no_rs = toy_sw(toy_dense(), stack_set=("dp_grad_reduce_overlap=false",))
+    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, no_rs)) == pytest.approx(8.0)
 
 
 # ---- recompute (Korthikanti et al. 2022 §5) ------------------------------------------------------------
