@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from perfmodel import comm
-from perfmodel.topology import cluster_graph, members_per_domain, path_bandwidth
+from perfmodel.topology import LEAF, NVLINK, cluster_graph, group_path, members_per_domain
 from toy import toy_hw
 
 HW = toy_hw()
@@ -27,22 +27,36 @@ def test_members_per_domain(size, stride, k):
 
 
 def test_cluster_graph():
-    g = cluster_graph(HW, 20)                      # 20 GPUs fill 3 domains of 8 (ceil)
-    assert sorted(n for n in g.nodes if str(n).startswith("nvswitch")) == ["nvswitch0", "nvswitch1", "nvswitch2"]
-    assert g.nodes[17]["domain"] == 2 and g.nodes[7]["domain"] == 0 and g.nodes[8]["domain"] == 1
-    assert path_bandwidth(g, 0, 7) == 4e11         # same domain: NVLink
-    assert path_bandwidth(g, 0, 8) == 5e10         # across: the NIC
-    # ceil(16 / 8) = 2 domains, ceil(17 / 8) = 3
-    assert sum(str(n).startswith("nvswitch") for n in cluster_graph(HW, 16).nodes) == 2
-    g17 = cluster_graph(HW, 17)
-    assert sum(str(n).startswith("nvswitch") for n in g17.nodes) == 3 and g17.nodes["nvswitch2"]["kind"] == "switch"
+    g = cluster_graph(HW, 20)                      # 20 GPUs: domains r // 8 = 0, 1, 2
+    assert sorted(n[1] for n in g.nodes if n[0] == "nvswitch") == [0, 1, 2]
+    assert g.nodes[("gpu", 17)]["domain"] == 2 and g.nodes[("gpu", 7)]["domain"] == 0 and g.nodes[("gpu", 8)]["domain"] == 1
+    # every GPU: NVLink 400 GB/s to its switch, NIC 50 GB/s to its rail leaf (rail r % 8; no unit named: one unit)
+    assert g.edges[("gpu", 0), ("nvswitch", 0)]["capacity"] == 4e11
+    assert g.edges[("nic", 9), ("leaf", 0, 1)]["capacity"] == 5e10
+    # rail leaf 1 holds GPUs 1, 9, 17 of the 3 node positions (20 // 8 = 2 full nodes -> 2 x 1 GPUs counted)
+    # and joins the spine at 2 x 50 GB/s / oversubscription 1
+    assert g.nodes[("leaf", 0, 1)]["gpus"] == 2 and g.edges[("leaf", 0, 1), "spine"]["capacity"] == 1e11
+
+
+def test_group_path():
+    # 8 consecutive ranks: one domain, NVLink only
+    p = group_path(HW, 8, 1)
+    assert (p.k, p.tier, p.ring_bw, p.spine_share) == (8, NVLINK, float("inf"), 0.0)
+    # 16 consecutive ranks: 2 domains of 8; the hop between them uses the 8 members' NICs through their 8 rail
+    # leaves in parallel: max flow 8 x 50 GB/s = 400 GB/s, one leaf switch on the path, no spine
+    p = group_path(HW, 16, 1)
+    assert (p.k, p.tier, p.switches, p.ring_bw, p.spine_share) == (8, LEAF, 1, 4e11, 0.0)
+    # 4 members 8 apart: one per domain, one NIC per hop: 50 GB/s
+    p = group_path(HW, 4, 8)
+    assert (p.k, p.tier, p.ring_bw) == (1, LEAF, 5e10)
 
 
 def test_latency_term():
     # 8 GPUs in a domain: 10 us * (1 + log2 8) = 40 us; 16 across domains: 20 us * (1 + 4) = 100 us; one GPU: 0
-    assert float(comm._latency(HW, 8, 8)) == pytest.approx(40e-6, rel=REL)
-    assert float(comm._latency(HW, 8, 16)) == pytest.approx(100e-6, rel=REL)
-    assert float(comm._latency(HW, 1, 1)) == 0.0
+    # (the tier the group crosses, from topology.group_path: NVLINK inside a domain, LEAF through one rail leaf)
+    assert float(comm._latency(HW, NVLINK, 8)) == pytest.approx(40e-6, rel=REL)
+    assert float(comm._latency(HW, LEAF, 16)) == pytest.approx(100e-6, rel=REL)
+    assert float(comm._latency(HW, NVLINK, 1)) == 0.0
 
 
 def test_all_gather_inside_a_domain():
