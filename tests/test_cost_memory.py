@@ -8,43 +8,56 @@ Parameters: a layer 15,206,400; embedding = head = 32,768,000; final norm 1,024.
   rank 0: 2 layers + embedding = 63,180,800 -> / tp = 31,590,400 per GPU
   rank 1: 2 layers + final norm + head = 63,181,824 -> 31,590,912 per GPU
 Saved per layer (T = 2048, Ts = 1024, h = 1024, tp 2), bytes: layer input 2 Ts h = 2,097,152 ("input"),
-qkv input 2,097,152, q/k/v/out 2 (1024 + 512 + 1024) / 2 T = 5,242,880, fp32 LSE 4 x 8/2 x T = 32,768,
-MLP norm input 2,097,152, fc1 input 2,097,152, SwiGLU input 2 x 2 x 4096/2 x T = 16,777,216,
-SwiGLU output 2 x 4096/2 x T = 8,388,608: 38,830,080 in all; selective recompute drops the SwiGLU output."""
+qkv input 2,097,152 ("layernorm"), q/k/v 2 (1024 + 512) / 2 T = 3,145,728 ("qkv"), attention output
+2 x 1024 / 2 T = 2,097,152 and fp32 LSE 4 x 8/2 x T = 32,768 ("core_attn"), MLP norm input 2,097,152 ("residual"),
+fc1 input 2,097,152 ("layernorm"), SwiGLU input 2 x 2 x 4096/2 x T = 16,777,216 and output 2 x 4096/2 x T =
+8,388,608 ("mlp"): 38,830,080 in all; selective recompute of core_attn (Megatron-Core's default module) drops
+the attention output and LSE, 2,129,920.
+The default stack (stacks/default.toml, from nemo-26.04) keeps BF16 main gradients (2 B), does not gather FP8
+parameters and names no recompute modules; the cases that need otherwise say so with --stack-set overrides."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.memory import grad_bytes, layer_activation_bytes, weight_bytes
+from perfmodel.memory import layer_activation_bytes, weight_bytes
 from perfmodel.predict import Options, predict_grid
 from perfmodel.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_moe
+from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
-LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 8388608, 2097152
+LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 2129920, 2097152
 
 
-def _mem(m=None, precision="bf16", grad="bf16", **kw):
+def _mem(m=None, precision="bf16", stack_set=(), **kw):
     lay = dict(gpus=8, gbs=8, seq=2048, tp=2, pp=2)
     lay.update(kw)
     p = predict_grid(m or toy_dense(), HW, LayoutGrid.of(Layout(**lay)), Options(precision=precision, consts=C,
-                                                                                 grad_precision=grad))
+                                                                                 stack_set=tuple(stack_set)))
     return {k: float(v[0]) for k, v in p.memory_parts.items()}, {k: float(v[0]) for k, v in p.memory_stages.items()}
 
 
 def test_bytes_per_element():
-    assert grad_bytes("bf16") == 2.0 and grad_bytes("fp32") == 4.0
+    # main-gradient buffer per parameter: the stack's main_grad_precision (software.py)
+    assert toy_sw(toy_dense()).grad_bytes == 2.0
+    assert toy_sw(toy_dense(), stack_set=("main_grad_precision=fp32",)).grad_bytes == 4.0
     assert weight_bytes("bf16") == 2.0 and weight_bytes("fp16") == 2.0 and weight_bytes("fp8") == 1.0
+    assert weight_bytes("fp8", fp8_param_gather=False) == 2.0
 
 
 def test_layer_activation_bytes_per_policy():
-    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C).layers
+    m = toy_dense()
+    (layer,) = build(m, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C, toy_sw(m)).layers
     kept, full = layer_activation_bytes(layer, np.array([0, 1, 2]))
     assert full == pytest.approx(LAYER, rel=REL)
     assert kept == pytest.approx([LAYER, SELECTIVE, INPUT], rel=REL)
+    # selective of mlp: the SwiGLU input and output go (16,777,216 + 8,388,608); of layernorm: the qkv and fc1 inputs
+    kept, _ = layer_activation_bytes(layer, np.array([1]), ("mlp",))
+    assert kept == pytest.approx([LAYER - 25165824], rel=REL)
+    kept, _ = layer_activation_bytes(layer, np.array([1]), ("layernorm", "core_attn"))
+    assert kept == pytest.approx([LAYER - 2 * 2097152 - 2129920], rel=REL)
 
 
 def test_per_rank_memory_1f1b():
@@ -61,10 +74,12 @@ def test_per_rank_memory_1f1b():
 
 
 def test_fp32_grads_and_fp8_weights():
-    parts, _ = _mem(grad="fp32")
+    parts, _ = _mem(stack_set=("main_grad_precision=fp32", "grad_reduce_precision=fp32"))
     assert parts["gradients"] == pytest.approx(4 * 31590912, rel=REL)
-    parts, _ = _mem(precision="fp8")
+    parts, _ = _mem(precision="fp8", stack_set=("fp8_param_gather=true",))
     assert parts["weights"] == pytest.approx(31590912, rel=REL)           # fp8_param_gather: 1 B
+    parts, _ = _mem(precision="fp8")                                       # the default stack: BF16 weights
+    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)
 
 
 def test_fsdp_shards_weights_and_grads():
@@ -85,8 +100,10 @@ def test_recompute_policies():
     # full: each layer keeps its input (2 layers x 2 in flight) plus one layer's full set while recomputed
     first_fixed = 2 * 63180800 + 12 * 15795200 + INPUT + 1e9
     assert st["first"] == pytest.approx(first_fixed + 2 * 2 * INPUT + LAYER, rel=REL)
-    _, st = _mem(recompute="selective")
+    _, st = _mem(recompute="selective", stack_set=("recompute_modules=core_attn",))
     assert st["first"] == pytest.approx(first_fixed + 2 * 2 * SELECTIVE, rel=REL)
+    _, st = _mem(recompute="selective", stack_set=("recompute_modules=mlp",))
+    assert st["first"] == pytest.approx(first_fixed + 2 * 2 * (LAYER - 25165824), rel=REL)
 
 
 def test_interleaved_in_flight():
