@@ -26,6 +26,14 @@ def test_grouped_gemm_one_fixed_cost():
     assert float(b) == pytest.approx(4 * (11.25e-6 + 21.125e-6) + 20e-6, rel=REL)
 
 
+def test_ungrouped_gemm_one_kernel_each():
+    # grouped_gemm = none: 4 experts as 4 kernels, each with its fixed cost: 4 x (12.125 + 10) us forward,
+    # 4 x (11.25 + 10 + 21.125 + 10) us backward
+    g = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, grouped=False)
+    f, b = cost.gemm_fwd_bwd(g, HW, "fp8", C)
+    assert float(f) == pytest.approx(88.5e-6, rel=REL) and float(b) == pytest.approx(209.5e-6, rel=REL)
+
+
 def test_bf16_record_ignores_the_recipe_precision():
     # router / LM head stay BF16 under an FP8 recipe: every shape 17.8e6 bytes -> 22.25 us
     g = Gemm("router", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False)
@@ -82,3 +90,23 @@ def test_price_layer():
     # (20 - 10) x 1.75 + 10 = 27.5 us forward, (41.25 - 10) x 1.6 + 10 = 60 us backward
     fa2 = cost.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C, "fp8", stack_set=("attention_kernel=fa2",)))
     assert float(fa2.attn_f) == pytest.approx(27.5e-6, rel=REL) and float(fa2.attn_b) == pytest.approx(60e-6, rel=REL)
+
+
+def test_selective_ops_by_module():
+    # the stack's recompute modules pick the GEMMs, streams and collectives they own; "moe" covers moe_act
+    g = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, module="moe")
+    layer = Layer("moe", 1, (g,), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
+                  (Stream("expert act", 8e8, 8e8, 0, 0, "moe_act"), Stream("norms", 4e8, 4e8, 0, 0, "layernorm")),
+                  (Collective("dispatch", "ep", lambda hw: 5e-4, 2, 2, "moe"),), (), ())
+    sw = lambda mods: toy_sw(toy_dense(), HW, C, "fp8", stack_set=(f"recompute_modules={mods}",))
+    # moe: the grouped GEMM forward 58.5 us (2 x 100 x 8000 x 1000 x 4 = 6.4e9 FLOPs), the moe_act stream
+    # 8e8 B / 0.8e12 = 1 ms, the dispatch's 2 forward calls 2 x 0.5 ms
+    t = cost.price_layer(layer, HW, "fp8", C, sw("moe"))
+    assert float(t.selective_f) == pytest.approx(58.5e-6 + 1e-3 + 1e-3, rel=REL) and float(t.selective_flops) == 6.4e9
+    # + core_attn: the attention core's 20 us and 3e9 FLOPs
+    t = cost.price_layer(layer, HW, "fp8", C, sw("moe,core_attn"))
+    assert float(t.selective_f) == pytest.approx(58.5e-6 + 2e-3 + 20e-6, rel=REL)
+    assert float(t.selective_flops) == pytest.approx(9.4e9, rel=REL)
+    # layernorm: only the norms stream, 4e8 B = 0.5 ms
+    t = cost.price_layer(layer, HW, "fp8", C, sw("layernorm"))
+    assert float(t.selective_f) == pytest.approx(0.5e-3, rel=REL) and float(t.selective_flops) == 0.0

@@ -44,6 +44,22 @@ def test_ring_exchange():
     assert float(cp.ring_exchange(m, 8192.0, 2.0, 1.0).price(HW)) == 0.0
 
 
+def test_cp_a2a_and_allgather():
+    # T = 8192, tp 2, cp 4: the 4 CP members 2 ranks apart sit in one domain (k = 4)
+    # Ulysses all-to-all of q, k, v in and o out: GQA 8 x 128 x 2 + 2 x 2 x 128 = 2560 per token;
+    # 8192 x 2560 / 2 x 2 B = 20,971,520 B, 3/4 of it to NVLink peers at 400 GB/s x 0.25: 157.2864 us + 10 us x 3
+    x = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "a2a")
+    assert x.overlap == "cp" and (x.calls_fwd, x.calls_bwd) == (1, 1)
+    assert float(x.price(HW)) == pytest.approx(157.2864e-6 + 30e-6, rel=REL)
+    # MLA: 8 x (96 + 96 + 64 + 64) = 2560 per token too: the same time
+    assert float(cp.exchange(toy_mla(), 8192.0, 2.0, 4.0, "a2a").price(HW)) == pytest.approx(187.2864e-6, rel=REL)
+    assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 1.0, "a2a").price(HW)) == 0.0
+    # K/V all-gather of all cp chunks: 8192 x 512 / 2 x 2 B x 4 = 16,777,216 B: 3/4 x / 2e11 = 62.91456 us + 30 us
+    y = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "allgather")
+    assert (y.calls_fwd, y.calls_bwd) == (1, 1) and float(y.price(HW)) == pytest.approx(92.91456e-6, rel=REL)
+    assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 1.0, "allgather").price(HW)) == 0.0
+
+
 # ---- EP (MoE parallel folding, Liu et al. 2025; DeepEP dispatch) --------------------------------------
 
 def test_dispatch_combine():
@@ -56,6 +72,10 @@ def test_dispatch_combine():
     # etp 2: EP members 2 apart, 4 per domain, 4 domains: NVLink 2 * 3/16 * 1e8 / 1e11 = 0.375 ms,
     # NIC 4 (1 - 9/16) * 3/4 * 1e8 / 2.5e10 = 5.25 ms; + 100 us
     assert float(ep.dispatch_combine(m, 1e8, 16, 2).price(HW)) == pytest.approx(5.35e-3, rel=REL)
+    # NCCL all-to-all of every top-2 copy: 2e8 B over EP 8 in one domain: 7/8 x 2e8 / 1e11 + 10 us x 4
+    assert float(ep.dispatch_combine(m, 1e8, 8, 1, "alltoall").price(HW)) == pytest.approx(1.79e-3, rel=REL)
+    # all-gather dispatcher: every rank gathers the group's ep x 1e8 B: 7/8 x 8e8 / 2e11 + 40 us
+    assert float(ep.dispatch_combine(m, 1e8, 8, 1, "allgather").price(HW)) == pytest.approx(3.54e-3, rel=REL)
 
 
 def test_expert_tp_gather():
@@ -159,6 +179,14 @@ def test_exposed_time():
     # a stack that does not overlap the gradient reduce-scatter: all 6 s exposed, + 2 for the AG
     no_rs = toy_sw(toy_dense(), stack_set=("dp_grad_reduce_overlap=false",))
     assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, no_rs)) == pytest.approx(8.0)
+    # FSDP2 gathering once per step: 1 AG (3 s) + 1 RS (6 s), hideable 1.5 + 3 under 12 s: 1.5 + 3 = 4.5 exposed
+    once = toy_sw(toy_dense(), stack_set=("fsdp=fsdp2", "fsdp_gather=per_step"))
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(4.5)
+    # per micro-batch without resharding: 4 AG (12 s) + 4 RS (24 s): hideable 6 + 12 = 18, spill 6 split 1 : 2:
+    # AG 6 + 2, RS 12 + 4 = 24
+    keep = toy_sw(toy_dense(), stack_set=("fsdp=fsdp2", "fsdp_gather=per_microbatch", "reshard_after_forward=false"))
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, keep)) == pytest.approx(24.0)
+    assert float(dp.raw_time(rs, ag, np.array(True), nmb, keep)) == pytest.approx(36.0)
 
 
 # ---- recompute (Korthikanti et al. 2022 §5) ------------------------------------------------------------
