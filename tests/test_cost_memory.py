@@ -93,6 +93,14 @@ def test_cp_shards_the_optimizer():
     # cp 2 (dp 1): Megatron-Core's distributed optimizer shards over dp x cp = 2; T = 1024 per CP rank
     parts, _ = _mem(cp=2)
     assert parts["optimizer"] == pytest.approx(12 * 31590912 / 2, rel=REL)
+    # a stack sharding over dp only: the 2 CP ranks each hold the whole state (dp 1)
+    parts, _ = _mem(cp=2, stack_set=("optimizer_shard=dp",))
+    assert parts["optimizer"] == pytest.approx(12 * 31590912, rel=REL)
+    # dp 2, cp 1: dp shards in two; none replicates
+    parts, _ = _mem(stack_set=("optimizer_shard=dp",))
+    assert parts["optimizer"] == pytest.approx(12 * 31590912 / 2, rel=REL)
+    parts, _ = _mem(stack_set=("optimizer_shard=none",))
+    assert parts["optimizer"] == pytest.approx(12 * 31590912, rel=REL)
 
 
 def test_recompute_policies():
