@@ -48,20 +48,25 @@ def check(model: ModelSpec, layout: Layout) -> None:
 
 
 def predict(model: str | ModelSpec, hardware: str | HardwareSpec, layout: Layout, precision: str = "bf16",
-            attention: str = "causal", routing: str = "real", consts: Constants | None = None) -> Prediction:
+            attention: str = "causal", routing: str = "real", consts: Constants | None = None,
+            stack: str | None = None, stack_set: tuple[str, ...] = ()) -> Prediction:
     """Predict one layout (validated first: a clear InputError names the broken rule). `consts`: the
-    global constants to use (a software profile's, perfmodel/profiles.py); default the calibrated ones."""
+    global constants to use (a calibration file's); default the calibrated ones. `stack`: a stack preset id
+    or file (None: the default stack), `stack_set`: its feature=value overrides."""
     check_args(model, hardware, precision, attention, routing, consts)
     m, hw = load_model(model), load_hardware(hardware)  # type: ignore[arg-type]
     check(m, layout)
-    return predict_grid(m, hw, LayoutGrid.of(layout), Options(precision, attention, routing, consts or constants()))  # type: ignore[arg-type]
+    return predict_grid(m, hw, LayoutGrid.of(layout), Options(precision, attention, routing, consts or constants(),  # type: ignore[arg-type]
+                                                              stack, tuple(stack_set)))
 
 
 def predict_many(model: str | ModelSpec, hardware: str | HardwareSpec, grid: LayoutGrid, precision: str = "bf16",
-                 attention: str = "causal", routing: str = "real", consts: Constants | None = None) -> Prediction:
+                 attention: str = "causal", routing: str = "real", consts: Constants | None = None,
+                 stack: str | None = None, stack_set: tuple[str, ...] = ()) -> Prediction:
     """Vectorised: score every layout of `grid` at once (legality is the caller's job, see layout.legality)."""
     check_args(model, hardware, precision, attention, routing, consts)
     if not isinstance(grid, LayoutGrid):
         raise InputError("grid", "", f"expected a perfmodel.api.LayoutGrid (got {type(grid).__name__})")
     m, hw = load_model(model), load_hardware(hardware)  # type: ignore[arg-type]
-    return predict_grid(m, hw, grid, Options(precision, attention, routing, consts or constants()))  # type: ignore[arg-type]
+    return predict_grid(m, hw, grid, Options(precision, attention, routing, consts or constants(),  # type: ignore[arg-type]
+                                             stack, tuple(stack_set)))

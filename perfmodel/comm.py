@@ -4,37 +4,51 @@ Bandwidth terms follow the nccl-tests bus-bandwidth conventions (busbw = algbw *
 all-reduce, (n-1)/n for all-gather / reduce-scatter). A group inside one NVLink domain runs at the
 measured NVLink bus bandwidth (NVLS for all-reduce where present). A group that spans domains runs a
 ring whose inter-domain hops use the k NICs of its members in each domain in parallel (one NCCL channel
-per rail), so its bus bandwidth is min(NVLink, k x NIC) (NCCL ring model; Sanders et al. 2009 for the
-ring lower bound). Latency: base + log2(n) hops (NCCL tree/ring tuning model, specs.md §2.4).
+per rail); the hop's bandwidth is the max flow between two consecutive domains' members on the cluster
+graph (topology.group_path: k x NIC on a non-blocking fabric, less where the hop crosses an
+oversubscribed spine), so the ring's bus bandwidth is min(NVLink, hop) (NCCL ring model; Sanders et al.
+2009 for the ring lower bound). Latency: base + log2(n) hops (NCCL tree/ring tuning model, specs.md
+§2.4) at the latency of the outermost tier the group crosses (NVLink, one leaf, or leaf-spine-leaf).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .hardware import HardwareSpec
-from .topology import members_per_domain
+from .topology import NVLINK, SPINE, group_paths, path_field
 
 
-def _bus_bw(hw: HardwareSpec, k, g, allreduce: bool):
+def _paths(size, stride, hw: HardwareSpec):
+    """Field reader over the group shapes of every layout (topology.group_paths, once per shape)."""
+    paths, inv = group_paths(hw, size, stride)
+    return lambda name: path_field(paths, inv, name)
+
+
+def _bus_bw(hw: HardwareSpec, f, allreduce: bool):
     su = hw.scale_up.bandwidth * (hw.efficiency.scale_up_allreduce if (allreduce and hw.scale_up.nvls)
                                   else hw.efficiency.scale_up_collective)
-    so = hw.scale_out.bandwidth * hw.efficiency.scale_out_collective
-    inside = k >= g
-    return np.where(inside, su, np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, k * so))
+    hop = f("ring_bw") * hw.efficiency.scale_out_collective
+    return np.where(f("tier") == NVLINK, su, np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, hop))
 
 
-def _latency(hw: HardwareSpec, k, g):
+def _tier_latency(hw: HardwareSpec, tier):
+    """One hop's latency at a tier: NVLink, one network hop, or a network hop through the spine."""
+    so = hw.scale_out.latency_s
+    return np.where(tier == NVLINK, hw.scale_up.latency_s,
+                    np.where(tier == SPINE, so + hw.scale_out.spine_latency_s, so))
+
+
+def _latency(hw: HardwareSpec, tier, g):
     g = np.maximum(np.asarray(g, dtype=float), 1)
-    lat = np.where(k >= g, hw.scale_up.latency_s, hw.scale_out.latency_s)
-    return np.where(g > 1, lat * (1 + np.log2(g)), 0.0)
+    return np.where(g > 1, _tier_latency(hw, tier) * (1 + np.log2(g)), 0.0)
 
 
 def all_gather_time(nbytes, size, stride, hw: HardwareSpec):
     """All-gather (or reduce-scatter) whose gathered buffer is `nbytes` per GPU."""
     size = np.asarray(size, dtype=float)
-    k = members_per_domain(size, stride, hw.scale_up.domain_size)
-    t = (size - 1) / np.maximum(size, 1) * nbytes / _bus_bw(hw, k, size, False)
-    return np.where(size > 1, t + _latency(hw, k, size), 0.0)
+    f = _paths(size, stride, hw)
+    t = (size - 1) / np.maximum(size, 1) * nbytes / _bus_bw(hw, f, False)
+    return np.where(size > 1, t + _latency(hw, f("tier"), size), 0.0)
 
 
 reduce_scatter_time = all_gather_time
@@ -42,23 +56,32 @@ reduce_scatter_time = all_gather_time
 
 def all_reduce_time(nbytes, size, stride, hw: HardwareSpec):
     size = np.asarray(size, dtype=float)
-    k = members_per_domain(size, stride, hw.scale_up.domain_size)
-    t = 2 * (size - 1) / np.maximum(size, 1) * nbytes / _bus_bw(hw, k, size, True)
-    return np.where(size > 1, t + _latency(hw, k, size), 0.0)
+    f = _paths(size, stride, hw)
+    t = 2 * (size - 1) / np.maximum(size, 1) * nbytes / _bus_bw(hw, f, True)
+    return np.where(size > 1, t + _latency(hw, f("tier"), size), 0.0)
+
+
+def _remote_time(hw: HardwareSpec, remote, spine, f):
+    """Scale-out part of an all-to-all: every byte leaves through the GPU's NIC, the bytes for peers
+    beyond its scalable unit also through its share of the leaf's spine uplinks; the slower sets the time."""
+    eff = hw.efficiency.scale_out_all_to_all
+    return np.maximum(remote / (hw.scale_out.bandwidth * eff), spine / (f("uplink_bw") * eff))
 
 
 def all_to_all_time(nbytes, size, stride, hw: HardwareSpec):
     """All-to-all where each GPU holds `nbytes` to scatter evenly over the group (itself included).
 
-    The share for members in the same domain moves over NVLink, the rest over the GPU's own NIC; both
-    at once, so the slower side sets the time (DeepEP-style dispatch, DEEPEP measurements)."""
+    The share for members in the same domain moves over NVLink, the rest over the GPU's own NIC (and, for
+    members beyond its scalable unit, the spine); all at once, so the slowest sets the time (DeepEP-style
+    dispatch, DEEPEP measurements)."""
     size = np.asarray(size, dtype=float)
-    k = members_per_domain(size, stride, hw.scale_up.domain_size)
+    f = _paths(size, stride, hw)
+    k = f("k")
     local = (k - 1) / np.maximum(size, 1) * nbytes
     remote = (size - k) / np.maximum(size, 1) * nbytes
     t_local = local / (hw.scale_up.bandwidth * hw.efficiency.scale_up_all_to_all)
-    t_remote = remote / (hw.scale_out.bandwidth * hw.efficiency.scale_out_all_to_all)
-    return np.where(size > 1, np.maximum(t_local, t_remote) + _latency(hw, k, size), 0.0)
+    t_remote = _remote_time(hw, remote, f("spine_share") * nbytes, f)
+    return np.where(size > 1, np.maximum(t_local, t_remote) + _latency(hw, f("tier"), size), 0.0)
 
 
 def domains_reached(top_k: int, domains, num_experts: int, groups: int = 0, group_topk: int = 0):
@@ -88,20 +111,26 @@ def moe_dispatch_time(token_bytes, top_k: int, size, stride, hw: HardwareSpec, n
     NVLink there (DeepEP internode dispatch: RDMA to each target node once, then NVLink; DEEPEP,
     DeepSeek-V3 §3.2.2). The two paths run concurrently; the slower sets the time."""
     size = np.asarray(size, dtype=float)
-    k = members_per_domain(size, stride, hw.scale_up.domain_size)
+    f = _paths(size, stride, hw)
+    k = f("k")
     local = top_k * (k - 1) / np.maximum(size, 1) * token_bytes
     G = size / k
-    remote = domains_reached(top_k, G, num_experts, groups, group_topk) * (G - 1) / G * token_bytes
+    reached = domains_reached(top_k, G, num_experts, groups, group_topk)
+    remote = reached * (G - 1) / G * token_bytes
+    # a reached domain lies beyond the sender's scalable unit with probability spine_share (= its share of
+    # the group's domains there): those copies also cross the spine
     t_local = local / (hw.scale_up.bandwidth * hw.efficiency.scale_up_all_to_all)
-    t_remote = remote / (hw.scale_out.bandwidth * hw.efficiency.scale_out_all_to_all)
-    return np.where(size > 1, np.maximum(t_local, t_remote) + _latency(hw, k, size), 0.0)
+    t_remote = _remote_time(hw, remote, reached * f("spine_share") * token_bytes, f)
+    return np.where(size > 1, np.maximum(t_local, t_remote) + _latency(hw, f("tier"), size), 0.0)
 
 
 def p2p_time(nbytes, stride, hw: HardwareSpec):
-    """One send/recv between pipeline neighbours `stride` ranks apart."""
+    """One send/recv between pipeline neighbours `stride` ranks apart: NVLink inside a domain, else the
+    pair's path on the cluster graph (its NIC, or its share of the spine uplinks where it crosses them)."""
     stride = np.asarray(stride)
     inside = stride < hw.scale_up.domain_size
+    f = _paths(2, stride, hw)
     bw = np.where(inside, hw.scale_up.bandwidth * hw.efficiency.scale_up_collective,
-                  hw.scale_out.bandwidth * hw.efficiency.scale_out_collective)
-    lat = np.where(inside, hw.scale_up.latency_s, hw.scale_out.latency_s)
+                  f("ring_bw") * hw.efficiency.scale_out_collective)
+    lat = np.where(inside, hw.scale_up.latency_s, _tier_latency(hw, np.maximum(f("tier"), 1)))
     return nbytes / bw + lat

@@ -48,3 +48,35 @@ EMBED_KERNELS = 2
 # ---- saved for backward beyond the bf16 tensors -------------------------------------------------------
 LSE_BYTES = FP32           # flash-attention log-sum-exp per query per head (Dao 2023 §3.1)
 ROUTER_LOGIT_BYTES = FP32  # MoE router logits / probabilities per token per expert, fp32
+
+# ---- software-stack features (perfmodel/software.py) ---------------------------------------------------
+# per-kernel fixed cost under CUDA graphs: the GPU-side launch and ramp only, the host cost gone (CUDA
+# launch latency ~2-5 us; calibration.toml kernel_fixed_s prior)
+GRAPHED_KERNEL_S = 4e-6
+# unfused attention (Megatron fused scale-mask-softmax path), bytes per score element and micro-batch:
+# forward: QK^T writes bf16 scores (2), softmax reads 2 writes 2, dropout reads 2 writes 2 and a 1-byte mask,
+# PV reads the probabilities (2) -> 13; backward reads and writes each of them again with its gradient -> 26
+UNFUSED_SCORE_BYTES_FWD = 13.0
+UNFUSED_SCORE_BYTES_BWD = 26.0
+# ... and saved for backward per score element: softmax output (2), dropout mask (1), dropout output (2)
+# (Korthikanti et al. 2022 §4.1, Table 2: 5 a s^2 b)
+UNFUSED_SCORE_SAVED = 5.0
+# FP8 current (per-tensor, just-in-time) scaling: one more bf16 read of each quantised tensor for its amax
+# (Transformer Engine Float8CurrentScaling)
+AMAX_PASS_BYTES = 2.0
+
+# ---- eager PyTorch without fusion (stack fusions = "none") ------------------------------------------------
+# LayerNorm and GELU are single native CUDA kernels in eager PyTorch (aten::native_layer_norm, aten::gelu),
+# so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels:
+# RMSNorm x * rsqrt(mean(x^2) + eps) * w: pow (read 2, write 2), mean (read 2), mul (read 2, write 2),
+# mul by w (read 2, write 2) -> 14 B per element against the fused 4 B, in 4 kernels instead of 1;
+# SwiGLU silu(gate) * up: silu (read 2, write 2), mul (read 2 + 2, write 2) -> 10 B per unit of width
+# against the fused 6 B, 2 kernels; RoPE as complex multiplication (torchtitan apply_rotary_emb:
+# view_as_complex, mul, view_as_real, type_as) -> 3 passes over q and k.
+EAGER_RMSNORM_BYTES = 14.0
+EAGER_SWIGLU_BYTES = 10.0
+EAGER_ROPE_PASSES = 3.0
+# kernels added per layer: 2 norms x 3 extra kernels, SwiGLU +1, RoPE +4 (q and k: complex view, mul, real
+# view, cast); backward adds the same count again for each op's gradient
+EAGER_EXTRA_KERNELS_FWD = 11
+EAGER_EXTRA_KERNELS_BWD = 11

@@ -17,6 +17,9 @@ def gemm_fwd_bwd(g: Gemm, hw: HardwareSpec, precision: str, c: Constants):
     A grouped GEMM (`count` experts) is one kernel: `count` tiles of work and one fixed cost."""
     prec = precision if g.low_precision else "bf16"
     n, fx = g.count, c.kernel_fixed_s
+    if not g.grouped:                          # one kernel (and its fixed cost) per GEMM of the group
+        f = n * gemm_time(g.M, g.N, g.K, hw, prec, c)
+        return f, n * (gemm_time(g.M, g.K, g.N, hw, prec, c) + gemm_time(g.N, g.K, g.M, hw, prec, c))
     f = n * (gemm_time(g.M, g.N, g.K, hw, prec, c) - fx) + fx
     b = n * (gemm_time(g.M, g.K, g.N, hw, prec, c) + gemm_time(g.N, g.K, g.M, hw, prec, c) - 2 * fx) + 2 * fx
     return f, b
@@ -30,11 +33,15 @@ def gemms_fwd_bwd(gemms, hw, precision, c):
     return fwd, bwd
 
 
-def attention_fwd_bwd(cores: tuple[AttentionCore, ...], hw: HardwareSpec, c: Constants):
-    """Flash-attention cores, weighted by the share of layers running each kind."""
+def attention_fwd_bwd(cores: tuple[AttentionCore, ...], hw: HardwareSpec, c: Constants,
+                      factor_fwd: float = 1.0, factor_bwd: float = 1.0):
+    """Flash-attention cores, weighted by the share of layers running each kind; `factor_*` is the
+    stack's kernel relative to the one the hardware file measures (software.py)."""
     fwd = bwd = 0.0
+    fx = c.kernel_fixed_s
     for a in cores:
         f, b = attention_time(a.flops_fwd, a.mean_keys, hw, c)
+        f, b = (f - fx) / factor_fwd + fx, (b - fx) / factor_bwd + fx
         fwd, bwd = fwd + f * a.share, bwd + b * a.share
     return fwd, bwd
 
@@ -67,6 +74,8 @@ class LayerTime:
     mem_f: np.ndarray
     mem_b: np.ndarray
     comm: dict            # overlap class -> (forward, backward) raw seconds
+    selective_f: np.ndarray = 0.0   # forward seconds of the ops of the recomputed modules
+    selective_flops: np.ndarray = 0.0
 
     @property
     def compute_f(self):
@@ -77,10 +86,27 @@ class LayerTime:
         return self.gemm_b + self.attn_b + self.mem_b
 
 
-def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants) -> LayerTime:
-    gf, gb = gemms_fwd_bwd(layer.gemms, hw, precision, c)
+def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw) -> LayerTime:
+    """Price a layer's records as stack `sw` runs them; also the forward seconds and FLOPs of the ops
+    whose recompute module the stack's selective policy recomputes."""
+    mods = set(sw.recompute_modules) | ({"moe_act"} if "moe" in sw.recompute_modules else set())
+    gf = gb = sel = sel_fl = 0.0
+    for g in layer.gemms:
+        f, b = gemm_fwd_bwd(g, hw, precision, c)
+        gf, gb = gf + f, gb + b
+        if g.module in mods:
+            sel, sel_fl = sel + f, sel_fl + g.flops_fwd
     for x in layer.fixed:                      # host syncs run on the GEMM stream's critical path
         gf, gb = gf + x.seconds_fwd, gb + x.seconds_bwd
-    af, ab = attention_fwd_bwd(layer.attention, hw, c)
+    af, ab = attention_fwd_bwd(layer.attention, hw, c, sw.attn_fwd_factor, sw.attn_bwd_factor)
+    if "core_attn" in mods:
+        sel = sel + af
+        sel_fl = sel_fl + sum(a.flops_fwd * a.share for a in layer.attention)
     mf, mb = streams_fwd_bwd(layer.streams, hw, c)
-    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw))
+    picked = tuple(st for st in layer.streams if st.module in mods)
+    if picked:
+        sel = sel + streams_fwd_bwd(picked, hw, c)[0]
+    for x in layer.comms:
+        if x.module in mods:
+            sel = sel + x.calls_fwd * x.price(hw)
+    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl)

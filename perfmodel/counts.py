@@ -16,17 +16,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
-import sympy as sp
 
+from .fncache import numpy_fn
 from .model import ModelSpec
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 Convention = Literal["causal", "full"]
 
-# Symbols users see in `perfmodel explain`.
-S = sp.Symbol("S", positive=True)  # sequence length
+
+# sympy is imported on first use only (about 0.2 s): scoring layouts needs the lambdified numpy
+# functions, which perfmodel.fncache keeps on disk once generated from these formulas.
+@lru_cache(maxsize=1)
+def _seq_symbol() -> "sp.Symbol":
+    import sympy as sp
+    return sp.Symbol("S", positive=True)  # sequence length
+
+
+def __getattr__(name: str):
+    """`counts.S`, the sequence-length symbol users see in `perfmodel explain`, made on first access."""
+    if name == "S":
+        return _seq_symbol()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,8 @@ def param_counts(m: ModelSpec) -> ParamCounts:
 
 def mean_keys(kind: str, window: int, convention: Convention) -> sp.Expr:
     """Mean keys attended per query over a sequence of S tokens."""
+    import sympy as sp
+    S = _seq_symbol()
     if convention == "full":
         return S
     if kind == "global" or window <= 0:
@@ -166,6 +183,7 @@ def attention_flops_expr(m: ModelSpec, convention: Convention = "causal", mtp: b
 
 def flops_per_token_expr(m: ModelSpec, convention: Convention = "causal", mtp: bool = True) -> sp.Expr:
     """Model FLOPs per token for training (fwd + bwd, no recompute) as a sympy expression of S."""
+    import sympy as sp
     pc = param_counts(m)
     n_mm = pc.n_mm + (pc.mtp_n_mm if mtp else 0)
     return 6 * sp.Integer(n_mm) + attention_flops_expr(m, convention, mtp)
@@ -173,14 +191,23 @@ def flops_per_token_expr(m: ModelSpec, convention: Convention = "causal", mtp: b
 
 def symbolic_flops_formula(m: ModelSpec, convention: Convention = "causal") -> sp.Expr:
     """The general formula in named symbols, for `perfmodel explain flops`."""
+    import sympy as sp
     n_mm, L, nh, dqk, dv, Seff = sp.symbols("n_mm L n_heads d_qk d_v S_eff", positive=True)
     return 6 * n_mm + 3 * L * 2 * nh * (dqk + dv) * Seff
 
 
 @lru_cache(maxsize=512)
 def flops_per_token_fn(m: ModelSpec, convention: Convention = "causal", mtp: bool = True) -> Callable[[np.ndarray], np.ndarray]:
-    """Numpy function of sequence length (scalar or array), lambdified once from the sympy expression."""
-    return sp.lambdify(S, flops_per_token_expr(m, convention, mtp), modules="numpy")
+    """Numpy function of sequence length (scalar or array), lambdified once from the sympy expression
+    (and kept on disk by perfmodel.fncache)."""
+    return numpy_fn("flops_per_token", f"{m.model_dump_json()}|{convention}|{mtp}",
+                    lambda: flops_per_token_expr(m, convention, mtp))
+
+
+@lru_cache(maxsize=64)
+def mean_keys_fn(kind: str, window: int, convention: Convention) -> Callable[[np.ndarray], np.ndarray]:
+    """`mean_keys` as a numpy function of sequence length, lambdified once (kept on disk by perfmodel.fncache)."""
+    return numpy_fn("mean_keys", f"{kind}|{window}|{convention}", lambda: mean_keys(kind, window, convention))
 
 
 def flops_per_token(m: ModelSpec, seq: int | np.ndarray, convention: Convention = "causal", mtp: bool = True):

@@ -78,6 +78,8 @@ def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, float]:
             raise InputError("--set", key, f"value must be a number (got {val!r})") from None
         if not math.isfinite(num):
             raise InputError("--set", key, f"value must be finite (got {val!r})")
+        if key in out:                   # a repeated key is two answers to one question, never "the last wins"
+            raise InputError("--set", key, f"given twice ({out[key]:g} and {num:g}): give it once")
         out[key] = num
     return out
 
@@ -225,8 +227,13 @@ class RunCost:
     gpu_hours: float
     wall_days: float
 
-    def to_dict(self) -> dict[str, float]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_dict(self, suffix: str = "") -> dict[str, float]:
+        """Its fields as JSON keys; `suffix` "_nominal" or "_after_reliability" names which run cost it is
+        (RUN_COST_SUFFIXES: one vocabulary across cost, compare, size, scaling and the report)."""
+        return {f.name + suffix: getattr(self, f.name) for f in fields(self)}
+
+
+RUN_COST_SUFFIXES = ("_nominal", "_after_reliability")
 
 
 def run_cost(t: TCO, tokens_per_s_per_gpu: float, tokens: float, gpus: int, goodput: float = 1.0,

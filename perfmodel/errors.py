@@ -11,14 +11,24 @@ from collections.abc import Iterable
 class InputError(ValueError):
     """A user-facing error: `where` (file or flag), `field`, `reason`."""
 
-    def __init__(self, where: str, field: str, reason: str):
+    def __init__(self, where: str, field: str, reason: str, details: dict | None = None):
         self.where, self.field, self.reason = where, field, reason
+        self.details = details or {}          # extra JSON for --json error output (e.g. the unsupported rows)
         loc = f"{where}: " if where else ""
         fld = f"{field}: " if field else ""
         super().__init__(f"{loc}{fld}{reason}")
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
-    """' (did you mean X?)' when a close match exists, else ''."""
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    """' (did you mean X?)' when a close match exists, else ''. A choice that starts with the name (a short
+    form: 'gb200' for 'gb200-nvl72', 'h100' for 'h100-sxm') comes before an edit-distance neighbour ('b200'),
+    the closest of them when several do."""
+    options = [c for c in choices if c != name]
+    lead = [c for c in options if len(name) >= 3 and c.startswith(name)]
+    match = difflib.get_close_matches(name, lead, n=1, cutoff=0.0) if lead else \
+        difflib.get_close_matches(name, options, n=1, cutoff=0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+# warnings a command raises while it runs, printed on stderr after its output (perfmodel.cli.main)
+WARNINGS: list[str] = []

@@ -59,10 +59,23 @@ class ScaleUp(Frozen):
 
 
 class ScaleOut(Frozen):
-    """InfiniBand / RoCE between domains, per GPU."""
+    """InfiniBand / RoCE between domains, per GPU: a rail-optimised two-tier (leaf, spine) fat tree.
+
+    Each GPU's NIC sits on the leaf of its rail (GPU i of a node on rail i mod `rails`) in its scalable
+    unit; GPUs on one rail of one unit are one leaf hop apart, everything else crosses the spine (DGX
+    SuperPOD reference architectures: "traffic per rail ... is always one hop away from the other nodes in
+    a SU. Traffic between nodes, or between rails, traverses the spine layer"). The new fields are optional:
+    without them the whole cluster is one unit (no traffic needs the spine), non-blocking, as before."""
     bandwidth: float = Bandwidth     # per GPU, per direction (all its NICs)
     nics_per_gpu: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    latency_s: float = Field(default=1e-5, ge=0, le=0.1, allow_inf_nan=False)
+    latency_s: float = Field(default=1e-5, ge=0, le=0.1, allow_inf_nan=False)   # one network hop (a leaf)
+    rails: int | None = Field(default=None, ge=1, le=1024)        # leaves per unit; None = gpus_per_node
+    scalable_unit_gpus: int | None = Field(default=None, ge=1, le=10**7)   # GPUs under one set of rail
+                                                                 # leaves; None = the whole cluster
+    spine_oversubscription: float = Field(default=1.0, ge=1, le=1000, allow_inf_nan=False)   # leaf down:up
+                                                                 # bandwidth; 1 = non-blocking
+    spine_latency_s: float = Field(default=0.0, ge=0, le=0.1, allow_inf_nan=False)   # extra for a path
+                                                                 # through the spine (leaf-spine-leaf)
 
 
 class Power(Frozen):
@@ -136,6 +149,14 @@ class HardwareSpec(Frozen):
     def _domain_holds_node(self) -> "HardwareSpec":
         if self.scale_up.domain_size % self.gpus_per_node and self.gpus_per_node % self.scale_up.domain_size:
             raise ValueError("scale_up.domain_size and gpus_per_node must divide one another")
+        so = self.scale_out
+        if so.rails is not None and so.rails > self.gpus_per_node:
+            raise ValueError(f"scale_out.rails ({so.rails}) cannot exceed gpus_per_node ({self.gpus_per_node}): "
+                             "a rail is a GPU position in the node")
+        unit = max(self.scale_up.domain_size, self.gpus_per_node)
+        if so.scalable_unit_gpus is not None and so.scalable_unit_gpus % unit:
+            raise ValueError(f"scale_out.scalable_unit_gpus ({so.scalable_unit_gpus}) must be a multiple of the "
+                             f"NVLink domain and node size ({unit})")
         return self
 
     def peak(self, precision: str) -> float:
@@ -198,13 +219,17 @@ _DESCRIPTIVE = {"sources", "notes", "path", "overridden", "base", "notes_of"}   
 _NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id", "base", "notes_of"}
 
 # friendly --set names: alias -> (dotted field, SI factor, unit the value is written in)
+# aliases name their unit (gbit_s = Gbit/s, gbyte_s = GB/s, tbyte_s = TB/s, gb = GB of 1e9 bytes): the old
+# `nic_gbps` (Gbit/s) and `nvlink_gbps` (GB/s) read alike and differed 8x; they are refused with the new name
+RENAMED = {"nic_gbps": "nic_gbit_s", "nvlink_gbps": "nvlink_gbyte_s", "nvlink_bw": "nvlink_gbyte_s",
+           "hbm_tbps": "hbm_tbyte_s"}
 ALIASES: dict[str, tuple[str, float, str]] = {
     "nvlink_domain": ("scale_up.domain_size", 1.0, "GPUs per NVLink domain"),
-    "nvlink_gbps": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
-    "nvlink_bw": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
-    "nic_gbps": ("scale_out.bandwidth", 1e9 / 8, "Gbit/s per GPU, all its NICs; 400 = one CX7"),
+    "nvlink_gbyte_s": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
+    "nic_gbit_s": ("scale_out.bandwidth", 1e9 / 8, "Gbit/s per GPU, all its NICs; 400 = one CX7"),
+    "spine_oversubscription": ("scale_out.spine_oversubscription", 1.0, "leaf down:up bandwidth, 1 = non-blocking"),
     "hbm_gb": ("memory.hbm_bytes", 1e9, "GB per GPU"),
-    "hbm_tbps": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
+    "hbm_tbyte_s": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
 }
 
 
@@ -341,7 +366,11 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
     key, sep, raw = item.partition("=")
     key = key.strip()
     if not sep or not key or not raw.strip():
-        raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbps=800")
+        raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbit_s=800")
+    if key in RENAMED:
+        new = RENAMED[key]
+        raise InputError("--set", key, f"renamed to {new} (the unit in the name: {ALIASES[new][2]}); "
+                                       f"{key} was ambiguous (Gbit/s for the NIC, GB/s for NVLink)")
     value = _parse_value(raw)
     if key in ALIASES:
         field, factor, unit = ALIASES[key]
@@ -375,8 +404,12 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
         return hw
     doc = hw.model_dump(exclude={"overridden"})
     changed: list[str] = []
+    given: dict[str, str] = {}
     for item in sets:
         field, name, value = parse_set(item)
+        if field in given:               # a repeated field is two answers to one question, never "the last wins"
+            raise InputError("--set", name, f"sets {field} twice ({given[field]} and {item.strip()}): give it once")
+        given[field] = item.strip()
         node = doc
         *parents, leaf = field.split(".")
         for p in parents:

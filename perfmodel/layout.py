@@ -176,6 +176,9 @@ def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: 
         raise InputError("layout", "recompute", f"must be one of {', '.join(RECOMPUTE)}")
     if not isinstance(layout.fsdp, (bool, np.bool_)):
         raise InputError("layout", "fsdp", f"must be True or False (got {layout.fsdp!r})")
+    if num_experts is None and layout.etp != 1:       # as --ep: expert parallel axes need experts
+        raise InputError("layout", "etp", f"etp must be 1 for a dense model (expert tensor parallel splits MoE "
+                                          f"experts; got etp={layout.etp})")
     # in Python ints, before the int64 arrays of `legality` could wrap around
     model_par = int(layout.tp) * int(layout.pp) * int(layout.cp)
     if model_par > layout.gpus:

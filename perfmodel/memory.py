@@ -15,32 +15,26 @@ import numpy as np
 from . import constants as K
 from .ops import Workload
 from .parallel import pp as pp_par
-from .parallel.recompute import DROPPED, FULL, SELECTIVE
+from .parallel.recompute import ALWAYS_KEPT, FULL, SELECTIVE, dropped
 
 
-def grad_bytes(grad_precision: str) -> float:
-    """Bytes per parameter of the main-gradient buffer: 2 (bf16: NeMo / Megatron-Bridge performance recipes,
-    grad_reduce_in_fp32=False) or 4 (fp32: Megatron-LM --accumulate-allreduce-grads-in-fp32,
-    Megatron-Core DDP grad buffer dtype)."""
-    return K.FP32 if grad_precision == "fp32" else K.BF16
-
-
-
-def weight_bytes(precision: str) -> float:
+def weight_bytes(precision: str, fp8_param_gather: bool = True) -> float:
     """Bytes per model weight held on the GPU: BF16, or the FP8 copy under fp8_param_gather (NeMo /
     Megatron-Bridge FP8 recipes); FP32 master weights live in the optimizer."""
-    return K.BF16 if precision in ("bf16", "fp16") else K.FP8
+    return K.FP8 if precision not in ("bf16", "fp16") and fp8_param_gather else K.BF16
 
 
-def layer_activation_bytes(layer, rec):
-    """(kept, full) saved bytes of one layer for one micro-batch under recompute policy `rec` (array)."""
+def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",)):
+    """(kept, full) saved bytes of one layer for one micro-batch under recompute policy `rec` (array);
+    selective recompute drops the saved activations of `modules` (parallel/recompute.py)."""
+    gone = dropped(modules)
     full = sum(s.nbytes for s in layer.saved)
-    selective = sum(s.nbytes for s in layer.saved if s.module not in DROPPED[SELECTIVE])
+    selective = sum(s.nbytes for s in layer.saved if s.module not in gone)
     only_input = sum(s.nbytes for s in layer.saved if s.module == "input")
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
-def memory_per_gpu(w: Workload, grid, precision: str, gb: float, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank):
+def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank):
     """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
     cnt[k] layers of each kind and p_dense / p_exp parameters per GPU), and each rank's total.
     `dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
@@ -52,20 +46,25 @@ def memory_per_gpu(w: Workload, grid, precision: str, gb: float, c, p_dense, p_e
     fsdp, rec = grid.fsdp[:, None], grid.recompute
     params = p_dense + p_exp
     shard = p_dense / col(dpc) + p_exp / col(edp)
-    wb = weight_bytes(precision)
-    weights = np.where(fsdp, shard * wb, params * wb)
-    grads = np.where(fsdp, shard * gb, params * gb)
-    optim = K.ADAM_STATE_BYTES * shard
+    wb = weight_bytes(precision, sw.fp8_param_gather)
+    gb = sw.grad_bytes
+    # FSDP gathering once per step keeps the gathered parameters and unsharded gradients to the step's end
+    sharded = fsdp & sw.fsdp_per_microbatch
+    weights = np.where(sharded, shard * wb, params * wb)
+    grads = np.where(sharded | sw.shards_grads, shard * gb, params * gb)
+    opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / np.asarray(grid.cp, float)) + p_exp / col(edp),
+                 "none": params}[sw.optimizer_shard]
+    optim = K.ADAM_STATE_BYTES * np.where(fsdp, shard, opt_group)
     held = 0.0
     full_layer = 0.0
     for k, layer in enumerate(w.layers):
-        kept, full = layer_activation_bytes(layer, rec)
+        kept, full = layer_activation_bytes(layer, rec, sw.recompute_modules)
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
     activations = held * pp_par.in_flight(pp, vp, col(nmb), rank)
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
-        kept, _ = layer_activation_bytes(w.layers[-1], rec)
+        kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules)
         activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)
     # during recompute one layer's full activations are live again; the embedding output on the first rank
     activations = activations + np.where(col(rec) == FULL, full_layer, 0.0)

@@ -21,6 +21,8 @@ class Gemm:
     K: np.ndarray
     count: np.ndarray | float = 1.0
     low_precision: bool = True
+    module: str = ""            # recompute module (Megatron-Core recompute_modules names)
+    grouped: bool = True        # `count` > 1 runs as one grouped kernel (else one kernel per GEMM)
 
     @property
     def flops_fwd(self):
@@ -35,6 +37,7 @@ class AttentionCore:
     flops_fwd: np.ndarray
     mean_keys: np.ndarray
     share: float = 1.0
+    module: str = "core_attn"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Stream:
     bytes_bwd: np.ndarray | float
     kernels_fwd: float = 0.0
     kernels_bwd: float = 0.0
+    module: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ class Collective:
     price: Callable
     calls_fwd: float
     calls_bwd: float
+    module: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ exposed part of its TP, CP, EP and PP communication. Every array here has one en
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -20,10 +20,11 @@ from .compute import memory_time
 from .counts import Convention, flops_per_token
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
-from .memory import grad_bytes, memory_per_gpu, weight_bytes
+from .memory import memory_per_gpu, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed, exposed_shared
 from .parallel import dp as dp_par, pp as pp_par, recompute
+from .software import Software, resolve as resolve_software
 
 Routing = Literal["balanced", "real"]
 
@@ -34,10 +35,9 @@ class Options:
     attention: Convention = "causal"      # MFU attention-FLOPs convention
     routing: Routing = "real"             # MoE: real (imbalanced) or force-balanced routing
     consts: Constants = field(default_factory=constants)
-    # main-gradient buffer and its reduction: bf16 as NeMo / Megatron-Bridge performance recipes set
-    # (grad_reduce_in_fp32=False), or fp32 (Megatron-LM --accumulate-allreduce-grads-in-fp32, forced on for
-    # bf16 training in Megatron-LM's arguments.py)
-    grad_precision: Literal["bf16", "fp32"] = "bf16"
+    # the software stack: a preset id or stack file (None: the `default` stack) and --stack-set overrides
+    stack: str | None = None
+    stack_set: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,91 +105,170 @@ BREAKDOWN = {
 }
 
 
-def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
-    """workload -> priced layers -> stage times -> schedule -> step, MFU, HFU, memory."""
-    c, prec, m = opts.consts, opts.precision, model
-    hw.peak(prec)  # raises a clear error when the GPU lacks the precision
-    f64 = lambda x: np.asarray(x, dtype=float)
-    tp, pp, vp, cp, ep, etp = (f64(getattr(grid, k)) for k in ("tp", "pp", "vp", "cp", "ep", "etp"))
-    dp, edp, seq = f64(grid.dp), f64(grid.edp), f64(grid.seq)
-    nmb = np.maximum(f64(grid.gbs) / (dp * f64(grid.mbs)), 1.0)
-    imb = c.moe_imbalance if opts.routing == "real" else 1.0
-    w = workload.build(m, grid, prec not in ("bf16", "fp16"), imb, c)
-    zero = 0 * tp
+def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:
+    """The stack of `opts` (preset, file or the default, with its per-model rules and --stack-set) as the
+    cost model reads it."""
+    return resolve_software(opts.stack, tuple(opts.stack_set), m.id, m.is_moe, hw, opts.precision, opts.consts)
 
-    # ---- each layer kind priced; its TP/CP/EP communication hidden under its own compute ---------
-    shares = {"tp": c.tp_overlap, "cp": c.cp_overlap, "ep": c.ep_overlap}
-    kinds = []                                   # per layer kind: (parts, raw comm, recompute seconds)
-    for layer in w.layers:
-        t = cost.price_layer(layer, hw, prec, c)
-        comm = {k: t.comm[k][0] + t.comm[k][1] for k in ("tp", "cp", "ep") if k in t.comm}
+
+@dataclass(frozen=True)
+class KindTime:
+    """One layer kind priced and gathered to layouts: its breakdown parts (exposed communication), raw
+    communication, recompute seconds and selective-recompute FLOPs, per micro-batch."""
+    parts: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    recompute: np.ndarray
+    selective_flops: np.ndarray
+
+
+def _price_kinds(ws, grid: LayoutGrid, hw, prec: str, c_layer: Constants, sw: Software, g) -> list[KindTime]:
+    """Each layer kind of workload `ws` (built on the distinct layer-axis combinations) priced, its TP, CP
+    and EP communication hidden under its own compute in one budget (overlap.py), gathered by `g`."""
+    zs = 0 * np.asarray(ws.T, dtype=float)
+    shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
+    out = []
+    for layer in ws.layers:
+        t = cost.price_layer(layer, hw, prec, c_layer, sw)
+        tp_c = t.comm.get("tp", (zs, zs))
+        comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
         exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
         parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
-                 **{f"{k}_comm": exp.get(k, zero) for k in ("tp", "cp", "ep")}}
-        fwd = t.compute_f + exposed(t.comm.get("tp", (zero, zero))[0], t.gemm_f, c.tp_overlap)
-        kinds.append((parts, {f"{k}_comm": comm.get(k, zero) for k in ("tp", "cp", "ep")},
-                      recompute.time(grid.recompute, fwd, t.attn_f)))
+                 "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
+        fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
+        raw = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
+        out.append(KindTime({k: g(v) for k, v in parts.items()}, {k: g(v) for k, v in raw.items()},
+                            recompute.time(grid.recompute, g(fwd), g(t.selective_f)), g(t.selective_flops)))
+    return out
 
-    # ---- embedding (first stage), LM head + loss and MTP (last stage) ------------------------------
-    hd = w.head
-    hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c)
-    ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c)
+
+def _price_head(ws, kinds: list[KindTime], first, hw, prec: str, c_layer: Constants, c_other: Constants, g):
+    """(head, embedding) seconds per micro-batch: LM head GEMM, logits / loss traffic and its TP gathers, MTP
+    modules (one layer of the last kind, the projection and their own head each) on the last rank; the
+    embedding lookup on the first."""
+    hd = ws.head
+    hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
+    ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c_other)
     head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
     if hd.mtp_layers:
-        mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c)
-        head = head + hd.mtp_layers * (sum(kinds[-1][0].values()) + mf + mb + head)
-    embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c)
+        mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
+        last = {k: v[first] if np.ndim(v) else v for k, v in kinds[-1].parts.items()}
+        head = head + hd.mtp_layers * (sum(last.values()) + mf + mb + head)
+    embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c_other)
+    return g(head), g(embed)
 
-    # ---- stages: each distinct pipeline rank priced once, then the schedule ---------------------------
-    layer_kinds = tuple(workload.layer_kind_index(m, w))
-    cnt, has_emb, has_head, mult = pp_par.signature_arrays(layer_kinds, len(w.layers), grid.pp, grid.vp)
-    col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1) * np.ones((grid.n, 1))
-    stage_parts = {p: sum(cnt[k] * col(kinds[k][0][p]) for k in range(len(kinds))) for p in kinds[0][0]}
-    stage_parts["recompute"] = sum(cnt[k] * col(kinds[k][2]) for k in range(len(kinds)))
-    stage_parts["embedding_head_mtp"] = has_emb * col(embed) + has_head * col(head)
+
+@dataclass(frozen=True)
+class Stages:
+    t_max: np.ndarray            # the slowest rank's time per micro-batch
+    t_sum: np.ndarray            # summed over ranks
+    parts: dict[str, np.ndarray]  # the mean rank's breakdown per micro-batch
+    p2p: np.ndarray              # raw pipeline send/recv per micro-batch
+    pipeline: np.ndarray         # all micro-batches through the schedule
+    bubble: np.ndarray
+
+
+def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embed, hw, sw: Software, nmb) -> Stages:
+    """Each distinct pipeline rank priced once (parallel/pp.py signatures): its layers of each kind, its
+    embedding or head, its exposed send/recv; then the schedule. The mean over ranks needs no per-rank
+    arrays: every layer of kind k is on some rank (sum over ranks of its count is the kind's count)."""
+    f64 = lambda x: np.asarray(x, dtype=float)
+    tp, pp, vp, cp, dp = (f64(getattr(grid, k)) for k in ("tp", "pp", "vp", "cp", "dp"))
+    cnt, has_emb, has_head, mult = pp_par.signature_arrays(tuple(workload.layer_kind_index(m, w)), len(w.layers),
+                                                           grid.pp, grid.vp)
+    per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
+    compute_s = (sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds))) + has_emb * embed[:, None]
+                 + has_head * head[:, None])
     p2p = pp_par.p2p_time(w.Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
-    stage_parts["pp_comm"] = exposed(col(p2p), sum(stage_parts.values()), c.pp_overlap)
-    t_stage = np.where(mult > 0, sum(stage_parts.values()), -np.inf)
+    pp_exp_s = exposed(p2p[:, None], compute_s, sw.pp_share)
+    t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
     t_max = t_stage.max(axis=1)
     t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
-    pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb)
+    share = [layer.count / pp for layer in w.layers]                       # layers of kind k per rank, mean
+    parts = {p: sum(share[i] * kinds[i].parts[p] for i in range(len(kinds))) for p in kinds[0].parts}
+    parts |= {"recompute": sum(share[i] * kinds[i].recompute for i in range(len(kinds))),
+              "embedding_head_mtp": (embed + head) / pp,
+              "pp_comm": (mult * np.where(mult > 0, pp_exp_s, 0.0)).sum(axis=1) / pp}
+    parts |= {f"raw_{k}": sum(share[i] * kinds[i].raw[k] for i in range(len(kinds))) for k in kinds[0].raw}
+    pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb, sw.schedule)
+    return Stages(t_max, t_sum, parts, p2p, pipeline, bubble)
 
-    # ---- data parallel and optimizer, on the rank that finishes last -------------------------------
-    dpc = dp * cp                         # dense parameters replicate over the data- and context-parallel ranks
-    mem_cnt, mem_rank = pp_par.ranks_for_memory(layer_kinds, len(w.layers), grid.pp, grid.vp)
+
+@dataclass(frozen=True)
+class StepEnd:
+    dp_comm: np.ndarray          # exposed DP / FSDP communication per step, on the rank that finishes last
+    dp_raw: np.ndarray
+    optimizer: np.ndarray
+    p_dense: np.ndarray          # parameters per GPU of the first, second and last rank [n, 3]
+    p_exp: np.ndarray
+    mem_cnt: list
+    mem_rank: np.ndarray
+
+
+def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max, nmb, hw, c_other) -> StepEnd:
+    """Data-parallel communication and the optimizer step on the first, second and last pipeline rank
+    (parallel/dp.py); the step waits for the one that finishes last."""
+    f64 = lambda x: np.asarray(x, dtype=float)
+    tp, pp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "pp", "ep", "etp", "cp"))
+    dpc, edp = f64(grid.dp) * cp, f64(grid.edp)         # dense parameters replicate over dp x cp
+    mem_cnt, mem_rank = pp_par.ranks_for_memory(tuple(workload.layer_kind_index(m, w)), len(w.layers),
+                                                grid.pp, grid.vp)
     p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None])
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
-    gb = grad_bytes(opts.grad_precision)
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, gb, weight_bytes(prec), dpc[:, None], edp[:, None],
-                                         tp[:, None], ep[:, None], etp[:, None], hw)
-    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], c.dp_overlap)
+    gb = sw.grad_bytes
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, weight_bytes(prec, sw.fp8_param_gather),
+                                         dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw)
+    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
     shard = p_dense / dpc[:, None] + p_exp / edp[:, None]
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
-                        K.OPTIMIZER_KERNELS, c)
+                        K.OPTIMIZER_KERNELS, c_other)
     last = np.argmax(dp_r + opt_r, axis=1)
     pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
-    dp_t, optimizer = pick(dp_r), pick(opt_r)
-    step = pipeline + dp_t + optimizer + c.step_overhead_s
+    raw = pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))
+    return StepEnd(pick(dp_r), raw, pick(opt_r), p_dense, p_exp, mem_cnt, mem_rank)
 
-    # ---- throughput, MFU, HFU ------------------------------------------------------------------
-    tokens, gpus, peak = f64(grid.gbs) * seq, f64(grid.gpus), hw.peak(prec)
-    fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(tp)
-    a = m.attention
-    attn_fwd = 2 * a.num_heads * (a.qk_dim + a.v_dim) * m.num_layers * workload.mean_keys_value("global", 0, seq)
+
+def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
+    """workload -> priced layer kinds -> stage times -> schedule -> step end -> throughput, MFU, HFU, memory."""
+    c, prec, m = opts.consts, opts.precision, model
+    hw.peak(prec)                            # a clear error when the GPU lacks the precision
+    sw = software_of(m, hw, opts)
+    if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
+        grid = replace(grid, fsdp=np.ones(grid.n, bool))
+    f64 = lambda x: np.asarray(x, dtype=float)
+    seq, gpus, zero = f64(grid.seq), f64(grid.gpus), 0 * f64(grid.tp)
+    nmb = np.maximum(f64(grid.gbs) / (f64(grid.dp) * f64(grid.mbs)), 1.0)
+    imb = c.moe_imbalance if opts.routing == "real" else 1.0
+    low = prec not in ("bf16", "fp16")
+    c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
+    w = workload.build(m, grid, low, imb, c, sw)
+
+    # layer kinds and head priced once per distinct (tp, cp, ep, etp, mbs, seq) (workload.AXES), gathered
+    first, inv = workload.unique_layer_axes(grid)
+    ws = workload.build(m, grid.take(first), low, imb, c, sw)
+    g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
+    kinds = _price_kinds(ws, grid, hw, prec, c_layer, sw, g)
+    head, embed = _price_head(ws, kinds, first, hw, prec, c_layer, c_other, g)
+
+    st = _stages(m, w, grid, kinds, head, embed, hw, sw, nmb)
+    end = _step_end(m, w, grid, prec, sw, st.t_max, nmb, hw, c_other)
+    step = st.pipeline + end.dp_comm + end.optimizer + c.step_overhead_s
+
+    tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)
+    fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(zero)
+    sel_flops = sum(layer.count * kinds[i].selective_flops for i, layer in enumerate(w.layers)) / (w.T)
     mfu = fpt * tokens / (step * gpus * peak)
-    hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, attn_fwd)) * tokens / (step * gpus * peak)
+    hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, sel_flops)) * tokens / (step * gpus * peak)
 
-    # ---- breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end ------
-    mean = lambda x: (mult * x).sum(axis=1) / pp
-    breakdown = {k: mean(v) * nmb for k, v in stage_parts.items()}
-    breakdown |= {"stage_imbalance": (t_max - t_sum / pp) * nmb, "pipeline_bubble": bubble, "dp_comm": dp_t,
-                  "optimizer": optimizer, "step_overhead": c.step_overhead_s + zero}
+    # breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end
+    breakdown = {k: v * nmb for k, v in st.parts.items() if not k.startswith("raw_")}
+    breakdown |= {"stage_imbalance": (st.t_max - st.t_sum / f64(grid.pp)) * nmb, "pipeline_bubble": st.bubble,
+                  "dp_comm": end.dp_comm, "optimizer": end.optimizer, "step_overhead": c.step_overhead_s + zero}
     breakdown = {k: breakdown[k] for k in BREAKDOWN}
-    comm_raw = {k: mean(sum(cnt[i] * col(kinds[i][1][k]) for i in range(len(kinds)))) * nmb for k in ("tp_comm", "cp_comm", "ep_comm")}
-    comm_raw |= {"pp_comm": p2p * nmb, "dp_comm": pick(np.where(grid.fsdp[:, None], nmb[:, None] * (2 * ag + rs), rs + ag))}
+    comm_raw = {k[4:]: v * nmb for k, v in st.parts.items() if k.startswith("raw_")}
+    comm_raw |= {"pp_comm": st.p2p * nmb, "dp_comm": end.dp_raw}
 
-    # ---- memory: the fullest of the first, second and last pipeline ranks -----------------------------
-    mem, mem_stages = memory_per_gpu(w, grid, prec, gb, c, p_dense, p_exp, dpc, edp, nmb, mem_cnt, mem_rank)
+    mem, mem_stages = memory_per_gpu(w, grid, prec, sw, c, end.p_dense, end.p_exp, f64(grid.dp) * f64(grid.cp),
+                                     f64(grid.edp), nmb, end.mem_cnt, end.mem_rank)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),

@@ -15,8 +15,9 @@ Model (each formula names its source):
   replaced at once: spares = max(min_spare_units, ceil(units of the job expected in repair)), where units
   in repair = units x unit-wide event rate x repair time (Little's law). Without spares a unit-wide event
   (or, with no hot spares, any fault) adds its repair time to the restart.
-- Cost: the job pays for its GPUs plus its spare units; counting the in-rack hot spares as training cost
-  multiplies by gpus_per_unit / used_per_unit (72/64). Idle spares' energy is not counted.
+- Cost: the job pays for its GPUs plus its spare units, and by default for the in-rack hot spares too (they are
+  installed and paid for whether or not they train: gpus_per_unit / used_per_unit, 72/64 on NVL72);
+  `--spares excluded` (count_hot_spares = False) leaves them out. Idle spares' energy is not counted.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ class ReliabilityInputs:
     gpus_per_unit: int                      # from the hardware's [cost] (8 per HGX server, 72 per NVL72 rack)
     checkpoint_s: float | None = None       # blocking checkpoint write time; None = from bytes and bandwidth
     spare_units: int | None = None          # None = sized from the repair load
-    count_hot_spares: bool = False          # charge the in-rack hot spares to training
+    count_hot_spares: bool = True           # charge the in-rack hot spares to training (installed hardware is paid)
     interval: Interval = "young"
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -55,6 +56,18 @@ class ReliabilityInputs:
 
 
 REL_KEYS = tuple(f.name for f in fields(ReliabilityInputs) if f.name not in ("sources", "interval", "gpus_per_unit"))
+SPARES = ("charged", "excluded")     # --spares: the in-rack hot spares charged to training (default) or left out
+
+
+def spares_text(ri: "ReliabilityInputs", unit: str) -> str:
+    """The spare policy in words, for every economics table."""
+    hot = ri.hot_spare_gpus_per_unit
+    if not hot:
+        return f"spares: no in-rack hot spares ({ri.gpus_per_unit} GPUs per {unit}); spare {unit}s charged"
+    how = "charged" if ri.count_hot_spares else "excluded (--spares excluded)"
+    return (f"spares: in-rack hot spares {how}: {hot} of {ri.gpus_per_unit} GPUs per {unit} "
+            f"{'paid for, not training' if ri.count_hot_spares else 'not paid for'}; spare {unit}s charged"
+            + ("" if not ri.count_hot_spares else "; --spares excluded leaves the hot spares out"))
 _INT_KEYS = ("hot_spare_gpus_per_unit", "min_spare_units", "spare_units")
 
 

@@ -16,6 +16,10 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import shutil
+import tempfile
+import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .calibration import constants
 from .compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_time
 from .counts import param_counts
 from .economics import run_cost
@@ -31,7 +36,7 @@ from .hardware import HardwareSpec, apply_overrides, load_hardware
 from .layout import Layout, layout_text
 from .model import ModelSpec, load_model
 from .predict import Options, Prediction
-from .reliability import assess, reliability_inputs
+from .reliability import assess, reliability_inputs, spares_text
 from .scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
 from .search import search
 from .ops import Gemm
@@ -54,9 +59,11 @@ class ReportConfig:
     top: int = 5
     scaling_max_gpus: int = 16384
     validation_csv: str | None = None
-    profile: str = "default"
+    stack: str | None = None                 # software stack preset id or file (None: default), --stack
+    stack_set: tuple[str, ...] = ()          # its feature=value overrides, --stack-set
     buyer: str = "hyperscaler"
     tokens: float = 1e12
+    spares: str = "charged"                  # in-rack hot spares charged to training, or "excluded" (--spares)
 
 
 @dataclass
@@ -91,7 +98,7 @@ def breakdown_png(p: Prediction, labels: list[str], path: Path, title: str) -> N
         left += v
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel("seconds per optimizer step")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(textwrap.fill(title, 90), fontsize=10)      # wrapped, never cut at the figure's edge
     ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.28 if n < 4 else -0.16), frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
@@ -130,7 +137,8 @@ def roofline_ops(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> 
     c, prec = opts.consts, opts.precision
     a = m.attention
     _, _, nbytes = gemm_peak_and_eff(hw, prec)
-    w = build(m, LayoutGrid.of(lay), prec not in ("bf16", "fp16"), 1.0, c)
+    from .predict import software_of
+    w = build(m, LayoutGrid.of(lay), prec not in ("bf16", "fp16"), 1.0, c, software_of(m, hw, opts))
     layer = w.layers[-1]
     ops: list[Op] = []
     one = lambda x: float(np.asarray(x).reshape(-1)[0])
@@ -257,7 +265,7 @@ def roofline_png(ops: list[Op], hw: HardwareSpec, precision: str, path: Path, ti
     az.set_title("Compute-bound corner: GEMMs" + (" [M x N x K]" if len(hot) <= 7 else " (shapes in the table)")
                  + " and flash attention", fontsize=10)
     az.grid(True, which="both", alpha=0.2)
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(textwrap.fill(title, 120), fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -307,29 +315,35 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
     out = []
     for hw in hws:
         res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=1)
-        if res.top is None:
-            out.append({"hardware": hw.id, "name": hw.display_name(), "layout": None})
+        if res.top is None:                  # cannot run: listed with the reason, no throughput, cost or energy
+            out.append({"hardware": hw.id, "name": hw.display_name(), "layout": None, "runnable": False,
+                        "reason": f"none of the {res.legal:,} legal layouts fits in HBM" if res.legal
+                        else "no legal layout"})
             continue
         tps = float(res.top.tokens_per_s_per_gpu[0])
         t, priced = priced_tco(hw, cfg.buyer)      # unpriced hardware: energy only, $ fields None
-        rel = assess(reliability_inputs(hw), cfg.gpus, params_total)
+        ri = reliability_inputs(hw, {"count_hot_spares": cfg.spares == "charged"})
+        rel = assess(ri, cfg.gpus, params_total)
         nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
         eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
         usd = (lambda v: v) if priced else (lambda v: None)
         out.append({"hardware": hw.id, "name": hw.display_name(), "layout": layout_text(res.top.layouts.layout(0)),
                     "tokens_per_s_per_gpu": tps, "mfu": float(res.top.mfu[0]), "usd_per_gpu_hour": usd(t.usd_per_gpu_hour),
-                    "usd_per_million_tokens": usd(nom.usd_per_million_tokens), "joules_per_token": nom.joules_per_token,
-                    "goodput": rel.goodput_fraction, "units": rel.units, "spare_units": rel.spare_units,
+                    "usd_per_million_tokens_nominal": usd(nom.usd_per_million_tokens),
+                    "joules_per_token_nominal": nom.joules_per_token,
+                    "joules_per_token_after_reliability": eff.joules_per_token,
+                    "goodput_fraction": rel.goodput_fraction, "units": rel.units, "spare_units": rel.spare_units,
                     "gpus_per_unit": rel.inputs.gpus_per_unit, "cost_factor": rel.cost_factor,
                     "usd_per_million_tokens_after_reliability": usd(eff.usd_per_million_tokens),
-                    "usd_run_after_reliability": usd(eff.usd_total),
-                    "perf_per_tco_vs_first": None, "perf_per_tco_after_reliability_vs_first": None})
+                    "usd_total_after_reliability": usd(eff.usd_total),
+                    "spares": cfg.spares, "spares_text": spares_text(ri, hw.cost.unit_name if hw.cost else "server"),
+                    "perf_per_tco_vs_first_nominal": None, "perf_per_tco_vs_first_after_reliability": None})
     base = next((o for o in out if o.get("layout") and o["usd_per_gpu_hour"] is not None), None)
     for o in out:
         if o.get("layout") and base and o["usd_per_gpu_hour"] is not None:
-            o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
+            o["perf_per_tco_vs_first_nominal"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
                 (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
-            o["perf_per_tco_after_reliability_vs_first"] = (base["usd_per_million_tokens_after_reliability"]
+            o["perf_per_tco_vs_first_after_reliability"] = (base["usd_per_million_tokens_after_reliability"]
                                                           / o["usd_per_million_tokens_after_reliability"])
     return out
 
@@ -337,10 +351,14 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
 def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     plt = _plt()
     ok = [r for r in rows if r.get("layout")]
+    first = ok[0]["hardware"] if ok else "first"
     metrics = [("tokens/s per GPU", "tokens_per_s_per_gpu", "{:,.0f}"), ("$ per GPU-hour", "usd_per_gpu_hour", "{:.2f}"),
-               ("$ per 1M tokens", "usd_per_million_tokens", "{:.3f}"), ("utility J per token", "joules_per_token", "{:.2f}"),
-               (f"perf per TCO (vs {ok[0]['hardware'] if ok else 'first'})", "perf_per_tco_vs_first", "{:.2f}x")]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(12, 3.4))
+               ("$ per 1M tokens, nominal", "usd_per_million_tokens_nominal", "{:.3f}"),
+               ("$ per 1M tokens,\nafter reliability", "usd_per_million_tokens_after_reliability", "{:.3f}"),
+               ("utility J per token, nominal", "joules_per_token_nominal", "{:.2f}"),
+               (f"perf per TCO vs {first},\nnominal", "perf_per_tco_vs_first_nominal", "{:.2f}x"),
+               (f"perf per TCO vs {first},\nafter reliability", "perf_per_tco_vs_first_after_reliability", "{:.2f}x")]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(16, 3.8))
     colors = ["#76b900", "#1f77b4", "#ff7f0e", "#9467bd"]
     for ax, (lab, k, fmt) in zip(axes, metrics):
         vals = [r[k] if r[k] is not None else 0.0 for r in ok]      # no sourced price: drawn as 0, labelled "-"
@@ -352,7 +370,7 @@ def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
                         fontsize=8)
         ax.set_ylim(0, 1.2 * max(vals) if vals and max(vals) > 0 else 1)
         ax.tick_params(axis="y", labelsize=7)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, 150), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -404,23 +422,62 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return "".join(out)
 
 
-def build(cfg: ReportConfig, out: str | Path) -> Report:
-    """Write index.html and its PNGs into `out` (created if missing)."""
-    from .profiles import get_profile
+REPORT_STEPS = ("planner", "roofline", "scaling", "validation", "comparison", "page")
+
+
+def check_inputs(cfg: ReportConfig) -> None:
+    """Every input of the report, checked before any work (a bad --compare id must not fail after the
+    planner has run): specs, precision on each system, sizes, the validation CSV, the output folder."""
+    from .commands.common import check_stack
+    from .validate import count_rows
+    m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
+    hw.peak(cfg.precision)
+    for h in cfg.compare:
+        load_hardware(h).peak(cfg.precision)
+    check_stack(cfg.stack, cfg.stack_set)
+    for name in ("gpus", "gbs", "seq", "top"):
+        if getattr(cfg, name) < 1:
+            raise InputError(f"--{name}", name, f"must be a positive integer (got {getattr(cfg, name)})")
+    if cfg.scaling_max_gpus < cfg.gpus:
+        raise InputError("--scaling-max-gpus", "scaling_max_gpus", f"must be at least --gpus {cfg.gpus}")
+    count_rows(Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv())
+    _ = m
+
+
+def build(cfg: ReportConfig, out: str | Path, on_step=None) -> Report:
+    """Write index.html and its PNGs into `out` (created if missing), atomically: every input is checked first
+    (check_inputs), the files are written into a temporary folder beside `out` and moved in only when all of
+    them are done, so a failure leaves no half-written report. `on_step(name)` reports each REPORT_STEPS step."""
+    outdir = Path(out)
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError("--out", str(out), "not a folder")
+    check_inputs(cfg)
+    try:
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=outdir.parent))
+    except OSError as exc:
+        raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
+    try:
+        rep = _build(cfg, tmp, on_step or (lambda name: None))
+        outdir.mkdir(exist_ok=True)
+        for f in rep.files:
+            os.replace(tmp / f, outdir / f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rep.out = outdir
+    return rep
+
+
+def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
+    from .stack import load_stack
     from .validate import validate_file
 
     t0 = time.perf_counter()
-    outdir = Path(out)
-    try:
-        outdir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
-    if not outdir.is_dir():
-        raise InputError("--out", str(out), "not a folder")
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
-    prof = get_profile(cfg.profile)
-    opts = Options(cfg.precision, "causal", "real", prof.consts)  # type: ignore[arg-type]
+    opts = Options(cfg.precision, "causal", "real", constants(), cfg.stack, tuple(cfg.stack_set))  # type: ignore[arg-type]
+    stack_text = load_stack(cfg.stack).id + (f" + --stack-set {', '.join(cfg.stack_set)}" if cfg.stack_set else "")
     rep = Report(outdir)
+    progress("planner")
     e = html.escape
     sections: list[str] = []
 
@@ -442,7 +499,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         comm_s = sum(b[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
         top_rows.append([i + 1, texts[i], f"{top.tokens_per_s_per_gpu[i]:,.0f}",
                          f"{top.mfu[i]:.1%}", f"{step:.3f}", f"{comm_s / step:.1%}", f"{b['pipeline_bubble'] / step:.1%}",
-                         f"{top.memory_bytes_per_gpu[i] / 2**30:.1f}"])
+                         f"{top.memory_bytes_per_gpu[i] / 1e9:.1f}"])
     rep.data["top"] = [{"layout": texts[i], **{k: v for k, v in top.row(i).items() if k != "layout"}}
                        for i in range(top.layouts.n)]
 
@@ -452,6 +509,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                     + _img("breakdown.png", "step-time breakdown", "Stacked step-time breakdown (perfmodel predict)"))
 
     # roofline
+    progress("roofline")
     best = top.layouts.layout(0)
     ops = roofline_ops(m, hw, best, opts)
     roofline_png(ops, hw, cfg.precision, outdir / "roofline.png",
@@ -474,23 +532,24 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     sections.append(f"<h2>3. Top layouts (planner)</h2><p class='note'>{res.evaluated:,} candidate layouts, "
                     f"{res.legal:,} legal, {res.fits:,} fit in HBM, scored in {res.seconds:.2f} s "
                     f"(<code>perfmodel search</code>).</p>"
-                    + _table(["#", "layout", "tok/s/GPU", "MFU", "step s", "comm", "bubble", "mem GiB"], top_rows))
+                    + _table(["#", "layout", "tok/s/GPU", "MFU", "step s", "comm", "bubble", "mem GB"], top_rows))
 
     # scaling
+    progress("scaling")
     sizes = []
     n = cfg.gpus
     while n <= max(cfg.scaling_max_gpus, cfg.gpus):
         sizes.append(n)
         n *= 2
-    sc = run_scaling(m, hw, sizes, "weak", best, opts, profile=prof.name, measured=load_runs())
+    sc = run_scaling(m, hw, sizes, "weak", best, opts, measured=load_runs(), spares=cfg.spares)
     scaling_plot(sc, outdir / "scaling.png")
     rep.files.append("scaling.png")
     rep.data["scaling"] = sc.to_dict()
     sc_rows = [[f"{p.gpus:,}", f"{p.gbs:,}", f"{p.tokens_per_s_per_gpu:,.0f}", f"{p.mfu:.1%}",
                 f"{p.grows_s['dp_comm'] / p.step_time_s:.1%}", f"{p.goodput_fraction:.2%}",
                 f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
-                f"{p.usd_per_million_tokens:.3f}" if p.usd_per_million_tokens is not None else "-",
-                f"{p.joules_per_token:.2f}"] if p.ok else [f"{p.gpus:,}", p.gbs, p.reason, "", "", "", "", "", ""]
+                f"{p.usd_per_million_tokens_nominal:.3f}" if p.usd_per_million_tokens_nominal is not None else "-",
+                f"{p.joules_per_token_nominal:.2f}"] if p.ok else [f"{p.gpus:,}", p.gbs, p.reason, "", "", "", "", "", ""]
                for p in sc.points]
     sections.append(f"<h2>4. Weak scaling</h2><p class='note'>Best layout {e(layout_text(best))} held fixed, per-GPU batch "
                     f"held (global batch grows with data parallelism), {sizes[0]:,} to {sizes[-1]:,} GPUs "
@@ -502,6 +561,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                               "J/tok"], sc_rows))
 
     # validation
+    progress("validation")
     csv_path = Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv()
     vrep = validate_file(csv_path)
     vstats = validation_png(vrep.results, outdir / "validation.png")
@@ -509,7 +569,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
     by_hw = vrep.by("hardware")
     rep.data["validation"] = {**vstats, "by_hardware": by_hw}
     sections.append(f"<h2>5. Predicted vs measured</h2><p class='note'>Every row of <code>{e(csv_path.name)}</code> "
-                    f"predicted from its published layout with the calibrated constants (default profile), coloured by "
+                    f"predicted from its published layout with the calibrated constants and the row's own stack preset, coloured by "
                     f"hardware; the band is ±25%.</p>"
                     + _img("validation.png", "validation scatter", "predicted vs measured tokens/s per GPU (log-log)")
                     + _table(["hardware", "rows", "MAPE", "median APE", "bias"],
@@ -517,6 +577,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                               for h, s in by_hw.items()]))
 
     # comparison
+    progress("comparison")
     hws = [load_hardware(h) for h in cfg.compare]
     cmp_rows = compare_systems(m, hws, cfg, opts)
     compare_png(cmp_rows, outdir / "compare.png", f"{m.name} on {cfg.gpus} GPUs, {cfg.precision}, best layout each")
@@ -531,29 +592,33 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
                               f"{r['cost_factor']:.2f}x GPUs paid" for r in heavy)
                   + "), which dominates the after-reliability figures; at a few hundred GPUs and more it is a few "
                     "percent (<code>--gpus</code>).") if heavy else ""
+    spare_note += "".join(f" <b>{e(r['hardware'])} cannot run</b> this job at {cfg.gpus} GPUs ({e(r['reason'])}): "
+                          "no throughput, cost or energy is shown for it." for r in cmp_rows if not r.get("layout"))
     metric_rows = [
         ["best layout"] + [r["layout"] for r in ok],
         ["tokens/s per GPU"] + [f"{r['tokens_per_s_per_gpu']:,.0f}" for r in ok],
         ["MFU"] + [f"{r['mfu']:.1%}" for r in ok],
         ["$ per GPU-hour"] + [f(r["usd_per_gpu_hour"], ".3f") for r in ok],
-        ["$ per 1M tokens"] + [f(r["usd_per_million_tokens"], ".4f") for r in ok],
-        ["utility J per token"] + [f"{r['joules_per_token']:.3f}" for r in ok],
-        ["goodput"] + [f"{r['goodput']:.2%}" for r in ok],
+        ["$ per 1M tokens nominal"] + [f(r["usd_per_million_tokens_nominal"], ".4f") for r in ok],
+        ["utility J per token nominal"] + [f"{r['joules_per_token_nominal']:.3f}" for r in ok],
+        ["goodput"] + [f"{r['goodput_fraction']:.2%}" for r in ok],
         ["units + spare units (GPUs per unit)"] + [f"{r['units']} + {r['spare_units']} ({r['gpus_per_unit']})" for r in ok],
         ["GPUs paid / GPUs used"] + [f"{r['cost_factor']:.2f}x" for r in ok],
         ["$ per 1M tokens after reliability"] + [f(r["usd_per_million_tokens_after_reliability"], ".4f") for r in ok],
-        ["perf per TCO vs first"] + [f(r["perf_per_tco_vs_first"], ".2f") + "x" * (r["perf_per_tco_vs_first"] is not None)
-                                     for r in ok],
-        ["  after reliability"] + [f(r["perf_per_tco_after_reliability_vs_first"], ".2f")
-                                   + "x" * (r["perf_per_tco_after_reliability_vs_first"] is not None) for r in ok],
+        ["perf per TCO vs first, nominal"] + [f(r["perf_per_tco_vs_first_nominal"], ".2f")
+                                              + "x" * (r["perf_per_tco_vs_first_nominal"] is not None) for r in ok],
+        ["  after reliability"] + [f(r["perf_per_tco_vs_first_after_reliability"], ".2f")
+                                   + "x" * (r["perf_per_tco_vs_first_after_reliability"] is not None) for r in ok],
     ]
     sections.append(f"<h2>6. {' vs '.join(e(h.id) for h in hws)}</h2><p class='note'>The planner's best layout on each "
                     f"system at {cfg.gpus} GPUs; cost from <code>perfmodel tco</code> ({e(cfg.buyer)} assumptions), "
                     f"energy as utility joules (all-in power x PUE), goodput and spares from the reliability model "
-                    f"(<code>perfmodel compare</code>).{spare_note}</p>"
+                    f"(<code>perfmodel compare</code>).{spare_note} "
+                    + "; ".join(f"{e(r['hardware'])} {e(r['spares_text'])}" for r in ok) + "</p>"
                     + _img("compare.png", "hardware comparison", "cost, energy and perf per TCO")
                     + _table([""] + [r["hardware"] for r in ok], metric_rows))
 
+    progress("page")
     rep.seconds = time.perf_counter() - t0
     try:
         from importlib.metadata import version
@@ -562,7 +627,7 @@ def build(cfg: ReportConfig, out: str | Path) -> Report:
         ver = "checkout"
     head = (f"<h1>perfmodel report: {e(m.name)} on {e(hw.display_name())}</h1>"
             f"<p class='note'>{cfg.gpus} GPUs, global batch {cfg.gbs}, sequence {cfg.seq}, {e(cfg.precision)}, "
-            f"software profile <code>{e(prof.name)}</code>"
+            f"software stack <code>{e(stack_text)}</code>"
             + (f", what-if hardware <code>{e(' '.join(cfg.hardware_sets))}</code>" if cfg.hardware_sets else "")
             + f". Generated {time.strftime('%Y-%m-%d %H:%M')} in "
             f"{rep.seconds:.1f} s by perfmodel {e(ver)}; every figure is a PNG next to this page.</p>")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping
 
 from .api import check
+from .checks import memory_reason
 from .counts import flops_per_token, param_counts
 from .economics import TCO, run_cost, tco_for
 from .errors import InputError
@@ -32,7 +33,7 @@ from .layout import Layout, LayoutGrid, layout_text
 from .model import ModelSpec
 from .predict import Options, Prediction, predict_grid
 from .profiles import release_of
-from .reliability import ReliabilityInputs, assess, reliability_inputs
+from .reliability import ReliabilityInputs, assess, reliability_inputs, spares_text
 from .search import Constraints, search as run_search
 
 Mode = Literal["weak", "strong"]
@@ -138,9 +139,9 @@ class ScalePoint:
     breakdown_s: dict[str, float] = field(default_factory=dict)
     grows_s: dict[str, float] = field(default_factory=dict)
     scaling_efficiency: float | None = None
-    usd_per_million_tokens: float | None = None
+    usd_per_million_tokens_nominal: float | None = None
     usd_per_million_tokens_after_reliability: float | None = None
-    joules_per_token: float | None = None
+    joules_per_token_nominal: float | None = None
     joules_per_token_after_reliability: float | None = None
     goodput_fraction: float | None = None
     goodput_tokens_per_s_per_gpu: float | None = None
@@ -165,10 +166,13 @@ class ScalingResult:
     base_gbs: int
     search: bool
     priced: bool
-    profile: str
+    stack: str                    # the stack preset id (perfmodel/stack.py)
+    stack_set: list[str]         # its --stack-set overrides
     points: list[ScalePoint]
     usd_per_gpu_hour: float | None
     moe: bool = False
+    spares: str = "charged"
+    spares_text: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k != "points"}
@@ -188,9 +192,9 @@ def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: 
     nominal = run_cost(t, tps, RUN_TOKENS, pt.gpus)
     eff = run_cost(t, tps, RUN_TOKENS, pt.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
     if priced:
-        pt.usd_per_million_tokens = nominal.usd_per_million_tokens
+        pt.usd_per_million_tokens_nominal = nominal.usd_per_million_tokens
         pt.usd_per_million_tokens_after_reliability = eff.usd_per_million_tokens
-    pt.joules_per_token, pt.joules_per_token_after_reliability = nominal.joules_per_token, eff.joules_per_token
+    pt.joules_per_token_nominal, pt.joules_per_token_after_reliability = nominal.joules_per_token, eff.joules_per_token
     pt.goodput_fraction = rel.goodput_fraction
     pt.goodput_tokens_per_s_per_gpu = tps * rel.goodput_fraction
     pt.job_mtbi_s, pt.interruptions_per_day = rel.mtbi_s, rel.interruptions_per_day
@@ -198,9 +202,9 @@ def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: 
 
 
 def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base: Layout, opts: Options,
-            search: bool = False, buyer: str = "hyperscaler", profile: str = "default",
+            search: bool = False, buyer: str = "hyperscaler",
             measured: list[dict] | None = None, constraints: Any = None,
-            on_chunk: Callable[[int, int, int], None] | None = None) -> ScalingResult:
+            on_chunk: Callable[[int, int, int], None] | None = None, spares: str = "charged") -> ScalingResult:
     """Predict `base` (its gpus and gbs are those of the first, smallest size) at every GPU count.
     search=True runs the planner per size instead (base's tp/pp/... are then ignored; `constraints`, a
     search.Constraints, pins or caps axes; `on_chunk(gpus, done, total)` reports the planner's progress)."""
@@ -212,7 +216,7 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
     gpus = sorted(gpus)
     n0 = gpus[0]
     t, priced = priced_tco(hw, buyer)
-    ri = reliability_inputs(hw)
+    ri = reliability_inputs(hw, {"count_hot_spares": spares == "charged"})
     params_total = float(param_counts(model).total)
     cons = Constraints() if constraints is None else constraints
     points: list[ScalePoint] = []
@@ -224,8 +228,14 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
             pt.reason = f"weak-scaled global batch {base.gbs} x {n} / {n0} is not a whole number of sequences"
             continue
         if search:
-            res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1, constraints=cons,
-                             on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None)
+            try:
+                res = run_search(model, hw, n, gbs, base.seq, opts, "throughput", top_k=1, constraints=cons,
+                                 on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None)
+            except InputError as exc:        # a --fix value this size cannot take (tp=8 on 4 GPUs)
+                if exc.where != "--fix":
+                    raise
+                pt.reason = f"{exc.field}: {exc.reason}"
+                continue
             if res.top is None:
                 pt.reason = f"no legal layout fits in HBM ({res.legal:,} legal layouts scored)"
                 continue
@@ -238,16 +248,23 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
                 pt.reason = f"{exc.field}: {exc.reason}"
                 continue
             p = predict_grid(model, hw, LayoutGrid.of(lay), opts)
+            if not bool(p.fits[0]):          # cannot run: no throughput, cost or energy, never a baseline
+                pt.layout, pt.fits = p.row(0)["layout"], False
+                pt.memory_bytes_per_gpu = float(p.memory_bytes_per_gpu[0])
+                pt.reason = "does not fit: " + memory_reason(pt.memory_bytes_per_gpu, float(p.hbm_bytes), hw.id)
+                continue
         pt.ok = True
         _fill(pt, p, ri, t, priced, params_total)
-    first = next((p for p in points if p.ok), None)
+    first = next((p for p in points if p.ok), None)        # the 100% baseline: the first size that runs
     for p in points:
         if p.ok and first is not None:
             p.scaling_efficiency = p.tokens_per_s_per_gpu / first.tokens_per_s_per_gpu  # type: ignore[operator]
     if measured is not None:
         attach_measured(points, measured, model, hw, opts, base, mode, search)
     return ScalingResult(model.id, hw.id, mode, opts.precision, opts.attention, base.seq, n0, base.gbs, search,
-                         priced, profile, points, t.usd_per_gpu_hour if priced else None, model.is_moe)
+                         priced, opts.stack or "default", list(opts.stack_set), points, t.usd_per_gpu_hour if priced else None, model.is_moe,
+                         "charged" if ri.count_hot_spares else "excluded",
+                         spares_text(ri, hw.cost.unit_name if hw.cost is not None else "server"))
 
 
 # ---- measured runs (validation/runs.csv) ----------------------------------------------------------
@@ -353,7 +370,9 @@ def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int
         if len(key) == 8:                 # recompute unpublished: the lightest that fits, as validate infers it
             for rc in ("none", "selective", "full"):
                 cand = replace(base, recompute=rc)  # type: ignore[arg-type]
-                if bool(predict_grid(model, hw, LayoutGrid.of(cand), Options(prec)).fits[0]):
+                q = predict_grid(model, hw, LayoutGrid.of(cand), Options(prec))
+                from .validate import MEMORY_TOLERANCE    # the run fitted: within the memory model's error
+                if float(q.memory_bytes_per_gpu[0]) <= q.hbm_bytes * (1 + MEMORY_TOLERANCE):
                     base = cand
                     break
         res = scaling(model, hw, gpus, "weak", base, Options(prec, attention), measured=rows)  # type: ignore[arg-type]
@@ -433,9 +452,11 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
         first = ok[0].layout if ok else None
         how = "fixed layout " + (_layout_no_dp(first) if first else "-")
     batch = "per-GPU batch held" if res.mode == "weak" else "global batch held"
-    fig.suptitle(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, seq {res.seq}, "
-                 f"global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"
-                 + (f", profile {res.profile}" if res.profile != "default" else ""), fontsize=11)
+    import textwrap
+    fig.suptitle(textwrap.fill(title or f"{res.model} on {res.hardware}: {res.mode} scaling ({batch}), {res.precision}, "
+                 f"seq {res.seq}, global batch {res.base_gbs:,} at {res.base_gpus:,} GPUs, {how}"
+                 + (f", stack {res.stack}" if res.stack != "default" or res.stack_set else "")
+                 + (f" + {', '.join(res.stack_set)}" if res.stack_set else ""), 150), fontsize=11)
     fig.tight_layout()
     fig.savefig(out, dpi=100)
     plt.close(fig)

@@ -85,7 +85,15 @@ def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tu
                     raise InputError(where, axis, f"unknown axis{did_you_mean(axis, AXES)}; one of {', '.join(AXES)}")
                 if where == "--max" and axis in ("fsdp", "recompute"):
                     raise InputError(where, axis, "cannot be capped; use --fix")
-                out[where][axis] = _axis_value(axis, text, where)
+                val = _axis_value(axis, text, where)
+                if axis in out[where] and out[where][axis] != val:       # two answers to one question
+                    raise InputError(where, axis, f"given twice with different values ({out[where][axis]} and {val}): "
+                                                  "give it once")
+                out[where][axis] = val
+    for axis, v in out["--fix"].items():
+        if axis in out["--max"] and v > out["--max"][axis]:
+            raise InputError("--fix / --max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: "
+                                                    "drop one")
     return Constraints(fix=out["--fix"], cap=out["--max"])
 
 
@@ -156,6 +164,24 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     else:
         ep = etp = np.array([1], dtype=np.int64)
     mbs = np.array([m for m in MBS_CHOICES if gbs % m == 0], dtype=np.int64)
+    # a pinned value no layout can take is the user's error, named with its rule (not "nothing fits")
+    kv = a.num_kv_heads
+    rules = {
+        "tp": (tp, f"tp must divide the {gpus:,} GPUs and the {a.num_heads} attention heads, and divide or be a "
+                   f"multiple of the {kv} KV heads"),
+        "pp": (pp, f"pp must divide the {gpus:,} GPUs and be at most the {model.num_layers} layers"),
+        "cp": (cp, f"cp must divide the {gpus:,} GPUs and seq {seq:,} must be divisible by 2 x cp"),
+        "ep": (ep, (f"ep must divide the {gpus:,} GPUs and the {model.moe.num_experts} experts" if model.moe
+                    else f"{model.id} is dense: ep must be 1")),
+        "etp": (etp, f"etp must divide the {gpus:,} GPUs" if model.moe else f"{model.id} is dense: etp must be 1"),
+        "mbs": (mbs, f"mbs must divide the global batch {gbs:,} and be one of {', '.join(map(str, MBS_CHOICES))}"),
+    }
+    for axis, (vals, rule) in rules.items():
+        if axis in c.fix and c.fix[axis] not in vals:
+            raise InputError("--fix", f"{axis}={c.fix[axis]}", f"no layout can take it: {rule}")
+    if "dp" in c.fix and (gpus % c.fix["dp"] or gbs % c.fix["dp"]):
+        raise InputError("--fix", f"dp={c.fix['dp']}", f"no layout can take it: dp must divide the {gpus:,} GPUs "
+                                                       f"and the global batch {gbs:,}")
     return Space(gpus, gbs, seq, _select("tp", tp, c), _select("pp", pp, c), _select("vp", vp, c),
                  _select("cp", cp, c), _select("ep", ep, c), _select("etp", etp, c), _select("mbs", mbs, c),
                  _select("fsdp", np.array([0, 1]), c), _select("recompute", np.array([0, 1, 2]), c),
@@ -363,11 +389,40 @@ def _pareto_idx(thr: np.ndarray, headroom: np.ndarray) -> np.ndarray:
     return o[h > prev]
 
 
+def _undominated(front_t: np.ndarray, front_h: np.ndarray, thr: np.ndarray, headroom: np.ndarray) -> np.ndarray:
+    """True where a point is not weakly dominated by the front (front_t descending, front_h then
+    strictly ascending, as _pareto_idx returns it): the front points at least as fast form a prefix,
+    whose largest headroom is its last. O(n log f), no sort of the points."""
+    if front_t.size == 0:
+        return np.ones(thr.shape, bool)
+    cnt = np.searchsorted(-front_t, -thr, side="right")          # front points with t >= thr
+    return (cnt == 0) | (front_h[np.maximum(cnt - 1, 0)] < headroom)
+
+
+def _top(values: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values, best first; among equal values the earliest index first
+    (np.partition finds the k-th value, O(n); only the <= k winners are sorted)."""
+    if values.size > k:
+        kth = -np.partition(-values, k - 1)[k - 1]
+        idx = np.flatnonzero(values >= kth)
+        if idx.size > k:                      # ties at the k-th value: the earliest ones
+            above = idx[values[idx] > kth]
+            idx = np.sort(np.concatenate([above, idx[values[idx] == kth][:k - above.size]]))
+    else:
+        idx = np.arange(values.size)
+    return idx[np.argsort(-values[idx], kind="stable")]
+
+
 def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, opts: Options,
            objective: str = "throughput", top_k: int = 10, constraints: Constraints = Constraints(),
            keep_scores: bool = False, on_chunk: Callable[[int, int], None] | None = None) -> SearchResult:
     """Score every legal layout; keep the best `top_k` that fit and the throughput/headroom front.
-    `on_chunk(done, total)` is called after each scored chunk (progress bars)."""
+    `on_chunk(done, total)` is called after each scored chunk (progress bars).
+
+    Selection streams: a running top K (a chunk's layouts enter only above the current K-th value, found
+    with a partition, not a sort) and a running Pareto front (a chunk's layouts are first tested against
+    it by binary search; only the few it does not dominate are merged). Among equal values the earlier
+    enumerated layout is kept."""
     t0 = time.perf_counter()
     if top_k < 1:
         raise InputError("--top", "top", f"must be at least 1 (got {top_k})")
@@ -379,14 +434,13 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     # a progress bar needs the number of chunks: one extra, storeless enumeration pass (a few % of the time)
     nchunks = -(-sum(len(b["tp"]) for b in structural_blocks(model, s)) // step) if on_chunk else 0
     legal = fits = 0
-    pool: list[LayoutGrid] = []
-    pool_v: list[np.ndarray] = []
-    front: list[LayoutGrid] = []
-    front_t: list[np.ndarray] = []
-    front_h: list[np.ndarray] = []
+    top_g: LayoutGrid | None = None           # running best top_k, best first
+    top_v = np.zeros(0)
+    front_g: LayoutGrid | None = None         # running front, throughput descending
+    front_t = front_h = np.zeros(0)
     scores: list[np.ndarray] = []
     # memory stays bounded: the base rows are streamed block by block, and only the running top K and
-    # Pareto front are kept (each re-pruned once it holds more than 8 chunks' worth)
+    # Pareto front are kept
     for i, cols in enumerate(_rechunk(structural_blocks(model, s), step)):
         grid = _expand(s, cols)
         # structural_blocks applied every other rule (layout.legality included) to these base rows
@@ -396,47 +450,42 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
         legal += grid.n
         if grid.n:
             p = predict_grid(model, hw, grid, opts)
-            f = p.fits
-            nf = int(np.count_nonzero(f))
-            fits += nf
-            if nf:
-                idx = np.flatnonzero(f)
+            idx = np.flatnonzero(p.fits)
+            fits += idx.size
+            if idx.size:
                 thr = p.tokens_per_s_per_gpu[idx]
                 val = thr * scale
                 if keep_scores:
                     scores.append(val)
-                k = min(top_k, nf)
-                sel = np.argpartition(-val, k - 1)[:k] if nf > k else np.arange(nf)
-                pool.append(grid.take(idx[sel]))
-                pool_v.append(val[sel])
+                # top K: only values above the current K-th can enter
+                cand = np.arange(idx.size) if top_v.size < top_k else np.flatnonzero(val > top_v[-1])
+                if cand.size:
+                    sel = cand[_top(val[cand], top_k)]
+                    g_new = grid.take(idx[sel])
+                    g_all = g_new if top_g is None else LayoutGrid.concat([top_g, g_new])
+                    v_all = np.concatenate([top_v, val[sel]])
+                    keep = _order(v_all)[:top_k]                   # <= 2K values; the running ones first
+                    top_g, top_v = g_all.take(keep), v_all[keep]
+                # Pareto front: merge only the points the running front does not dominate
                 head = p.hbm_bytes - p.memory_bytes_per_gpu[idx]
-                pi = _pareto_idx(thr, head)
-                front.append(grid.take(idx[pi]))
-                front_t.append(thr[pi])
-                front_h.append(head[pi])
-            if len(pool) > 8:                                      # keep the pool small
-                g_all, v_all = LayoutGrid.concat(pool), np.concatenate(pool_v)
-                keep = _order(v_all)[:top_k]
-                pool, pool_v = [g_all.take(keep)], [v_all[keep]]
-            if len(front) > 8:                                     # the union's front = front of the fronts
-                fg, ft, fh = LayoutGrid.concat(front), np.concatenate(front_t), np.concatenate(front_h)
-                pi = _pareto_idx(ft, fh)
-                front, front_t, front_h = [fg.take(pi)], [ft[pi]], [fh[pi]]
+                new = np.flatnonzero(_undominated(front_t, front_h, thr, head))
+                if new.size:
+                    g_new = grid.take(idx[new])
+                    g_all = g_new if front_g is None else LayoutGrid.concat([front_g, g_new])
+                    t_all, h_all = np.concatenate([front_t, thr[new]]), np.concatenate([front_h, head[new]])
+                    pi = _pareto_idx(t_all, h_all)
+                    front_g, front_t, front_h = g_all.take(pi), t_all[pi], h_all[pi]
         if on_chunk:
             on_chunk(i + 1, nchunks)
     top = pareto = None
     top_values = np.zeros(0)
-    if pool:
-        g_all, v_all = LayoutGrid.concat(pool), np.concatenate(pool_v)
-        keep = _order(v_all)[:top_k]
-        top = predict_grid(model, hw, g_all.take(keep), opts)
+    if top_g is not None and front_g is not None:
+        top = predict_grid(model, hw, top_g, opts)
         top_values = top.tokens_per_s_per_gpu * scale
         o = _order(top_values)                                     # re-sort on the fresh prediction
         if (o != np.arange(o.size)).any():
             top, top_values = predict_grid(model, hw, top.layouts.take(o), opts), top_values[o]
-        fg, ft, fh = LayoutGrid.concat(front), np.concatenate(front_t), np.concatenate(front_h)
-        pi = _pareto_idx(ft, fh)
-        pareto = predict_grid(model, hw, fg.take(pi), opts)
+        pareto = predict_grid(model, hw, front_g, opts)
     return SearchResult(gpus, objective, s.size, legal, fits, time.perf_counter() - t0, top, top_values, pareto, s,
                         np.concatenate(scores) if keep_scores and scores else (np.zeros(0) if keep_scores else None))
 

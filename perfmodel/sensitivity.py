@@ -27,6 +27,7 @@ from itertools import product
 from typing import Any, Callable
 
 from .api import check
+from .checks import memory_reason
 from .economics import tco_for
 from .hardware import HardwareSpec, apply_overrides, field_value
 from .layout import Layout, LayoutGrid
@@ -232,8 +233,14 @@ def sweep(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Options, spe
         except InputError as exc:
             raise InputError("--sweep", " ".join(sets), exc.reason) from None
         r = _row(model, variant, grid, opts)
-        cells.append({"set": dict(zip((f for f, _ in axes), combo)), "tokens_per_s_per_gpu": r["tokens_per_s_per_gpu"],
-                      "step_time_s": r["step_time_s"], "mfu": r["mfu"], "fits": r["fits"]})
+        run = bool(r["fits"])                # a variant the layout cannot run on gets no throughput
+        cells.append({"set": dict(zip((f for f, _ in axes), combo)),
+                      **{k: r[k] if run else None for k in ("tokens_per_s_per_gpu", "step_time_s", "mfu")},
+                      "fits": run, "memory_bytes_per_gpu": r["memory_bytes_per_gpu"], "hbm_bytes": r["hbm_bytes"]})
+    if not any(c["fits"] for c in cells):
+        c = cells[0]
+        raise InputError("--sweep", "", f"the layout fits in HBM on no variant of the sweep (first: "
+                                        f"{memory_reason(c['memory_bytes_per_gpu'], c['hbm_bytes'], hw.id)})")
     return Sweep(axes, cells)
 
 
@@ -244,7 +251,7 @@ def plot_sweep(sw: Sweep, path: str, title: str) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    z = np.array(sw.matrix(), dtype=float)
+    z = np.array([[np.nan if v is None else v for v in r] for r in sw.matrix()], dtype=float)
     fits = np.array(sw.matrix("fits"), dtype=bool)
     fig, ax = plt.subplots(figsize=(1.2 * z.shape[1] + 3, 0.6 * z.shape[0] + 2))
     im = ax.imshow(z, cmap="viridis", aspect="auto", origin="lower")
@@ -256,10 +263,12 @@ def plot_sweep(sw: Sweep, path: str, title: str) -> None:
     else:
         ax.set_xticks([])
     for (i, j), v in np.ndenumerate(z):
-        ax.text(j, i, f"{v:,.0f}" + ("" if fits[i, j] else "\n(no fit)"), ha="center", va="center",
-                color="white" if v < z.min() + 0.5 * (z.max() - z.min()) else "black", fontsize=8)
+        lo, hi = np.nanmin(z), np.nanmax(z)
+        ax.text(j, i, f"{v:,.0f}" if fits[i, j] else "no fit", ha="center", va="center",
+                color="white" if fits[i, j] and v < lo + 0.5 * (hi - lo) else "black", fontsize=8)
     fig.colorbar(im, ax=ax, label="tokens/s per GPU")
-    ax.set_title(title, fontsize=9)
+    import textwrap
+    ax.set_title(textwrap.fill(title, max(30, int(11 * fig.get_figwidth()))), fontsize=9)   # wrapped, never cut
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=120)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from .counts import param_counts
 from .economics import SECONDS_PER_DAY, TCO, RunCost, run_cost
@@ -49,7 +49,7 @@ from .errors import InputError
 from .hardware import HardwareSpec, load_hardware
 from .model import ModelSpec, load_model
 from .predict import Options
-from .reliability import Reliability, assess, reliability_inputs
+from .reliability import Reliability, assess, reliability_inputs, spares_text
 from .scaling import priced_tco
 from .search import Constraints, SearchResult, search
 from .uncertainty import Band, band_of, with_band
@@ -128,6 +128,7 @@ class Sizer:
     cost_over: Mapping[str, float] = field(default_factory=dict)
     rel_over: Mapping[str, Any] = field(default_factory=dict)
     constraints: Constraints = SIZE_CONSTRAINTS
+    on_size: Callable[[int], None] | None = None     # called with each size's GPU count after it is planned
 
     def __post_init__(self) -> None:
         if not (self.tokens > 0 and math.isfinite(self.tokens)):
@@ -169,6 +170,8 @@ class Sizer:
         t0 = time.perf_counter()
         res = search(self.model, self.hw, gpus, self.gbs, self.seq, self.opts, "throughput", 1, self.constraints)
         self.searches_s += time.perf_counter() - t0
+        if self.on_size is not None:
+            self.on_size(gpus)
         pt = Point(units, gpus, res)
         if res.top is None:
             pt.why_not = ("no layout fits in HBM" if res.legal else
@@ -347,7 +350,7 @@ class Sizer:
         assert top is not None
         b = {k: float(v[0]) for k, v in top.breakdown_s.items()}
         step = float(top.step_time_s[0])
-        other = {k: v for k, v in b.items() if k not in COMPUTE_TERMS}
+        other = {k: v for k, v in b.items() if k not in COMPUTE_TERMS and not k.endswith("_raw")}
         term = max(other, key=lambda k: other[k])
         fit_share = res.fits / res.legal if res.legal else 0.0
         share = other[term] / step
@@ -370,6 +373,7 @@ class Sizer:
         assert top is not None
         row = top.row(0)
         rc = self.run(p)
+        nominal = run_cost(self.tco, p.tps, self.tokens, p.gpus)
         gpu_unit = self.ri.gpus_per_unit
         d: dict[str, Any] = {
             "hardware": self.hw.id, "name": self.hw.display_name(), "hardware_overridden": list(self.hw.overridden),
@@ -380,28 +384,33 @@ class Sizer:
                      "hot_spare_gpus": gpu_unit - self.unit_gpus},
             "units": p.units, "spare_units": rel.spare_units, "gpus": p.gpus,
             "gpus_installed": (p.units + rel.spare_units) * gpu_unit, "gpus_paid": rel.gpus_charged,
+            "spares": "charged" if self.ri.count_hot_spares else "excluded",
+            "spares_text": spares_text(self.ri, self.ri_unit),
             "layout": row["layout"], "tokens_per_s_per_gpu": p.tps, "mfu": row["mfu"], "step_time_s": row["step_time_s"],
             "memory_bytes_per_gpu": row["memory_bytes_per_gpu"], "cluster_tokens_per_s": p.tps * p.gpus,
-            "goodput_fraction": rel.goodput_fraction, "wall_days": p.days,
-            "nominal_days": self.tokens / (p.tps * p.gpus) / SECONDS_PER_DAY,
+            "goodput_fraction": rel.goodput_fraction, "wall_days_after_reliability": p.days,
+            "wall_days_nominal": self.tokens / (p.tps * p.gpus) / SECONDS_PER_DAY,
             "priced": self.priced, "price_note": self.price_note,
             "usd_per_gpu_hour": self.tco.usd_per_gpu_hour if self.priced else None,
-            "usd_total": rc.usd_total if self.priced else None,
-            "usd_per_million_tokens": rc.usd_per_million_tokens if self.priced else None,
-            "joules_per_token": rc.joules_per_token, "mwh": rc.mwh, "household_years": rc.household_years,
-            "gpu_hours": rc.gpu_hours, "limit": self.limit(p), "band": band.to_dict(),
+            **{k: (v if self.priced or not k.startswith("usd") else None)
+               for k, v in {**nominal.to_dict("_nominal"), **rc.to_dict("_after_reliability")}.items()
+               if not k.startswith("wall_days")},
+            "limit": self.limit(p), "band": band.to_dict(),
         }
         # 80% band (perfmodel/uncertainty.py): throughput and MFU scale with it; days, $ and energy inversely
         for k in ("tokens_per_s_per_gpu", "mfu", "cluster_tokens_per_s"):
             with_band(d, k, band.throughput(d[k]))
-        for k in ("step_time_s", "wall_days", "usd_total", "usd_per_million_tokens", "mwh", "household_years"):
+        for k in ("step_time_s", "wall_days_after_reliability", "usd_total_after_reliability",
+                  "usd_per_million_tokens_after_reliability", "mwh_after_reliability", "household_years_after_reliability"):
             with_band(d, k, band.inverse(d[k]) if d[k] is not None else (None, None))
         if mode == "days":
             d["smaller"] = None if smaller is None else {
-                "units": smaller.units, "gpus": smaller.gpus, "wall_days": smaller.days if smaller.ok else None,
+                "units": smaller.units, "gpus": smaller.gpus,
+                "wall_days_after_reliability": smaller.days if smaller.ok else None,
                 "why_not": smaller.why_not or f"{smaller.days:,.1f} days > {target:g}"}
         d["tried"] = [{"units": q.units, "gpus": q.gpus, "tokens_per_s_per_gpu": q.tps,
-                       "wall_days": q.days if q.ok else None, "usd_total": q.usd, "why_not": q.why_not or None}
+                       "wall_days_after_reliability": q.days if q.ok else None, "usd_total_after_reliability": q.usd,
+                       "why_not": q.why_not or None}
                       for q in sorted(self.points.values(), key=lambda q: q.units)]
         d["search_constraints"] = {"fix": dict(self.constraints.fix), "cap": dict(self.constraints.cap)}
         d["search_seconds"] = self.searches_s
@@ -410,11 +419,12 @@ class Sizer:
 
 def size(model: ModelSpec | str, hw: HardwareSpec | str, tokens: float, mode: Mode, target: float, opts: Options,
          seq: int = DEFAULT_SEQ, gbs: int | None = None, buyer: str = "hyperscaler",
-         cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None) -> dict[str, Any]:
+         cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None,
+         on_size: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Size one system for a deadline (mode "days"), a budget in USD ("budget") or a GPU count ("gpus").
     `model` and `hw` are specs or catalog ids / spec files, as the CLI takes them."""
     model, hw = load_model(model), load_hardware(hw)
-    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}))
+    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}), on_size=on_size)
     smaller = None
     if mode == "days":
         p, smaller = s.for_days(target)

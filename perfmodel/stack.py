@@ -47,9 +47,11 @@ class Features(BaseModel):
     """The software features a step's cost depends on. Each field's description is its meaning."""
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    attention_kernel: Literal["unfused", "fa2", "fa3", "cudnn", "fa4"] = Field(description=(
+    attention_kernel: Literal["unfused", "triton", "fa1", "fa2", "fa3", "cudnn", "fa4"] = Field(description=(
         "core-attention kernel: unfused = softmax(QK^T)V with the s^2 scores, probabilities and dropout mask "
-        "written to HBM (Megatron's fused scale-mask-softmax still materialises them); fa2 / fa3 / fa4 = "
+        "written to HBM (Megatron's fused scale-mask-softmax still materialises them); triton = FlashAttention "
+        "in Triton (flash_attn_triton, llm-foundry attn_impl='triton', the ALiBi-capable path of 2023); fa1 = "
+        "FlashAttention 1.x; fa2 / fa3 / fa4 = "
         "FlashAttention 2 / 3 (Hopper) / 4 (Blackwell) tiles in SRAM, no s^2 tensor in HBM; cudnn = cuDNN "
         "fused flash attention (Transformer Engine 'fused' backend)"))
     sequence_parallel: bool = Field(description=(

@@ -50,6 +50,7 @@ class Band:
     high: float                 # factor >= 1
     group: str                  # the group whose spread was used, e.g. "hopper/dense" or "all"
     rows: int                   # calibration rows behind it
+    source: str = "perfmodel/uncertainty.toml"   # the file the band comes from (a `perfmodel calibrate` file has its own)
 
     def throughput(self, v: float) -> tuple[float, float]:
         """(low, high) of a quantity proportional to throughput: tokens/s/GPU, MFU, HFU."""
@@ -61,7 +62,7 @@ class Band:
 
     def to_dict(self) -> dict:
         return {"low_factor": self.low, "high_factor": self.high, "group": self.group, "calibration_rows": self.rows,
-                "coverage_target": QUANTILES[1] - QUANTILES[0]}
+                "coverage_target": QUANTILES[1] - QUANTILES[0], "source": self.source}
 
 
 def family(hw: HardwareSpec) -> str:
@@ -104,11 +105,11 @@ def fit(samples: Iterable[tuple[str, str, float]], min_rows: int = MIN_ROWS,
     return out
 
 
-def lookup(groups: dict[str, dict], fam: str, kind: str) -> Band:
+def lookup(groups: dict[str, dict], fam: str, kind: str, source: str = Band.source) -> Band:
     for g in group_chain(fam, kind):
         if g in groups:
             d = groups[g]
-            return Band(float(d["low"]), float(d["high"]), g, int(d["rows"]))
+            return Band(float(d["low"]), float(d["high"]), g, int(d["rows"]), source)
     raise KeyError("no 'all' group in the uncertainty bands")
 
 
@@ -134,14 +135,23 @@ def load(path: str = str(FILE)) -> dict:
     return tomllib.loads(p.read_text(encoding="utf-8"))
 
 
-def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str = str(FILE)) -> tuple[float, float, str]:
+def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None) -> tuple[float, float, str]:
     """(low_factor, high_factor, group) for throughput predictions of `model` on `hw`."""
     b = band_of(model, hw, path)
     return b.low, b.high, b.group
 
 
-def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str = str(FILE)) -> Band:
+def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None) -> Band:
+    """The band of `path` (an uncertainty.toml), else of the predictor in use: a calibration file written by
+    `perfmodel calibrate` carries bands fitted on its own calibration rows with its constants; the shipped
+    calibration uses perfmodel/uncertainty.toml."""
     m, h = load_model(model), load_hardware(hw)
+    if path is None:
+        from . import calibration
+        own = calibration.table().get("bands")
+        if own:
+            return lookup(own, family(h), op_class(m), calibration.active_file().name)
+        path = str(FILE)
     return lookup(load(path)["groups"], family(h), op_class(m))
 
 

@@ -17,14 +17,39 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from .checks import implausible_throughput, memory_reason, min_flops_per_token
 from .errors import InputError, did_you_mean
 from .hardware import PRECISIONS, HardwareSpec, load_hardware
 from .layout import default_etp, Layout, LayoutGrid, check_layout
 from .model import ModelSpec, load_model
-from .predict import Options, Prediction, predict_grid
+from .predict import Options, Prediction, predict_grid, software_of
 from .stack import StackSpec, apply_overrides, load_stack, stack_for_row
 
-REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu")
+REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
+# the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
+MEASURED = ("tokens_per_s_per_gpu", "step_time_s")
+# every column validate reads: (name, unit, default when empty or absent, accepted values)
+COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("model", "-", "required", "catalog id, or a model spec file (TOML / HF config.json) relative to the CSV"),
+    ("hardware", "-", "required", "catalog id, or a hardware TOML relative to the CSV"),
+    ("gpus", "GPUs", "required", "positive integer"),
+    ("precision", "-", "required", ", ".join(PRECISIONS)),
+    ("seq_len", "tokens", "required", "positive integer"),
+    ("global_batch", "sequences", "required", "positive integer"),
+    ("tokens_per_s_per_gpu", "tokens/s per GPU", "required unless step_time_s",
+     "positive number; implied MFU at most 100% of the precision's dense peak"),
+    ("step_time_s", "s", "used when tokens_per_s_per_gpu is absent or empty",
+     "positive number: one optimizer step over global_batch x seq_len tokens"),
+    ("run_id", "-", "row<line>", "unique within the file"),
+    ("tp", "-", "1", "positive integer"), ("pp", "-", "1", "positive integer"), ("vp", "-", "1", "positive integer"),
+    ("cp", "-", "1", "positive integer"), ("ep", "-", "1", "positive integer (1 for dense models)"),
+    ("etp", "-", "tp (MoE), 1 (dense)", "positive integer"),
+    ("micro_batch", "sequences", "1", "positive integer"),
+    ("fsdp", "-", "0", "0 or 1"),
+    ("recompute", "-", "lightest that fits (inferred)", "none, selective, full"),
+    ("moe_routing", "-", "real", "balanced-dropless, token-drop, or empty (real routing)"),
+    ("source", "-", "empty", "free text (grouping with --by source)"),
+)
 CALIBRATION_SPLITS = 4
 # Rows parsed and predicted together: large enough that each (model, hardware, options) group is one
 # predict_grid call over many layouts, small enough to bound memory on files of any length.
@@ -60,6 +85,7 @@ class RowResult:
     mem_measured: float | None = None  # peak_mem_allocated_bytes where the source measured it
     mem_predicted: float | None = None
     mem_error: float | None = None     # (predicted - measured) / measured memory per GPU
+    causes: list[dict] = field(default_factory=list)   # ranked explanations of a slow run (explain_slow)
 
 
 @dataclass
@@ -162,7 +188,8 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     for k in REQUIRED:
         if not _cell(row, k):
             raise ValueError(f"{k}: empty")
-    _float(row, "tokens_per_s_per_gpu")      # named here, so the caller's float() can't fail unexplained
+    if not any(_cell(row, k) for k in MEASURED):
+        raise ValueError("tokens_per_s_per_gpu: empty (and no step_time_s to convert)")
     model = _spec("model", _cell(row, "model"), base, specs)
     hw = _spec("hardware", _cell(row, "hardware"), base, specs)
     prec = _cell(row, "precision")
@@ -187,23 +214,49 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
             raise InputError("layout", f"{exc.field} (column {_COLUMN_OF[exc.field]})", exc.reason) from None
         raise
     routing = _cell(row, "moe_routing")
-    opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real")
+    # the row's stack reaches the cost model: its preset (or stack file relative to the CSV) and its
+    # stack_set overrides
+    cell = _cell(row, "stack")
+    opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real",
+                   stack=_resolve_ref(cell, base) if cell else stack_for_row(_cell(row, "framework"), _cell(row, "software")),
+                   stack_set=tuple(_stack_sets(row)))
     hw.peak(prec)
     return model, hw, lay, opts
+
+
+def measured_throughput(row: dict, lay: Layout) -> float:
+    """The row's tokens/s/GPU: its tokens_per_s_per_gpu cell, else global_batch x seq_len / (step_time_s x
+    gpus) (validation/README.md, throughput_basis `step_time`)."""
+    if _cell(row, "tokens_per_s_per_gpu"):
+        return _float(row, "tokens_per_s_per_gpu")
+    return lay.gbs * lay.seq / (_float(row, "step_time_s") * lay.gpus)
 
 
 _MODES = ("none", "selective", "full")
 
 
+# A measured run fitted in HBM. When inferring the recompute it used, a layout whose predicted memory
+# exceeds HBM by less than the memory model's measured error still counts as fitting: 5% is about the
+# largest error against measured peak memory (SimuMax B200 rows, validation/independent, where the
+# model's allocated-memory MAPE is 3-5%), so a smaller overshoot does not prove the run recomputed.
+MEMORY_TOLERANCE = 0.05
+
+
+def _could_fit(p: Prediction) -> np.ndarray:
+    return p.memory_bytes_per_gpu <= p.hbm_bytes * (1 + MEMORY_TOLERANCE)
+
+
 def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
-    """Predict a measured row. When the source does not say which recompute it used, the run must have
-    fit in HBM: take the lightest recompute mode (none, selective, full) whose predicted memory fits."""
+    """Predict a measured row. When the source does not say which recompute it used: the stack's own
+    policy if it fits in HBM, else the lightest recompute mode (none, selective, full) whose predicted
+    memory fits (the run must have fit)."""
     if recompute_published:
         return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
     grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in _MODES])  # type: ignore[arg-type]
     p = predict_grid(model, hw, grid, opts)
-    fits = [i for i in range(3) if p.fits[i]]
-    i = fits[0] if fits else 2
+    fits = [i for i in range(3) if _could_fit(p)[i]]
+    stated = _MODES.index(software_of(model, hw, opts).recompute)
+    i = stated if stated in fits else (fits[0] if fits else 2)
     one = predict_grid(model, hw, grid.take(np.array([i])), opts)
     return one, ("" if i == 0 else _MODES[i])
 
@@ -220,7 +273,7 @@ def _cause(b: dict[str, float], step: float) -> str:
     """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
     predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
     unsupported features such as attention sinks), so name the largest kernel class instead."""
-    comm = {k: v for k, v in b.items() if k not in _KERNELS}
+    comm = {k: v for k, v in b.items() if k not in _KERNELS and not k.endswith("_raw")}   # raw: before overlap
     k = max(comm, key=comm.get)  # type: ignore[arg-type]
     if comm[k] >= 0.10 * step:
         return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
@@ -241,6 +294,7 @@ class _Row(NamedTuple):
     published: bool          # the source states the recompute mode
     stack: str
     mem_measured: float | None
+    mbs_published: bool = True   # the source states the micro-batch size
 
 
 class _Scored(NamedTuple):
@@ -262,9 +316,12 @@ def _score_group(rows: list[_Row]) -> list[_Scored]:
         return [_Scored(p, j, "") for j in range(len(rows))]
     n = len(rows)
     p = predict_grid(r0.model, r0.hw, LayoutGrid.concat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
-    fits = p.fits.reshape(3, n)
-    # first fitting mode per row (argmax of a bool column), full recompute when none fits
+    fits = _could_fit(p).reshape(3, n)
+    # the stack's own recompute policy when it fits; else the first fitting mode per row (argmax of a bool
+    # column), full recompute when none fits
+    stated = _MODES.index(software_of(r0.model, r0.hw, r0.opts).recompute)
     mode = np.where(fits.any(axis=0), np.argmax(fits, axis=0), 2)
+    mode = np.where(fits[stated], stated, mode)
     return [_Scored(p, int(k) * n + j, "" if k == 0 else _MODES[k]) for j, k in enumerate(mode)]
 
 
@@ -293,6 +350,97 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
     return out
 
 
+def _cannot_fit(r: _Row, s: _Scored) -> str | None:
+    """Why a measured row cannot be scored: its layout fits in HBM with no recompute mode (so the prediction,
+    full recompute or not, would be of a run that cannot happen), else None. Within the memory model's
+    measured error (MEMORY_TOLERANCE) a layout counts as fitting: the run did."""
+    if bool(_could_fit(s.p)[s.i]):
+        return None
+    p, i = s.p, s.i
+    if r.lay.recompute != "full" and s.inferred != "full":     # published lighter mode: does full fit?
+        p, i = predict_grid(r.model, r.hw, LayoutGrid.of(replace(r.lay, recompute="full")), r.opts), 0
+        if bool(_could_fit(p)[0]):
+            return None
+    return ("memory: does not fit in HBM with any recompute mode: with full recompute it "
+            + memory_reason(float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id))
+
+
+SLOW_ERROR = 0.25          # predicted this much above measured: the row "underperforms" and gets ranked causes
+CAUSES_SHOWN = 3           # in the verdict text (all in RowResult.causes / --json)
+# stack variants that explain a slow run: communication not overlapped (the row's stack with every overlap
+# switch off), and, for a Megatron-family stack, an early-2024 one (the NeMo-Megatron 24.05 preset); each
+# (text, stack or None = the row's own, --stack-set overrides appended to the row's)
+NO_OVERLAP = ("tp_overlap=none", "dp_grad_reduce_overlap=false", "dp_param_gather_overlap=false", "moe_a2a_overlap=false")
+EARLY_STACK = "nemo-megatron-24.05"
+CAUSE_STACKS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
+    ("communication overlap off (the row's stack, every overlap switch off)", None, NO_OVERLAP),
+    (f"an older software stack ({EARLY_STACK}, early 2024)", EARLY_STACK, ()),
+)
+MBS_TRY = (2, 4, 8)        # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
+
+
+def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
+    """The changes of a slow row that perfmodel can predict: each (text, layout, options)."""
+    out: list[tuple[str, Layout, Options]] = []
+    if not r.published:                                      # recompute unpublished: the heavier modes
+        for mode in _MODES[_MODES.index(used or "none") + 1:]:
+            out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
+    lay0 = replace(r.lay, recompute=used or r.lay.recompute)
+    for text, stack, sets in CAUSE_STACKS:
+        if stack is not None and (stack == r.opts.stack or load_stack(r.opts.stack).family != "megatron-core"):
+            continue                                         # the row already ran it, or another framework
+        opts = replace(r.opts, stack=stack, stack_set=()) if stack is not None else \
+            replace(r.opts, stack_set=tuple(r.opts.stack_set) + sets)
+        out.append((text, lay0, opts))
+    if not r.mbs_published and r.lay.pp > 1:                 # the bubble with the real micro-batch count
+        for mbs in MBS_TRY:
+            cand = replace(lay0, mbs=mbs)
+            if r.lay.gbs % (cand.dp * mbs) == 0:
+                micro = r.lay.gbs // (cand.dp * mbs)
+                out.append((f"micro-batch {mbs} (not published; 1 assumed): {micro} micro-batches per step, a larger "
+                            "pipeline bubble", cand, r.opts))
+    return out
+
+
+def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
+    """Rank the likely explanations of runs measured far below their prediction, with the numbers perfmodel
+    computes anyway: each variant (_variants) predicted, and how close it comes to the measurement
+    ((predicted - measured) / measured; the smallest |closeness| first). Fills RowResult.causes and puts the
+    closest CAUSES_SHOWN in the verdict. Variants sharing model, hardware and options are one predict_grid."""
+    buckets: dict[tuple, list[tuple[int, str, Layout]]] = {}
+    models: dict[tuple, _Row] = {}
+    for j, (r, res) in enumerate(slow):
+        used = res.verdict.split("recompute=", 1)[1].split(" ", 1)[0] if "inferred" in res.verdict else ""
+        for text, lay, opts in _variants(r, used):
+            try:
+                check_layout(lay, r.model.num_layers, r.model.attention.num_heads, r.model.attention.num_kv_heads,
+                             r.model.moe.num_experts if r.model.moe else None)
+            except InputError:
+                continue
+            key = (id(r.model), id(r.hw), opts)
+            buckets.setdefault(key, []).append((j, text, lay))
+            models[key] = r
+    causes: list[list[dict]] = [[] for _ in slow]
+    for key, items in buckets.items():
+        r0 = models[key]
+        try:
+            p = predict_grid(r0.model, r0.hw, LayoutGrid.from_layouts([lay for _, _, lay in items]), key[2])
+        except (InputError, ValueError):
+            continue
+        tps, fits = p.tokens_per_s_per_gpu.tolist(), p.fits.tolist()
+        for (j, text, _), t, ok in zip(items, tps, fits):
+            if ok:
+                m = slow[j][0].measured
+                causes[j].append({"cause": text, "predicted": t, "closeness": (t - m) / m})
+    for (_, res), cs in zip(slow, causes):
+        cs.sort(key=lambda c: abs(c["closeness"]))
+        res.causes = cs
+        if cs:
+            top = "; ".join(f"{c['cause']}: {c['predicted']:,.0f} tok/s/GPU ({c['closeness']:+.0%} vs measured)"
+                            for c in cs[:CAUSES_SHOWN])
+            res.verdict = f"{res.verdict}; closest explanations: {top}"
+
+
 def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: str = "") -> RowResult:
     """RowResult of one scored row; `columns` caches each prediction's arrays as Python lists (what
     float(array[i]) gives, without a numpy scalar per value)."""
@@ -301,6 +449,9 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
         c = columns[id(s.p)] = {"tps": s.p.tokens_per_s_per_gpu.tolist(), "step": s.p.step_time_s.tolist(),
                                 "mfu": s.p.mfu.tolist(), "fits": s.p.fits.tolist(),
                                 "mem": s.p.memory_bytes_per_gpu.tolist(),
+                                # what PyTorch's max_memory_allocated counts: not the CUDA context, NCCL
+                                # buffers and allocator slack (the `reserved` part)
+                                "mem_alloc": (s.p.memory_bytes_per_gpu - s.p.memory_parts["reserved"]).tolist(),
                                 "breakdown": {k: v.tolist() for k, v in s.p.breakdown_s.items()}}
     i = s.i
     breakdown = {k: v[i] for k, v in c["breakdown"].items()}
@@ -312,7 +463,7 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
         verdict = "underperforms prediction; " + _cause(breakdown, c["step"][i]) + note
     elif err < -0.25:
         verdict = "faster than predicted" + note
-    mem = c["mem"][i]
+    mem = c["mem_alloc"][i]
     mem_err = None if r.mem_measured is None else (mem - r.mem_measured) / r.mem_measured
     return RowResult(r.rid, r.model.id, r.hw.id, r.opts.precision, r.source, r.lay.gpus, r.measured, pred, err,
                      calibration_split(r.rid), r.model.is_moe, sys.intern(verdict), breakdown, c["mfu"][i], c["fits"][i],
@@ -360,6 +511,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
     results: list[RowResult] = []
     unsupported: list[dict] = []
     specs: SpecCache = {}
+    plausible: dict[tuple, float] = {}         # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
     it = iter(rows)
     given = 0
     while True:
@@ -374,9 +526,15 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             rid = (row.get("run_id") or f"row{i + 2}").strip()
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
-                if consts is not None:
-                    opts = Options(opts.precision, opts.attention, opts.routing, consts)
-                measured = float(row["tokens_per_s_per_gpu"])      # row_inputs checked it (finite, > 0)
+                if consts is not None:       # every other option (precision, routing, stack, ...) as the row gives it
+                    opts = replace(opts, consts=consts)
+                measured = measured_throughput(row, lay)
+                key = (id(model), id(hw), opts.precision, lay.seq)
+                if key not in plausible:             # implied MFU at most 100%: the fastest plausible throughput
+                    plausible[key] = hw.peak(opts.precision) / min_flops_per_token(model, lay.seq)
+                if measured > plausible[key]:
+                    raise ValueError("tokens_per_s_per_gpu: impossible: "
+                                     + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or ""))
                 stack = sys.intern(row_stack(row, base))
                 mem_measured = _mem(row)
             except (InputError, ValueError, KeyError) as exc:
@@ -384,17 +542,24 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
                 continue
             # interned: 100,000 rows share a few hundred sources, stored once
             parsed.append(_Row(rid, sys.intern((row.get("source") or "").split(" (")[0]), model, hw, lay, opts,
-                               measured, bool((row.get("recompute") or "").strip()), stack, mem_measured))
+                               measured, bool((row.get("recompute") or "").strip()), stack, mem_measured,
+                               bool((row.get("micro_batch") or "").strip())))
             lines.append(i + 2)
         if given == start:
             break
         columns: dict[int, dict[str, list]] = {}
         bad: list[dict] = []
+        slow: list[tuple[_Row, RowResult]] = []
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
+            elif (why := _cannot_fit(r, s)) is not None:     # the run happened, so our memory model can't place it
+                bad.append({"run_id": r.rid, "row": line, "reason": why})
             else:
                 results.append(_result(r, s, columns, dataset))
+                if results[-1].error > SLOW_ERROR:
+                    slow.append((r, results[-1]))
+        explain_slow(slow)
         if bad:                      # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
@@ -417,9 +582,12 @@ def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:
                 raise InputError(str(p), "", "file is empty")
             reader.fieldnames = [f.strip() for f in reader.fieldnames]
             missing = [k for k in REQUIRED if k not in reader.fieldnames]
+            if not any(k in reader.fieldnames for k in MEASURED):
+                missing.append(" or ".join(MEASURED))
             if missing:
                 raise InputError(str(p), ", ".join(missing), "required column(s) missing")
             if raw:
+                yield reader.fieldnames                         # the header first, then the bare cell lists
                 yield from (r for r in reader.reader if r)     # DictReader skips blank lines too
             else:
                 yield from reader
@@ -443,11 +611,26 @@ def iter_csv(path: str | Path) -> Iterator[dict]:
 
 
 def count_rows(path: str | Path) -> int:
-    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors."""
-    return sum(1 for _ in _csv_rows(path, raw=True))
+    """Data rows of the file, read once without building dicts; raises read_csv's InputErrors, and one for a
+    run_id that appears twice (a row measured twice, or two runs under one name: either corrupts the figures)."""
+    it = _csv_rows(path, raw=True)
+    header = next(it)
+    col = header.index("run_id") if "run_id" in header else None
+    seen: dict[str, int] = {}
+    n = 0
+    for n, cells in enumerate(it, start=1):
+        rid = cells[col].strip() if col is not None and col < len(cells) else ""
+        if not rid:
+            continue
+        if rid in seen:
+            raise InputError(str(path), "run_id", f"'{rid}' appears on lines {seen[rid]} and {n + 1}: run ids must "
+                                                  "be unique (a row measured twice, or two runs under one name?)")
+        seen[rid] = n + 1
+    return n
 
 
 def validate_file(path: str | Path, consts=None) -> Report:
+    count_rows(path)                 # a broken file or a repeated run_id fails before any prediction
     return validate_rows(iter_csv(path), Path(path).resolve().parent, consts, dataset=Path(path).name)
 
 

@@ -17,13 +17,10 @@ combination of those axes.
 """
 from __future__ import annotations
 
-from functools import lru_cache
 
 import numpy as np
-import sympy as sp
 
 from . import constants as K
-from .counts import S, mean_keys
 from .layout import LayoutGrid
 from .model import ModelSpec
 from .ops import AttentionCore, Collective, Fixed, Gemm, Head, Layer, Saved, Stream, Workload
@@ -35,9 +32,9 @@ AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
 
 # ---- helpers shared with the report ---------------------------------------------------------------
 
-@lru_cache(maxsize=64)
 def _mean_keys_fn(kind: str, window: int, convention: str):
-    return sp.lambdify(S, mean_keys(kind, window, convention), modules="numpy")  # type: ignore[arg-type]
+    from .counts import mean_keys_fn      # sympy formula, lambdified once and cached on disk (fncache.py)
+    return mean_keys_fn(kind, window, convention)
 
 
 def mean_keys_value(kind: str, window: int, seq: np.ndarray, convention: str = "causal") -> np.ndarray:
@@ -55,9 +52,12 @@ def rope_dims(m: ModelSpec) -> float:
     return (a.num_heads + a.num_kv_heads) * a.head_dim
 
 
-def act_bytes_per_width(m: ModelSpec) -> float:
-    """HBM bytes per token per unit of FFN width for the activation function (read in, write out, BF16)."""
-    return K.ACT_BYTES_GLU if m.ffn.matrices == 3 else K.ACT_BYTES_PLAIN
+def act_bytes_per_width(m: ModelSpec, eager: bool = False) -> float:
+    """HBM bytes per token per unit of FFN width for the activation function (read in, write out, BF16);
+    eager PyTorch runs SwiGLU as two kernels (constants.EAGER_SWIGLU_BYTES), GELU as one native kernel."""
+    if m.ffn.matrices == 3:
+        return K.EAGER_SWIGLU_BYTES if eager else K.ACT_BYTES_GLU
+    return K.ACT_BYTES_PLAIN
 
 
 def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
@@ -68,11 +68,12 @@ def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
         out = []
         if a.q_lora_rank:
             out += [Gemm("q down", T, a.q_lora_rank + one, h + one),
-                    Gemm("q up", T, a.num_heads * qk / tp, a.q_lora_rank + one)]
+                    Gemm("q up", T, a.num_heads * qk / tp, a.q_lora_rank + one, module="mla_up_proj")]
         else:
             out += [Gemm("q proj", T, a.num_heads * qk / tp, h + one)]
         out += [Gemm("kv down", T, a.kv_lora_rank + a.qk_rope_head_dim + one, h + one),
-                Gemm("kv up", T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + one),
+                Gemm("kv up", T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + one,
+                     module="mla_up_proj"),
                 Gemm("out proj", T, h + one, a.num_heads * a.v_head_dim / tp)]
         return out
     q = a.num_heads * a.head_dim
@@ -80,41 +81,59 @@ def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
     return [Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)]
 
 
-def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp") -> list[Gemm]:
+def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "mlp") -> list[Gemm]:
     """Dense MLP (or shared expert) of `width`, split `split`-ways (TP)."""
     h = m.hidden_size
     one = 0 * np.asarray(split, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * width
-    return [Gemm(f"{name} up/gate", T, up / split, h + one), Gemm(f"{name} down", T, h + one, width / split)]
+    return [Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
+            Gemm(f"{name} down", T, h + one, width / split, module=module)]
 
 
-def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp) -> list[Gemm]:
+def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: bool = True) -> list[Gemm]:
     e, h = m.moe, m.hidden_size
     assert e is not None
     one = 0 * np.asarray(etp, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * e.expert_intermediate_size
-    return [Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts),
-            Gemm("expert down", rows_per_expert, h + one, e.expert_intermediate_size / etp, local_experts)]
+    return [Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts, module="moe", grouped=grouped),
+            Gemm("expert down", rows_per_expert, h + one, e.expert_intermediate_size / etp, local_experts,
+                 module="moe", grouped=grouped)]
 
 
 # ---- the layer kinds --------------------------------------------------------------------------------
 
-def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq):
+def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw):
     """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer."""
     a, h = m.attention, m.hidden_size
     gemms = attention_gemms(m, T, tp)
+    # without sequence parallelism norms, dropout and residual adds run on every TP rank's full sequence
+    # (Korthikanti et al. 2022 §4.2.2); the TP all-reduce moves the same bytes as all-gather + reduce-scatter
+    Tn = Ts if sw.sequence_parallel else T
     per_q = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp            # score FLOPs per query per key
     n_win = m.num_windowed_layers
-    cores = []
+    cores, streams = [], []
+    unfused = sw.attention == "unfused"
     for kind, count, win in (("global", m.num_layers - n_win, 0), (a.window_kind, n_win, a.window)):
         if count:
             keys = mean_keys_value(kind, win, seq)
-            cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers))
-    norms = Stream("norms", m.norms_per_layer * K.NORM_BYTES * h * Ts, 2 * m.norms_per_layer * K.NORM_BYTES * h * Ts)
-    resid = Stream("residual adds", K.RESIDUAL_BYTES * h * Ts, 2 * K.RESIDUAL_BYTES * h * Ts)
-    rope = Stream("rope", K.ROPE_BYTES * rope_dims(m) / tp * T, 2 * K.ROPE_BYTES * rope_dims(m) / tp * T)
+            if unfused:       # two batched GEMMs over the whole s x s square per head, scores through HBM
+                heads = a.num_heads / tp * mbs * (count / m.num_layers)
+                s_loc = seq / cp
+                gemms += [Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
+                          Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")]
+                streams.append(Stream("attention scores (unfused)", K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
+                                      K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 3, 3, "core_attn"))
+            else:
+                cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers))
+    eager = sw.eager
+    norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES   # LayerNorm is native
+    rope_b = K.ROPE_BYTES * (K.EAGER_ROPE_PASSES if eager else 1.0)
+    streams += [Stream("norms", m.norms_per_layer * norm_b * h * Tn, 2 * m.norms_per_layer * norm_b * h * Tn,
+                       module="layernorm"),
+                Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
+                Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)]
     comms = [tp_par.sequence_parallel_pair("attention TP all-gather + reduce-scatter", T * h * K.BF16, tp),
-             cp_par.ring_exchange(m, T, tp, cp)]
+             cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
     if a.kind == "mla":
         q, kv, o = a.num_heads * a.qk_dim, a.num_heads * (a.qk_dim + a.v_dim), a.num_heads * a.v_dim
@@ -122,55 +141,63 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq):
     else:
         q, kv = a.num_heads * a.head_dim, 2 * a.num_kv_heads * a.head_dim
         o, lat = q, 0
-    saved = [Saved("attention norm input", K.BF16 * h * Ts, "input"),
-             Saved("qkv input", K.BF16 * h * Ts, "layernorm"),
-             Saved("q, k, v and attention output", K.BF16 * (q + kv + o) / tp * T, "core_attn"),
+    saved = [Saved("attention norm input", K.BF16 * h * Tn, "input"),
+             Saved("qkv input", K.BF16 * h * Tn, "layernorm"),
+             Saved("q, k, v", K.BF16 * (q + kv) / tp * T, "mla_up_proj" if lat else "qkv"),
+             Saved("attention output", K.BF16 * o / tp * T, "core_attn"),
              Saved("softmax log-sum-exp", K.LSE_BYTES * a.num_heads / tp * T, "core_attn")]
     if lat:
-        saved.append(Saved("MLA latents", K.BF16 * lat * T, "mla_up_proj"))
-    return gemms, cores, [norms, resid, rope], comms, saved
+        saved.append(Saved("MLA latents", K.BF16 * lat * T, "latents"))
+    if unfused:
+        saved.append(Saved("attention scores (unfused)", K.UNFUSED_SCORE_SAVED * a.num_heads / tp * mbs * seq / cp * seq,
+                           "core_attn"))
+    return gemms, cores, streams, comms, saved
 
 
-def _dense_ffn(m: ModelSpec, T, Ts, tp):
+def _dense_ffn(m: ModelSpec, T, Ts, tp, sw):
     h, f = m.hidden_size, m.ffn.intermediate_size
+    Tn = Ts if sw.sequence_parallel else T
     glu = 2 if m.ffn.matrices == 3 else 1
     gemms = mlp_gemms(m, T, f, tp)
-    streams = [Stream("activation", act_bytes_per_width(m) * f / tp * T, 2 * act_bytes_per_width(m) * f / tp * T)]
+    ab = act_bytes_per_width(m, sw.eager)
+    streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
     comms = [tp_par.sequence_parallel_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp)]
-    saved = [Saved("MLP norm input", K.BF16 * h * Ts, "layernorm"), Saved("fc1 input", K.BF16 * h * Ts, "mlp"),
+    saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", K.BF16 * h * Tn, "layernorm"),
              Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
-             Saved("activation output", K.BF16 * f / tp * T, "act")]
+             Saved("activation output", K.BF16 * f / tp * T, "mlp")]
     return gemms, streams, comms, [], saved
 
 
-def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c):
+def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     e, h = m.moe, m.hidden_size
     assert e is not None
+    Tn = Ts if sw.sequence_parallel else T
     glu = 2 if m.ffn.matrices == 3 else 1
     rows = T * e.top_k * ep * etp / (tp * e.num_experts) * imbalance
     one = 0 * np.asarray(tp, dtype=float)
-    gemms = expert_gemms(m, rows, e.num_experts / ep, etp)
-    gemms.append(Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False))
+    gemms = expert_gemms(m, rows, e.num_experts / ep, etp, sw.grouped_gemm)
+    gemms.append(Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False, "moe"))
     if e.shared_experts:
-        gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert")
+        gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert", "shared_experts")
     assign = Ts * e.top_k * imbalance                                        # token copies per GPU
     fs = e.shared_experts * e.shared_width
     # token routing: moe_permute_bytes of HBM traffic per token copy per hidden unit (calibration.toml)
-    streams = [Stream("token permute / unpermute", c.moe_permute_bytes * h * assign, 2 * c.moe_permute_bytes * h * assign),
-               Stream("expert activation", act_bytes_per_width(m) * e.expert_intermediate_size * assign,
-                      2 * act_bytes_per_width(m) * e.expert_intermediate_size * assign),
-               Stream("shared expert activation", act_bytes_per_width(m) * fs / tp * T,
-                      2 * act_bytes_per_width(m) * fs / tp * T)]
-    comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp)]
+    streams = [Stream("token permute / unpermute", c.moe_permute_bytes * h * assign, 2 * c.moe_permute_bytes * h * assign,
+                      module="moe"),
+               Stream("expert activation", act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign,
+                      2 * act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign, module="moe_act"),
+               Stream("shared expert activation", act_bytes_per_width(m, sw.eager) * fs / tp * T,
+                      2 * act_bytes_per_width(m, sw.eager) * fs / tp * T, module="shared_experts")]
+    comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp, sw.dispatcher)]
     if e.shared_experts:
         comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
     # host sync + routing-kernel launches, once in forward and once in backward
     fixed = [Fixed("MoE routing sync", c.moe_layer_overhead_s, c.moe_layer_overhead_s)]
-    saved = [Saved("MoE norm input", K.BF16 * h * Ts, "layernorm"), Saved("router input", K.BF16 * h * Ts, "moe"),
+    saved = [Saved("MoE norm input", K.BF16 * h * Tn, "residual"), Saved("router input", K.BF16 * h * Tn, "layernorm"),
              Saved("permuted tokens", K.BF16 * assign * h, "moe"),
              Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
-             Saved("expert activation output", K.BF16 * assign * e.expert_intermediate_size, "act"),
+             Saved("expert activation output", K.BF16 * assign * e.expert_intermediate_size, "moe_act"),
              Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe")]
     if e.shared_experts:
         saved += [Saved("shared expert activation input", K.BF16 * glu * fs / tp * T, "shared_experts"),
@@ -178,34 +205,38 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c):
     return gemms, streams, comms, fixed, saved
 
 
-def _fp8_casts(gemms: list[Gemm], c) -> Stream:
+def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:
     """Quantising each low-precision GEMM's inputs (forward) and output gradients (backward) to FP8:
-    fp8_cast_bytes of HBM traffic per element (calibration.toml)."""
+    fp8_cast_bytes of HBM traffic per element (calibration.toml), plus an amax read under current scaling."""
+    per = c.fp8_cast_bytes + (K.AMAX_PASS_BYTES if sw.fp8_amax_pass else 0.0)
     fwd = sum(g.count * g.M * g.K for g in gemms if g.low_precision)
     bwd = sum(g.count * g.M * g.N for g in gemms if g.low_precision)
-    return Stream("fp8 casts", c.fp8_cast_bytes * fwd, c.fp8_cast_bytes * bwd)
+    return Stream("fp8 casts", per * fwd, per * bwd)
 
 
-def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float, c) -> Workload:
-    """The op records of every layer kind and of the head for the layouts of `grid`."""
+def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float, c, sw) -> Workload:
+    """The op records of every layer kind and of the head for the layouts of `grid`, as software stack
+    `sw` (perfmodel/software.py `Software`) runs them."""
     f64 = lambda x: np.asarray(x, dtype=float)
     tp, cp, ep, etp, mbs, seq = (f64(getattr(grid, k)) for k in ("tp", "cp", "ep", "etp", "mbs", "seq"))
     h = m.hidden_size
     T = mbs * seq / cp
     Ts = T / tp
-    att = _attention_block(m, T, Ts, tp, cp, mbs, seq)
+    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw)
     layers = []
     for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
         if not count:
             continue
-        ffn = _dense_ffn(m, T, Ts, tp) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c)
+        ffn = _dense_ffn(m, T, Ts, tp, sw) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw)
         gemms = att[0] + ffn[0]
         streams = att[2] + ffn[1]
         if low_precision:
-            streams = streams + [_fp8_casts(gemms, c)]
+            streams = streams + [_fp8_casts(gemms, c, sw)]
         else:
             streams = streams + [Stream("fp8 casts", 0.0, 0.0)]
-        streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD, K.LAYER_KERNELS_BWD))
+        extra = (K.EAGER_EXTRA_KERNELS_FWD, K.EAGER_EXTRA_KERNELS_BWD) if (sw.eager and m.norm == "rmsnorm") else (0, 0)
+        streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0],
+                              K.LAYER_KERNELS_BWD + extra[1]))
         layers.append(Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(att[3] + ffn[2]),
                             tuple(ffn[3]), tuple(att[4] + ffn[4])))
     one = 0 * tp
@@ -225,3 +256,15 @@ def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
     """For each of the model's layers, in order, the index of its kind in `w.layers`."""
     index = {layer.kind: i for i, layer in enumerate(w.layers)}
     return [index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers)]
+
+
+def unique_layer_axes(grid: LayoutGrid) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one layout per distinct combination of the axes a layer's records depend on (AXES, less
+    precision, which a grid shares), each layout's combination): price once per combination, gather back.
+    Each axis is coded by its own unique, the codes combined in mixed radix (no 2-D unique)."""
+    key = np.zeros(grid.n, dtype=np.int64)
+    for name in ("tp", "cp", "ep", "etp", "mbs", "seq"):
+        u, code = np.unique(getattr(grid, name), return_inverse=True)
+        key = key * len(u) + code.reshape(-1)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1)

@@ -166,16 +166,16 @@ def test_free_checkpoints_lose_only_restarts():
 
 
 def test_nvl72_spares_and_blast_radius():
-    g = assess(reliability_inputs(GB200), 512, 400e9)
+    g = assess(reliability_inputs(GB200, {"count_hot_spares": False}), 512, 400e9)
     h = assess(reliability_inputs(H100), 512, 400e9)
     assert g.blast_radius_gpus == 72 and h.blast_radius_gpus == 8
     assert g.units == 8 and g.inputs.used_per_unit == 64          # 64 of 72 GPUs used, 8 hot spares
     assert g.spare_units >= 1 and h.spare_units >= 1
     assert g.cost_factor > h.cost_factor > 1
-    hot = assess(reliability_inputs(GB200, {"count_hot_spares": True}), 512, 400e9)
+    hot = assess(reliability_inputs(GB200), 512, 400e9)           # installed hot spares are charged by default
     assert hot.cost_factor == pytest.approx(g.cost_factor * 72 / 64)
     # no spare racks: a rack-wide event waits for its repair
-    none = assess(reliability_inputs(GB200, {"spare_units": 0}), 512, 400e9)
+    none = assess(reliability_inputs(GB200, {"spare_units": 0, "count_hot_spares": False}), 512, 400e9)
     assert none.recovery_s > g.recovery_s and none.goodput_fraction < g.goodput_fraction
     assert none.cost_factor == 1.0
 
@@ -199,7 +199,8 @@ def test_tco_json(capsys):
     assert main(["tco", "--hardware", "h100-sxm"]) == 0
 
 
-COST_KEYS_JSON = ("usd_per_million_tokens", "joules_per_token", "household_years", "usd_total", "goodput_fraction")
+COST_KEYS_JSON = ("goodput_fraction",) + tuple(f"{k}{end}" for k in ("usd_per_million_tokens", "joules_per_token",
+                  "household_years", "usd_total") for end in ("_nominal", "_after_reliability"))
 
 
 def test_cost_measured_json(capsys):
@@ -208,24 +209,24 @@ def test_cost_measured_json(capsys):
     for k in COST_KEYS_JSON:
         assert k in d
     assert 0 < d["goodput_fraction"] <= 1
-    assert d["effective"]["usd_total"] > d["usd_total"]
+    assert d["usd_total_after_reliability"] > d["usd_total_nominal"]
     assert d["throughput_source"] == "measured"
     # report: $1.95 per 1M tokens, 8.8 J/token, ~3,400 household-years (economics alone)
-    assert abs(d["usd_per_million_tokens"] / 1.95 - 1) < 0.03
-    assert abs(d["joules_per_token"] / 8.8 - 1) < 0.03
-    assert abs(d["household_years"] / 3400 - 1) < 0.03
+    assert abs(d["usd_per_million_tokens_nominal"] / 1.95 - 1) < 0.03
+    assert abs(d["joules_per_token_nominal"] / 8.8 - 1) < 0.03
+    assert abs(d["household_years_nominal"] / 3400 - 1) < 0.03
 
 
 def test_cost_predicted_json_and_flags(capsys):
     args = ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--gbs", "32", "--seq", "8192",
-            "--tp", "1", "--tokens", "1e12"]
+            "--tp", "2", "--tokens", "1e12"]
     d = run_json(capsys, args)
     for k in COST_KEYS_JSON:
         assert k in d
     assert d["throughput_source"] == "predicted" and d["tokens_per_s_per_gpu"] > 0
     worse = run_json(capsys, args + ["--mtbi-gpu-days", "20", "--restart-s", "3600"])
     assert worse["goodput_fraction"] < d["goodput_fraction"]
-    assert worse["effective"]["usd_per_million_tokens"] > d["effective"]["usd_per_million_tokens"]
+    assert worse["usd_per_million_tokens_after_reliability"] > d["usd_per_million_tokens_after_reliability"]
     assert main(args) == 0
     capsys.readouterr()
     assert "--gbs" in run_err(capsys, ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16",
@@ -235,16 +236,16 @@ def test_cost_predicted_json_and_flags(capsys):
 
 def test_compare_json(capsys):
     d = run_json(capsys, ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72",
-                          "--gpus", "64", "--gbs", "128", "--seq", "8192", "--no-planner"])
+                          "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tp", "2", "--no-planner"])
     a, b = d["systems"]
     assert (a["hardware"], b["hardware"]) == ("h100-sxm", "gb200-nvl72")
-    assert a["perf_per_tco_vs_first"] == pytest.approx(1.0)
+    assert a["perf_per_tco_vs_first_nominal"] == pytest.approx(1.0)
     for o in (a, b):
-        for k in ("tokens_per_s_per_gpu", "mfu", "usd_per_gpu_hour", "usd_per_million_tokens", "joules_per_token",
-                  "goodput_fraction", "perf_per_tco_vs_first"):
+        for k in ("tokens_per_s_per_gpu", "mfu", "usd_per_gpu_hour", "usd_per_million_tokens_nominal",
+                  "joules_per_token_nominal", "goodput_fraction", "perf_per_tco_vs_first_nominal"):
             assert o[k] > 0
     ratio = (b["tokens_per_s_per_gpu"] / b["usd_per_gpu_hour"]) / (a["tokens_per_s_per_gpu"] / a["usd_per_gpu_hour"])
-    assert b["perf_per_tco_vs_first"] == pytest.approx(ratio)
+    assert b["perf_per_tco_vs_first_nominal"] == pytest.approx(ratio)
 
 
 # ---- the report, economics alone --------------------------------------------------------------------------

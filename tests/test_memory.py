@@ -37,6 +37,7 @@ def test_activations_per_layer_match_korthikanti_table2():
     from perfmodel.calibration import constants
     from perfmodel.layout import LayoutGrid
     from perfmodel.memory import layer_activation_bytes
+    from perfmodel.hardware import load_hardware
     from perfmodel.model import load_model
     from perfmodel.workload import build
 
@@ -44,7 +45,11 @@ def test_activations_per_layer_match_korthikanti_table2():
     s, b, t = 2048, 1, 8
     h, a = m.hidden_size, m.attention.num_heads
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=s, tp=t, mbs=b))
-    (layer,) = build(m, grid, False, 1.0, constants()).layers
+    from perfmodel.software import resolve
+    sw = resolve("megatron-lm-2022", ("attention_kernel=fa2",), m.id, False, load_hardware("a100-sxm-80gb"), "bf16",
+                 constants())
+    assert sw.sequence_parallel
+    (layer,) = build(m, grid, False, 1.0, constants(), sw).layers
     kept, full = layer_activation_bytes(layer, np.array(0))
     assert float(full[0]) == pytest.approx(32 * s * b * h / t + 4 * a * s * b / t, rel=1e-12)
     assert float(kept[0]) == float(full[0])

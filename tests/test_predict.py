@@ -83,3 +83,27 @@ def test_moe_all_to_all_cheaper_inside_nvl72():
 def test_param_counts_feed_memory():
     m = load_model("llama3-8b")
     assert param_counts(m).total == 8_030_261_248
+
+
+def test_factorised_grid_equals_one_layout_at_a_time():
+    """The layer kinds are priced once per distinct (tp, cp, ep, etp, mbs, seq) and gathered to layouts
+    (#14): every layout of a sampled grid, with repeated and unique combinations, MoE with MTP and dense
+    first layers, gets what it gets alone, to 1e-12."""
+    from perfmodel.layout import legality
+    from perfmodel.model import load_model
+    m = load_model("deepseek-v3")
+    rng = np.random.default_rng(3)
+    n = 400
+    pick = lambda v: rng.choice(np.array(v, dtype=np.int64), n)
+    g = LayoutGrid(gpus=np.full(n, 1024), gbs=np.full(n, 4096), seq=pick([2048, 4096]), tp=pick([1, 2, 4, 8]),
+                   pp=pick([1, 2, 4, 8, 16]), vp=pick([1, 2]), cp=pick([1, 2]), ep=pick([8, 16, 32, 64]),
+                   etp=pick([1, 2]), mbs=pick([1, 2]), fsdp=rng.random(n) < 0.2, recompute=pick([0, 1, 2]))
+    a = m.attention
+    ok = ~np.any(np.stack(list(legality(g, m.num_layers, a.num_heads, a.num_kv_heads, m.moe.num_experts).values())), 0)
+    g = g.take(np.flatnonzero(ok)[:120])
+    assert g.n >= 60
+    many = predict_many(m, "gb200-nvl72", g)
+    for i in range(g.n):
+        one = predict_many(m, "gb200-nvl72", g.take(np.array([i])))
+        assert one.step_time_s[0] == pytest.approx(many.step_time_s[i], rel=1e-12)
+        assert one.memory_bytes_per_gpu[0] == pytest.approx(many.memory_bytes_per_gpu[i], rel=1e-12)

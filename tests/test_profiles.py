@@ -1,16 +1,18 @@
-"""Software profiles: `default` is exactly the calibrated constants (predict --profile default == predict);
-unknown names fail with a suggestion; release profiles are reproducible from validation/runs.csv; the
-releases command shows GPT-3 175B on 128 H100 across DGXC releases."""
+"""Profiles became stacks (issue #13): --profile NAME is a deprecated alias that maps to --stack / --stack-set and
+predicts exactly what they predict; --stack and --stack-set reach every predicting command and are named in
+its output; `releases` predicts each release's rows with that release's own preset, and its like-for-like
+pairs are identical configurations."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from perfmodel.calibration import constants
+from perfmodel import api
+from perfmodel.cli import main
 from perfmodel.errors import InputError
-from perfmodel.profiles import (fit_release, get_profile, load_profiles, release_of, release_profile_name,
-                                rows_of_release)
+from perfmodel.profiles import RELEASE_STACKS, WHATIF_SETS, config_key, profile_as_stack
+from perfmodel.stack import load_stack, stack_for_row, stack_ids
 from perfmodel.validate import read_csv, validate_rows
 from cli_helpers import run_err, run_json
 
@@ -18,97 +20,74 @@ ROOT = Path(__file__).resolve().parent.parent
 CSV = ROOT / "validation" / "runs.csv"
 PRED = ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4",
         "--vp", "5", "--gbs", "128", "--seq", "8192"]
+LAY = api.Layout(gpus=64, gbs=128, seq=8192, tp=8, pp=4, vp=5)
 
 
-def test_default_is_the_calibrated_constants():
-    p = get_profile("default")
-    assert p.overrides == {}
-    assert p.consts is constants() and p.consts == constants()
-    assert get_profile(None) is p
+def _tps(**kw) -> float:
+    return float(api.predict("llama3-70b", "h100-sxm", LAY, **kw).tokens_per_s_per_gpu[0])
 
 
-def test_predict_with_default_profile_equals_without(capsys):
-    assert run_json(capsys, PRED) == run_json(capsys, [*PRED, "--profile", "default"])
+def test_predict_names_the_stack_and_equals_api_predict(capsys):
+    d = run_json(capsys, PRED)
+    assert (d["stack"], d["stack_set"]) == ("default", []) and d["stack_name"] == load_stack("default").name
+    assert d["tokens_per_s_per_gpu"] == _tps()
+    d = run_json(capsys, [*PRED, "--stack", "nemo-24.07", "--stack-set", "cuda_graphs=per_layer",
+                          "--stack-set", "tp_overlap=none"])
+    assert (d["stack"], d["stack_set"]) == ("nemo-24.07", ["cuda_graphs=per_layer", "tp_overlap=none"])
+    assert d["tokens_per_s_per_gpu"] == _tps(stack="nemo-24.07", stack_set=("cuda_graphs=per_layer", "tp_overlap=none"))
 
 
-def test_profiles_change_predictions(capsys):
-    base = run_json(capsys, PRED)["tokens_per_s_per_gpu"]
-    graphs = run_json(capsys, [*PRED, "--profile", "cuda-graphs"])
-    assert graphs["profile"] == "cuda-graphs" and graphs["tokens_per_s_per_gpu"] > base
-    assert run_json(capsys, [*PRED, "--profile", "no-overlap"])["tokens_per_s_per_gpu"] < base
-    # aliases: a release's month
-    dec = run_json(capsys, [*PRED, "--profile", "2025-12"])
-    assert dec["profile"] == "nemo-25.11"
-    assert dec["tokens_per_s_per_gpu"] != base
+def test_predict_header_states_stack_and_overrides(capsys):
+    assert main([*PRED, "--stack", "nemo-25.11", "--stack-set", "tp_overlap=none"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"stack nemo-25.11 ({load_stack('nemo-25.11').name}) + --stack-set tp_overlap=none" in out
 
 
-def test_unknown_profile_exits_2_with_suggestion(capsys):
-    line = run_err(capsys, [*PRED, "--profile", "nemo-25.1"])
-    assert "unknown profile" in line and "did you mean 'nemo-25.11'" in line
-    with pytest.raises(InputError):
-        get_profile("cuda-graph-s-x")
+def test_stack_file_and_bad_stack_inputs(capsys, tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('name = "mine"\nfamily = "megatron-core"\nbase = "nemo-25.11"\nbase_source = "test"\n'
+                 '[features]\ncuda_graphs = { value = "none", source = "my run" }\n')
+    d = run_json(capsys, [*PRED, "--stack", str(f)])
+    assert d["stack"] == "mine" and d["tokens_per_s_per_gpu"] == _tps(stack="nemo-25.11", stack_set=("cuda_graphs=none",))
+    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in run_err(capsys, [*PRED, "--stack", "nemo-25.1"])
+    assert "--stack-set: cuda_graph: unknown stack feature (did you mean 'cuda_graphs'?)" in \
+        run_err(capsys, [*PRED, "--stack-set", "cuda_graph=none"])
+    assert "features.tp_overlap" in run_err(capsys, [*PRED, "--stack-set", "tp_overlap=sometimes"])
+    assert "--stack-set: tp_overlap: expects FEATURE=VALUE" in run_err(capsys, [*PRED, "--stack-set", "tp_overlap"])
+    assert "not both" in run_err(capsys, [*PRED, "--stack", "default", "--profile", "nemo-25.11"])
 
 
-def test_every_profile_is_valid_and_documented():
-    profs = load_profiles()
-    c = constants()
-    for p in profs.values():
-        assert p.description and p.evidence, p.name
-        c2 = p.consts
-        for k, v in p.overrides.items():
-            assert getattr(c2, k) == v
-        if p.kind == "release":
-            assert p.overrides.keys() == {"tensor_sustained"}          # one fitted constant per release
-            assert release_profile_name(p.release) == p.name
-            assert p.evidence["rows"] >= 4 and not p.evidence["at_bound"]
-    assert c == constants()                                             # nothing mutated the calibration
+@pytest.mark.parametrize("name", ["nemo-25.11", "2025-12", "dgxc-24.11.1", "nemo-26.02.01", "jan-2024",
+                                  "no-overlap", "cuda-graphs", "default"])
+def test_profile_alias_gives_the_stack_prediction(capsys, name):
+    """--profile NAME predicts exactly what --stack / --stack-set it maps to, and says so on stderr only."""
+    stack, sets, note = profile_as_stack(name)
+    via_stack = [*PRED] + (["--stack", stack] if stack else []) + [x for s in sets for x in ("--stack-set", s)]
+    want = run_json(capsys, via_stack)
+    assert main([*PRED, "--profile", name, "--json"]) == 0
+    out = capsys.readouterr()
+    import json
+    got = json.loads(out.out)
+    assert got == want
+    assert out.err.strip() == f"warning: {note}" and "deprecated" in note
 
 
-def test_validate_uses_default_constants():
-    rows = read_csv(CSV)[:20]
-    a = validate_rows(rows, CSV.parent)
-    b = validate_rows(rows, CSV.parent, get_profile("default").consts)
-    assert [r.predicted for r in a.results] == [r.predicted for r in b.results]
-
-
-def test_release_profile_reproducible_from_its_rows():
-    """nemo-24.07 (4 rows, fast): refitting tensor_sustained on its rows gives the stored value and MAPEs."""
-    p = get_profile("nemo-24.07")
-    rows = rows_of_release(read_csv(CSV), p.release)
-    assert {release_of(r) for r in rows} == {"NeMo 24.07"}
-    fit = fit_release(rows, CSV.parent)
-    stale = "stored profile no longer matches the cost model: run python3 validation/fit_profiles.py --write"
-    assert fit["value"] == pytest.approx(p.overrides["tensor_sustained"], abs=2e-3), stale
-    assert fit["mape_default"] == pytest.approx(p.evidence["mape_default"], abs=1e-3)
-    assert fit["mape_own"] == pytest.approx(p.evidence["mape_own"], abs=2e-3)
-
-
-def test_releases_gpt3_on_128_h100(capsys):
-    d = run_json(capsys, ["releases", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128",
-                          "--precision", "bf16"])
-    rel = [r["release"] for r in d["releases"]]
-    assert rel == ["DGXC v24.11.1", "DGXC v25.04.01"]
-    meas = [r["measured"] for r in d["rows"]]
-    assert meas == [459.71, 492.96]
-    # the source's MFU (full attention) is what our FLOPs give from the measured throughput
-    for r in d["rows"]:
-        assert r["measured_mfu_full"] == pytest.approx(r["source_mfu"], abs=0.003)
-        assert r["predicted_own"] is not None
-
-
-def test_profiles_command_lists_default(capsys):
-    d = run_json(capsys, ["profiles"])
-    names = [p["name"] for p in d["profiles"]]
-    assert names[0] == "default" and d["profiles"][0]["overrides"] == {}
-    assert "nemo-25.11" in names and "cuda-graphs" in names
-
-
-def test_jan_2024_profile_reproduces_the_report_figure(capsys):
-    """dgxc-2024-01: GPT-3 175B on 128 H100, BF16, predicts the report's 34% MFU (full attention)."""
-    d = run_json(capsys, ["predict", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128", "--tp", "4",
-                          "--pp", "8", "--vp", "12", "--gbs", "256", "--seq", "2048", "--attention", "full",
-                          "--profile", "jan-2024"])
-    assert d["mfu"] == pytest.approx(0.34, abs=0.003), "run python3 validation/fit_profiles.py --write"
+def test_profile_alias_targets():
+    """Release names map to the preset that describes that release's rows (validate's stack_for_row), the
+    early-2024 names to the NeMo-Megatron 24.05 preset, what-ifs to overrides of the default stack."""
+    ids = set(stack_ids())
+    assert set(RELEASE_STACKS.values()) <= ids
+    labels = {"nemo-24.07": "NeMo 24.07", "nemo-25.11": "NeMo 25.11", "nemo-26.02.01": "NeMo 26.02.01",
+              "dgxc-24.11.1": "DGXC v24.11.1 (NeMo 24.09)", "dgxc-25.04.01": "DGXC v25.04.01",
+              "dgxc-25.05.04": "DGXC v25.05.04"}
+    for name, software in labels.items():
+        assert RELEASE_STACKS[name] == stack_for_row("megatron", software), name
+    assert profile_as_stack("jan-2024")[0] == "nemo-megatron-24.05" and "early-2024" in profile_as_stack("jan-2024")[2]
+    assert WHATIF_SETS["no-overlap"] == ("tp_overlap=none", "dp_grad_reduce_overlap=false",
+                                         "dp_param_gather_overlap=false", "moe_a2a_overlap=false")
+    assert _tps(stack_set=WHATIF_SETS["no-overlap"]) < _tps()
+    with pytest.raises(InputError, match="did you mean 'nemo-25.11'"):
+        profile_as_stack("nemo-25.1")
 
 
 @pytest.mark.parametrize("args,key", [
@@ -120,41 +99,75 @@ def test_jan_2024_profile_reproduces_the_report_figure(capsys):
      lambda d: d[0]["tokens_per_s_per_gpu"]),
     (["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72", "--gpus", "64",
       "--gbs", "128", "--seq", "4096"], lambda d: d["systems"][0]["tokens_per_s_per_gpu"]),
+    (["sensitivity", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "2", "--gbs", "64",
+      "--seq", "4096"], lambda d: d["base"]["tokens_per_s_per_gpu"]),
+    (["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "2", "--gbs", "64",
+      "--seq", "4096", "--tokens", "1e12"], lambda d: d["tokens_per_s_per_gpu"]),
 ])
-def test_profile_on_every_planning_command(capsys, args, key):
-    """--profile works wherever a layout is predicted: default changes nothing, a profile changes the
-    prediction and is named in the output ("what if the Dec 2025 stack ran this")."""
+def test_stack_on_every_planning_command(capsys, args, key):
+    """--stack / --stack-set reach the prediction wherever a layout is predicted and are named in --json;
+    overlap off is slower; a bad feature is one error line."""
     base = run_json(capsys, args)
-    assert key(run_json(capsys, [*args, "--profile", "default"])) == key(base)
-    dec = run_json(capsys, [*args, "--profile", "2025-12"])
-    assert key(dec) != key(base)
-    named = dec[0]["profile"] if isinstance(dec, list) else dec["profile"]
-    assert named == "nemo-25.11"
-    assert run_json(capsys, [*args, "--profile", "cuda-graphs"]) and key(run_json(capsys, [*args, "--profile", "no-overlap"])) < key(base)
-    run_err(capsys, [*args, "--profile", "nope"])
+    assert key(run_json(capsys, [*args, "--stack", "default"])) == key(base)
+    off = run_json(capsys, [*args, *[x for s in WHATIF_SETS["no-overlap"] for x in ("--stack-set", s)]])
+    named = off[0] if isinstance(off, list) else off
+    assert named["stack"] == "default" and named["stack_set"] == list(WHATIF_SETS["no-overlap"])
+    assert key(off) < key(base)
+    fa2 = run_json(capsys, [*args, "--stack", "nemo-25.11", "--stack-set", "attention_kernel=fa2"])   # FA2 on Hopper
+    assert (fa2[0] if isinstance(fa2, list) else fa2)["stack"] == "nemo-25.11" and key(fa2) < key(base)
+    run_err(capsys, [*args, "--stack-set", "nope=1"])
 
 
-def test_releases_tell_the_gpt3_story(capsys):
-    """GPT-3 175B on 128 H100, BF16: the report's Jan 2024 figure (no row, profile dgxc-2024-01) sits with the
-    measured releases, oldest first, and the story line gives 34% -> 50% -> 54%."""
-    from perfmodel.cli import main
-    args = ["releases", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128", "--precision", "bf16"]
-    d = run_json(capsys, args)
-    (pt,) = d["report_points"]
-    assert pt["profile"] == "dgxc-2024-01" and pt["measured_mfu_full"] == 0.34
-    assert pt["mfu_full_own"] == pytest.approx(0.34, abs=0.003)
-    assert pt["mfu_full_default"] > 0.45
-    assert main(args) == 0
-    out = capsys.readouterr().out
-    rows = out[out.index("Rows ("):]
-    assert rows.index("report, Jan 2024") < rows.index("DGXC v24.11.1") < rows.index("DGXC v25.04.01")
-    assert "34.0% (report, Jan 2024) -> 50.0% (DGXC v24.11.1) -> 53.6% (DGXC v25.04.01)" in " ".join(out.split())
-    # other filters: no report figure
-    assert run_json(capsys, ["releases", "--model", "llama3-70b"])["report_points"] == []
+def test_profiles_command_is_list_stacks(capsys):
+    assert main(["profiles", "--json"]) == 0
+    out = capsys.readouterr()
+    assert main(["list", "stacks", "--json"]) == 0
+    assert capsys.readouterr().out == out.out and "deprecated" in out.err
+
+
+def test_releases_predict_each_row_with_its_own_stack(capsys):
+    """GPT-3 175B on 128 H100 BF16: each DGXC release's rows predicted exactly as validate predicts them
+    (its own preset), and the like-for-like pair is two rows of one configuration."""
+    d = run_json(capsys, ["releases", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128",
+                          "--precision", "bf16"])
+    assert [r["release"] for r in d["releases"]] == ["DGXC v24.11.1", "DGXC v25.04.01"]
+    rows = {r["run_id"]: r for r in read_csv(CSV)}
+    for r in d["rows"]:
+        v = validate_rows([rows[r["run_id"]]], CSV.parent).results[0]
+        assert (r["stack"], r["predicted"]) == (v.stack, v.predicted)
+        assert r["measured_mfu_full"] == pytest.approx(r["source_mfu"], abs=0.003)
+    assert {r["stack"] for r in d["rows"]} == {"nemo-megatron-24.05", "dgxc-25.04"}
+    for rel in d["releases"]:
+        for a, b in rel["like_for_like_run_ids"]:
+            assert config_key(rows[a]) == config_key(rows[b]) and rows[a]["software"] != rows[b]["software"]
+
+
+def test_releases_like_for_like_pairs_are_identical_configurations(capsys):
+    d = run_json(capsys, ["releases", "--series", "nemo"])
+    rows = {r["run_id"]: r for r in read_csv(CSV)}
+    pairs = [p for rel in d["releases"] for p in rel["like_for_like_run_ids"]]
+    assert pairs and sum(r["like_for_like_pairs"] for r in d["releases"]) == len(pairs)
+    for a, b in pairs:
+        assert config_key(rows[a]) == config_key(rows[b])
+        assert rows[a]["framework"] == rows[b]["framework"] and rows[a]["software"] != rows[b]["software"]
+    for rel in d["releases"]:
+        mine = [r for r in d["rows"] if r["release"] == rel["release"]]
+        assert len(mine) == rel["rows"] and rel["stacks"] == sorted({r["stack"] for r in mine})
 
 
 def test_validate_has_no_profile_switch(capsys):
-    """The accuracy figure is always the calibrated model: validate takes no --profile."""
-    from perfmodel.cli import main
+    """The accuracy figure uses each row's own stack: validate takes no --profile."""
     assert main(["validate", str(CSV), "--profile", "cuda-graphs"]) == 2
     assert "--profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args", [
+    ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--top", "1"],
+    ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096"],
+])
+def test_search_and_compare_headers_state_the_stack(capsys, monkeypatch, args):
+    from perfmodel.commands import common
+    monkeypatch.setattr(common.console, "width", 300)
+    assert main([*args, "--stack", "nemo-25.09", "--stack-set", "cuda_graphs=none"]) == 0
+    out = capsys.readouterr().out
+    assert f"stack nemo-25.09 ({load_stack('nemo-25.09').name}) + --stack-set cuda_graphs=none" in out

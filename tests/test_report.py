@@ -169,27 +169,32 @@ def test_scaling_and_compare_figures_read_well(report):
     assert pts[0]["gpus"] == 64 and pts[-1]["gpus"] == 16384 and all(p["ok"] for p in pts)
     cmp = {c["hardware"]: c for c in data["compare"]}
     assert set(cmp) == {"h100-sxm", "gb200-nvl72"}
-    assert cmp["h100-sxm"]["perf_per_tco_vs_first"] == 1.0 and cmp["gb200-nvl72"]["perf_per_tco_vs_first"] > 1
-    assert all(c["joules_per_token"] > 0 and c["usd_per_million_tokens"] > 0 for c in cmp.values())
+    assert cmp["h100-sxm"]["perf_per_tco_vs_first_nominal"] == 1.0 and cmp["gb200-nvl72"]["perf_per_tco_vs_first_nominal"] > 1
+    assert all(c["joules_per_token_nominal"] > 0 and c["usd_per_million_tokens_nominal"] > 0 for c in cmp.values())
     # 64 GPUs is under one NVL72 rack: the spare rack doubles what is paid, and the page says so
     assert cmp["gb200-nvl72"]["units"] == 1 and cmp["gb200-nvl72"]["cost_factor"] > 1.5
     assert "spare units are a large share" in (out / "index.html").read_text()
     from perfmodel.report import compare_png
     f = _figure_texts(lambda: compare_png(data["compare"], out / "c2.png", "t"))
-    assert [a["title"] for a in f["axes"]] == ["tokens/s per GPU", "$ per GPU-hour", "$ per 1M tokens",
-                                               "utility J per token", "perf per TCO (vs h100-sxm)"]
+    # the chart plots what the table concludes: after-reliability $/token and perf per TCO beside the nominal ones
+    assert [a["title"] for a in f["axes"]] == ["tokens/s per GPU", "$ per GPU-hour", "$ per 1M tokens, nominal",
+                                               "$ per 1M tokens,\nafter reliability", "utility J per token, nominal",
+                                               "perf per TCO vs h100-sxm,\nnominal",
+                                               "perf per TCO vs h100-sxm,\nafter reliability"]
 
 
-def test_profile_changes_predictions_not_the_validation_scatter(report, tmp_path):
-    """--profile is a what-if for the model's sections; the predicted-vs-measured scatter stays the calibrated
-    model's (the accuracy figure never uses a profile)."""
+def test_stack_changes_predictions_not_the_validation_scatter(report, tmp_path):
+    """--stack / --stack-set is a what-if for the model's sections; the predicted-vs-measured scatter keeps
+    each row's own stack (the accuracy figure never takes the command's stack)."""
     import json
     from perfmodel.report import ReportConfig, build
     out, _ = report
     base = json.loads((out / "report.json").read_text())
-    build(ReportConfig(profile="cuda-graphs", scaling_max_gpus=64, compare=("h100-sxm",)), tmp_path / "r")
+    build(ReportConfig(stack="nemo-25.11", stack_set=("attention_kernel=fa2",), scaling_max_gpus=64,
+                       compare=("h100-sxm",)), tmp_path / "r")
     other = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert other["config"]["profile"] == "cuda-graphs"
-    assert other["top"][0]["tokens_per_s_per_gpu"] > base["top"][0]["tokens_per_s_per_gpu"]
+    assert other["config"]["stack"] == "nemo-25.11" and other["config"]["stack_set"] == ["attention_kernel=fa2"]
+    assert other["top"][0]["tokens_per_s_per_gpu"] < base["top"][0]["tokens_per_s_per_gpu"]     # FA2 on H100
     assert other["validation"] == base["validation"]
-    assert "software profile <code>cuda-graphs</code>" in (tmp_path / "r" / "index.html").read_text()
+    assert "software stack <code>nemo-25.11 + --stack-set attention_kernel=fa2</code>" in \
+        (tmp_path / "r" / "index.html").read_text()

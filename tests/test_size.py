@@ -35,36 +35,37 @@ def test_gpus_whole_units_and_cost_matches_economics(capsys, hw, gpus, expect):
     rel = assess(reliability_inputs(h), d["gpus"], float(param_counts(m).total))
     rc = run_cost(tco_for(h), d["tokens_per_s_per_gpu"], 1e12, d["gpus"], rel.goodput_fraction, rel.cost_factor,
                   rel.energy_factor)
-    assert d["usd_total"] == pytest.approx(rc.usd_total, rel=1e-9)
-    assert d["mwh"] == pytest.approx(rc.mwh, rel=1e-9)
-    assert d["wall_days"] == pytest.approx(rc.wall_days, rel=1e-9)
+    assert d["usd_total_after_reliability"] == pytest.approx(rc.usd_total, rel=1e-9)
+    assert d["mwh_after_reliability"] == pytest.approx(rc.mwh, rel=1e-9)
+    assert d["wall_days_after_reliability"] == pytest.approx(rc.wall_days, rel=1e-9)
     assert d["spare_units"] == rel.spare_units >= 1
     assert d["limit"]["limit"] in ("memory", "compute", "batch size", "communication", "pipeline stage balance",
                                    "per-step overhead")
     # the 80% band brackets every figure, in the right direction
-    for k in ("tokens_per_s_per_gpu", "wall_days", "usd_total", "mwh"):
+    for k in ("tokens_per_s_per_gpu", "wall_days_after_reliability", "usd_total_after_reliability",
+              "mwh_after_reliability"):
         assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"]
 
 
 def test_days_meets_deadline_and_next_smaller_does_not(capsys):
     d = _one(capsys, [*SMALL, "--days", "10", "--hardware", "h100-sxm"])
-    assert d["wall_days"] <= 10
+    assert d["wall_days_after_reliability"] <= 10
     s = d["smaller"]
     assert s is not None and s["units"] < d["units"]
-    assert s["wall_days"] is None or s["wall_days"] > 10
+    assert s["wall_days_after_reliability"] is None or s["wall_days_after_reliability"] > 10
     # asking for the smaller size directly gives the same answer: it misses the deadline
-    if s["wall_days"] is not None:
+    if s["wall_days_after_reliability"] is not None:
         e = _one(capsys, [*SMALL, "--gpus", str(s["gpus"]), "--hardware", "h100-sxm"])
-        assert e["gpus"] == s["gpus"] and e["wall_days"] > 10
+        assert e["gpus"] == s["gpus"] and e["wall_days_after_reliability"] > 10
     # every candidate tried below the answer misses too
-    assert all(t["wall_days"] is None or t["wall_days"] > 10 for t in d["tried"] if t["units"] < d["units"])
+    assert all(t["wall_days_after_reliability"] is None or t["wall_days_after_reliability"] > 10 for t in d["tried"] if t["units"] < d["units"])
 
 
 def test_budget_is_fastest_within_budget(capsys):
     d = _one(capsys, [*SMALL, "--budget", "2e5", "--hardware", "h100-sxm"])
-    assert d["usd_total"] <= 2e5
-    within = [t for t in d["tried"] if t["usd_total"] is not None and t["usd_total"] <= 2e5]
-    assert min(t["wall_days"] for t in within) == pytest.approx(d["wall_days"])
+    assert d["usd_total_after_reliability"] <= 2e5
+    within = [t for t in d["tried"] if t["usd_total_after_reliability"] is not None and t["usd_total_after_reliability"] <= 2e5]
+    assert min(t["wall_days_after_reliability"] for t in within) == pytest.approx(d["wall_days_after_reliability"])
 
 
 def _sizer(model: str, hw: str, tokens: float):
@@ -85,9 +86,9 @@ def test_budget_looks_past_a_doubling_over_budget(capsys):
     pairs = [(a, b) for i, a in enumerate(every) for b in every[i + 1:] if a.usd > b.usd]
     budget = (pairs[0][1].usd * 1.001) if pairs else float(np.median([p.usd for p in every]))
     d = _one(capsys, ["--model", "llama3-70b", "--tokens", "15e12", "--budget", str(budget), "--hardware", "h100-sxm"])
-    assert d["usd_total"] <= budget
+    assert d["usd_total_after_reliability"] <= budget
     best = min((p for p in every if p.usd <= budget), key=lambda p: (p.days, p.units))
-    assert (d["units"], d["wall_days"]) == (best.units, pytest.approx(best.days))
+    assert (d["units"], d["wall_days_after_reliability"]) == (best.units, pytest.approx(best.days))
 
 
 def test_budget_too_small_names_the_cheapest_size_and_why_fewer_gpus_cost_more(capsys):
@@ -108,7 +109,7 @@ def test_side_by_side_json(capsys):
     out = run_json(capsys, ["size", *SMALL, "--days", "20", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72"])
     assert [d["hardware"] for d in out] == ["h100-sxm", "gb200-nvl72"]
     for d in out:
-        assert d["wall_days"] <= 20 and d["gpus"] % d["unit"]["job_gpus"] == 0
+        assert d["wall_days_after_reliability"] <= 20 and d["gpus"] % d["unit"]["job_gpus"] == 0
         assert d["band"]["low_factor"] <= 1 <= d["band"]["high_factor"]
 
 
@@ -122,12 +123,12 @@ def test_side_by_side_table(capsys):
 
 def test_unpriced_hardware(capsys):
     d = _one(capsys, [*SMALL, "--gpus", "64", "--hardware", "b200"])
-    assert d["priced"] is False and d["usd_total"] is None and "no sourced price" in d["price_note"]
-    assert d["mwh"] > 0 and d["wall_days"] > 0                        # energy and time do not need a price
+    assert d["priced"] is False and d["usd_total_after_reliability"] is None and "no sourced price" in d["price_note"]
+    assert d["mwh_after_reliability"] > 0 and d["wall_days_after_reliability"] > 0                        # energy and time do not need a price
     line = run_err(capsys, ["size", *SMALL, "--budget", "1e6", "--hardware", "b200"])
     assert "no sourced price" in line
     p = _one(capsys, [*SMALL, "--gpus", "64", "--hardware", "b200", "--set", "allin_capex_usd_per_gpu=40000"])
-    assert p["priced"] and p["usd_total"] > 0
+    assert p["priced"] and p["usd_total_after_reliability"] > 0
 
 
 def test_unreachable_deadline(capsys):

@@ -105,7 +105,7 @@ def test_whatif_names_and_notes_say_they_are_the_base_s(tmp_path: Path, capsys):
 
 def test_whatif_names_through_set_chains_and_own_text(tmp_path: Path):
     h100 = load_hardware("h100-sxm")
-    hw = apply_overrides(h100, ["nic_gbps=800", "hbm_gb=141"])
+    hw = apply_overrides(h100, ["nic_gbit_s=800", "hbm_gb=141"])
     assert hw.display_name() == (f"{h100.name} — what-if of h100-sxm: scale_out.bandwidth=100 GB/s, "
                                  "memory.hbm_bytes=141 GB")
     assert (hw.base, hw.notes_of) == ("h100-sxm", "h100-sxm")
@@ -140,8 +140,8 @@ def test_base_file_errors(tmp_path: Path, text: str, field: str, hint: str):
 
 def test_set_aliases_convert_units_and_record_overrides():
     base = load_hardware("gb200-nvl72")
-    hw = apply_overrides(base, ["nvlink_domain=144", "nic_gbps=800", "nvlink_gbps=1800", "hbm_gb=288",
-                                "hbm_tbps=10", "peak_flops.bf16=3e15"])
+    hw = apply_overrides(base, ["nvlink_domain=144", "nic_gbit_s=800", "nvlink_gbyte_s=1800", "hbm_gb=288",
+                                "hbm_tbyte_s=10", "peak_flops.bf16=3e15"])
     assert hw.scale_up.domain_size == 144 and hw.scale_out.bandwidth == 100e9 and hw.scale_up.bandwidth == 1.8e12
     assert hw.memory.hbm_bytes == 288e9 and hw.memory.hbm_bandwidth == 10e12 and hw.peak_flops.bf16 == 3e15
     assert set(hw.overridden) == {"scale_up.domain_size", "scale_out.bandwidth", "scale_up.bandwidth",
@@ -164,7 +164,7 @@ def test_set_unknown_key_suggests(item: str, hint: str):
     assert f"did you mean '{hint}'" in str(exc.value)
 
 
-@pytest.mark.parametrize("item", ["nvlink_domain=0", "hbm_gb=lots", "scale_out.bandwidth=-1", "nic_gbps", "nic_gbps=nan",
+@pytest.mark.parametrize("item", ["nvlink_domain=0", "hbm_gb=lots", "scale_out.bandwidth=-1", "nic_gbit_s", "nic_gbit_s=nan",
                                   "scale_up.nvls=maybe", "scale_up.latency_s=1e9", "hbm_gb=1e30", "nvlink_domain=1e30"])
 def test_set_bad_values_are_input_errors(item: str):
     with pytest.raises(InputError):
@@ -189,8 +189,8 @@ def test_one_set_option_per_command():
 
 
 def test_split_hardware_sets():
-    hw, rest = split_hardware_sets(["nic_gbps=800", "electricity_usd_per_kwh=0.1", "memory.hbm_bytes=1e11"])
-    assert hw == ["nic_gbps=800", "memory.hbm_bytes=1e11"] and rest == ["electricity_usd_per_kwh=0.1"]
+    hw, rest = split_hardware_sets(["nic_gbit_s=800", "electricity_usd_per_kwh=0.1", "memory.hbm_bytes=1e11"])
+    assert hw == ["nic_gbit_s=800", "memory.hbm_bytes=1e11"] and rest == ["electricity_usd_per_kwh=0.1"]
 
 
 # ---- monotonicity and elasticities --------------------------------------------------------------
@@ -222,7 +222,7 @@ def test_elasticity_signs(model: str, hw_id: str, lay: Layout, precision: str):
 
 def test_more_bandwidth_never_slower_sweep():
     sw = sweep(load_model("deepseek-v3"), load_hardware("gb200-nvl72"), MOE, Options("fp8"),
-               ["nic_gbps=200,400,800,1600", "nvlink_gbps=450,900"])
+               ["nic_gbit_s=200,400,800,1600", "nvlink_gbyte_s=450,900"])
     m = sw.matrix()
     for col in range(2):
         assert all(m[i + 1][col] >= m[i][col] for i in range(3))
@@ -246,8 +246,8 @@ def test_sensitivity_json(capsys):
 def test_sensitivity_sweep_json_and_plot(capsys, tmp_path: Path):
     png = tmp_path / "heat.png"
     d = run_json(capsys, ["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", "--sweep", "nvlink_domain=36,72,144",
-                          "--sweep", "nic_gbps=400,800", "--plot", str(png)])
-    assert [a["field"] for a in d["axes"]] == ["nvlink_domain", "nic_gbps"]
+                          "--sweep", "nic_gbit_s=400,800", "--plot", str(png)])
+    assert [a["field"] for a in d["axes"]] == ["nvlink_domain", "nic_gbit_s"]
     assert len(d["cells"]) == 6 and [len(r) for r in d["tokens_per_s_per_gpu"]] == [2, 2, 2]
     assert png.read_bytes()[:4] == b"\x89PNG"
     assert main(["sensitivity", *MOE_ARGS, "--hardware", "gb200-nvl72", "--sweep", "hbm_gb=80,186"]) == 0
@@ -282,7 +282,7 @@ def test_sensitivity_table_never_prints_a_negative_effect_as_plus(capsys, monkey
 
 @pytest.mark.parametrize("extra, needle", [
     (["--sweep", "nvlnk_domain=8,16"], "did you mean 'nvlink_domain'"),
-    (["--sweep", "nic_gbps"], "FIELD=V1,V2"),
+    (["--sweep", "nic_gbit_s"], "FIELD=V1,V2"),
     (["--sweep", "a=1", "--sweep", "b=2", "--sweep", "c=3"], "one or two"),
     (["--plot", "x.png"], "needs --sweep"),
 ])
@@ -304,6 +304,8 @@ WITH_HARDWARE = {      # command -> arguments before --hardware; JSON path to th
     "size": (["size", "--model", "llama3-8b", "--tokens", "1e12", "--gpus", "8"], lambda d: d[0]["hardware_overridden"]),
     "show": (["show", "hardware"], lambda d: d["overridden"]),
     "report": (["report", "--out", "unused"], None),          # ~2 s to build: only the bad key is run here
+    "check": (["check", str(Path(__file__).parent / "fixtures" / "logs" / "megatron-llama3-70b-h100.log")],
+              lambda d: d["hardware_overridden"]),
 }
 NOT_A_SPEC = {"releases"}      # --hardware filters measured rows by catalog id there; no spec to change
 
@@ -320,9 +322,9 @@ def test_set_works_on_every_command(capsys, name):
     args, overridden = WITH_HARDWARE[name]
     hw = ["h100-sxm"] if name == "show" else ["--hardware", "h100-sxm"]
     line = run_err(capsys, [*args, *hw, "--set", "nic_gbs=800"])
-    assert "did you mean 'nic_gbps'" in line
+    assert "did you mean 'nic_gbit_s'" in line
     if overridden is not None:
-        d = run_json(capsys, [*args, *hw, "--set", "nic_gbps=800", "--set", "hbm_gb=141"])
+        d = run_json(capsys, [*args, *hw, "--set", "nic_gbit_s=800", "--set", "hbm_gb=141"])
         assert set(overridden(d)) == {"scale_out.bandwidth", "memory.hbm_bytes"}
 
 

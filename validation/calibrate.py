@@ -1,84 +1,94 @@
-"""Fit the cost model's few global constants on the CALIBRATION split of validation/runs.csv.
+"""Fit the cost model's few global constants on the CALIBRATION split of ALL shipped measured sets.
 
     python3 validation/calibrate.py            # fit and print; --write stores the values in calibration.toml
 
-Only rows with `calibration_split(run_id)` True (crc32(run_id) % 4 == 0, fixed, ~1/4 of the rows) enter
-the objective: the mean absolute log error of predicted vs measured tokens/s/GPU. Held-out rows are
-never seen by the fit; `perfmodel validate --by split` reports both. Each constant keeps its physical
-bounds (fractions in (0, 1], sizes and times positive), and coordinate search (multiplicative steps,
-shrinking) keeps the fit deterministic and dependency-free.
+The rows: validation/runs.csv (NVIDIA's tables) and validation/independent/*.csv (five other stacks)
+together, or the files given with --csv. Only rows with `calibration_split(run_id)` True
+(crc32(run_id) % 4 == 0, fixed, ~1/4 of each file) enter the objective, the mean absolute log error
+of predicted vs measured tokens/s/GPU; held-out rows are never seen by the fit (`perfmodel validate
+--by split` reports both). Bounds, objective and coordinate search are perfmodel/fit.py, the same code
+`perfmodel calibrate` runs on a user's own runs. --write stores the values and rewrites the file's
+header to declare the rows it was fitted on.
 """
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import re
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.calibration import _FILE, constants, fitted_names, table  # noqa: E402
-from perfmodel.validate import calibration_split, read_csv, validate_rows  # noqa: E402
-
-BOUNDS = {"tensor_sustained": (0.3, 1.0), "tp_overlap": (0.0, 1.0), "ep_overlap": (0.0, 1.0),
-          "moe_imbalance": (1.0, 2.5), "gemm_k_half": (16, 4096), "gemm_mn_half": (4, 1024),
-          "kernel_fixed_s": (5e-7, 5e-5), "step_overhead_s": (1e-3, 0.5), "moe_layer_overhead_s": (0.0, 0.01),
-          "moe_permute_bytes": (2.0, 24.0)}
+from perfmodel import fit as F  # noqa: E402
+from perfmodel.calibration import _FILE, constants, fitted_names, priors, shipped_table  # noqa: E402
+from perfmodel.validate import shipped_sets  # noqa: E402
 
 
-def objective(rows, base, consts) -> float:
-    rep = validate_rows(rows, base, consts)
-    return float(np.mean([abs(np.log1p(r.error)) for r in rep.results]))
+def _rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(p)
 
 
-def fit(rows, base, rounds: int = 5):
-    c = constants()
-    names = fitted_names()
-    best = objective(rows, base, c)
-    print(f"start: mean |log err| = {best:.4f}")
-    step = 0.35
-    for rnd in range(rounds):
-        for n in names:
-            lo, hi = BOUNDS.get(n, (1e-12, 1e12))
-            cur = getattr(c, n)
-            for mult in (1 - step, 1 / (1 - step), 1 - step / 2, 1 / (1 - step / 2)):
-                val = float(np.clip(cur * mult, lo, hi))
-                if val == cur:
-                    continue
-                trial = c.with_(**{n: val})
-                o = objective(rows, base, trial)
-                if o < best - 1e-5:
-                    best, c, cur = o, trial, val
-            print(f"round {rnd} {n:18s} = {getattr(c, n):.4g}   objective {best:.4f}", flush=True)
-        step *= 0.6
-    return c, best
+def header(sets: list[F.RunSet], cal: list[F.RunSet], fit: F.Fit, start: str) -> str:
+    """The calibration.toml header: what the values were fitted on, when, and how."""
+    used = ", ".join(f"{_rel(s.path)} ({len(c.rows)} of {len(s.rows)} rows)" for s, c in zip(sets, cal))
+    lines = ["Global efficiency constants of the cost model. Each is a physical quantity, not a per-row factor.",
+             "`fit = true` marks the ones fitted by validation/calibrate.py (perfmodel/fit.py) on the CALIBRATION split",
+             "(rows whose run_id hashes into split 0 of 4: crc32(run_id) % 4 == 0, perfmodel/validate.py",
+             f"`calibration_split`) of every measured set together: {used}.",
+             f"Fitted {_dt.date.today().isoformat()}: coordinate search from the {start} values ({fit.passes} passes of "
+             f"{fit.rounds} rounds),",
+             f"mean |ln(predicted / measured)| {fit.start_objective:.4f} -> {fit.objective:.4f}. Accuracy is reported",
+             "on the held-out rows as well as on all rows.",
+             "`value` is what the model uses; `prior` is the physically motivated starting point with its source."]
+    words: list[str] = []
+    out: list[str] = []
+    for ln in lines:                  # wrap at ~110 columns
+        for w in ln.split(" "):
+            if words and len(" ".join(words + [w])) > 108:
+                out.append("# " + " ".join(words))
+                words = []
+            words.append(w)
+        out.append("# " + " ".join(words))
+        words = []
+    return "\n".join(out) + "\n"
 
 
-def write(c) -> None:
-    text = _FILE.read_text()
+def write(c, head: str, path: Path = _FILE) -> None:
+    """Store the fitted values (4 significant digits) and replace the leading comment block with `head`."""
+    text = path.read_text()
     for n in fitted_names():
         v = getattr(c, n)
         text = re.sub(rf"(\[{n}\]\nvalue = )[^\n]+", lambda m: m.group(1) + f"{v:.4g}", text)
-    _FILE.write_text(text)
+    body = re.sub(r"\A(#[^\n]*\n)+", "", text)
+    path.write_text(head + body)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--csv", default=str(ROOT / "validation" / "runs.csv"))
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--csv", action="append", help="measured-run file (repeatable) [default: every shipped set]")
+    ap.add_argument("--write", action="store_true", help=f"store the values in {_rel(_FILE)}")
+    ap.add_argument("--rounds", type=int, default=F.ROUNDS, help="coordinate-search rounds per pass")
+    ap.add_argument("--passes", type=int, default=F.MAX_PASSES,
+                    help=f"most passes (the search restarts from its result while a pass gains >= {F.PASS_GAIN:g})")
+    ap.add_argument("--start", choices=("current", "prior"), default="current",
+                    help="start from calibration.toml's values (default) or from every constant's prior")
     a = ap.parse_args()
-    all_rows = read_csv(a.csv)
-    rows = [r for r in all_rows if calibration_split(r.get("run_id", ""))]
-    print(f"calibration rows: {len(rows)} of {len(all_rows)}")
-    c, best = fit(rows, Path(a.csv).resolve().parent, a.rounds)
+    sets = [F.read_set(p) for p in (a.csv or shipped_sets())]
+    cal = F.calibration_part(sets)
+    for s, c in zip(sets, cal):
+        print(f"{_rel(s.path)}: {len(c.rows)} calibration rows of {len(s.rows)}")
+    start = constants() if a.start == "current" else priors()
+    fit = F.search(cal, start, fitted_names(), a.rounds, a.passes, log=lambda m: print(m, flush=True))
+    print(f"{fit.evaluations} objective evaluations in {fit.passes} passes")
     for n in fitted_names():
-        print(f"  {n} = {getattr(c, n):.4g}  (prior {table()[n]['prior']})")
+        print(f"  {n} = {getattr(fit.consts, n):.4g}  (start {getattr(start, n):.4g}, prior {shipped_table()[n]['prior']})")
     if a.write:
-        write(c)
+        write(fit.consts, header(sets, cal, fit, a.start))
         print(f"written to {_FILE}")
 
 

@@ -15,8 +15,7 @@ from ..hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
 from ..errors import InputError
 from ..model import ModelSpec, load_model
 from ..specfile import catalog_ids
-from .common import _cell_len, console, emit_json, resolve_hardware, si, table
-from .stacks import list_stacks, show_stack
+from .common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
@@ -74,26 +73,29 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 def list_cmd(kind: str, as_json: bool) -> None:
     """List the catalog: hardware, models or software stacks, with key figures."""
     if kind == "stacks":
+        from .stacks import list_stacks
         return list_stacks(as_json)
     if kind == "hardware":
         rows = [hardware_row(load_hardware(i)) for i in catalog_ids("hardware")]
         if as_json:
             return emit_json(rows)
-        console.print(table("Hardware, per GPU: dense peak TFLOP/s, HBM GB and TB/s, NVLink domain (GPUs) and "
-                            "GB/s, NIC GB/s (one direction), TDP W",
-                            ["id", "name", "BF16", "FP8", "HBM", "HBM BW", "NVL dom", "NVLink", "NIC", "TDP"],
-                            [[r["id"], escape(r["name"].split(" (")[0]), f"{r['bf16_flops'] / 1e12:.0f}",
-                              f"{r['fp8_flops'] / 1e12:.0f}" if r["fp8_flops"] else "-", f"{r['hbm_bytes'] / 1e9:.0f}",
-                              f"{r['hbm_bandwidth'] / 1e12:.2f}", r["nvlink_domain"], f"{r['nvlink_bandwidth'] / 1e9:.0f}",
-                              f"{r['nic_bandwidth'] / 1e9:.0f}", f"{r['tdp_w']:.0f}"] for r in rows], 2))
+        # ids are what a user copies: never cut (print_table: the id column keeps its width, the name wraps, and
+        # a terminal too narrow for the rest continues in a second table); every header names its unit
+        print_table("Hardware, per GPU (dense peaks; link bandwidths one direction)",
+                    ["id", "name", "BF16 TFLOP/s", "FP8 TFLOP/s", "HBM GB", "HBM TB/s", "NVLink GPUs", "NVLink GB/s",
+                     "NIC Gbit/s", "TDP W"],
+                    [[r["id"], escape(r["name"].split(" (")[0]), f"{r['bf16_flops'] / 1e12:.0f}",
+                      f"{r['fp8_flops'] / 1e12:.0f}" if r["fp8_flops"] else "-", f"{r['hbm_bytes'] / 1e9:.0f}",
+                      f"{r['hbm_bandwidth'] / 1e12:.2f}", r["nvlink_domain"], f"{r['nvlink_bandwidth'] / 1e9:.0f}",
+                      f"{r['nic_bandwidth'] * 8 / 1e9:.0f}", f"{r['tdp_w']:.0f}"] for r in rows], 2, wrap=(1,))
         return None
     rows = [model_row(load_model(i)) for i in catalog_ids("models")]
     if as_json:
         return emit_json(rows)
-    console.print(table("Models (params counted by perfmodel.counts)",
-                        ["id", "name", "layers", "hidden", "total params", "active params", "MoE", "seq"],
-                        [[r["id"], escape(r["name"].split(" (")[0]), r["layers"], r["hidden"], si(r["total_params"]), si(r["active_params"]),
-                          "yes" if r["moe"] else "no", r["seq_len"]] for r in rows], 2))
+    print_table("Models (params counted by perfmodel.counts)",
+                ["id", "name", "layers", "hidden", "total params", "active params", "MoE", "seq tokens"],
+                [[r["id"], escape(r["name"].split(" (")[0]), r["layers"], r["hidden"], si(r["total_params"]),
+                  si(r["active_params"]), "yes" if r["moe"] else "no", r["seq_len"]] for r in rows], 2, wrap=(1,))
     return None
 
 
@@ -160,6 +162,7 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
 def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
     if kind == "stack":
+        from .stacks import show_stack
         return show_stack(ref, sets, as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)

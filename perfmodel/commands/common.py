@@ -1,9 +1,10 @@
 """Shared CLI plumbing: layout flags, --json output, rich tables."""
 from __future__ import annotations
 
+import functools
 import json
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 import numpy as np
@@ -11,11 +12,14 @@ from rich import box
 from rich.console import Console
 from rich.errors import MarkupError
 from rich.measure import Measurement
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from ..hardware import ALIASES, PRECISIONS, HardwareSpec, apply_overrides, load_hardware, settable_fields
+from ..checks import context_warning
+from ..hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 # stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
 # BrokenPipeError, which cli.main turns into status 0 (as it does for click.echo)
@@ -43,6 +47,7 @@ def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
     """A transient progress bar (label, bar, count, elapsed time) on stderr, drawn only when `show` and
     stderr is a terminal: never mixed into --json output, never written into a log file. `label` and
     `count` are rich TextColumn formats, e.g. "{task.description}", "{task.completed}/{task.total} rows"."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     err = Console(stderr=True)
     return Progress(TextColumn(label), BarColumn(), TextColumn(count), TimeElapsedColumn(), console=err,
                     disable=not (show and err.is_terminal), transient=True)
@@ -137,9 +142,34 @@ def _routing() -> Callable:
                         help="MoE routing: real (load imbalance) or force-balanced")
 
 
+def _use_calibration(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """--calibration FILE: its constants for this command (perfmodel.calibration.use), restored after it."""
+    if value is not None:
+        from .. import calibration
+        before = calibration.use(value)
+        ctx.call_on_close(lambda: calibration.use(before))
+
+
+def calibration_option(f: Callable) -> Callable:
+    """--calibration FILE (a file written by `perfmodel calibrate`), as every predicting command takes it."""
+    if any(p.name == "calibration_file" for p in getattr(f, "__click_params__", [])):
+        return f
+    return click.option("--calibration", "calibration_file", metavar="FILE", default=None, expose_value=False,
+                        is_eager=True, callback=_use_calibration,
+                        help="global constants from a calibration file written by `perfmodel calibrate` "
+                             "[default: the shipped perfmodel/calibration.toml]")(f)
+
+
+def spares_option(f: Callable) -> Callable:
+    """--spares charged|excluded: one flag on every economics command (perfmodel/reliability.py)."""
+    return click.option("--spares", default="charged", show_default=True, type=click.Choice(["charged", "excluded"]),
+                        help="in-rack hot spares (NVL72: 8 of 72 GPUs per rack): charged to training as installed "
+                             "hardware, or excluded")(f)
+
+
 def precision_option(f: Callable) -> Callable:
-    """--precision, as every predicting command takes it."""
-    return _precision()(f)
+    """--precision and --calibration FILE, as every predicting command takes them."""
+    return calibration_option(_precision()(f))
 
 
 def convention_options(f: Callable) -> Callable:
@@ -171,10 +201,21 @@ def layout_options(f: Callable) -> Callable:
     if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):   # a command's own --set wins
         opts.append(click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
                                  help="what-if hardware: override a spec field (repeatable), e.g. "
-                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbps=800, hbm_gb=288"))
+                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbit_s=800, hbm_gb=288"))
     for o in reversed(opts):
         f = o(f)
-    return f
+    return calibration_option(f)
+
+
+from ..errors import WARNINGS  # noqa: E402  (warnings printed after a command's output, by cli.main)
+
+
+def warn_context(model: Any, seq: int | None) -> None:
+    """A warning when seq exceeds the model's maximum context (perfmodel/checks.py: the command goes on):
+    one stderr line after the output, never on stdout, so --json stays one document."""
+    msg = context_warning(model, seq) if seq else None
+    if msg and msg not in WARNINGS:
+        WARNINGS.append(msg)
 
 
 def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:
@@ -183,12 +224,91 @@ def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] 
 
 
 def hardware_set_keys() -> list[str]:
-    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbps, ...)."""
+    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbit_s, ...)."""
     return [*settable_fields(), *ALIASES]
 
 
 def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
-    hw_keys = set(hardware_set_keys())
+    hw_keys = set(hardware_set_keys()) | set(RENAMED)       # a renamed alias reaches parse_set, which names the new one
     mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
     return mine, [s for s in sets if s not in mine]
+
+
+# ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE, and the deprecated --profile ----------
+
+def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
+    """Load the stack and apply its overrides once, so a bad id, file or feature is one InputError naming
+    the flag and the field before any prediction (stack.load_stack / apply_overrides)."""
+    from ..errors import InputError
+    from ..stack import apply_overrides, load_stack
+    try:
+        spec = load_stack(stack)
+    except InputError as exc:
+        if exc.where == "stacks":             # an unknown id: name the flag
+            raise InputError("--stack", exc.field, exc.reason) from None
+        raise
+    apply_overrides(spec, list(stack_set))
+
+
+def stack_args(stack: str | None, stack_set: tuple[str, ...], profile: str | None) -> tuple[str | None, tuple[str, ...]]:
+    """--stack / --stack-set, with the deprecated --profile NAME mapped onto them (perfmodel/profiles.py):
+    a note on stderr after the output. Checked (check_stack)."""
+    from ..errors import InputError
+    stack_set = tuple(stack_set)
+    if profile is not None:
+        from ..profiles import profile_as_stack
+        if stack is not None:
+            raise InputError("--profile", profile, "give --stack (or the deprecated --profile), not both")
+        stack, sets, note = profile_as_stack(profile)
+        stack_set = sets + stack_set
+        if note not in WARNINGS:
+            WARNINGS.append(note)
+    check_stack(stack, stack_set)
+    return stack, stack_set
+
+
+def stack_options(f: Callable) -> Callable:
+    """--stack ID|FILE, --stack-set FEATURE=VALUE (repeatable) and the deprecated alias --profile NAME, as
+    every predicting command takes them: the command receives `stack` (preset id or file, None = the
+    `default` stack) and `stack_set` (a tuple), checked, for perfmodel.predict.Options."""
+    if any(p.name == "stack_set" for p in getattr(f, "__click_params__", [])):
+        return f
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, stack: str | None = None, stack_set: tuple[str, ...] = (), profile: str | None = None,
+                **kw: Any) -> Any:
+        stack, stack_set = stack_args(stack, stack_set, profile)
+        return f(*args, stack=stack, stack_set=stack_set, **kw)
+
+    for o in reversed([
+        click.option("--stack", "stack", default=None, metavar="ID|FILE",
+                     help="software stack: a preset id (`perfmodel list stacks`) or a stack TOML file [default: default]"),
+        click.option("--stack-set", "stack_set", multiple=True, metavar="FEATURE=VALUE",
+                     help="override a stack feature (repeatable), e.g. tp_overlap=none, cuda_graphs=per_layer "
+                          "(`perfmodel show stack default` lists them)"),
+        click.option("--profile", "profile", default=None, metavar="NAME",
+                     help="deprecated alias of --stack: an old profile name (nemo-25.11, no-overlap, ...) mapped "
+                          "to its stack preset or --stack-set overrides"),
+    ]):
+        wrapper = o(wrapper)
+    return wrapper
+
+
+def stack_info(opts: Any, model: Any = None, hw: Any = None) -> dict[str, Any]:
+    """The stack a prediction used, for --json: "stack" (preset id), "stack_name", "stack_set" and the
+    per-model rules of the preset that applied to this model and system."""
+    from ..stack import load_stack
+    spec = load_stack(opts.stack)
+    rules = spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied if model is not None and hw is not None else ()
+    return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set),
+            "stack_rules": list(rules)}
+
+
+def stack_line(opts: Any, model: Any = None, hw: Any = None) -> str:
+    """The output header's stack line: 'stack nemo-25.11 (NeMo 25.11 ...) + --stack-set tp_overlap=none'."""
+    from rich.markup import escape
+    s = stack_info(opts, model, hw)
+    sets = f" + --stack-set {', '.join(s['stack_set'])}" if s["stack_set"] else ""
+    rules = f"; per-model rules: {'; '.join(s['stack_rules'])}" if s["stack_rules"] else ""
+    return escape(f"stack {s['stack']} ({s['stack_name']}){sets}{rules}")

@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import click
+from click.core import ParameterSource
 from rich.markup import escape
 
 from .. import api, uncertainty
+from ..checks import check_measured_throughput, memory_reason
 from ..counts import param_counts
 from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
 from ..errors import InputError, did_you_mean
@@ -18,20 +20,21 @@ from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, layout_text
 from ..model import ModelSpec, load_model
 from ..predict import Options, Prediction
-from ..reliability import REL_KEYS, Reliability, assess, reliability_inputs
-from ..profiles import get_profile
+from ..reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs
 from ..search import search
-from .common import (console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
+from .common import (stack_info, stack_line, stack_options, spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
                      split_hardware_sets, table)
-from .profiles import profile_option
+from .predict import memory_error
 
 
 def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
     """--set KEY=VALUE items -> (cost overrides, reliability overrides); unknown keys name a close match
     (hardware fields included: split those off first with split_hardware_sets)."""
     sets = parse_sets(items)
-    known = COST_KEYS + REL_KEYS
+    known = COST_KEYS + tuple(k for k in REL_KEYS if k != "count_hot_spares")
     for k in sets:
+        if k == "count_hot_spares":
+            raise InputError("--set", k, "the spare policy has one flag on every command: --spares charged|excluded")
         if k not in known:
             raise InputError("--set", k, f"unknown assumption{did_you_mean(k, [*known, *hardware_set_keys()])}; "
                                          f"known: {', '.join(known)}, or a hardware field as `perfmodel show hardware` "
@@ -45,7 +48,7 @@ def cost_options(f: Callable) -> Callable:
                      help="buyer type whose cost assumptions apply (perfmodel/costs.toml)"),
         click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
                      help="override a named cost or reliability assumption, e.g. electricity_usd_per_kwh=0.12, or a "
-                          "what-if hardware field, e.g. nic_gbps=800 (repeatable)"),
+                          "what-if hardware field, e.g. nic_gbit_s=800 (repeatable)"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -61,35 +64,37 @@ def reliability_options(f: Callable) -> Callable:
                      help="blocking checkpoint write time, s [default: 14 B/param over 0.5 GB/s per GPU]"),
         click.option("--spare-units", type=int, default=None,
                      help="spare servers / racks held for the job [default: enough for the repair load, at least 1]"),
-        click.option("--count-hot-spares", is_flag=True, help="charge the in-rack hot spares (NVL72: 8 of 72) to training"),
         click.option("--interval", type=click.Choice(["young", "daly"]), default="young", show_default=True,
                      help="checkpoint interval formula"),
     ]
     for o in reversed(opts):
         f = o(f)
-    return f
+    return spares_option(f)
 
 
 def job_economics(m: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, gpus: int, tokens: float,
                   buyer: str, cost_over: dict[str, float], rel_over: dict[str, Any]) -> dict[str, Any]:
     """TCO, nominal run cost, reliability and the run cost after reliability, as one JSON-ready dict."""
     t: TCO = tco_for(hw, buyer, cost_over)
-    rel: Reliability = assess(reliability_inputs(hw, rel_over), gpus, float(param_counts(m).total))
+    ri = reliability_inputs(hw, rel_over)
+    rel: Reliability = assess(ri, gpus, float(param_counts(m).total))
     nominal = run_cost(t, tokens_per_s_per_gpu, tokens, gpus)
     eff = run_cost(t, tokens_per_s_per_gpu, tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
-    return {"usd_per_gpu_hour": t.usd_per_gpu_hour, **nominal.to_dict(), "goodput_fraction": rel.goodput_fraction,
-            "effective": {**eff.to_dict(), "usd_per_gpu_hour": t.usd_per_gpu_hour * rel.cost_factor},
-            "reliability": rel.to_dict(), "tco": t.to_dict()}
+    return {"usd_per_gpu_hour": t.usd_per_gpu_hour, "goodput_fraction": rel.goodput_fraction,
+            **nominal.to_dict("_nominal"), **eff.to_dict("_after_reliability"),
+            "usd_per_job_gpu_hour_after_reliability": t.usd_per_gpu_hour * rel.cost_factor,
+            "reliability": rel.to_dict(), "tco": t.to_dict(),
+            "spares": "charged" if ri.count_hot_spares else "excluded",
+            "spares_text": spares_text(ri, hw.cost.unit_name if hw.cost is not None else "server")}
 
 
-def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra) -> dict:
+def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra) -> dict:
     over: dict[str, Any] = dict(extra)
     for k, v in (("mtbi_gpu_days", mtbi_gpu_days), ("restart_s", restart_s), ("checkpoint_s", checkpoint_s),
                  ("spare_units", spare_units)):
         if v is not None:
             over[k] = v
-    if count_hot_spares:
-        over["count_hot_spares"] = True
+    over["count_hot_spares"] = spares == "charged"
     over["interval"] = interval
     return over
 
@@ -141,9 +146,7 @@ def _relaxed_layout_options(f: Callable) -> Callable:
 
 
 def _print_run(title: str, r: dict[str, Any]) -> None:
-    e = r["effective"]
     fmt: list[tuple[str, str, Callable[[float], str]]] = [
-        ("$ per job GPU-hour (incl. spares)", "usd_per_gpu_hour", lambda v: f"{v:.3f}"),
         ("$ per 1M tokens", "usd_per_million_tokens", lambda v: f"{v:.4f}"),
         ("$ whole run", "usd_total", lambda v: f"{v:,.0f}"),
         ("utility J per token", "joules_per_token", lambda v: f"{v:.3f}"),
@@ -152,7 +155,9 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
         ("GPU-hours", "gpu_hours", lambda v: f"{v:,.0f}"),
         ("wall-clock days", "wall_days", lambda v: f"{v:,.2f}"),
     ]
-    rows = [[name, fn(r[k]), fn(e[k])] for name, k, fn in fmt]
+    rows = [["$ per GPU-hour (job, incl. spares after reliability)", f"{r['usd_per_gpu_hour']:.3f}",
+             f"{r['usd_per_job_gpu_hour_after_reliability']:.3f}"]]
+    rows += [[name, fn(r[k + "_nominal"]), fn(r[k + "_after_reliability"])] for name, k, fn in fmt]
     console.print(table(title, ["", "nominal", "after reliability"], rows, 1))
     rel = r["reliability"]
     rrows = [
@@ -167,6 +172,7 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
         ["GPUs paid / GPUs used", f"{rel['cost_factor']:.3f}"],
     ]
     console.print(table("Reliability", ["", "value"], rrows, 1))
+    console.print(r["spares_text"])
 
 
 @click.command("cost")
@@ -176,20 +182,27 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
 @click.option("--tokens", type=float, required=True, help="tokens to train, e.g. 15e12")
 @cost_options
 @reliability_options
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
              etp: int | None, fsdp: bool, mbs: int, gbs: int | None, seq: int | None, precision: str, recompute: str,
              attention: str, routing: str, measured_tps: float | None, tokens: float, buyer: str,
-             sets: tuple[str, ...], mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares,
-             interval: str, as_json: bool) -> None:
+             sets: tuple[str, ...], mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares: str,
+             interval: str, as_json: bool, stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
     hw_sets, rest = split_hardware_sets(sets)
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
+    warn_context(m, seq)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
     head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden),
                             "buyer": buyer, "gpus": gpus, "tokens": tokens}
     if measured_tps is not None:
+        # the same plausibility rule as validate: no GPU runs above 100% of its dense peak (at --seq, or the
+        # smallest FLOPs per token, seq 1, without it; at --precision where given, else the fastest precision)
+        prec_given = click.get_current_context().get_parameter_source("precision") != ParameterSource.DEFAULT
+        check_measured_throughput(m, hw, measured_tps, seq or 1, "--tokens-per-s-per-gpu",
+                                  precision if prec_given else None)
         head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
         tps = measured_tps
     else:
@@ -198,10 +211,14 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
             raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
         lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep,  # type: ignore[arg-type]
                      etp=1 if etp is None else etp, mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
-        row = api.predict(m, hw, lay, precision, attention, routing).row(0)
+        row = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set).row(0)
+        if not row["fits"]:            # a layout that cannot run gets no cost
+            raise memory_error(m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack,
+                               stack_set=stack_set)
         tps = row["tokens_per_s_per_gpu"]
         head.update({"throughput_source": "predicted", "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
-                     "precision": precision, "layout": row["layout"], "fits": row["fits"]})
+                     "precision": precision, "layout": row["layout"], "fits": row["fits"],
+                     **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw)})
     r = {**head, **job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)}
     if as_json:
         return emit_json(r)
@@ -209,9 +226,9 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
+    if src == "predicted":
+        console.print(stack_line(Options(precision, stack=stack, stack_set=stack_set), m, hw))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
-    if head.get("fits") is False:
-        console.print("[yellow]warning: the predicted memory does not fit in HBM for this layout[/yellow]")
     _print_run("Training run", r)
     return None
 
@@ -223,7 +240,8 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
     res = search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
     if res.top is not None:
         return res.top, "planner"
-    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts), "given"
+    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack,
+                       opts.stack_set), "given"
 
 
 @click.command("compare")
@@ -246,74 +264,98 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
 @click.option("--tokens", type=float, default=1e12, show_default=True, help="tokens to train (run totals)")
 @cost_options
 @reliability_options
-@profile_option
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: int, seq: int, precision: str,
                 tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, mbs: int, fsdp: bool, recompute: str,
                 planner: bool, tokens: float, buyer: str, sets: tuple[str, ...], mtbi_gpu_days, restart_s,
-                checkpoint_s, spare_units, count_hot_spares, interval: str, as_json: bool,
-                profile: str = "default") -> None:
+                checkpoint_s, spare_units, spares: str, interval: str, as_json: bool,
+                stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO."""
     m = load_model(model_ref)
+    warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, count_hot_spares, interval, extra)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
     given = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                    recompute=recompute)  # type: ignore[arg-type]
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    opts = Options(precision=precision, consts=prof.consts)
-    out = []
+    opts = Options(precision=precision, stack=stack, stack_set=stack_set)
+    out: list[dict[str, Any]] = []
     for ref in hardware_refs:
         hw = resolve_hardware(ref, hw_sets)
-        if planner:
-            p, how = best_layout(m, hw, given, opts)
-        else:
-            p, how = api.predict(m, hw, given, precision, consts=prof.consts), "given"
+        try:
+            if planner:
+                p, how = best_layout(m, hw, given, opts)
+            else:
+                p, how = api.predict(m, hw, given, precision, stack=stack, stack_set=stack_set), "given"
+        except InputError as exc:            # the given layout breaks a rule on this system
+            out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
+                        "reason": str(exc)})
+            continue
         row = p.row(0)
+        if not row["fits"]:                  # cannot run: no throughput, cost or energy beside it
+            why = memory_reason(row["memory_bytes_per_gpu"], row["hbm_bytes"], hw.id)
+            out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
+                        "layout_from": how, "layout": row["layout"],
+                        "reason": ("no layout the planner tried fits; the given layout " if how == "given" and planner
+                                   else "the given layout ") + why})
+            continue
         tps = row["tokens_per_s_per_gpu"]
         e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
-        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "layout_from": how,
-             "layout": row["layout"], "fits": row["fits"],
-             "tokens_per_s_per_gpu": tps, "mfu": row["mfu"], **e}
+        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how,
+             "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
+             "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
         # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
         b = uncertainty.band_of(m, hw)
         o["band"] = b.to_dict()
         uncertainty.with_band(o, "tokens_per_s_per_gpu", b.throughput(tps))
-        uncertainty.with_band(o, "usd_per_million_tokens", b.inverse(e["usd_per_million_tokens"]))
-        uncertainty.with_band(o["effective"], "usd_per_million_tokens", b.inverse(e["effective"]["usd_per_million_tokens"]))
-        uncertainty.with_band(o["effective"], "usd_total", b.inverse(e["effective"]["usd_total"]))
+        for k in ("usd_per_million_tokens_nominal", "usd_per_million_tokens_after_reliability",
+                  "usd_total_after_reliability"):
+            uncertainty.with_band(o, k, b.inverse(e[k]))
         out.append(o)
-    base = out[0]
-    for o in out:
-        o["perf_per_tco_vs_first"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
-                                     (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
-        o["effective_perf_per_tco_vs_first"] = base["effective"]["usd_per_million_tokens"] / \
-            o["effective"]["usd_per_million_tokens"]
+    ok = [o for o in out if o["runnable"]]
+    if not ok:                               # nothing usable to show
+        raise InputError("compare", "", f"no system can run {m.id} on {gpus} GPUs (gbs {gbs}, seq {seq}): "
+                         + "; ".join(f"{o['hardware']}: {o['reason']}" for o in out))
+    base = ok[0]                             # perf per TCO relative to the first system that can run
+    for o in ok:
+        o["perf_per_tco_vs_first_nominal"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
+                                             (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
+        o["perf_per_tco_vs_first_after_reliability"] = base["usd_per_million_tokens_after_reliability"] / \
+            o["usd_per_million_tokens_after_reliability"]
     if as_json:
         return emit_json({"model": m.id, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
-                          "profile": prof.name, "systems": out})
+                          **{k: v for k, v in stack_info(opts).items() if k != "stack_rules"}, "systems": out})
     console.print(f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
-                  f"{tokens:.3g} tokens, buyer {buyer}" + (f", software profile {prof.name}" if prof.name != "default" else ""))
+                  f"{tokens:.3g} tokens, buyer {buyer}")
+    console.print(stack_line(opts))
     if hw_sets:
         console.print("what-if hardware (every system): " + escape(", ".join(hw_sets)))
     metrics: list[tuple[str, Callable[[dict], str]]] = [
-        ("layout", lambda o: f"{layout_text(o['layout'], mbs=True)} ({o['layout_from']})" + ("" if o["fits"] else " [red]no fit[/red]")),
+        ("layout", lambda o: f"{layout_text(o['layout'], mbs=True)} ({o['layout_from']})"),
         ("tokens/s/GPU (80% band)", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f} "
                                               f"({o['tokens_per_s_per_gpu_low']:,.0f}–{o['tokens_per_s_per_gpu_high']:,.0f})"),
         ("MFU", lambda o: f"{o['mfu']:.1%}"),
         ("$ per GPU-hour", lambda o: f"{o['usd_per_gpu_hour']:.3f}"),
-        ("$ per 1M tokens (80% band)", lambda o: f"{o['usd_per_million_tokens']:.4f} "
-                                                 f"({o['usd_per_million_tokens_low']:.4f}–{o['usd_per_million_tokens_high']:.4f})"),
-        ("utility J/token", lambda o: f"{o['joules_per_token']:.3f}"),
+        ("$ per 1M tokens nominal (80% band)", lambda o: f"{o['usd_per_million_tokens_nominal']:.4f} "
+         f"({o['usd_per_million_tokens_nominal_low']:.4f}–{o['usd_per_million_tokens_nominal_high']:.4f})"),
+        ("utility J/token nominal", lambda o: f"{o['joules_per_token_nominal']:.3f}"),
         ("goodput", lambda o: f"{o['goodput_fraction']:.2%}"),
-        ("$ per 1M tokens after reliability", lambda o: f"{o['effective']['usd_per_million_tokens']:.4f} "
-         f"({o['effective']['usd_per_million_tokens_low']:.4f}–{o['effective']['usd_per_million_tokens_high']:.4f})"),
-        ("$ whole run after reliability", lambda o: f"${o['effective']['usd_total']:,.0f}"),
-        ("perf per TCO vs first", lambda o: f"{o['perf_per_tco_vs_first']:.2f}x"),
-        ("  after reliability", lambda o: f"{o['effective_perf_per_tco_vs_first']:.2f}x"),
+        ("$ per 1M tokens after reliability", lambda o: f"{o['usd_per_million_tokens_after_reliability']:.4f} "
+         f"({o['usd_per_million_tokens_after_reliability_low']:.4f}–"
+         f"{o['usd_per_million_tokens_after_reliability_high']:.4f})"),
+        ("$ whole run after reliability", lambda o: f"${o['usd_total_after_reliability']:,.0f}"),
+        ("perf per TCO vs first, nominal", lambda o: f"{o['perf_per_tco_vs_first_nominal']:.2f}x"),
+        ("  after reliability", lambda o: f"{o['perf_per_tco_vs_first_after_reliability']:.2f}x"),
     ]
-    console.print(table("Side by side", [""] + [o["hardware"] for o in out],
-                        [[name] + [fn(o) for o in out] for name, fn in metrics], 1))
+    console.print(table("Side by side", [""] + [o["hardware"] for o in ok],
+                        [[name] + [fn(o) for o in ok] for name, fn in metrics], 1))
+    console.print(f"perf per TCO relative to {base['hardware']}; "
+                  + "; ".join(f"{o['hardware']} {o['spares_text']}" for o in ok))
+    for o in out:
+        if not o["runnable"]:
+            console.print(f"[red]{escape(o['hardware'])}: cannot run[/red], so no throughput, cost or energy: "
+                          f"{escape(o['reason'])}")
     return None
 
 

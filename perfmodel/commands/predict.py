@@ -8,19 +8,19 @@ from dataclasses import replace
 import click
 from rich.markup import escape
 
-from .. import api, uncertainty
+from .. import api, calibration, uncertainty
 from ..counts import flops_per_token
+from ..checks import memory_reason
 from ..errors import InputError
 from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, default_etp
 from ..model import ModelSpec, load_model
-from .common import console, emit_json, layout_options, resolve_hardware, table
-from ..profiles import get_profile
-from .profiles import profile_option
+from ..predict import Options
+from .common import console, emit_json, layout_options, resolve_hardware, stack_info, stack_line, stack_options, table, warn_context
 
 
 def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision: str, attention: str,
-                         routing: str, consts=None) -> list[str]:
+                         routing: str, consts=None, stack: str | None = None, stack_set: tuple[str, ...] = ()) -> list[str]:
     """Single changes of `lay` that are legal and fit in HBM, as CLI flags (checked by predicting each)."""
     cands: list[tuple[str, Layout]] = []
     if lay.recompute != "selective" and lay.recompute != "full":
@@ -39,7 +39,7 @@ def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision:
     out = []
     for flag, cand in cands:
         try:
-            p = api.predict(m, hw, cand, precision, attention, routing, consts)
+            p = api.predict(m, hw, cand, precision, attention, routing, consts, stack, stack_set)
         except InputError:
             continue                    # the change breaks a layout rule (divisibility, ...)
         if bool(p.fits[0]):
@@ -51,31 +51,40 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
 
 
+def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precision: str, attention: str = "causal",
+                 routing: str = "real", consts=None, ignore_flag: bool = True, stack: str | None = None,
+                 stack_set: tuple[str, ...] = ()) -> InputError:
+    """The one error every command gives a layout that does not fit in HBM: by how much, and the single
+    changes that would fit (each checked by predicting it, with the same stack)."""
+    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
+    hint = (f"single changes that fit: {', '.join(alts)}" if alts
+            else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
+    return InputError("layout", "memory", f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
+                                          f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""))
+
+
 @click.command("predict")
 @layout_options
-@profile_option
+@stack_options
 @click.option("--ignore-memory", is_flag=True, help="predict even when the layout does not fit in HBM")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
                 etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
                 attention: str, routing: str, sets: tuple[str, ...], ignore_memory: bool, as_json: bool,
-                profile: str = "default") -> None:
+                stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
+    warn_context(m, seq)
+    consts = calibration.constants()
+    opts = Options(precision, attention, routing, consts, stack, stack_set)  # type: ignore[arg-type]
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, 
                  etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
-    p = api.predict(m, hw, lay, precision, attention, routing, prof.consts)
+    p = api.predict(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
     r = p.row(0)
     mem, hbm = r["memory_bytes_per_gpu"], r["hbm_bytes"]
     if not r["fits"] and not ignore_memory:
-        alts = fitting_alternatives(m, hw, lay, precision, attention, routing, prof.consts)
-        hint = (f"single changes that fit: {', '.join(alts)}" if alts
-                else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
-        raise InputError("layout", "memory",
-                         f"needs {_gb(mem)} per GPU, {_gb(mem - hbm)} over the {_gb(hbm)} of HBM on {hw.id}; "
-                         f"{hint} (or --ignore-memory)")
+        raise memory_error(m, hw, lay, r, precision, attention, routing, consts, stack=stack, stack_set=stack_set)
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
@@ -84,15 +93,17 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
             "mfu": b.throughput(r["mfu"])}
     if as_json:
         return emit_json({"model": m.id, "hardware": hw.id, "precision": precision, "attention": attention,
-                          "routing": routing, "hardware_overridden": list(hw.overridden), "profile": prof.name, **r, f"mfu_{other}": mfu_other,
+                          "routing": routing, "hardware_overridden": list(hw.overridden), **stack_info(opts, m, hw),
+                          "calibration": str(calibration.active_file()), **r, f"mfu_{other}": mfu_other,
                           "memory_over_bytes": max(0.0, mem - hbm),
                           **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
                           "band": b.to_dict()})
     L = r["layout"]
     console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.display_name(changes=False))}, {precision}, "
                   f"seq {seq}, global batch {gbs}")
-    if prof.overrides:
-        console.print(f"software profile {prof.name}: " + ", ".join(f"{k} = {v:g}" for k, v in prof.overrides.items()))
+    console.print(stack_line(opts, m, hw))
+    if calibration.active_file() != calibration.shipped_file():
+        console.print(f"calibration {escape(str(calibration.active_file()))} (perfmodel calibrate)")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
@@ -108,16 +119,47 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     ]
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
     console.print(f"80% band: measured/predicted {b.low:.2f}-{b.high:.2f}x on {b.group} validation runs "
-                  f"({b.rows} calibration rows, perfmodel/uncertainty.toml)")
+                  f"({b.rows} calibration rows, {b.source})")
     parts = r["memory_parts_bytes"]
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
                         + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
-    step = r["step_time_s"]
-    rows = sorted(((k, v) for k, v in r["breakdown_s"].items() if v > 0), key=lambda kv: -kv[1])
-    console.print(table("Step time breakdown", ["part", "seconds", "% of step"],
-                        [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+    from ..predict import software_of
+    b = {**r["breakdown_s"], **{f"{k}_raw": v for k, v in r.get("comm_raw_s", {}).items()}}
+    print_breakdown(b, r["step_time_s"], consts, software_of(m, hw, opts))
     return None
+
+
+# the stack switch and calibrated share that hide each communication kind (perfmodel/software.py)
+_HIDDEN_BY = {"tp_comm": ("tp_overlap", "tp_share_bwd"), "cp_comm": ("cp ring", "cp_share"),
+              "ep_comm": ("moe_a2a_overlap", "ep_share"), "dp_comm": ("dp overlap", "dp_rs_share"),
+              "pp_comm": ("pp p2p", "pp_share")}
+
+
+def overlap_text(term: str, consts, sw=None) -> str:
+    """Which overlap assumption hides a communication term: the stack's switch and the share of the raw time
+    it may hide (the stack's feature times the calibrated constant), e.g. 'tp_overlap x0.96'."""
+    if term not in _HIDDEN_BY:
+        return "-"
+    switch, share = _HIDDEN_BY[term]
+    v = getattr(sw, share, None) if sw is not None else None
+    return f"{switch} x{v:.2f}" if v is not None else switch
+
+
+def print_breakdown(b: dict, step: float, consts=None, sw=None) -> None:
+    """The step-time breakdown. Where the prediction carries a communication's raw time (key `<term>_raw`, before
+    overlap), it is shown beside the exposed time, with the overlap assumption that hides the rest; otherwise
+    the exposed times alone."""
+    raw = {k[:-4]: v for k, v in b.items() if k.endswith("_raw")}
+    rows = sorted(((k, v) for k, v in b.items() if not k.endswith("_raw") and (v > 0 or raw.get(k, 0) > 0)),
+                  key=lambda kv: -kv[1])
+    if not raw:
+        console.print(table("Step time breakdown (communication: exposed time)", ["part", "seconds", "% of step"],
+                            [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+        return
+    console.print(table("Step time breakdown", ["part", "exposed s", "% of step", "raw s", "hidden by"],
+                        [[k, f"{v:.4f}", f"{v / step:.1%}", f"{raw[k]:.4f}" if k in raw else "",
+                          overlap_text(k, consts, sw) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
 
 
 COMMANDS = [predict_cmd]

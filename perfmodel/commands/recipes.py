@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import click
+from rich.markup import escape
 import numpy as np
 
 from ..errors import InputError
@@ -21,7 +22,7 @@ from ..predict import Options, predict_grid
 from ..search import SearchResult, describe_why, illegal, search, why_better
 from ..specfile import data_dir
 from ..validate import read_csv, row_inputs
-from .common import console, emit_json, stderr_progress, table
+from .common import calibration_option, stack_options, console, emit_json, stderr_progress, table
 
 @dataclass(frozen=True)
 class RecipeCheck:
@@ -44,7 +45,7 @@ class RecipeCheck:
 
 
 def _key(model, hw, lay, opts) -> tuple:
-    return (model.id, hw.id, lay.gpus, lay.gbs, lay.seq, opts.precision, opts.routing)
+    return (model.id, hw.id, lay.gpus, lay.gbs, lay.seq, opts.precision, opts.routing, opts.stack, opts.stack_set)
 
 
 def fill_unpublished(model, hw, lay: Layout, opts: Options, row: dict) -> tuple[Layout, str]:
@@ -65,8 +66,10 @@ def fill_unpublished(model, hw, lay: Layout, opts: Options, row: dict) -> tuple[
     return variants[best], " and ".join(free)
 
 
-def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> tuple[list[RecipeCheck], list[dict], float]:
-    """Compare every row; rows the model cannot take go to the second list with the reason."""
+def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None, stack: str | None = None,
+               stack_set: tuple[str, ...] = ()) -> tuple[list[RecipeCheck], list[dict], float]:
+    """Compare every row, each with its own stack (validate.row_inputs), or with `stack` / `stack_set` for
+    every row when given; rows the model cannot take go to the second list with the reason."""
     t0 = time.perf_counter()
     cache: dict[tuple, SearchResult] = {}
     specs: dict = {}                          # each model / hardware cell loaded once (validate.row_inputs)
@@ -75,6 +78,9 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> 
         rid = (row.get("run_id") or f"row{n + 2}").strip()
         try:
             model, hw, lay, opts = row_inputs(row, base, specs)
+            if stack is not None or stack_set:
+                opts = replace(opts, stack=stack if stack is not None else opts.stack,
+                               stack_set=(opts.stack_set if stack is None else ()) + tuple(stack_set))
         except (InputError, ValueError, KeyError) as exc:
             skipped.append({"run_id": rid, "reason": str(exc)})
             continue
@@ -97,8 +103,8 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None) -> 
         else:
             beats, reason = False, "no candidate fits in memory"
         if not fits:
-            reason = f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 2**30:.0f} GiB > " \
-                     f"{rec.hbm_bytes / 2**30:.0f} GiB); " + reason
+            reason = f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 1e9:.0f} GB > " \
+                     f"{rec.hbm_bytes / 1e9:.0f} GB); " + reason
         if not in_space:
             reason = "recipe outside the planner's space; " + reason
         if filled:
@@ -139,12 +145,15 @@ def _lay(d: dict | None) -> str:
 
 
 @click.command("recipes")
+@calibration_option
 @click.option("--csv", "csv_path", default=None,
               help="measured runs in the validation schema [default: validation/runs.csv]")
 @click.option("--top", "top_k", type=int, default=10, show_default=True, help="the planner's top-K to test against")
 @click.option("--threshold", type=float, default=0.10, show_default=True, help="disagreement to list (fraction)")
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool) -> None:
+def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool, stack: str | None = None,
+            stack_set: tuple[str, ...] = ()) -> None:
     """Rank each published recipe's layout among the planner's candidates."""
     if top_k < 1:
         raise InputError("--top", "top", f"must be at least 1 (got {top_k})")
@@ -153,15 +162,19 @@ def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool) -
     base = Path(csv_path).resolve().parent
     with stderr_progress("recipes", "{task.completed}/{task.total} rows", show=not as_json) as bar:
         task = bar.add_task("rows", total=len(rows))
-        checks, skipped, seconds = check_rows(rows, base, top_k, lambda i, n: bar.update(task, completed=i))
+        checks, skipped, seconds = check_rows(rows, base, top_k, lambda i, n: bar.update(task, completed=i),
+                                              stack, stack_set)
     s = summary(checks, top_k, threshold)
     s["seconds"] = seconds
     s["skipped"] = len(skipped)
+    s["stack"] = stack if stack is not None else ("each row's own" if not stack_set else "each row's own + --stack-set")
+    s["stack_set"] = list(stack_set)
     dis = sorted((c for c in checks if c.gap is None or abs(c.gap) > threshold), key=lambda c: -(abs(c.gap or 0)))
     if as_json:
         emit_json({"summary": s, "rows": [asdict(c) for c in checks], "skipped": skipped})
         return
     console.print(f"[bold]planner vs recipes[/]: {s['rows']} rows checked ({s['skipped']} skipped) in {seconds:.1f} s")
+    console.print(escape(f"  stack: {s['stack']}" + (f" + --stack-set {', '.join(stack_set)}" if stack_set else "")))
     console.print(f"  planner's top-{top_k} contains or beats the recipe: {s['contained_or_beaten']}/{s['rows']} "
                   f"({(s['share_contained_or_beaten'] or 0):.0%}); recipe itself in top-{top_k}: {s['recipe_in_top_k']}, "
                   f"ranked 1st: {s['recipe_rank_1']}")

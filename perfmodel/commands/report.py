@@ -5,9 +5,9 @@ import click
 from rich.markup import escape
 
 from ..economics import BUYERS
-from ..report import ReportConfig, build
-from .common import console, emit_json, precision_option
-from .profiles import profile_option
+from ..report import REPORT_STEPS, ReportConfig, build
+from ..model import load_model
+from .common import console, emit_json, precision_option, spares_option, stack_options, stderr_progress, warn_context
 
 _D = ReportConfig()
 
@@ -29,21 +29,29 @@ _D = ReportConfig()
               help="measured runs for the scatter [default: validation/runs.csv]")
 @click.option("--buyer", default=_D.buyer, show_default=True,
               type=click.Choice(BUYERS))
-@profile_option
+@spares_option
+@stack_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="what-if hardware: override a field of --hardware (repeatable), e.g. nic_gbps=800")
+              help="what-if hardware: override a field of --hardware (repeatable), e.g. nic_gbit_s=800")
 @click.option("--json", "as_json", is_flag=True, help="print the written files and timings as JSON")
 def command(out: str, model: str, hardware: str, gpus: int, gbs: int, seq: int, precision: str, compare: str,
-            top: int, scaling_max_gpus: int, validation_csv: str | None, buyer: str, profile: str,
-            as_json: bool, sets: tuple[str, ...] = ()) -> None:
+            top: int, scaling_max_gpus: int, validation_csv: str | None, buyer: str, spares: str,
+            as_json: bool, sets: tuple[str, ...] = (), stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation
     scatter and the H100 vs GB200 NVL72 cost/energy comparison."""
+    warn_context(load_model(model), seq)
     hws = tuple(h.strip() for h in compare.split(",") if h.strip())
     cfg = ReportConfig(model=model, hardware=hardware, hardware_sets=tuple(sets), gpus=gpus, gbs=gbs, seq=seq,
                        precision=precision,
                        compare=hws or _D.compare, top=top, scaling_max_gpus=scaling_max_gpus,
-                       validation_csv=validation_csv, profile=profile, buyer=buyer)
-    rep = build(cfg, out)
+                       validation_csv=validation_csv, stack=stack, stack_set=stack_set, buyer=buyer, spares=spares)
+    # progress on a terminal's stderr only: the report's steps (planner, roofline, scaling, validation, ...)
+    with stderr_progress("{task.description}", "{task.completed}/{task.total} steps", show=not as_json) as bar:
+        task = bar.add_task("report", total=len(REPORT_STEPS))
+
+        def step(name: str) -> None:
+            bar.update(task, completed=REPORT_STEPS.index(name), description=f"report: {name}")
+        rep = build(cfg, out, on_step=step)
     if as_json:
         return emit_json({"out": str(rep.out), "index": str(rep.out / "index.html"), "files": rep.files,
                           "seconds": rep.seconds})

@@ -12,12 +12,12 @@ from ..errors import InputError
 from ..layout import Layout, layout_text
 from ..model import load_model
 from ..predict import Options
-from ..profiles import get_profile, release_of
+from ..profiles import release_of
 from ..search import parse_constraints
 from ..scaling import GROWS, MODES, ScalingResult, load_runs, parse_gpu_list, plot, scaling, summary_growth
-from .common import (compact, console, convention_options, emit_json, fits_width, precision_option,
+from ..calibration import constants
+from .common import (stack_line, stack_options, spares_option, warn_context, compact, console, convention_options, emit_json, fits_width, precision_option,
                      resolve_hardware, stderr_progress, table)
-from .profiles import profile_option
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -30,7 +30,9 @@ def render(res: ScalingResult) -> None:
              else "global batch held")
     console.print(f"[bold]{res.model}[/] on {res.hardware}, {res.mode} scaling ({batch}), {res.precision}, "
                   f"seq {res.seq}, global batch {res.base_gbs} at {res.base_gpus} GPUs, {how}"
-                  + (f", profile {res.profile}" if res.profile != "default" else ""))
+                  )
+    console.print(stack_line(Options(res.precision, stack=None if res.stack == "default" else res.stack,
+                                     stack_set=tuple(res.stack_set))))
     rows = []
     for p in res.points:
         if not p.ok:
@@ -39,12 +41,12 @@ def render(res: ScalingResult) -> None:
             continue
         step = p.step_time_s or 1.0
         share = lambda k: f"{100 * p.grows_s[k] / step:.1f}%"
-        rows.append([f"{p.gpus:,}", f"{p.gbs:,}", layout_text(p.layout) + ("" if p.fits else " [red](no fit)[/red]"),
+        rows.append([f"{p.gpus:,}", f"{p.gbs:,}", layout_text(p.layout),
                      f"{p.step_time_s:.3g}", f"{p.tokens_per_s_per_gpu:,.0f}", _pct(p.mfu),
                      _pct(p.scaling_efficiency, 0), share("dp_comm"), share("pipeline_bubble"), share("ep_comm"),
                      _pct(p.goodput_fraction), f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
-                     f"{p.usd_per_million_tokens:.3f}" if p.usd_per_million_tokens is not None else "-",
-                     f"{p.joules_per_token:.3g}"])
+                     f"{p.usd_per_million_tokens_nominal:.3f}" if p.usd_per_million_tokens_nominal is not None else "-",
+                     f"{p.joules_per_token_nominal:.3g}"])
     cols = ["GPUs", "gbs", "layout", "step s", "tok/s/GPU", "MFU", "scal.", "DP", "bubble", "a2a",
             "goodput", "×goodput", "$/Mtok", "J/tok"]
     if not res.moe and all(not p.ok or p.grows_s["ep_comm"] == 0 for p in res.points):   # dense: no all-to-all
@@ -86,6 +88,7 @@ def render(res: ScalingResult) -> None:
     else:
         console.print(f"$/1M tokens at ${res.usd_per_gpu_hour:.3f} per GPU-hour (perfmodel tco), before reliability; "
                       "goodput: interruptions grow with the GPU count (perfmodel cost explains the reliability model)")
+    console.print(f"after reliability (--json *_after_reliability): {res.spares_text}")
 
 
 @click.command("scaling")
@@ -112,9 +115,10 @@ def render(res: ScalingResult) -> None:
 @click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"]))
 @convention_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="what-if hardware field (repeatable)")
-@profile_option
+@stack_options
 @click.option("--buyer", default="hyperscaler", show_default=True,
               type=click.Choice(BUYERS), help="cost assumptions")
+@spares_option
 @click.option("--measured/--no-measured", default=True, show_default=True,
               help="attach the measured runs of validation/runs.csv with the same model, hardware, precision, "
                    "batch rule and layout")
@@ -123,14 +127,15 @@ def render(res: ScalingResult) -> None:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, mode: str, gbs: int, seq: int, use_search: bool,
             fix: tuple[str, ...], cap: tuple[str, ...], tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, fsdp: bool, mbs: int, precision: str,
-            recompute: str, attention: str, routing: str, sets: tuple[str, ...], profile: str, buyer: str,
-            measured: bool, plot_path: str | None, as_json: bool) -> None:
+            recompute: str, attention: str, routing: str, sets: tuple[str, ...], buyer: str,
+            spares: str, measured: bool, plot_path: str | None, as_json: bool, stack: str | None = None,
+            stack_set: tuple[str, ...] = ()) -> None:
     """Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows
     (DP communication, bubble, all-to-all) and goodput (failures dominate at 100,000 GPUs)."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(m, seq)
     gpus = parse_gpu_list(gpus_text)
-    prof = get_profile(profile)
-    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
+    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     base = Layout(gpus=gpus[0], gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
                   recompute=recompute)  # type: ignore[arg-type]
     given = [f"--{k}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs") if getattr(base, k) != 1]
@@ -154,12 +159,16 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, mode: str, gbs: i
                     tasks[n] = bar.add_task(f"{n:,} GPUs", total=total)
                 bar.update(tasks[n], completed=done, total=total)
 
-            res = scaling(m, hw, gpus, mode, base, opts, search=use_search, buyer=buyer, profile=prof.name,
+            res = scaling(m, hw, gpus, mode, base, opts, search=use_search, buyer=buyer,
                           measured=load_runs() if measured and not hw.overridden else None, constraints=cons,
-                          on_chunk=step if use_search else None)
+                          on_chunk=step if use_search else None, spares=spares)
     except KeyboardInterrupt:
         got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
         raise KeyboardInterrupt(f"interrupted {got} of the {at['gpus']:,}-GPU search; no results written") from None
+    if not any(p.ok for p in res.points):     # nothing usable to show
+        raise InputError("scaling", "", f"no size can run {m.id} on {hw.id}: "
+                         + "; ".join(f"{p.gpus:,} GPUs: {p.reason}" for p in res.points[:4])
+                         + ("; ..." if len(res.points) > 4 else ""))
     if plot_path:
         plot(res, plot_path)
     if as_json:

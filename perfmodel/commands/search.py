@@ -15,12 +15,12 @@ from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, objec
                       search, why_better)
 from ..scaling import parse_gpu_list
 from .. import uncertainty
-from ..profiles import get_profile
-from .common import (console, convention_options, emit_json, precision_option, resolve_hardware, si,
+from ..errors import InputError
+from ..calibration import constants
+from .common import (stack_info, stack_options, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si,
                      stderr_progress, table)
-from .profiles import profile_option
 
-GIB = 2.0 ** 30
+GB = 1e9            # memory in GB = 1e9 bytes, as every table (perfmodel/checks.py)
 # breakdown_s keys grouped for the top-K table (predict.py)
 COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
 COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
@@ -122,21 +122,21 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @click.option("--fix", multiple=True, metavar="AXIS=V", help="pin an axis, e.g. --fix tp=4 (repeatable)")
 @click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap an axis, e.g. --max pp=8 (repeatable)")
 @convention_options
-@profile_option
+@stack_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbps=800")
+              help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbit_s=800")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
             top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool,
-            profile: str = "default", sets: tuple[str, ...] = ()) -> None:
+            sets: tuple[str, ...] = (), stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Enumerate every legal layout, score them all, print the best and the Pareto fronts.
 
     Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
     t0 = time.perf_counter()
     model, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(model, seq)
     gpus = parse_gpu_list(gpus_text)
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
+    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     scale = objective_scale(hw, objective)
     results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json)
     top, values, front = combined(results, model, hw, opts, top_k)
@@ -146,7 +146,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     why = why_better(top, 0, top, 1) if top is not None and top.layouts.n > 1 else None
     out = {
         "model": model.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
-        "precision": precision, "objective": objective, "profile": prof.name,
+        "precision": precision, "objective": objective, **stack_info(opts, model, hw), "fix": list(fix), "max": list(cap),
         "evaluated": sum(r.evaluated for r in results), "legal": legal, "fits": sum(r.fits for r in results),
         "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
         "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
@@ -165,6 +165,14 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         out["by_gpus"] = [{"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits,
                            "seconds": r.seconds} for r in results]
         out["pareto_gpus"] = gpu_front(results)
+    if top is None:                       # nothing usable: exit 2 with the real reason
+        cons = [f"--fix {x}" for x in out.get("fix", [])] + [f"--max {x}" for x in out.get("max", [])]
+        if out["legal"] == 0:
+            raise InputError("search", "", f"no legal layout of {out['model']} on {out['gpus']} GPUs with gbs {out['gbs']}, seq "
+                             f"{out['seq']}" + (f" and {' '.join(cons)}" if cons else "")
+                             + " (no combination of tp, pp, cp, dp and the batch divides; try another GPU count or batch)")
+        raise InputError("search", "", f"none of the {out['legal']:,} legal layouts fits in HBM on {out['hardware']} "
+                         "(try more GPUs, recompute, or a smaller micro-batch)")
     if as_json:
         emit_json(out)
         return
@@ -175,12 +183,13 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
            results: list[SearchResult], objective: str, what_if: str = "") -> None:
     g = out["gpus"]
     console.print(f"[bold]{out['model']}[/] on {g} x {out['hardware']}, gbs {out['gbs']}, seq {out['seq']}, "
-                  f"{out['precision']}" + (f", profile {out['profile']}" if out["profile"] != "default" else "")
+                  f"{out['precision']}"
                   + f": {out['evaluated']:,} candidates, {out['legal']:,} legal, "
                   f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
                   f"({si(out['layouts_per_s'] or 0, 'layouts/s')})")
+    console.print(escape(f"stack {out['stack']} ({out['stack_name']})"
+                         + (f" + --stack-set {', '.join(out['stack_set'])}" if out["stack_set"] else "")))
     if top is None:
-        console.print("[red]no legal layout fits in memory[/] (try more GPUs, recompute, or a smaller micro-batch)")
         return
     rows = []
     extra = [objective] if objective != "throughput" else []
@@ -193,18 +202,18 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
                      uncertainty.span(e["tokens_per_s_per_gpu_low"], e["tokens_per_s_per_gpu_high"], ",.0f"),
                      f"{top.mfu[i]:.1%}",
                      f"{step:.3g}", f"{sum(b[k] for k in COMPUTE) / step:.0%}", f"{comm / step:.0%}",
-                     f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GIB:.1f}"]
+                     f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GB:.1f}"]
                     + [objective_text(objective, float(values[i]))] * len(extra))
     if what_if:
         console.print("what-if hardware: " + escape(what_if))
     t = table(f"top {top.layouts.n} by {objective}",
-              ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GiB"] + extra,
+              ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GB"] + extra,
               rows, justify_right_from=2)
     console.print(t)
     b = out["band"]
     console.print(f"80% band: measured/predicted {b['low_factor']:.2f}-{b['high_factor']:.2f}x on {b['group']} "
-                  f"validation runs ({b['calibration_rows']} calibration rows, perfmodel/uncertainty.toml)")
-    terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0)]
+                  f"validation runs ({b['calibration_rows']} calibration rows, {b['source']})")
+    terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0) and not k.endswith("_raw")]
     console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
                         [[k] + [f"{round(top.breakdown_s[k][i] * 1e3, 1) + 0.0:,.1f}" for i in range(top.layouts.n)]
                          for k in terms]))
@@ -215,10 +224,10 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
         shown = sorted(set(np.linspace(0, n - 1, min(n, FRONT_ROWS)).round().astype(int).tolist()))
         note = f" ({len(shown)} of {n} points; --json lists all)" if len(shown) < n else ""
         t = table("Pareto front: throughput vs memory headroom" + note,
-                            ["layout", "tok/s/GPU", "mem GiB", "headroom GiB"],
+                            ["layout", "tok/s/GPU", "mem GB", "headroom GB"],
                             [[short(front, i), f"{front.tokens_per_s_per_gpu[i]:,.0f}",
-                              f"{front.memory_bytes_per_gpu[i] / GIB:.1f}",
-                              f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GIB:.1f}"]
+                              f"{front.memory_bytes_per_gpu[i] / GB:.1f}",
+                              f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GB:.1f}"]
                              for i in shown])
         t.columns[0].no_wrap = True
         console.print(t)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
+from .. import api
 from ..calibration import constants
 from ..errors import InputError
 from ..hardware import show_field
@@ -13,7 +14,8 @@ from ..layout import Layout
 from ..model import load_model
 from ..predict import Options
 from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
-from .common import console, emit_json, layout_options, resolve_hardware, table
+from .predict import memory_error
+from .common import stack_info, stack_line, stack_options, console, emit_json, layout_options, resolve_hardware, table, warn_context
 
 
 # how each elasticity was obtained (perfmodel/sensitivity.py): the derivative where the model is differentiable
@@ -44,9 +46,10 @@ def signed_percent(change: float) -> str:
 
 @click.command("sensitivity")
 @layout_options
+@stack_options
 @click.option("--sweep", "sweeps", multiple=True, metavar="FIELD=V1,V2,...",
               help="sweep a hardware field (as --set takes it; one or two sweeps) and print tokens/s/GPU, "
-                   "e.g. --sweep nvlink_domain=8,16,36,72,144 --sweep nic_gbps=400,800")
+                   "e.g. --sweep nvlink_domain=8,16,36,72,144 --sweep nic_gbit_s=400,800")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="with --sweep: write a heat map of tokens/s/GPU to this PNG")
 @click.option("--rel", type=float, default=0.10, show_default=True,
@@ -55,14 +58,17 @@ def signed_percent(change: float) -> str:
 def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
                     etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
                     attention: str, routing: str, sets: tuple[str, ...], sweeps: tuple[str, ...],
-                    plot_path: str | None, rel: float, as_json: bool) -> None:
+                    plot_path: str | None, rel: float, as_json: bool, stack: str | None = None,
+                    stack_set: tuple[str, ...] = ()) -> None:
     """Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters),
     or --sweep tables."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
+    warn_context(m, seq)
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=1 if etp is None else etp,
                  mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
-    opts = Options(precision, attention, routing, constants())  # type: ignore[arg-type]
-    head = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "precision": precision}
+    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
+    head = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "precision": precision,
+            **stack_info(opts, m, hw)}
     title = f"{m.name} on {gpus} x {hw.id}, {precision}"
     if plot_path and not sweeps:
         raise InputError("--plot", plot_path, "needs --sweep (the heat map shows a sweep)")
@@ -75,18 +81,25 @@ def sensitivity_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: i
         (f0, v0), rest = sw.axes[0], sw.axes[1:]
         cols = [f"{rest[0][0]}={v}" for v in rest[0][1]] if rest else ["tokens/s/GPU"]
         fits = sw.matrix("fits")
-        rows = [[f"{f0}={v}", *[f"{x:,.0f}" + ("" if ok else " (no fit)") for x, ok in zip(r, fr)]]
-                for v, r, fr in zip(v0, sw.matrix(), fits)]
+        mem = sw.matrix("memory_bytes_per_gpu")
+        rows = [[f"{f0}={v}", *[f"{x:,.0f}" if ok else f"no fit ({mb / 1e9:.1f} GB)" for x, ok, mb in zip(r, fr, mr)]]
+                for v, r, fr, mr in zip(v0, sw.matrix(), fits, mem)]
+        console.print(stack_line(opts, m, hw))
         console.print(table(escape(f"tokens/s per GPU: {title}"), ["", *cols], rows, 1))
         if plot_path:
             console.print(f"heat map written to {escape(plot_path)}")
         return None
+    base = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
+    if not bool(base.fits[0]):           # elasticities of a layout that cannot run mean nothing
+        raise memory_error(m, hw, lay, base.row(0), precision, attention, routing, ignore_flag=False, stack=stack,
+                           stack_set=stack_set)
     s = sensitivity(m, hw, lay, opts, rel)
     if as_json:
         return emit_json({**head, **s.to_dict()})
     b = s.base
     console.print(f"[bold]{escape(title)}[/bold]: step {b['step_time_s']:.3f} s, "
                   f"{b['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, MFU {b['mfu']:.1%}")
+    console.print(stack_line(opts, m, hw))
     top = s.ranked[0]
     console.print(f"most sensitive: [bold]{escape(effect(top, rel))}[/bold] (elasticity {round(top.elasticity, 3) + 0.0:+.3f})")
     console.print("how: derivative = d ln(step)/d ln(x) at x, where the model is differentiable (both one-sided "

@@ -17,11 +17,10 @@ from ..predict import Options
 from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
 from ..uncertainty import span
 from ..economics import BUYERS
-from .common import (console, convention_options, emit_json, precision_option, resolve_hardware,
+from ..calibration import constants
+from .common import (stack_info, stack_line, stack_options, spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
                      split_hardware_sets, table)
 from .economics import split_sets
-from ..profiles import get_profile
-from .profiles import profile_option
 
 
 def _band(d: dict, key: str, fmt: str) -> str:
@@ -47,7 +46,8 @@ def _smaller(d: dict) -> str:
     s = d.get("smaller")
     if not s:
         return "-" if d["target"]["mode"] == "days" and "smaller" in d else ""
-    return f"{s['gpus']:,} GPUs: " + (f"{s['wall_days']:,.1f} days" if s["wall_days"] is not None else s["why_not"])
+    days = s["wall_days_after_reliability"]
+    return f"{s['gpus']:,} GPUs: " + (f"{days:,.1f} days" if days is not None else s["why_not"])
 
 
 ROWS: list[tuple[str, Callable[[dict], str]]] = [
@@ -58,12 +58,13 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("tokens/s/GPU (80% band)", lambda d: _band(d, "tokens_per_s_per_gpu", ",.0f")),
     ("MFU", lambda d: f"{d['mfu']:.1%}"),
     ("goodput", lambda d: f"{d['goodput_fraction']:.2%}"),
-    ("wall-clock days (80% band)", lambda d: _band(d, "wall_days", ",.1f")),
-    ("$ whole run (80% band)", lambda d: _usd(d, "usd_total")),
-    ("$ per 1M tokens", lambda d: "-" if d["usd_per_million_tokens"] is None else f"{d['usd_per_million_tokens']:.4f}"),
+    ("wall-clock days (80% band)", lambda d: _band(d, "wall_days_after_reliability", ",.1f")),
+    ("$ whole run (80% band)", lambda d: _usd(d, "usd_total_after_reliability")),
+    ("$ per 1M tokens", lambda d: "-" if d["usd_per_million_tokens_after_reliability"] is None
+     else f"{d['usd_per_million_tokens_after_reliability']:.4f}"),
     ("$ per GPU-hour", lambda d: "-" if d["usd_per_gpu_hour"] is None else f"{d['usd_per_gpu_hour']:.3f}"),
-    ("energy MWh", lambda d: f"{d['mwh']:,.0f}"),
-    ("US household-years", lambda d: f"{d['household_years']:,.0f}"),
+    ("energy MWh", lambda d: f"{d['mwh_after_reliability']:,.0f}"),
+    ("US household-years", lambda d: f"{d['household_years_after_reliability']:,.0f}"),
     ("limited by", lambda d: d["limit"]["text"]),
 ]
 
@@ -83,14 +84,16 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
 @click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
               help="buyer type whose cost assumptions apply (perfmodel/costs.toml)")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="what-if hardware field (e.g. nic_gbps=800) or cost / reliability assumption "
+              help="what-if hardware field (e.g. nic_gbit_s=800) or cost / reliability assumption "
                    "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
+@spares_option
 @convention_options
-@profile_option
+@stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
 def command(model_ref: str, tokens: float, days: float | None, budget: float | None, gpus: int | None,
             hardware_refs: tuple[str, ...], precision: str, seq: int, gbs: int | None, buyer: str,
-            sets: tuple[str, ...], attention: str, routing: str, as_json: bool, profile: str = "default") -> None:
+            sets: tuple[str, ...], spares: str, attention: str, routing: str, as_json: bool,
+            stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
     """Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."""
     given = [(n, v) for n, v in (("days", days), ("budget", budget), ("gpus", gpus)) if v is not None]
     if len(given) != 1:
@@ -99,50 +102,63 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     mode, target = given[0]
     t0 = time.perf_counter()
     m = load_model(model_ref)
+    warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, rel_over = split_sets(tuple(rest))
-    prof = get_profile(profile)             # software profile: overrides of the calibrated constants
-    opts = Options(precision, attention, routing, prof.consts)  # type: ignore[arg-type]
+    rel_over = {**rel_over, "count_hot_spares": spares == "charged"}
+    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     out: list[dict[str, Any]] = []
     errors: list[str] = []
-    for ref in hardware_refs:
-        hw = resolve_hardware(ref, hw_sets)
-        try:
-            t1 = time.perf_counter()
-            d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over)  # type: ignore[arg-type]
-            d["seconds"] = time.perf_counter() - t1
-            d["profile"] = prof.name
-            out.append(d)
-        except InputError as exc:
-            if len(hardware_refs) == 1:
-                raise
-            out.append({"hardware": hw.id, "error": str(exc)})
-            errors.append(f"{hw.id}: {exc}")
+    hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]      # every id checked before any planning
+    # progress on a terminal's stderr only (never in --json, never in a log): the sizes planned so far
+    with stderr_progress("{task.description}", "{task.completed} sizes planned", show=not as_json) as bar:
+        for hw in hws:
+            task = bar.add_task(f"{hw.id}", total=None)
+
+            def step(n: int, task=task, hw=hw) -> None:
+                bar.update(task, advance=1, description=f"{hw.id}: {n:,} GPUs")
+            try:
+                t1 = time.perf_counter()
+                d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over,  # type: ignore[arg-type]
+                         on_size=step)
+                d["seconds"] = time.perf_counter() - t1
+                d.update(stack_info(opts, m, hw))
+                out.append(d)
+            except InputError as exc:
+                if len(hardware_refs) == 1:
+                    raise
+                out.append({"hardware": hw.id, "error": str(exc)})
+                errors.append(f"{hw.id}: {exc}")
     if len(errors) == len(hardware_refs):
         raise InputError("size", "", "; ".join(errors))
     if as_json:
         return emit_json(out)
     ok = [d for d in out if "error" not in d]
-    what = {"days": f"in {target:g} days", "budget": f"within ${target:,.0f}", "gpus": f"on {int(target):,} GPUs"}[mode]
+    used = ", ".join(f"{d['hardware']} {d['gpus']:,}" for d in ok if d["gpus"] != int(target))
+    on = f"on {int(target):,} GPUs" + (f" (rounded up to whole units: {used})" if used else "")
+    what = {"days": f"in {target:g} days", "budget": f"within ${target:,.0f}", "gpus": on}[mode]
     d0 = ok[0]
     console.print(f"[bold]{escape(m.name)}[/bold]: {tokens:.3g} tokens {what}, {precision}, seq {d0['seq']}, "
                   f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}"
-                  + (f", software profile {prof.name}" if prof.name != "default" else ""))
+                  )
+    console.print(stack_line(opts))
     rows = [[name] + [fn(d) if "error" not in d else "" for d in out] for name, fn in ROWS]
     if mode == "days":
         rows.append(["next smaller size"] + [_smaller(d) if "error" not in d else "" for d in out])
     if errors:
         rows.append(["[red]not possible[/red]"] + [escape(d.get("error", "")) for d in out])
     title = {"days": "Smallest cluster meeting the deadline", "budget": "Fastest cluster within the budget",
-             "gpus": "Time and cost at this size"}[mode]
+             "gpus": "Time and cost at this size"}[mode] + " (days, $ and energy after reliability)"
     console.print(table(title, [""] + [d["hardware"] for d in out], rows, 1))
     if hw_sets:
         console.print("what-if hardware: " + escape(", ".join(hw_sets)))
     for d in ok:
+        console.print(f"{escape(d['hardware'])} {escape(d['spares_text'])}")
+    for d in ok:
         if not d["priced"]:
             console.print(f"[yellow]{escape(d['hardware'])}: {escape(d['price_note'])}[/yellow]")
     console.print(f"80% bands: measured/predicted throughput spread of the validation runs per hardware family and "
-                  f"dense/MoE (perfmodel/uncertainty.toml; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
+                  f"dense/MoE ({escape(', '.join(sorted({d['band'].get('source', '') for d in ok})))}; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
                   f"days and $ scale inversely.")
     cons = ", ".join([f"{k}={v}" for k, v in SIZE_CONSTRAINTS.fix.items()] + [f"{k}<={v}" for k, v in SIZE_CONSTRAINTS.cap.items()])
     console.print(f"planner at each size tried ({cons}); sizes: whole units up to 16, then 8 per doubling, "

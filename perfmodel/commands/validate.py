@@ -16,8 +16,8 @@ from rich.markup import escape
 
 from ..errors import InputError
 from ..specfile import data_dir
-from ..validate import Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
-from .common import console, print_table, stderr_progress, table, to_jsonable
+from ..validate import COLUMNS, Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
+from .common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
 PROGRESS_MIN_ROWS = 2000
@@ -83,7 +83,20 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
     write(("\n  ]" if rows else "]") + "\n}\n")
 
 
-@click.command("validate")
+def _columns_help() -> str:
+    """The CSV columns for `perfmodel validate --help` (click keeps \\b paragraphs unwrapped)."""
+    lines = ["\b", "Columns (name, unit, default, accepted values); other columns are ignored:"]
+    lines += [f"  {n} [{u}] default {d}: {a}" for n, u, d, a in COLUMNS]
+    return "\n".join(lines)
+
+
+@click.command("validate", help="Predict every measured run of FILE.csv (validation/README.md schema) and report "
+               "the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and "
+               "validation/independent/*.csv), with a per-set table. "
+               "Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no "
+               "recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so "
+               "is a file with no row predicted (exit 2).\n\n" + _columns_help())
+@calibration_option
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
 @click.option("--by", "by_key", type=click.Choice(GROUP_KEYS), default="hardware", show_default=True,
               help="group the per-group table by this column")
@@ -98,6 +111,13 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     s = summary(report)
     sets = {k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
             for k, v in report.by("dataset").items()}
+    if not report.results:               # nothing usable: exit 2, with every row's reason
+        u = report.unsupported
+        if not as_json:
+            console.print(table("Unsupported rows", ["run_id", "line", "reason"],
+                                [[escape(x["run_id"]), x["row"], escape(x["reason"])] for x in u], 1))
+        raise InputError(path, "", f"no row could be predicted (0 of {report.given} rows, 0% coverage); first "
+                                   f"reason, line {u[0]['row']}: {u[0]['reason']}", details={"unsupported": u})
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
     if as_json:
@@ -133,14 +153,15 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
                                               "GPUs", "precision"],
                 [[escape(r.run_id), f"{r.error:+.1%}", f"{r.measured:,.0f}", f"{r.predicted:,.0f}", r.model,
                   r.hardware, r.gpus, r.precision] for r in worst], 1, left=(4, 5, 7))
-    if report.unsupported:
-        console.print(table("Unsupported rows", ["run_id", "line", "reason"],
-                            [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1))
+    if report.unsupported:               # run ids never cut (print_table); the reason wraps
+        print_table("Unsupported rows", ["run_id", "line", "reason"],
+                    [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1,
+                    wrap=(2,), left=(2,))
     if flagged:
         shown = sorted(flagged, key=lambda r: -abs(r.error))[:FLAGGED_SHOWN]
         more = f", the {FLAGGED_SHOWN} largest shown (all in --json)" if len(flagged) > FLAGGED_SHOWN else ""
-        console.print(table(f"Flagged rows: {len(flagged)} far from their prediction{more}", ["run_id", "error", "verdict"],
-                            [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown], 1))
+        print_table(f"Flagged rows: {len(flagged)} far from their prediction{more}", ["run_id", "error", "verdict"],
+                    [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown], 1, wrap=(2,), left=(2,))
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     return None

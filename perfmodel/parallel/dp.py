@@ -14,7 +14,7 @@ import numpy as np
 from .. import comm
 from ..counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
 from ..model import ModelSpec
-from ..overlap import exposed
+from ..overlap import exposed, exposed_shared
 
 
 def param_split(m: ModelSpec) -> tuple[float, float]:
@@ -41,13 +41,32 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
     return rs, ag
 
 
-def exposed_time(rs, ag, fsdp, stage, nmb, share):
+def _fsdp_calls(nmb, sw):
+    """(gathers, scatters) of FSDP per step: per micro-batch, one gather for forward and, resharding
+    after forward (FULL_SHARD), another for backward, and one reduce-scatter; gathered once per step
+    (kept across micro-batches), one gather and one scatter per step."""
+    if sw.fsdp_per_microbatch:
+        return nmb * (2 if sw.fsdp_reshard else 1), nmb
+    return 1.0 + 0 * nmb, 1.0 + 0 * nmb
+
+
+def exposed_time(rs, ag, fsdp, stage, nmb, sw):
     """Exposed DP communication per step. Distributed optimizer: the reduce-scatter hides under the last
-    micro-batch's backward (2/3 of a stage time), the all-gather under the first forward (1/3); FSDP: each
-    micro-batch's 2 gathers + 1 scatter hide under its stage time."""
-    plain = exposed(rs, stage * 2 / 3, share) + exposed(ag, stage / 3, share)
-    per_mb = nmb * exposed(2 * ag + rs, stage, share)
-    return np.where(fsdp, per_mb, plain)
+    micro-batch's backward (2/3 of a stage time) when the stack overlaps gradient reduction, the
+    all-gather under the first forward (1/3) when it overlaps the parameter gather; FSDP: each gather and
+    scatter hides under a stage time likewise."""
+    plain = exposed(rs, stage * 2 / 3, sw.dp_rs_share) + exposed(ag, stage / 3, sw.dp_ag_share)
+    n_ag, n_rs = _fsdp_calls(nmb, sw)
+    # FSDP's gathers and scatters of all micro-batches share one window, the step's compute (overlap.py):
+    # separate per-call windows would let faster compute expose more communication than it saves
+    ex = exposed_shared({"ag": n_ag * ag, "rs": n_rs * rs}, {"ag": sw.dp_ag_share, "rs": sw.dp_rs_share}, nmb * stage)
+    return np.where(fsdp, ex["ag"] + ex["rs"], plain)
+
+
+def raw_time(rs, ag, fsdp, nmb, sw):
+    """DP communication per step before any overlap."""
+    n_ag, n_rs = _fsdp_calls(nmb, sw)
+    return np.where(fsdp, n_ag * ag + n_rs * rs, rs + ag)
 
 
 def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:

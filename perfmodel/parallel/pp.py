@@ -79,11 +79,17 @@ def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[
     return tuple((c, e, h, n) for (c, e, h), n in sig.items())
 
 
+def _pairs(pp: np.ndarray, vp: np.ndarray):
+    """The distinct (pp, vp) pairs and each layout's index into them (one 1-D unique on an integer key)."""
+    key = np.asarray(pp, dtype=np.int64) * (1 << 32) + np.asarray(vp, dtype=np.int64)
+    u, inv = np.unique(key, return_inverse=True)
+    return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
+
+
 def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray):
     """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
     [n, S], multiplicity [n, S] (0 on padding)."""
-    pairs, inv = np.unique(np.stack([pp, vp], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    pairs, inv = _pairs(pp, vp)
     tabs = [signatures(kinds, n_kinds, int(p), int(v)) for p, v in pairs]
     S = max(len(t) for t in tabs)
     cnt = np.zeros((n_kinds, len(pairs), S))
@@ -99,8 +105,7 @@ def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
     """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
     the first (most micro-batches in flight, embedding), the second (most in flight among the middle
     ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
-    pairs, inv = np.unique(np.stack([pp, vp], axis=1), axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
+    pairs, inv = _pairs(pp, vp)
     cnt = np.zeros((n_kinds, len(pairs), 3))
     rank = np.zeros((len(pairs), 3))
     for u, (p, v) in enumerate(pairs):
@@ -124,10 +129,21 @@ def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
     return np.where(pp > 1, 2 * vp * one, 0.0)
 
 
-def schedule_time(t_max, t_sum, pp, vp, nmb):
+# bubble of other schedules relative to 1F1B's (Qi et al. 2024, Zero Bubble §3: with T_F = T_B = T_W,
+# ZB-H1's (p-1)(T_F + T_B - T_W) is 1/3 of 1F1B's (p-1)(T_F + T_B + T_W); DeepSeek-V3 §3.2.1 Table 2:
+# DualPipe (p/2 - 1)(F&B + B - 3W) taken with F&B = F + B, at (p/2 - 1)/(p - 1) of ZB-H1's)
+ZERO_BUBBLE_SHARE = 1 / 3
+
+
+def schedule_time(t_max, t_sum, pp, vp, nmb, schedule: str = "interleaved"):
     """(pipeline seconds, bubble seconds) of one step for stage times with max t_max and sum t_sum."""
     fill = np.maximum(0.0, pp - nmb) * (vp - 1) / vp * t_sum / pp
-    total = np.where(pp > 1, nmb * t_max + (t_sum - t_max) / vp + fill, nmb * t_max)
+    bub = (t_sum - t_max) / vp + fill
+    if schedule == "zero_bubble":
+        bub = bub * ZERO_BUBBLE_SHARE
+    elif schedule == "dualpipe":
+        bub = bub * ZERO_BUBBLE_SHARE * np.maximum(pp / 2 - 1, 0) / np.maximum(pp - 1, 1)
+    total = np.where(pp > 1, nmb * t_max + bub, nmb * t_max)
     return total, total - nmb * t_max
 
 

@@ -1,24 +1,38 @@
-"""Activation recompute (Korthikanti et al. 2022 §5): what backward runs again and what it keeps.
+"""Activation recompute (Korthikanti et al. 2022 §5; Megatron-Core recompute_granularity and
+recompute_modules): what backward runs again and what it keeps.
 
-Policies: none; selective (recompute the core attention: its forward runs again in backward, and the
-activation-function output is not kept); full (each layer's forward runs again; only each layer's input
-is kept, plus one layer's full activations while it is being recomputed)."""
+Policies: none; selective (the stack's recompute modules: their forward ops run again in backward and
+the activations they alone need are not kept; Megatron-Core's default module is core_attn); full (each
+layer's forward runs again; only each layer's input is kept, plus one layer's full activations while it
+is being recomputed).
+
+Saved-activation modules (workload.py `Saved.module`): input and residual (always kept), layernorm (norm
+outputs: the qkv / fc1 / router inputs), qkv, latents, mla_up_proj (MLA q/k/v from the latents), core_attn
+(attention output, log-sum-exp, unfused scores), mlp (dense activation input and output), moe (permuted
+tokens, expert activations, router logits), moe_act (expert activation output), shared_experts."""
 from __future__ import annotations
 
 import numpy as np
 
 NONE, SELECTIVE, FULL = 0, 1, 2
-
-# recompute modules dropped from the saved activations per policy (Megatron-Core recompute_modules names)
-DROPPED = {SELECTIVE: ("act",)}
+ALWAYS_KEPT = ("input", "residual")
 
 
-def time(rec, fwd_all_layers, core_attn_fwd_all_layers):
-    """Extra seconds per micro-batch spent recomputing."""
-    return np.where(rec == FULL, fwd_all_layers, np.where(rec == SELECTIVE, core_attn_fwd_all_layers, 0.0))
+def dropped(modules: tuple[str, ...]) -> tuple[str, ...]:
+    """Saved-activation modules not kept under selective recompute of `modules` ("moe" covers moe_act)."""
+    out = set(modules)
+    if "moe" in out:
+        out.add("moe_act")
+    return tuple(sorted(out - set(ALWAYS_KEPT)))
 
 
-def extra_flops_per_token(rec, model_flops_per_token, attn_fwd_flops_per_token):
-    """HFU's extra FLOPs: full recompute runs one more forward (a third of fwd+bwd), selective the core
-    attention forward."""
-    return np.where(rec == FULL, model_flops_per_token / 3, np.where(rec == SELECTIVE, attn_fwd_flops_per_token, 0.0))
+def time(rec, fwd_all_layers, selective_fwd):
+    """Extra seconds per micro-batch spent recomputing: a whole forward (full) or the forward of the
+    selected modules' ops (selective)."""
+    return np.where(rec == FULL, fwd_all_layers, np.where(rec == SELECTIVE, selective_fwd, 0.0))
+
+
+def extra_flops_per_token(rec, model_flops_per_token, selective_flops_per_token):
+    """HFU's extra FLOPs: full recompute runs one more forward (a third of fwd+bwd), selective the
+    forward FLOPs of the recomputed modules."""
+    return np.where(rec == FULL, model_flops_per_token / 3, np.where(rec == SELECTIVE, selective_flops_per_token, 0.0))

@@ -1,0 +1,135 @@
+"""A software stack (perfmodel/stack.py, stacks/*.toml) as the cost model reads it: the overlap switches,
+kernel choices and byte sizes each feature implies. Every value here follows from a stated feature through
+physics or a measured kernel ratio with its source; nothing is fitted per stack. The calibrated constants
+(calibration.toml) describe the best stack: a feature switched off takes away what that constant grants.
+
+`Software` is frozen and hashable, so rows and layouts that ran the same stack are scored together.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from . import constants as K
+from .calibration import Constants
+from .hardware import HardwareSpec
+from .stack import DEFAULT_STACK, StackSpec, apply_overrides, load_stack
+
+# attention kernels relative to the kernel each hardware file's attention_fwd / attention_bwd measures
+# (A100: FlashAttention-2; Hopper: FlashAttention-3; Blackwell: cuDNN fused attention).
+# FA3 paper (Shah et al. 2024) §4.1: FA3 is 1.5-2.0x faster than FA2 in forward, 1.5-1.75x in backward
+# (BF16, H100) -> FA2 at 1/1.75 and 1/1.6 of FA3; cuDNN 9 fused attention within a few % of FA3 on H100
+# (same figure) -> 1. FlashAttention-4 (Dao et al. 2025): forward up to 1.3x cuDNN 9.13 on B200.
+# No FA2 measurement on Blackwell is recorded: it runs the pre-tcgen05 mma path, taken at its Hopper ratio.
+# FA2 paper (Dao 2023) §4.1, Fig. 4-5 (A100): FA2 is 1.7-3.0x faster than FlashAttention 1 and 1.3-2.5x
+# faster than FlashAttention in Triton -> FA1 at 1/2.3, Triton at 1/1.8 of FA2 (geometric means), on every
+# generation relative to that generation's FA2 factor.
+_FA1, _TRITON = 1 / 2.3, 1 / 1.8
+_ATTN_FACTOR = {
+    ("ampere", "fa2"): (1.0, 1.0), ("ampere", "cudnn"): (1.0, 1.0), ("ampere", "fa3"): (1.0, 1.0),
+    ("ampere", "fa4"): (1.0, 1.0),
+    ("hopper", "fa3"): (1.0, 1.0), ("hopper", "cudnn"): (1.0, 1.0), ("hopper", "fa4"): (1.0, 1.0),
+    ("hopper", "fa2"): (1 / 1.75, 1 / 1.6),
+    ("blackwell", "cudnn"): (1.0, 1.0), ("blackwell", "fa4"): (1.3, 1.0), ("blackwell", "fa3"): (1.0, 1.0),
+    ("blackwell", "fa2"): (1 / 1.75, 1 / 1.6),
+    ("blackwell-ultra", "cudnn"): (1.0, 1.0), ("blackwell-ultra", "fa4"): (1.0, 1.0),
+    ("blackwell-ultra", "fa3"): (1.0, 1.0), ("blackwell-ultra", "fa2"): (1 / 1.75, 1 / 1.6),
+}
+
+
+for _gen in ("ampere", "hopper", "blackwell", "blackwell-ultra"):
+    _f, _b = _ATTN_FACTOR[(_gen, "fa2")]
+    _ATTN_FACTOR[(_gen, "fa1")] = (_f * _FA1, _b * _FA1)
+    _ATTN_FACTOR[(_gen, "triton")] = (_f * _TRITON, _b * _TRITON)
+
+
+@dataclass(frozen=True)
+class Software:
+    """The cost model's view of one stack on one system."""
+    stack_id: str
+    tp_share_fwd: float          # share of forward / backward TP collectives hidden under GEMMs
+    tp_share_bwd: float
+    cp_share: float
+    ep_share: float
+    dp_rs_share: float           # gradient reduce-scatter hidden under backward
+    dp_ag_share: float           # parameter all-gather hidden under forward
+    pp_share: float
+    layer_kernel_s: float        # fixed cost per kernel inside the layers (CUDA graphs lower it)
+    other_kernel_s: float        # ... in the head, embedding and optimizer
+    attention: str               # unfused | fa2 | fa3 | cudnn | fa4
+    attn_fwd_factor: float
+    attn_bwd_factor: float
+    sequence_parallel: bool
+    grad_bytes: float            # main-gradient buffer, bytes per parameter
+    reduce_bytes: float          # data-parallel reduction, bytes per parameter on the wire
+    optimizer_shard: str         # dp | dp_cp | none
+    shards_params: bool          # the stack shards parameters (FSDP / ZeRO-3) whatever the layout says
+    shards_grads: bool           # ... or gradients only (ZeRO-2)
+    fsdp_per_microbatch: bool    # FSDP gathers parameters again for every micro-batch
+    fsdp_reshard: bool           # ... and again for backward (FULL_SHARD)
+    fp8_param_gather: bool
+    fp8_amax_pass: bool          # current scaling: an extra read of each tensor to find its amax
+    dispatcher: str              # allgather | alltoall | deepep | hybridep
+    grouped_gemm: bool
+    recompute: str               # none | selective | full, when a run does not state it
+    recompute_modules: tuple[str, ...]
+    schedule: str                # 1f1b | interleaved | zero_bubble | dualpipe | gpipe
+    cp_comm: str                 # p2p | a2a | allgather | a2a_p2p
+    power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
+    eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
+
+
+def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
+    f = spec.features
+    tp = {"none": (0.0, 0.0), "bulk": (0.0, c.tp_overlap),
+          "userbuffers": (c.tp_overlap, c.tp_overlap), "async_tp": (c.tp_overlap, c.tp_overlap)}[f.tp_overlap]
+    graphs = f.cuda_graphs
+    graphed = min(c.kernel_fixed_s, K.GRAPHED_KERNEL_S)
+    fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
+    # a power cap below the TDP lowers the sustained clock; the tensor rate follows it (dynamic power
+    # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)
+    limit = f.power_limit_w
+    power = min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
+    fp8 = f.fp8_recipe
+    sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
+    return Software(
+        stack_id=spec.id,
+        tp_share_fwd=tp[0], tp_share_bwd=tp[1],
+        cp_share=c.cp_overlap,                     # the ring's send/recv overlaps blockwise attention in every CP implementation
+        ep_share=c.ep_overlap if f.moe_a2a_overlap else 0.0,
+        dp_rs_share=c.dp_overlap if f.dp_grad_reduce_overlap else 0.0,
+        dp_ag_share=c.dp_overlap if f.dp_param_gather_overlap else 0.0,
+        pp_share=c.pp_overlap,
+        layer_kernel_s=graphed if graphs in ("per_layer", "full_iteration") else c.kernel_fixed_s,
+        other_kernel_s=graphed if graphs == "full_iteration" else c.kernel_fixed_s,
+        attention=f.attention_kernel, attn_fwd_factor=fa, attn_bwd_factor=fb,
+        sequence_parallel=f.sequence_parallel,
+        grad_bytes=K.FP32 if f.main_grad_precision == "fp32" else K.BF16,
+        reduce_bytes=K.FP32 if f.grad_reduce_precision == "fp32" else K.BF16,
+        optimizer_shard=("none" if f.fsdp == "none" else f.optimizer_shard),
+        shards_params=sharding,
+        shards_grads=f.fsdp == "zero2",
+        # a layout that asks for FSDP on a stack whose own kind does not shard parameters gets ZeRO-3 /
+        # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
+        fsdp_per_microbatch=(f.fsdp_gather == "per_microbatch") if sharding else True,
+        fsdp_reshard=f.reshard_after_forward if sharding else True,
+        fp8_param_gather=f.fp8_param_gather,
+        fp8_amax_pass=fp8 == "current",
+        dispatcher=f.moe_dispatcher,
+        grouped_gemm=f.grouped_gemm != "none",
+        recompute=f.recompute, recompute_modules=tuple(f.recompute_modules),
+        schedule=f.pipeline_schedule, cp_comm=f.cp_comm_type,
+        power_factor=power,
+        eager=f.fusions == "none",
+    )
+
+
+@lru_cache(maxsize=4096)
+def resolve(stack_ref: str | None, stack_set: tuple[str, ...], model_id: str, is_moe: bool, hw: HardwareSpec,
+            precision: str, c: Constants) -> Software:
+    """The Software of a preset id or stack file (None: the default stack) for one model, system and
+    precision: the preset's per-model rules, then the `stack_set` overrides (feature=value)."""
+    spec = load_stack(stack_ref or DEFAULT_STACK).for_model(model_id, is_moe, hw.id, precision)
+    if stack_set:
+        spec = apply_overrides(spec, list(stack_set))
+    return from_stack(spec, hw, c)

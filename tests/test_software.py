@@ -1,0 +1,50 @@
+"""Stack features acting through physics (perfmodel/software.py, workload.py): hand-derived cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.api import Layout
+from perfmodel.calibration import constants
+from perfmodel.hardware import load_hardware
+from perfmodel.layout import LayoutGrid
+from perfmodel.model import load_model
+from perfmodel.predict import Options, predict_grid
+from perfmodel.software import resolve
+from perfmodel.workload import build
+
+H100 = load_hardware("h100-sxm")
+
+
+def _stream(model_id: str, fusions: str, name: str) -> float:
+    m = load_model(model_id)
+    sw = resolve("torchtitan-2025", (f"fusions={fusions}",), m.id, m.is_moe, H100, "bf16", constants())
+    w = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=4096, tp=1)), False, 1.0, constants(), sw)
+    (st,) = [s for s in w.layers[0].streams if s.name == name]
+    return float(np.asarray(st.bytes_fwd).reshape(-1)[0])
+
+
+def test_eager_rmsnorm_is_four_kernels_of_traffic():
+    """Llama 3 8B, 4,096 tokens, 2 RMSNorms of h = 4,096 per layer: eager pow + mean + mul + mul move
+    14 B per element (2+2, 2, 2+2, 2+2), the fused kernel 4 B (read + write bf16)."""
+    tokens, h = 4096, 4096
+    assert _stream("llama3-8b", "none", "norms") == pytest.approx(2 * 14 * h * tokens)
+    assert _stream("llama3-8b", "torch_compile", "norms") == pytest.approx(2 * 4 * h * tokens)
+
+
+def test_eager_swiglu_and_native_gelu():
+    """SwiGLU in eager: silu (read 2, write 2) then mul (read 2 + 2, write 2) = 10 B per unit of width (6 fused);
+    GELU (a native kernel) costs the same eager or fused."""
+    f, tokens = 14336, 4096
+    assert _stream("llama3-8b", "none", "activation") == pytest.approx(10 * f * tokens)
+    assert _stream("llama3-8b", "te_fused", "activation") == pytest.approx(6 * f * tokens)
+    assert _stream("gpt3-175b", "none", "activation") == _stream("gpt3-175b", "te_fused", "activation")
+
+
+def test_compiled_never_slower_than_eager():
+    m = load_model("llama3-8b")
+    g = LayoutGrid.from_layouts([Layout(gpus=8, gbs=32, seq=s, tp=t, fsdp=True) for s in (2048, 8192) for t in (1, 2)])
+    eager = predict_grid(m, H100, g, Options(stack="torchtitan-2025"))
+    comp = predict_grid(m, H100, g, Options(stack="torchtitan-2025-compile"))
+    assert np.all(comp.step_time_s <= eager.step_time_s)
+    assert np.any(comp.step_time_s < eager.step_time_s)
