@@ -8,7 +8,7 @@ import pytest
 
 from perfmodel import cost
 from perfmodel.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
-from toy import toy_consts, toy_hw
+from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 HW, C = toy_hw(), toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
 REL = 1e-12
@@ -67,7 +67,7 @@ def test_comm_raw_per_class():
 def test_price_layer():
     layer = Layer("dense", 1, (G,), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
                   (Stream("a", 8e8, 8e8, 0, 0),), _comms(), (Fixed("sync", 1e-3, 2e-3),), ())
-    t = cost.price_layer(layer, HW, "fp8", C)
+    t = cost.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C))
     # GEMM stream: the grouped GEMM (58.5 us fwd, 149.5 us bwd) plus the host sync (1 ms, 2 ms)
     assert float(t.gemm_f) == pytest.approx(58.5e-6 + 1e-3, rel=REL)
     assert float(t.gemm_b) == pytest.approx(149.5e-6 + 2e-3, rel=REL)

@@ -10,38 +10,41 @@ Parameters: a layer 15,206,400; embedding = head = 32,768,000; final norm 1,024.
 Saved per layer (T = 2048, Ts = 1024, h = 1024, tp 2), bytes: layer input 2 Ts h = 2,097,152 ("input"),
 qkv input 2,097,152, q/k/v/out 2 (1024 + 512 + 1024) / 2 T = 5,242,880, fp32 LSE 4 x 8/2 x T = 32,768,
 MLP norm input 2,097,152, fc1 input 2,097,152, SwiGLU input 2 x 2 x 4096/2 x T = 16,777,216,
-SwiGLU output 2 x 4096/2 x T = 8,388,608: 38,830,080 in all; selective recompute drops the SwiGLU output."""
+SwiGLU output 2 x 4096/2 x T = 8,388,608: 38,830,080 in all; selective recompute (Megatron-Core's default
+module core_attn) drops the attention output and LSE."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.memory import grad_bytes, layer_activation_bytes, weight_bytes
+from perfmodel.memory import layer_activation_bytes, weight_bytes
 from perfmodel.predict import Options, predict_grid
 from perfmodel.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_moe
+from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
-LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 8388608, 2097152
+LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 5242880 - 32768, 2097152
 
 
 def _mem(m=None, precision="bf16", grad="bf16", **kw):
     lay = dict(gpus=8, gbs=8, seq=2048, tp=2, pp=2)
     lay.update(kw)
+    stack_set = ("main_grad_precision=fp32",) if grad == "fp32" else ()
     p = predict_grid(m or toy_dense(), HW, LayoutGrid.of(Layout(**lay)), Options(precision=precision, consts=C,
-                                                                                 grad_precision=grad))
+                                                                                 stack_set=stack_set))
     return {k: float(v[0]) for k, v in p.memory_parts.items()}, {k: float(v[0]) for k, v in p.memory_stages.items()}
 
 
 def test_bytes_per_element():
-    assert grad_bytes("bf16") == 2.0 and grad_bytes("fp32") == 4.0
     assert weight_bytes("bf16") == 2.0 and weight_bytes("fp16") == 2.0 and weight_bytes("fp8") == 1.0
+    assert weight_bytes("fp8", fp8_param_gather=False) == 2.0
 
 
 def test_layer_activation_bytes_per_policy():
-    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C).layers
+    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C,
+                     toy_sw(toy_dense(), HW, C)).layers
     kept, full = layer_activation_bytes(layer, np.array([0, 1, 2]))
     assert full == pytest.approx(LAYER, rel=REL)
     assert kept == pytest.approx([LAYER, SELECTIVE, INPUT], rel=REL)

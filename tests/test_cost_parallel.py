@@ -9,7 +9,7 @@ import pytest
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.parallel import cp, dp, ep, recompute, tp
 from perfmodel.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe
+from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW = toy_hw()
 REL = 1e-12
@@ -88,7 +88,7 @@ def test_layer_params():
 
 
 def _workload(m):
-    return build(m, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=1024, pp=2)), False, 1.0, toy_consts())
+    return build(m, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=1024, pp=2)), False, 1.0, toy_consts(), toy_sw(m))
 
 
 def test_rank_params_moe_pp2():
@@ -147,11 +147,18 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
 
 
 def test_exposed_time():
+    from types import SimpleNamespace
+    sw = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=True, fsdp_reshard=True)
     rs, ag, stage, nmb = np.array(6.0), np.array(3.0), np.array(3.0), np.array(4.0)
-    # distributed optimizer: RS under 2/3 of a stage (2 s): 3 + (3 - 2) = 4; AG under 1/3 (1 s): 1.5 + 0.5 = 2
-    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, 0.5)) == pytest.approx(6.0)
-    # FSDP: per micro-batch 2 AG + 1 RS = 12 s under 3 s: 6 + 3 = 9, times 4 micro-batches
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, 0.5)) == pytest.approx(36.0)
+    # distributed optimizer: RS (share 0.5) under 2/3 of a stage (2 s): 3 + (3 - 2) = 4;
+    # AG (share 0.25) under 1/3 (1 s): 2.25 + 0 = 2.25
+    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, sw)) == pytest.approx(6.25)
+    # FSDP (FULL_SHARD, per micro-batch): 2 x 4 AG = 24 s (6 hideable), 4 RS = 24 s (12 hideable) share the
+    # step's 4 x 3 = 12 s of compute: hideable 18, spill 6, split 6/18 and 12/18: 18 + 2 + 12 + 4 = 36
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(36.0)
+    # FSDP gathered once per step: one AG (3 s, 0.75 hideable) and one RS (6 s, 3 hideable) under 12 s: 2.25 + 3
+    once = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=False, fsdp_reshard=True)
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(5.25)
 
 
 # ---- recompute (Korthikanti et al. 2022 §5) ------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
-from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe
+from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
@@ -17,7 +17,7 @@ REL = 1e-12
 def _build(m, low=False, imb=1.25, **lay):
     kw = dict(gpus=8, gbs=8, seq=2048, tp=2)
     kw.update(lay)
-    return build(m, LayoutGrid.of(Layout(**kw)), low, imb, C)
+    return build(m, LayoutGrid.of(Layout(**kw)), low, imb, C, toy_sw(m, HW, C))
 
 
 def _shapes(layer):

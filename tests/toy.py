@@ -64,3 +64,10 @@ def toy_mla(**kw) -> ModelSpec:
                 ffn=dict(activation="swiglu", intermediate_size=2048))
     spec.update(kw)
     return ModelSpec(**spec)
+
+
+def toy_sw(m: ModelSpec, hw: HardwareSpec | None = None, c: Constants | None = None, precision: str = "bf16",
+           stack_set: tuple[str, ...] = ()):
+    """The default software stack's view of the toy system (perfmodel/software.py)."""
+    from perfmodel.software import resolve
+    return resolve(None, tuple(stack_set), m.id, m.is_moe, hw or toy_hw(), precision, c or toy_consts())
