@@ -8,10 +8,11 @@ Parameters: a layer 15,206,400; embedding = head = 32,768,000; final norm 1,024.
   rank 0: 2 layers + embedding = 63,180,800 -> / tp = 31,590,400 per GPU
   rank 1: 2 layers + final norm + head = 63,181,824 -> 31,590,912 per GPU
 Saved per layer (T = 2048, Ts = 1024, h = 1024, tp 2), bytes: layer input 2 Ts h = 2,097,152 ("input"),
-qkv input 2,097,152, q/k/v/out 2 (1024 + 512 + 1024) / 2 T = 5,242,880, fp32 LSE 4 x 8/2 x T = 32,768,
+qkv input 2,097,152, q/k/v 2 (1024 + 512) / 2 T = 3,145,728, attention output 2 x 1024 / 2 T = 2,097,152,
+fp32 LSE 4 x 8/2 x T = 32,768,
 MLP norm input 2,097,152, fc1 input 2,097,152, SwiGLU input 2 x 2 x 4096/2 x T = 16,777,216,
 SwiGLU output 2 x 4096/2 x T = 8,388,608: 38,830,080 in all; selective recompute (Megatron-Core's default
-module core_attn) drops the attention output and LSE."""
+module core_attn) drops the attention output and the LSE."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,13 +26,13 @@ from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
-LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 5242880 - 32768, 2097152
+LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 2097152 - 32768, 2097152
 
 
-def _mem(m=None, precision="bf16", grad="bf16", **kw):
+def _mem(m=None, precision="bf16", grad="bf16", sets=(), **kw):
     lay = dict(gpus=8, gbs=8, seq=2048, tp=2, pp=2)
     lay.update(kw)
-    stack_set = ("main_grad_precision=fp32",) if grad == "fp32" else ()
+    stack_set = (("main_grad_precision=fp32",) if grad == "fp32" else ()) + tuple(sets)
     p = predict_grid(m or toy_dense(), HW, LayoutGrid.of(Layout(**lay)), Options(precision=precision, consts=C,
                                                                                  stack_set=stack_set))
     return {k: float(v[0]) for k, v in p.memory_parts.items()}, {k: float(v[0]) for k, v in p.memory_stages.items()}
@@ -66,8 +67,10 @@ def test_per_rank_memory_1f1b():
 def test_fp32_grads_and_fp8_weights():
     parts, _ = _mem(grad="fp32")
     assert parts["gradients"] == pytest.approx(4 * 31590912, rel=REL)
-    parts, _ = _mem(precision="fp8")
+    parts, _ = _mem(precision="fp8", sets=("fp8_param_gather=true",))
     assert parts["weights"] == pytest.approx(31590912, rel=REL)           # fp8_param_gather: 1 B
+    parts, _ = _mem(precision="fp8")
+    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)       # the default stack keeps BF16 weights
 
 
 def test_fsdp_shards_weights_and_grads():
@@ -88,7 +91,7 @@ def test_recompute_policies():
     # full: each layer keeps its input (2 layers x 2 in flight) plus one layer's full set while recomputed
     first_fixed = 2 * 63180800 + 12 * 15795200 + INPUT + 1e9
     assert st["first"] == pytest.approx(first_fixed + 2 * 2 * INPUT + LAYER, rel=REL)
-    _, st = _mem(recompute="selective")
+    _, st = _mem(recompute="selective", sets=("recompute_modules=core_attn",))
     assert st["first"] == pytest.approx(first_fixed + 2 * 2 * SELECTIVE, rel=REL)
 
 

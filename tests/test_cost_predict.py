@@ -88,8 +88,9 @@ def test_recompute_by_hand():
     fwd = gemm(1)[0] + attn(1)[0] + mem(1)[0]
     assert float(full.breakdown_s["recompute"][0]) == pytest.approx(2 * 4 * fwd, rel=REL)
     assert float(full.hfu[0]) == pytest.approx(float(full.mfu[0]) * 4 / 3, rel=REL)
-    # selective: the core attention forward again; HFU adds its forward FLOPs 4 x 2 x 8 x 256 x 1024.5
-    sel = _predict(recompute="selective")
+    # selective of Megatron-Core's core_attn module: the core attention forward again; HFU adds its forward FLOPs
+    # 4 x 2 x 8 x 256 x 1024.5
+    sel = _predict(Options(consts=C, stack_set=("recompute_modules=core_attn",)), recompute="selective")
     assert float(sel.breakdown_s["recompute"][0]) == pytest.approx(2 * 4 * attn(1)[0], rel=REL)
     fpt = float(sel.model_flops_per_token[0])
     assert float(sel.hfu[0]) == pytest.approx(float(sel.mfu[0]) * (fpt + 4 * 2 * 8 * 256 * 1024.5) / fpt, rel=REL)
