@@ -47,7 +47,7 @@ T_PRED = ["tests/test_cost_predict.py", "tests/test_predict.py"]
 TARGETS: dict[str, list[str]] = {
     "perfmodel/compute.py": ["tests/test_cost_compute.py", "tests/test_cost_cost.py", "tests/test_cost_predict.py"],
     "perfmodel/comm.py": ["tests/test_cost_comm.py", "tests/test_cost_parallel.py"],
-    "perfmodel/topology.py": ["tests/test_cost_comm.py"],
+    "perfmodel/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py"],
     "perfmodel/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
     "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py"],
     "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR,
@@ -246,9 +246,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "no GEMM record has zero rows",
     **{("perfmodel/comm.py", f, "size > 1"): SIZE_ONE
        for f in ("all_gather_time", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
+    ("perfmodel/topology.py", "_codes", "right term 1 of hi + 1"):
+        "a lookup table one entry longer than the largest code: the extra entry is never read",
     ("perfmodel/comm.py", "domains_reached", "G >= groups"):
         "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
         "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
+    ("perfmodel/parallel/cp.py", "exchange", "np.asarray(cp) > 1"):
+        "cp >= 1 differs only at cp = 1, where the all-to-all / all-gather over one rank is 0 anyway",
     ("perfmodel/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
         "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
     ("perfmodel/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):

@@ -110,6 +110,39 @@ def test_p2p():
     assert float(comm.p2p_time(1e9, 8, HW)) == pytest.approx(25.02e-3, rel=REL)
 
 
+def _spine_hw():
+    # scalable units of 16 GPUs (2 nodes; a rail's leaf holds 2 GPUs), spine oversubscribed 2:1: a leaf's
+    # uplinks carry 2 x 50 / 2 GB/s, 25 GB/s per GPU; a path through the spine adds 5 us per hop
+    hw = toy_hw()
+    return hw.model_copy(update={"scale_out": hw.scale_out.model_copy(
+        update={"scalable_unit_gpus": 16, "spine_oversubscription": 2.0, "spine_latency_s": 5e-6})})
+
+
+def test_all_to_all_through_an_oversubscribed_spine():
+    hw = _spine_hw()
+    # 32 GPUs = 2 units: 7/32 over NVLink (3.5 ms), 24/32 through the NIC (1.2e9 / 2.5e10 = 48 ms), the half
+    # beyond the unit also through the GPU's 25 GB/s share of the uplinks at 0.5: 8e8 / 1.25e10 = 64 ms;
+    # latency (20 + 5) us x (1 + log2 32)
+    assert float(comm.all_to_all_time(1.6e9, 32, 1, hw)) == pytest.approx(64e-3 + 150e-6, rel=REL)
+    # 16 GPUs stay in one unit: no spine, one leaf hop: max(7 ms, 0.8e9 / 2.5e10 = 32 ms) + 20 us x 5
+    assert float(comm.all_to_all_time(1.6e9, 16, 1, hw)) == pytest.approx(32.1e-3, rel=REL)
+
+
+def test_moe_dispatch_through_an_oversubscribed_spine():
+    # EP 32 over 2 units: 1.75 domains reached (test_moe_dispatch), each beyond the unit with probability 1/2:
+    # spine 1.75 x 0.5 x 1e8 / 1.25e10 = 7 ms > NIC 5.25 ms > NVLink 0.4375 ms; + 25 us x 6
+    assert float(comm.moe_dispatch_time(1e8, 2, 32, 1, _spine_hw(), 64)) == pytest.approx(7e-3 + 150e-6, rel=REL)
+
+
+def test_ring_and_p2p_through_the_spine():
+    hw = _spine_hw()
+    # the ring's hop between units: 8 NICs' worth (4e11 on the graph) x 0.8 > NVLink's 2e11: NVLink binds;
+    # latency at the spine tier: 31/32 * 8e8 / 2e11 + 25 us x 6
+    assert float(comm.all_gather_time(8e8, 32, 1, hw)) == pytest.approx(3.875e-3 + 150e-6, rel=REL)
+    # pipeline neighbours 16 apart are in different units: the pair's path is the uplink share 25 GB/s x 0.8
+    assert float(comm.p2p_time(1e9, 16, hw)) == pytest.approx(1e9 / 2e10 + 25e-6, rel=REL)
+
+
 def test_vectorised_over_groups():
     t = comm.all_gather_time(8e8, np.array([8.0, 16.0, 1.0]), np.array([1, 4, 1]), HW)
     assert t == pytest.approx([3.54e-3, 9.475e-3, 0.0], rel=REL)

@@ -26,6 +26,14 @@ def test_grouped_gemm_one_fixed_cost():
     assert float(b) == pytest.approx(4 * (11.25e-6 + 21.125e-6) + 20e-6, rel=REL)
 
 
+def test_ungrouped_gemms_one_kernel_each():
+    # without grouped GEMM the 4 experts run as 4 kernels: 4 fixed costs per pass (fwd; dgrad and wgrad)
+    g = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, grouped=False)
+    f, b = cost.gemm_fwd_bwd(g, HW, "fp8", C)
+    assert float(f) == pytest.approx(4 * (12.125e-6 + 10e-6), rel=REL)
+    assert float(b) == pytest.approx(4 * (11.25e-6 + 21.125e-6 + 20e-6), rel=REL)
+
+
 def test_bf16_record_ignores_the_recipe_precision():
     # router / LM head stay BF16 under an FP8 recipe: every shape 17.8e6 bytes -> 22.25 us
     g = Gemm("router", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False)
@@ -62,6 +70,22 @@ def test_comm_raw_per_class():
     out = cost.comm_raw(_comms(), HW)
     # tp: forward 2 x 1 ms + 1 x 2 ms, backward 2 x 1 ms + 3 x 2 ms; ep: 2 x 0.5 ms forward
     assert out["tp"] == pytest.approx((4e-3, 8e-3)) and out["ep"] == pytest.approx((1e-3, 0.0))
+
+
+def test_selective_recompute_of_modules():
+    from types import SimpleNamespace
+    sw = SimpleNamespace(recompute_modules=("core_attn", "mlp"), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
+    mlp = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, module="mlp")
+    other = Gemm("qkv", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False, module="qkv")
+    layer = Layer("dense", 1, (mlp, other), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
+                  (Stream("act", 8e8, 8e8, 0, 0, "mlp"), Stream("norms", 4e8, 4e8, 0, 0, "layernorm")),
+                  (Collective("x", "tp", lambda hw: 1e-3, 2, 2, "mlp"), Collective("y", "tp", lambda hw: 5e-3, 2, 2)),
+                  (), ())
+    t = cost.price_layer(layer, HW, "fp8", C, sw)
+    # recomputed forward: the mlp GEMM (58.5 us), the attention core (20 us), the mlp stream (1 ms), the mlp
+    # collective's 2 forward calls (2 ms); FLOPs: 2 x 100 x 8000 x 1000 x 4 + 3e9
+    assert float(t.selective_f) == pytest.approx(58.5e-6 + 20e-6 + 1e-3 + 2e-3, rel=REL)
+    assert float(t.selective_flops) == pytest.approx(6.4e9 + 3e9, rel=REL)
 
 
 def test_price_layer():

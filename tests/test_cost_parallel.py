@@ -44,6 +44,24 @@ def test_ring_exchange():
     assert float(cp.ring_exchange(m, 8192.0, 2.0, 1.0).price(HW)) == 0.0
 
 
+def test_cp_all_to_all_ulysses():
+    # Jacobs et al. 2023 §3.1: q, k, v in and o out; GQA: q 8 x 128 + o 8 x 128 + k, v 2 x 2 x 128 = 2560 per token.
+    # T 8192, tp 2: 8192 x 2560 / 2 x 2 B = 20,971,520 B over cp 4 (2 apart, one domain): 3/4 of it / 1e11 + 30 us
+    x = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "a2a")
+    assert (x.overlap, x.calls_fwd, x.calls_bwd) == ("cp", 1, 1)
+    assert float(x.price(HW)) == pytest.approx(0.75 * 20971520 / 1e11 + 30e-6, rel=REL)
+    # MLA: q and k of 8 x 96, v and o of 8 x 64 = 2560 per token as well, by a different sum
+    assert float(cp.exchange(toy_mla(), 8192.0, 2.0, 4.0, "a2a").price(HW)) == pytest.approx(0.75 * 20971520 / 1e11 + 30e-6, rel=REL)
+    assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 1.0, "a2a").price(HW)) == 0.0
+
+
+def test_cp_all_gather():
+    # every rank's K/V gathered: 8192 x 512 / 2 x 2 B x 4 ranks = 16,777,216 B: 3/4 of it / 2e11 + 30 us
+    x = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "allgather")
+    assert float(x.price(HW)) == pytest.approx(0.75 * 16777216 / 2e11 + 30e-6, rel=REL)
+    assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "p2p").price(HW)) == pytest.approx(3 * 30.97152e-6, rel=REL)
+
+
 # ---- EP (MoE parallel folding, Liu et al. 2025; DeepEP dispatch) --------------------------------------
 
 def test_dispatch_combine():
@@ -56,6 +74,15 @@ def test_dispatch_combine():
     # etp 2: EP members 2 apart, 4 per domain, 4 domains: NVLink 2 * 3/16 * 1e8 / 1e11 = 0.375 ms,
     # NIC 4 (1 - 9/16) * 3/4 * 1e8 / 2.5e10 = 5.25 ms; + 100 us
     assert float(ep.dispatch_combine(m, 1e8, 16, 2).price(HW)) == pytest.approx(5.35e-3, rel=REL)
+
+
+def test_dispatchers():
+    m = toy_moe()
+    # NCCL all-to-all of every token copy (top-2: 2e8 B) over EP 16 (2 domains): max(7/16 x 2e8 / 1e11,
+    # 8/16 x 2e8 / 2.5e10) + 100 us
+    assert float(ep.dispatch_combine(m, 1e8, 16, 1, "alltoall").price(HW)) == pytest.approx(4e-3 + 100e-6, rel=REL)
+    # all-gather of every EP rank's tokens (16 x 1e8): 15/16 x 1.6e9 / 2e11 + 100 us
+    assert float(ep.dispatch_combine(m, 1e8, 16, 1, "allgather").price(HW)) == pytest.approx(7.5e-3 + 100e-6, rel=REL)
 
 
 def test_expert_tp_gather():
