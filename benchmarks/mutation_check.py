@@ -238,6 +238,9 @@ CHUNK_RULES = ("chunk_layers: Megatron-Core's three named split rules (even; the
                "the remainder to the middle chunks first, then the first, then the last): rem = 0, C - 1 and C - 2 "
                "fill the same chunks, so disabling a named rule changes nothing; and the general rule is reached only "
                "with rem <= C - 3, which never gets past the middle chunks 1..C-3 of its fill order")
+MULT_PAD = ("mult >= 0 also admits the padding signatures (mult = 0) of layouts with fewer distinct stages: in t_sum "
+            "they are multiplied by mult = 0, and in t_max their time (no layers: only the exposed p2p, "
+            "exposed(p2p, 0) = p2p) never exceeds a real stage's, which is parts + exposed(p2p, parts) >= p2p")
 # Mutations that change no number the package can produce, each with the reason; counted apart, not as caught.
 # Key: (path, enclosing function, the mutation's text as --list prints it).
 EQUIVALENT: dict[tuple[str, str, str], str] = {
@@ -262,16 +265,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/parallel/pp.py", "legal_interleaving", "pp <= 1"):
         "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
         "multiple of 1",
-    ("perfmodel/predict.py", "predict_grid", "mult > 0"):
-        "mult >= 0 also admits the padding signatures (mult = 0) of layouts with fewer distinct stages: in t_sum "
-        "they are multiplied by mult = 0, and in t_max their time (no layers: only the exposed p2p, "
-        "exposed(p2p, 0) = p2p) never exceeds a real stage's, which is parts + exposed(p2p, parts) >= p2p",
-    **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
-        "L % C", "(L + 1) % C", "left term L of L + 1", "right term 1 of L + 1", "(L + 2) % C",
-        "left term L of L + 2", "right term 2 of L + 2",
-        "left term list(range(1, C - 1)) of list(range(1, C - 1)) + [0, C - 1]",
-        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]",
-        "left term C of C - 1", "right term 1 of C - 1")},
+    **{("perfmodel/predict.py", f, "mult > 0"): MULT_PAD for f in ("predict_grid", "_stages")},
 }
 
 
