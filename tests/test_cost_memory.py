@@ -84,6 +84,13 @@ def test_cp_shards_the_optimizer():
     # cp 2 (dp 1): Megatron-Core's distributed optimizer shards over dp x cp = 2; T = 1024 per CP rank
     parts, _ = _mem(cp=2)
     assert parts["optimizer"] == pytest.approx(12 * 31590912 / 2, rel=REL)
+    # a stack sharding over dp only (Megatron-LM before CP joined the group): dp 1, no sharding
+    parts, _ = _mem(cp=2, sets=("optimizer_shard=dp",))
+    assert parts["optimizer"] == pytest.approx(12 * 31590912, rel=REL)
+    # ... and experts over edp = tp x cp x dp / ep = 2 (toy MoE, ep 2, cp 2, dp 1): rank 1 holds dense
+    # 47,485,952 / tp, experts 50,331,648 / ep
+    parts, _ = _mem(toy_moe(), cp=2, ep=2, sets=("optimizer_shard=dp",))
+    assert parts["optimizer"] == pytest.approx(12 * (47485952 / 2 + 50331648 / 2 / 2), rel=REL)
 
 
 def test_recompute_policies():

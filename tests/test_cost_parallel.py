@@ -176,16 +176,16 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
 def test_exposed_time():
     from types import SimpleNamespace
     sw = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=True, fsdp_reshard=True)
-    rs, ag, stage, nmb = np.array(6.0), np.array(3.0), np.array(3.0), np.array(4.0)
+    rs, ag, stage, nmb = np.array(6.0), np.array(6.0), np.array(3.0), np.array(4.0)
     # distributed optimizer: RS (share 0.5) under 2/3 of a stage (2 s): 3 + (3 - 2) = 4;
-    # AG (share 0.25) under 1/3 (1 s): 2.25 + 0 = 2.25
-    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, sw)) == pytest.approx(6.25)
-    # FSDP (FULL_SHARD, per micro-batch): 2 x 4 AG = 24 s (6 hideable), 4 RS = 24 s (12 hideable) share the
-    # step's 4 x 3 = 12 s of compute: hideable 18, spill 6, split 6/18 and 12/18: 18 + 2 + 12 + 4 = 36
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(36.0)
-    # FSDP gathered once per step: one AG (3 s, 0.75 hideable) and one RS (6 s, 3 hideable) under 12 s: 2.25 + 3
+    # AG (share 0.25) under 1/3 (1 s): 4.5 + (1.5 - 1) = 5
+    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, sw)) == pytest.approx(9.0)
+    # FSDP (FULL_SHARD, per micro-batch): 2 x 4 AG = 48 s (12 hideable), 4 RS = 24 s (12 hideable) share the
+    # step's 4 x 3 = 12 s of compute: hideable 24, spill 12, split 12/24 each: 36 + 6 + 12 + 6 = 60
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(60.0)
+    # FSDP gathered once per step: one AG (6 s, 1.5 hideable) and one RS (6 s, 3 hideable) under 12 s: 4.5 + 3
     once = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=False, fsdp_reshard=True)
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(5.25)
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(7.5)
 
 
 # ---- recompute (Korthikanti et al. 2022 §5) ------------------------------------------------------------
