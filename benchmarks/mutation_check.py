@@ -266,6 +266,12 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
         "multiple of 1",
     **{("perfmodel/predict.py", f, "mult > 0"): MULT_PAD for f in ("predict_grid", "_stages")},
+    **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
+        "L % C", "(L + 1) % C", "left term L of L + 1", "right term 1 of L + 1", "(L + 2) % C",
+        "left term L of L + 2", "right term 2 of L + 2",
+        "left term list(range(1, C - 1)) of list(range(1, C - 1)) + [0, C - 1]",
+        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]",
+        "left term C of C - 1", "right term 1 of C - 1")},
 }
 
 
