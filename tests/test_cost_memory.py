@@ -1,0 +1,141 @@
+"""memory.py: bytes per GPU per pipeline rank for toy models (tests/toy.py), worked by hand from
+Rajbhandari et al. 2020 (ZeRO: 2 B weights, 2 or 4 B gradients, 12 B Adam state sharded by the distributed
+optimizer over dp x cp), Korthikanti et al. 2022 §4.1 Table 2 (saved activations, here with flash attention
+and SwiGLU) and the 1F1B / interleaved in-flight counts (§4.2.3).
+
+Toy dense on 8 GPUs at tp 2, pp 2 (dp 2), 8 sequences of 2048, mbs 1: 4 micro-batches; 2 layers per rank.
+Parameters: a layer 15,206,400; embedding = head = 32,768,000; final norm 1,024.
+  rank 0: 2 layers + embedding = 63,180,800 -> / tp = 31,590,400 per GPU
+  rank 1: 2 layers + final norm + head = 63,181,824 -> 31,590,912 per GPU
+Saved per layer (T = 2048, Ts = 1024, h = 1024, tp 2), bytes: layer input 2 Ts h = 2,097,152 ("input"),
+qkv input 2,097,152, q/k/v 2 (1024 + 512) / 2 T = 3,145,728, attention output 2 x 1024 / 2 T = 2,097,152,
+fp32 LSE 4 x 8/2 x T = 32,768,
+MLP norm input 2,097,152, fc1 input 2,097,152, SwiGLU input 2 x 2 x 4096/2 x T = 16,777,216,
+SwiGLU output 2 x 4096/2 x T = 8,388,608: 38,830,080 in all; selective recompute (Megatron-Core's default
+module core_attn) drops the attention output and the LSE."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.layout import Layout, LayoutGrid
+from perfmodel.memory import layer_activation_bytes, weight_bytes
+from perfmodel.predict import Options, predict_grid
+from perfmodel.workload import build
+from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
+
+HW, C = toy_hw(), toy_consts()
+REL = 1e-12
+LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 2097152 - 32768, 2097152
+
+
+def _mem(m=None, precision="bf16", grad="bf16", sets=(), **kw):
+    lay = dict(gpus=8, gbs=8, seq=2048, tp=2, pp=2)
+    lay.update(kw)
+    stack_set = (("main_grad_precision=fp32",) if grad == "fp32" else ()) + tuple(sets)
+    p = predict_grid(m or toy_dense(), HW, LayoutGrid.of(Layout(**lay)), Options(precision=precision, consts=C,
+                                                                                 stack_set=stack_set))
+    return {k: float(v[0]) for k, v in p.memory_parts.items()}, {k: float(v[0]) for k, v in p.memory_stages.items()}
+
+
+def test_bytes_per_element():
+    assert weight_bytes("bf16") == 2.0 and weight_bytes("fp16") == 2.0 and weight_bytes("fp8") == 1.0
+    assert weight_bytes("fp8", fp8_param_gather=False) == 2.0
+
+
+def test_layer_activation_bytes_per_policy():
+    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C,
+                     toy_sw(toy_dense(), HW, C)).layers
+    kept, full = layer_activation_bytes(layer, np.array([0, 1, 2]))
+    assert full == pytest.approx(LAYER, rel=REL)
+    assert kept == pytest.approx([LAYER, SELECTIVE, INPUT], rel=REL)
+
+
+def test_per_rank_memory_1f1b():
+    parts, stages = _mem()
+    # rank 0: weights 2 B + grads 2 B of 31,590,400; Adam 12 B of 31,590,400 / dp 2; activations of 2 layers
+    # x 2 micro-batches in flight (1F1B: pp - rank) + the embedding output 2 Ts h; reserved 1 GB
+    first = 2 * 63180800 + 12 * 15795200 + 2 * 2 * LAYER + INPUT + 1e9
+    # rank 1 (last): 1 micro-batch in flight; fp32 logits and their gradient 2 x 4 B x T x V / tp
+    last = 2 * 63181824 + 12 * 15795456 + 2 * LAYER + 2 * 4 * 2048 * 32000 / 2 + 1e9
+    assert stages["first"] == pytest.approx(first, rel=REL)
+    assert stages["last"] == pytest.approx(last, rel=REL) and stages["middle"] == pytest.approx(last, rel=REL)
+    assert parts == pytest.approx({"weights": 63181824, "gradients": 63181824, "optimizer": 12 * 15795456,
+                                   "activations": 2 * LAYER, "logits": 262144000, "reserved": 1e9}, rel=REL)
+
+
+def test_fp32_grads_and_fp8_weights():
+    parts, _ = _mem(grad="fp32")
+    assert parts["gradients"] == pytest.approx(4 * 31590912, rel=REL)
+    parts, _ = _mem(precision="fp8", sets=("fp8_param_gather=true",))
+    assert parts["weights"] == pytest.approx(31590912, rel=REL)           # fp8_param_gather: 1 B
+    parts, _ = _mem(precision="fp8")
+    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)       # the default stack keeps BF16 weights
+
+
+def test_fsdp_shards_weights_and_grads():
+    parts, _ = _mem(fsdp=True)
+    assert parts["weights"] == pytest.approx(2 * 15795456, rel=REL)
+    assert parts["gradients"] == pytest.approx(2 * 15795456, rel=REL)
+    assert parts["optimizer"] == pytest.approx(12 * 15795456, rel=REL)
+
+
+def test_cp_shards_the_optimizer():
+    # cp 2 (dp 1): Megatron-Core's distributed optimizer shards over dp x cp = 2; T = 1024 per CP rank
+    parts, _ = _mem(cp=2)
+    assert parts["optimizer"] == pytest.approx(12 * 31590912 / 2, rel=REL)
+    # a stack sharding over dp only (Megatron-LM before CP joined the group): dp 1, no sharding
+    parts, _ = _mem(cp=2, sets=("optimizer_shard=dp",))
+    assert parts["optimizer"] == pytest.approx(12 * 31590912, rel=REL)
+    # ... and experts over edp = tp x cp x dp / ep = 2 (toy MoE, ep 2, cp 2, dp 1): rank 1 holds dense
+    # 47,485,952 / tp, experts 50,331,648 / ep
+    parts, _ = _mem(toy_moe(), cp=2, ep=2, sets=("optimizer_shard=dp",))
+    assert parts["optimizer"] == pytest.approx(12 * (47485952 / 2 + 50331648 / 2 / 2), rel=REL)
+
+
+def test_recompute_policies():
+    _, st = _mem(recompute="full")
+    # full: each layer keeps its input (2 layers x 2 in flight) plus one layer's full set while recomputed
+    first_fixed = 2 * 63180800 + 12 * 15795200 + INPUT + 1e9
+    assert st["first"] == pytest.approx(first_fixed + 2 * 2 * INPUT + LAYER, rel=REL)
+    _, st = _mem(recompute="selective", sets=("recompute_modules=core_attn",))
+    assert st["first"] == pytest.approx(first_fixed + 2 * 2 * SELECTIVE, rel=REL)
+
+
+def test_interleaved_in_flight():
+    # vp 2: 4 layers in 4 chunks of 1, 2 per rank. In flight (Megatron warm-up): rank 0 (2 (pp - 1) + (vp - 1) pp
+    # + 1) / vp = 5/2, rank 1 3/2 of its 2 layers
+    _, st = _mem(vp=2)
+    assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2.5 * 2 * LAYER + INPUT + 1e9, rel=REL)
+    assert st["last"] == pytest.approx(2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 262144000 + 1e9, rel=REL)
+
+
+def test_in_flight_capped_by_microbatches():
+    # 2 sequences on dp 2: one micro-batch; rank 0 holds at most 1 in flight, not pp = 2
+    _, st = _mem(gbs=2)
+    assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2 * LAYER + INPUT + 1e9, rel=REL)
+
+
+def test_mtp_on_the_last_rank():
+    # toy MoE, tp 2, pp 2, ep 2 (edp 2), real routing (imbalance 1.25): one MTP module adds to the last rank
+    # its parameters (dense 34,624,512 - 25,165,824 = 9,458,688 / tp; experts 25,165,824 / ep) and one MoE layer's
+    # saved activations: attention 2,097,152 x 2 + 2 (1024 + 2048 + 1024)/2 T + 32,768 = 12,615,680;
+    # MoE 2,097,152 x 2 + permuted 2 x 2560 x 1024 + expert act in 2 x 2560 x 1024 + out 2 x 2560 x 512 +
+    # router logits 4 x 1024 x 16 + shared in 4,194,304 + shared out 2,097,152 = 23,658,496
+    _, base = _mem(toy_moe(), ep=2)
+    _, mtp = _mem(toy_moe(mtp_layers=1), ep=2)
+    dense, expert = 9458688 / 2, 25165824 / 2
+    params = (2 + 2) * (dense + expert) + 12 * (dense / 2 + expert / 2)
+    assert mtp["last"] - base["last"] == pytest.approx(params + 12615680 + 23658496, rel=1e-9)
+    assert mtp["first"] == pytest.approx(base["first"], rel=REL)
+
+
+def test_two_layer_kinds_on_one_rank():
+    # toy MoE, tp 2, pp 2, ep 2 (dp 2, edp 2): rank 0 holds layer 0 (dense) and layer 1 (MoE) and the embedding.
+    # Saved: dense layer 12,615,680 (attention, MHA) + 29,360,128 (SwiGLU MLP) = 41,975,808; MoE layer 36,274,176
+    # (test_mtp_on_the_last_rank); 2 in flight + the embedding output 2,097,152.
+    # Parameters: dense 16,779,264 + 7,358,464 + 32,768,000 = 56,905,728 / tp; experts 25,165,824 / ep
+    _, st = _mem(toy_moe(), ep=2)
+    d, e = 56905728 / 2, 25165824 / 2
+    expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + 36274176) + INPUT + 1e9
+    assert st["first"] == pytest.approx(expect, rel=REL)

@@ -1,0 +1,41 @@
+"""parallel/pp.py beyond tests/test_pp.py: the interleaving legality rule, the pipeline send/recv cost and the
+ranks whose memory is compared, against cases worked by hand (toy cluster, tests/toy.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.parallel import pp
+from toy import toy_hw
+
+
+def test_legal_interleaving():
+    # Megatron-Core: interleaving needs the micro-batch count to be a multiple of pp; 1F1B (vp 1) and pp 1 never do
+    got = pp.legal_interleaving(np.array([2, 2, 2, 1, 4]), np.array([2, 2, 1, 2, 2]), np.array([3, 4, 3, 3, 6]))
+    assert got.tolist() == [False, True, True, True, False]
+
+
+def test_p2p_time():
+    hw = toy_hw()
+    # Ts = 1024 rows x h 1024 x 2 B = 2,097,152 B; neighbours tp*cp*dp = 2*1*2 = 4 apart share NVLink (200 GB/s busbw):
+    # one send 2097152 / 2e11 + 10 us; 2 vp sends per micro-batch (activation forward, gradient backward)
+    one = 2097152 / 2e11 + 10e-6
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 3.0, hw)) == pytest.approx(6 * one, rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0        # no pipeline
+    # tp 2 x cp 2 x dp 2 = 8 apart: the next domain, over the NIC (40 GB/s)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 2.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 4e10 + 20e-6), rel=1e-12)
+
+
+def test_p2p_neighbours_just_inside_a_domain():
+    # an 11-GPU NVLink domain: neighbours 2 x 1 x 5 = 10 ranks apart still share it
+    hw = toy_hw(domain=11)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 2e11 + 10e-6), rel=1e-12)
+
+
+def test_ranks_for_memory():
+    # first, second and last rank: pp 2 -> ranks 0, 1, 1; pp 4 -> 0, 1, 3; pp 1 -> 0, 0, 0
+    kinds = (0,) * 8
+    cnt, rank = pp.ranks_for_memory(kinds, 1, np.array([2, 4, 1]), np.array([1, 1, 1]))
+    assert rank.tolist() == [[0, 1, 1], [0, 1, 3], [0, 0, 0]]
+    assert cnt[0].tolist() == [[4, 4, 4], [2, 2, 2], [8, 8, 8]]

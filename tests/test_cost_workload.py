@@ -1,0 +1,236 @@
+"""workload.py: the op records of toy models (tests/toy.py) under TP + SP, CP, EP / ETP folding and MLA, each
+field worked by hand from Megatron-Core's shapes (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.1-4.2;
+MoE parallel folding, Liu et al. 2025) and the constants' sources (perfmodel/constants.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.layout import Layout, LayoutGrid
+from perfmodel.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
+from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
+
+HW, C = toy_hw(), toy_consts()
+REL = 1e-12
+
+
+def _build(m, low=False, imb=1.25, **lay):
+    kw = dict(gpus=8, gbs=8, seq=2048, tp=2)
+    kw.update(lay)
+    return build(m, LayoutGrid.of(Layout(**kw)), low, imb, C, toy_sw(m, HW, C))
+
+
+def _shapes(layer):
+    return {g.name: (float(g.M[0] if np.ndim(g.M) else g.M), float(g.N[0]), float(g.K[0]), float(np.asarray(g.count).ravel()[0]),
+                     g.low_precision) for g in layer.gemms}
+
+
+def _streams(layer):
+    return {s.name: (float(np.asarray(s.bytes_fwd).ravel()[0]), float(np.asarray(s.bytes_bwd).ravel()[0]),
+                     s.kernels_fwd, s.kernels_bwd) for s in layer.streams}
+
+
+def _saved(layer):
+    return [(s.name, float(np.asarray(s.nbytes).ravel()[0]), s.module) for s in layer.saved]
+
+
+def _price(layer, name):
+    (x,) = [x for x in layer.comms if x.name.startswith(name)]
+    return float(np.asarray(x.price(HW)).ravel()[0]), x.calls_fwd, x.calls_bwd, x.overlap
+
+
+# toy dense at tp 2, seq 2048, mbs 1: T = 2048 GEMM rows, Ts = T / tp = 1024 sequence-parallel rows;
+# h 1024, 8 query heads and 2 KV heads of 128 (q 1024, kv 512), SwiGLU 4096
+
+def test_dense_gemm_shapes_tp_sp():
+    (layer,) = _build(toy_dense()).layers
+    assert _shapes(layer) == {
+        "qkv proj": (2048, (1024 + 512) / 2, 1024, 1, True),      # column-parallel: N / tp
+        "out proj": (2048, 1024, 1024 / 2, 1, True),              # row-parallel: K / tp
+        "mlp up/gate": (2048, 2 * 4096 / 2, 1024, 1, True),
+        "mlp down": (2048, 1024, 4096 / 2, 1, True)}
+
+
+def test_dense_attention_core():
+    (layer,) = _build(toy_dense()).layers
+    (a,) = layer.attention
+    # causal: (S + 1) / 2 = 1024.5 keys per query; 2 * heads/tp * (d_qk + d_v) = 2 * 4 * 256 FLOPs per query-key
+    assert float(a.mean_keys[0]) == 1024.5 and a.share == 1.0
+    assert float(a.flops_fwd[0]) == pytest.approx(2048 * 2048 * 1024.5, rel=REL)
+    # cp 2: each rank does half the queries: 2048 * 2048 * 1024.5 / 2
+    (a2,) = _build(toy_dense(), cp=2).layers[0].attention
+    assert float(a2.flops_fwd[0]) == pytest.approx(2048 * 2048 * 1024.5 / 2, rel=REL)
+
+
+def test_dense_streams():
+    (layer,) = _build(toy_dense()).layers
+    assert _streams(layer) == {
+        "norms": (2 * 4 * 1024 * 1024, 2 * 2 * 4 * 1024 * 1024, 0.0, 0.0),      # 2 norms x 4 B x h x Ts, bwd 2x
+        "residual adds": (12 * 1024 * 1024, 2 * 12 * 1024 * 1024, 0.0, 0.0),    # 12 B x h x Ts
+        "rope": (4 * 10 * 128 / 2 * 2048, 2 * 4 * 10 * 128 / 2 * 2048, 0.0, 0.0),   # (8 + 2) heads x 128 / tp
+        "activation": (6 * 4096 / 2 * 2048, 2 * 6 * 4096 / 2 * 2048, 0.0, 0.0),  # SwiGLU 6 B per unit of width
+        "fp8 casts": (0.0, 0.0, 0.0, 0.0),
+        "elementwise launches": (0.0, 0.0, 12, 20)}
+
+
+def test_fp8_cast_bytes():
+    (layer,) = _build(toy_dense(), low=True).layers
+    # 4 B per GEMM input element (cast + transpose) + 2 B amax read (current scaling, the default stack):
+    # forward sum of M*K = 2048 * (1024 + 512 + 1024 + 2048); backward the output gradients, sum of M*N =
+    # 2048 * (768 + 1024 + 4096 + 1024)
+    st = _streams(layer)
+    assert st["fp8 casts"] == (6 * 2048 * 4608, 6 * 2048 * 6912, 0.0, 0.0)
+    # the other streams as in BF16
+    assert {k: v for k, v in st.items() if k != "fp8 casts"} == \
+        {k: v for k, v in _streams(_build(toy_dense()).layers[0]).items() if k != "fp8 casts"}
+
+
+def test_dense_collectives():
+    (layer,) = _build(toy_dense()).layers
+    # SP pair of the block's activation T x h x 2 B = 4,194,304 B over tp 2: 1/2 * 4194304 / 2e11 + 20 us
+    one = 4194304 / 2 / 2e11 + 20e-6
+    assert _price(layer, "attention TP all-gather + reduce-scatter") == pytest.approx((one, 2, 2, "tp"), rel=REL)
+    assert _price(layer, "MLP TP all-gather + reduce-scatter") == pytest.approx((one, 2, 2, "tp"), rel=REL)
+    assert _price(layer, "CP ring K/V exchange")[0] == 0.0
+    # cp 2: T = 1024 rows; K/V 1024 x 512 / 2 x 2 B = 524,288 B to the CP peer 2 ranks away: / 2e11 + 10 us
+    (l2,) = _build(toy_dense(), cp=2).layers
+    assert _price(l2, "CP ring K/V exchange")[0] == pytest.approx(524288 / 2e11 + 10e-6, rel=REL)
+
+
+def test_dense_saved_bytes():
+    (layer,) = _build(toy_dense()).layers
+    sbh = 2 * 1024 * 1024          # one bf16 tensor of Ts x h
+    assert _saved(layer) == [
+        ("attention norm input", sbh, "input"), ("qkv input", sbh, "layernorm"),
+        ("q, k, v", 2 * (1024 + 512) / 2 * 2048, "qkv"),
+        ("attention output", 2 * 1024 / 2 * 2048, "core_attn"),
+        ("softmax log-sum-exp", 4 * 8 / 2 * 2048, "core_attn"),
+        ("MLP norm input", sbh, "residual"), ("fc1 input", sbh, "layernorm"),
+        ("activation input", 2 * 2 * 4096 / 2 * 2048, "mlp"), ("activation output", 2 * 4096 / 2 * 2048, "mlp")]
+
+
+def test_head_records():
+    hd = _build(toy_dense()).head
+    (g,) = hd.gemms
+    assert (float(g.M[0]), float(g.N[0]), float(g.K[0]), g.low_precision) == (2048, 32000 / 2, 1024, False)
+    (s,) = hd.streams
+    # fp32 logits 3 x 4 B per vocab entry of the TP shard, final norm 2 x 4 B per hidden unit; 6 kernels
+    assert float(s.bytes_fwd[0]) == pytest.approx(12 * 2048 * 16000 + 8 * 1024 * 2048, rel=REL) and s.kernels_fwd == 6
+    (x,) = hd.comms
+    assert (x.calls_fwd, x.calls_bwd) == (1, 1)
+    assert float(np.asarray(x.price(HW)).ravel()[0]) == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
+    # embedding: write a bf16 row forward, read + write its gradient: 8 B x h x Ts; 2 kernels
+    assert float(hd.embedding.bytes_fwd[0]) == 8 * 1024 * 1024 and hd.embedding.kernels_fwd == 2
+    assert hd.mtp_gemm is None and hd.mtp_layers == 0
+    mtp = _build(toy_moe(mtp_layers=1)).head
+    # MTP projection [h, 2h] -> h on T rows (DeepSeek-V3 §2.2)
+    assert (float(mtp.mtp_gemm.M[0]), float(mtp.mtp_gemm.N[0]), float(mtp.mtp_gemm.K[0])) == (2048, 1024, 2048)
+
+
+# toy MoE at tp 2, ep 4, etp 1, imbalance 1.25: 16 experts of 512, top-2, one shared expert of 1024.
+# Rows per expert: T * top_k * ep * etp / (tp * E) * imbalance = 2048 * 2 * 4 / 32 * 1.25 = 640;
+# token copies per GPU: Ts * top_k * imbalance = 1024 * 2 * 1.25 = 2560
+
+def test_moe_gemm_shapes_ep():
+    w = _build(toy_moe(), ep=4)
+    assert [l.kind for l in w.layers] == ["dense", "moe"]
+    s = _shapes(w.layers[1])
+    assert s["expert up/gate"] == (640, 2 * 512, 1024, 16 / 4, True)
+    assert s["expert down"] == (640, 1024, 512, 4, True)
+    assert s["router"] == (1024, 16, 1024, 1, False)                  # on the SP shard, BF16
+    assert s["shared expert up/gate"] == (2048, 2 * 1024 / 2, 1024, 1, True)
+    assert s["shared expert down"] == (2048, 1024, 1024 / 2, 1, True)
+    assert s["qkv proj"] == (2048, (1024 + 2048) / 2, 1024, 1, True)   # MHA: kv = 2 * 8 * 128
+
+
+def test_moe_gemm_shapes_etp_folding():
+    # ep 2 x etp 2: rows 2048 * 2 * 2 * 2 / 32 * 1.25 = 640; 8 local experts, each split 2 ways
+    s = _shapes(_build(toy_moe(), ep=2, etp=2).layers[1])
+    assert s["expert up/gate"] == (640, 2 * 512 / 2, 1024, 8, True)
+    assert s["expert down"] == (640, 1024, 512 / 2, 8, True)
+
+
+def test_moe_streams():
+    st = _streams(_build(toy_moe(), ep=4).layers[1])
+    assert st["token permute / unpermute"] == (20 * 1024 * 2560, 2 * 20 * 1024 * 2560, 0.0, 0.0)
+    assert st["expert activation"] == (6 * 512 * 2560, 2 * 6 * 512 * 2560, 0.0, 0.0)
+    assert st["shared expert activation"] == (6 * 1024 / 2 * 2048, 2 * 6 * 1024 / 2 * 2048, 0.0, 0.0)
+    assert st["rope"] == (4 * 16 * 128 / 2 * 2048, 2 * 4 * 16 * 128 / 2 * 2048, 0.0, 0.0)
+    # FP8 (6 B per element, test_fp8_cast_bytes): the grouped GEMMs cast count x M x K elements: 4 x 640 x (1024 + 512)
+    low = _streams(_build(toy_moe(), low=True, ep=4).layers[1])["fp8 casts"]
+    fwd = 2048 * (1024 + 512) + 4 * 640 * (1024 + 512) + 2048 * (1024 + 512)
+    bwd = 2048 * (1536 + 1024) + 4 * 640 * (1024 + 1024) + 2048 * (1024 + 1024)
+    assert low[:2] == (6 * fwd, 6 * bwd)
+
+
+def test_moe_collectives():
+    layer = _build(toy_moe(), ep=4).layers[1]
+    # dispatch: Ts * imbalance * h * 2 B = 2,621,440 B per token set; EP 4 inside one domain:
+    # 2 * 3/4 * 2621440 / 1e11 + 10 us * (1 + 2)
+    assert _price(layer, "EP dispatch + combine") == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2, "ep"), rel=REL)
+    assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
+    assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0        # etp 1
+    (f,) = layer.fixed
+    assert (f.seconds_fwd, f.seconds_bwd) == (1e-3, 1e-3)
+    # etp 2: the routed tokens gathered over etp: 2560 * 2 * 1024 * 2 B over 2 GPUs: 1/2 * 10485760 / 2e11 + 20 us
+    l2 = _build(toy_moe(), ep=2, etp=2).layers[1]
+    assert _price(l2, "expert TP all-gather + reduce-scatter")[0] == pytest.approx(10485760 / 2 / 2e11 + 20e-6, rel=REL)
+    # ... and the EP 2 members are etp = 2 ranks apart: 2 * 1/2 * 2621440 / 1e11 + 10 us * 2
+    assert _price(l2, "EP dispatch + combine")[0] == pytest.approx(2621440 / 1e11 + 20e-6, rel=REL)
+
+
+def test_moe_saved_bytes():
+    sv = _saved(_build(toy_moe(), ep=4).layers[1])
+    sbh = 2 * 1024 * 1024
+    assert sv[2:4] == [("q, k, v", 2 * (1024 + 2048) / 2 * 2048, "qkv"), ("attention output", 2 * 1024 / 2 * 2048, "core_attn")]
+    assert sv[5:] == [("MoE norm input", sbh, "residual"), ("router input", sbh, "layernorm"),
+                      ("permuted tokens", 2 * 2560 * 1024, "moe"),
+                      ("expert activation input", 2 * 2560 * 2 * 512, "moe"),
+                      ("expert activation output", 2 * 2560 * 512, "moe_act"),
+                      ("router logits", 4 * 1024 * 16, "moe"),
+                      ("shared expert activation input", 2 * 2 * 1024 / 2 * 2048, "shared_experts"),
+                      ("shared expert activation output", 2 * 1024 / 2 * 2048, "shared_experts")]
+
+
+def test_layer_kind_index():
+    m = toy_moe()
+    assert layer_kind_index(m, _build(m, ep=4)) == [0, 1, 1, 1]
+
+
+# toy MLA at tp 2: 8 heads, q rank 256, kv rank 128, nope 64 + rope 32 = qk 96, v 64
+
+def test_mla_shapes():
+    layer = _build(toy_mla()).layers[0]
+    s = _shapes(layer)
+    assert s["q down"] == (2048, 256, 1024, 1, True)                 # duplicated on every TP rank
+    assert s["q up"] == (2048, 8 * 96 / 2, 256, 1, True)
+    assert s["kv down"] == (2048, 128 + 32, 1024, 1, True)
+    assert s["kv up"] == (2048, 8 * (64 + 64) / 2, 128, 1, True)
+    assert s["out proj"] == (2048, 1024, 8 * 64 / 2, 1, True)
+    (a,) = layer.attention
+    assert float(a.flops_fwd[0]) == pytest.approx(2 * 8 / 2 * (96 + 64) * 2048 * 1024.5, rel=REL)
+    assert _streams(layer)["rope"][0] == 4 * (8 + 1) * 32 / 2 * 2048       # q heads + the shared k_rope
+    sv = _saved(layer)
+    assert sv[2:4] == [("q, k, v", 2 * (8 * 96 + 8 * 160) / 2 * 2048, "mla_up_proj"),
+                       ("attention output", 2 * 8 * 64 / 2 * 2048, "core_attn")]
+    assert sv[5] == ("MLA latents", 2 * (256 + 128 + 32) * 2048, "latents")
+    s0 = _shapes(_build(toy_mla(attention=dict(kind="mla", num_heads=8, num_kv_heads=8, head_dim=128, kv_lora_rank=128,
+                                                qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64))).layers[0])
+    assert s0["q proj"] == (2048, 8 * 96 / 2, 1024, 1, True) and "q down" not in s0
+
+
+def test_windowed_attention_cores():
+    # window 512 on every other layer (layers 0 and 2 of 4): sliding keys per query at S = 2048:
+    # (W (W + 1) / 2 + (S - W) W) / S = (131,328 + 786,432) / 2048 = 448.125
+    m = toy_dense(attention=dict(kind="gqa", num_heads=8, num_kv_heads=2, head_dim=128, window=512, global_every=2))
+    glob, slide = _build(m).layers[0].attention
+    assert (float(glob.mean_keys[0]), glob.share) == (1024.5, 0.5)
+    assert float(slide.mean_keys[0]) == pytest.approx(448.125, rel=REL) and slide.share == 0.5
+    assert float(slide.flops_fwd[0]) == pytest.approx(2048 * 2048 * 448.125, rel=REL)
+
+
+def test_helpers():
+    assert float(mean_keys_value("global", 0, np.array([2048.0]))[0]) == 1024.5
+    assert rope_dims(toy_dense()) == (8 + 2) * 128 and rope_dims(toy_dense(position_embedding="learned")) == 0.0
+    assert act_bytes_per_width(toy_dense()) == 6.0
+    assert act_bytes_per_width(toy_dense(ffn=dict(activation="gelu", intermediate_size=4096))) == 4.0
