@@ -43,12 +43,22 @@ def _latency(hw: HardwareSpec, tier, g):
     return np.where(g > 1, _tier_latency(hw, tier) * (1 + np.log2(g)), 0.0)
 
 
-def all_gather_time(nbytes, size, stride, hw: HardwareSpec):
-    """All-gather (or reduce-scatter) whose gathered buffer is `nbytes` per GPU."""
+def all_gather_terms(size, stride, hw: HardwareSpec):
+    """(size, bus bandwidth, latency) of an all-gather group shape, so several buffers over the same groups
+    are priced with one placement: all_gather_from_terms(nbytes, *terms)."""
     size = np.asarray(size, dtype=float)
     f = _paths(size, stride, hw)
-    t = (size - 1) / np.maximum(size, 1) * nbytes / _bus_bw(hw, f, False)
-    return np.where(size > 1, t + _latency(hw, f("tier"), size), 0.0)
+    return size, _bus_bw(hw, f, False), _latency(hw, f("tier"), size)
+
+
+def all_gather_from_terms(nbytes, size, bw, lat):
+    t = (size - 1) / np.maximum(size, 1) * nbytes / bw
+    return np.where(size > 1, t + lat, 0.0)
+
+
+def all_gather_time(nbytes, size, stride, hw: HardwareSpec):
+    """All-gather (or reduce-scatter) whose gathered buffer is `nbytes` per GPU."""
+    return all_gather_from_terms(nbytes, *all_gather_terms(size, stride, hw))
 
 
 reduce_scatter_time = all_gather_time

@@ -24,17 +24,19 @@ def weight_bytes(precision: str, fp8_param_gather: bool = True) -> float:
     return K.FP8 if precision not in ("bf16", "fp16") and fp8_param_gather else K.BF16
 
 
-def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",)):
+def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",), gather=lambda x: x):
     """(kept, full) saved bytes of one layer for one micro-batch under recompute policy `rec` (array);
-    selective recompute drops the saved activations of `modules` (parallel/recompute.py)."""
+    selective recompute drops the saved activations of `modules` (parallel/recompute.py). `gather` maps the
+    layer's arrays (a workload built on the distinct layer-axis combinations) to the layouts of `rec`."""
     gone = dropped(modules)
-    full = sum(s.nbytes for s in layer.saved)
-    selective = sum(s.nbytes for s in layer.saved if s.module not in gone)
-    only_input = sum(s.nbytes for s in layer.saved if s.module == "input")
+    full = gather(sum(s.nbytes for s in layer.saved))
+    selective = gather(sum(s.nbytes for s in layer.saved if s.module not in gone))
+    only_input = gather(sum(s.nbytes for s in layer.saved if s.module == "input"))
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
-def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank):
+def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,
+                   gather=lambda x: x):
     """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
     cnt[k] layers of each kind and p_dense / p_exp parameters per GPU), and each rank's total.
     `dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
@@ -58,19 +60,19 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     held = 0.0
     full_layer = 0.0
     for k, layer in enumerate(w.layers):
-        kept, full = layer_activation_bytes(layer, rec, sw.recompute_modules)
+        kept, full = layer_activation_bytes(layer, rec, sw.recompute_modules, gather)
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
     activations = held * pp_par.in_flight(pp, vp, col(nmb), rank)
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
-        kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules)
+        kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
         activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)
     # during recompute one layer's full activations are live again; the embedding output on the first rank
     activations = activations + np.where(col(rec) == FULL, full_layer, 0.0)
-    activations = activations + np.where(rank == 0, K.BF16 * m.hidden_size * col(w.Ts), 0.0)
+    activations = activations + np.where(rank == 0, K.BF16 * m.hidden_size * col(gather(w.Ts)), 0.0)
     # fp32 logits and their gradient on the last rank while its loss runs backward
-    logits = np.where(last, 2 * K.FP32 * col(w.T) * m.vocab_size / tp, 0.0)
+    logits = np.where(last, 2 * K.FP32 * col(gather(w.T)) * m.vocab_size / tp, 0.0)
     parts = {"weights": weights, "gradients": grads, "optimizer": optim, "activations": activations,
              "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
     parts = {k: np.broadcast_to(v, rank.shape) for k, v in parts.items()}

@@ -167,7 +167,8 @@ class Stages:
     bubble: np.ndarray
 
 
-def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embed, hw, sw: Software, nmb) -> Stages:
+def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embed, hw, sw: Software, nmb,
+            g=lambda x: x) -> Stages:
     """Each distinct pipeline rank priced once (parallel/pp.py signatures): its layers of each kind, its
     embedding or head, its exposed send/recv; then the schedule. The mean over ranks needs no per-rank
     arrays: every layer of kind k is on some rank (sum over ranks of its count is the kind's count)."""
@@ -178,7 +179,7 @@ def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embe
     per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
     compute_s = (sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds))) + has_emb * embed[:, None]
                  + has_head * head[:, None])
-    p2p = pp_par.p2p_time(w.Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
+    p2p = pp_par.p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
     pp_exp_s = exposed(p2p[:, None], compute_s, sw.pp_share)
     t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
     t_max = t_stage.max(axis=1)
@@ -240,22 +241,21 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     imb = c.moe_imbalance if opts.routing == "real" else 1.0
     low = prec not in ("bf16", "fp16")
     c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
-    w = workload.build(m, grid, low, imb, c, sw)
-
-    # layer kinds and head priced once per distinct (tp, cp, ep, etp, mbs, seq) (workload.AXES), gathered
+    # the workload, its layer kinds and head priced once per distinct (tp, cp, ep, etp, mbs, seq)
+    # (workload.AXES), gathered back to layouts by g
     first, inv = workload.unique_layer_axes(grid)
     ws = workload.build(m, grid.take(first), low, imb, c, sw)
     g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
     kinds = _price_kinds(ws, grid, hw, prec, c_layer, sw, g)
     head, embed = _price_head(ws, kinds, first, hw, prec, c_layer, c_other, g)
 
-    st = _stages(m, w, grid, kinds, head, embed, hw, sw, nmb)
-    end = _step_end(m, w, grid, prec, sw, st.t_max, nmb, hw, c_other)
+    st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
+    end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)
     step = st.pipeline + end.dp_comm + end.optimizer + c.step_overhead_s
 
     tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)
     fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(zero)
-    sel_flops = sum(layer.count * kinds[i].selective_flops for i, layer in enumerate(w.layers)) / (w.T)
+    sel_flops = sum(layer.count * kinds[i].selective_flops for i, layer in enumerate(ws.layers)) / g(ws.T)
     mfu = fpt * tokens / (step * gpus * peak)
     hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, sel_flops)) * tokens / (step * gpus * peak)
 
@@ -267,8 +267,8 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     comm_raw = {k[4:]: v * nmb for k, v in st.parts.items() if k.startswith("raw_")}
     comm_raw |= {"pp_comm": st.p2p * nmb, "dp_comm": end.dp_raw}
 
-    mem, mem_stages = memory_per_gpu(w, grid, prec, sw, c, end.p_dense, end.p_exp, f64(grid.dp) * f64(grid.cp),
-                                     f64(grid.edp), nmb, end.mem_cnt, end.mem_rank)
+    mem, mem_stages = memory_per_gpu(ws, grid, prec, sw, c, end.p_dense, end.p_exp, f64(grid.dp) * f64(grid.cp),
+                                     f64(grid.edp), nmb, end.mem_cnt, end.mem_rank, g)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),

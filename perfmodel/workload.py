@@ -261,10 +261,17 @@ def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
 def unique_layer_axes(grid: LayoutGrid) -> tuple[np.ndarray, np.ndarray]:
     """(index of one layout per distinct combination of the axes a layer's records depend on (AXES, less
     precision, which a grid shares), each layout's combination): price once per combination, gather back.
-    Each axis is coded by its own unique, the codes combined in mixed radix (no 2-D unique)."""
+    The axis values are combined in mixed radix (each axis's max + 1) into one integer key, or, where that
+    could overflow, each axis is first coded by its own unique (no 2-D unique either way)."""
+    cols = [np.asarray(getattr(grid, name), dtype=np.int64) for name in ("tp", "cp", "ep", "etp", "mbs", "seq")]
+    radix = [int(c.max()) + 1 if c.size else 1 for c in cols]
     key = np.zeros(grid.n, dtype=np.int64)
-    for name in ("tp", "cp", "ep", "etp", "mbs", "seq"):
-        u, code = np.unique(getattr(grid, name), return_inverse=True)
-        key = key * len(u) + code.reshape(-1)
+    if float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62:      # the values themselves are the codes
+        for c, r in zip(cols, radix):
+            key = key * r + c
+    else:
+        for c in cols:
+            u, code = np.unique(c, return_inverse=True)
+            key = key * len(u) + code.reshape(-1)
     _, first, inv = np.unique(key, return_index=True, return_inverse=True)
     return first, inv.reshape(-1)

@@ -44,20 +44,22 @@ def test_ring_exchange():
     assert float(cp.ring_exchange(m, 8192.0, 2.0, 1.0).price(HW)) == 0.0
 
 
-def test_cp_a2a_and_allgather():
-    # T = 8192, tp 2, cp 4: the 4 CP members 2 ranks apart sit in one domain (k = 4)
-    # Ulysses all-to-all of q, k, v in and o out: GQA 8 x 128 x 2 + 2 x 2 x 128 = 2560 per token;
-    # 8192 x 2560 / 2 x 2 B = 20,971,520 B, 3/4 of it to NVLink peers at 400 GB/s x 0.25: 157.2864 us + 10 us x 3
+def test_cp_all_to_all_ulysses():
+    # Jacobs et al. 2023 §3.1: q, k, v in and o out; GQA: q 8 x 128 + o 8 x 128 + k, v 2 x 2 x 128 = 2560 per token.
+    # T 8192, tp 2: 8192 x 2560 / 2 x 2 B = 20,971,520 B over cp 4 (2 apart, one domain): 3/4 of it / 1e11 + 30 us
     x = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "a2a")
-    assert x.overlap == "cp" and (x.calls_fwd, x.calls_bwd) == (1, 1)
-    assert float(x.price(HW)) == pytest.approx(157.2864e-6 + 30e-6, rel=REL)
-    # MLA: 8 x (96 + 96 + 64 + 64) = 2560 per token too: the same time
-    assert float(cp.exchange(toy_mla(), 8192.0, 2.0, 4.0, "a2a").price(HW)) == pytest.approx(187.2864e-6, rel=REL)
+    assert (x.overlap, x.calls_fwd, x.calls_bwd) == ("cp", 1, 1)
+    assert float(x.price(HW)) == pytest.approx(0.75 * 20971520 / 1e11 + 30e-6, rel=REL)
+    # MLA: q and k of 8 x 96, v and o of 8 x 64 = 2560 per token as well, by a different sum
+    assert float(cp.exchange(toy_mla(), 8192.0, 2.0, 4.0, "a2a").price(HW)) == pytest.approx(0.75 * 20971520 / 1e11 + 30e-6, rel=REL)
     assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 1.0, "a2a").price(HW)) == 0.0
-    # K/V all-gather of all cp chunks: 8192 x 512 / 2 x 2 B x 4 = 16,777,216 B: 3/4 x / 2e11 = 62.91456 us + 30 us
-    y = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "allgather")
-    assert (y.calls_fwd, y.calls_bwd) == (1, 1) and float(y.price(HW)) == pytest.approx(92.91456e-6, rel=REL)
-    assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 1.0, "allgather").price(HW)) == 0.0
+
+
+def test_cp_all_gather():
+    # every rank's K/V gathered: 8192 x 512 / 2 x 2 B x 4 ranks = 16,777,216 B: 3/4 of it / 2e11 + 30 us
+    x = cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "allgather")
+    assert float(x.price(HW)) == pytest.approx(0.75 * 16777216 / 2e11 + 30e-6, rel=REL)
+    assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 4.0, "p2p").price(HW)) == pytest.approx(3 * 30.97152e-6, rel=REL)
 
 
 # ---- EP (MoE parallel folding, Liu et al. 2025; DeepEP dispatch) --------------------------------------
@@ -72,10 +74,15 @@ def test_dispatch_combine():
     # etp 2: EP members 2 apart, 4 per domain, 4 domains: NVLink 2 * 3/16 * 1e8 / 1e11 = 0.375 ms,
     # NIC 4 (1 - 9/16) * 3/4 * 1e8 / 2.5e10 = 5.25 ms; + 100 us
     assert float(ep.dispatch_combine(m, 1e8, 16, 2).price(HW)) == pytest.approx(5.35e-3, rel=REL)
-    # NCCL all-to-all of every top-2 copy: 2e8 B over EP 8 in one domain: 7/8 x 2e8 / 1e11 + 10 us x 4
-    assert float(ep.dispatch_combine(m, 1e8, 8, 1, "alltoall").price(HW)) == pytest.approx(1.79e-3, rel=REL)
-    # all-gather dispatcher: every rank gathers the group's ep x 1e8 B: 7/8 x 8e8 / 2e11 + 40 us
-    assert float(ep.dispatch_combine(m, 1e8, 8, 1, "allgather").price(HW)) == pytest.approx(3.54e-3, rel=REL)
+
+
+def test_dispatchers():
+    m = toy_moe()
+    # NCCL all-to-all of every token copy (top-2: 2e8 B) over EP 16 (2 domains): max(7/16 x 2e8 / 1e11,
+    # 8/16 x 2e8 / 2.5e10) + 100 us
+    assert float(ep.dispatch_combine(m, 1e8, 16, 1, "alltoall").price(HW)) == pytest.approx(4e-3 + 100e-6, rel=REL)
+    # all-gather of every EP rank's tokens (16 x 1e8): 15/16 x 1.6e9 / 2e11 + 100 us
+    assert float(ep.dispatch_combine(m, 1e8, 16, 1, "allgather").price(HW)) == pytest.approx(7.5e-3 + 100e-6, rel=REL)
 
 
 def test_expert_tp_gather():
@@ -167,26 +174,18 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
 
 
 def test_exposed_time():
-    rs, ag, stage, nmb = np.array(6.0), np.array(3.0), np.array(3.0), np.array(4.0)
-    sw = toy_sw(toy_dense())          # default stack: dp_overlap 0.5 on both the gradient RS and the param AG
-    assert (sw.dp_rs_share, sw.dp_ag_share) == (0.5, 0.5)
-    # distributed optimizer: RS under 2/3 of a stage (2 s): 3 + (3 - 2) = 4; AG under 1/3 (1 s): 1.5 + 0.5 = 2
-    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, sw)) == pytest.approx(6.0)
-    # FSDP (ZeRO-3 defaults: gathered per micro-batch, resharded for backward): 4 x 2 = 8 AG (24 s) and
-    # 4 RS (24 s) share one window of nmb * stage = 12 s: hideable 12 + 12 = 24, spill 12, split by share:
-    # each 0.5 * 24 + 12 * 1/2 = 18; 36 in all
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(36.0)
-    # a stack that does not overlap the gradient reduce-scatter: all 6 s exposed, + 2 for the AG
-    no_rs = toy_sw(toy_dense(), stack_set=("dp_grad_reduce_overlap=false",))
-    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, no_rs)) == pytest.approx(8.0)
-    # FSDP2 gathering once per step: 1 AG (3 s) + 1 RS (6 s), hideable 1.5 + 3 under 12 s: 1.5 + 3 = 4.5 exposed
-    once = toy_sw(toy_dense(), stack_set=("fsdp=fsdp2", "fsdp_gather=per_step"))
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(4.5)
-    # per micro-batch without resharding: 4 AG (12 s) + 4 RS (24 s): hideable 6 + 12 = 18, spill 6 split 1 : 2:
-    # AG 6 + 2, RS 12 + 4 = 24
-    keep = toy_sw(toy_dense(), stack_set=("fsdp=fsdp2", "fsdp_gather=per_microbatch", "reshard_after_forward=false"))
-    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, keep)) == pytest.approx(24.0)
-    assert float(dp.raw_time(rs, ag, np.array(True), nmb, keep)) == pytest.approx(36.0)
+    from types import SimpleNamespace
+    sw = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=True, fsdp_reshard=True)
+    rs, ag, stage, nmb = np.array(6.0), np.array(6.0), np.array(3.0), np.array(4.0)
+    # distributed optimizer: RS (share 0.5) under 2/3 of a stage (2 s): 3 + (3 - 2) = 4;
+    # AG (share 0.25) under 1/3 (1 s): 4.5 + (1.5 - 1) = 5
+    assert float(dp.exposed_time(rs, ag, np.array(False), stage, nmb, sw)) == pytest.approx(9.0)
+    # FSDP (FULL_SHARD, per micro-batch): 2 x 4 AG = 48 s (12 hideable), 4 RS = 24 s (12 hideable) share the
+    # step's 4 x 3 = 12 s of compute: hideable 24, spill 12, split 12/24 each: 36 + 6 + 12 + 6 = 60
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(60.0)
+    # FSDP gathered once per step: one AG (6 s, 1.5 hideable) and one RS (6 s, 3 hideable) under 12 s: 4.5 + 3
+    once = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=False, fsdp_reshard=True)
+    assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(7.5)
 
 
 # ---- recompute (Korthikanti et al. 2022 §5) ------------------------------------------------------------

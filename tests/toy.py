@@ -67,9 +67,7 @@ def toy_mla(**kw) -> ModelSpec:
 
 
 def toy_sw(m: ModelSpec, hw: HardwareSpec | None = None, c: Constants | None = None, precision: str = "bf16",
-           stack: str | None = None, stack_set: tuple[str, ...] = ()):
-    """The Software of stack `stack` (None: the default stack, stacks/default.toml) for a toy model on the toy
-    GPU: TP overlap 0.5/0.5 (tp_overlap), SP on, cuDNN attention (factor 1), BF16 main grads and reduction
-    (nemo-26.04), FP8 current scaling (amax pass), all-to-all dispatcher, grouped GEMM, no recompute modules."""
+           stack_set: tuple[str, ...] = ()):
+    """The default software stack's view of the toy system (perfmodel/software.py)."""
     from perfmodel.software import resolve
-    return resolve(stack, tuple(stack_set), m.id, m.is_moe, hw or toy_hw(), precision, c or toy_consts())
+    return resolve(None, tuple(stack_set), m.id, m.is_moe, hw or toy_hw(), precision, c or toy_consts())

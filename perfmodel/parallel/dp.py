@@ -33,11 +33,15 @@ def param_split(m: ModelSpec) -> tuple[float, float]:
 def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw):
     """(reduce-scatter of gradients, all-gather of parameters) seconds over dp*cp (dense: CP ranks hold the
     same weights and reduce their gradients together, Megatron-Core's data-parallel group with context
-    parallelism; members tp ranks apart) and edp (experts; members ep*etp ranks apart)."""
-    rs = (comm.reduce_scatter_time(p_dense * grad_bytes, dpc, tp, hw)
-          + comm.reduce_scatter_time(p_exp * grad_bytes, edp, ep * etp, hw))
-    ag = (comm.all_gather_time(p_dense * weight_bytes, dpc, tp, hw)
-          + comm.all_gather_time(p_exp * weight_bytes, edp, ep * etp, hw))
+    parallelism; members tp ranks apart) and edp (experts; members ep*etp ranks apart). `p_dense` / `p_exp`
+    may carry a trailing axis (pipeline ranks): each group shape is placed once and its terms broadcast."""
+    one = lambda x: np.asarray(x, dtype=float)[..., 0] if np.ndim(x) > 1 else x
+    d = tuple(t[..., None] for t in comm.all_gather_terms(one(dpc), one(tp), hw))
+    e = tuple(t[..., None] for t in comm.all_gather_terms(one(edp), one(ep) * one(etp), hw))
+    if np.ndim(p_dense) < 2:
+        d, e = tuple(t[..., 0] for t in d), tuple(t[..., 0] for t in e)
+    rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d) + comm.all_gather_from_terms(p_exp * grad_bytes, *e)
+    ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + comm.all_gather_from_terms(p_exp * weight_bytes, *e)
     return rs, ag
 
 
