@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from perfmodel import comm
-from perfmodel.topology import members_per_domain
+from perfmodel.topology import LEAF, NVLINK, SPINE, cluster_graph, group_path, members_per_domain
 from toy import toy_hw
 
 HW = toy_hw()
@@ -146,3 +146,62 @@ def test_ring_and_p2p_through_the_spine():
 def test_vectorised_over_groups():
     t = comm.all_gather_time(8e8, np.array([8.0, 16.0, 1.0]), np.array([1, 4, 1]), HW)
     assert t == pytest.approx([3.54e-3, 9.475e-3, 0.0], rel=REL)
+
+
+def test_cluster_graph():
+    g = cluster_graph(HW, 20)                      # 20 GPUs: domains r // 8 = 0, 1, 2
+    assert sorted(n[1] for n in g.nodes if n[0] == "nvswitch") == [0, 1, 2]
+    assert g.nodes[("gpu", 17)]["domain"] == 2 and g.nodes[("gpu", 7)]["domain"] == 0 and g.nodes[("gpu", 8)]["domain"] == 1
+    # every GPU: NVLink 400 GB/s to its switch, NIC 50 GB/s to its rail leaf (rail r % 8; no unit named: one unit)
+    assert g.edges[("gpu", 0), ("nvswitch", 0)]["capacity"] == 4e11
+    assert g.edges[("nic", 9), ("leaf", 0, 1)]["capacity"] == 5e10
+    # rail leaf 1 holds GPUs 1, 9, 17 of the 3 node positions (20 // 8 = 2 full nodes -> 2 x 1 GPUs counted)
+    # and joins the spine at 2 x 50 GB/s / oversubscription 1
+    assert g.nodes[("leaf", 0, 1)]["gpus"] == 2 and g.edges[("leaf", 0, 1), "spine"]["capacity"] == 1e11
+
+
+def test_group_path():
+    # 8 consecutive ranks: one domain, NVLink only
+    p = group_path(HW, 8, 1)
+    assert (p.k, p.tier, p.ring_bw, p.spine_share) == (8, NVLINK, float("inf"), 0.0)
+    # 16 consecutive ranks: 2 domains of 8; the hop between them uses the 8 members' NICs through their 8 rail
+    # leaves in parallel: max flow 8 x 50 GB/s = 400 GB/s, one leaf switch on the path, no spine
+    p = group_path(HW, 16, 1)
+    assert (p.k, p.tier, p.switches, p.ring_bw, p.spine_share) == (8, LEAF, 1, 4e11, 0.0)
+    # 4 members 8 apart: one per domain, one NIC per hop: 50 GB/s
+    p = group_path(HW, 4, 8)
+    assert (p.k, p.tier, p.ring_bw) == (1, LEAF, 5e10)
+
+
+# a toy cluster with scalable units of 16 GPUs (2 domains) under a 4:1 oversubscribed spine, 5 us extra per
+# spine crossing (hardware.ScaleOut; DGX SuperPOD rail-optimised leaf-spine)
+SPINE_HW = HW.model_copy(update={"scale_out": HW.scale_out.model_copy(update=dict(
+    scalable_unit_gpus=16, spine_oversubscription=4.0, spine_latency_s=5e-6))})
+SPINE_LAT = (20e-6 + 5e-6) * (1 + 5)                # a 32-GPU group crossing the spine: (20 + 5) us x (1 + log2 32)
+
+
+def test_group_path_through_the_spine():
+    # 32 consecutive ranks: 4 domains in 2 units. A rail leaf has 2 GPUs of a full unit (one per node) and 2 x 50
+    # GB/s / 4 = 25 GB/s of uplink, all of it the group's (both its GPUs are members): the hop from unit 0 to
+    # unit 1 crosses 8 leaves' uplinks, 8 x 25 GB/s = 200 GB/s (NICs would give 400); leaf, spine, leaf
+    p = group_path(SPINE_HW, 32, 1)
+    assert (p.k, p.tier, p.switches, p.ring_bw) == (8, SPINE, 3, 2e11)
+    # the worst member's peers beyond its unit: 16 of 32; a GPU's share of its leaf's uplinks 25 GB/s / 2
+    assert (p.spine_share, p.uplink_bw) == (0.5, 1.25e10)
+
+
+def test_collectives_through_the_spine():
+    nb = 3.2e9
+    # all-gather: min(NVLink 400 x 0.5, ring hop 200 x 0.8) = 160 GB/s: 31/32 x 3.2e9 / 1.6e11 = 19.375 ms
+    assert float(comm.all_gather_time(nb, 32, 1, SPINE_HW)) == pytest.approx(19.375e-3 + SPINE_LAT, rel=REL)
+    # all-to-all: NVLink 7/32 x nb / 1e11 = 7 ms; NIC 24/32 x nb / (50 x 0.5 GB/s) = 96 ms; spine 0.5 x nb /
+    # (12.5 x 0.5 GB/s) = 256 ms binds
+    assert float(comm.all_to_all_time(nb, 32, 1, SPINE_HW)) == pytest.approx(0.256 + SPINE_LAT, rel=REL)
+    # MoE dispatch of 1e8 B, top-2 of 16 experts over 4 domains: 4 (1 - (3/4)^2) = 1.75 domains reached;
+    # NVLink 2 x 7/32 x 1e8 / 1e11 = 0.4375 ms, NIC 1.75 x 3/4 x 1e8 / 2.5e10 = 5.25 ms, spine
+    # 1.75 x 0.5 x 1e8 / 6.25e9 = 14 ms binds
+    t = comm.moe_dispatch_time(1e8, 2, 32, 1, SPINE_HW, 16)
+    assert float(t) == pytest.approx(14e-3 + SPINE_LAT, rel=REL)
+    # pipeline neighbours 16 ranks apart: one GPU per unit, its leaf's uplink share 25 GB/s x 1/2 = 12.5 GB/s
+    # x 0.8 = 10 GB/s, one spine crossing: 1e8 / 1e10 + 25 us
+    assert float(comm.p2p_time(1e8, 16, SPINE_HW)) == pytest.approx(10e-3 + 25e-6, rel=REL)

@@ -39,3 +39,16 @@ def test_ranks_for_memory():
     cnt, rank = pp.ranks_for_memory(kinds, 1, np.array([2, 4, 1]), np.array([1, 1, 1]))
     assert rank.tolist() == [[0, 1, 1], [0, 1, 3], [0, 0, 0]]
     assert cnt[0].tolist() == [[4, 4, 4], [2, 2, 2], [8, 8, 8]]
+
+
+def test_other_schedules_bubble():
+    # stage times max 3 s, sum 10 s over pp 4, vp 1, 8 micro-batches: 1F1B bubble (10 - 3) = 7 s beyond 8 x 3
+    t = lambda sched, p=4: [float(x) for x in pp.schedule_time(np.array(3.0), np.array(10.0), np.array(float(p)),
+                                                               np.array(1.0), np.array(8.0), sched)]
+    assert t("1f1b") == pytest.approx([24 + 7, 7])
+    # ZB-H1: a third of 1F1B's (Qi et al. 2024 §3)
+    assert t("zero_bubble") == pytest.approx([24 + 7 / 3, 7 / 3])
+    # DualPipe: (p/2 - 1)/(p - 1) of ZB-H1's: pp 4 -> 1/3 of 7/3; pp 8 -> 3/7 of 7/3 = 1; pp 2 -> none
+    assert t("dualpipe") == pytest.approx([24 + 7 / 9, 7 / 9])
+    assert t("dualpipe", 8) == pytest.approx([25, 1])
+    assert t("dualpipe", 2) == pytest.approx([24, 0])

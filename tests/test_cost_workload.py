@@ -234,3 +234,51 @@ def test_helpers():
     assert rope_dims(toy_dense()) == (8 + 2) * 128 and rope_dims(toy_dense(position_embedding="learned")) == 0.0
     assert act_bytes_per_width(toy_dense()) == 6.0
     assert act_bytes_per_width(toy_dense(ffn=dict(activation="gelu", intermediate_size=4096))) == 4.0
+
+
+def _build_sw(m, stack_set, **lay):
+    kw = dict(gpus=8, gbs=8, seq=2048, tp=2)
+    kw.update(lay)
+    return build(m, LayoutGrid.of(Layout(**kw)), False, 1.25, C, toy_sw(m, HW, C, stack_set=stack_set))
+
+
+def test_eager_streams():
+    # fusions = none: eager PyTorch kernels (constants.py: RMSNorm 14 B per hidden unit, SwiGLU 10 B per unit
+    # of width, RoPE in 3 passes, 11 more kernels each way)
+    st = _streams(_build_sw(toy_dense(), ("fusions=none",)).layers[0])
+    assert st["norms"] == (2 * 14 * 1024 * 1024, 2 * 2 * 14 * 1024 * 1024, 0.0, 0.0)
+    assert st["rope"] == (12 * 10 * 128 / 2 * 2048, 2 * 12 * 10 * 128 / 2 * 2048, 0.0, 0.0)
+    assert st["activation"] == (10 * 4096 / 2 * 2048, 2 * 10 * 4096 / 2 * 2048, 0.0, 0.0)
+    assert st["residual adds"] == (12 * 1024 * 1024, 2 * 12 * 1024 * 1024, 0.0, 0.0)
+    assert st["elementwise launches"] == (0.0, 0.0, 12 + 11, 20 + 11)
+
+
+def test_no_sequence_parallel():
+    # sequence_parallel = false: norms and residual adds on every TP rank's full T = 2048 rows
+    layer = _build_sw(toy_dense(), ("sequence_parallel=false",)).layers[0]
+    st = _streams(layer)
+    assert st["norms"][0] == 2 * 4 * 1024 * 2048 and st["residual adds"][0] == 12 * 1024 * 2048
+    assert _saved(layer)[0] == ("attention norm input", 2 * 1024 * 2048, "input")
+
+
+def test_unfused_attention():
+    # attention_kernel = unfused: per head of the TP shard (8 / 2 = 4, mbs 1) QK^T [s, s, d_qk] and PV [s, d_v, s]
+    # as batched BF16 GEMMs; the s x s scores through HBM 13 B forward, 26 B backward (3 kernels each); 5 B saved
+    layer = _build_sw(toy_dense(), ("attention_kernel=unfused",)).layers[0]
+    assert layer.attention == ()
+    s = _shapes(layer)
+    assert s["QK^T (unfused)"] == (2048, 2048, 128, 4, False) and s["PV (unfused)"] == (2048, 128, 2048, 4, False)
+    assert _streams(layer)["attention scores (unfused)"] == (13 * 4 * 2048 * 2048, 26 * 4 * 2048 * 2048, 3, 3)
+    assert _saved(layer)[5] == ("attention scores (unfused)", 5 * 4 * 2048 * 2048, "core_attn")
+
+
+def test_cuda_graph_kernel_cost():
+    # CUDA graphs lower the fixed cost per kernel to min(kernel_fixed_s 10 us, constants.GRAPHED_KERNEL_S 4 us):
+    # per_layer inside the layers only, full_iteration also in the head, embedding and optimizer
+    m = toy_dense()
+    sw = toy_sw(m, HW, C, stack_set=("cuda_graphs=per_layer",))
+    assert (sw.layer_kernel_s, sw.other_kernel_s) == (4e-6, 1e-5)
+    sw = toy_sw(m, HW, C, stack_set=("cuda_graphs=full_iteration",))
+    assert (sw.layer_kernel_s, sw.other_kernel_s) == (4e-6, 4e-6)
+    sw = toy_sw(m, HW, C, stack_set=("cuda_graphs=none",))
+    assert (sw.layer_kernel_s, sw.other_kernel_s) == (1e-5, 1e-5)
