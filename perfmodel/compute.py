@@ -34,7 +34,7 @@ def gemm_time(M, N, K, hw: HardwareSpec, precision: str, c: Constants):
     peak, eff_best, nbytes = gemm_peak_and_eff(hw, precision)
     eff = eff_best * c.tensor_sustained * K / (K + c.gemm_k_half) * M / (M + c.gemm_mn_half) * N / (N + c.gemm_mn_half)
     flops = 2.0 * M * N * K
-    t_math = flops / (peak * eff)
+    t_math = np.divide(flops, peak * eff, out=np.zeros_like(flops), where=eff > 0)   # an empty GEMM costs nothing
     t_mem = ((M * K + K * N) * nbytes + M * N * BF16) / (hw.memory.hbm_bandwidth * hw.efficiency.memory_bound)
     return np.maximum(t_math, t_mem) + c.kernel_fixed_s * (M > 0)
 

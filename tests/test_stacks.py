@@ -2,6 +2,7 @@
 and `validate` over every shipped set."""
 from __future__ import annotations
 
+import re
 import csv
 import json
 import tomllib
@@ -132,7 +133,7 @@ def test_distinct_stacks_differ_where_their_sources_differ():
      "features.cuda_graphs", "its own family"),
     (lambda t: t.replace('power_limit_w = { value = "none"', 'power_limit_w = { value = -5'),
      "features.power_limit_w", "greater than 0"),
-    (lambda t: t.replace('recompute_modules = { value = []', 'recompute_modules = { value = ["attn_everything"]'),
+    (lambda t: re.sub(r'recompute_modules = \{ value = \[[^\]]*\]', 'recompute_modules = { value = ["attn_everything"]', t, 1),
      "features.recompute_modules.0", "Input should be"),
 ])
 def test_schema_errors_name_the_field(tmp_path, edit, field, reason):

@@ -40,8 +40,13 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
     e = tuple(t[..., None] for t in comm.all_gather_terms(one(edp), one(ep) * one(etp), hw))
     if np.ndim(p_dense) < 2:
         d, e = tuple(t[..., 0] for t in d), tuple(t[..., 0] for t in e)
-    rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d) + comm.all_gather_from_terms(p_exp * grad_bytes, *e)
-    ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + comm.all_gather_from_terms(p_exp * weight_bytes, *e)
+    # a rank without expert parameters (a dense model, or a pipeline rank of dense layers only) runs no
+    # expert collective, so it pays no latency for one
+    has_exp = np.asarray(p_exp) > 0
+    rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d) + np.where(
+        has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e), 0.0)
+    ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + np.where(
+        has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e), 0.0)
     return rs, ag
 
 
