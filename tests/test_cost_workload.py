@@ -89,8 +89,8 @@ def test_dense_collectives():
     (layer,) = _build(toy_dense()).layers
     # SP pair of the block's activation T x h x 2 B = 4,194,304 B over tp 2: 1/2 * 4194304 / 2e11 + 20 us
     one = 4194304 / 2 / 2e11 + 20e-6
-    assert _price(layer, "attention TP all-gather + reduce-scatter") == pytest.approx((one, 2, 2, "tp"), rel=REL)
-    assert _price(layer, "MLP TP all-gather + reduce-scatter") == pytest.approx((one, 2, 2, "tp"), rel=REL)
+    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 2), rel=REL) and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
+    assert _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 2), rel=REL) and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
     assert _price(layer, "CP ring K/V exchange")[0] == 0.0
     # cp 2: T = 1024 rows; K/V 1024 x 512 / 2 x 2 B = 524,288 B to the CP peer 2 ranks away: / 2e11 + 10 us
     (l2,) = _build(toy_dense(), cp=2).layers
@@ -167,7 +167,7 @@ def test_moe_collectives():
     layer = _build(toy_moe(), ep=4).layers[1]
     # dispatch: Ts * imbalance * h * 2 B = 2,621,440 B per token set; EP 4 inside one domain:
     # 2 * 3/4 * 2621440 / 1e11 + 10 us * (1 + 2)
-    assert _price(layer, "EP dispatch + combine") == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2, "ep"), rel=REL)
+    assert _price(layer, "EP dispatch + combine")[:3] == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2), rel=REL) and _price(layer, "EP dispatch + combine")[3] == "ep"
     assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
     assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0        # etp 1
     (f,) = layer.fixed
