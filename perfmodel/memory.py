@@ -15,7 +15,7 @@ import numpy as np
 from . import constants as K
 from .ops import Workload
 from .parallel import pp as pp_par
-from .parallel.recompute import ALWAYS_KEPT, FULL, SELECTIVE, dropped
+from .parallel.recompute import FULL, SELECTIVE, dropped
 
 
 def weight_bytes(precision: str, fp8_param_gather: bool = True) -> float:

@@ -113,4 +113,4 @@ class Workload:
     layers: tuple[Layer, ...]
     head: Head
     low_precision: bool
-    extras: dict = field(default_factory=dict)
+    layer_kinds: tuple[int, ...] = ()    # for each of the model's layers, in order, its index in `layers`

@@ -348,6 +348,7 @@ def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int
     its measured runs per release. -> [{"precision", "layout" (text, no dp), "release", "mfu": {gpus:
     (measured or None, predicted)}, "tokens_per_s_per_gpu": {...}}], the README's reproduction tables
     (validation/scaling_tables.py)."""
+    from .validate import _could_fit          # validate imports this module's neighbours; imported here
     rows = load_runs() if rows is None else rows
     n0, want = gpus[0], set(gpus)
     groups: dict[tuple, Layout] = {}
@@ -370,9 +371,8 @@ def measured_series(model: ModelSpec, hw: HardwareSpec, seq: int, gpus: list[int
         if len(key) == 8:                 # recompute unpublished: the lightest that fits, as validate infers it
             for rc in ("none", "selective", "full"):
                 cand = replace(base, recompute=rc)  # type: ignore[arg-type]
-                q = predict_grid(model, hw, LayoutGrid.of(cand), Options(prec))
-                from .validate import MEMORY_TOLERANCE    # the run fitted: within the memory model's error
-                if float(q.memory_bytes_per_gpu[0]) <= q.hbm_bytes * (1 + MEMORY_TOLERANCE):
+                # the run fitted: within the memory model's error, as validate infers it
+                if bool(_could_fit(predict_grid(model, hw, LayoutGrid.of(cand), Options(prec)))[0]):
                     base = cand
                     break
         res = scaling(model, hw, gpus, "weak", base, Options(prec, attention), measured=rows)  # type: ignore[arg-type]

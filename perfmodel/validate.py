@@ -246,6 +246,14 @@ def _could_fit(p: Prediction) -> np.ndarray:
     return p.memory_bytes_per_gpu <= p.hbm_bytes * (1 + MEMORY_TOLERANCE)
 
 
+def _inferred_modes(fits: np.ndarray, model, hw, opts: Options) -> np.ndarray:
+    """Recompute mode per row (index into _MODES) from `fits` [3, n] (none, selective, full): the stack's own
+    policy when it fits; else the first mode that fits (argmax of a bool column); full when none does."""
+    stated = _MODES.index(software_of(model, hw, opts).recompute)
+    mode = np.where(fits.any(axis=0), np.argmax(fits, axis=0), 2)
+    return np.where(fits[stated], stated, mode)
+
+
 def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
     """Predict a measured row. When the source does not say which recompute it used: the stack's own
     policy if it fits in HBM, else the lightest recompute mode (none, selective, full) whose predicted
@@ -254,9 +262,7 @@ def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: boo
         return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
     grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in _MODES])  # type: ignore[arg-type]
     p = predict_grid(model, hw, grid, opts)
-    fits = [i for i in range(3) if _could_fit(p)[i]]
-    stated = _MODES.index(software_of(model, hw, opts).recompute)
-    i = stated if stated in fits else (fits[0] if fits else 2)
+    i = int(_inferred_modes(_could_fit(p).reshape(3, 1), model, hw, opts)[0])
     one = predict_grid(model, hw, grid.take(np.array([i])), opts)
     return one, ("" if i == 0 else _MODES[i])
 
@@ -316,12 +322,7 @@ def _score_group(rows: list[_Row]) -> list[_Scored]:
         return [_Scored(p, j, "") for j in range(len(rows))]
     n = len(rows)
     p = predict_grid(r0.model, r0.hw, LayoutGrid.concat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
-    fits = _could_fit(p).reshape(3, n)
-    # the stack's own recompute policy when it fits; else the first fitting mode per row (argmax of a bool
-    # column), full recompute when none fits
-    stated = _MODES.index(software_of(r0.model, r0.hw, r0.opts).recompute)
-    mode = np.where(fits.any(axis=0), np.argmax(fits, axis=0), 2)
-    mode = np.where(fits[stated], stated, mode)
+    mode = _inferred_modes(_could_fit(p).reshape(3, n), r0.model, r0.hw, r0.opts)
     return [_Scored(p, int(k) * n + j, "" if k == 0 else _MODES[k]) for j, k in enumerate(mode)]
 
 

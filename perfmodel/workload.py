@@ -249,13 +249,14 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
         mtp_gemm=Gemm("MTP projection", T, h + one, 2 * h + one) if m.mtp_layers else None,
         mtp_layers=m.mtp_layers,
     )
-    return Workload(m, T, Ts, tuple(layers), head, low_precision)
+    index = {layer.kind: i for i, layer in enumerate(layers)}
+    kinds = tuple(index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers))
+    return Workload(m, T, Ts, tuple(layers), head, low_precision, kinds)
 
 
 def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
-    """For each of the model's layers, in order, the index of its kind in `w.layers`."""
-    index = {layer.kind: i for i, layer in enumerate(w.layers)}
-    return [index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers)]
+    """For each of the model's layers, in order, the index of its kind in `w.layers` (set by `build`)."""
+    return list(w.layer_kinds)
 
 
 def unique_layer_axes(grid: LayoutGrid) -> tuple[np.ndarray, np.ndarray]:

@@ -34,7 +34,7 @@ def test_uneven_split_fills_middle_chunks_first():
 def test_deepseek_dense_layers_land_on_the_first_rank():
     m = load_model("deepseek-v3")
     kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))
-    counts, _ = pp.rank_table(kinds, 2, 16, 1)
+    counts = pp.rank_table(kinds, 2, 16, 1)
     assert counts[0] == (3, 0)                    # the 3 dense first layers, nothing else
     assert counts[1] == (0, 4) and counts[15] == (0, 3)
     sig = pp.signatures(kinds, 2, 16, 1)

@@ -34,16 +34,10 @@ from .. import constants as K
 def chunk_layers(L: int, pp: int, vp: int) -> list[int]:
     """Transformer layers of each of the pp*vp chunks, in model order."""
     C = pp * vp
-    if C == 1:
-        return [L]
-    if L % C == 0:
-        return [L // C] * C
-    if (L + 1) % C == 0:
-        u = (L + 1) // C
-        return [u] * (C - 1) + [u - 1]
-    if (L + 2) % C == 0:
-        u = (L + 2) // C
-        return [u - 1] + [u] * (C - 2) + [u - 1]
+    # floor(L / C) each, the remainder to the middle chunks first, then the first, then the last. This one
+    # rule gives each of Megatron-Core's named splits: even when C divides L; the loss taking a slot when C
+    # divides L + 1 (remainder C - 1: every chunk but the last gets one more); the embedding and the loss
+    # taking one each when C divides L + 2 (remainder C - 2: the middle chunks)
     base, rem = divmod(L, C)
     sizes = [base] * C
     for j in list(range(1, C - 1)) + [0, C - 1]:
@@ -55,8 +49,8 @@ def chunk_layers(L: int, pp: int, vp: int) -> list[int]:
 
 
 @lru_cache(maxsize=4096)
-def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
-    """Per rank r: (layers of each kind, ...) and the rank indices. `kinds[i]` is layer i's kind index."""
+def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple[int, ...], ...]:
+    """Per rank r: (layers of each kind, ...). `kinds[i]` is layer i's kind index."""
     sizes = chunk_layers(len(kinds), pp, vp)
     counts = [[0] * n_kinds for _ in range(pp)]
     start = 0
@@ -64,14 +58,14 @@ def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[
         for i in range(start, start + n):
             counts[j % pp][kinds[i]] += 1
         start += n
-    return tuple(tuple(c) for c in counts), tuple(range(pp))
+    return tuple(tuple(c) for c in counts)
 
 
 @lru_cache(maxsize=4096)
 def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple, ...]:
     """Distinct ranks as (layers per kind, holds embedding, holds head, how many ranks), for pricing each
     distinct stage once."""
-    counts, _ = rank_table(kinds, n_kinds, pp, vp)
+    counts = rank_table(kinds, n_kinds, pp, vp)
     sig: dict[tuple, int] = {}
     for r, c in enumerate(counts):
         key = (c, r == 0, r == pp - 1)
@@ -109,7 +103,7 @@ def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
     cnt = np.zeros((n_kinds, len(pairs), 3))
     rank = np.zeros((len(pairs), 3))
     for u, (p, v) in enumerate(pairs):
-        counts, _ = rank_table(kinds, n_kinds, int(p), int(v))
+        counts = rank_table(kinds, n_kinds, int(p), int(v))
         for s, r in enumerate((0, min(1, p - 1), p - 1)):
             cnt[:, u, s] = counts[r]
             rank[u, s] = r
