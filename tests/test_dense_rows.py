@@ -34,3 +34,20 @@ def test_interleaving_divides_the_nemotron4_340b_bubble_by_vp():
     b1, b12 = one["breakdown_s"]["pipeline_bubble"], twelve["breakdown_s"]["pipeline_bubble"]
     assert b1 > 1.0
     assert b12 == pytest.approx(b1 / 12, rel=0.05)
+
+
+# NVIDIA/Megatron-LM examples/sc21/run_table_1.sh, the Narayanan et al. 2021 Table 1 cases: MBS per model and
+# --num-layers-per-virtual-pipeline-stage n, i.e. vp = layers / pp / n
+SC21 = {"gpt-1.7b": (16, ""), "gpt-3.6b": (16, ""), "gpt-7.5b": (16, ""), "gpt-39b": (4, ""), "gpt-76b": (2, "3"),
+        "gpt-145b": (2, "2"), "gpt-310b": (1, "2"), "gpt-530b": (1, "3"), "gpt-1t": (1, "")}
+
+
+def test_megatron_lm_2021_rows_take_mbs_and_vp_from_the_sc21_scripts():
+    rows = _rows("mlm2021-")
+    assert {r["model"]: (int(r["micro_batch"]), r["vp"]) for r in rows} == SC21
+    for r in rows:
+        gpus, tp, pp, gbs, mbs = (int(r[k]) for k in ("gpus", "tp", "pp", "global_batch", "micro_batch"))
+        m = gbs // (gpus // (tp * pp) * mbs)                   # micro-batches per step
+        assert m * (gpus // (tp * pp)) * mbs == gbs
+        if r["vp"]:                                           # Megatron's interleaving rule: m a multiple of pp
+            assert m % pp == 0
