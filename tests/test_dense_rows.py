@@ -51,3 +51,16 @@ def test_megatron_lm_2021_rows_take_mbs_and_vp_from_the_sc21_scripts():
         assert m * (gpus // (tp * pp)) * mbs == gbs
         if r["vp"]:                                           # Megatron's interleaving rule: m a multiple of pp
             assert m % pp == 0
+
+
+@pytest.mark.parametrize("model, overlapped", [("gpt-1.7b", True), ("gpt-3.6b", True), ("gpt-7.5b", True),
+                                               ("gpt-39b", False), ("gpt-1t", False)])
+def test_sc21_small_models_ran_torch_ddp_with_overlapped_grad_reduce(model, overlapped):
+    # run_table_1.sh: DDP=torch for 1.7B-18B (bucketed all-reduce under backward), DDP=local above
+    from perfmodel.calibration import constants
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
+    c = constants()
+    sw = resolve("megatron-lm-2021", (), model, False, load_hardware("a100-sxm-80gb"), "bf16", c)
+    assert sw.dp_rs_share == (c.dp_overlap if overlapped else 0.0)
+    assert sw.dp_ag_share == 0.0            # no sharded optimizer: nothing to all-gather either way
