@@ -102,8 +102,9 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
 
 # ---- the layer kinds --------------------------------------------------------------------------------
 
-def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw):
-    """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer."""
+def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.BF16):
+    """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer; `gin` = bytes
+    per element of the GEMM inputs the linear layers keep for their weight gradient (saved_input_bytes)."""
     a, h = m.attention, m.hidden_size
     gemms = attention_gemms(m, T, tp)
     # without sequence parallelism norms, dropout and residual adds run on every TP rank's full sequence
@@ -142,10 +143,12 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw):
         q, kv = a.num_heads * a.head_dim, 2 * a.num_kv_heads * a.head_dim
         o, lat = q, 0
     saved = [Saved("attention norm input", K.BF16 * h * Tn, "input"),
-             Saved("qkv input", K.BF16 * h * Tn, "layernorm"),
+             Saved("qkv input", gin * h * Tn, "layernorm"),
              Saved("q, k, v", K.BF16 * (q + kv) / tp * T, "mla_up_proj" if lat else "qkv"),
              Saved("attention output", K.BF16 * o / tp * T, "core_attn"),
              Saved("softmax log-sum-exp", K.LSE_BYTES * a.num_heads / tp * T, "core_attn")]
+    if gin != K.BF16:      # the out-projection keeps its own quantised copy of the attention output
+        saved.append(Saved("out-proj input (quantised copy)", gin * o / tp * T, "proj"))
     if lat:
         saved.append(Saved("MLA latents", K.BF16 * lat * T, "latents"))
     if unfused:
@@ -154,7 +157,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw):
     return gemms, cores, streams, comms, saved
 
 
-def _dense_ffn(m: ModelSpec, T, Ts, tp, sw):
+def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
     h, f = m.hidden_size, m.ffn.intermediate_size
     Tn = Ts if sw.sequence_parallel else T
     glu = 2 if m.ffn.matrices == 3 else 1
@@ -162,9 +165,9 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw):
     ab = act_bytes_per_width(m, sw.eager)
     streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
     comms = [tp_par.sequence_parallel_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp)]
-    saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", K.BF16 * h * Tn, "layernorm"),
+    saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", gin * h * Tn, "layernorm"),
              Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
-             Saved("activation output", K.BF16 * f / tp * T, "mlp")]
+             Saved("activation output", gin * f / tp * T, "mlp")]
     return gemms, streams, comms, [], saved
 
 
@@ -205,6 +208,16 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     return gemms, streams, comms, fixed, saved
 
 
+def saved_input_bytes(low_precision: bool) -> float:
+    """Bytes per element a linear layer keeps of its input for the weight-gradient GEMM: BF16, or under
+    low-precision GEMMs the quantised copy it already made for the forward GEMM (Transformer Engine
+    pytorch/module/linear.py and layernorm_linear.py: with FP8 on, the saved input is the FP8 /
+    MXFP8 tensor, 1 byte per element, not the BF16 original; NVFP4 taken at the same byte, its 4-bit copy
+    and scales being smaller). Tensors a non-GEMM op needs (norm inputs, the SwiGLU input, attention
+    q, k, v and output) stay BF16."""
+    return K.FP8 if low_precision else K.BF16
+
+
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:
     """Quantising each low-precision GEMM's inputs (forward) and output gradients (backward) to FP8:
     fp8_cast_bytes of HBM traffic per element (calibration.toml), plus an amax read under current scaling."""
@@ -222,12 +235,13 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
     h = m.hidden_size
     T = mbs * seq / cp
     Ts = T / tp
-    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw)
+    gin = saved_input_bytes(low_precision)
+    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw, gin)
     layers = []
     for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
         if not count:
             continue
-        ffn = _dense_ffn(m, T, Ts, tp, sw) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw)
+        ffn = _dense_ffn(m, T, Ts, tp, sw, gin) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw)
         gemms = att[0] + ffn[0]
         streams = att[2] + ffn[1]
         if low_precision:

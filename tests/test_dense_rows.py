@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 
+import numpy as np
+
 import pytest
 
 from perfmodel.api import Layout, predict
@@ -64,3 +66,29 @@ def test_sc21_small_models_ran_torch_ddp_with_overlapped_grad_reduce(model, over
     sw = resolve("megatron-lm-2021", (), model, False, load_hardware("a100-sxm-80gb"), "bf16", c)
     assert sw.dp_rs_share == (c.dp_overlap if overlapped else 0.0)
     assert sw.dp_ag_share == 0.0            # no sharded optimizer: nothing to all-gather either way
+
+
+def test_fp8_linears_keep_their_quantised_inputs_for_wgrad():
+    # toy dense (tests/toy.py): h 1024, 8 x 128 heads (2 KV), SwiGLU 4096; tp 2 + SP, seq 2048, mbs 1.
+    # Transformer Engine's FP8 Linear / LayerNormLinear keep the FP8 copy of their input (1 B) for the
+    # weight gradient: qkv input and fc1 input (Ts x h), fc2 input (T x f / tp), plus the out-projection's
+    # own FP8 copy of the attention output (T x q / tp); norm inputs, SwiGLU input, q/k/v stay BF16
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from toy import toy_consts, toy_dense, toy_hw, toy_sw
+    from perfmodel.layout import LayoutGrid
+    from perfmodel.workload import build
+    m, hw, c = toy_dense(), toy_hw(), toy_consts()
+    grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2))
+    saved = lambda low: {s.name: float(np.asarray(s.nbytes).ravel()[0])
+                         for s in build(m, grid, low, 1.0, c, toy_sw(m, hw, c)).layers[0].saved}
+    bf, f8 = saved(False), saved(True)
+    Ts, T = 1024, 2048
+    assert f8["qkv input"] == 1 * 1024 * Ts and bf["qkv input"] == 2 * 1024 * Ts
+    assert f8["fc1 input"] == 1 * 1024 * Ts
+    assert f8["activation output"] == 1 * 4096 / 2 * T
+    assert f8["out-proj input (quantised copy)"] == 1 * 1024 / 2 * T and "out-proj input (quantised copy)" not in bf
+    for kept in ("attention norm input", "q, k, v", "attention output", "MLP norm input", "activation input"):
+        assert f8[kept] == bf[kept]
+    # per layer: 2 MiB + 2 MiB + 8 MiB saved, 1 MiB added
+    assert sum(bf.values()) - sum(f8.values()) == pytest.approx(1024 * Ts + 1024 * Ts + 4096 / 2 * T - 1024 / 2 * T)
