@@ -48,6 +48,9 @@ class PeakFlops(Frozen):
 class Memory(Frozen):
     hbm_bytes: float = Bytes
     hbm_bandwidth: float = Bandwidth
+    # GPU <-> host memory link, per GPU per direction (NVLink-C2C on Grace systems, PCIe otherwise): what
+    # activation CPU offloading moves over; None = not given (a stack that offloads is then refused)
+    host_bandwidth: float | None = Field(default=None, ge=1e8, le=1e15, allow_inf_nan=False)
 
 
 class ScaleUp(Frozen):

@@ -6,7 +6,8 @@
 - activations per layer: the `Saved` records of the workload (Korthikanti et al. 2022 §4, Table 2, with
   flash attention: no s^2 score term), less the modules the recompute policy drops; full recompute keeps
   only each layer's input.
-- in-flight micro-batches from the schedule (parallel/pp.py `in_flight`).
+- in-flight micro-batches from the schedule (parallel/pp.py `in_flight`); activation CPU offloading
+  (pp = 1) moves the saved activations of `cpu_offload_layers` layers to host memory.
 """
 from __future__ import annotations
 
@@ -33,6 +34,17 @@ def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",)
     selective = gather(sum(s.nbytes for s in layer.saved if s.module not in gone))
     only_input = gather(sum(s.nbytes for s in layer.saved if s.module == "input"))
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
+
+
+def offload_kept_share(sw, pp, layers):
+    """Share of a rank's saved activations still in HBM under activation CPU offloading
+    (Megatron-Core cpu_offloading_num_layers = n, pp = 1 only): the L - n layers kept, plus one offloaded
+    layer whose device-to-host copy is in flight while the next layer runs (its buffers are freed when the
+    copy ends; Transformer Engine docs, cpu_offloading: transfers are asynchronous, layer by layer)."""
+    layers = np.maximum(np.asarray(layers, dtype=float), 1.0)
+    n = np.minimum(float(sw.cpu_offload_layers), layers - 1)         # Megatron: 0 .. num_layers - 1
+    kept = (layers - n + (n > 0)) / layers
+    return np.where(np.asarray(pp) == 1, kept, 1.0)
 
 
 def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,
@@ -64,7 +76,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
-    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank)
+    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank) * offload_kept_share(sw, pp, sum(cnt))
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
         kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
         activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)

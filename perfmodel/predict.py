@@ -136,7 +136,11 @@ def _price_kinds(ws, grid: LayoutGrid, hw, prec: str, c_layer: Constants, sw: So
                  "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
         fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
         raw = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
-        out.append(KindTime({k: g(v) for k, v in parts.items()}, {k: g(v) for k, v in raw.items()},
+        parts = {k: g(v) for k, v in parts.items()}
+        # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic)
+        parts["memory_bound"] = parts["memory_bound"] + cost.offload_exposed(layer, t, hw, sw, g, grid.pp,
+                                                                             ws.model.num_layers)
+        out.append(KindTime(parts, {k: g(v) for k, v in raw.items()},
                             recompute.time(grid.recompute, g(fwd), g(t.selective_f)), g(t.selective_flops)))
     return out
 

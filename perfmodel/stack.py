@@ -128,6 +128,11 @@ class Features(BaseModel):
         "or a2a within and p2p across groups"))
     power_limit_w: float | None = Field(gt=0, le=5000, allow_inf_nan=False, description=(
         "GPU power cap the runs used, W; null = the hardware spec's TDP"))
+    cpu_offload_layers: int = Field(ge=0, le=100_000, description=(
+        "activation CPU offloading (Megatron-Core cpu_offloading with cpu_offloading_activations, "
+        "cpu_offloading_num_layers = this): the saved activations of this many transformer layers are copied "
+        "to host memory during forward and back during backward, asynchronously under compute, instead of "
+        "staying in HBM; Megatron requires pp = 1 for it; 0 = off"))
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
@@ -403,6 +408,10 @@ def _parse(feature: str, text: str) -> Any:
                 raise InputError("--stack-set", feature, f"expects an integer (got {t!r})")
             return int(v)
         return v
+    if feature == "cpu_offload_layers":
+        if not t.isdigit():
+            raise InputError("--stack-set", feature, f"expects a non-negative integer (got {t!r})")
+        return int(t)
     return t
 
 

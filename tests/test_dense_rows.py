@@ -92,3 +92,55 @@ def test_fp8_linears_keep_their_quantised_inputs_for_wgrad():
         assert f8[kept] == bf[kept]
     # per layer: 2 MiB + 2 MiB + 8 MiB saved, 1 MiB added
     assert sum(bf.values()) - sum(f8.values()) == pytest.approx(1024 * Ts + 1024 * Ts + 4096 / 2 * T - 1024 / 2 * T)
+
+
+# ---- activation CPU offloading (Megatron-Core cpu_offloading_num_layers; Megatron-Bridge FSDP presets) ----
+
+def test_offload_keeps_the_unoffloaded_layers_and_one_in_transit():
+    from dataclasses import replace
+    from perfmodel.memory import offload_kept_share
+    from toy import toy_dense, toy_sw
+    sw = replace(toy_sw(toy_dense()), cpu_offload_layers=20)
+    # 80 layers, 20 offloaded: 60 kept + 1 whose copy is in flight; pp 2: Megatron offloads only at pp 1
+    got = offload_kept_share(sw, np.array([[1], [2]]), np.array([[80.0], [40.0]]))
+    assert got.ravel().tolist() == pytest.approx([61 / 80, 1.0])
+    # at most L - 1 layers offload (Megatron: cpu_offloading_num_layers in 0 .. num_layers - 1)
+    assert float(offload_kept_share(replace(sw, cpu_offload_layers=500), np.array(1), np.array(8.0))) == pytest.approx(2 / 8)
+    assert float(offload_kept_share(replace(sw, cpu_offload_layers=0), np.array(1), np.array(8.0))) == 1.0
+
+
+def test_offload_exposes_only_the_transfer_beyond_the_layers_compute():
+    from dataclasses import replace
+    from perfmodel import cost
+    from perfmodel.errors import InputError
+    from perfmodel.layout import LayoutGrid
+    from perfmodel.workload import build
+    from toy import toy_consts, toy_dense, toy_hw, toy_sw
+    m, c = toy_dense(), toy_consts()
+    hw = toy_hw()
+    hw = hw.model_copy(update={"memory": hw.memory.model_copy(update={"host_bandwidth": 1e9})})
+    sw = replace(toy_sw(m, hw, c), cpu_offload_layers=2)
+    layer = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2)), False, 1.0, c, sw).layers[0]
+    saved = sum(float(np.asarray(s.nbytes).ravel()[0]) for s in layer.saved)
+    t = cost.LayerTime(*(np.array([x]) for x in (1e-3, 2e-3, 0.0, 0.0, 0.0, 0.0)), comm={})
+    x = saved / 1e9                                      # seconds per direction over a 1 GB/s host link
+    assert x > 2e-3
+    got = cost.offload_exposed(layer, t, hw, sw, lambda v: v, np.array([1, 2]), 4)
+    # 2 of 4 layers offloaded: half of (x - forward) + (x - backward) per layer; nothing at pp 2
+    assert got.tolist() == pytest.approx([0.5 * ((x - 1e-3) + (x - 2e-3)), 0.0])
+    fast = hw.model_copy(update={"memory": hw.memory.model_copy(update={"host_bandwidth": 1e15})})
+    assert cost.offload_exposed(layer, t, fast, sw, lambda v: v, np.array([1]), 4).tolist() == [0.0]
+    with pytest.raises(InputError, match="host_bandwidth"):      # a GPU with no host link given: refused
+        cost.offload_exposed(layer, t, toy_hw(), sw, lambda v: v, np.array([1]), 4)
+
+
+@pytest.mark.parametrize("hw, prec, layers", [("gb300-nvl72", "fp8", 20), ("gb300-nvl72", "bf16", 30),
+                                              ("gb200-nvl72", "fp8", 40), ("gb200-nvl72", "bf16", 20),
+                                              ("b200", "fp8", 5), ("gb200-nvl72", "mxfp8", 0), ("h100-sxm", "fp8", 0)])
+def test_megatron_bridge_llama3_70b_presets_offload_activations(hw, prec, layers):
+    # llama3_workload_base_configs.py: LLAMA3_70B_PRETRAIN_CONFIG_{GPU}_{PRECISION} cpu_offloading_num_layers
+    from perfmodel.calibration import constants
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
+    for sid in ("nemo-25.11", "nemo-26.04", "default"):
+        assert resolve(sid, (), "llama3-70b", False, load_hardware(hw), prec, constants()).cpu_offload_layers == layers
