@@ -144,3 +144,23 @@ def test_megatron_bridge_llama3_70b_presets_offload_activations(hw, prec, layers
     from perfmodel.software import resolve
     for sid in ("nemo-25.11", "nemo-26.04", "default"):
         assert resolve(sid, (), "llama3-70b", False, load_hardware(hw), prec, constants()).cpu_offload_layers == layers
+
+
+@pytest.mark.parametrize("prec, overlap, fp8_gather", [("nvfp4", 0.0, False), ("fp8", None, None)])
+def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gather):
+    # llama31_llm_pretrain.py: tp_comm_overlap = False if precision == 'nvfp4'; bf16_with_nvfp4_mixed:
+    # fp8_param_gather = False. FP8 keeps userbuffers (the tp_overlap constant); its own gather setting stays
+    from perfmodel.calibration import constants
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
+    c = constants()
+    for sid in ("nemo-25.11", "nemo-26.02", "nemo-26.04"):
+        sw = resolve(sid, (), "llama3.1-405b", False, load_hardware("gb300-nvl72"), prec, c)
+        assert (sw.tp_share_fwd, sw.tp_share_bwd) == ((overlap, overlap) if overlap is not None else (c.tp_overlap,) * 2)
+        if fp8_gather is not None:
+            assert sw.fp8_param_gather is fp8_gather
+    # the TP collectives of Llama 3.1 405B tp4 on GB300 are then exposed in full: breakdown tp_comm = raw
+    lay = Layout(gpus=256, gbs=1536, seq=8192, tp=4, pp=8, vp=4)
+    r = predict("llama3.1-405b", "gb300-nvl72", lay, precision="nvfp4", stack="nemo-26.04").row(0)
+    if prec == "nvfp4":
+        assert r["breakdown_s"]["tp_comm"] == pytest.approx(r["comm_raw_s"]["tp_comm"], rel=1e-9)
