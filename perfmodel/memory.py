@@ -14,7 +14,7 @@ import numpy as np
 
 from . import constants as K
 from .ops import Workload
-from .parallel import pp as pp_par
+from .parallel import dp as dp_par, pp as pp_par
 from .parallel.recompute import FULL, SELECTIVE, dropped
 
 
@@ -47,7 +47,8 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     tp, pp, vp = (col(x) for x in (grid.tp, grid.pp, grid.vp))
     fsdp, rec = grid.fsdp[:, None], grid.recompute
     params = p_dense + p_exp
-    shard = p_dense / col(dpc) + p_exp / col(edp)
+    # hybrid sharding (HSDP) shards the dense parameters over its group only (parallel/dp.shard_group)
+    shard = p_dense / col(dp_par.shard_group(dpc, sw.hybrid_shard_group)) + p_exp / col(edp)
     wb = weight_bytes(precision, sw.fp8_param_gather)
     gb = sw.grad_bytes
     # FSDP gathering once per step keeps the gathered parameters and unsharded gradients to the step's end

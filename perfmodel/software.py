@@ -67,6 +67,7 @@ class Software:
     shards_grads: bool           # ... or gradients only (ZeRO-2)
     fsdp_per_microbatch: bool    # FSDP gathers parameters again for every micro-batch
     fsdp_reshard: bool           # ... and again for backward (FULL_SHARD)
+    hybrid_shard_group: int | None   # HSDP: parameters sharded over this many GPUs, replicated across groups
     fp8_param_gather: bool
     fp8_amax_pass: bool          # current scaling: an extra read of each tensor to find its amax
     dispatcher: str              # allgather | alltoall | deepep | hybridep
@@ -113,6 +114,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
         fsdp_per_microbatch=(f.fsdp_gather == "per_microbatch") if sharding else True,
         fsdp_reshard=f.reshard_after_forward if sharding else True,
+        hybrid_shard_group=f.hybrid_shard_group if sharding else None,
         fp8_param_gather=f.fp8_param_gather,
         fp8_amax_pass=fp8 == "current",
         dispatcher=f.moe_dispatcher,

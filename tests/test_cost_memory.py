@@ -80,6 +80,18 @@ def test_fsdp_shards_weights_and_grads():
     assert parts["optimizer"] == pytest.approx(12 * 15795456, rel=REL)
 
 
+def test_hybrid_sharding_shards_over_its_group():
+    # 16 GPUs at tp 2, pp 2: dp 4. FSDP2 over all 4: the last rank's 31,590,912 params per GPU / 4; hybrid
+    # sharding with groups of 2 (HSDP: sharded inside the group, replicated across groups): / 2
+    fsdp = ("fsdp=fsdp2", "fsdp_gather=per_microbatch")
+    parts, _ = _mem(gpus=16, gbs=16, sets=fsdp)
+    assert parts["weights"] == pytest.approx(2 * 31590912 / 4, rel=REL)
+    parts, _ = _mem(gpus=16, gbs=16, sets=fsdp + ("hybrid_shard_group=2",))
+    assert parts["weights"] == pytest.approx(2 * 31590912 / 2, rel=REL)
+    assert parts["gradients"] == pytest.approx(2 * 31590912 / 2, rel=REL)
+    assert parts["optimizer"] == pytest.approx(12 * 31590912 / 2, rel=REL)
+
+
 def test_cp_shards_the_optimizer():
     # cp 2 (dp 1): Megatron-Core's distributed optimizer shards over dp x cp = 2; T = 1024 per CP rank
     parts, _ = _mem(cp=2)
