@@ -7,6 +7,12 @@
   flash attention: no s^2 score term), less the modules the recompute policy drops; full recompute keeps
   only each layer's input.
 - in-flight micro-batches from the schedule (parallel/pp.py `in_flight`).
+- dummy weight gradients (Megatron-Core + Transformer Engine, gradient-accumulation fusion): the wgrad GEMM
+  accumulates into the fp32 main_grad and hands autograd a bf16 dummy of the weight's shape, one buffer per
+  distinct shape cached for the whole run (TE transformer_engine/pytorch/module/base.py get_dummy_wgrad,
+  `_dummy_wgrads`; Megatron megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsync-
+  Communication.backward for the output layer: "get_dummy_wgrad function in TE enables reuse of single dummy
+  wgrad buffer across different layers/microbatches"): 2 B x each distinct GEMM weight on the rank.
 """
 from __future__ import annotations
 
@@ -33,6 +39,24 @@ def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",)
     selective = gather(sum(s.nbytes for s in layer.saved if s.module not in gone))
     only_input = gather(sum(s.nbytes for s in layer.saved if s.module == "input"))
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
+
+
+def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
+    """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]): one per distinct GEMM weight
+    (N x K per GPU, once for a kind's identical local experts) of the layer kinds the rank holds, and the
+    output layer's on the last rank. A GEMM name shared by two kinds (the attention projections of dense and
+    MoE layers) is one shape. The MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or
+    fused-wgrad linear): autograd gets its real gradient, no dummy."""
+    held: dict[str, tuple] = {}
+    for k, layer in enumerate(w.layers):
+        for g in layer.gemms:
+            if g.name == "router":
+                continue
+            size, on = held.get(g.name, (None, 0.0))
+            held[g.name] = (gather(g.N * g.K), np.maximum(on, np.asarray(cnt[k]) > 0))
+    total = sum(np.asarray(size).reshape(-1, 1) * on for size, on in held.values()) if held else 0.0
+    head = sum(gather(g.N * g.K) for g in w.head.gemms)
+    return K.BF16 * (total + np.where(last, np.asarray(head).reshape(-1, 1), 0.0))
 
 
 def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,
@@ -65,6 +89,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
+    dummies = dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank
     activations = held * pp_par.in_flight(pp, vp, col(nmb), rank)
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
         kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
@@ -72,10 +97,12 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     # during recompute one layer's full activations are live again; the embedding output on the first rank
     activations = activations + np.where(col(rec) == FULL, full_layer, 0.0)
     activations = activations + np.where(rank == 0, K.BF16 * m.hidden_size * col(gather(w.Ts)), 0.0)
-    # fp32 logits and their gradient on the last rank while its loss runs backward
-    logits = np.where(last, 2 * K.FP32 * col(gather(w.T)) * m.vocab_size / tp, 0.0)
-    parts = {"weights": weights, "gradients": grads, "optimizer": optim, "activations": activations,
-             "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
+    # the logits on the last rank while its loss runs backward: fp32 logits and their fp32 gradient, or with
+    # Transformer Engine's fused cross-entropy only the bf16 logits, the gradient written into them in place
+    # (transformer_engine/pytorch/cross_entropy.py: saves _input, backward returns it overwritten)
+    logits = np.where(last, sw.logit_bytes * col(gather(w.T)) * m.vocab_size / tp, 0.0)
+    parts = {"weights": weights, "gradients": grads, "dummy_wgrads": dummies, "optimizer": optim,
+             "activations": activations, "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
     parts = {k: np.broadcast_to(v, rank.shape) for k, v in parts.items()}
     total = sum(parts.values())
     fullest = np.argmax(total, axis=1)[:, None]

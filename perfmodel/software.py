@@ -78,6 +78,8 @@ class Software:
     cp_comm: str                 # p2p | a2a | allgather | a2a_p2p
     power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
     eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
+    dummy_wgrad: bool = False    # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
+    logit_bytes: float = 2 * K.FP32   # bytes per logit held on the last stage for the loss (stack cross_entropy)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -123,6 +125,10 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         schedule=f.pipeline_schedule, cp_comm=f.cp_comm_type,
         power_factor=power,
         eager=f.fusions == "none",
+        # Megatron's TE / fused-kernel stacks accumulate wgrad into main_grad and hand autograd a dummy
+        # gradient of the weight's shape (memory.py)
+        dummy_wgrad=f.fusions == "te_fused",
+        logit_bytes=K.BF16 if f.cross_entropy == "te" else 2 * K.FP32,
     )
 
 
