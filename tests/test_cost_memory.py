@@ -110,6 +110,21 @@ def test_te_cross_entropy_keeps_only_bf16_logits():
     assert parts["logits"] == pytest.approx(65536000, rel=REL)
 
 
+def test_cp_all_to_all_saves_the_attention_output_twice():
+    # Ulysses CP keeps flash attention's O in the head-scattered layout and W_o's input after the all-to-all:
+    # one more attention output per layer than the ring, 2 B x o / tp x T = 2 x 1024 / 2 x 1024 (T = 2048 / cp)
+    lay = LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, tp=2, cp=2))
+    full = {}
+    for comm in ("p2p", "a2a"):
+        (layer,) = build(toy_dense(), lay, False, 1.0, C, toy_sw(toy_dense(), HW, C, stack_set=(f"cp_comm_type={comm}",))).layers
+        full[comm] = float(layer_activation_bytes(layer, np.array([0]))[1][0])
+    assert full["a2a"] - full["p2p"] == pytest.approx(2 * 1024 / 2 * 1024, rel=REL)
+    # ... and it belongs to core_attn, which selective recompute drops; without CP there is no all-to-all
+    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C,
+                     toy_sw(toy_dense(), HW, C, stack_set=("cp_comm_type=a2a",))).layers
+    assert float(np.ravel(layer_activation_bytes(layer, np.array([0]))[1])[0]) == pytest.approx(LAYER, rel=REL)
+
+
 def test_hybrid_sharding_shards_over_its_group():
     # 16 GPUs at tp 2, pp 2: dp 4. FSDP2 over all 4: the last rank's 31,590,912 params per GPU / 4; hybrid
     # sharding with groups of 2 (HSDP: sharded inside the group, replicated across groups): / 2
