@@ -47,16 +47,23 @@ def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
     output layer's on the last rank. A GEMM name shared by two kinds (the attention projections of dense and
     MoE layers) is one shape. The MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or
     fused-wgrad linear): autograd gets its real gradient, no dummy."""
-    held: dict[str, tuple] = {}
+    kinds: dict[str, set[int]] = {}          # GEMM name -> the layer kinds that have it
+    size: dict[str, np.ndarray] = {}
     for k, layer in enumerate(w.layers):
         for g in layer.gemms:
-            if g.name == "router":
-                continue
-            size, on = held.get(g.name, (None, 0.0))
-            held[g.name] = (gather(g.N * g.K), np.maximum(on, np.asarray(cnt[k]) > 0))
-    total = sum(np.asarray(size).reshape(-1, 1) * on for size, on in held.values()) if held else 0.0
-    head = sum(gather(g.N * g.K) for g in w.head.gemms)
-    return K.BF16 * (total + np.where(last, np.asarray(head).reshape(-1, 1), 0.0))
+            if g.name != "router":
+                kinds.setdefault(g.name, set()).add(k)
+                size[g.name] = g.N * g.K
+    by_kinds: dict[frozenset, np.ndarray] = {}   # names present on the same kinds: summed before the gather
+    for name, ks in kinds.items():
+        key = frozenset(ks)
+        by_kinds[key] = by_kinds.get(key, 0.0) + size[name]
+    total = 0.0
+    for ks, elems in by_kinds.items():
+        on = np.logical_or.reduce([np.asarray(cnt[k]) > 0 for k in sorted(ks)])
+        total = total + np.asarray(gather(elems)).reshape(-1, 1) * on
+    head = sum(g.N * g.K for g in w.head.gemms)
+    return K.BF16 * (total + np.where(last, np.asarray(gather(head)).reshape(-1, 1), 0.0))
 
 
 def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,
