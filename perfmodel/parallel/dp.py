@@ -9,8 +9,8 @@ FSDP: parameters gathered for forward and again for backward, gradients reduce-s
 micro-batch. Hybrid sharding (HSDP; PyTorch FSDP HYBRID_SHARD, MaxText ici_fsdp x dcn_data): parameters,
 gradients and optimizer state sharded over a group of h GPUs and replicated across the dp*cp/h groups; a
 gradient reduction is the reduce-scatter inside the group followed by an all-reduce of the 1/h shard across
-the replicas (Zhao et al. 2023, PyTorch FSDP §3.2.2 "Hybrid Sharding": "reduce-scatter within each shard
-group, then all-reduce across replicas")."""
+the replicas (Zhao et al. 2023, PyTorch FSDP, §3.2.2 hybrid sharding: gradients reduce-scattered inside
+each sharding group, then all-reduced across the replication groups)."""
 from __future__ import annotations
 
 import numpy as np
