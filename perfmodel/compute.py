@@ -4,6 +4,10 @@
   with eff = eff_best * K/(K + k_half) * M/(M + mn_half) * N/(N + mn_half): the best-shape efficiency
   measured by MAMF (hardware file), reduced when K is short (per-tile prologue/epilogue not amortised)
   or M, N under-fill output tiles. This is why TP=8 loses to TP=4 on GPT-3 175B (K 1,536 vs 3,072).
+  On a power-bound part the BF16 efficiency is capped at the rate large GEMMs sustain at the power limit
+  (hardware `gemm_bf16_power_bound`): tensor power grows with the FLOP rate, so once a GEMM runs long enough
+  for the power controller to act, the clock falls until the board power meets the limit (NVIDIA DGX B200
+  power capping: the GPU lowers clocks to hold the cap), whatever the shape.
 - Flash attention: FLOPs at the measured flash efficiency (FA3 / FA4), lower for short key ranges;
   backward does 2.5x the forward matmul FLOPs (Dao 2023, FlashAttention-2 §3.2: 5 vs 2 GEMMs).
 - Memory-bound ops (norms, activations, RoPE, permutes, casts, optimizer): bytes / (HBM * eff).
@@ -33,6 +37,9 @@ def gemm_time(M, N, K, hw: HardwareSpec, precision: str, c: Constants):
     M, N, K = (np.asarray(x, dtype=float) for x in (M, N, K))
     peak, eff_best, nbytes = gemm_peak_and_eff(hw, precision)
     eff = eff_best * c.tensor_sustained * K / (K + c.gemm_k_half) * M / (M + c.gemm_mn_half) * N / (N + c.gemm_mn_half)
+    cap = hw.efficiency.gemm_bf16_power_bound
+    if cap is not None and precision in ("bf16", "fp16"):
+        eff = np.minimum(eff, cap)
     flops = 2.0 * M * N * K
     t_math = np.divide(flops, peak * eff, out=np.zeros_like(flops), where=eff > 0)   # an empty GEMM costs nothing
     t_mem = ((M * K + K * N) * nbytes + M * N * BF16) / (hw.memory.hbm_bandwidth * hw.efficiency.memory_bound)

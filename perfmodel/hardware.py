@@ -91,6 +91,9 @@ class Efficiency(Frozen):
     gemm_bf16: float = Frac          # best-shape dense GEMM / bf16 peak
     gemm_fp8: float = Frac           # best-shape FP8 GEMM / fp8 peak
     gemm_fp4: float | None = Field(default=None, gt=0, le=1)
+    # BF16 tensor rate that back-to-back large GEMMs sustain at the board power limit (steady state), / bf16
+    # peak: a GEMM's efficiency never exceeds it (compute.gemm_time); None = the part is not power-bound
+    gemm_bf16_power_bound: float | None = Field(default=None, gt=0, le=1)
     attention_fwd: float = Frac      # flash-attention forward / bf16 peak
     attention_bwd: float = Frac      # flash-attention backward / bf16 peak
     memory_bound: float = Frac       # streaming kernels / HBM bandwidth

@@ -8,6 +8,12 @@
   only each layer's input.
 - in-flight micro-batches from the schedule (parallel/pp.py `in_flight`); activation CPU offloading
   (pp = 1) moves the saved activations of `cpu_offload_layers` layers to host memory.
+- dummy weight gradients (Megatron-Core + Transformer Engine, gradient-accumulation fusion): the wgrad GEMM
+  accumulates into the fp32 main_grad and hands autograd a bf16 dummy of the weight's shape, one buffer per
+  distinct shape cached for the whole run (TE transformer_engine/pytorch/module/base.py get_dummy_wgrad,
+  `_dummy_wgrads`; Megatron megatron/core/tensor_parallel/layers.py LinearWithGradAccumulationAndAsync-
+  Communication.backward for the output layer: "get_dummy_wgrad function in TE enables reuse of single dummy
+  wgrad buffer across different layers/microbatches"): 2 B x each distinct GEMM weight on the rank.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ import numpy as np
 
 from . import constants as K
 from .ops import Workload
-from .parallel import pp as pp_par
+from .parallel import dp as dp_par, pp as pp_par
 from .parallel.recompute import FULL, SELECTIVE, dropped
 
 
@@ -47,6 +53,31 @@ def offload_kept_share(sw, pp, layers):
     return np.where(np.asarray(pp) == 1, kept, 1.0)
 
 
+def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
+    """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]): one per distinct GEMM weight
+    (N x K per GPU, once for a kind's identical local experts) of the layer kinds the rank holds, and the
+    output layer's on the last rank. A GEMM name shared by two kinds (the attention projections of dense and
+    MoE layers) is one shape. The MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or
+    fused-wgrad linear): autograd gets its real gradient, no dummy."""
+    kinds: dict[str, set[int]] = {}          # GEMM name -> the layer kinds that have it
+    size: dict[str, np.ndarray] = {}
+    for k, layer in enumerate(w.layers):
+        for g in layer.gemms:
+            if g.name != "router":
+                kinds.setdefault(g.name, set()).add(k)
+                size[g.name] = g.N * g.K
+    by_kinds: dict[frozenset, np.ndarray] = {}   # names present on the same kinds: summed before the gather
+    for name, ks in kinds.items():
+        key = frozenset(ks)
+        by_kinds[key] = by_kinds.get(key, 0.0) + size[name]
+    total = 0.0
+    for ks, elems in by_kinds.items():
+        on = np.logical_or.reduce([np.asarray(cnt[k]) > 0 for k in sorted(ks)])
+        total = total + np.asarray(gather(elems)).reshape(-1, 1) * on
+    head = sum(g.N * g.K for g in w.head.gemms)
+    return K.BF16 * (total + np.where(last, np.asarray(gather(head)).reshape(-1, 1), 0.0))
+
+
 def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,
                    gather=lambda x: x):
     """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
@@ -59,7 +90,8 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     tp, pp, vp = (col(x) for x in (grid.tp, grid.pp, grid.vp))
     fsdp, rec = grid.fsdp[:, None], grid.recompute
     params = p_dense + p_exp
-    shard = p_dense / col(dpc) + p_exp / col(edp)
+    # hybrid sharding (HSDP) shards the dense parameters over its group only (parallel/dp.shard_group)
+    shard = p_dense / col(dp_par.shard_group(dpc, sw.hybrid_shard_group)) + p_exp / col(edp)
     wb = weight_bytes(precision, sw.fp8_param_gather)
     gb = sw.grad_bytes
     # FSDP gathering once per step keeps the gathered parameters and unsharded gradients to the step's end
@@ -76,6 +108,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
+    dummies = dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank
     activations = held * pp_par.in_flight(pp, vp, col(nmb), rank) * offload_kept_share(sw, pp, sum(cnt))
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
         kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
@@ -83,10 +116,12 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     # during recompute one layer's full activations are live again; the embedding output on the first rank
     activations = activations + np.where(col(rec) == FULL, full_layer, 0.0)
     activations = activations + np.where(rank == 0, K.BF16 * m.hidden_size * col(gather(w.Ts)), 0.0)
-    # fp32 logits and their gradient on the last rank while its loss runs backward
-    logits = np.where(last, 2 * K.FP32 * col(gather(w.T)) * m.vocab_size / tp, 0.0)
-    parts = {"weights": weights, "gradients": grads, "optimizer": optim, "activations": activations,
-             "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
+    # the logits on the last rank while its loss runs backward: fp32 logits and their fp32 gradient, or with
+    # Transformer Engine's fused cross-entropy only the bf16 logits, the gradient written into them in place
+    # (transformer_engine/pytorch/cross_entropy.py: saves _input, backward returns it overwritten)
+    logits = np.where(last, sw.logit_bytes * col(gather(w.T)) * m.vocab_size / tp, 0.0)
+    parts = {"weights": weights, "gradients": grads, "dummy_wgrads": dummies, "optimizer": optim,
+             "activations": activations, "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
     parts = {k: np.broadcast_to(v, rank.shape) for k, v in parts.items()}
     total = sum(parts.values())
     fullest = np.argmax(total, axis=1)[:, None]

@@ -221,7 +221,8 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
     gb = sw.grad_bytes
     rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, weight_bytes(prec, sw.fp8_param_gather),
-                                         dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw)
+                                         dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw,
+                                         sw.hybrid_shard_group if sw.shards_params else None)
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
     shard = p_dense / dpc[:, None] + p_exp / edp[:, None]
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,

@@ -67,6 +67,7 @@ class Software:
     shards_grads: bool           # ... or gradients only (ZeRO-2)
     fsdp_per_microbatch: bool    # FSDP gathers parameters again for every micro-batch
     fsdp_reshard: bool           # ... and again for backward (FULL_SHARD)
+    hybrid_shard_group: int | None   # HSDP: parameters sharded over this many GPUs, replicated across groups
     fp8_param_gather: bool
     fp8_amax_pass: bool          # current scaling: an extra read of each tensor to find its amax
     dispatcher: str              # allgather | alltoall | deepep | hybridep
@@ -78,6 +79,8 @@ class Software:
     power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
     eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
     cpu_offload_layers: int = 0  # layers whose saved activations go to host memory (pp = 1 only)
+    dummy_wgrad: bool = False    # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
+    logit_bytes: float = 2 * K.FP32   # bytes per logit held on the last stage for the loss (stack cross_entropy)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -114,6 +117,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
         fsdp_per_microbatch=(f.fsdp_gather == "per_microbatch") if sharding else True,
         fsdp_reshard=f.reshard_after_forward if sharding else True,
+        hybrid_shard_group=f.hybrid_shard_group if sharding else None,
         fp8_param_gather=f.fp8_param_gather,
         fp8_amax_pass=fp8 == "current",
         dispatcher=f.moe_dispatcher,
@@ -123,6 +127,10 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         power_factor=power,
         eager=f.fusions == "none",
         cpu_offload_layers=f.cpu_offload_layers,
+        # Megatron's TE / fused-kernel stacks accumulate wgrad into main_grad and hand autograd a dummy
+        # gradient of the weight's shape (memory.py)
+        dummy_wgrad=f.fusions == "te_fused",
+        logit_bytes=K.BF16 if f.cross_entropy == "te" else 2 * K.FP32,
     )
 
 

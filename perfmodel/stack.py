@@ -126,6 +126,12 @@ class Features(BaseModel):
     cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(description=(
         "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
         "or a2a within and p2p across groups"))
+    cross_entropy: Literal["fp32", "te"] = Field(description=(
+        "loss over the vocabulary on the last stage: fp32 = the logits upcast to fp32 with an fp32 softmax kept "
+        "for backward and the gradient returned (Megatron vocab_parallel_cross_entropy and its 'native' fused "
+        "form, PyTorch cross_entropy under autocast): 2 x 4 B per logit; te = Transformer Engine "
+        "parallel_cross_entropy (Megatron --cross-entropy-fusion-impl te): Triton kernels keep only the bf16 "
+        "logits for backward and write the gradient into them in place: 2 B per logit"))
     power_limit_w: float | None = Field(gt=0, le=5000, allow_inf_nan=False, description=(
         "GPU power cap the runs used, W; null = the hardware spec's TDP"))
     cpu_offload_layers: int = Field(ge=0, le=100_000, description=(

@@ -151,6 +151,12 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
         saved.append(Saved("out-proj input (quantised copy)", gin * o / tp * T, "proj"))
     if lat:
         saved.append(Saved("MLA latents", K.BF16 * lat * T, "latents"))
+    if sw.cp_comm in ("a2a", "a2a_p2p"):
+        # all-to-all CP (Ulysses): flash attention saves its output O in the head-scattered layout its
+        # backward reads, the output projection its sequence-scattered input after the all-to-all back: two
+        # copies where the ring keeps one (TE >= 2.8 AttnFuncWithCPAndQKVOA2A saves the pre-A2A O apart from
+        # the W_o input: SimuMax docs/b200/b200_real_repro_guide.md, "TE >= v2.8 CP A2A policy")
+        saved.append(Saved("attention output before the CP all-to-all", K.BF16 * o / tp * T * (cp > 1), "core_attn"))
     if unfused:
         saved.append(Saved("attention scores (unfused)", K.UNFUSED_SCORE_SAVED * a.num_heads / tp * mbs * seq / cp * seq,
                            "core_attn"))

@@ -515,3 +515,15 @@ def test_bad_stack_flags_are_one_error(tmp_path, capsys):
         run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.1"])
     assert "--stack-set: tp_overlaps: unknown stack feature (did you mean 'tp_overlap'?)" in \
         run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack-set", "tp_overlaps=none"])
+
+
+def test_megatron_cross_entropy_from_the_dump():
+    # Megatron's language_module.compute_language_model_loss: only cross_entropy_fusion_impl 'te' keeps the
+    # bf16 logits alone; the unfused loss and the 'native' fused one work in fp32
+    from perfmodel.commands.check import _Fields, megatron_stack_sets
+    ce = lambda **a: megatron_stack_sets(_Fields({k: str(v) for k, v in a.items()}, {}), "none", "bf16", [])
+    assert ce(cross_entropy_loss_fusion=True, cross_entropy_fusion_impl="te")["cross_entropy"][0] == "te"
+    assert ce(cross_entropy_loss_fusion=True, cross_entropy_fusion_impl="native")["cross_entropy"][0] == "fp32"
+    assert ce(cross_entropy_loss_fusion=True)["cross_entropy"][0] == "fp32"
+    assert ce(cross_entropy_loss_fusion=False, cross_entropy_fusion_impl="te")["cross_entropy"][0] == "fp32"
+    assert "cross_entropy" not in ce(sequence_parallel=True)

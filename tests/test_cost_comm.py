@@ -205,3 +205,18 @@ def test_collectives_through_the_spine():
     # pipeline neighbours 16 ranks apart: one GPU per unit, its leaf's uplink share 25 GB/s x 1/2 = 12.5 GB/s
     # x 0.8 = 10 GB/s, one spine crossing: 1e8 / 1e10 + 25 us
     assert float(comm.p2p_time(1e8, 16, SPINE_HW)) == pytest.approx(10e-3 + 25e-6, rel=REL)
+
+
+def test_a3_high_spec_reproduces_its_nccl_measurement():
+    # validation/independent/hardware/gcp-a3-high.toml: 4 x 200 Gb/s for 8 GPUs = 12.5 GB/s per GPU at 0.50.
+    # Its source, nccl-tests all_gather_perf on 2 x a3-highgpu-8g (16 ranks, 8 per VM): busbw 50 GB/s at 8 GiB.
+    # The ring's inter-VM hop uses the 8 GPUs' NIC shares: 8 x 12.5 x 0.5 = 50 GB/s; latency 22 us x (1 + 4)
+    from pathlib import Path
+    from perfmodel.hardware import load_hardware
+    a3 = load_hardware(str(Path(__file__).resolve().parent.parent / "validation/independent/hardware/gcp-a3-high.toml"))
+    nbytes = 8 * 2**30
+    t = float(comm.all_gather_time(nbytes, 16, 1, a3))
+    assert t == pytest.approx(15 / 16 * nbytes / 50e9 + 22e-6 * 5, rel=REL)
+    # one GPU per VM (MaxText's cross-VM gradient all-reduce, members 8 apart): its own 12.5 GB/s share at 0.50
+    t = float(comm.all_reduce_time(1e9, 4, 8, a3))
+    assert t == pytest.approx(2 * 3 / 4 * 1e9 / 6.25e9 + 22e-6 * 3, rel=REL)

@@ -33,6 +33,18 @@ def test_gemm_compute_bound():
     assert float(gemm_time(900, 900, 4000, HW, "bf16", C)) == pytest.approx(25e-6 + 10e-6, rel=REL)
 
 
+def test_gemm_power_bound_caps_bf16_only():
+    # a power-bound part: BF16 efficiency capped at 0.2. M = N = 900, K = 4000 has 0.2592 uncapped (above):
+    # 6.48e9 / (1e15 * 0.2) = 32.4 us (> the 20.025 us of HBM traffic)
+    hw = toy_hw(gemm_bf16_power_bound=0.2)
+    assert float(gemm_time(900, 900, 4000, hw, "bf16", C)) == pytest.approx(32.4e-6 + 10e-6, rel=REL)
+    # a GEMM already below the cap keeps its own efficiency: M = N = 900, K = 1000: 0.5 * 0.8 * 0.5 * 0.81 =
+    # 0.162; 1.62e9 FLOPs -> 10 us (bytes 5.22e6 -> 6.525 us)
+    assert float(gemm_time(900, 900, 1000, hw, "bf16", C)) == pytest.approx(10e-6 + 10e-6, rel=REL)
+    # the cap is the BF16 tensor rate: FP8 keeps the uncapped 15.625 us
+    assert float(gemm_time(900, 900, 4000, hw, "fp8", C)) == pytest.approx(15.625e-6 + 10e-6, rel=REL)
+
+
 def test_gemm_memory_bound():
     # M = 400, N = 900, K = 4000: eff = 0.4 * 0.8 * 0.8 * 0.9 = 0.2304; 2.88e9 FLOPs -> 12.5 us
     # bytes (400*4000 + 4000*900) * 2 + 400*900 * 2 = 11.12e6 -> 13.9 us: HBM-bound

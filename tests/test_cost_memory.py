@@ -27,6 +27,7 @@ from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
 LAYER, SELECTIVE, INPUT = 38830080, 38830080 - 2097152 - 32768, 2097152
+DUMMY, DUMMY_HEAD = 2 * 7602176, 2 * 16000 * 1024
 
 
 def _mem(m=None, precision="bf16", grad="bf16", sets=(), **kw):
@@ -55,13 +56,33 @@ def test_per_rank_memory_1f1b():
     parts, stages = _mem()
     # rank 0: weights 2 B + grads 2 B of 31,590,400; Adam 12 B of 31,590,400 / dp 2; activations of 2 layers
     # x 2 micro-batches in flight (1F1B: pp - rank) + the embedding output 2 Ts h; reserved 1 GB
-    first = 2 * 63180800 + 12 * 15795200 + 2 * 2 * LAYER + INPUT + 1e9
-    # rank 1 (last): 1 micro-batch in flight; fp32 logits and their gradient 2 x 4 B x T x V / tp
-    last = 2 * 63181824 + 12 * 15795456 + 2 * LAYER + 2 * 4 * 2048 * 32000 / 2 + 1e9
+    # The default (Megatron-Core + TE) stack also keeps a bf16 dummy wgrad per distinct weight shape (DUMMY)
+    first = 2 * 63180800 + 12 * 15795200 + 2 * 2 * LAYER + INPUT + 1e9 + DUMMY
+    # rank 1 (last): 1 micro-batch in flight; fp32 logits and their gradient 2 x 4 B x T x V / tp; the output
+    # layer's dummy wgrad [V/tp, h] too
+    last = 2 * 63181824 + 12 * 15795456 + 2 * LAYER + 2 * 4 * 2048 * 32000 / 2 + 1e9 + DUMMY + DUMMY_HEAD
     assert stages["first"] == pytest.approx(first, rel=REL)
     assert stages["last"] == pytest.approx(last, rel=REL) and stages["middle"] == pytest.approx(last, rel=REL)
-    assert parts == pytest.approx({"weights": 63181824, "gradients": 63181824, "optimizer": 12 * 15795456,
-                                   "activations": 2 * LAYER, "logits": 262144000, "reserved": 1e9}, rel=REL)
+    assert parts == pytest.approx({"weights": 63181824, "gradients": 63181824, "dummy_wgrads": DUMMY + DUMMY_HEAD,
+                                   "optimizer": 12 * 15795456, "activations": 2 * LAYER, "logits": 262144000,
+                                   "reserved": 1e9}, rel=REL)
+
+
+def test_dummy_wgrads():
+    # TE get_dummy_wgrad caches one bf16 [N, K] buffer per distinct weight shape: the toy dense layer at tp 2
+    # has qkv 768 x 1024, proj 1024 x 512, fc1 4096 x 1024, fc2 1024 x 2048 = 7,602,176 elements (DUMMY / 2);
+    # the last rank adds the head 16,000 x 1024
+    assert DUMMY == 2 * (768 * 1024 + 1024 * 512 + 4096 * 1024 + 1024 * 2048)
+    parts, stages = _mem(pp=1)
+    assert parts["dummy_wgrads"] == pytest.approx(DUMMY + DUMMY_HEAD, rel=REL)
+    # a stack without Megatron's fused wgrad accumulation returns real gradients: no dummies
+    parts, _ = _mem(pp=1, sets=("fusions=none",))
+    assert parts["dummy_wgrads"] == 0.0
+    # MoE (toy, ep 2, tp 2, pp 1): the 4 local experts share one shape and count once, the attention
+    # projections both kinds have count once, the router (a plain parameter) not at all: 11,534,336 elements
+    # (test_two_layer_kinds_on_one_rank) + the head 16,000 x 1024
+    parts, _ = _mem(toy_moe(), gpus=4, gbs=4, tp=2, pp=1, ep=2)
+    assert parts["dummy_wgrads"] == pytest.approx(2 * 11534336 + DUMMY_HEAD, rel=REL)
 
 
 def test_fp32_grads_and_fp8_weights():
@@ -80,6 +101,42 @@ def test_fsdp_shards_weights_and_grads():
     assert parts["optimizer"] == pytest.approx(12 * 15795456, rel=REL)
 
 
+def test_te_cross_entropy_keeps_only_bf16_logits():
+    # last rank: fp32 logits and gradient 2 x 4 B x T x V / tp = 262,144,000 B; Transformer Engine's fused
+    # cross-entropy keeps the bf16 logits and writes the gradient into them: 2 B x 2048 x 16000 = 65,536,000 B
+    parts, _ = _mem()
+    assert parts["logits"] == pytest.approx(262144000, rel=REL)
+    parts, _ = _mem(sets=("cross_entropy=te",))
+    assert parts["logits"] == pytest.approx(65536000, rel=REL)
+
+
+def test_cp_all_to_all_saves_the_attention_output_twice():
+    # Ulysses CP keeps flash attention's O in the head-scattered layout and W_o's input after the all-to-all:
+    # one more attention output per layer than the ring, 2 B x o / tp x T = 2 x 1024 / 2 x 1024 (T = 2048 / cp)
+    lay = LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, tp=2, cp=2))
+    full = {}
+    for comm in ("p2p", "a2a"):
+        (layer,) = build(toy_dense(), lay, False, 1.0, C, toy_sw(toy_dense(), HW, C, stack_set=(f"cp_comm_type={comm}",))).layers
+        full[comm] = float(layer_activation_bytes(layer, np.array([0]))[1][0])
+    assert full["a2a"] - full["p2p"] == pytest.approx(2 * 1024 / 2 * 1024, rel=REL)
+    # ... and it belongs to core_attn, which selective recompute drops; without CP there is no all-to-all
+    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C,
+                     toy_sw(toy_dense(), HW, C, stack_set=("cp_comm_type=a2a",))).layers
+    assert float(np.ravel(layer_activation_bytes(layer, np.array([0]))[1])[0]) == pytest.approx(LAYER, rel=REL)
+
+
+def test_hybrid_sharding_shards_over_its_group():
+    # 16 GPUs at tp 2, pp 2: dp 4. FSDP2 over all 4: the last rank's 31,590,912 params per GPU / 4; hybrid
+    # sharding with groups of 2 (HSDP: sharded inside the group, replicated across groups): / 2
+    fsdp = ("fsdp=fsdp2", "fsdp_gather=per_microbatch")
+    parts, _ = _mem(gpus=16, gbs=16, sets=fsdp)
+    assert parts["weights"] == pytest.approx(2 * 31590912 / 4, rel=REL)
+    parts, _ = _mem(gpus=16, gbs=16, sets=fsdp + ("hybrid_shard_group=2",))
+    assert parts["weights"] == pytest.approx(2 * 31590912 / 2, rel=REL)
+    assert parts["gradients"] == pytest.approx(2 * 31590912 / 2, rel=REL)
+    assert parts["optimizer"] == pytest.approx(12 * 31590912 / 2, rel=REL)
+
+
 def test_cp_shards_the_optimizer():
     # cp 2 (dp 1): Megatron-Core's distributed optimizer shards over dp x cp = 2; T = 1024 per CP rank
     parts, _ = _mem(cp=2)
@@ -96,7 +153,7 @@ def test_cp_shards_the_optimizer():
 def test_recompute_policies():
     _, st = _mem(recompute="full")
     # full: each layer keeps its input (2 layers x 2 in flight) plus one layer's full set while recomputed
-    first_fixed = 2 * 63180800 + 12 * 15795200 + INPUT + 1e9
+    first_fixed = 2 * 63180800 + 12 * 15795200 + INPUT + 1e9 + DUMMY
     assert st["first"] == pytest.approx(first_fixed + 2 * 2 * INPUT + LAYER, rel=REL)
     _, st = _mem(recompute="selective", sets=("recompute_modules=core_attn",))
     assert st["first"] == pytest.approx(first_fixed + 2 * 2 * SELECTIVE, rel=REL)
@@ -106,14 +163,15 @@ def test_interleaved_in_flight():
     # vp 2: 4 layers in 4 chunks of 1, 2 per rank. In flight (Megatron warm-up): rank 0 (2 (pp - 1) + (vp - 1) pp
     # + 1) / vp = 5/2, rank 1 3/2 of its 2 layers
     _, st = _mem(vp=2)
-    assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2.5 * 2 * LAYER + INPUT + 1e9, rel=REL)
-    assert st["last"] == pytest.approx(2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 262144000 + 1e9, rel=REL)
+    assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2.5 * 2 * LAYER + INPUT + 1e9 + DUMMY, rel=REL)
+    assert st["last"] == pytest.approx(2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 262144000 + 1e9 + DUMMY
+                                       + DUMMY_HEAD, rel=REL)
 
 
 def test_in_flight_capped_by_microbatches():
     # 2 sequences on dp 2: one micro-batch; rank 0 holds at most 1 in flight, not pp = 2
     _, st = _mem(gbs=2)
-    assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2 * LAYER + INPUT + 1e9, rel=REL)
+    assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2 * LAYER + INPUT + 1e9 + DUMMY, rel=REL)
 
 
 def test_mtp_on_the_last_rank():
@@ -134,8 +192,10 @@ def test_two_layer_kinds_on_one_rank():
     # toy MoE, tp 2, pp 2, ep 2 (dp 2, edp 2): rank 0 holds layer 0 (dense) and layer 1 (MoE) and the embedding.
     # Saved: dense layer 12,615,680 (attention, MHA) + 29,360,128 (SwiGLU MLP) = 41,975,808; MoE layer 36,274,176
     # (test_mtp_on_the_last_rank); 2 in flight + the embedding output 2,097,152.
-    # Parameters: dense 16,779,264 + 7,358,464 + 32,768,000 = 56,905,728 / tp; experts 25,165,824 / ep
+    # Parameters: dense 16,779,264 + 7,358,464 + 32,768,000 = 56,905,728 / tp; experts 25,165,824 / ep.
+    # Dummy wgrads (bf16, one per shape, router none): qkv 1536 x 1024, proj 1024 x 512 (shared by both kinds),
+    # MLP 4096 x 1024 + 1024 x 2048, one expert 1024 x 1024 + 1024 x 512, shared expert the same: 11,534,336
     _, st = _mem(toy_moe(), ep=2)
     d, e = 56905728 / 2, 25165824 / 2
-    expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + 36274176) + INPUT + 1e9
+    expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + 36274176) + INPUT + 1e9 + 2 * 11534336
     assert st["first"] == pytest.approx(expect, rel=REL)

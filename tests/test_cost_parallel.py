@@ -166,6 +166,32 @@ def test_grad_and_param_times_dense_stride_is_tp():
     assert float(rs) == pytest.approx(5.04e-3, rel=REL) and float(ag) == pytest.approx(2.54e-3, rel=REL)
 
 
+def test_shard_group():
+    # hybrid sharding groups tile dp*cp: the stack's group, or the largest divisor of dp*cp below it
+    assert list(dp.shard_group(np.array([32.0, 8.0, 12.0, 4.0]), 8)) == [8.0, 8.0, 4.0, 4.0]
+    assert list(dp.shard_group(np.array([32.0]), None)) == [32.0]
+
+
+def test_grad_and_param_times_hybrid_sharding():
+    # HSDP (PyTorch FSDP paper §3.2.2): dense 1e8 params, fp32 grads, bf16 weights, dp*cp = 32, group 8, tp 1.
+    # Inside the group (8 neighbours, one domain): RS 7/8 * 4e8 / 2e11 + 10 us x (1 + 3) = 1.79 ms,
+    # AG 7/8 * 2e8 / 2e11 + 40 us = 0.915 ms. Across the 4 replicas (members 8 apart, one per domain, NIC
+    # 4e10): all-reduce of the 1/8 shard, 5e7 B: 2 * 3/4 * 5e7 / 4e10 + 20 us x (1 + 2) = 1.935 ms
+    rs, ag = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 32, 1, 1, 1, 1, HW, hsg=8)
+    assert float(rs) == pytest.approx(1.79e-3 + 1.935e-3, rel=REL)
+    assert float(ag) == pytest.approx(0.915e-3, rel=REL)
+    # a group as large as dp*cp is plain FSDP: no replica all-reduce
+    same = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 8, 1, 1, 1, 1, HW, hsg=8)
+    plain = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 8, 1, 1, 1, 1, HW)
+    assert float(same[0]) == pytest.approx(float(plain[0]), rel=REL) == pytest.approx(1.79e-3, rel=REL)
+    # per pipeline rank (trailing axis): the same terms broadcast
+    rs2, _ = dp.grad_and_param_times(np.array([[1e8, 2e8]]), np.zeros((1, 2)), 4.0, 2.0, np.array([[32.0]]),
+                                     np.array([[1.0]]), np.array([[1.0]]), np.array([[1.0]]), np.array([[1.0]]), HW,
+                                     hsg=8)
+    assert rs2[0, 0] == pytest.approx(3.725e-3, rel=REL)
+    assert rs2[0, 1] == pytest.approx(7 / 8 * 8e8 / 2e11 + 4e-5 + 2 * 0.75 * 1e8 / 4e10 + 6e-5, rel=REL)
+
+
 def test_grad_and_param_times_expert_stride_is_ep_etp():
     # experts only, edp 4 with members ep * etp = 2 x 1 = 2 apart: all 4 in one domain (8 // 2 = 4):
     # RS 3/4 * 2e8 / 2e11 + 10 us * (1 + 2) = 0.78 ms; AG the same bytes

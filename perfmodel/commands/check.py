@@ -339,6 +339,10 @@ def megatron_stack_sets(f: _Fields, recompute: str, precision: str | None, notes
         out["dp_param_gather_overlap"] = (_tf(v), f"overlap_param_gather={v}")
     if (v := b("sequence_parallel")) is not None:
         out["sequence_parallel"] = (_tf(v), f"sequence_parallel={v}")
+    if (v := b("cross_entropy_loss_fusion")) is not None:     # the 'native' fused loss also works in fp32
+        impl = (f.raw("cross_entropy_fusion_impl") or "native").strip("'\"")
+        out["cross_entropy"] = ("te" if v and impl == "te" else "fp32",
+                                f"cross_entropy_loss_fusion={v}, cross_entropy_fusion_impl={impl}")
     if f.present("recompute_granularity"):
         out["recompute"] = (recompute, f"recompute_granularity={f.raw('recompute_granularity')}")
         mods = _list(f.raw("recompute_modules"))

@@ -6,7 +6,11 @@ split by ep*etp and pp and replicate over the expert data-parallel group edp = t
 Distributed optimizer: gradients reduce-scattered over dp, updated parameters all-gathered, both once per
 step and overlapped with the last micro-batch's backward / first micro-batch's forward.
 FSDP: parameters gathered for forward and again for backward, gradients reduce-scattered, every
-micro-batch."""
+micro-batch. Hybrid sharding (HSDP; PyTorch FSDP HYBRID_SHARD, MaxText ici_fsdp x dcn_data): parameters,
+gradients and optimizer state sharded over a group of h GPUs and replicated across the dp*cp/h groups; a
+gradient reduction is the reduce-scatter inside the group followed by an all-reduce of the 1/h shard across
+the replicas (Zhao et al. 2023, PyTorch FSDP, §3.2.2 hybrid sharding: gradients reduce-scattered inside
+each sharding group, then all-reduced across the replication groups)."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,13 +34,27 @@ def param_split(m: ModelSpec) -> tuple[float, float]:
     return float(pc.total + pc.mtp_total) - expert, expert
 
 
-def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw):
+def shard_group(dpc, hsg):
+    """GPUs the dense parameters are sharded over: the whole dp*cp group, or under hybrid sharding the
+    stack's group of `hsg` GPUs (the largest divisor of dp*cp not above it, gcd, where dp*cp is not a
+    multiple: the groups must tile the data-parallel ranks)."""
+    dpc = np.asarray(dpc, dtype=float)
+    if not hsg:
+        return dpc
+    return np.gcd(np.rint(dpc).astype(np.int64), int(hsg)).astype(float)
+
+
+def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw, hsg=None):
     """(reduce-scatter of gradients, all-gather of parameters) seconds over dp*cp (dense: CP ranks hold the
     same weights and reduce their gradients together, Megatron-Core's data-parallel group with context
     parallelism; members tp ranks apart) and edp (experts; members ep*etp ranks apart). `p_dense` / `p_exp`
-    may carry a trailing axis (pipeline ranks): each group shape is placed once and its terms broadcast."""
+    may carry a trailing axis (pipeline ranks): each group shape is placed once and its terms broadcast.
+    `hsg`: hybrid sharding (parameter-sharding stacks only): the gather and reduce-scatter run inside the
+    shard group h = shard_group(dp*cp, hsg) (members tp ranks apart), and the gradient reduction adds the
+    all-reduce of the 1/h shard across the dp*cp/h replicas (members h*tp ranks apart)."""
     one = lambda x: np.asarray(x, dtype=float)[..., 0] if np.ndim(x) > 1 else x
-    d = tuple(t[..., None] for t in comm.all_gather_terms(one(dpc), one(tp), hw))
+    h = shard_group(one(dpc), hsg)
+    d = tuple(t[..., None] for t in comm.all_gather_terms(h, one(tp), hw))
     e = tuple(t[..., None] for t in comm.all_gather_terms(one(edp), one(ep) * one(etp), hw))
     if np.ndim(p_dense) < 2:
         d, e = tuple(t[..., 0] for t in d), tuple(t[..., 0] for t in e)
@@ -47,6 +65,13 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
         has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e), 0.0)
     ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + np.where(
         has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e), 0.0)
+    if hsg:      # the all-reduce is linear in its bytes: its latency and per-byte time, placed once per shape
+        reps, stride = one(dpc) / h, h * one(tp)
+        lat = comm.all_reduce_time(0.0 * reps, reps, stride, hw)
+        per_byte = comm.all_reduce_time(1.0 + 0.0 * reps, reps, stride, hw) - lat
+        if np.ndim(p_dense) >= 2:
+            lat, per_byte, h = lat[..., None], per_byte[..., None], h[..., None]
+        rs = rs + np.where(reps > 1, lat + per_byte * (p_dense / h * grad_bytes), 0.0)
     return rs, ag
 
 
