@@ -77,6 +77,7 @@ class Software:
     cp_comm: str                 # p2p | a2a | allgather | a2a_p2p
     power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
     eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
+    grouped_kernel: str = "te"   # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -121,6 +122,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         schedule=f.pipeline_schedule, cp_comm=f.cp_comm_type,
         power_factor=power,
         eager=f.fusions == "none",
+        grouped_kernel=f.grouped_gemm,
     )
 
 
