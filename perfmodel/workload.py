@@ -194,7 +194,10 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
     # host sync + routing-kernel launches, once in forward and once in backward
     fixed = [Fixed("MoE routing sync", c.moe_layer_overhead_s, c.moe_layer_overhead_s)]
-    if e.expert_bias and sw.grouped_kernel == "te":
+    # the fused grouped MLP (TE op fuser / CuTe-DSL) serves SwiGLU experts only (Megatron-Core TEGroupedMLP
+    # _is_fused_impl_supported: activation_func must be F.silu with gated_linear_unit); other GLUs run TEGroupedMLP
+    te_path = sw.grouped_kernel == "te" or (sw.grouped_kernel == "cutedsl" and m.ffn.activation != "swiglu")
+    if e.expert_bias and te_path:
         b_stream, b_fixed = _expert_bias_loop(h, assign * etp, e.num_experts / ep, sw)
         streams.append(b_stream)
         fixed.append(b_fixed)

@@ -208,6 +208,12 @@ def test_moe_expert_bias_loop():
     assert "expert bias (per-expert loop)" not in _streams(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1])
     assert len(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1].fixed) == 1
     assert "expert bias (per-expert loop)" not in _streams(_build(toy_moe(), ep=4).layers[1])
+    # ... but it serves SwiGLU experts only: a clamped-SwiGLU (quick-GeGLU) model keeps the TEGroupedMLP loop
+    mc = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
+                          shared_intermediate_size=1024, first_dense_layers=1, expert_bias=True),
+                 ffn=dict(activation="clamped_swiglu", intermediate_size=4096))
+    assert _streams(_build_sw(mc, ("grouped_gemm=cutedsl",), ep=4).layers[1])["expert bias (per-expert loop)"][:2] == (
+        12 * 2560 * 1024, 12 * 2560 * 1024)
 
 
 def test_moe_saved_bytes():
