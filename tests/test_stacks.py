@@ -106,6 +106,24 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "mxfp8").value("fsdp") == "zero1"
 
 
+def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
+    n = load_stack("nemo-26.04")
+    # GPT_OSS_120B V2 (07eea52d): GB200 BF16 overlaps the expert all-to-all, B300 BF16 runs HybridEP, B200 neither
+    assert n.for_model("gpt-oss-120b", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is True
+    assert n.for_model("gpt-oss-120b", True, "b200", "bf16").value("moe_a2a_overlap") is False
+    assert n.for_model("gpt-oss-120b", True, "b300", "bf16").value("moe_dispatcher") == "hybridep"
+    assert n.for_model("gpt-oss-120b", True, "b200", "bf16").value("moe_dispatcher") == "alltoall"
+    mx = n.for_model("gpt-oss-120b", True, "gb300-nvl72", "mxfp8")
+    assert (mx.value("cuda_graphs"), mx.value("grouped_gemm"), mx.value("recompute")) == ("full_iteration", "cutedsl", "none")
+    assert n.for_model("gpt-oss-120b", True, "b300", "mxfp8").value("cuda_graphs") == "per_layer"   # commented out for B300
+    q = load_stack("nemo-26.06")
+    g = q.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8")
+    assert (g.value("cuda_graphs"), g.value("moe_a2a_overlap"), g.value("grouped_gemm")) == ("full_iteration", True, "cutedsl")
+    # the rule is the 26.06 release's: 26.04 keeps the partial TE graphs, and 26.06 H100 FP8 is untouched
+    assert n.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("cuda_graphs") == "per_layer"
+    assert q.for_model("qwen3-30b-a3b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is False
+
+
 def test_distinct_stacks_differ_where_their_sources_differ():
     # the independent SimuMax launches switch every overlap off; NVIDIA's recipes switch them on
     smx, nemo = load_stack("simumax-b200-2025"), load_stack("nemo-25.09")
