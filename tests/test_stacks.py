@@ -100,8 +100,15 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
             n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_a2a_overlap")) == ("hybridep", False)
     assert n.for_model("qwen3-235b-a22b", True, "h100-sxm", "bf16").value("moe_a2a_overlap") is True
     assert n.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("moe_dispatcher") == "alltoall"
-    assert n.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("moe_a2a_overlap") is True
+    # 26.02-26.04 generation (f0e2c37e): no expert all-to-all overlap for DeepSeek-V3; the FP8-MX overlap,
+    # CuTe-DSL grouped MLP and full-iteration graphs are 26.06's (04264182)
+    assert n.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("moe_a2a_overlap") is False
     assert n.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is False
+    s6 = load_stack("nemo-26.06")
+    g6 = s6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8")
+    assert (g6.value("moe_a2a_overlap"), g6.value("grouped_gemm"), g6.value("cuda_graphs")) == (True, "cutedsl", "full_iteration")
+    assert s6.for_model("deepseek-v3", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
+    assert s6.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute") == "none"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "bf16").value("fsdp") == "megatron_fsdp"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "mxfp8").value("fsdp") == "zero1"
 
