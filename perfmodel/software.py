@@ -78,6 +78,7 @@ class Software:
     power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
     eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
     grouped_kernel: str = "te"   # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
+    cuda_graphs: str = "none"    # none | per_layer | full_iteration (stack cuda_graphs)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -123,6 +124,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         power_factor=power,
         eager=f.fusions == "none",
         grouped_kernel=f.grouped_gemm,
+        cuda_graphs=graphs,
     )
 
 

@@ -192,8 +192,12 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     if e.shared_experts:
         comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
-    # host sync + routing-kernel launches, once in forward and once in backward
-    fixed = [Fixed("MoE routing sync", c.moe_layer_overhead_s, c.moe_layer_overhead_s)]
+    # host sync + routing-kernel launches, once in forward and once in backward; a whole-iteration CUDA graph
+    # has none: a capture cannot hold a device-to-host sync, so those recipes size the expert buffers
+    # statically (Megatron-Bridge qwen3_llm_pretrain.py set_full_iter_cg_configs: moe_paged_stash,
+    # moe_expert_rank_capacity_factor) instead of reading tokens_per_expert on the host
+    sync = 0.0 if sw.cuda_graphs == "full_iteration" else c.moe_layer_overhead_s
+    fixed = [Fixed("MoE routing sync", sync, sync)]
     # the fused grouped MLP (TE op fuser / CuTe-DSL) serves SwiGLU experts only (Megatron-Core TEGroupedMLP
     # _is_fused_impl_supported: activation_func must be F.silu with gated_linear_unit); other GLUs run TEGroupedMLP
     te_path = sw.grouped_kernel == "te" or (sw.grouped_kernel == "cutedsl" and m.ffn.activation != "swiglu")

@@ -204,6 +204,9 @@ def test_moe_expert_bias_loop():
     # a whole-iteration CUDA graph captures the loop: 4 us per kernel (constants.GRAPHED_KERNEL_S)
     g = _build_sw(m, ("cuda_graphs=full_iteration",), ep=4).layers[1]
     assert float(np.ravel(g.fixed[1].seconds_fwd)[0]) == pytest.approx(9 * 4e-6, rel=REL)
+    # ... and has no host sync for the token counts (static expert buffers): the routing sync is 0
+    assert (g.fixed[0].seconds_fwd, g.fixed[0].seconds_bwd) == (0.0, 0.0)
+    assert _build_sw(m, ("cuda_graphs=per_layer",), ep=4).layers[1].fixed[0].seconds_fwd == 1e-3
     # the fused CuTe-DSL grouped MLP and unbiased experts have no such loop
     assert "expert bias (per-expert loop)" not in _streams(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1])
     assert len(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1].fixed) == 1
