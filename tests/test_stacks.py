@@ -137,7 +137,12 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
     assert f.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").value("moe_a2a_overlap") is True
     assert f.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
     assert f.for_model("qwen3-30b-a3b", True, "b200", "mxfp8").value("moe_dispatcher") == "alltoall"
-    assert load_stack("nemo-25.11").for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("moe_dispatcher") == "alltoall"
+    e = load_stack("nemo-25.11")
+    assert e.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("moe_dispatcher") == "alltoall"
+    # 25.11 Qwen3-235B, assigned by layout to the V1/V2 presets: HybridEP + partial graphs on GB, overlap on H100
+    assert e.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").value("moe_dispatcher") == "hybridep"
+    assert e.for_model("qwen3-235b-a22b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is True
+    assert e.for_model("qwen3-235b-a22b", True, "b200", "fp8").value("moe_a2a_overlap") is False
 
 
 def test_distinct_stacks_differ_where_their_sources_differ():
