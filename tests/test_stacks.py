@@ -137,6 +137,9 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
     assert f.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").value("moe_a2a_overlap") is True
     assert f.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
     assert f.for_model("qwen3-30b-a3b", True, "b200", "mxfp8").value("moe_dispatcher") == "alltoall"
+    # 26.02 gpt-oss runs 26.04's presets (same layouts, within 4% in throughput)
+    assert f.for_model("gpt-oss-120b", True, "b200", "bf16").value("recompute_modules") == ("layernorm", "moe_act")
+    assert f.for_model("gpt-oss-120b", True, "gb300-nvl72", "bf16").value("cuda_graphs") == "per_layer"
     e = load_stack("nemo-25.11")
     assert e.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("moe_dispatcher") == "alltoall"
     # 25.11 Qwen3-235B, assigned by layout to the V1/V2 presets: HybridEP + partial graphs on GB, overlap on H100
