@@ -65,6 +65,11 @@ UNFUSED_SCORE_SAVED = 5.0
 # (Transformer Engine Float8CurrentScaling)
 AMAX_PASS_BYTES = 2.0
 
+# biased experts (gpt-oss) under Megatron-Core TEGroupedMLP._apply_bias: fc2 bias times routing probability
+# added in an eager per-expert loop, bf16 bytes per element of the fc2 output (workload._expert_bias_loop)
+EXPERT_BIAS_BYTES_FWD = 12.0
+EXPERT_BIAS_BYTES_BWD = 12.0
+
 # ---- eager PyTorch without fusion (stack fusions = "none") ------------------------------------------------
 # LayerNorm and GELU are single native CUDA kernels in eager PyTorch (aten::native_layer_norm, aten::gelu),
 # so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels:

@@ -81,6 +81,8 @@ class Software:
     cpu_offload_layers: int = 0  # layers whose saved activations go to host memory (pp = 1 only)
     dummy_wgrad: bool = False    # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
     logit_bytes: float = 2 * K.FP32   # bytes per logit held on the last stage for the loss (stack cross_entropy)
+    grouped_kernel: str = "te"   # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
+    cuda_graphs: str = "none"    # none | per_layer | full_iteration (stack cuda_graphs)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -131,6 +133,8 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         # gradient of the weight's shape (memory.py)
         dummy_wgrad=f.fusions == "te_fused",
         logit_bytes=K.BF16 if f.cross_entropy == "te" else 2 * K.FP32,
+        grouped_kernel=f.grouped_gemm,
+        cuda_graphs=graphs,
     )
 
 

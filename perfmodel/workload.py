@@ -201,8 +201,19 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     if e.shared_experts:
         comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
-    # host sync + routing-kernel launches, once in forward and once in backward
-    fixed = [Fixed("MoE routing sync", c.moe_layer_overhead_s, c.moe_layer_overhead_s)]
+    # host sync + routing-kernel launches, once in forward and once in backward; a whole-iteration CUDA graph
+    # has none: a capture cannot hold a device-to-host sync, so those recipes size the expert buffers
+    # statically (Megatron-Bridge qwen3_llm_pretrain.py set_full_iter_cg_configs: moe_paged_stash,
+    # moe_expert_rank_capacity_factor) instead of reading tokens_per_expert on the host
+    sync = 0.0 if sw.cuda_graphs == "full_iteration" else c.moe_layer_overhead_s
+    fixed = [Fixed("MoE routing sync", sync, sync)]
+    # the fused grouped MLP (TE op fuser / CuTe-DSL) serves SwiGLU experts only (Megatron-Core TEGroupedMLP
+    # _is_fused_impl_supported: activation_func must be F.silu with gated_linear_unit); other GLUs run TEGroupedMLP
+    te_path = sw.grouped_kernel == "te" or (sw.grouped_kernel == "cutedsl" and m.ffn.activation != "swiglu")
+    if e.expert_bias and te_path:
+        b_stream, b_fixed = _expert_bias_loop(h, assign * etp, e.num_experts / ep, sw)
+        streams.append(b_stream)
+        fixed.append(b_fixed)
     saved = [Saved("MoE norm input", K.BF16 * h * Tn, "residual"), Saved("router input", K.BF16 * h * Tn, "layernorm"),
              Saved("permuted tokens", K.BF16 * assign * h, "moe"),
              Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
@@ -222,6 +233,25 @@ def saved_input_bytes(low_precision: bool) -> float:
     and scales being smaller). Tensors a non-GEMM op needs (norm inputs, the SwiGLU input, attention
     q, k, v and output) stay BF16."""
     return K.FP8 if low_precision else K.BF16
+
+
+def _expert_bias_loop(h: int, rows, local_experts, sw):
+    """Biased experts under Megatron-Core's TEGroupedMLP: the fc2 bias is not fused into the grouped GEMM
+    but added after it, scaled by each token's routing probability, in an eager Python loop over the local
+    experts (megatron/core/transformer/moe/experts.py TEGroupedMLP._apply_bias:
+    torch.cat([t + b * p for t, b, p in zip(split(out, tokens_per_expert), biases, split(probs, ...))])).
+    Per element of the fc2 output (`rows` x h on this GPU), bf16: b * p writes 2 B, t + b*p reads 2 + 2 and
+    writes 2, torch.cat reads 2 and writes 2 -> 12 B forward; backward grad * p (read 2, write 2) and its sum
+    over tokens for the bias gradient (read 2), grad * b (read 2, write 2) and its sum over h for the
+    probability gradient (read 2) -> 12 B. Kernels: 2 per local expert + 1 (cat) forward, 4 per local expert
+    backward. The loop sits after the tokens_per_expert.tolist() host sync, outside every partial CUDA-graph
+    scope (attn, moe_router, moe_preprocess), so its launches cost the eager per-kernel time unless the whole
+    iteration is graphed (sw.other_kernel_s)."""
+    n = rows * h
+    kf, kb = 2 * local_experts + 1, 4 * local_experts
+    stream = Stream("expert bias (per-expert loop)", K.EXPERT_BIAS_BYTES_FWD * n, K.EXPERT_BIAS_BYTES_BWD * n,
+                    module="moe")
+    return stream, Fixed("expert bias launches", kf * sw.other_kernel_s, kb * sw.other_kernel_s)
 
 
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:

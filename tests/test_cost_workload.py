@@ -179,6 +179,46 @@ def test_moe_collectives():
     assert _price(l2, "EP dispatch + combine")[0] == pytest.approx(2621440 / 1e11 + 20e-6, rel=REL)
 
 
+def _build_sw(m, stack_set=(), **lay):
+    kw = dict(gpus=8, gbs=8, seq=2048, tp=2)
+    kw.update(lay)
+    return build(m, LayoutGrid.of(Layout(**kw)), False, 1.25, C, toy_sw(m, HW, C, stack_set=tuple(stack_set)))
+
+
+def test_moe_expert_bias_loop():
+    # biased experts under TEGroupedMLP (Megatron-Core _apply_bias): at tp 2, ep 4 the fc2 output on this
+    # GPU is 2560 token copies x h 1024; 12 B per element forward and 12 B backward (bf16 b*p, add, cat;
+    # grad*p + sum, grad*b + sum); 4 local experts -> 2 * 4 + 1 = 9 kernels forward, 4 * 4 = 16 backward,
+    # at the eager per-kernel time (toy kernel_fixed_s 10 us: the default stack graphs no full iteration)
+    m = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
+                         shared_intermediate_size=1024, first_dense_layers=1, expert_bias=True))
+    layer = _build(m, ep=4).layers[1]
+    assert _streams(layer)["expert bias (per-expert loop)"] == (12 * 2560 * 1024, 12 * 2560 * 1024, 0.0, 0.0)
+    sync, launches = layer.fixed
+    assert (sync.seconds_fwd, sync.seconds_bwd) == (1e-3, 1e-3)
+    assert (float(np.ravel(launches.seconds_fwd)[0]), float(np.ravel(launches.seconds_bwd)[0])) == pytest.approx((9e-5, 16e-5), rel=REL)
+    # ep 2 x etp 2: 8 local experts; the fc2 output is 2560 x etp 2 rows of partial sums, full h wide
+    l2 = _build(m, ep=2, etp=2).layers[1]
+    assert _streams(l2)["expert bias (per-expert loop)"][:2] == (12 * 5120 * 1024, 12 * 5120 * 1024)
+    assert float(np.ravel(l2.fixed[1].seconds_bwd)[0]) == pytest.approx(32e-5, rel=REL)
+    # a whole-iteration CUDA graph captures the loop: 4 us per kernel (constants.GRAPHED_KERNEL_S)
+    g = _build_sw(m, ("cuda_graphs=full_iteration",), ep=4).layers[1]
+    assert float(np.ravel(g.fixed[1].seconds_fwd)[0]) == pytest.approx(9 * 4e-6, rel=REL)
+    # ... and has no host sync for the token counts (static expert buffers): the routing sync is 0
+    assert (g.fixed[0].seconds_fwd, g.fixed[0].seconds_bwd) == (0.0, 0.0)
+    assert _build_sw(m, ("cuda_graphs=per_layer",), ep=4).layers[1].fixed[0].seconds_fwd == 1e-3
+    # the fused CuTe-DSL grouped MLP and unbiased experts have no such loop
+    assert "expert bias (per-expert loop)" not in _streams(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1])
+    assert len(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1].fixed) == 1
+    assert "expert bias (per-expert loop)" not in _streams(_build(toy_moe(), ep=4).layers[1])
+    # ... but it serves SwiGLU experts only: a clamped-SwiGLU (quick-GeGLU) model keeps the TEGroupedMLP loop
+    mc = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
+                          shared_intermediate_size=1024, first_dense_layers=1, expert_bias=True),
+                 ffn=dict(activation="clamped_swiglu", intermediate_size=4096))
+    assert _streams(_build_sw(mc, ("grouped_gemm=cutedsl",), ep=4).layers[1])["expert bias (per-expert loop)"][:2] == (
+        12 * 2560 * 1024, 12 * 2560 * 1024)
+
+
 def test_moe_saved_bytes():
     sv = _saved(_build(toy_moe(), ep=4).layers[1])
     sbh = 2 * 1024 * 1024

@@ -31,6 +31,24 @@ def test_uneven_split_fills_middle_chunks_first():
     assert sizes == [3] + [4] * 13 + [3, 3]
 
 
+def test_mtp_and_loss_take_layer_slots():
+    # DeepSeek-V3, 61 layers + 1 MTP: embedding, MTP and loss take a slot each, 64 slots.
+    # pp16: 4 a chunk; NeMo 2.0 pretrain_deepseek_v3.py first = 64 // 16 - 1 = 3, last = 64 // 16 - 2 = 2
+    assert pp.chunk_layers(61, 16, 1, mtp=1) == [3] + [4] * 14 + [2]
+    # pp4: first 15, last 14 (the same script: 64 // 4 - 1, 64 // 4 - 2)
+    assert pp.chunk_layers(61, 4, 1, mtp=1) == [15, 16, 16, 14]
+    # pp8 vp4 = 32 chunks of 2 slots: Megatron-Bridge's H100 layout "Et|(tt|)*30mL" (last chunk: MTP + loss only)
+    assert pp.chunk_layers(61, 8, 4, mtp=1) == [1] + [2] * 30 + [0]
+    # pp3 does not divide 64: the general rule (floor 20, the remainder 1 to the middle chunk)
+    assert pp.chunk_layers(61, 3, 1, mtp=1) == pp.chunk_layers(61, 3, 1) == [20, 21, 20]
+    # without MTP nothing changes
+    assert pp.chunk_layers(61, 16, 1, mtp=0) == [3] + [4] * 13 + [3, 3]
+    m = load_model("deepseek-v3")
+    kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))
+    counts = pp.rank_table(kinds, 2, 16, 1, m.mtp_layers)
+    assert counts[0] == (3, 0) and counts[1] == (0, 4) and counts[14] == (0, 4) and counts[15] == (0, 2)
+
+
 def test_deepseek_dense_layers_land_on_the_first_rank():
     m = load_model("deepseek-v3")
     kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))

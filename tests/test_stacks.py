@@ -100,10 +100,52 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
             n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_a2a_overlap")) == ("hybridep", False)
     assert n.for_model("qwen3-235b-a22b", True, "h100-sxm", "bf16").value("moe_a2a_overlap") is True
     assert n.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("moe_dispatcher") == "alltoall"
-    assert n.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("moe_a2a_overlap") is True
+    # 26.02-26.04 generation (f0e2c37e): no expert all-to-all overlap for DeepSeek-V3; the FP8-MX overlap,
+    # CuTe-DSL grouped MLP and full-iteration graphs are 26.06's (04264182)
+    assert n.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("moe_a2a_overlap") is False
     assert n.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is False
+    s6 = load_stack("nemo-26.06")
+    g6 = s6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8")
+    assert (g6.value("moe_a2a_overlap"), g6.value("grouped_gemm"), g6.value("cuda_graphs")) == (True, "cutedsl", "full_iteration")
+    assert s6.for_model("deepseek-v3", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
+    assert s6.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute") == "none"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "bf16").value("fsdp") == "megatron_fsdp"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "mxfp8").value("fsdp") == "zero1"
+
+
+def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
+    n = load_stack("nemo-26.04")
+    # GPT_OSS_120B V2 (07eea52d): GB200 BF16 overlaps the expert all-to-all, B300 BF16 runs HybridEP, B200 neither
+    assert n.for_model("gpt-oss-120b", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is True
+    assert n.for_model("gpt-oss-120b", True, "b200", "bf16").value("moe_a2a_overlap") is False
+    assert n.for_model("gpt-oss-120b", True, "b300", "bf16").value("moe_dispatcher") == "hybridep"
+    assert n.for_model("gpt-oss-120b", True, "b200", "bf16").value("moe_dispatcher") == "alltoall"
+    mx = n.for_model("gpt-oss-120b", True, "gb300-nvl72", "mxfp8")
+    assert (mx.value("cuda_graphs"), mx.value("grouped_gemm"), mx.value("recompute")) == ("full_iteration", "cutedsl", "none")
+    assert n.for_model("gpt-oss-120b", True, "b300", "mxfp8").value("cuda_graphs") == "per_layer"   # commented out for B300
+    q = load_stack("nemo-26.06")
+    g = q.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8")
+    assert (g.value("cuda_graphs"), g.value("moe_a2a_overlap"), g.value("grouped_gemm")) == ("full_iteration", True, "cutedsl")
+    # the rule is the 26.06 release's: 26.04 keeps the partial TE graphs, and 26.06 H100 FP8 is untouched
+    assert n.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("cuda_graphs") == "per_layer"
+    assert q.for_model("qwen3-30b-a3b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is False
+    # 26.02 (qwen3_workload_base_configs.py at f29a269f): HybridEP + partial TE graphs on GB, the B300 235B
+    # preset overlaps the all-to-all (PP8 VP4), B200 does not; the 25.11 base keeps the all-to-all dispatcher
+    f = load_stack("nemo-26.02")
+    g2 = f.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8")
+    assert (g2.value("moe_dispatcher"), g2.value("cuda_graphs")) == ("hybridep", "per_layer")
+    assert f.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").value("moe_a2a_overlap") is True
+    assert f.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
+    assert f.for_model("qwen3-30b-a3b", True, "b200", "mxfp8").value("moe_dispatcher") == "alltoall"
+    # 26.02 gpt-oss runs 26.04's presets (same layouts, within 4% in throughput)
+    assert f.for_model("gpt-oss-120b", True, "b200", "bf16").value("recompute_modules") == ("layernorm", "moe_act")
+    assert f.for_model("gpt-oss-120b", True, "gb300-nvl72", "bf16").value("cuda_graphs") == "per_layer"
+    e = load_stack("nemo-25.11")
+    assert e.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("moe_dispatcher") == "alltoall"
+    # 25.11 Qwen3-235B, assigned by layout to the V1/V2 presets: HybridEP + partial graphs on GB, overlap on H100
+    assert e.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").value("moe_dispatcher") == "hybridep"
+    assert e.for_model("qwen3-235b-a22b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is True
+    assert e.for_model("qwen3-235b-a22b", True, "b200", "fp8").value("moe_a2a_overlap") is False
 
 
 def test_distinct_stacks_differ_where_their_sources_differ():

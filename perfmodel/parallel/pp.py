@@ -8,7 +8,11 @@ one layer's slot (account_for_loss_in_pipeline_split); when it divides L + 2 the
 take one (account_for_embedding_in_pipeline_split too: Llama 3.1 405B's 126 layers on pp8 vp8); otherwise
 an uneven split with explicit first/last-stage layer counts (decoder_first/last_pipeline_num_layers): every
 chunk gets floor(L / (pp vp)) layers and the remainder goes to the middle chunks first, then the first,
-then the last, which carry the embedding and the head. Layer kinds (DeepSeek-V3's 3 dense first layers,
+then the last, which carry the embedding and the head. A model with MTP modules (DeepSeek-V3) is laid out
+with the embedding, each MTP layer and the loss taking one layer slot each when pp*vp divides L + 2 + mtp:
+NeMo 2.0 scripts/performance/llm/pretrain_deepseek_v3.py (num_layers_in_first_pipeline_stage = 64 // pp - 1,
+num_layers_in_last_pipeline_stage = 64 // pp - 2 for 61 layers + MTP) and Megatron-Bridge's DeepSeek-V3 H100
+pipeline layout "Et|(tt|)*30mL" (pp8 vp4: the last chunk holds only the MTP layer and the loss). Layer kinds (DeepSeek-V3's 3 dense first layers,
 Llama 4's alternating MoE) land on the ranks that hold them.
 
 Schedule. With stage times t_r (one micro-batch's forward + backward on rank r) and m micro-batches:
@@ -31,9 +35,15 @@ from .. import comm
 from .. import constants as K
 
 
-def chunk_layers(L: int, pp: int, vp: int) -> list[int]:
-    """Transformer layers of each of the pp*vp chunks, in model order."""
+def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0) -> list[int]:
+    """Transformer layers of each of the pp*vp chunks, in model order (`mtp`: the model's MTP layers, which
+    the last chunk holds with the loss)."""
     C = pp * vp
+    slots, extra = divmod(L + 2 + mtp, C)
+    if mtp and C > 1 and extra == 0 and slots > mtp:
+        # embedding, MTP layers and loss take a layer slot each: first chunk slots - 1 decoder layers, the
+        # middle ones slots, the last slots - 1 - mtp (module docstring: NeMo 2.0 / Megatron-Bridge layouts)
+        return [slots - 1] + [slots] * (C - 2) + [slots - 1 - mtp]
     # floor(L / C) each, the remainder to the middle chunks first, then the first, then the last. This one
     # rule gives each of Megatron-Core's named splits: even when C divides L; the loss taking a slot when C
     # divides L + 1 (remainder C - 1: every chunk but the last gets one more); the embedding and the loss
@@ -49,9 +59,9 @@ def chunk_layers(L: int, pp: int, vp: int) -> list[int]:
 
 
 @lru_cache(maxsize=4096)
-def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple[int, ...], ...]:
+def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0) -> tuple[tuple[int, ...], ...]:
     """Per rank r: (layers of each kind, ...). `kinds[i]` is layer i's kind index."""
-    sizes = chunk_layers(len(kinds), pp, vp)
+    sizes = chunk_layers(len(kinds), pp, vp, mtp)
     counts = [[0] * n_kinds for _ in range(pp)]
     start = 0
     for j, n in enumerate(sizes):
@@ -62,10 +72,10 @@ def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[
 
 
 @lru_cache(maxsize=4096)
-def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[tuple, ...]:
+def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0) -> tuple[tuple, ...]:
     """Distinct ranks as (layers per kind, holds embedding, holds head, how many ranks), for pricing each
     distinct stage once."""
-    counts = rank_table(kinds, n_kinds, pp, vp)
+    counts = rank_table(kinds, n_kinds, pp, vp, mtp)
     sig: dict[tuple, int] = {}
     for r, c in enumerate(counts):
         key = (c, r == 0, r == pp - 1)
@@ -80,11 +90,11 @@ def _pairs(pp: np.ndarray, vp: np.ndarray):
     return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
 
 
-def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray):
+def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
     """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
     [n, S], multiplicity [n, S] (0 on padding)."""
     pairs, inv = _pairs(pp, vp)
-    tabs = [signatures(kinds, n_kinds, int(p), int(v)) for p, v in pairs]
+    tabs = [signatures(kinds, n_kinds, int(p), int(v), mtp) for p, v in pairs]
     S = max(len(t) for t in tabs)
     cnt = np.zeros((n_kinds, len(pairs), S))
     emb, head, mult = (np.zeros((len(pairs), S)) for _ in range(3))
@@ -95,7 +105,7 @@ def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
     return [cnt[k][inv] for k in range(n_kinds)], emb[inv], head[inv], mult[inv]
 
 
-def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray):
+def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
     """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
     the first (most micro-batches in flight, embedding), the second (most in flight among the middle
     ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
@@ -103,7 +113,7 @@ def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
     cnt = np.zeros((n_kinds, len(pairs), 3))
     rank = np.zeros((len(pairs), 3))
     for u, (p, v) in enumerate(pairs):
-        counts = rank_table(kinds, n_kinds, int(p), int(v))
+        counts = rank_table(kinds, n_kinds, int(p), int(v), mtp)
         for s, r in enumerate((0, min(1, p - 1), p - 1)):
             cnt[:, u, s] = counts[r]
             rank[u, s] = r
