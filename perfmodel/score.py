@@ -1,0 +1,154 @@
+"""The planner's scorer: step time, tokens/s/GPU and memory per GPU of a product of layouts, evaluated on the
+structure of the product instead of layout by layout (issue 14, factorised evaluation).
+
+A planner chunk is `B` base rows (tp, cp, pp, vp, ep, etp, mbs; dp follows from the GPU count) crossed with
+the fsdp choices F and the recompute choices R, in that order (search._expand). Each term is evaluated on
+the axes it depends on and broadcast, never gathered to all B x F x R layouts before it must be:
+- layer kinds, head and embedding: once per distinct (tp, cp, ep, etp, mbs) (workload.unique_layer_axes),
+  the recompute seconds as a [U, R] table (predict._price_kinds, _price_head: the same functions);
+- stage signatures and memory ranks: once per distinct (pp, vp) (parallel/pp.py signature_table,
+  memory_rank_table);
+- stage times and the schedule: [B, R, S] and [B, R] (recompute changes them, fsdp does not);
+- DP group placement, parameters per rank, optimizer: [B, Q] over the Q = 3 memory ranks;
+- exposed DP time and memory: [B, F, R, Q], the only full-size arrays, then the rank that finishes last /
+  the fullest rank.
+Every formula is the one predict_grid uses (parallel/pp.py, parallel/dp.py, overlap.py, compute.py), called
+on broadcast shapes; only the glue that predict._stages, predict._step_end and memory.memory_per_gpu write
+for one layout per row is restated here for the product's axes. tests/test_score.py asserts that the
+result equals predict_grid on every layout of sampled grids to 1e-12 relative (it fails when either side's
+physics changes without the other); benchmarks/search_bench.py --check compares the full benchmark grid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import constants as K, workload
+from .compute import memory_time
+from .hardware import HardwareSpec
+from .layout import LayoutGrid
+from .memory import layer_activation_bytes, weight_bytes
+from .model import ModelSpec
+from .overlap import exposed
+from .parallel import dp as dp_par, pp as pp_par, recompute
+from .parallel.recompute import FULL
+from .predict import Options, _price_head, _price_kinds, software_of
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Per layout of the product, shape [B, F, R] (C order = the planner's layout order)."""
+    step_time_s: np.ndarray
+    tokens_per_s_per_gpu: np.ndarray
+    memory_bytes_per_gpu: np.ndarray
+    hbm_bytes: float
+
+    @property
+    def fits(self) -> np.ndarray:
+        return self.memory_bytes_per_gpu <= self.hbm_bytes
+
+
+def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray],
+                  fsdp: np.ndarray, rec: np.ndarray, opts: Options = Options()) -> Scores:
+    """Step time, tokens/s/GPU and memory of every layout base[b] x fsdp[f] x rec[r] (shape [B, F, R]),
+    equal to predict_grid on the expanded grid."""
+    c, prec, m = opts.consts, opts.precision, model
+    hw.peak(prec)
+    sw = software_of(m, hw, opts)
+    f64 = lambda x: np.asarray(x, dtype=float)
+    fs = np.asarray(fsdp, dtype=bool)
+    if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
+        fs = np.ones(fs.shape, bool)
+    rec = np.asarray(rec, dtype=np.int64)
+    B, F, R = len(base["tp"]), len(fs), len(rec)
+    ti, ci, pi, vi, ei, xi, mi = (np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs"))
+    di = gpus // (ti * pi * ci)
+    tp, cp, pp, vp, ep, etp, dp = (f64(x) for x in (ti, ci, pi, vi, ei, xi, di))
+    nmb = np.maximum(f64(np.full(B, gbs)) / (dp * f64(mi)), 1.0)
+    imb = c.moe_imbalance if opts.routing == "real" else 1.0
+    low = prec not in ("bf16", "fp16")
+    c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
+
+    # ---- layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column
+    full = lambda n, v: np.full(n, v, np.int64)
+    zeros = np.zeros(B, np.int64)
+    bgrid = LayoutGrid(gpus=full(B, gpus), gbs=full(B, gbs), seq=full(B, seq), tp=ti, pp=pi, vp=vi, cp=ci, ep=ei,
+                       etp=xi, mbs=mi, fsdp=zeros.astype(bool), recompute=zeros)
+    first, u = workload.unique_layer_axes(bgrid)
+    U = len(first)
+    ws = workload.build(m, bgrid.take(first), low, imb, c, sw)
+    prices = _price_kinds(ws, hw, prec, c_layer, sw)
+    at_u = lambda x, *tail: np.broadcast_to(f64(x), (U, *tail))      # a per-combination value (maybe scalar)
+    rr = rec[None, :]
+    per_layer = [at_u(sum(p.parts.values()))[:, None]
+                 + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]   # [U, R]
+    head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
+    Ts, T = at_u(ws.Ts)[u], at_u(ws.T)[u]
+
+    # ---- stages and schedule: [B, R, S] -> [B, R] (predict._stages)
+    n_k = len(ws.layers)
+    cnt, has_emb, has_head, mult, pair = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
+    cnt = [x[pair][:, None, :] for x in cnt]
+    mult = mult[pair][:, None, :]
+    compute_s = (sum(cnt[i] * per_layer[i][u][:, :, None] for i in range(n_k))
+                 + has_emb[pair][:, None, :] * embed[u][:, None, None] + has_head[pair][:, None, :] * head[u][:, None, None])
+    p2p = pp_par.p2p_time(Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
+    pp_exp_s = exposed(p2p[:, None, None], compute_s, sw.pp_share)
+    t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
+    t_max = t_stage.max(axis=2)
+    t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=2)
+    col = lambda x: x[:, None]
+    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(pp), col(vp), col(nmb), sw.schedule)        # [B, R]
+
+    # ---- step end on the memory ranks: [B, Q], then [B, F, R, Q] (predict._step_end)
+    dpc, edp = dp * cp, f64((ti * ci * di) // (ei * xi))
+    mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi)
+    mem_cnt, rank = [x[mpair] for x in mcnt], mrank[mpair]
+    p_dense, p_exp = dp_par.rank_params(m, ws, mem_cnt, rank, col(pp))
+    p_dense, p_exp = p_dense / col(tp), p_exp / col(ep * etp)
+    gb = sw.grad_bytes
+    wb = weight_bytes(prec, sw.fp8_param_gather)
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tp), col(ep),
+                                         col(etp), hw)
+    b4 = lambda x: x[:, None, None, :]                   # [B, Q] -> [B, 1, 1, Q]
+    f4 = fs[None, :, None, None]
+    dp_r = dp_par.exposed_time(b4(rs), b4(ag), f4, t_max[:, None, :, None], nmb[:, None, None, None], sw)
+    shard = p_dense / col(dpc) + p_exp / col(edp)
+    opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
+                        K.OPTIMIZER_KERNELS, c_other)
+    opt_r = b4(opt_r)
+    last = np.argmax(dp_r + opt_r, axis=3)[..., None]
+    dp_comm = np.take_along_axis(dp_r, last, axis=3)[..., 0]
+    optimizer = np.take_along_axis(np.broadcast_to(opt_r, dp_r.shape), last, axis=3)[..., 0]
+    step = pipeline[:, None, :] + dp_comm + optimizer + c.step_overhead_s
+    tokens = f64(np.full(B, gbs)) * f64(np.full(B, seq))
+    tps = tokens[:, None, None] / (step * f64(np.full(B, gpus))[:, None, None])
+
+    # ---- memory of the fullest rank: [B, F, R, Q] (memory.memory_per_gpu)
+    params = b4(p_dense + p_exp)
+    shard4 = b4(shard)
+    sharded = f4 & sw.fsdp_per_microbatch
+    weights = np.where(sharded, shard4 * wb, params * wb)
+    grads = np.where(sharded | sw.shards_grads, shard4 * gb, params * gb)
+    opt_group = {"dp_cp": shard4, "dp": b4(p_dense / col(dpc / cp) + p_exp / col(edp)), "none": params}[sw.optimizer_shard]
+    optim = K.ADAM_STATE_BYTES * np.where(f4, shard4, opt_group)
+    held = 0.0
+    full_layer = 0.0
+    kept_u = []
+    for k, layer in enumerate(ws.layers):
+        kept, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
+        kept_u.append(at_u(kept, R))
+        held = held + mem_cnt[k][:, None, :] * kept_u[-1][u][:, :, None]                   # [B, R, Q]
+        full_layer = np.maximum(full_layer, at_u(fl, 1)[u][:, :, None])                     # [B, 1, 1]
+    rank3 = rank[:, None, :]
+    lastr = rank3 == col(pp)[:, :, None] - 1
+    activations = held * pp_par.in_flight(col(pp), col(vp), col(nmb), rank)[:, None, :]
+    if ws.head.mtp_layers:
+        activations = activations + np.where(lastr, ws.head.mtp_layers * kept_u[-1][u][:, :, None], 0.0)
+    activations = activations + np.where(rr[:, :, None] == FULL, full_layer, 0.0)
+    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[:, None, None], 0.0)
+    logits = np.where(lastr, 2 * K.FP32 * T[:, None, None] * m.vocab_size / tp[:, None, None], 0.0)
+    total = weights + grads + optim + activations[:, None] + logits[:, None] + (c.reserved_bytes + 0 * rank3[:, None])
+    mem = total.max(axis=3)
+    return Scores(step, tps, mem, hw.memory.hbm_bytes)
