@@ -86,69 +86,86 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
     Ts, T = at_u(ws.Ts)[u], at_u(ws.T)[u]
 
-    # ---- stages and schedule: [B, R, S] -> [B, R] (predict._stages)
+    # ---- stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory
+    # ranks Q) lead, so their reductions run over contiguous slices
     n_k = len(ws.layers)
     cnt, has_emb, has_head, mult, pair = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
-    cnt = [x[pair][:, None, :] for x in cnt]
-    mult = mult[pair][:, None, :]
-    compute_s = (sum(cnt[i] * per_layer[i][u][:, :, None] for i in range(n_k))
-                 + has_emb[pair][:, None, :] * embed[u][:, None, None] + has_head[pair][:, None, :] * head[u][:, None, None])
+    lead = lambda x, idx: np.ascontiguousarray(x.T[:, idx])[:, :, None]      # [P, S] -> [S, B, 1]
+    cnt = [lead(x, pair) for x in cnt]
+    mult = lead(mult, pair)
+    compute_s = (sum(cnt[i] * per_layer[i][u][None] for i in range(n_k))
+                 + lead(has_emb, pair) * embed[u][None, :, None] + lead(has_head, pair) * head[u][None, :, None])
     p2p = pp_par.p2p_time(Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
-    pp_exp_s = exposed(p2p[:, None, None], compute_s, sw.pp_share)
-    t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
-    t_max = t_stage.max(axis=2)
-    t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=2)
+    pp_exp_s = exposed(p2p[None, :, None], compute_s, sw.pp_share)
+    on = mult > 0
+    t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
+    t_max = np.maximum.reduce(t_stage, axis=0)
+    t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
     col = lambda x: x[:, None]
     pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(pp), col(vp), col(nmb), sw.schedule)        # [B, R]
 
-    # ---- step end on the memory ranks: [B, Q], then [B, F, R, Q] (predict._step_end)
+    # ---- step end on the memory ranks: [Q, B], then [Q, B, R] per fsdp choice (predict._step_end)
     dpc, edp = dp * cp, f64((ti * ci * di) // (ei * xi))
     mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi)
-    mem_cnt, rank = [x[mpair] for x in mcnt], mrank[mpair]
+    mem_cnt, rank = [x[mpair] for x in mcnt], mrank[mpair]                  # [B, Q]
     p_dense, p_exp = dp_par.rank_params(m, ws, mem_cnt, rank, col(pp))
     p_dense, p_exp = p_dense / col(tp), p_exp / col(ep * etp)
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)
     rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tp), col(ep),
                                          col(etp), hw)
-    b4 = lambda x: x[:, None, None, :]                   # [B, Q] -> [B, 1, 1, Q]
-    f4 = fs[None, :, None, None]
-    dp_r = dp_par.exposed_time(b4(rs), b4(ag), f4, t_max[:, None, :, None], nmb[:, None, None, None], sw)
     shard = p_dense / col(dpc) + p_exp / col(edp)
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                         K.OPTIMIZER_KERNELS, c_other)
-    opt_r = b4(opt_r)
-    last = np.argmax(dp_r + opt_r, axis=3)[..., None]
-    dp_comm = np.take_along_axis(dp_r, last, axis=3)[..., 0]
-    optimizer = np.take_along_axis(np.broadcast_to(opt_r, dp_r.shape), last, axis=3)[..., 0]
-    step = pipeline[:, None, :] + dp_comm + optimizer + c.step_overhead_s
+    q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, len(mrank[0]))).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
+    rs3, ag3, opt3 = q3(rs), q3(ag), q3(opt_r)
+    stage, nmb3 = t_max[None], nmb[None, :, None]
+    plain = fsdp_t = None
+    step = np.empty((B, F, R))
+    for f, on_f in enumerate(fs):
+        if on_f:
+            fsdp_t = dp_par.exposed_fsdp(rs3, ag3, stage, nmb3, sw) if fsdp_t is None else fsdp_t
+            dp_r = fsdp_t
+        else:
+            plain = dp_par.exposed_plain(rs3, ag3, stage, sw) if plain is None else plain
+            dp_r = plain
+        # the rank that finishes last (np.argmax's rule: the first of equal ones)
+        best, dp_comm, optimizer = dp_r[0] + opt3[0], dp_r[0], opt3[0]
+        for q in range(1, dp_r.shape[0]):
+            tot = dp_r[q] + opt3[q]
+            later = tot > best
+            best, dp_comm, optimizer = (np.where(later, tot, best), np.where(later, dp_r[q], dp_comm),
+                                        np.where(later, opt3[q], optimizer))
+        step[:, f] = pipeline + dp_comm + optimizer + c.step_overhead_s
     tokens = f64(np.full(B, gbs)) * f64(np.full(B, seq))
     tps = tokens[:, None, None] / (step * f64(np.full(B, gpus))[:, None, None])
 
-    # ---- memory of the fullest rank: [B, F, R, Q] (memory.memory_per_gpu)
-    params = b4(p_dense + p_exp)
-    shard4 = b4(shard)
-    sharded = f4 & sw.fsdp_per_microbatch
-    weights = np.where(sharded, shard4 * wb, params * wb)
-    grads = np.where(sharded | sw.shards_grads, shard4 * gb, params * gb)
-    opt_group = {"dp_cp": shard4, "dp": b4(p_dense / col(dpc / cp) + p_exp / col(edp)), "none": params}[sw.optimizer_shard]
-    optim = K.ADAM_STATE_BYTES * np.where(f4, shard4, opt_group)
+    # ---- memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
+    params, shard3 = q3(p_dense + p_exp), q3(shard)
+    opt_group = {"dp_cp": shard3, "dp": q3(p_dense / col(dpc / cp) + p_exp / col(edp)), "none": params}[sw.optimizer_shard]
     held = 0.0
     full_layer = 0.0
     kept_u = []
+    rank3 = q3(rank)
     for k, layer in enumerate(ws.layers):
         kept, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
         kept_u.append(at_u(kept, R))
-        held = held + mem_cnt[k][:, None, :] * kept_u[-1][u][:, :, None]                   # [B, R, Q]
-        full_layer = np.maximum(full_layer, at_u(fl, 1)[u][:, :, None])                     # [B, 1, 1]
-    rank3 = rank[:, None, :]
-    lastr = rank3 == col(pp)[:, :, None] - 1
-    activations = held * pp_par.in_flight(col(pp), col(vp), col(nmb), rank)[:, None, :]
+        held = held + q3(mem_cnt[k]) * kept_u[-1][u][None]                    # [Q, B, R]
+        full_layer = np.maximum(full_layer, at_u(fl, 1)[u][None])             # [1, B, 1]
+    lastr = rank3 == pp[None, :, None] - 1
+    activations = held * q3(pp_par.in_flight(col(pp), col(vp), col(nmb), rank))
     if ws.head.mtp_layers:
-        activations = activations + np.where(lastr, ws.head.mtp_layers * kept_u[-1][u][:, :, None], 0.0)
-    activations = activations + np.where(rr[:, :, None] == FULL, full_layer, 0.0)
-    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[:, None, None], 0.0)
-    logits = np.where(lastr, 2 * K.FP32 * T[:, None, None] * m.vocab_size / tp[:, None, None], 0.0)
-    total = weights + grads + optim + activations[:, None] + logits[:, None] + (c.reserved_bytes + 0 * rank3[:, None])
-    mem = total.max(axis=3)
+        activations = activations + np.where(lastr, ws.head.mtp_layers * kept_u[-1][u][None], 0.0)
+    activations = activations + np.where(rr[None] == FULL, full_layer, 0.0)
+    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[None, :, None], 0.0)
+    logits = np.where(lastr, 2 * K.FP32 * T[None, :, None] * m.vocab_size / tp[None, :, None], 0.0)
+    reserved = c.reserved_bytes + 0 * rank3
+    mem = np.empty((B, F, R))
+    for f, on_f in enumerate(fs):
+        sharded = on_f and sw.fsdp_per_microbatch
+        weights = shard3 * wb if sharded else params * wb
+        grads = shard3 * gb if (sharded or sw.shards_grads) else params * gb
+        optim = K.ADAM_STATE_BYTES * (shard3 if on_f else opt_group)
+        total = weights + grads + optim + activations + logits + reserved
+        mem[:, f] = np.maximum.reduce(total, axis=0)
     return Scores(step, tps, mem, hw.memory.hbm_bytes)
