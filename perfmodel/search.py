@@ -40,7 +40,7 @@ Objective = Literal["throughput", "cost", "energy"]
 OBJECTIVES: tuple[str, ...] = ("throughput", "cost", "energy")
 AXES: tuple[str, ...] = ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs", "fsdp", "recompute")
 MBS_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16)
-SCORE_CHUNK = 1 << 18        # layouts per score_product call: big enough to amortise Python, small enough for memory
+SCORE_CHUNK = 1 << 17        # layouts per score_product call: big enough to amortise Python, small enough for memory
 _INT_COLS = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")
 
 
