@@ -20,7 +20,11 @@ physics changes without the other); benchmarks/search_bench.py --check compares 
 """
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -34,6 +38,34 @@ from .overlap import exposed
 from .parallel import dp as dp_par, pp as pp_par, recompute
 from .parallel.recompute import FULL
 from .predict import Options, _price_head, _price_kinds, software_of
+
+KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
+
+
+@lru_cache(maxsize=1)
+def kernel_available() -> bool:
+    """numba installed and not switched off ($PERFMODEL_KERNEL=numpy)."""
+    if os.environ.get(KERNEL_ENV, "auto").lower() == "numpy":
+        return False
+    return importlib.util.find_spec("numba") is not None
+
+
+def kernel_loaded() -> bool:
+    """The compiled tail is loaded in this process (from then on it costs nothing to use)."""
+    return "perfmodel.kernel" in sys.modules and kernel_available()
+
+
+# Loading numba and the cached kernel costs ~0.5 s per process; the kernel saves ~0.2 µs per layout over the
+# numpy tail, so a search loads it once it has scored this many layouts (or at once with PERFMODEL_KERNEL=numba)
+KERNEL_PAYS_LAYOUTS = 3_000_000
+
+
+def use_kernel(scored: int) -> bool:
+    """Whether to score the next chunk with the compiled tail, after `scored` layouts of this search."""
+    if not kernel_available():
+        return False
+    return (kernel_loaded() or os.environ.get(KERNEL_ENV, "auto").lower() == "numba"
+            or scored >= KERNEL_PAYS_LAYOUTS)
 
 
 @dataclass(frozen=True)
@@ -50,9 +82,10 @@ class Scores:
 
 
 def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray],
-                  fsdp: np.ndarray, rec: np.ndarray, opts: Options = Options()) -> Scores:
+                  fsdp: np.ndarray, rec: np.ndarray, opts: Options = Options(), kernel: bool | None = None) -> Scores:
     """Step time, tokens/s/GPU and memory of every layout base[b] x fsdp[f] x rec[r] (shape [B, F, R]),
-    equal to predict_grid on the expanded grid."""
+    equal to predict_grid on the expanded grid. `kernel`: the per-layout tail compiled (kernel.py, needs
+    numba), in numpy (False), or (None) compiled where it is already loaded in this process."""
     c, prec, m = opts.consts, opts.precision, model
     hw.peak(prec)
     sw = software_of(m, hw, opts)
@@ -86,25 +119,11 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
     Ts, T = at_u(ws.Ts)[u], at_u(ws.T)[u]
 
-    # ---- stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory
-    # ranks Q) lead, so their reductions run over contiguous slices
+    # ---- per base row: stage tables per (pp, vp), p2p, parameters and DP collectives of the memory ranks
     n_k = len(ws.layers)
-    cnt, has_emb, has_head, mult, pair = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
-    lead = lambda x, idx: np.ascontiguousarray(x.T[:, idx])[:, :, None]      # [P, S] -> [S, B, 1]
-    cnt = [lead(x, pair) for x in cnt]
-    mult = lead(mult, pair)
-    compute_s = (sum(cnt[i] * per_layer[i][u][None] for i in range(n_k))
-                 + lead(has_emb, pair) * embed[u][None, :, None] + lead(has_head, pair) * head[u][None, :, None])
+    sig = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
     p2p = pp_par.p2p_time(Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
-    pp_exp_s = exposed(p2p[None, :, None], compute_s, sw.pp_share)
-    on = mult > 0
-    t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
-    t_max = np.maximum.reduce(t_stage, axis=0)
-    t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
     col = lambda x: x[:, None]
-    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(pp), col(vp), col(nmb), sw.schedule)        # [B, R]
-
-    # ---- step end on the memory ranks: [Q, B], then [Q, B, R] per fsdp choice (predict._step_end)
     dpc, edp = dp * cp, f64((ti * ci * di) // (ei * xi))
     mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi)
     mem_cnt, rank = [x[mpair] for x in mcnt], mrank[mpair]                  # [B, Q]
@@ -118,6 +137,28 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                         K.OPTIMIZER_KERNELS, c_other)
     q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, len(mrank[0]))).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
+    tokens1 = float(gbs) * float(seq)
+    if kernel is None:
+        kernel = kernel_loaded()
+    if kernel and kernel_available():
+        return _kernel_tail(locals())
+
+    # ---- stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory
+    # ranks Q) lead, so their reductions run over contiguous slices
+    cnt, has_emb, has_head, mult, pair = sig
+    lead = lambda x, idx: np.ascontiguousarray(x.T[:, idx])[:, :, None]      # [P, S] -> [S, B, 1]
+    cnt = [lead(x, pair) for x in cnt]
+    mult = lead(mult, pair)
+    compute_s = (sum(cnt[i] * per_layer[i][u][None] for i in range(n_k))
+                 + lead(has_emb, pair) * embed[u][None, :, None] + lead(has_head, pair) * head[u][None, :, None])
+    pp_exp_s = exposed(p2p[None, :, None], compute_s, sw.pp_share)
+    on = mult > 0
+    t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
+    t_max = np.maximum.reduce(t_stage, axis=0)
+    t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
+    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(pp), col(vp), col(nmb), sw.schedule)        # [B, R]
+
+    # ---- step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end)
     rs3, ag3, opt3 = q3(rs), q3(ag), q3(opt_r)
     stage, nmb3 = t_max[None], nmb[None, :, None]
     plain = fsdp_t = None
@@ -169,3 +210,41 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
         total = weights + grads + optim + activations + logits + reserved
         mem[:, f] = np.maximum.reduce(total, axis=0)
     return Scores(step, tps, mem, hw.memory.hbm_bytes)
+
+
+def _kernel_tail(v: dict) -> Scores:
+    """The tail after the per-base-row tables, compiled (kernel.tail): the same statements as the numpy tail
+    above, one layout at a time."""
+    from . import kernel
+    m, ws, sw, c, B, F, R = v["m"], v["ws"], v["sw"], v["c"], v["B"], v["F"], v["R"]
+    f64, q3, col = v["f64"], v["q3"], v["col"]
+    u, rr, at_u = v["u"], v["rr"], v["at_u"]
+    p_dense, p_exp, shard, dpc, edp, cp = v["p_dense"], v["p_exp"], v["shard"], v["dpc"], v["edp"], v["cp"]
+    pp, vp, nmb, tp = v["pp"], v["vp"], v["nmb"], v["tp"]
+    q2 = lambda x: q3(x)[:, :, 0]
+    cnt, emb, hd, mult, pair = v["sig"]
+    kept, full_layer = [], 0.0
+    for layer in ws.layers:
+        k_, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
+        kept.append(at_u(k_, R))
+        full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
+    rank = v["rank"]
+    params = p_dense + p_exp
+    opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cp) + p_exp / col(edp), "none": params}[sw.optimizer_shard]
+    step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
+    kernel.tail(np.ascontiguousarray(np.stack(v["per_layer"])), np.ascontiguousarray(v["embed"]),
+                np.ascontiguousarray(v["head"]), u.astype(np.int64),
+                np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, pair.astype(np.int64),
+                f64(v["p2p"]), float(sw.pp_share), pp, vp, nmb, kernel.SCHEDULES.get(sw.schedule, 0),
+                float(pp_par.ZERO_BUBBLE_SHARE),
+                q2(v["rs"]), q2(v["ag"]), q2(v["opt_r"]), float(sw.dp_rs_share), float(sw.dp_ag_share),
+                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), v["fs"], float(c.step_overhead_s),
+                float(v["tokens1"]), float(v["gpus"]),
+                q2(params), q2(shard), q2(opt_group), float(v["wb"]), float(v["gb"]), float(K.ADAM_STATE_BYTES),
+                bool(sw.shards_grads),
+                np.ascontiguousarray(np.stack(v["mcnt"])), v["mpair"].astype(np.int64),
+                q2(pp_par.in_flight(col(pp), col(vp), col(nmb), rank)), q2(rank == col(pp) - 1), q2(rank == 0),
+                np.ascontiguousarray(np.stack(kept)), np.ascontiguousarray(np.broadcast_to(full_layer, (len(v["first"]),))),
+                rr[0] == FULL, int(ws.head.mtp_layers), K.BF16 * m.hidden_size * v["Ts"],
+                2 * K.FP32 * v["T"] * m.vocab_size / tp, float(c.reserved_bytes), step, tps, mem)
+    return Scores(step, tps, mem, v["hw"].memory.hbm_bytes)

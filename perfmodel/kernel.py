@@ -1,0 +1,123 @@
+"""The planner's per-layout tail as one compiled loop (numba): stage times, schedule, exposed DP time, the
+rank that finishes last, and the fullest rank's memory, for every layout of a product base x fsdp x
+recompute. score.py prepares the same per-combination and per-base-row tables for it as for its numpy tail
+and calls it where numba is installed (score.use_kernel); each statement below restates one line of that
+tail in the same order of operations (IEEE arithmetic, no fast-math), so the two agree bit for bit:
+tests/test_score.py asserts it on every sampled layout and fails when one changes without the other.
+
+Sources of the formulas, as in the numpy tail: overlap.exposed / exposed_shared (one overlap budget),
+parallel/pp.schedule_time (Narayanan et al. 2021 Eq. 1-2; Zero Bubble §3; DeepSeek-V3 §3.2.1),
+parallel/dp.exposed_plain / exposed_fsdp, memory.memory_per_gpu (Korthikanti et al. 2022; ZeRO).
+
+Why the dependency: numpy evaluates each term as a pass over arrays of every layout (memory traffic on
+temporaries, ~0.3 µs per layout here); one fused loop keeps a layout's values in registers. Loading numba
+and the cached machine code costs ~0.5 s per process, so score.py uses it only once it pays for itself.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+_saved = sys.modules.get("scipy", False)
+sys.modules["scipy"] = None          # type: ignore[assignment]  # numba's optional scipy BLAS bindings: not used here, 0.15 s to import
+try:
+    import numba
+finally:
+    if _saved is False:
+        del sys.modules["scipy"]
+    else:
+        sys.modules["scipy"] = _saved
+
+SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleaved formula (code 0)
+
+
+@numba.njit(cache=True, nogil=True)
+def tail(per_layer, embed, head, u,                                   # [K, U, R], [U], [U], [B]
+         cnt, emb, hd, mult, pair,                                    # [K, P, S], [P, S] x 3, [B]
+         p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B], float, [B] x 3, int, float
+         rs, ag, opt, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,
+         params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [Q, B] x 3
+         mcnt, mpair, in_flight, lastr, first, kept, full_layer, rec_full, mtp_layers, emb_act, logits, reserved,
+         step, tps, mem):
+    K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
+    act = np.empty(Q)
+    for b in range(B):
+        ub, pb = u[b], pair[b]
+        for r in range(R):
+            # stages (predict._stages): the slowest and the summed rank
+            t_max = -np.inf
+            t_sum = 0.0
+            for s in range(S):
+                c = 0.0
+                for k in range(K):
+                    c = c + cnt[k, pb, s] * per_layer[k, ub, r]
+                c = c + emb[pb, s] * embed[ub] + hd[pb, s] * head[ub]
+                x = (1.0 - pp_share) * p2p[b] + max(0.0, pp_share * p2p[b] - c)
+                on = mult[pb, s] > 0
+                t = c + x if on else -np.inf
+                if s == 0:
+                    t_max = t
+                    t_sum = mult[pb, s] * (t if on else 0.0)
+                else:
+                    t_max = max(t_max, t)
+                    t_sum = t_sum + mult[pb, s] * (t if on else 0.0)
+            # schedule (parallel/pp.schedule_time)
+            fill = max(0.0, pp[b] - nmb[b]) * (vp[b] - 1) / vp[b] * t_sum / pp[b]
+            bub = (t_sum - t_max) / vp[b] + fill
+            if schedule == 1:
+                bub = bub * zb_share
+            elif schedule == 2:
+                bub = bub * zb_share * max(pp[b] / 2 - 1, 0.0) / max(pp[b] - 1, 1.0)
+            pipeline = nmb[b] * t_max + bub if pp[b] > 1 else nmb[b] * t_max
+            # activations of the memory ranks (memory.memory_per_gpu)
+            for q in range(Q):
+                h = 0.0
+                for k in range(K):
+                    h = h + mcnt[k, mpair[b], q] * kept[k, ub, r]
+                a = h * in_flight[q, b]
+                if mtp_layers:
+                    a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, b] else 0.0)
+                a = a + (full_layer[ub] if rec_full[r] else 0.0)
+                a = a + (emb_act[b] if first[q, b] else 0.0)
+                act[q] = a
+            for f in range(F):
+                on_f = fs[f]
+                # exposed DP time on each memory rank (parallel/dp.py), the one that finishes last
+                best = 0.0
+                dsel = 0.0
+                osel = 0.0
+                for q in range(Q):
+                    if on_f:
+                        if per_microbatch:
+                            n_ag = nmb[b] * (2.0 if reshard else 1.0)
+                            n_rs = nmb[b]
+                        else:
+                            n_ag = 1.0 + 0 * nmb[b]
+                            n_rs = 1.0 + 0 * nmb[b]
+                        t_ag = n_ag * ag[q, b]
+                        t_rs = n_rs * rs[q, b]
+                        hideable = dp_ag_share * t_ag + dp_rs_share * t_rs
+                        spill = max(0.0, hideable - nmb[b] * t_max)
+                        f_ag = dp_ag_share * t_ag / hideable if hideable > 0 else 0.0
+                        f_rs = dp_rs_share * t_rs / hideable if hideable > 0 else 0.0
+                        d = ((1 - dp_ag_share) * t_ag + spill * f_ag) + ((1 - dp_rs_share) * t_rs + spill * f_rs)
+                    else:
+                        d = ((1.0 - dp_rs_share) * rs[q, b] + max(0.0, dp_rs_share * rs[q, b] - t_max * 2 / 3)
+                             + ((1.0 - dp_ag_share) * ag[q, b] + max(0.0, dp_ag_share * ag[q, b] - t_max / 3)))
+                    tot = d + opt[q, b]
+                    if q == 0 or tot > best:
+                        best, dsel, osel = tot, d, opt[q, b]
+                st = pipeline + dsel + osel + overhead
+                step[b, f, r] = st
+                tps[b, f, r] = tokens / (st * gpus)
+                # memory of the fullest rank
+                sharded = on_f and per_microbatch
+                m = 0.0
+                for q in range(Q):
+                    w = shard[q, b] * wb if sharded else params[q, b] * wb
+                    g = shard[q, b] * gb if (sharded or shards_grads) else params[q, b] * gb
+                    o = adam_bytes * (shard[q, b] if on_f else opt_group[q, b])
+                    tot = w + g + o + act[q] + (logits[b] if lastr[q, b] else 0.0) + reserved
+                    m = tot if q == 0 else max(m, tot)
+                mem[b, f, r] = m
