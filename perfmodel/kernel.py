@@ -38,12 +38,13 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
          p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B], float, [B] x 3, int, float
          rs, ag, opt, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,
          params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [Q, B] x 3
-         mcnt, mpair, in_flight, lastr, first, kept, full_layer, rec_full, mtp_layers, emb_act, logits, reserved,
+         mcnt, mpair, in_flight, lastr, first, kept,  # [K, P, Q], [B], [Q, B], [Q, P] x 2, [K, U, R]
+         full_layer, rec_full, mtp_layers, emb_act, logits, reserved,
          step, tps, mem):
     K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
     act = np.empty(Q)
     for b in range(B):
-        ub, pb = u[b], pair[b]
+        ub, pb, mb = u[b], pair[b], mpair[b]
         for r in range(R):
             # stages (predict._stages): the slowest and the summed rank
             t_max = -np.inf
@@ -74,12 +75,12 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
             for q in range(Q):
                 h = 0.0
                 for k in range(K):
-                    h = h + mcnt[k, mpair[b], q] * kept[k, ub, r]
+                    h = h + mcnt[k, mb, q] * kept[k, ub, r]
                 a = h * in_flight[q, b]
                 if mtp_layers:
-                    a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, b] else 0.0)
+                    a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, mb] else 0.0)
                 a = a + (full_layer[ub] if rec_full[r] else 0.0)
-                a = a + (emb_act[b] if first[q, b] else 0.0)
+                a = a + (emb_act[b] if first[q, mb] else 0.0)
                 act[q] = a
             for f in range(F):
                 on_f = fs[f]
@@ -118,6 +119,6 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                     w = shard[q, b] * wb if sharded else params[q, b] * wb
                     g = shard[q, b] * gb if (sharded or shards_grads) else params[q, b] * gb
                     o = adam_bytes * (shard[q, b] if on_f else opt_group[q, b])
-                    tot = w + g + o + act[q] + (logits[b] if lastr[q, b] else 0.0) + reserved
+                    tot = w + g + o + act[q] + (logits[b] if lastr[q, mb] else 0.0) + reserved
                     m = tot if q == 0 else max(m, tot)
                 mem[b, f, r] = m

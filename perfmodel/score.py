@@ -124,18 +124,28 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     sig = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
     p2p = pp_par.p2p_time(Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
     col = lambda x: x[:, None]
-    dpc, edp = dp * cp, f64((ti * ci * di) // (ei * xi))
+    # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
+    # (tp, cp, pp, vp, ep, etp), gathered back by `run`
+    chg = np.zeros(B, bool)
+    chg[0] = True
+    for x in (ti, ci, pi, vi, ei, xi):
+        chg[1:] |= x[1:] != x[:-1]
+    rows, run = np.flatnonzero(chg), np.cumsum(chg) - 1
+    tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
+    dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
     mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi)
-    mem_cnt, rank = [x[mpair] for x in mcnt], mrank[mpair]                  # [B, Q]
-    p_dense, p_exp = dp_par.rank_params(m, ws, mem_cnt, rank, col(pp))
-    p_dense, p_exp = p_dense / col(tp), p_exp / col(ep * etp)
+    rank = mrank[mpair]                                                    # [B, Q]
+    p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], rank[rows], col(pR))
+    p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tp), col(ep),
-                                         col(etp), hw)
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tR), col(eR),
+                                         col(xR), hw)
     shard = p_dense / col(dpc) + p_exp / col(edp)
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                         K.OPTIMIZER_KERNELS, c_other)
+    opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cR) + p_exp / col(edp), "none": p_dense + p_exp}[sw.optimizer_shard]
+    rs, ag, opt_r, shard, opt_group, p_dense, p_exp = (x[run] for x in (rs, ag, opt_r, shard, opt_group, p_dense, p_exp))
     q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, len(mrank[0]))).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
     tokens1 = float(gbs) * float(seq)
     if kernel is None:
@@ -183,7 +193,7 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
 
     # ---- memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
     params, shard3 = q3(p_dense + p_exp), q3(shard)
-    opt_group = {"dp_cp": shard3, "dp": q3(p_dense / col(dpc / cp) + p_exp / col(edp)), "none": params}[sw.optimizer_shard]
+    opt_group = q3(opt_group)
     held = 0.0
     full_layer = 0.0
     kept_u = []
@@ -191,7 +201,7 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     for k, layer in enumerate(ws.layers):
         kept, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
         kept_u.append(at_u(kept, R))
-        held = held + q3(mem_cnt[k]) * kept_u[-1][u][None]                    # [Q, B, R]
+        held = held + q3(mcnt[k][mpair]) * kept_u[-1][u][None]                    # [Q, B, R]
         full_layer = np.maximum(full_layer, at_u(fl, 1)[u][None])             # [1, B, 1]
     lastr = rank3 == pp[None, :, None] - 1
     activations = held * q3(pp_par.in_flight(col(pp), col(vp), col(nmb), rank))
@@ -219,7 +229,7 @@ def _kernel_tail(v: dict) -> Scores:
     m, ws, sw, c, B, F, R = v["m"], v["ws"], v["sw"], v["c"], v["B"], v["F"], v["R"]
     f64, q3, col = v["f64"], v["q3"], v["col"]
     u, rr, at_u = v["u"], v["rr"], v["at_u"]
-    p_dense, p_exp, shard, dpc, edp, cp = v["p_dense"], v["p_exp"], v["shard"], v["dpc"], v["edp"], v["cp"]
+    p_dense, p_exp, shard, opt_group = v["p_dense"], v["p_exp"], v["shard"], v["opt_group"]
     pp, vp, nmb, tp = v["pp"], v["vp"], v["nmb"], v["tp"]
     q2 = lambda x: q3(x)[:, :, 0]
     cnt, emb, hd, mult, pair = v["sig"]
@@ -230,7 +240,6 @@ def _kernel_tail(v: dict) -> Scores:
         full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
     rank = v["rank"]
     params = p_dense + p_exp
-    opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cp) + p_exp / col(edp), "none": params}[sw.optimizer_shard]
     step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
     kernel.tail(np.ascontiguousarray(np.stack(v["per_layer"])), np.ascontiguousarray(v["embed"]),
                 np.ascontiguousarray(v["head"]), u.astype(np.int64),
@@ -243,7 +252,8 @@ def _kernel_tail(v: dict) -> Scores:
                 q2(params), q2(shard), q2(opt_group), float(v["wb"]), float(v["gb"]), float(K.ADAM_STATE_BYTES),
                 bool(sw.shards_grads),
                 np.ascontiguousarray(np.stack(v["mcnt"])), v["mpair"].astype(np.int64),
-                q2(pp_par.in_flight(col(pp), col(vp), col(nmb), rank)), q2(rank == col(pp) - 1), q2(rank == 0),
+                q2(pp_par.in_flight(col(pp), col(vp), col(nmb), rank)), np.ascontiguousarray((v["mrank"] == v["mrank"][:, -1:]).T),
+                np.ascontiguousarray((v["mrank"] == 0).T),
                 np.ascontiguousarray(np.stack(kept)), np.ascontiguousarray(np.broadcast_to(full_layer, (len(v["first"]),))),
                 rr[0] == FULL, int(ws.head.mtp_layers), K.BF16 * m.hidden_size * v["Ts"],
                 2 * K.FP32 * v["T"] * m.vocab_size / tp, float(c.reserved_bytes), step, tps, mem)
