@@ -36,15 +36,15 @@ SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleav
 def tail(per_layer, embed, head, u,                                   # [K, U, R], [U], [U], [B]
          cnt, emb, hd, mult, pair,                                    # [K, P, S], [P, S] x 3, [B]
          p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B], float, [B] x 3, int, float
-         rs, ag, opt, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,
-         params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [Q, B] x 3
-         mcnt, mpair, in_flight, lastr, first, kept,  # [K, P, Q], [B], [Q, B], [Q, P] x 2, [K, U, R]
+         run, rs, ag, opt, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,
+         params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [B]; [Q, runs] x 6
+         mcnt, mpair, fl_idx, in_flight, lastr, first, kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
          full_layer, rec_full, mtp_layers, emb_act, logits, reserved,
          step, tps, mem):
     K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
     act = np.empty(Q)
     for b in range(B):
-        ub, pb, mb = u[b], pair[b], mpair[b]
+        ub, pb, mb, rb, fb = u[b], pair[b], mpair[b], run[b], fl_idx[b]
         for r in range(R):
             # stages (predict._stages): the slowest and the summed rank
             t_max = -np.inf
@@ -76,7 +76,7 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                 h = 0.0
                 for k in range(K):
                     h = h + mcnt[k, mb, q] * kept[k, ub, r]
-                a = h * in_flight[q, b]
+                a = h * in_flight[q, fb]
                 if mtp_layers:
                     a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, mb] else 0.0)
                 a = a + (full_layer[ub] if rec_full[r] else 0.0)
@@ -96,19 +96,19 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                         else:
                             n_ag = 1.0 + 0 * nmb[b]
                             n_rs = 1.0 + 0 * nmb[b]
-                        t_ag = n_ag * ag[q, b]
-                        t_rs = n_rs * rs[q, b]
+                        t_ag = n_ag * ag[q, rb]
+                        t_rs = n_rs * rs[q, rb]
                         hideable = dp_ag_share * t_ag + dp_rs_share * t_rs
                         spill = max(0.0, hideable - nmb[b] * t_max)
                         f_ag = dp_ag_share * t_ag / hideable if hideable > 0 else 0.0
                         f_rs = dp_rs_share * t_rs / hideable if hideable > 0 else 0.0
                         d = ((1 - dp_ag_share) * t_ag + spill * f_ag) + ((1 - dp_rs_share) * t_rs + spill * f_rs)
                     else:
-                        d = ((1.0 - dp_rs_share) * rs[q, b] + max(0.0, dp_rs_share * rs[q, b] - t_max * 2 / 3)
-                             + ((1.0 - dp_ag_share) * ag[q, b] + max(0.0, dp_ag_share * ag[q, b] - t_max / 3)))
-                    tot = d + opt[q, b]
+                        d = ((1.0 - dp_rs_share) * rs[q, rb] + max(0.0, dp_rs_share * rs[q, rb] - t_max * 2 / 3)
+                             + ((1.0 - dp_ag_share) * ag[q, rb] + max(0.0, dp_ag_share * ag[q, rb] - t_max / 3)))
+                    tot = d + opt[q, rb]
                     if q == 0 or tot > best:
-                        best, dsel, osel = tot, d, opt[q, b]
+                        best, dsel, osel = tot, d, opt[q, rb]
                 st = pipeline + dsel + osel + overhead
                 step[b, f, r] = st
                 tps[b, f, r] = tokens / (st * gpus)
@@ -116,9 +116,9 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                 sharded = on_f and per_microbatch
                 m = 0.0
                 for q in range(Q):
-                    w = shard[q, b] * wb if sharded else params[q, b] * wb
-                    g = shard[q, b] * gb if (sharded or shards_grads) else params[q, b] * gb
-                    o = adam_bytes * (shard[q, b] if on_f else opt_group[q, b])
+                    w = shard[q, rb] * wb if sharded else params[q, rb] * wb
+                    g = shard[q, rb] * gb if (sharded or shards_grads) else params[q, rb] * gb
+                    o = adam_bytes * (shard[q, rb] if on_f else opt_group[q, rb])
                     tot = w + g + o + act[q] + (logits[b] if lastr[q, mb] else 0.0) + reserved
                     m = tot if q == 0 else max(m, tot)
                 mem[b, f, r] = m

@@ -82,10 +82,13 @@ class Scores:
 
 
 def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray],
-                  fsdp: np.ndarray, rec: np.ndarray, opts: Options = Options(), kernel: bool | None = None) -> Scores:
+                  fsdp: np.ndarray, rec: np.ndarray, opts: Options = Options(), kernel: bool | None = None,
+                  cache: dict | None = None) -> Scores:
     """Step time, tokens/s/GPU and memory of every layout base[b] x fsdp[f] x rec[r] (shape [B, F, R]),
     equal to predict_grid on the expanded grid. `kernel`: the per-layout tail compiled (kernel.py, needs
-    numba), in numpy (False), or (None) compiled where it is already loaded in this process."""
+    numba), in numpy (False), or (None) compiled where it is already loaded in this process. `cache`: an
+    empty dict shared by the calls of one search (same model, hardware, options, GPUs, seq, fsdp and
+    recompute choices), which keeps the per-combination tables across its chunks."""
     c, prec, m = opts.consts, opts.precision, model
     hw.peak(prec)
     sw = software_of(m, hw, opts)
@@ -103,21 +106,22 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     low = prec not in ("bf16", "fp16")
     c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
 
-    # ---- layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column
+    # ---- layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
+    # search's `cache`, once per search
     full = lambda n, v: np.full(n, v, np.int64)
     zeros = np.zeros(B, np.int64)
     bgrid = LayoutGrid(gpus=full(B, gpus), gbs=full(B, gbs), seq=full(B, seq), tp=ti, pp=pi, vp=vi, cp=ci, ep=ei,
                        etp=xi, mbs=mi, fsdp=zeros.astype(bool), recompute=zeros)
-    first, u = workload.unique_layer_axes(bgrid)
-    U = len(first)
-    ws = workload.build(m, bgrid.take(first), low, imb, c, sw)
-    prices = _price_kinds(ws, hw, prec, c_layer, sw)
-    at_u = lambda x, *tail: np.broadcast_to(f64(x), (U, *tail))      # a per-combination value (maybe scalar)
+    build = lambda rows: _layer_tables(m, bgrid.take(rows), rec, hw, prec, low, imb, c, sw, c_layer, c_other)
+    if cache is None:
+        first, u = workload.unique_layer_axes(bgrid)
+        tab = build(first)
+    else:
+        tab, u = _cached_tables(cache, gpus, (ti, ci, ei, xi, mi), build)
+    ws = tab["ws"]
+    per_layer, kept_u, head, embed = list(tab["per_layer"]), list(tab["kept"]), tab["head"], tab["embed"]
+    Ts, T = tab["Ts"][u], tab["T"][u]
     rr = rec[None, :]
-    per_layer = [at_u(sum(p.parts.values()))[:, None]
-                 + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]   # [U, R]
-    head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
-    Ts, T = at_u(ws.Ts)[u], at_u(ws.T)[u]
 
     # ---- per base row: stage tables per (pp, vp), p2p, parameters and DP collectives of the memory ranks
     n_k = len(ws.layers)
@@ -134,8 +138,7 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
     dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
     mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi)
-    rank = mrank[mpair]                                                    # [B, Q]
-    p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], rank[rows], col(pR))
+    p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR))
     p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)
@@ -145,13 +148,21 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                         K.OPTIMIZER_KERNELS, c_other)
     opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cR) + p_exp / col(edp), "none": p_dense + p_exp}[sw.optimizer_shard]
-    rs, ag, opt_r, shard, opt_group, p_dense, p_exp = (x[run] for x in (rs, ag, opt_r, shard, opt_group, p_dense, p_exp))
+    # in-flight micro-batches per distinct ((pp, vp), micro-batch count)
+    nmb_u, nmb_code = np.unique(nmb, return_inverse=True)
+    fkey = mpair * len(nmb_u) + nmb_code.reshape(-1)
+    fl_u, fl_first, fl_idx = np.unique(fkey, return_index=True, return_inverse=True)
+    fl_idx = fl_idx.reshape(-1)
+    in_fl = pp_par.in_flight(col(pp[fl_first]), col(vp[fl_first]), col(nmb[fl_first]),
+                                mrank[mpair[fl_first]])                  # [FL, Q]
     q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, len(mrank[0]))).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
     tokens1 = float(gbs) * float(seq)
     if kernel is None:
         kernel = kernel_loaded()
     if kernel and kernel_available():
         return _kernel_tail(locals())
+
+    rs, ag, opt_r, shard, opt_group, p_dense, p_exp = (x[run] for x in (rs, ag, opt_r, shard, opt_group, p_dense, p_exp))
 
     # ---- stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory
     # ranks Q) lead, so their reductions run over contiguous slices
@@ -195,16 +206,12 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     params, shard3 = q3(p_dense + p_exp), q3(shard)
     opt_group = q3(opt_group)
     held = 0.0
-    full_layer = 0.0
-    kept_u = []
-    rank3 = q3(rank)
-    for k, layer in enumerate(ws.layers):
-        kept, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
-        kept_u.append(at_u(kept, R))
-        held = held + q3(mcnt[k][mpair]) * kept_u[-1][u][None]                    # [Q, B, R]
-        full_layer = np.maximum(full_layer, at_u(fl, 1)[u][None])             # [1, B, 1]
+    rank3 = q3(mrank[mpair])
+    for k in range(n_k):
+        held = held + q3(mcnt[k][mpair]) * kept_u[k][u][None]                   # [Q, B, R]
+    full_layer = tab["full_layer"][u][None, :, None]                             # [1, B, 1]
     lastr = rank3 == pp[None, :, None] - 1
-    activations = held * q3(pp_par.in_flight(col(pp), col(vp), col(nmb), rank))
+    activations = held * q3(in_fl[fl_idx])
     if ws.head.mtp_layers:
         activations = activations + np.where(lastr, ws.head.mtp_layers * kept_u[-1][u][None], 0.0)
     activations = activations + np.where(rr[None] == FULL, full_layer, 0.0)
@@ -227,34 +234,86 @@ def _kernel_tail(v: dict) -> Scores:
     above, one layout at a time."""
     from . import kernel
     m, ws, sw, c, B, F, R = v["m"], v["ws"], v["sw"], v["c"], v["B"], v["F"], v["R"]
-    f64, q3, col = v["f64"], v["q3"], v["col"]
-    u, rr, at_u = v["u"], v["rr"], v["at_u"]
-    p_dense, p_exp, shard, opt_group = v["p_dense"], v["p_exp"], v["shard"], v["opt_group"]
+    f64 = v["f64"]
+    u, rr, tab = v["u"], v["rr"], v["tab"]
+    p_dense, p_exp, shard, opt_group = v["p_dense"], v["p_exp"], v["shard"], v["opt_group"]     # per run
+    qr = lambda x: np.ascontiguousarray(x.T)                                                    # [runs, Q] -> [Q, runs]
     pp, vp, nmb, tp = v["pp"], v["vp"], v["nmb"], v["tp"]
-    q2 = lambda x: q3(x)[:, :, 0]
     cnt, emb, hd, mult, pair = v["sig"]
-    kept, full_layer = [], 0.0
-    for layer in ws.layers:
-        k_, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
-        kept.append(at_u(k_, R))
-        full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
-    rank = v["rank"]
     params = p_dense + p_exp
     step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
-    kernel.tail(np.ascontiguousarray(np.stack(v["per_layer"])), np.ascontiguousarray(v["embed"]),
-                np.ascontiguousarray(v["head"]), u.astype(np.int64),
+    kernel.tail(tab["per_layer"], tab["embed"], tab["head"], u.astype(np.int64),
                 np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, pair.astype(np.int64),
                 f64(v["p2p"]), float(sw.pp_share), pp, vp, nmb, kernel.SCHEDULES.get(sw.schedule, 0),
                 float(pp_par.ZERO_BUBBLE_SHARE),
-                q2(v["rs"]), q2(v["ag"]), q2(v["opt_r"]), float(sw.dp_rs_share), float(sw.dp_ag_share),
+                v["run"].astype(np.int64), qr(v["rs"]), qr(v["ag"]), qr(v["opt_r"]), float(sw.dp_rs_share),
+                float(sw.dp_ag_share),
                 bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), v["fs"], float(c.step_overhead_s),
                 float(v["tokens1"]), float(v["gpus"]),
-                q2(params), q2(shard), q2(opt_group), float(v["wb"]), float(v["gb"]), float(K.ADAM_STATE_BYTES),
+                qr(params), qr(shard), qr(opt_group), float(v["wb"]), float(v["gb"]), float(K.ADAM_STATE_BYTES),
                 bool(sw.shards_grads),
                 np.ascontiguousarray(np.stack(v["mcnt"])), v["mpair"].astype(np.int64),
-                q2(pp_par.in_flight(col(pp), col(vp), col(nmb), rank)), np.ascontiguousarray((v["mrank"] == v["mrank"][:, -1:]).T),
+                v["fl_idx"].astype(np.int64), qr(v["in_fl"]), np.ascontiguousarray((v["mrank"] == v["mrank"][:, -1:]).T),
                 np.ascontiguousarray((v["mrank"] == 0).T),
-                np.ascontiguousarray(np.stack(kept)), np.ascontiguousarray(np.broadcast_to(full_layer, (len(v["first"]),))),
+                tab["kept"], tab["full_layer"],
                 rr[0] == FULL, int(ws.head.mtp_layers), K.BF16 * m.hidden_size * v["Ts"],
                 2 * K.FP32 * v["T"] * m.vocab_size / tp, float(c.reserved_bytes), step, tps, mem)
     return Scores(step, tps, mem, v["hw"].memory.hbm_bytes)
+
+
+def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, c_other) -> dict:
+    """The per-combination tables of the layouts `rows` (one row per combination): each kind's seconds per
+    micro-batch under each recompute choice [K, U, R], its kept activation bytes [K, U, R], the largest full
+    layer's bytes [U], head and embedding seconds [U], tokens per micro-batch T and T / tp [U]."""
+    f64 = lambda x: np.asarray(x, dtype=float)
+    U = rows.n
+    ws = workload.build(m, rows, low, imb, c, sw)
+    prices = _price_kinds(ws, hw, prec, c_layer, sw)
+    at_u = lambda x, *tail: np.ascontiguousarray(np.broadcast_to(f64(x), (U, *tail)))   # maybe a scalar
+    rr = rec[None, :]
+    per_layer = [at_u(sum(p.parts.values()))[:, None]
+                 + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]   # [U, R]
+    head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
+    kept, full_layer = [], 0.0
+    for layer in ws.layers:
+        k_, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
+        kept.append(at_u(k_, len(rec)))
+        full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
+    return {"ws": ws, "per_layer": np.stack(per_layer), "kept": np.stack(kept), "full_layer": at_u(full_layer),
+            "head": head, "embed": embed, "Ts": at_u(ws.Ts), "T": at_u(ws.T)}
+
+
+TABLE_KEYS = ("per_layer", "kept", "full_layer", "head", "embed", "Ts", "T")
+_AXIS = {"per_layer": 1, "kept": 1}           # tables with the combination on their second axis
+
+
+def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarray]:
+    """(the search's tables, each base row's index into them): combinations seen in earlier chunks are
+    looked up, the new ones built (`build(rows)`) and appended. tp, cp, ep and etp divide the GPU count:
+    each is coded by its index among the divisors, mbs by its value, into one int64 key."""
+    div = np.flatnonzero(gpus % np.arange(1, gpus + 1) == 0) + 1 if "div" not in cache else cache["div"]
+    cache["div"] = div
+    key = np.zeros(len(cols[0]), np.int64)
+    for x in cols[:4]:
+        key = key * len(div) + np.searchsorted(div, x)
+    key = key * (1 << 16) + cols[4]
+    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    known = cache.get("keys", np.zeros(0, np.int64))
+    order = cache.get("order", np.zeros(0, np.int64))
+    pos = np.searchsorted(known[order], ukey) if known.size else np.zeros(ukey.size, np.int64)
+    hit = (pos < known.size) & (known[order][np.minimum(pos, max(known.size - 1, 0))] == ukey) if known.size \
+        else np.zeros(ukey.size, bool)
+    idx = np.empty(ukey.size, np.int64)
+    idx[hit] = order[pos[hit]]
+    new = np.flatnonzero(~hit)
+    if new.size:
+        t = build(first[new])
+        if "tab" not in cache:
+            cache["tab"] = t
+        else:
+            old = cache["tab"]
+            cache["tab"] = {"ws": old["ws"], **{k: np.concatenate([old[k], t[k]], axis=_AXIS.get(k, 0)) for k in TABLE_KEYS}}
+        idx[new] = known.size + np.arange(new.size)
+        known = np.concatenate([known, ukey[new]])
+        cache["keys"], cache["order"] = known, np.argsort(known, kind="stable")
+    return cache["tab"], idx[inv.reshape(-1)]

@@ -34,7 +34,7 @@ from .hardware import HardwareSpec
 from .layout import RECOMPUTE, Layout, LayoutGrid, legality
 from .model import ModelSpec
 from .predict import Options, Prediction, predict_grid
-from .score import score_product
+from .score import score_product, use_kernel
 
 Objective = Literal["throughput", "cost", "energy"]
 OBJECTIVES: tuple[str, ...] = ("throughput", "cost", "energy")
@@ -451,10 +451,13 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     # memory stays bounded: the base rows are streamed block by block, and only the running top K and
     # Pareto front are kept
     dup = s.fsdp.astype(bool)[None, :, None]          # _fsdp_duplicate on the product's axes
+    tables: dict = {}                                  # the per-combination prices, shared by the chunks
+    scored = 0
     for i, cols in enumerate(_rechunk(structural_blocks(model, s), step)):
         # structural_blocks applied every other rule (layout.legality included) to these base rows; the
         # product base x fsdp x recompute is scored on its axes (score.py), equal to predict_grid
-        sc = score_product(model, hw, gpus, gbs, seq, cols, s.fsdp, s.recompute, opts)
+        sc = score_product(model, hw, gpus, gbs, seq, cols, s.fsdp, s.recompute, opts, use_kernel(scored), tables)
+        scored += sc.step_time_s.size
         dp1 = (s.gpus // (cols["tp"] * cols["cp"] * cols["pp"]) == 1)[:, None, None]
         ok = np.broadcast_to(~(dup & dp1), sc.step_time_s.shape)
         legal += int(np.count_nonzero(ok))
