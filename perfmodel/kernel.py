@@ -15,9 +15,18 @@ and the cached machine code costs ~0.5 s per process, so score.py uses it only o
 """
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 import numpy as np
+
+# numba caches the compiled loop beside this file; where the package directory is read-only (a system
+# install), in perfmodel's cache directory instead (fncache.cache_dir), else it compiles in memory (~2 s)
+if "NUMBA_CACHE_DIR" not in os.environ and not os.access(Path(__file__).resolve().parent, os.W_OK):
+    from .fncache import cache_dir as _cache_dir
+    if _cache_dir() is not None:
+        os.environ["NUMBA_CACHE_DIR"] = str(_cache_dir() / "numba")
 
 _saved = sys.modules.get("scipy", False)
 sys.modules["scipy"] = None          # type: ignore[assignment]  # numba's optional scipy BLAS bindings: not used here, 0.15 s to import

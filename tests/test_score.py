@@ -6,6 +6,9 @@ without the other. Each case: base rows sampled from the planner's own enumerati
 crossed with every fsdp x recompute choice, and predicted both ways."""
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 import numpy as np
 import pytest
 
@@ -70,3 +73,51 @@ def test_score_product_takes_any_subset_of_choices():
     one = score_product(m, hw, 128, 256, 8192, base, np.array([1]), np.array([2, 0]))
     assert np.array_equal(one.step_time_s, full.step_time_s[:, [1]][:, :, [2, 0]])
     assert np.array_equal(one.memory_bytes_per_gpu, full.memory_bytes_per_gpu[:, [1]][:, :, [2, 0]])
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_kernel_equals_numpy_tail(case):
+    """kernel.py restates the numpy tail one layout at a time: the same bits on every sampled layout."""
+    pytest.importorskip("numba")
+    mid, hid, gpus, gbs, seq, opts = CASES[case]
+    m, hw = load_model(mid), load_hardware(hid)
+    s, base = _sample(m, gpus, gbs, seq, 400, 100 + case)
+    a = score_product(m, hw, gpus, gbs, seq, base, s.fsdp, s.recompute, opts, kernel=False)
+    b = score_product(m, hw, gpus, gbs, seq, base, s.fsdp, s.recompute, opts, kernel=True)
+    for x, y in ((a.step_time_s, b.step_time_s), (a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu),
+                 (a.memory_bytes_per_gpu, b.memory_bytes_per_gpu)):
+        assert np.array_equal(x, y), float((abs(x - y) / abs(x)).max())
+
+
+def test_search_tables_shared_across_chunks(monkeypatch):
+    """One search's chunks share the per-combination tables (score._cached_tables): every chunk size and
+    both tails give the same result as one chunk without the cache."""
+    m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
+    s = S.space(m, 64, 256, 4096)
+    base = S.structural(m, s)
+    ref = score_product(m, hw, 64, 256, 4096, base, s.fsdp, s.recompute, Options("bf16"), kernel=False)
+    kernels = [False, True] if importlib.util.find_spec("numba") else [False]
+    for kernel in kernels:
+        for step in (97, 1000):
+            cache: dict = {}
+            parts = [score_product(m, hw, 64, 256, 4096, {k: v[lo:lo + step] for k, v in base.items()}, s.fsdp,
+                                   s.recompute, Options("bf16"), kernel=kernel, cache=cache)
+                     for lo in range(0, len(base["tp"]), step)]
+            assert np.array_equal(np.concatenate([p.step_time_s for p in parts]), ref.step_time_s)
+            assert np.array_equal(np.concatenate([p.memory_bytes_per_gpu for p in parts]), ref.memory_bytes_per_gpu)
+            # every combination priced once: the table holds exactly the distinct (tp, cp, ep, etp, mbs)
+            combos = {tuple(r) for r in np.stack([base[k] for k in ("tp", "cp", "ep", "etp", "mbs")], 1).tolist()}
+            assert cache["keys"].size == len(combos) == cache["tab"]["head"].size
+
+
+def test_kernel_switch(monkeypatch):
+    """PERFMODEL_KERNEL=numpy never uses the kernel; otherwise a search turns to it once it pays (or at once
+    with =numba), where numba is installed."""
+    from perfmodel import score
+    for env, scored, want in (("numpy", 10**9, False), ("auto", 0, False), ("auto", score.KERNEL_PAYS_LAYOUTS, True),
+                              ("numba", 0, True)):
+        monkeypatch.setenv(score.KERNEL_ENV, env)
+        score.kernel_available.cache_clear()
+        monkeypatch.delitem(sys.modules, "perfmodel.kernel", raising=False)
+        assert score.use_kernel(scored) == (want and importlib.util.find_spec("numba") is not None)
+    score.kernel_available.cache_clear()
