@@ -52,8 +52,40 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
          step, tps, mem):
     K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
     act = np.empty(Q)
+    eh = np.empty(S)                                   # per base row: terms that do not depend on r or f
+    pa, pb_, fa, fr, fh, fga, fgr, wgo, lg = (np.empty(Q), np.empty(Q), np.empty(Q), np.empty(Q), np.empty(Q),
+                                              np.empty(Q), np.empty(Q), np.empty((F, Q)), np.empty(Q))
+    pa2, pb2 = np.empty(Q), np.empty(Q)
     for b in range(B):
         ub, pb, mb, rb, fb = u[b], pair[b], mpair[b], run[b], fl_idx[b]
+        for s in range(S):
+            eh[s] = emb[pb, s] * embed[ub]
+        x_fixed, x_share = (1.0 - pp_share) * p2p[b], pp_share * p2p[b]
+        if per_microbatch:
+            n_ag = nmb[b] * (2.0 if reshard else 1.0)
+            n_rs = nmb[b]
+        else:
+            n_ag = 1.0 + 0 * nmb[b]
+            n_rs = 1.0 + 0 * nmb[b]
+        for q in range(Q):
+            # distributed optimizer: overlap.exposed's two terms of the reduce-scatter and the all-gather
+            pa[q], pb_[q] = (1.0 - dp_rs_share) * rs[q, rb], dp_rs_share * rs[q, rb]
+            pa2[q], pb2[q] = (1.0 - dp_ag_share) * ag[q, rb], dp_ag_share * ag[q, rb]
+            # FSDP: overlap.exposed_shared's hideable seconds and each class's share of the spill
+            t_ag = n_ag * ag[q, rb]
+            t_rs = n_rs * rs[q, rb]
+            h = dp_ag_share * t_ag + dp_rs_share * t_rs
+            fh[q] = h
+            fa[q] = dp_ag_share * t_ag / h if h > 0 else 0.0
+            fr[q] = dp_rs_share * t_rs / h if h > 0 else 0.0
+            fga[q], fgr[q] = (1 - dp_ag_share) * t_ag, (1 - dp_rs_share) * t_rs
+            lg[q] = logits[b] if lastr[q, mb] else 0.0
+            for f in range(F):
+                sharded = fs[f] and per_microbatch
+                w = shard[q, rb] * wb if sharded else params[q, rb] * wb
+                g = shard[q, rb] * gb if (sharded or shards_grads) else params[q, rb] * gb
+                o = adam_bytes * (shard[q, rb] if fs[f] else opt_group[q, rb])
+                wgo[f, q] = w + g + o
         for r in range(R):
             # stages (predict._stages): the slowest and the summed rank
             t_max = -np.inf
@@ -62,8 +94,8 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                 c = 0.0
                 for k in range(K):
                     c = c + cnt[k, pb, s] * per_layer[k, ub, r]
-                c = c + emb[pb, s] * embed[ub] + hd[pb, s] * head[ub]
-                x = (1.0 - pp_share) * p2p[b] + max(0.0, pp_share * p2p[b] - c)
+                c = c + eh[s] + hd[pb, s] * head[ub]
+                x = x_fixed + max(0.0, x_share - c)
                 on = mult[pb, s] > 0
                 t = c + x if on else -np.inf
                 if s == 0:
@@ -91,30 +123,19 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                 a = a + (full_layer[ub] if rec_full[r] else 0.0)
                 a = a + (emb_act[b] if first[q, mb] else 0.0)
                 act[q] = a
+            window = nmb[b] * t_max
+            w_rs, w_ag = t_max * 2 / 3, t_max / 3
             for f in range(F):
-                on_f = fs[f]
                 # exposed DP time on each memory rank (parallel/dp.py), the one that finishes last
                 best = 0.0
                 dsel = 0.0
                 osel = 0.0
                 for q in range(Q):
-                    if on_f:
-                        if per_microbatch:
-                            n_ag = nmb[b] * (2.0 if reshard else 1.0)
-                            n_rs = nmb[b]
-                        else:
-                            n_ag = 1.0 + 0 * nmb[b]
-                            n_rs = 1.0 + 0 * nmb[b]
-                        t_ag = n_ag * ag[q, rb]
-                        t_rs = n_rs * rs[q, rb]
-                        hideable = dp_ag_share * t_ag + dp_rs_share * t_rs
-                        spill = max(0.0, hideable - nmb[b] * t_max)
-                        f_ag = dp_ag_share * t_ag / hideable if hideable > 0 else 0.0
-                        f_rs = dp_rs_share * t_rs / hideable if hideable > 0 else 0.0
-                        d = ((1 - dp_ag_share) * t_ag + spill * f_ag) + ((1 - dp_rs_share) * t_rs + spill * f_rs)
+                    if fs[f]:
+                        spill = max(0.0, fh[q] - window)
+                        d = (fga[q] + spill * fa[q]) + (fgr[q] + spill * fr[q])
                     else:
-                        d = ((1.0 - dp_rs_share) * rs[q, rb] + max(0.0, dp_rs_share * rs[q, rb] - t_max * 2 / 3)
-                             + ((1.0 - dp_ag_share) * ag[q, rb] + max(0.0, dp_ag_share * ag[q, rb] - t_max / 3)))
+                        d = (pa[q] + max(0.0, pb_[q] - w_rs)) + (pa2[q] + max(0.0, pb2[q] - w_ag))
                     tot = d + opt[q, rb]
                     if q == 0 or tot > best:
                         best, dsel, osel = tot, d, opt[q, rb]
@@ -122,12 +143,8 @@ def tail(per_layer, embed, head, u,                                   # [K, U, R
                 step[b, f, r] = st
                 tps[b, f, r] = tokens / (st * gpus)
                 # memory of the fullest rank
-                sharded = on_f and per_microbatch
                 m = 0.0
                 for q in range(Q):
-                    w = shard[q, rb] * wb if sharded else params[q, rb] * wb
-                    g = shard[q, rb] * gb if (sharded or shards_grads) else params[q, rb] * gb
-                    o = adam_bytes * (shard[q, rb] if on_f else opt_group[q, rb])
-                    tot = w + g + o + act[q] + (logits[b] if lastr[q, mb] else 0.0) + reserved
+                    tot = wgo[f, q] + act[q] + lg[q] + reserved
                     m = tot if q == 0 else max(m, tot)
                 mem[b, f, r] = m
