@@ -90,8 +90,7 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     empty dict shared by the calls of one search (same model, hardware, options, GPUs, seq, fsdp and
     recompute choices), which keeps the per-combination tables across its chunks."""
     c, prec, m = opts.consts, opts.precision, model
-    hw.peak(prec)
-    sw = software_of(m, hw, opts)
+    sw, c_layer, c_other, low, imb = _context(m, hw, opts)
     f64 = lambda x: np.asarray(x, dtype=float)
     fs = np.asarray(fsdp, dtype=bool)
     if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
@@ -102,16 +101,10 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     di = gpus // (ti * pi * ci)
     tp, cp, pp, vp, ep, etp, dp = (f64(x) for x in (ti, ci, pi, vi, ei, xi, di))
     nmb = np.maximum(f64(np.full(B, gbs)) / (dp * f64(mi)), 1.0)
-    imb = c.moe_imbalance if opts.routing == "real" else 1.0
-    low = prec not in ("bf16", "fp16")
-    c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
 
     # ---- layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
     # search's `cache`, once per search
-    full = lambda n, v: np.full(n, v, np.int64)
-    zeros = np.zeros(B, np.int64)
-    bgrid = LayoutGrid(gpus=full(B, gpus), gbs=full(B, gbs), seq=full(B, seq), tp=ti, pp=pi, vp=vi, cp=ci, ep=ei,
-                       etp=xi, mbs=mi, fsdp=zeros.astype(bool), recompute=zeros)
+    bgrid = _base_grid(gpus, gbs, seq, base)
     build = lambda rows: _layer_tables(m, bgrid.take(rows), rec, hw, prec, low, imb, c, sw, c_layer, c_other)
     if cache is None:
         first, u = workload.unique_layer_axes(bgrid)
@@ -126,7 +119,15 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     # ---- per base row: stage tables per (pp, vp), p2p, parameters and DP collectives of the memory ranks
     n_k = len(ws.layers)
     sig = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
-    p2p = pp_par.p2p_time(Ts, m.hidden_size, tp, cp, dp, pp, vp, hw)
+    # p2p depends on (tp, cp, pp, vp, mbs): once per run of equal (tp, cp, pp, vp) and mbs
+    pre = np.zeros(B, bool)
+    pre[0] = True
+    for x in (ti, ci, pi, vi):
+        pre[1:] |= x[1:] != x[:-1]
+    _, p_first, p_inv = np.unique((np.cumsum(pre) - 1) * (int(mi.max()) + 1) + mi, return_index=True,
+                                  return_inverse=True)
+    p2p = pp_par.p2p_time(Ts[p_first], m.hidden_size, tp[p_first], cp[p_first], dp[p_first], pp[p_first],
+                          vp[p_first], hw)[p_inv.reshape(-1)]
     col = lambda x: x[:, None]
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
     # (tp, cp, pp, vp, ep, etp), gathered back by `run`
@@ -261,6 +262,36 @@ def _kernel_tail(v: dict) -> Scores:
     return Scores(step, tps, mem, v["hw"].memory.hbm_bytes)
 
 
+def _context(m: ModelSpec, hw: HardwareSpec, opts: Options):
+    """(stack, layer constants, other constants, low precision, MoE imbalance) as predict_grid sets them."""
+    c = opts.consts
+    hw.peak(opts.precision)                  # a clear error when the GPU lacks the precision
+    sw = software_of(m, hw, opts)
+    c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
+    return sw, c_layer, c_other, opts.precision not in ("bf16", "fp16"), (c.moe_imbalance if opts.routing == "real" else 1.0)
+
+
+def _base_grid(gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray]) -> LayoutGrid:
+    B = len(base["tp"])
+    full = lambda v: np.full(B, v, np.int64)
+    zeros = np.zeros(B, np.int64)
+    return LayoutGrid(gpus=full(gpus), gbs=full(gbs), seq=full(seq), fsdp=zeros.astype(bool), recompute=zeros,
+                      **{k: np.asarray(base[k], dtype=np.int64) for k in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")})
+
+
+def prime(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray], rec,
+          opts: Options, cache: dict) -> None:
+    """Price the combinations of base rows `base` (an enumeration block, several chunks) into a search's
+    `cache` at once: one pricing pass instead of one per chunk."""
+    sw, c_layer, c_other, low, imb = _context(model, hw, opts)
+    bgrid = _base_grid(gpus, gbs, seq, base)
+    rec = np.asarray(rec, dtype=np.int64)
+    build = lambda rows: _layer_tables(model, bgrid.take(rows), rec, hw, opts.precision, low, imb, opts.consts, sw,
+                                       c_layer, c_other)
+    _cached_tables(cache, gpus, tuple(np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "ep", "etp", "mbs")),
+                   build)
+
+
 def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, c_other) -> dict:
     """The per-combination tables of the layouts `rows` (one row per combination): each kind's seconds per
     micro-batch under each recompute choice [K, U, R], its kept activation bytes [K, U, R], the largest full
@@ -297,9 +328,14 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
     for x in cols[:4]:
         key = key * len(div) + np.searchsorted(div, x)
     key = key * (1 << 16) + cols[4]
-    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
     known = cache.get("keys", np.zeros(0, np.int64))
     order = cache.get("order", np.zeros(0, np.int64))
+    if known.size:                                     # every combination seen before (a primed chunk)
+        srt = cache["sorted"]
+        pos = np.minimum(np.searchsorted(srt, key), srt.size - 1)
+        if np.array_equal(srt[pos], key):
+            return cache["tab"], order[pos]
+    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
     pos = np.searchsorted(known[order], ukey) if known.size else np.zeros(ukey.size, np.int64)
     hit = (pos < known.size) & (known[order][np.minimum(pos, max(known.size - 1, 0))] == ukey) if known.size \
         else np.zeros(ukey.size, bool)
@@ -316,4 +352,5 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
         idx[new] = known.size + np.arange(new.size)
         known = np.concatenate([known, ukey[new]])
         cache["keys"], cache["order"] = known, np.argsort(known, kind="stable")
+        cache["sorted"] = known[cache["order"]]
     return cache["tab"], idx[inv.reshape(-1)]

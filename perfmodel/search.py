@@ -34,7 +34,7 @@ from .hardware import HardwareSpec
 from .layout import RECOMPUTE, Layout, LayoutGrid, legality
 from .model import ModelSpec
 from .predict import Options, Prediction, predict_grid
-from .score import score_product, use_kernel
+from .score import prime, score_product, use_kernel
 
 Objective = Literal["throughput", "cost", "energy"]
 OBJECTIVES: tuple[str, ...] = ("throughput", "cost", "energy")
@@ -453,7 +453,12 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     dup = s.fsdp.astype(bool)[None, :, None]          # _fsdp_duplicate on the product's axes
     tables: dict = {}                                  # the per-combination prices, shared by the chunks
     scored = 0
-    for i, cols in enumerate(_rechunk(structural_blocks(model, s), step)):
+    def primed(blocks: Iterable[Cols]) -> Iterator[Cols]:
+        for b in blocks:                               # each block's prices at once, before its chunks
+            prime(model, hw, gpus, gbs, seq, b, s.recompute, opts, tables)
+            yield b
+
+    for i, cols in enumerate(_rechunk(primed(structural_blocks(model, s)), step)):
         # structural_blocks applied every other rule (layout.legality included) to these base rows; the
         # product base x fsdp x recompute is scored on its axes (score.py), equal to predict_grid
         sc = score_product(model, hw, gpus, gbs, seq, cols, s.fsdp, s.recompute, opts, use_kernel(scored), tables)
