@@ -119,15 +119,22 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     # ---- per base row: stage tables per (pp, vp), p2p, parameters and DP collectives of the memory ranks
     n_k = len(ws.layers)
     sig = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
-    # p2p depends on (tp, cp, pp, vp, mbs): once per run of equal (tp, cp, pp, vp) and mbs
+    # p2p and the in-flight micro-batches depend on (tp, cp, pp, vp, mbs) (dp follows): once per run of equal
+    # (tp, cp, pp, vp) and mbs, found with a lookup table (no sort)
     pre = np.zeros(B, bool)
     pre[0] = True
     for x in (ti, ci, pi, vi):
         pre[1:] |= x[1:] != x[:-1]
-    _, p_first, p_inv = np.unique((np.cumsum(pre) - 1) * (int(mi.max()) + 1) + mi, return_index=True,
-                                  return_inverse=True)
+    pkey = (np.cumsum(pre) - 1) * (int(mi.max()) + 1) + mi
+    seen = np.zeros(int(pkey.max()) + 1, np.intp)
+    seen[pkey] = 1
+    ukeys = np.flatnonzero(seen)
+    seen[ukeys] = np.arange(ukeys.size)
+    p_inv = seen[pkey]
+    p_first = np.empty(ukeys.size, np.intp)
+    p_first[p_inv[::-1]] = np.arange(B - 1, -1, -1)
     p2p = pp_par.p2p_time(Ts[p_first], m.hidden_size, tp[p_first], cp[p_first], dp[p_first], pp[p_first],
-                          vp[p_first], hw)[p_inv.reshape(-1)]
+                          vp[p_first], hw)[p_inv]
     col = lambda x: x[:, None]
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
     # (tp, cp, pp, vp, ep, etp), gathered back by `run`
@@ -149,13 +156,8 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                         K.OPTIMIZER_KERNELS, c_other)
     opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cR) + p_exp / col(edp), "none": p_dense + p_exp}[sw.optimizer_shard]
-    # in-flight micro-batches per distinct ((pp, vp), micro-batch count)
-    nmb_u, nmb_code = np.unique(nmb, return_inverse=True)
-    fkey = mpair * len(nmb_u) + nmb_code.reshape(-1)
-    fl_u, fl_first, fl_idx = np.unique(fkey, return_index=True, return_inverse=True)
-    fl_idx = fl_idx.reshape(-1)
-    in_fl = pp_par.in_flight(col(pp[fl_first]), col(vp[fl_first]), col(nmb[fl_first]),
-                                mrank[mpair[fl_first]])                  # [FL, Q]
+    in_fl = pp_par.in_flight(col(pp[p_first]), col(vp[p_first]), col(nmb[p_first]), mrank[mpair[p_first]])  # [PK, Q]
+    fl_idx = p_inv
     q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, len(mrank[0]))).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
     tokens1 = float(gbs) * float(seq)
     if kernel is None:
