@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from perfmodel import search as S  # noqa: E402
 from perfmodel.api import load_hardware, load_model  # noqa: E402
 from perfmodel.predict import Options, predict_grid  # noqa: E402
+from perfmodel import score  # noqa: E402
 from perfmodel.score import score_product  # noqa: E402
 
 JOBS = [("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096), ("llama3.1-405b", "h100-sxm", 16384, 16384, 8192)]
@@ -116,32 +117,43 @@ def bench(model: str, hardware: str, gpus: int, gbs: int, seq: int, repeat: int,
     and (check) the scorer against predict_grid on every legal layout."""
     m, hw, opts = load_model(model), load_hardware(hardware), Options("bf16")
     S.search(m, hw, 64, 512, seq, opts)                       # warm caches (spec loading, formulas, placements)
-    S.search(m, hw, gpus, gbs, seq, opts)
-    best, cpu = None, float("inf")
-    for _ in range(repeat):
-        c0 = time.process_time()
-        r = S.search(m, hw, gpus, gbs, seq, opts)
-        cpu = min(cpu, time.process_time() - c0)
-        best = r if best is None or r.seconds < best.seconds else best
-    assert best is not None and best.top is not None
     print(f"{model} on {gpus} x {hardware}, gbs {gbs}, seq {seq}, bf16 (best of {repeat}):")
-    print(f"  candidates {best.evaluated:,}  legal (scored) {best.legal:,}  fit {best.fits:,}")
-    print(f"  search {cpu:.3f} CPU s ({best.seconds:.3f} s wall) -> {best.legal / cpu:,.0f} legal layouts per CPU s")
+    for tail in (["numpy", "numba"] if score._numba_installed() else ["numpy"]):
+        os.environ[score.KERNEL_ENV] = tail                   # the whole search on one tail (kernel loaded, warm)
+        S.search(m, hw, gpus, gbs, seq, opts)
+        best, cpu = None, float("inf")
+        for _ in range(repeat):
+            c0 = time.process_time()
+            r = S.search(m, hw, gpus, gbs, seq, opts)
+            cpu = min(cpu, time.process_time() - c0)
+            best = r if best is None or r.seconds < best.seconds else best
+        assert best is not None and best.top is not None
+        print(f"  candidates {best.evaluated:,}  legal (scored) {best.legal:,}  fit {best.fits:,}")
+        print(f"  search, {tail} tail: {cpu:.3f} CPU s ({best.seconds:.3f} s wall) -> {best.legal / cpu:,.0f} legal "
+              f"layouts per CPU s")
+    os.environ.pop(score.KERNEL_ENV)
     print(f"  best: {best.top.layouts.layout(0)}  {best.top.tokens_per_s_per_gpu[0]:,.0f} tok/s/GPU")
 
-    # the scorer alone, on the planner's chunks (enumeration apart)
+    # the scorer alone, on the planner's chunks (enumeration apart; pricing included, once per enumeration
+    # block as search does): the numpy tail and, where numba is installed, the compiled one
     s = S.space(m, gpus, gbs, seq)
     c0 = time.process_time()
-    blocks = list(S._rechunk(S.structural_blocks(m, s), max(1, S.SCORE_CHUNK // (len(s.fsdp) * len(s.recompute)))))
+    enum = list(S.structural_blocks(m, s))
+    blocks = list(S._rechunk(iter(enum), max(1, S.SCORE_CHUNK // (len(s.fsdp) * len(s.recompute)))))
     t_enum = time.process_time() - c0
-    t_score, n = float("inf"), 0
-    for _ in range(repeat):
-        c0 = time.process_time()
-        scores = [score_product(m, hw, gpus, gbs, seq, b, s.fsdp, s.recompute, opts) for b in blocks]
-        t_score = min(t_score, time.process_time() - c0)
-    n = sum(x.step_time_s.size for x in scores)
-    print(f"  enumeration {t_enum:.3f} CPU s; score_product {t_score:.3f} CPU s for {n:,} layouts (fsdp duplicates "
-          f"included) -> {n / t_score:,.0f} layouts per CPU s")
+    for kernel in ([False, True] if score.kernel_available() else [False]):
+        score_product(m, hw, gpus, gbs, seq, blocks[0], s.fsdp, s.recompute, opts, kernel=kernel)   # loaded, warm
+        t_score = float("inf")
+        for _ in range(repeat):
+            c0 = time.process_time()
+            cache: dict = {}
+            for b in enum:
+                score.prime(m, hw, gpus, gbs, seq, b, s.recompute, opts, cache)
+            scores = [score_product(m, hw, gpus, gbs, seq, b, s.fsdp, s.recompute, opts, kernel, cache) for b in blocks]
+            t_score = min(t_score, time.process_time() - c0)
+        n = sum(x.step_time_s.size for x in scores)
+        print(f"  scoring ({'compiled kernel' if kernel else 'numpy tail'}): {t_score:.3f} CPU s for {n:,} layouts (fsdp "
+              f"duplicates included) -> {n / t_score:,.0f} layouts per CPU s; enumeration {t_enum:.3f} CPU s")
     if not check:
         return
     worst, c0 = 0.0, time.process_time()

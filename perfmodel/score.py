@@ -43,11 +43,13 @@ KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see u
 
 
 @lru_cache(maxsize=1)
+def _numba_installed() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
 def kernel_available() -> bool:
     """numba installed and not switched off ($PERFMODEL_KERNEL=numpy)."""
-    if os.environ.get(KERNEL_ENV, "auto").lower() == "numpy":
-        return False
-    return importlib.util.find_spec("numba") is not None
+    return os.environ.get(KERNEL_ENV, "auto").lower() != "numpy" and _numba_installed()
 
 
 def kernel_loaded() -> bool:

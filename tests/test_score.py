@@ -117,7 +117,5 @@ def test_kernel_switch(monkeypatch):
     for env, scored, want in (("numpy", 10**9, False), ("auto", 0, False), ("auto", score.KERNEL_PAYS_LAYOUTS, True),
                               ("numba", 0, True)):
         monkeypatch.setenv(score.KERNEL_ENV, env)
-        score.kernel_available.cache_clear()
         monkeypatch.delitem(sys.modules, "perfmodel.kernel", raising=False)
         assert score.use_kernel(scored) == (want and importlib.util.find_spec("numba") is not None)
-    score.kernel_available.cache_clear()
