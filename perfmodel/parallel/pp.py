@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import comm
 from .. import constants as K
+from ..topology import _codes
 
 
 def chunk_layers(L: int, pp: int, vp: int) -> list[int]:
@@ -75,7 +76,12 @@ def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int) -> tuple[
 
 def _pairs(pp: np.ndarray, vp: np.ndarray):
     """The distinct (pp, vp) pairs and each layout's index into them (one 1-D unique on an integer key)."""
-    key = np.asarray(pp, dtype=np.int64) * (1 << 32) + np.asarray(vp, dtype=np.int64)
+    p, v = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
+    radix = int(v.max()) + 1 if v.size else 1
+    if p.size and int(p.max()) * radix < 1 << 22:             # small keys: a lookup table, not a sort
+        u, inv = _codes(p * radix + v)
+        return [(int(k // radix), int(k % radix)) for k in u], inv.reshape(-1)
+    key = p * (1 << 32) + v
     u, inv = np.unique(key, return_inverse=True)
     return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
 
