@@ -37,7 +37,9 @@ from .model import ModelSpec
 from .overlap import exposed
 from .parallel import dp as dp_par, pp as pp_par, recompute
 from .parallel.recompute import FULL
+from .calibration import Constants
 from .predict import Options, _price_head, _price_kinds, software_of
+from .software import Software
 
 KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
 
@@ -91,20 +93,78 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     numba), in numpy (False), or (None) compiled where it is already loaded in this process. `cache`: an
     empty dict shared by the calls of one search (same model, hardware, options, GPUs, seq, fsdp and
     recompute choices), which keeps the per-combination tables across its chunks."""
-    c, prec, m = opts.consts, opts.precision, model
+    t = _tables(model, hw, gpus, gbs, seq, base, fsdp, rec, opts, cache)
+    if kernel is None:
+        kernel = kernel_loaded()
+    return _kernel_tail(t) if kernel and kernel_available() else _numpy_tail(t)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """What both tails read: per combination (index u per base row), per (pp, vp) pair, per run of equal
+    (tp, cp, pp, vp, ep, etp) (`run`), per (tp, cp, pp, vp, mbs) (`fl`), per base row."""
+    m: ModelSpec
+    sw: Software
+    c: Constants
+    hbm: float
+    fs: np.ndarray            # [F] fsdp choices as the stack runs them
+    rec: np.ndarray           # [R]
+    n_kinds: int
+    mtp_layers: int
+    tab: dict                 # per combination: _layer_tables
+    u: np.ndarray             # [B] -> combination
+    sig: tuple                # pp.signature_table: cnt [K][P, S], embedding, head, multiplicity [P, S], pair [B]
+    mcnt: list                # pp.memory_rank_table: layers per kind [K][P2, Q], rank [P2, Q], pair [B]
+    mrank: np.ndarray
+    mpair: np.ndarray
+    run: np.ndarray           # [B] -> run
+    rs: np.ndarray            # [runs, Q] DP reduce-scatter, all-gather, optimizer seconds
+    ag: np.ndarray
+    opt: np.ndarray
+    params: np.ndarray        # [runs, Q] parameters, their shard, the optimizer's group
+    shard: np.ndarray
+    opt_group: np.ndarray
+    fl: np.ndarray            # [B] -> in-flight row
+    in_fl: np.ndarray         # [FL, Q] micro-batches in flight on the memory ranks
+    tp: np.ndarray            # [B]
+    pp: np.ndarray
+    vp: np.ndarray
+    nmb: np.ndarray
+    p2p: np.ndarray
+    Ts: np.ndarray
+    T: np.ndarray
+    wb: float
+    gb: float
+    tokens: float
+    gpus: float
+
+
+def _runs(*cols: np.ndarray) -> np.ndarray:
+    """True where a row starts a run of equal `cols` (the enumeration keeps equal prefixes together)."""
+    new = np.zeros(len(cols[0]), bool)
+    new[0] = True
+    for x in cols:
+        new[1:] |= x[1:] != x[:-1]
+    return new
+
+
+def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray], fsdp, rec,
+            opts: Options, cache: dict | None) -> _Tables:
+    c, prec = opts.consts, opts.precision
     sw, c_layer, c_other, low, imb = _context(m, hw, opts)
     f64 = lambda x: np.asarray(x, dtype=float)
+    col = lambda x: x[:, None]
     fs = np.asarray(fsdp, dtype=bool)
     if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
         fs = np.ones(fs.shape, bool)
     rec = np.asarray(rec, dtype=np.int64)
-    B, F, R = len(base["tp"]), len(fs), len(rec)
+    B = len(base["tp"])
     ti, ci, pi, vi, ei, xi, mi = (np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs"))
     di = gpus // (ti * pi * ci)
-    tp, cp, pp, vp, ep, etp, dp = (f64(x) for x in (ti, ci, pi, vi, ei, xi, di))
+    tp, cp, pp, vp, dp = (f64(x) for x in (ti, ci, pi, vi, di))
     nmb = np.maximum(f64(np.full(B, gbs)) / (dp * f64(mi)), 1.0)
 
-    # ---- layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
+    # layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
     # search's `cache`, once per search
     bgrid = _base_grid(gpus, gbs, seq, base)
     build = lambda rows: _layer_tables(m, bgrid.take(rows), rec, hw, prec, low, imb, c, sw, c_layer, c_other)
@@ -114,36 +174,24 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     else:
         tab, u = _cached_tables(cache, gpus, (ti, ci, ei, xi, mi), build)
     ws = tab["ws"]
-    per_layer, kept_u, head, embed = list(tab["per_layer"]), list(tab["kept"]), tab["head"], tab["embed"]
-    Ts, T = tab["Ts"][u], tab["T"][u]
-    rr = rec[None, :]
-
-    # ---- per base row: stage tables per (pp, vp), p2p, parameters and DP collectives of the memory ranks
     n_k = len(ws.layers)
-    sig = pp_par.signature_table(ws.layer_kinds, n_k, pi, vi)
+    Ts, T = tab["Ts"][u], tab["T"][u]
+
     # p2p and the in-flight micro-batches depend on (tp, cp, pp, vp, mbs) (dp follows): once per run of equal
     # (tp, cp, pp, vp) and mbs, found with a lookup table (no sort)
-    pre = np.zeros(B, bool)
-    pre[0] = True
-    for x in (ti, ci, pi, vi):
-        pre[1:] |= x[1:] != x[:-1]
-    pkey = (np.cumsum(pre) - 1) * (int(mi.max()) + 1) + mi
+    pkey = (np.cumsum(_runs(ti, ci, pi, vi)) - 1) * (int(mi.max()) + 1) + mi
     seen = np.zeros(int(pkey.max()) + 1, np.intp)
     seen[pkey] = 1
     ukeys = np.flatnonzero(seen)
     seen[ukeys] = np.arange(ukeys.size)
-    p_inv = seen[pkey]
-    p_first = np.empty(ukeys.size, np.intp)
-    p_first[p_inv[::-1]] = np.arange(B - 1, -1, -1)
-    p2p = pp_par.p2p_time(Ts[p_first], m.hidden_size, tp[p_first], cp[p_first], dp[p_first], pp[p_first],
-                          vp[p_first], hw)[p_inv]
-    col = lambda x: x[:, None]
+    fl = seen[pkey]
+    one = np.empty(ukeys.size, np.intp)
+    one[fl[::-1]] = np.arange(B - 1, -1, -1)                  # a representative row of each
+    p2p = pp_par.p2p_time(Ts[one], m.hidden_size, tp[one], cp[one], dp[one], pp[one], vp[one], hw)[fl]
+
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
     # (tp, cp, pp, vp, ep, etp), gathered back by `run`
-    chg = np.zeros(B, bool)
-    chg[0] = True
-    for x in (ti, ci, pi, vi, ei, xi):
-        chg[1:] |= x[1:] != x[:-1]
+    chg = _runs(ti, ci, pi, vi, ei, xi)
     rows, run = np.flatnonzero(chg), np.cumsum(chg) - 1
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
     dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
@@ -155,41 +203,45 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
     rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tR), col(eR),
                                          col(xR), hw)
     shard = p_dense / col(dpc) + p_exp / col(edp)
-    opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
-                        K.OPTIMIZER_KERNELS, c_other)
+    opt = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
+                      K.OPTIMIZER_KERNELS, c_other)
     opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cR) + p_exp / col(edp), "none": p_dense + p_exp}[sw.optimizer_shard]
-    in_fl = pp_par.in_flight(col(pp[p_first]), col(vp[p_first]), col(nmb[p_first]), mrank[mpair[p_first]])  # [PK, Q]
-    fl_idx = p_inv
-    q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, len(mrank[0]))).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
-    tokens1 = float(gbs) * float(seq)
-    if kernel is None:
-        kernel = kernel_loaded()
-    if kernel and kernel_available():
-        return _kernel_tail(locals())
+    in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]])      # [FL, Q]
+    return _Tables(m, sw, c, hw.memory.hbm_bytes, fs, rec, n_k, int(ws.head.mtp_layers), tab, u,
+                   pp_par.signature_table(ws.layer_kinds, n_k, pi, vi), mcnt, mrank, mpair, run, rs, ag, opt,
+                   p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, Ts, T, wb, gb,
+                   float(gbs) * float(seq), float(gpus))
 
-    rs, ag, opt_r, shard, opt_group, p_dense, p_exp = (x[run] for x in (rs, ag, opt_r, shard, opt_group, p_dense, p_exp))
 
-    # ---- stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory
-    # ranks Q) lead, so their reductions run over contiguous slices
-    cnt, has_emb, has_head, mult, pair = sig
-    lead = lambda x, idx: np.ascontiguousarray(x.T[:, idx])[:, :, None]      # [P, S] -> [S, B, 1]
-    cnt = [lead(x, pair) for x in cnt]
-    mult = lead(mult, pair)
-    compute_s = (sum(cnt[i] * per_layer[i][u][None] for i in range(n_k))
-                 + lead(has_emb, pair) * embed[u][None, :, None] + lead(has_head, pair) * head[u][None, :, None])
-    pp_exp_s = exposed(p2p[None, :, None], compute_s, sw.pp_share)
+def _numpy_tail(t: _Tables) -> Scores:
+    """Stage times, schedule, exposed DP time and memory of every layout, in numpy."""
+    m, sw, c, tab, u = t.m, t.sw, t.c, t.tab, t.u
+    B, F, R, Q = len(u), len(t.fs), len(t.rec), t.mrank.shape[1]
+    col = lambda x: x[:, None]
+    q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, Q)).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
+    per_layer, kept = list(tab["per_layer"]), list(tab["kept"])
+    rr = t.rec[None, :]
+
+    # stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory ranks
+    # Q) lead, so their reductions run over contiguous slices
+    cnt, has_emb, has_head, mult, pair = t.sig
+    lead = lambda x: np.ascontiguousarray(x.T[:, pair])[:, :, None]      # [P, S] -> [S, B, 1]
+    cnt, mult = [lead(x) for x in cnt], lead(mult)
+    compute_s = (sum(cnt[i] * per_layer[i][u][None] for i in range(t.n_kinds))
+                 + lead(has_emb) * tab["embed"][u][None, :, None] + lead(has_head) * tab["head"][u][None, :, None])
+    pp_exp_s = exposed(t.p2p[None, :, None], compute_s, sw.pp_share)
     on = mult > 0
     t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
     t_max = np.maximum.reduce(t_stage, axis=0)
     t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
-    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(pp), col(vp), col(nmb), sw.schedule)        # [B, R]
+    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), sw.schedule)    # [B, R]
 
-    # ---- step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end)
-    rs3, ag3, opt3 = q3(rs), q3(ag), q3(opt_r)
-    stage, nmb3 = t_max[None], nmb[None, :, None]
+    # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end)
+    rs3, ag3, opt3 = (q3(x[t.run]) for x in (t.rs, t.ag, t.opt))
+    stage, nmb3 = t_max[None], t.nmb[None, :, None]
     plain = fsdp_t = None
     step = np.empty((B, F, R))
-    for f, on_f in enumerate(fs):
+    for f, on_f in enumerate(t.fs):
         if on_f:
             fsdp_t = dp_par.exposed_fsdp(rs3, ag3, stage, nmb3, sw) if fsdp_t is None else fsdp_t
             dp_r = fsdp_t
@@ -198,72 +250,61 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
             dp_r = plain
         # the rank that finishes last (np.argmax's rule: the first of equal ones)
         best, dp_comm, optimizer = dp_r[0] + opt3[0], dp_r[0], opt3[0]
-        for q in range(1, dp_r.shape[0]):
+        for q in range(1, Q):
             tot = dp_r[q] + opt3[q]
             later = tot > best
             best, dp_comm, optimizer = (np.where(later, tot, best), np.where(later, dp_r[q], dp_comm),
                                         np.where(later, opt3[q], optimizer))
         step[:, f] = pipeline + dp_comm + optimizer + c.step_overhead_s
-    tokens = f64(np.full(B, gbs)) * f64(np.full(B, seq))
-    tps = tokens[:, None, None] / (step * f64(np.full(B, gpus))[:, None, None])
+    tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
-    # ---- memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
-    params, shard3 = q3(p_dense + p_exp), q3(shard)
-    opt_group = q3(opt_group)
+    # memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
+    params, shard3, opt_group = (q3(x[t.run]) for x in (t.params, t.shard, t.opt_group))
     held = 0.0
-    rank3 = q3(mrank[mpair])
-    for k in range(n_k):
-        held = held + q3(mcnt[k][mpair]) * kept_u[k][u][None]                   # [Q, B, R]
-    full_layer = tab["full_layer"][u][None, :, None]                             # [1, B, 1]
-    lastr = rank3 == pp[None, :, None] - 1
-    activations = held * q3(in_fl[fl_idx])
-    if ws.head.mtp_layers:
-        activations = activations + np.where(lastr, ws.head.mtp_layers * kept_u[-1][u][None], 0.0)
-    activations = activations + np.where(rr[None] == FULL, full_layer, 0.0)
-    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[None, :, None], 0.0)
-    logits = np.where(lastr, 2 * K.FP32 * T[None, :, None] * m.vocab_size / tp[None, :, None], 0.0)
+    rank3 = q3(t.mrank[t.mpair])
+    for k in range(t.n_kinds):
+        held = held + q3(t.mcnt[k][t.mpair]) * kept[k][u][None]                 # [Q, B, R]
+    lastr = rank3 == t.pp[None, :, None] - 1
+    activations = held * q3(t.in_fl[t.fl])
+    if t.mtp_layers:
+        activations = activations + np.where(lastr, t.mtp_layers * kept[-1][u][None], 0.0)
+    activations = activations + np.where(rr[None] == FULL, tab["full_layer"][u][None, :, None], 0.0)
+    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * t.Ts[None, :, None], 0.0)
+    logits = np.where(lastr, 2 * K.FP32 * t.T[None, :, None] * m.vocab_size / t.tp[None, :, None], 0.0)
     reserved = c.reserved_bytes + 0 * rank3
     mem = np.empty((B, F, R))
-    for f, on_f in enumerate(fs):
+    for f, on_f in enumerate(t.fs):
         sharded = on_f and sw.fsdp_per_microbatch
-        weights = shard3 * wb if sharded else params * wb
-        grads = shard3 * gb if (sharded or sw.shards_grads) else params * gb
+        weights = shard3 * t.wb if sharded else params * t.wb
+        grads = shard3 * t.gb if (sharded or sw.shards_grads) else params * t.gb
         optim = K.ADAM_STATE_BYTES * (shard3 if on_f else opt_group)
         total = weights + grads + optim + activations + logits + reserved
         mem[:, f] = np.maximum.reduce(total, axis=0)
-    return Scores(step, tps, mem, hw.memory.hbm_bytes)
+    return Scores(step, tps, mem, t.hbm)
 
 
-def _kernel_tail(v: dict) -> Scores:
-    """The tail after the per-base-row tables, compiled (kernel.tail): the same statements as the numpy tail
-    above, one layout at a time."""
+def _kernel_tail(t: _Tables) -> Scores:
+    """The same tail compiled (kernel.tail): the numpy tail's statements one layout at a time."""
     from . import kernel
-    m, ws, sw, c, B, F, R = v["m"], v["ws"], v["sw"], v["c"], v["B"], v["F"], v["R"]
-    f64 = v["f64"]
-    u, rr, tab = v["u"], v["rr"], v["tab"]
-    p_dense, p_exp, shard, opt_group = v["p_dense"], v["p_exp"], v["shard"], v["opt_group"]     # per run
-    qr = lambda x: np.ascontiguousarray(x.T)                                                    # [runs, Q] -> [Q, runs]
-    pp, vp, nmb, tp = v["pp"], v["vp"], v["nmb"], v["tp"]
-    cnt, emb, hd, mult, pair = v["sig"]
-    params = p_dense + p_exp
+    sw, c, tab = t.sw, t.c, t.tab
+    B, F, R = len(t.u), len(t.fs), len(t.rec)
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)
+    qr = lambda x: np.ascontiguousarray(x.T)                                   # [rows, Q] -> [Q, rows]
+    cnt, emb, hd, mult, pair = t.sig
     step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
-    kernel.tail(tab["per_layer"], tab["embed"], tab["head"], u.astype(np.int64),
-                np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, pair.astype(np.int64),
-                f64(v["p2p"]), float(sw.pp_share), pp, vp, nmb, kernel.SCHEDULES.get(sw.schedule, 0),
+    kernel.tail(tab["per_layer"], tab["embed"], tab["head"], i64(t.u),
+                np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, i64(pair),
+                t.p2p, float(sw.pp_share), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
                 float(pp_par.ZERO_BUBBLE_SHARE),
-                v["run"].astype(np.int64), qr(v["rs"]), qr(v["ag"]), qr(v["opt_r"]), float(sw.dp_rs_share),
-                float(sw.dp_ag_share),
-                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), v["fs"], float(c.step_overhead_s),
-                float(v["tokens1"]), float(v["gpus"]),
-                qr(params), qr(shard), qr(opt_group), float(v["wb"]), float(v["gb"]), float(K.ADAM_STATE_BYTES),
+                i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt), float(sw.dp_rs_share), float(sw.dp_ag_share),
+                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs, float(c.step_overhead_s), t.tokens, t.gpus,
+                qr(t.params), qr(t.shard), qr(t.opt_group), float(t.wb), float(t.gb), float(K.ADAM_STATE_BYTES),
                 bool(sw.shards_grads),
-                np.ascontiguousarray(np.stack(v["mcnt"])), v["mpair"].astype(np.int64),
-                v["fl_idx"].astype(np.int64), qr(v["in_fl"]), np.ascontiguousarray((v["mrank"] == v["mrank"][:, -1:]).T),
-                np.ascontiguousarray((v["mrank"] == 0).T),
-                tab["kept"], tab["full_layer"],
-                rr[0] == FULL, int(ws.head.mtp_layers), K.BF16 * m.hidden_size * v["Ts"],
-                2 * K.FP32 * v["T"] * m.vocab_size / tp, float(c.reserved_bytes), step, tps, mem)
-    return Scores(step, tps, mem, v["hw"].memory.hbm_bytes)
+                np.ascontiguousarray(np.stack(t.mcnt)), i64(t.mpair), i64(t.fl), qr(t.in_fl),
+                qr(t.mrank == t.mrank[:, -1:]), qr(t.mrank == 0),            # last rank (pp - 1), first rank
+                tab["kept"], tab["full_layer"], t.rec == FULL, t.mtp_layers, K.BF16 * t.m.hidden_size * t.Ts,
+                2 * K.FP32 * t.T * t.m.vocab_size / t.tp, float(c.reserved_bytes), step, tps, mem)
+    return Scores(step, tps, mem, t.hbm)
 
 
 def _context(m: ModelSpec, hw: HardwareSpec, opts: Options):
