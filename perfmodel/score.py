@@ -3,20 +3,25 @@ structure of the product instead of layout by layout (issue 14, factorised evalu
 
 A planner chunk is `B` base rows (tp, cp, pp, vp, ep, etp, mbs; dp follows from the GPU count) crossed with
 the fsdp choices F and the recompute choices R, in that order (search._expand). Each term is evaluated on
-the axes it depends on and broadcast, never gathered to all B x F x R layouts before it must be:
-- layer kinds, head and embedding: once per distinct (tp, cp, ep, etp, mbs) (workload.unique_layer_axes),
-  the recompute seconds as a [U, R] table (predict._price_kinds, _price_head: the same functions);
+the axes it depends on, never on all B x F x R layouts before it must be (`_tables`):
+- layer kinds, head and embedding: once per distinct (tp, cp, ep, etp, mbs) (workload.unique_layer_axes;
+  with a search's cache once per search, `prime` pricing each enumeration block at once), the recompute
+  seconds as a [U, R] table (predict._price_kinds, _price_head: the same functions);
 - stage signatures and memory ranks: once per distinct (pp, vp) (parallel/pp.py signature_table,
   memory_rank_table);
-- stage times and the schedule: [B, R, S] and [B, R] (recompute changes them, fsdp does not);
-- DP group placement, parameters per rank, optimizer: [B, Q] over the Q = 3 memory ranks;
-- exposed DP time and memory: [B, F, R, Q], the only full-size arrays, then the rank that finishes last /
-  the fullest rank.
-Every formula is the one predict_grid uses (parallel/pp.py, parallel/dp.py, overlap.py, compute.py), called
-on broadcast shapes; only the glue that predict._stages, predict._step_end and memory.memory_per_gpu write
-for one layout per row is restated here for the product's axes. tests/test_score.py asserts that the
-result equals predict_grid on every layout of sampled grids to 1e-12 relative (it fails when either side's
-physics changes without the other); benchmarks/search_bench.py --check compares the full benchmark grid.
+- p2p and in-flight micro-batches: once per (tp, cp, pp, vp, mbs);
+- DP group placement, parameters per rank, optimizer: once per (tp, cp, pp, vp, ep, etp), on the Q = 3
+  memory ranks (mbs, the enumeration's innermost axis, does not enter them).
+Then the per-layout tail: stage times and the schedule ([S, B, R] -> [B, R]; recompute changes them, fsdp
+does not), exposed DP time, the rank that finishes last and the fullest rank's memory ([Q, B, R] per fsdp
+choice), in numpy (`_numpy_tail`) or compiled (`_kernel_tail`, kernel.py, where numba is installed).
+Every formula is the one predict_grid uses (parallel/pp.py, parallel/dp.py, overlap.py, compute.py,
+memory.layer_activation_bytes), called on broadcast shapes; only the glue that predict._stages,
+predict._step_end and memory.memory_per_gpu write for one layout per row is restated for the product's
+axes, and the kernel restates the numpy tail. tests/test_score.py asserts that the result equals
+predict_grid on every layout of sampled grids to 1e-12 relative (it is bit-identical) and the kernel the
+numpy tail bit for bit, so a change to either side's physics without the other fails;
+benchmarks/search_bench.py compares the full benchmark grids.
 """
 from __future__ import annotations
 
