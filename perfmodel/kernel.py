@@ -28,15 +28,16 @@ if "NUMBA_CACHE_DIR" not in os.environ and not os.access(Path(__file__).resolve(
     if _cache_dir() is not None:
         os.environ["NUMBA_CACHE_DIR"] = str(_cache_dir() / "numba")
 
-_saved = sys.modules.get("scipy", False)
-sys.modules["scipy"] = None          # type: ignore[assignment]  # numba's optional scipy BLAS bindings: not used here, 0.15 s to import
-try:
+if "scipy" in sys.modules:
     import numba
-finally:
-    if _saved is False:
+else:
+    # numba imports scipy (0.1-0.15 s here) only for its optional BLAS bindings of np.linalg, which this loop
+    # does not use: blocked for this import (np.linalg in numba code may then be unavailable in this process)
+    sys.modules["scipy"] = None          # type: ignore[assignment]
+    try:
+        import numba
+    finally:
         del sys.modules["scipy"]
-    else:
-        sys.modules["scipy"] = _saved
 
 SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleaved formula (code 0)
 
