@@ -450,7 +450,6 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     scores: list[np.ndarray] = []
     # memory stays bounded: the base rows are streamed block by block, and only the running top K and
     # Pareto front are kept
-    dup = s.fsdp.astype(bool)[None, :, None]          # _fsdp_duplicate on the product's axes
     tables: dict = {}                                  # the per-combination prices, shared by the chunks
     scored = 0
     def primed(blocks: Iterable[Cols]) -> Iterator[Cols]:
@@ -463,8 +462,9 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
         # product base x fsdp x recompute is scored on its axes (score.py), equal to predict_grid
         sc = score_product(model, hw, gpus, gbs, seq, cols, s.fsdp, s.recompute, opts, use_kernel(scored), tables)
         scored += sc.step_time_s.size
-        dp1 = (s.gpus // (cols["tp"] * cols["cp"] * cols["pp"]) == 1)[:, None, None]
-        ok = np.broadcast_to(~(dup & dp1), sc.step_time_s.shape)
+        fc = _cross(cols, "fsdp", s.fsdp)                  # the rule on base rows x fsdp (recompute does not enter)
+        dup = _fsdp_duplicate(_grid(s, {**fc, "recompute": np.zeros(len(fc["tp"]), np.int64)}))
+        ok = np.broadcast_to(~dup.reshape(len(cols["tp"]), len(s.fsdp), 1), sc.step_time_s.shape)
         legal += int(np.count_nonzero(ok))
         idx = np.flatnonzero((ok & sc.fits).ravel())
         fits += idx.size
