@@ -119,3 +119,24 @@ def test_kernel_switch(monkeypatch):
         monkeypatch.setenv(score.KERNEL_ENV, env)
         monkeypatch.delitem(sys.modules, "perfmodel.kernel", raising=False)
         assert score.use_kernel(scored) == (want and importlib.util.find_spec("numba") is not None)
+
+
+def test_search_same_on_both_tails(monkeypatch):
+    """The planner's result (counts, top K, values, Pareto front) does not depend on the tail it scored with."""
+    pytest.importorskip("numba")
+    from dataclasses import fields as dc_fields
+
+    from perfmodel.layout import LayoutGrid
+    from perfmodel import score
+    m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
+    out = []
+    for tail in ("numpy", "numba"):
+        monkeypatch.setenv(score.KERNEL_ENV, tail)
+        monkeypatch.setattr(S, "SCORE_CHUNK", 5000)             # many chunks: the shared tables are exercised
+        r = S.search(m, hw, 64, 512, 4096, Options("bf16"), top_k=50)
+        out.append(r)
+    a, b = out
+    assert (a.legal, a.fits) == (b.legal, b.fits) and a.legal > 10_000
+    assert np.array_equal(a.top_values, b.top_values)
+    for x, y in ((a.top.layouts, b.top.layouts), (a.pareto.layouts, b.pareto.layouts)):
+        assert all(np.array_equal(getattr(x, f.name), getattr(y, f.name)) for f in dc_fields(LayoutGrid))
