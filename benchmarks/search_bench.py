@@ -1,7 +1,8 @@
-"""Planner speed: the full DeepSeek-V3 search on 2,048 GB200 GPUs (gbs 8192, seq 4096, bf16) and the
-cost model's scoring rate. Target (issue 4): about a second for the search, >= 1,000,000 layouts/s.
+"""Planner speed: the full DeepSeek-V3 search on 2,048 GB200 GPUs (gbs 8192, seq 4096, bf16) and Llama 3.1
+405B on 16,384 H100 (gbs 16384, seq 8192), the scorer's rate, and the scorer checked against predict_grid
+on every legal layout of both jobs. Targets (issue 14): >= 10M layouts/s (DeepSeek-V3), >= 5M (Llama).
 
-    python benchmarks/search_bench.py [--repeat 3]          # the DeepSeek-V3 / 2,048 GB200 job (seconds)
+    python benchmarks/search_bench.py [--repeat 3] [--no-check]   # both jobs (~30 s with the check)
     python benchmarks/search_bench.py --growth [--repeat 3] [--max-gpus N] [--models deepseek-v3,llama3.1-405b]
         # opt-in, minutes (best of --repeat per row): the growth table of benchmarks/README.md (GPUs -> legal layouts -> seconds ->
         # peak RSS), each search in its own process so its peak RSS is its own
@@ -26,6 +27,10 @@ sys.path.insert(0, str(ROOT))
 from perfmodel import search as S  # noqa: E402
 from perfmodel.api import load_hardware, load_model  # noqa: E402
 from perfmodel.predict import Options, predict_grid  # noqa: E402
+from perfmodel import score  # noqa: E402
+from perfmodel.score import score_product  # noqa: E402
+
+JOBS = [("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096), ("llama3.1-405b", "h100-sxm", 16384, 16384, 8192)]
 
 # Growth jobs: batch scaled with the cluster (weak scaling): DeepSeek-V3 keeps the 2,048-GPU job's 4
 # sequences of 4,096 tokens per GPU, Llama 3.1 405B one 8,192-token sequence per GPU.
@@ -84,6 +89,7 @@ def growth(models: list[str], max_gpus: int, repeat: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-check", action="store_true", help="skip the full-grid check against predict_grid")
     ap.add_argument("--growth", action="store_true", help="the growth table (opt-in: minutes)")
     ap.add_argument("--max-gpus", type=int, default=1 << 20)
     ap.add_argument("--models", default=",".join(GROWTH))
@@ -102,32 +108,64 @@ def main() -> None:
         import predict_profile
         predict_profile.main([])
         return
-    m, hw, opts = load_model("deepseek-v3"), load_hardware("gb200-nvl72"), Options("bf16")
-    S.search(m, hw, 64, 512, 4096, opts)                       # warm caches (spec loading, sympy)
+    for job in JOBS:
+        bench(*job, repeat=args.repeat, check=not args.no_check)
 
-    best = None
-    for _ in range(args.repeat):
-        r = S.search(m, hw, 2048, 8192, 4096, opts)
-        best = r if best is None or r.seconds < best.seconds else best
-    assert best is not None and best.top is not None
-    print(f"deepseek-v3 on 2048 x gb200-nvl72, gbs 8192, seq 4096, bf16 (best of {args.repeat}):")
-    print(f"  candidates {best.evaluated:,}  legal (scored) {best.legal:,}  fit {best.fits:,}")
-    print(f"  search time {best.seconds:.3f} s  -> {best.legal / best.seconds:,.0f} layouts/s end to end")
+
+def bench(model: str, hardware: str, gpus: int, gbs: int, seq: int, repeat: int, check: bool) -> None:
+    """The search (best of `repeat`, CPU seconds: the box is shared), the scorer alone on the same chunks,
+    and (check) the scorer against predict_grid on every legal layout."""
+    m, hw, opts = load_model(model), load_hardware(hardware), Options("bf16")
+    S.search(m, hw, 64, 512, seq, opts)                       # warm caches (spec loading, formulas, placements)
+    print(f"{model} on {gpus} x {hardware}, gbs {gbs}, seq {seq}, bf16 (best of {repeat}):")
+    for tail in (["numpy", "numba"] if score._numba_installed() else ["numpy"]):
+        os.environ[score.KERNEL_ENV] = tail                   # the whole search on one tail (kernel loaded, warm)
+        S.search(m, hw, gpus, gbs, seq, opts)
+        best, cpu = None, float("inf")
+        for _ in range(repeat):
+            c0 = time.process_time()
+            r = S.search(m, hw, gpus, gbs, seq, opts)
+            cpu = min(cpu, time.process_time() - c0)
+            best = r if best is None or r.seconds < best.seconds else best
+        assert best is not None and best.top is not None
+        print(f"  candidates {best.evaluated:,}  legal (scored) {best.legal:,}  fit {best.fits:,}")
+        print(f"  search, {tail} tail: {cpu:.3f} CPU s ({best.seconds:.3f} s wall) -> {best.legal / cpu:,.0f} legal "
+              f"layouts per CPU s")
+    os.environ.pop(score.KERNEL_ENV)
     print(f"  best: {best.top.layouts.layout(0)}  {best.top.tokens_per_s_per_gpu[0]:,.0f} tok/s/GPU")
 
-    # the cost model alone, on the same layouts, in the planner's chunk size
-    s = S.space(m, 2048, 8192, 4096)
-    t0 = time.perf_counter()
-    enum = S.structural(m, s)
-    grids = list(S.chunks(s, enum))
-    t_enum = time.perf_counter() - t0
-    n = sum(g.n for g in grids)
-    t0 = time.perf_counter()
-    for g in grids:
-        predict_grid(m, hw, g, opts)
-    t_score = time.perf_counter() - t0
-    print(f"  enumeration {t_enum:.3f} s; predict_grid alone {n / t_score:,.0f} layouts/s "
-          f"({n:,} layouts in chunks of {S.SCORE_CHUNK:,})")
+    # the scorer alone, on the planner's chunks (enumeration apart; pricing included, once per enumeration
+    # block as search does): the numpy tail and, where numba is installed, the compiled one
+    s = S.space(m, gpus, gbs, seq)
+    c0 = time.process_time()
+    enum = list(S.structural_blocks(m, s))
+    blocks = list(S._rechunk(iter(enum), max(1, S.SCORE_CHUNK // (len(s.fsdp) * len(s.recompute)))))
+    t_enum = time.process_time() - c0
+    for kernel in ([False, True] if score.kernel_available() else [False]):
+        score_product(m, hw, gpus, gbs, seq, blocks[0], s.fsdp, s.recompute, opts, kernel=kernel)   # loaded, warm
+        t_score = float("inf")
+        for _ in range(repeat):
+            c0 = time.process_time()
+            cache: dict = {}
+            for b in enum:
+                score.prime(m, hw, gpus, gbs, seq, b, s.recompute, opts, cache)
+            scores = [score_product(m, hw, gpus, gbs, seq, b, s.fsdp, s.recompute, opts, kernel, cache) for b in blocks]
+            t_score = min(t_score, time.process_time() - c0)
+        n = sum(x.step_time_s.size for x in scores)
+        print(f"  scoring ({'compiled kernel' if kernel else 'numpy tail'}): {t_score:.3f} CPU s for {n:,} layouts (fsdp "
+              f"duplicates included) -> {n / t_score:,.0f} layouts per CPU s; enumeration {t_enum:.3f} CPU s")
+    if not check:
+        return
+    worst, c0 = 0.0, time.process_time()
+    for b, x in zip(blocks, scores):
+        p = predict_grid(m, hw, S._expand(s, b), opts)
+        for a, ref in ((x.step_time_s, p.step_time_s), (x.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu),
+                       (x.memory_bytes_per_gpu, p.memory_bytes_per_gpu)):
+            worst = max(worst, float((abs(a.ravel() - ref) / abs(ref)).max()))
+    t_pred = time.process_time() - c0
+    print(f"  check: predict_grid on all {n:,} layouts ({t_pred:.2f} CPU s, {n / t_pred:,.0f} layouts/s): max relative "
+          f"difference of step time, tokens/s and memory {worst:.1e}")
+    assert worst <= 1e-12, worst
 
 
 if __name__ == "__main__":

@@ -112,22 +112,21 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl)
 
 
-def offload_exposed(layer: Layer, t: LayerTime, hw: HardwareSpec, sw, g, pp, num_layers: int):
-    """Seconds per micro-batch per layer of this kind that activation CPU offloading adds (arrays over
-    layouts, gathered by `g`): each offloaded layer's saved activations go to host memory during its
-    forward and come back before its backward over the GPU-host link (hardware memory.host_bandwidth,
-    per direction), on a copy stream beside compute (Transformer Engine docs, cpu_offloading: asynchronous
-    transfers, hidden when the link is fast enough), so only what exceeds the layer's own pass is exposed.
-    Megatron offloads only at pp = 1; offloaded layers are min(n, L - 1) of L, spread as the share."""
+def offload_exposed(layer: Layer, t: LayerTime, hw: HardwareSpec, sw, num_layers: int):
+    """Seconds per micro-batch per layer of this kind that activation CPU offloading adds at pp = 1, on the
+    layer's own axis combinations (None when the stack does not offload): each offloaded layer's saved
+    activations go to host memory during its forward and come back before its backward over the GPU-host
+    link (hardware memory.host_bandwidth, per direction), on a copy stream beside compute (Transformer
+    Engine docs, cpu_offloading: asynchronous transfers, hidden when the link is fast enough), so only what
+    exceeds the layer's own pass is exposed. Megatron offloads only at pp = 1 (the caller applies it there);
+    offloaded layers are min(n, L - 1) of L, spread as the share."""
     n = sw.cpu_offload_layers
-    pp = np.asarray(pp, dtype=float)
-    if not n or not np.any(pp == 1):
-        return 0.0 * pp
+    if not n:
+        return None
     if hw.memory.host_bandwidth is None:
         from .errors import InputError
         raise InputError(f"hardware {hw.id}", "memory.host_bandwidth",
                          f"not given, but stack {sw.stack_id} offloads activations of {n} layers to host memory")
     x = sum(s.nbytes for s in layer.saved) / hw.memory.host_bandwidth
     per_layer = np.maximum(0.0, x - t.compute_f) + np.maximum(0.0, x - t.compute_b)
-    share = min(n, num_layers - 1) / num_layers
-    return np.where(pp == 1, share * g(per_layer), 0.0)
+    return min(n, num_layers - 1) / num_layers * per_layer

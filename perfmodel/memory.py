@@ -53,12 +53,12 @@ def offload_kept_share(sw, pp, layers):
     return np.where(np.asarray(pp) == 1, kept, 1.0)
 
 
-def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
-    """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]): one per distinct GEMM weight
-    (N x K per GPU, once for a kind's identical local experts) of the layer kinds the rank holds, and the
-    output layer's on the last rank. A GEMM name shared by two kinds (the attention projections of dense and
-    MoE layers) is one shape. The MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or
-    fused-wgrad linear): autograd gets its real gradient, no dummy."""
+def dummy_wgrad_sets(w: Workload):
+    """The distinct GEMM weights of workload `w` grouped by the layer kinds that hold them: (kind tuples,
+    weight elements per GPU of each group, the output layer's elements). A GEMM name shared by two kinds (the
+    attention projections of dense and MoE layers) is one shape; identical local experts are one buffer. The
+    MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or fused-wgrad linear): autograd gets
+    its real gradient, no dummy."""
     kinds: dict[str, set[int]] = {}          # GEMM name -> the layer kinds that have it
     size: dict[str, np.ndarray] = {}
     for k, layer in enumerate(w.layers):
@@ -66,16 +66,29 @@ def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
             if g.name != "router":
                 kinds.setdefault(g.name, set()).add(k)
                 size[g.name] = g.N * g.K
-    by_kinds: dict[frozenset, np.ndarray] = {}   # names present on the same kinds: summed before the gather
+    by_kinds: dict[tuple[int, ...], np.ndarray] = {}   # names present on the same kinds: summed before a gather
     for name, ks in kinds.items():
-        key = frozenset(ks)
+        key = tuple(sorted(ks))
         by_kinds[key] = by_kinds.get(key, 0.0) + size[name]
+    return list(by_kinds), list(by_kinds.values()), sum(g.N * g.K for g in w.head.gemms)
+
+
+def dummy_wgrad_from(keys, elems, head, cnt, last):
+    """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]) from `dummy_wgrad_sets`' groups
+    (`elems`, `head` already per layout): a group counts on a rank holding any of its kinds (cnt[k] > 0), the
+    output layer's on the last rank."""
     total = 0.0
-    for ks, elems in by_kinds.items():
-        on = np.logical_or.reduce([np.asarray(cnt[k]) > 0 for k in sorted(ks)])
-        total = total + np.asarray(gather(elems)).reshape(-1, 1) * on
-    head = sum(g.N * g.K for g in w.head.gemms)
-    return K.BF16 * (total + np.where(last, np.asarray(gather(head)).reshape(-1, 1), 0.0))
+    for ks, e in zip(keys, elems):
+        on = np.logical_or.reduce([np.asarray(cnt[k]) > 0 for k in ks])
+        total = total + np.asarray(e).reshape(-1, 1) * on
+    return K.BF16 * (total + np.where(last, np.asarray(head).reshape(-1, 1), 0.0))
+
+
+def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
+    """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]): one per distinct GEMM weight
+    (N x K per GPU) of the layer kinds the rank holds, and the output layer's on the last rank."""
+    keys, elems, head = dummy_wgrad_sets(w)
+    return dummy_wgrad_from(keys, [gather(e) for e in elems], gather(head), cnt, last)
 
 
 def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,

@@ -112,6 +112,19 @@ def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:
 
 
 @dataclass(frozen=True)
+class KindPrice:
+    """One layer kind priced on the distinct layer-axis combinations (workload.unique_layer_axes), per
+    micro-batch: its breakdown parts (exposed communication), raw communication, the forward a full
+    recompute re-runs, the selected modules' forward seconds and FLOPs."""
+    parts: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    fwd: np.ndarray
+    selective_f: np.ndarray
+    selective_flops: np.ndarray
+    offload: np.ndarray | None = None    # activation CPU offloading's exposed seconds at pp = 1 (None: no offload)
+
+
+@dataclass(frozen=True)
 class KindTime:
     """One layer kind priced and gathered to layouts: its breakdown parts (exposed communication), raw
     communication, recompute seconds and selective-recompute FLOPs, per micro-batch."""
@@ -121,9 +134,9 @@ class KindTime:
     selective_flops: np.ndarray
 
 
-def _price_kinds(ws, grid: LayoutGrid, hw, prec: str, c_layer: Constants, sw: Software, g) -> list[KindTime]:
+def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[KindPrice]:
     """Each layer kind of workload `ws` (built on the distinct layer-axis combinations) priced, its TP, CP
-    and EP communication hidden under its own compute in one budget (overlap.py), gathered by `g`."""
+    and EP communication hidden under its own compute in one budget (overlap.py)."""
     zs = 0 * np.asarray(ws.T, dtype=float)
     shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
     out = []
@@ -136,29 +149,41 @@ def _price_kinds(ws, grid: LayoutGrid, hw, prec: str, c_layer: Constants, sw: So
                  "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
         fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
         raw = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
-        parts = {k: g(v) for k, v in parts.items()}
-        # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic)
-        parts["memory_bound"] = parts["memory_bound"] + cost.offload_exposed(layer, t, hw, sw, g, grid.pp,
-                                                                             ws.model.num_layers)
-        out.append(KindTime(parts, {k: g(v) for k, v in raw.items()},
-                            recompute.time(grid.recompute, g(fwd), g(t.selective_f)), g(t.selective_flops)))
+        # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
+        # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
+        off = cost.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
+        out.append(KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off))
     return out
 
 
-def _price_head(ws, kinds: list[KindTime], first, hw, prec: str, c_layer: Constants, c_other: Constants, g):
-    """(head, embedding) seconds per micro-batch: LM head GEMM, logits / loss traffic and its TP gathers, MTP
-    modules (one layer of the last kind, the projection and their own head each) on the last rank; the
-    embedding lookup on the first."""
+def _gather_kinds(prices: list[KindPrice], rec, g, pp) -> list[KindTime]:
+    """The kind prices gathered to layouts by `g`, with recompute policy `rec`'s seconds and, where the
+    layout has pp = 1, activation offloading's exposed copy time in the memory-bound part."""
+    return [KindTime(with_offload({k: g(v) for k, v in p.parts.items()}, p.offload, g, pp),
+                     {k: g(v) for k, v in p.raw.items()},
+                     recompute.time(rec, g(p.fwd), g(p.selective_f)), g(p.selective_flops)) for p in prices]
+
+
+def with_offload(parts: dict, offload, g, pp) -> dict:
+    """`parts` with the offload seconds (per combination, gathered by `g`) added to memory_bound where pp = 1."""
+    if offload is None:
+        return parts
+    return parts | {"memory_bound": parts["memory_bound"] + np.where(np.asarray(pp) == 1, g(offload), 0.0)}
+
+
+def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c_other: Constants):
+    """(head, embedding) seconds per micro-batch on the distinct layer-axis combinations: LM head GEMM,
+    logits / loss traffic and its TP gathers, MTP modules (one layer of the last kind, the projection and
+    their own head each) on the last rank; the embedding lookup on the first."""
     hd = ws.head
     hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
     ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c_other)
     head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
     if hd.mtp_layers:
         mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
-        last = {k: v[first] if np.ndim(v) else v for k, v in kinds[-1].parts.items()}
-        head = head + hd.mtp_layers * (sum(last.values()) + mf + mb + head)
+        head = head + hd.mtp_layers * (sum(kinds[-1].parts.values()) + mf + mb + head)
     embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c_other)
-    return g(head), g(embed)
+    return head, embed
 
 
 @dataclass(frozen=True)
@@ -251,8 +276,9 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     first, inv = workload.unique_layer_axes(grid)
     ws = workload.build(m, grid.take(first), low, imb, c, sw)
     g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
-    kinds = _price_kinds(ws, grid, hw, prec, c_layer, sw, g)
-    head, embed = _price_head(ws, kinds, first, hw, prec, c_layer, c_other, g)
+    prices = _price_kinds(ws, hw, prec, c_layer, sw)
+    kinds = _gather_kinds(prices, grid.recompute, g, grid.pp)
+    head, embed = (g(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
 
     st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
     end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)

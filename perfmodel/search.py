@@ -34,12 +34,13 @@ from .hardware import HardwareSpec
 from .layout import RECOMPUTE, Layout, LayoutGrid, legality
 from .model import ModelSpec
 from .predict import Options, Prediction, predict_grid
+from .score import prime, score_product, use_kernel
 
 Objective = Literal["throughput", "cost", "energy"]
 OBJECTIVES: tuple[str, ...] = ("throughput", "cost", "energy")
 AXES: tuple[str, ...] = ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs", "fsdp", "recompute")
 MBS_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16)
-SCORE_CHUNK = 32768          # layouts per predict_grid call: big enough to amortise Python, small enough for cache
+SCORE_CHUNK = 1 << 17        # layouts per score_product call: big enough to amortise Python, small enough for memory
 _INT_COLS = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")
 
 
@@ -316,6 +317,14 @@ def _rechunk(blocks: Iterable[Cols], step: int) -> Iterator[Cols]:
         yield {k: np.concatenate([h[k] for h in held]) for k in held[0]}
 
 
+def _product_layouts(s: Space, cols: Cols, flat: np.ndarray) -> LayoutGrid:
+    """The layouts at flat indices `flat` of base rows `cols` x fsdp x recompute (the order of `_expand`)."""
+    F, R = len(s.fsdp), len(s.recompute)
+    b = flat // (F * R)
+    pick = {k: v[b] for k, v in cols.items()}
+    return _grid(s, {**pick, "fsdp": s.fsdp[(flat // R) % F], "recompute": s.recompute[flat % R]})
+
+
 def _fsdp_duplicate(grid: LayoutGrid) -> np.ndarray:
     """FSDP over a data-parallel group of one shards nothing: the same layout as without it, so the
     planner skips the duplicate (predict still accepts it). The only rule fsdp or recompute enter."""
@@ -441,40 +450,47 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     scores: list[np.ndarray] = []
     # memory stays bounded: the base rows are streamed block by block, and only the running top K and
     # Pareto front are kept
-    for i, cols in enumerate(_rechunk(structural_blocks(model, s), step)):
-        grid = _expand(s, cols)
-        # structural_blocks applied every other rule (layout.legality included) to these base rows
-        ok = ~_fsdp_duplicate(grid)
-        if not ok.all():
-            grid = grid.take(ok)
-        legal += grid.n
-        if grid.n:
-            p = predict_grid(model, hw, grid, opts)
-            idx = np.flatnonzero(p.fits)
-            fits += idx.size
-            if idx.size:
-                thr = p.tokens_per_s_per_gpu[idx]
-                val = thr * scale
-                if keep_scores:
-                    scores.append(val)
-                # top K: only values above the current K-th can enter
-                cand = np.arange(idx.size) if top_v.size < top_k else np.flatnonzero(val > top_v[-1])
-                if cand.size:
-                    sel = cand[_top(val[cand], top_k)]
-                    g_new = grid.take(idx[sel])
-                    g_all = g_new if top_g is None else LayoutGrid.concat([top_g, g_new])
-                    v_all = np.concatenate([top_v, val[sel]])
-                    keep = _order(v_all)[:top_k]                   # <= 2K values; the running ones first
-                    top_g, top_v = g_all.take(keep), v_all[keep]
-                # Pareto front: merge only the points the running front does not dominate
-                head = p.hbm_bytes - p.memory_bytes_per_gpu[idx]
-                new = np.flatnonzero(_undominated(front_t, front_h, thr, head))
-                if new.size:
-                    g_new = grid.take(idx[new])
-                    g_all = g_new if front_g is None else LayoutGrid.concat([front_g, g_new])
-                    t_all, h_all = np.concatenate([front_t, thr[new]]), np.concatenate([front_h, head[new]])
-                    pi = _pareto_idx(t_all, h_all)
-                    front_g, front_t, front_h = g_all.take(pi), t_all[pi], h_all[pi]
+    tables: dict = {}                                  # the per-combination prices, shared by the chunks
+    scored = 0
+    def primed(blocks: Iterable[Cols]) -> Iterator[Cols]:
+        for b in blocks:                               # each block's prices at once, before its chunks
+            prime(model, hw, gpus, gbs, seq, b, s.recompute, opts, tables)
+            yield b
+
+    for i, cols in enumerate(_rechunk(primed(structural_blocks(model, s)), step)):
+        # structural_blocks applied every other rule (layout.legality included) to these base rows; the
+        # product base x fsdp x recompute is scored on its axes (score.py), equal to predict_grid
+        sc = score_product(model, hw, gpus, gbs, seq, cols, s.fsdp, s.recompute, opts, use_kernel(scored), tables)
+        scored += sc.step_time_s.size
+        fc = _cross(cols, "fsdp", s.fsdp)                  # the rule on base rows x fsdp (recompute does not enter)
+        dup = _fsdp_duplicate(_grid(s, {**fc, "recompute": np.zeros(len(fc["tp"]), np.int64)}))
+        ok = np.broadcast_to(~dup.reshape(len(cols["tp"]), len(s.fsdp), 1), sc.step_time_s.shape)
+        legal += int(np.count_nonzero(ok))
+        idx = np.flatnonzero((ok & sc.fits).ravel())
+        fits += idx.size
+        if idx.size:
+            thr = sc.tokens_per_s_per_gpu.ravel()[idx]
+            val = thr * scale
+            if keep_scores:
+                scores.append(val)
+            # top K: only values above the current K-th can enter
+            cand = np.arange(idx.size) if top_v.size < top_k else np.flatnonzero(val > top_v[-1])
+            if cand.size:
+                sel = cand[_top(val[cand], top_k)]
+                g_new = _product_layouts(s, cols, idx[sel])
+                g_all = g_new if top_g is None else LayoutGrid.concat([top_g, g_new])
+                v_all = np.concatenate([top_v, val[sel]])
+                keep = _order(v_all)[:top_k]                   # <= 2K values; the running ones first
+                top_g, top_v = g_all.take(keep), v_all[keep]
+            # Pareto front: merge only the points the running front does not dominate
+            head = sc.hbm_bytes - sc.memory_bytes_per_gpu.ravel()[idx]
+            new = np.flatnonzero(_undominated(front_t, front_h, thr, head))
+            if new.size:
+                g_new = _product_layouts(s, cols, idx[new])
+                g_all = g_new if front_g is None else LayoutGrid.concat([front_g, g_new])
+                t_all, h_all = np.concatenate([front_t, thr[new]]), np.concatenate([front_h, head[new]])
+                pi = _pareto_idx(t_all, h_all)
+                front_g, front_t, front_h = g_all.take(pi), t_all[pi], h_all[pi]
         if on_chunk:
             on_chunk(i + 1, nchunks)
     top = pareto = None

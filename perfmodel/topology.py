@@ -20,14 +20,21 @@ inside its unit (leaf tier) or beyond it (spine).
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from dataclasses import dataclass
+import os
+from dataclasses import astuple, dataclass
 from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from .hardware import HardwareSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 NVLINK, LEAF, SPINE = 0, 1, 2          # tiers a group crosses, innermost first
 
@@ -78,12 +85,14 @@ def cluster_graph(hw: HardwareSpec, gpus: int) -> nx.Graph:
     """The cluster of `gpus` GPUs (whole units): nodes ("gpu", r), ("nvswitch", d), ("nic", r),
     ("leaf", unit, rail) and "spine"; edges with `capacity` (bytes/s per direction) and `tier` ("nvlink",
     "nic", "leaf", "spine")."""
+    import networkx as nx
     return _add_gpus(nx.Graph(), hw, range(gpus), _unit(hw, gpus))
 
 
 def member_graph(hw: HardwareSpec, ranks: tuple[int, ...], unit_gpus: int) -> nx.Graph:
     """The cluster graph induced on a group's members (their GPUs, NVLink switches, NICs, leaves and the
     spine), built without the rest of the cluster: a group in a 100,000-GPU unit costs its own size."""
+    import networkx as nx
     return _add_gpus(nx.Graph(), hw, ranks, unit_gpus)
 
 
@@ -152,6 +161,7 @@ def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, b
     """(max flow, crosses the spine, switches on the shortest path) from the members `a` of one domain to
     the members `b` of the next, over the members' own NVLink switch, NICs and leaves and the spine at
     the group's share of each leaf's uplinks (other GPUs' links belong to other groups)."""
+    import networkx as nx
     nodes = {("gpu", r) for r in a + b} | {("nic", r) for r in a + b} | {"spine"}
     nodes |= {("nvswitch", g.nodes[("gpu", r)]["domain"]) for r in (a[0], b[0])}
     nodes |= {n for r in a + b for n in g[("nic", r)] if n[0] == "leaf"}
@@ -168,10 +178,83 @@ def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, b
     return flow, crosses, sum(1 for n in path if n == "spine" or n[0] in ("leaf", "nvswitch"))
 
 
+# Placing a group (max flows on networkx graphs) costs ~10 ms a shape, ~0.6 s for the shapes of one planner
+# search: the results are kept on disk (fncache's directory, `paths/`), one file per hardware spec, keyed by
+# the sha256 of the spec's JSON, this module's and hardware.py's source and the networkx release, so a later
+# process neither places them again nor imports networkx. PERFMODEL_CACHE_DIR=off disables it.
+_PATH_SOURCES = ("topology.py", "hardware.py")
+
+
+@lru_cache(maxsize=32)
+def _path_file(hw: HardwareSpec) -> Path | None:
+    from . import fncache
+    from .hardware import _DESCRIPTIVE
+    d = fncache.cache_dir()
+    if d is None:
+        return None
+    h = hashlib.sha256(hw.model_dump_json(exclude=_DESCRIPTIVE).encode())
+    try:
+        pkg = Path(__file__).resolve().parent
+        for name in _PATH_SOURCES:
+            h.update((pkg / name).read_bytes())
+        import importlib.util
+        spec = importlib.util.find_spec("networkx")          # the networkx release, without importing it
+        h.update(Path(spec.origin).read_bytes() if spec and spec.origin else b"?")
+    except (OSError, ImportError, ValueError):
+        return None
+    return d / "paths" / f"{h.hexdigest()}.jsonl"
+
+
+@lru_cache(maxsize=32)
+def _stored_paths(hw: HardwareSpec) -> dict[tuple[int, int], GroupPath]:
+    """The placements on disk for `hw`: one JSON line [size, stride, *GroupPath fields] each; a line that
+    does not parse (a write cut short) is skipped."""
+    f, out = _path_file(hw), {}
+    if f is None:
+        return out
+    try:
+        lines = f.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            v = json.loads(line)
+            out[(int(v[0]), int(v[1]))] = GroupPath(int(v[2]), int(v[3]), int(v[4]), float(v[5]), float(v[6]),
+                                                    float(v[7]))
+        except (ValueError, TypeError, IndexError):
+            continue
+    return out
+
+
+def _store_path(hw: HardwareSpec, size: int, stride: int, p: GroupPath) -> None:
+    f = _path_file(hw)
+    if f is None:
+        return
+    try:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        with open(f, "a", encoding="utf-8") as fh:          # one short line per write: appends do not interleave
+            fh.write(json.dumps([size, stride, *astuple(p)]) + "\n")
+    except OSError:
+        pass
+
+
 @lru_cache(maxsize=4096)
 def group_path(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     """Place one group of `size` members `stride` ranks apart on the cluster graph and read off its ring's
-    bottleneck hop, the tiers it crosses and the spine share of its all-to-all."""
+    bottleneck hop, the tiers it crosses and the spine share of its all-to-all (from the disk store when a
+    process placed it before)."""
+    if size <= 1 or members_per_domain(size, stride, hw.scale_up.domain_size) >= size:
+        return place_group(hw, size, stride)                 # inside one domain: no graph
+    stored = _stored_paths(hw).get((size, stride))
+    if stored is not None:
+        return stored
+    p = place_group(hw, size, stride)
+    _store_path(hw, size, stride, p)
+    return p
+
+
+def place_group(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
+    """group_path computed on the graph (no store)."""
     D = hw.scale_up.domain_size
     k = int(members_per_domain(size, stride, D))
     if size <= 1 or k >= size:

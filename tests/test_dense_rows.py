@@ -125,13 +125,17 @@ def test_offload_exposes_only_the_transfer_beyond_the_layers_compute():
     t = cost.LayerTime(*(np.array([x]) for x in (1e-3, 2e-3, 0.0, 0.0, 0.0, 0.0)), comm={})
     x = saved / 1e9                                      # seconds per direction over a 1 GB/s host link
     assert x > 2e-3
-    got = cost.offload_exposed(layer, t, hw, sw, lambda v: v, np.array([1, 2]), 4)
+    from perfmodel.predict import with_offload
+    got = cost.offload_exposed(layer, t, hw, sw, 4)
     # 2 of 4 layers offloaded: half of (x - forward) + (x - backward) per layer; nothing at pp 2
-    assert got.tolist() == pytest.approx([0.5 * ((x - 1e-3) + (x - 2e-3)), 0.0])
+    assert got.tolist() == pytest.approx([0.5 * ((x - 1e-3) + (x - 2e-3))])
+    parts = with_offload({"memory_bound": np.zeros(2)}, got, lambda v: v + np.zeros(2), np.array([1, 2]))
+    assert parts["memory_bound"].tolist() == pytest.approx([0.5 * ((x - 1e-3) + (x - 2e-3)), 0.0])
+    assert cost.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=0), 4) is None
     fast = hw.model_copy(update={"memory": hw.memory.model_copy(update={"host_bandwidth": 1e15})})
-    assert cost.offload_exposed(layer, t, fast, sw, lambda v: v, np.array([1]), 4).tolist() == [0.0]
+    assert cost.offload_exposed(layer, t, fast, sw, 4).tolist() == [0.0]
     with pytest.raises(InputError, match="host_bandwidth"):      # a GPU with no host link given: refused
-        cost.offload_exposed(layer, t, toy_hw(), sw, lambda v: v, np.array([1]), 4)
+        cost.offload_exposed(layer, t, toy_hw(), sw, 4)
 
 
 @pytest.mark.parametrize("hw, prec, layers", [("gb300-nvl72", "fp8", 20), ("gb300-nvl72", "bf16", 30),

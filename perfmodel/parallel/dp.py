@@ -70,7 +70,7 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
         lat = comm.all_reduce_time(0.0 * reps, reps, stride, hw)
         per_byte = comm.all_reduce_time(1.0 + 0.0 * reps, reps, stride, hw) - lat
         if np.ndim(p_dense) >= 2:
-            lat, per_byte, h = lat[..., None], per_byte[..., None], h[..., None]
+            lat, per_byte, h, reps = lat[..., None], per_byte[..., None], h[..., None], reps[..., None]
         rs = rs + np.where(reps > 1, lat + per_byte * (p_dense / h * grad_bytes), 0.0)
     return rs, ag
 
@@ -84,17 +84,25 @@ def _fsdp_calls(nmb, sw):
     return 1.0 + 0 * nmb, 1.0 + 0 * nmb
 
 
-def exposed_time(rs, ag, fsdp, stage, nmb, sw):
-    """Exposed DP communication per step. Distributed optimizer: the reduce-scatter hides under the last
-    micro-batch's backward (2/3 of a stage time) when the stack overlaps gradient reduction, the
-    all-gather under the first forward (1/3) when it overlaps the parameter gather; FSDP: each gather and
-    scatter hides under a stage time likewise."""
-    plain = exposed(rs, stage * 2 / 3, sw.dp_rs_share) + exposed(ag, stage / 3, sw.dp_ag_share)
+def exposed_plain(rs, ag, stage, sw):
+    """Exposed DP communication per step with the distributed optimizer: the reduce-scatter hides under the
+    last micro-batch's backward (2/3 of a stage time) when the stack overlaps gradient reduction, the
+    all-gather under the first forward (1/3) when it overlaps the parameter gather."""
+    return exposed(rs, stage * 2 / 3, sw.dp_rs_share) + exposed(ag, stage / 3, sw.dp_ag_share)
+
+
+def exposed_fsdp(rs, ag, stage, nmb, sw):
+    """Exposed FSDP communication per step: each gather and scatter hides under a stage time. The gathers
+    and scatters of all micro-batches share one window, the step's compute (overlap.py): separate per-call
+    windows would let faster compute expose more communication than it saves."""
     n_ag, n_rs = _fsdp_calls(nmb, sw)
-    # FSDP's gathers and scatters of all micro-batches share one window, the step's compute (overlap.py):
-    # separate per-call windows would let faster compute expose more communication than it saves
     ex = exposed_shared({"ag": n_ag * ag, "rs": n_rs * rs}, {"ag": sw.dp_ag_share, "rs": sw.dp_rs_share}, nmb * stage)
-    return np.where(fsdp, ex["ag"] + ex["rs"], plain)
+    return ex["ag"] + ex["rs"]
+
+
+def exposed_time(rs, ag, fsdp, stage, nmb, sw):
+    """Exposed DP communication per step: FSDP's where `fsdp`, the distributed optimizer's elsewhere."""
+    return np.where(fsdp, exposed_fsdp(rs, ag, stage, nmb, sw), exposed_plain(rs, ag, stage, sw))
 
 
 def raw_time(rs, ag, fsdp, nmb, sw):

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import comm
 from .. import constants as K
+from ..topology import _codes
 
 
 def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0) -> list[int]:
@@ -85,14 +86,19 @@ def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int 
 
 def _pairs(pp: np.ndarray, vp: np.ndarray):
     """The distinct (pp, vp) pairs and each layout's index into them (one 1-D unique on an integer key)."""
-    key = np.asarray(pp, dtype=np.int64) * (1 << 32) + np.asarray(vp, dtype=np.int64)
+    p, v = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
+    radix = int(v.max()) + 1 if v.size else 1
+    if p.size and int(p.max()) * radix < 1 << 22:             # small keys: a lookup table, not a sort
+        u, inv = _codes(p * radix + v)
+        return [(int(k // radix), int(k % radix)) for k in u], inv.reshape(-1)
+    key = p * (1 << 32) + v
     u, inv = np.unique(key, return_inverse=True)
     return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
 
 
-def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
-    """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
-    [n, S], multiplicity [n, S] (0 on padding)."""
+def signature_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+    """Padded arrays over (distinct (pp, vp) pair, signature): layers per kind [n_kinds][P, S], embedding
+    [P, S], head [P, S], multiplicity [P, S] (0 on padding); and each layout's pair index."""
     pairs, inv = _pairs(pp, vp)
     tabs = [signatures(kinds, n_kinds, int(p), int(v), mtp) for p, v in pairs]
     S = max(len(t) for t in tabs)
@@ -102,13 +108,19 @@ def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
         for s, (c, e, h, n) in enumerate(tab):
             cnt[:, u, s] = c
             emb[u, s], head[u, s], mult[u, s] = e, h, n
-    return [cnt[k][inv] for k in range(n_kinds)], emb[inv], head[inv], mult[inv]
+    return list(cnt), emb, head, mult, inv
 
 
-def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
-    """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
-    the first (most micro-batches in flight, embedding), the second (most in flight among the middle
-    ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
+def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+    """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
+    [n, S], multiplicity [n, S] (0 on padding)."""
+    cnt, emb, head, mult, inv = signature_table(kinds, n_kinds, pp, vp, mtp)
+    return [c[inv] for c in cnt], emb[inv], head[inv], mult[inv]
+
+
+def memory_rank_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+    """`ranks_for_memory` over the distinct (pp, vp) pairs: layers per kind [n_kinds][P, 3], rank index
+    [P, 3], and each layout's pair index."""
     pairs, inv = _pairs(pp, vp)
     cnt = np.zeros((n_kinds, len(pairs), 3))
     rank = np.zeros((len(pairs), 3))
@@ -117,7 +129,15 @@ def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
         for s, r in enumerate((0, min(1, p - 1), p - 1)):
             cnt[:, u, s] = counts[r]
             rank[u, s] = r
-    return [cnt[k][inv] for k in range(n_kinds)], rank[inv]
+    return list(cnt), rank, inv
+
+
+def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+    """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
+    the first (most micro-batches in flight, embedding), the second (most in flight among the middle
+    ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
+    cnt, rank, inv = memory_rank_table(kinds, n_kinds, pp, vp, mtp)
+    return [c[inv] for c in cnt], rank[inv]
 
 
 def legal_interleaving(pp, vp, nmb) -> np.ndarray:
