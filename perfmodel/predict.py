@@ -111,6 +111,17 @@ def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:
     return resolve_software(opts.stack, tuple(opts.stack_set), m.id, m.is_moe, hw, opts.precision, opts.consts)
 
 
+def check_recompute(sw: Software, rec) -> None:
+    """Selective recompute needs the stack's module list (Megatron-Core recompute_modules): a stack that names
+    none (its selective policy is not a module list, e.g. torchtitan's op-level SAC, or it has none) would
+    price selective as no recompute at all, a silently wrong number; refused instead."""
+    if not sw.recompute_modules and np.any(np.asarray(rec) == recompute.SELECTIVE):
+        from .errors import InputError
+        raise InputError("--recompute", "recompute",
+                         f"selective: stack {sw.stack_id} names no selective-recompute modules; give them with "
+                         "--stack-set recompute_modules=core_attn[,mlp,...] or use none or full")
+
+
 @dataclass(frozen=True)
 class KindPrice:
     """One layer kind priced on the distinct layer-axis combinations (workload.unique_layer_axes), per
@@ -263,6 +274,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     c, prec, m = opts.consts, opts.precision, model
     hw.peak(prec)                            # a clear error when the GPU lacks the precision
     sw = software_of(m, hw, opts)
+    check_recompute(sw, grid.recompute)
     if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
         grid = replace(grid, fsdp=np.ones(grid.n, bool))
     f64 = lambda x: np.asarray(x, dtype=float)

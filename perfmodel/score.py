@@ -43,7 +43,7 @@ from .overlap import exposed
 from .parallel import dp as dp_par, pp as pp_par, recompute
 from .parallel.recompute import FULL
 from .calibration import Constants
-from .predict import Options, _price_head, _price_kinds, software_of, with_offload
+from .predict import Options, _price_head, _price_kinds, check_recompute, software_of, with_offload
 from .software import Software
 
 KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
@@ -161,6 +161,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
             opts: Options, cache: dict | None) -> _Tables:
     c, prec = opts.consts, opts.precision
     sw, c_layer, c_other, low, imb = _context(m, hw, opts)
+    check_recompute(sw, rec)
     f64 = lambda x: np.asarray(x, dtype=float)
     col = lambda x: x[:, None]
     fs = np.asarray(fsdp, dtype=bool)

@@ -23,7 +23,7 @@ across hardware.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator, Literal
 
 import numpy as np
@@ -33,7 +33,8 @@ from .errors import InputError, did_you_mean
 from .hardware import HardwareSpec
 from .layout import RECOMPUTE, Layout, LayoutGrid, legality
 from .model import ModelSpec
-from .predict import Options, Prediction, predict_grid
+from .parallel.recompute import SELECTIVE
+from .predict import Options, Prediction, check_recompute, predict_grid, software_of
 from .score import prime, score_product, use_kernel
 
 Objective = Literal["throughput", "cost", "energy"]
@@ -438,6 +439,11 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     scale = objective_scale(hw, objective)
     hw.peak(opts.precision)
     s = space(model, gpus, gbs, seq, constraints)
+    if not software_of(model, hw, opts).recompute_modules:     # selective would be a duplicate of none
+        kept = s.recompute[s.recompute != SELECTIVE]
+        if not kept.size:
+            check_recompute(software_of(model, hw, opts), s.recompute)
+        s = replace(s, recompute=kept)
     per_base = len(s.fsdp) * len(s.recompute)
     step = max(1, SCORE_CHUNK // per_base)
     # a progress bar needs the number of chunks: one extra, storeless enumeration pass (a few % of the time)

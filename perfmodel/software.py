@@ -124,7 +124,10 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         fp8_amax_pass=fp8 == "current",
         dispatcher=f.moe_dispatcher,
         grouped_gemm=f.grouped_gemm != "none",
-        recompute=f.recompute, recompute_modules=tuple(f.recompute_modules),
+        recompute=f.recompute,
+        # a Megatron-family preset whose recipe recomputes nothing lists no modules; run selective, Megatron-Core
+        # recomputes its default module (transformer_config.py: recompute_modules defaults to ['core_attn'])
+        recompute_modules=tuple(f.recompute_modules) or (("core_attn",) if spec.family == "megatron-core" else ()),
         schedule=f.pipeline_schedule, cp_comm=f.cp_comm_type,
         power_factor=power,
         eager=f.fusions == "none",

@@ -246,6 +246,26 @@ def _could_fit(p: Prediction) -> np.ndarray:
     return p.memory_bytes_per_gpu <= p.hbm_bytes * (1 + MEMORY_TOLERANCE)
 
 
+def _has_selective(model, hw, opts: Options) -> bool:
+    """The stack names selective-recompute modules (else selective is not a mode it can run: predict.check_recompute)."""
+    return bool(software_of(model, hw, opts).recompute_modules)
+
+
+def _mode_grid(grid: LayoutGrid, selective: bool) -> LayoutGrid:
+    """`grid` under none, selective and full, n rows each; without selective modules its block is scored as
+    none and never taken (`_mode_fits`)."""
+    n = grid.n
+    return LayoutGrid.concat([replace(grid, recompute=np.full(n, k if (k != 1 or selective) else 0, np.int64))
+                              for k in range(3)])
+
+
+def _mode_fits(p: Prediction, n: int, selective: bool) -> np.ndarray:
+    fits = _could_fit(p).reshape(3, n).copy()
+    if not selective:
+        fits[1] = False
+    return fits
+
+
 def _inferred_modes(fits: np.ndarray, model, hw, opts: Options) -> np.ndarray:
     """Recompute mode per row (index into _MODES) from `fits` [3, n] (none, selective, full): the stack's own
     policy when it fits; else the first mode that fits (argmax of a bool column); full when none does."""
@@ -260,9 +280,10 @@ def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: boo
     memory fits (the run must have fit)."""
     if recompute_published:
         return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
-    grid = LayoutGrid.from_layouts([Layout(**{**lay.__dict__, "recompute": r}) for r in _MODES])  # type: ignore[arg-type]
+    sel = _has_selective(model, hw, opts)
+    grid = _mode_grid(LayoutGrid.of(replace(lay, recompute="none")), sel)
     p = predict_grid(model, hw, grid, opts)
-    i = int(_inferred_modes(_could_fit(p).reshape(3, 1), model, hw, opts)[0])
+    i = int(_inferred_modes(_mode_fits(p, 1, sel), model, hw, opts)[0])
     one = predict_grid(model, hw, grid.take(np.array([i])), opts)
     return one, ("" if i == 0 else _MODES[i])
 
@@ -321,8 +342,9 @@ def _score_group(rows: list[_Row]) -> list[_Scored]:
         p = predict_grid(r0.model, r0.hw, grid, r0.opts)
         return [_Scored(p, j, "") for j in range(len(rows))]
     n = len(rows)
-    p = predict_grid(r0.model, r0.hw, LayoutGrid.concat([replace(grid, recompute=np.full(n, k, np.int64)) for k in range(3)]), r0.opts)
-    mode = _inferred_modes(_could_fit(p).reshape(3, n), r0.model, r0.hw, r0.opts)
+    sel = _has_selective(r0.model, r0.hw, r0.opts)
+    p = predict_grid(r0.model, r0.hw, _mode_grid(grid, sel), r0.opts)
+    mode = _inferred_modes(_mode_fits(p, n, sel), r0.model, r0.hw, r0.opts)
     return [_Scored(p, int(k) * n + j, "" if k == 0 else _MODES[k]) for j, k in enumerate(mode)]
 
 
@@ -385,6 +407,8 @@ def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
     out: list[tuple[str, Layout, Options]] = []
     if not r.published:                                      # recompute unpublished: the heavier modes
         for mode in _MODES[_MODES.index(used or "none") + 1:]:
+            if mode == "selective" and not _has_selective(r.model, r.hw, r.opts):
+                continue
             out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
     lay0 = replace(r.lay, recompute=used or r.lay.recompute)
     for text, stack, sets in CAUSE_STACKS:

@@ -27,9 +27,11 @@ CASES = [
     ("deepseek-v3", "h100-sxm", 1024, 2048, 4096, Options("fp8", stack="hai-llm-2024")),
     ("llama3.1-405b", "h100-sxm", 2048, 1024, 8192, Options("fp8")),
     ("llama3-70b", "h100-sxm", 256, 256, 8192, Options("bf16", stack="megatron-core")),
-    ("llama3-70b", "h100-sxm", 256, 256, 8192, Options("bf16", stack="torchtitan-2025")),
+    ("llama3-70b", "h100-sxm", 256, 256, 8192, Options("bf16", stack="torchtitan-2025",
+                                                       stack_set=("recompute_modules=layernorm,mlp",))),
     ("llama3-70b", "h100-sxm", 256, 256, 8192,
-     Options("bf16", stack="torchtitan-2025", stack_set=("fsdp_gather=per_step", "reshard_after_forward=false"))),
+     Options("bf16", stack="torchtitan-2025", stack_set=("fsdp_gather=per_step", "reshard_after_forward=false",
+                                                   "recompute_modules=core_attn"))),
     ("llama3-8b", "a100-sxm-80gb", 64, 512, 4096, Options("bf16", stack="zero-bubble-2024",
                                                         stack_set=("pipeline_schedule=zero_bubble",))),
     ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("fsdp=zero2",))),
@@ -40,7 +42,7 @@ CASES = [
     # cross-entropy and dummy wgrads; hybrid sharding over 8 GPUs (FSDP2 HSDP)
     ("llama3-70b", "gb200-nvl72", 144, 288, 8192, Options("fp8", stack="nemo-25.11")),
     ("llama3-70b", "h100-sxm", 128, 256, 8192, Options("bf16", stack="torchtitan-2025",
-                                                       stack_set=("hybrid_shard_group=8",))),
+                                                       stack_set=("hybrid_shard_group=8", "recompute_modules=core_attn"))),
 ]
 
 

@@ -569,9 +569,16 @@ def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     recompute = {"none": "none", "selective": "selective", "full": "full", None: "none"}.get(mode)
     if recompute is None:
         raise InputError("log", "activation_checkpoint.mode", f"{mode!r}: perfmodel models none, selective, full")
-    if recompute == "selective" and (_tt(f, "activation_checkpoint.selective_ac_option") or "op") != "op":
-        notes.append(f"selective_ac_option={_tt(f, 'activation_checkpoint.selective_ac_option')}: every Nth layer "
-                     "checkpointed in full; perfmodel's selective recompute is the core attention")
+    sac = _tt(f, "activation_checkpoint.selective_ac_option") or "op"
+    if recompute == "selective" and sac != "op":
+        recompute = "full"
+        notes.append(f"selective_ac_option={sac}: every {sac}th layer checkpointed in full, a per-layer mix perfmodel "
+                     "does not model; priced as full recompute of every layer (an upper bound on its recompute time)")
+    elif recompute == "selective":
+        notes.append("selective_ac_option=op: op-level SAC recomputes the element-wise ops and every second matmul "
+                     "(wk, wo, w3 of a Llama block, ~37% of its matmul FLOPs); perfmodel's nearest module list, "
+                     "layernorm + mlp, recomputes the norms, the SwiGLU and the MLP matmuls (~80%): recompute "
+                     "time over-, kept activations under-stated")
     conv = (_tt(f, "model.converters") or "") + " " + (_tt(f, "quantize.linear.float8.recipe_name") or "")
     recipe = _tt(f, "float8.recipe_name") or _tt(f, "recipe_name") or "tensorwise"
     if "mx" in conv:
@@ -603,6 +610,8 @@ def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
                  recompute=recompute)  # type: ignore[arg-type]
     compiled = any((f.raw(k) or "").lower() in ("true", "1") for k in ("compile.enable", "training.compile"))
     stated: dict[str, tuple[str, str]] = {"recompute": (recompute, "activation_checkpoint.mode")}
+    if recompute == "selective":
+        stated["recompute_modules"] = ("layernorm,mlp", "activation_checkpoint.selective_ac_option=op (nearest modules)")
     if fsdp:
         stated["fsdp"] = ("fsdp2", f"parallelism.data_parallel_shard_degree={shard}")
     atp = _tt(f, "parallelism.enable_async_tensor_parallel")
