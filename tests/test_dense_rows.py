@@ -164,3 +164,33 @@ def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gat
     r = predict("llama3.1-405b", "gb300-nvl72", lay, precision="nvfp4", stack="nemo-26.04").row(0)
     if prec == "nvfp4":
         assert r["breakdown_s"]["tp_comm"] == pytest.approx(r["comm_raw_s"]["tp_comm"], rel=1e-9)
+
+
+@pytest.mark.parametrize("sid, model, is_moe, ce", [
+    ("nemo-25.11", "llama3-70b", False, "te"), ("nemo-26.02", "llama3-8b", False, "te"),
+    ("nemo-26.04", "llama3.1-405b", False, "te"), ("default", "llama3-70b", False, "te"),
+    ("nemo-25.11", "qwen3-30b-a3b", True, "te"), ("nemo-25.11", "deepseek-v3", True, "fp32"),
+    ("nemo-25.11", "nemotron4-340b", False, "fp32"), ("nemo-25.09", "llama3-70b", False, "fp32")])
+def test_megatron_bridge_llama3_and_qwen_recipes_run_te_cross_entropy(sid, model, is_moe, ce):
+    # Megatron-Bridge PR #1154 (cherry-picked into r0.2.0 = NeMo 25.11 as #1201): the Llama 3 and Qwen recipes
+    # set cross_entropy_fusion_impl = 'te'; other families (and the 25.09 recipes) keep Megatron-Core's native
+    from perfmodel.calibration import constants
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
+    sw = resolve(sid, (), model, is_moe, load_hardware("gb200-nvl72"), "fp8", constants())
+    assert sw.logit_bytes == (2 if ce == "te" else 8)
+
+
+def test_llama3_70b_gb200_fp8_fsdp_row_keeps_bf16_logits_only():
+    # mb2511-l3-70b-gb200-64-fp8 (FSDP, tp 1, mbs 2, seq 8192, vocab 128,256): the last rank holds the bf16
+    # logits of one micro-batch, the gradient written into them: 2 B x 2 x 8192 x 128256 = 4,202,692,608 B
+    # (the fp32 path held 4 x that: 16,810,770,432 B)
+    lay = Layout(gpus=64, gbs=256, mbs=2, seq=8192, fsdp=True)
+    p = predict("llama3-70b", "gb200-nvl72", lay, precision="fp8", stack="nemo-25.11")
+    assert float(p.memory_parts["logits"][0]) == pytest.approx(2 * 2 * 8192 * 128256, rel=1e-12)
+    q = predict("llama3-70b", "gb200-nvl72", lay, precision="fp8", stack="nemo-25.11", stack_set=("cross_entropy=fp32",))
+    assert float(q.memory_parts["logits"][0]) == pytest.approx(4 * 2 * 2 * 8192 * 128256, rel=1e-12)
+    # 189.7 GB against 186 GB of HBM fits inside validate's memory tolerance (5%, the memory model's measured
+    # error) with no recompute; the fp32 loss (202.3 GB) did not, and validation inferred full recompute
+    from perfmodel.validate import MEMORY_TOLERANCE
+    assert float(p.memory_bytes_per_gpu[0]) < 186e9 * (1 + MEMORY_TOLERANCE) < float(q.memory_bytes_per_gpu[0])
