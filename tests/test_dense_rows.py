@@ -10,6 +10,7 @@ import pytest
 
 from perfmodel.api import Layout, predict
 from perfmodel.specfile import data_dir
+from perfmodel.stack import load_stack
 
 
 def _rows(prefix: str) -> list[dict]:
@@ -194,3 +195,22 @@ def test_llama3_70b_gb200_fp8_fsdp_row_keeps_bf16_logits_only():
     # error) with no recompute; the fp32 loss (202.3 GB) did not, and validation inferred full recompute
     from perfmodel.validate import MEMORY_TOLERANCE
     assert float(p.memory_bytes_per_gpu[0]) < 186e9 * (1 + MEMORY_TOLERANCE) < float(q.memory_bytes_per_gpu[0])
+
+
+def test_dgxc_maxtext_llama2_70b_recomputes_attention_and_mlp_only():
+    # dgxc-benchmarking maxtext/configure.sh (v24.11): remat_policy=custom saving q/k/v/qkv/out_proj (+ mlpwo
+    # in BF16): the flash-attention output and the MLP are re-run, the attention projections are not
+    s = load_stack("dgxc-24.11-maxtext")
+    assert (s.value("recompute"), s.value("recompute_modules")) == ("selective", ("core_attn", "mlp", "layernorm"))
+    (row,) = [r for r in _rows("dgxc241101-l2-70b-h100-64-bf16") if r["run_id"].endswith("-maxtext")]
+    assert (row["micro_batch"], row["fsdp"], row["recompute"]) == ("2", "1", "")
+    lay = lambda rc: Layout(gpus=64, gbs=128, mbs=2, seq=4096, fsdp=True, recompute=rc)
+    run = {rc: predict("llama2-70b", "h100-sxm", lay(rc), precision="bf16", stack="dgxc-24.11-maxtext")
+           for rc in ("none", "selective", "full")}
+    # with no recompute the 80 layers' activations overflow 80 GB (hardware/h100-sxm.toml); the stated policy fits
+    assert float(run["none"].memory_bytes_per_gpu[0]) > 80e9 > float(run["selective"].memory_bytes_per_gpu[0])
+    rec = {rc: run[rc].row(0)["breakdown_s"]["recompute"] for rc in run}
+    # it re-runs attention and the MLP but not the four attention projections (18% of the layer's GEMM FLOPs:
+    # (8192 x 10240 + 8192 x 8192) / (that + 3 x 8192 x 28672)), so it costs less than the whole forward
+    assert rec["none"] == 0.0 < rec["selective"] < rec["full"]
+    assert rec["selective"] / rec["full"] > 0.75
