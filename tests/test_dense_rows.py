@@ -214,3 +214,27 @@ def test_dgxc_maxtext_llama2_70b_recomputes_attention_and_mlp_only():
     # (8192 x 10240 + 8192 x 8192) / (that + 3 x 8192 x 28672)), so it costs less than the whole forward
     assert rec["none"] == 0.0 < rec["selective"] < rec["full"]
     assert rec["selective"] / rec["full"] > 0.75
+
+
+@pytest.mark.parametrize("hw_id", ["gb200-nvl72", "gb300-nvl72", "b300"])
+def test_blackwell_bf16_power_bound_is_the_b200_measurement_scaled_by_power(hw_id):
+    # the B200 sweep (0.488 of 2,250 TFLOP/s at 1,000 W) scaled by each part's power limit, as gemm_bf16 is:
+    # GB200 1,200 W -> 1,317.6 TF = 0.527 of 2,500; GB300 1,400 W -> 0.615 of 2,500; B300 1,100 W -> 0.537 of 2,250
+    from perfmodel.hardware import load_hardware
+    b200, hw = load_hardware("b200"), load_hardware(hw_id)
+    rate = b200.efficiency.gemm_bf16_power_bound * b200.peak("bf16") * hw.power.gpu_tdp_w / b200.power.gpu_tdp_w
+    assert hw.efficiency.gemm_bf16_power_bound == pytest.approx(rate / hw.peak("bf16"), abs=5e-4)
+
+
+def test_llama31_405b_bf16_gemm_on_gb200_runs_at_the_power_bound():
+    # the 405B MLP fprop of one micro-batch at tp 4, cp 2 (M = 4,096 tokens, N = 53,248 / 4, K = 16,384):
+    # the shape curve (0.729 x sustained x K, M, N fill) lies above the cap, so it runs at 0.527 x 2,500 TF:
+    # 2 x 4096 x 13312 x 16384 / 1.3175e15 s plus the fixed cost; FP8 is not capped
+    from perfmodel.calibration import constants
+    from perfmodel.compute import gemm_time
+    from perfmodel.hardware import load_hardware
+    c, hw = constants(), load_hardware("gb200-nvl72")
+    M, N, K = 4096, 13312, 16384
+    assert float(gemm_time(M, N, K, hw, "bf16", c)) == pytest.approx(2 * M * N * K / (2.5e15 * 0.527) + c.kernel_fixed_s,
+                                                                    rel=1e-9)
+    assert float(gemm_time(M, N, K, hw, "fp8", c)) < float(gemm_time(M, N, K, hw, "bf16", c)) / 2
