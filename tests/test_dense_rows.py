@@ -238,3 +238,12 @@ def test_llama31_405b_bf16_gemm_on_gb200_runs_at_the_power_bound():
     assert float(gemm_time(M, N, K, hw, "bf16", c)) == pytest.approx(2 * M * N * K / (2.5e15 * 0.527) + c.kernel_fixed_s,
                                                                     rel=1e-9)
     assert float(gemm_time(M, N, K, hw, "fp8", c)) < float(gemm_time(M, N, K, hw, "bf16", c)) / 2
+
+
+def test_dgxc_25_05_nemotron4_on_gb200_launches_with_cuda_graphs():
+    # dgxc-benchmarking nemotron/launch.sh (25.05.04): '--cuda_graphs true' on gb200 only; Llama 3.1 405B's
+    # launch passes none (the NeMo 25.04 B200-only default stays)
+    s = load_stack("dgxc-25.05")
+    assert s.for_model("nemotron4-340b", False, "gb200-nvl72", "fp8").value("cuda_graphs") == "per_layer"
+    assert s.for_model("nemotron4-15b", False, "h100-sxm", "bf16").value("cuda_graphs") == "none"
+    assert s.for_model("llama3.1-405b", False, "gb200-nvl72", "fp8").value("cuda_graphs") == "none"
