@@ -10,6 +10,7 @@ import pytest
 
 from perfmodel.api import Layout, predict
 from perfmodel.specfile import data_dir
+from perfmodel.stack import load_stack
 
 
 def _rows(prefix: str) -> list[dict]:
@@ -168,3 +169,85 @@ def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gat
     r = predict("llama3.1-405b", "gb300-nvl72", lay, precision="nvfp4", stack="nemo-26.04").row(0)
     if prec == "nvfp4":
         assert r["breakdown_s"]["tp_comm"] == pytest.approx(r["comm_raw_s"]["tp_comm"], rel=1e-9)
+
+
+@pytest.mark.parametrize("sid, model, is_moe, ce", [
+    ("nemo-25.11", "llama3-70b", False, "te"), ("nemo-26.02", "llama3-8b", False, "te"),
+    ("nemo-26.04", "llama3.1-405b", False, "te"), ("default", "llama3-70b", False, "te"),
+    ("nemo-25.11", "qwen3-30b-a3b", True, "te"), ("nemo-25.11", "deepseek-v3", True, "fp32"),
+    ("nemo-25.11", "nemotron4-340b", False, "fp32"), ("nemo-25.09", "llama3-70b", False, "fp32")])
+def test_megatron_bridge_llama3_and_qwen_recipes_run_te_cross_entropy(sid, model, is_moe, ce):
+    # Megatron-Bridge PR #1154 (cherry-picked into r0.2.0 = NeMo 25.11 as #1201): the Llama 3 and Qwen recipes
+    # set cross_entropy_fusion_impl = 'te'; other families (and the 25.09 recipes) keep Megatron-Core's native
+    from perfmodel.calibration import constants
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
+    sw = resolve(sid, (), model, is_moe, load_hardware("gb200-nvl72"), "fp8", constants())
+    assert sw.logit_bytes == (2 if ce == "te" else 8)
+
+
+def test_llama3_70b_gb200_fp8_fsdp_row_keeps_bf16_logits_only():
+    # mb2511-l3-70b-gb200-64-fp8 (FSDP, tp 1, mbs 2, seq 8192, vocab 128,256): the last rank holds the bf16
+    # logits of one micro-batch, the gradient written into them: 2 B x 2 x 8192 x 128256 = 4,202,692,608 B
+    # (the fp32 path held 4 x that: 16,810,770,432 B)
+    lay = Layout(gpus=64, gbs=256, mbs=2, seq=8192, fsdp=True)
+    p = predict("llama3-70b", "gb200-nvl72", lay, precision="fp8", stack="nemo-25.11")
+    assert float(p.memory_parts["logits"][0]) == pytest.approx(2 * 2 * 8192 * 128256, rel=1e-12)
+    q = predict("llama3-70b", "gb200-nvl72", lay, precision="fp8", stack="nemo-25.11", stack_set=("cross_entropy=fp32",))
+    assert float(q.memory_parts["logits"][0]) == pytest.approx(4 * 2 * 2 * 8192 * 128256, rel=1e-12)
+    # 189.7 GB against 186 GB of HBM fits inside validate's memory tolerance (5%, the memory model's measured
+    # error) with no recompute; the fp32 loss (202.3 GB) did not, and validation inferred full recompute
+    from perfmodel.validate import MEMORY_TOLERANCE
+    assert float(p.memory_bytes_per_gpu[0]) < 186e9 * (1 + MEMORY_TOLERANCE) < float(q.memory_bytes_per_gpu[0])
+
+
+def test_dgxc_maxtext_llama2_70b_recomputes_attention_and_mlp_only():
+    # dgxc-benchmarking maxtext/configure.sh (v24.11): remat_policy=custom saving q/k/v/qkv/out_proj (+ mlpwo
+    # in BF16): the flash-attention output and the MLP are re-run, the attention projections are not
+    s = load_stack("dgxc-24.11-maxtext")
+    assert (s.value("recompute"), s.value("recompute_modules")) == ("selective", ("core_attn", "mlp", "layernorm"))
+    (row,) = [r for r in _rows("dgxc241101-l2-70b-h100-64-bf16") if r["run_id"].endswith("-maxtext")]
+    assert (row["micro_batch"], row["fsdp"], row["recompute"]) == ("2", "1", "")
+    lay = lambda rc: Layout(gpus=64, gbs=128, mbs=2, seq=4096, fsdp=True, recompute=rc)
+    run = {rc: predict("llama2-70b", "h100-sxm", lay(rc), precision="bf16", stack="dgxc-24.11-maxtext")
+           for rc in ("none", "selective", "full")}
+    # with no recompute the 80 layers' activations overflow 80 GB (hardware/h100-sxm.toml); the stated policy fits
+    assert float(run["none"].memory_bytes_per_gpu[0]) > 80e9 > float(run["selective"].memory_bytes_per_gpu[0])
+    rec = {rc: run[rc].row(0)["breakdown_s"]["recompute"] for rc in run}
+    # it re-runs attention and the MLP but not the four attention projections (18% of the layer's GEMM FLOPs:
+    # (8192 x 10240 + 8192 x 8192) / (that + 3 x 8192 x 28672)), so it costs less than the whole forward
+    assert rec["none"] == 0.0 < rec["selective"] < rec["full"]
+    assert rec["selective"] / rec["full"] > 0.75
+
+
+@pytest.mark.parametrize("hw_id", ["gb200-nvl72", "gb300-nvl72", "b300"])
+def test_blackwell_bf16_power_bound_is_the_b200_measurement_scaled_by_power(hw_id):
+    # the B200 sweep (0.488 of 2,250 TFLOP/s at 1,000 W) scaled by each part's power limit, as gemm_bf16 is:
+    # GB200 1,200 W -> 1,317.6 TF = 0.527 of 2,500; GB300 1,400 W -> 0.615 of 2,500; B300 1,100 W -> 0.537 of 2,250
+    from perfmodel.hardware import load_hardware
+    b200, hw = load_hardware("b200"), load_hardware(hw_id)
+    rate = b200.efficiency.gemm_bf16_power_bound * b200.peak("bf16") * hw.power.gpu_tdp_w / b200.power.gpu_tdp_w
+    assert hw.efficiency.gemm_bf16_power_bound == pytest.approx(rate / hw.peak("bf16"), abs=5e-4)
+
+
+def test_llama31_405b_bf16_gemm_on_gb200_runs_at_the_power_bound():
+    # the 405B MLP fprop of one micro-batch at tp 4, cp 2 (M = 4,096 tokens, N = 53,248 / 4, K = 16,384):
+    # the shape curve (0.729 x sustained x K, M, N fill) lies above the cap, so it runs at 0.527 x 2,500 TF:
+    # 2 x 4096 x 13312 x 16384 / 1.3175e15 s plus the fixed cost; FP8 is not capped
+    from perfmodel.calibration import constants
+    from perfmodel.compute import gemm_time
+    from perfmodel.hardware import load_hardware
+    c, hw = constants(), load_hardware("gb200-nvl72")
+    M, N, K = 4096, 13312, 16384
+    assert float(gemm_time(M, N, K, hw, "bf16", c)) == pytest.approx(2 * M * N * K / (2.5e15 * 0.527) + c.kernel_fixed_s,
+                                                                    rel=1e-9)
+    assert float(gemm_time(M, N, K, hw, "fp8", c)) < float(gemm_time(M, N, K, hw, "bf16", c)) / 2
+
+
+def test_dgxc_25_05_nemotron4_on_gb200_launches_with_cuda_graphs():
+    # dgxc-benchmarking nemotron/launch.sh (25.05.04): '--cuda_graphs true' on gb200 only; Llama 3.1 405B's
+    # launch passes none (the NeMo 25.04 B200-only default stays)
+    s = load_stack("dgxc-25.05")
+    assert s.for_model("nemotron4-340b", False, "gb200-nvl72", "fp8").value("cuda_graphs") == "per_layer"
+    assert s.for_model("nemotron4-15b", False, "h100-sxm", "bf16").value("cuda_graphs") == "none"
+    assert s.for_model("llama3.1-405b", False, "gb200-nvl72", "fp8").value("cuda_graphs") == "none"
