@@ -36,12 +36,13 @@ def gemms_fwd_bwd(gemms, hw, precision, c):
 def attention_fwd_bwd(cores: tuple[AttentionCore, ...], hw: HardwareSpec, c: Constants,
                       factor_fwd: float = 1.0, factor_bwd: float = 1.0):
     """Flash-attention cores, weighted by the share of layers running each kind; `factor_*` is the
-    stack's kernel relative to the one the hardware file measures (software.py)."""
+    stack's kernel relative to the one the hardware file measures (software.py), each core's
+    `dim_factor_*` that kernel's rate at the model's head dimension relative to head_dim 128."""
     fwd = bwd = 0.0
     fx = c.kernel_fixed_s
     for a in cores:
         f, b = attention_time(a.flops_fwd, a.mean_keys, hw, c)
-        f, b = (f - fx) / factor_fwd + fx, (b - fx) / factor_bwd + fx
+        f, b = (f - fx) / (factor_fwd * a.dim_factor_fwd) + fx, (b - fx) / (factor_bwd * a.dim_factor_bwd) + fx
         fwd, bwd = fwd + f * a.share, bwd + b * a.share
     return fwd, bwd
 

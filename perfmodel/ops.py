@@ -38,6 +38,8 @@ class AttentionCore:
     mean_keys: np.ndarray
     share: float = 1.0
     module: str = "core_attn"
+    dim_factor_fwd: float = 1.0      # the kernel's rate at this head dimension relative to head_dim 128
+    dim_factor_bwd: float = 1.0      # (software.head_dim_factor)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ physics or a measured kernel ratio with its source; nothing is fitted per stack.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -41,6 +42,33 @@ for _gen in ("ampere", "hopper", "blackwell", "blackwell-ultra"):
     _f, _b = _ATTN_FACTOR[(_gen, "fa2")]
     _ATTN_FACTOR[(_gen, "fa1")] = (_f * _FA1, _b * _FA1)
     _ATTN_FACTOR[(_gen, "triton")] = (_f * _TRITON, _b * _TRITON)
+
+
+# Flash-attention rate at head_dim 64 relative to head_dim 128, (forward, backward): FA3 paper (Shah et al.
+# 2024) Fig. 5 (forward, causal) and Fig. 6 (backward), H100 SXM5 BF16, seqlen 4k, TFLOP/s:
+#   FA3   fwd 420 vs 579 -> 0.725, bwd 453 vs 542 -> 0.836
+#   cuDNN fwd 363 vs 518 -> 0.701, bwd 417 vs 499 -> 0.836
+#   FA2   fwd 284 vs 319 -> 0.890, bwd 279 vs 310 -> 0.900
+#   Triton (FA2 in Triton) fwd 363 vs 353 -> no loss (its backward is not in the figures): 1
+# Per score element the two matmuls do 4 * head_dim FLOPs while the softmax (max, exp, rescale) work is
+# fixed, so a short head dimension raises the non-matmul share (FA3 paper §3: the exponential runs at a
+# small fraction of the matmul rate); the warpgroup / tcgen05 kernels (FA3, cuDNN, FA4) lose more than FA2.
+# No Blackwell figure at head_dim 64 is published for cuDNN or FA4: they take cuDNN's Hopper ratio. At
+# head_dim 256 the same figures give 1.04 (FA3) and 0.94 (cuDNN) of head_dim 128 (causal forward, 16k):
+# held at 1 above 128.
+# FlashAttention 1 is not measured there either: 1.
+_DIM64 = {"fa3": (0.725, 0.836), "cudnn": (0.701, 0.836), "fa4": (0.701, 0.836), "fa2": (0.890, 0.900)}
+
+
+def head_dim_factor(kernel: str, head_dim: float) -> tuple[float, float]:
+    """(forward, backward) rate of flash-attention `kernel` at `head_dim` relative to head_dim 128 (_DIM64):
+    1 at 128 and above, the head_dim-64 ratio at 64 and below (no measurement below 64), linear in
+    log2(head_dim) between. The unfused path is priced as GEMMs (no factor)."""
+    if kernel not in _DIM64 or head_dim >= 128:
+        return 1.0, 1.0
+    t = max(0.0, math.log2(head_dim / 64.0))            # 0 at 64, 1 at 128
+    f64, b64 = _DIM64[kernel]
+    return f64 + t * (1.0 - f64), b64 + t * (1.0 - b64)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from .layout import LayoutGrid
 from .model import ModelSpec
 from .ops import AttentionCore, Collective, Fixed, Gemm, Head, Layer, Saved, Stream, Workload
 from .parallel import cp as cp_par, ep as ep_par, tp as tp_par
+from .software import head_dim_factor
 
 # layout axes a per-layer record depends on (never dp, pp, vp: those act in parallel/pp.py and dp.py)
 AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
@@ -114,6 +115,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     n_win = m.num_windowed_layers
     cores, streams = [], []
     unfused = sw.attention == "unfused"
+    dim_f, dim_b = head_dim_factor(sw.attention, a.qk_dim)
     for kind, count, win in (("global", m.num_layers - n_win, 0), (a.window_kind, n_win, a.window)):
         if count:
             keys = mean_keys_value(kind, win, seq)
@@ -125,7 +127,8 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                 streams.append(Stream("attention scores (unfused)", K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
                                       K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 3, 3, "core_attn"))
             else:
-                cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers))
+                cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers,
+                                           dim_factor_fwd=dim_f, dim_factor_bwd=dim_b))
     eager = sw.eager
     norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES   # LayerNorm is native
     rope_b = K.ROPE_BYTES * (K.EAGER_ROPE_PASSES if eager else 1.0)

@@ -98,3 +98,16 @@ def test_price_layer():
     assert float(t.compute_f) == pytest.approx(58.5e-6 + 1e-3 + 20e-6 + 1e-3, rel=REL)
     assert float(t.compute_b) == pytest.approx(149.5e-6 + 2e-3 + 41.25e-6 + 1e-3, rel=REL)
     assert t.comm["tp"] == pytest.approx((4e-3, 8e-3))
+
+
+def test_attention_head_dim_factor_divides_the_kernel_time():
+    # a core at head_dim 64 under cuDNN: forward at 0.701, backward at 0.836 of the head_dim-128 rate
+    # (FA3 paper Fig. 5-6: 363 vs 518, 417 vs 499 TFLOP/s); the 10 us fixed cost per kernel is unchanged.
+    # 3e9 FLOPs at 3,000 keys: 20 us fwd (10 us of it fixed), 41.25 us bwd (10 us fixed)
+    core = AttentionCore("global", np.array(3e9), np.array(3000.0), 1.0, dim_factor_fwd=0.701, dim_factor_bwd=0.836)
+    f, b = cost.attention_fwd_bwd((core,), HW, C)
+    assert float(f) == pytest.approx(10e-6 / 0.701 + 10e-6, rel=REL)
+    assert float(b) == pytest.approx(31.25e-6 / 0.836 + 10e-6, rel=REL)
+    # ... on top of the stack's kernel factor (FA2 on Hopper: 1/1.75 forward)
+    f2, _ = cost.attention_fwd_bwd((core,), HW, C, 1 / 1.75, 1.0)
+    assert float(f2) == pytest.approx(10e-6 * 1.75 / 0.701 + 10e-6, rel=REL)

@@ -322,3 +322,26 @@ def test_cuda_graph_kernel_cost():
     assert (sw.layer_kernel_s, sw.other_kernel_s) == (4e-6, 4e-6)
     sw = toy_sw(m, HW, C, stack_set=("cuda_graphs=none",))
     assert (sw.layer_kernel_s, sw.other_kernel_s) == (1e-5, 1e-5)
+
+
+def test_attention_head_dim_factor():
+    from perfmodel.software import head_dim_factor
+    # FA3 paper (Shah et al. 2024) Fig. 5-6, H100 BF16, 4k: head_dim 64 over 128, forward (causal) / backward
+    assert head_dim_factor("cudnn", 64) == (0.701, 0.836)
+    assert head_dim_factor("fa3", 64) == (0.725, 0.836)
+    assert head_dim_factor("fa2", 64) == (0.890, 0.900)
+    # 128 and above: 1; below 64: held at 64 (no measurement); unfused (GEMMs) and Triton: no factor
+    for k in ("cudnn", "fa3", "fa2", "fa4"):
+        assert head_dim_factor(k, 128) == head_dim_factor(k, 192) == (1.0, 1.0)
+        assert head_dim_factor(k, 32) == head_dim_factor(k, 64)
+    assert head_dim_factor("unfused", 64) == head_dim_factor("triton", 64) == (1.0, 1.0)
+    # 96 is halfway in log2 between 64 and 128: 0.701 + log2(1.5) * 0.299
+    f, b = head_dim_factor("cudnn", 96)
+    assert f == pytest.approx(0.701 + np.log2(1.5) * 0.299, rel=REL)
+    assert b == pytest.approx(0.836 + np.log2(1.5) * 0.164, rel=REL)
+    # the record carries the factor of the model's query/key head dimension under the stack's kernel
+    (a,) = _build(toy_dense(attention=dict(kind="gqa", num_heads=16, num_kv_heads=2, head_dim=64))).layers[0].attention
+    assert toy_sw(toy_dense(), HW, C).attention == "cudnn"          # the default stack's kernel
+    assert (a.dim_factor_fwd, a.dim_factor_bwd) == (0.701, 0.836)
+    (a,) = _build(toy_dense()).layers[0].attention
+    assert (a.dim_factor_fwd, a.dim_factor_bwd) == (1.0, 1.0)

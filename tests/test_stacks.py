@@ -349,3 +349,33 @@ def test_stacks_ship_with_the_package():
     inc = cfg["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
     assert inc["stacks"] == "perfmodel/_data/stacks"
     assert inc["validation/independent"] == "perfmodel/_data/validation/independent"
+
+
+def test_default_is_the_newest_release_with_every_published_overlap():
+    # `default` bases on the newest NVIDIA release preset (nemo-26.06), so it keeps that release's
+    # FP8-MX MoE facts (DeepSeek-V3: full-iteration graphs, CuTe-DSL grouped MLP, overlapped A2A) ...
+    d = load_stack("default")
+    nvidia = [load_stack(s) for s in ("nemo-25.09", "nemo-25.11", "nemo-26.02", "nemo-26.04", "nemo-26.06")]
+    assert d.base == "nemo-26.06" and d.date >= max(s.date for s in nvidia)
+    f = d.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").features
+    assert (f.cuda_graphs, f.grouped_gemm, f.moe_a2a_overlap, f.moe_dispatcher) == (
+        "full_iteration", "cutedsl", True, "hybridep")
+    # ... which the 26.04 base it replaced did not have
+    f4 = load_stack("nemo-26.04").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").features
+    assert (f4.cuda_graphs, f4.grouped_gemm) != ("full_iteration", "cutedsl")
+    # and its own all-to-all overlap stays on for a model no release rule touches
+    assert d.for_model("toy-moe", True, "gb200-nvl72", "bf16").features.moe_a2a_overlap is True
+
+
+def test_nemo_2606_qwen3_235b_mxfp8_on_gb_runs_the_whole_iteration_hybridep_path():
+    # the 26.06 rows' layouts (GB200 PP8 VP3 EP32, GB300 PP4 VP12 EP32) are those of Megatron-Bridge's
+    # flat recipes that call _enable_hybridep_full_iteration_mxfp8: graphs, overlap, CuTe-DSL, HybridEP
+    s = load_stack("nemo-26.06")
+    for hw in ("gb200-nvl72", "gb300-nvl72"):
+        f = s.for_model("qwen3-235b-a22b", True, hw, "mxfp8").features
+        assert (f.cuda_graphs, f.moe_a2a_overlap, f.grouped_gemm, f.moe_dispatcher) == (
+            "full_iteration", True, "cutedsl", "hybridep")
+    # not BF16, not HGX B300, not the 26.04 release
+    assert s.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").features.cuda_graphs == "per_layer"
+    assert s.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").features.cuda_graphs != "full_iteration"
+    assert load_stack("nemo-26.04").for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8").features.cuda_graphs == "per_layer"
