@@ -50,9 +50,6 @@ LSE_BYTES = FP32           # flash-attention log-sum-exp per query per head (Dao
 ROUTER_LOGIT_BYTES = FP32  # MoE router logits / probabilities per token per expert, fp32
 
 # ---- software-stack features (perfmodel/software.py) ---------------------------------------------------
-# per-kernel fixed cost under CUDA graphs: the GPU-side launch and ramp only, the host cost gone (CUDA
-# launch latency ~2-5 us; calibration.toml kernel_fixed_s prior)
-GRAPHED_KERNEL_S = 4e-6
 # unfused attention (Megatron fused scale-mask-softmax path), bytes per score element and micro-batch:
 # forward: QK^T writes bf16 scores (2), softmax reads 2 writes 2, dropout reads 2 writes 2 and a 1-byte mask,
 # PV reads the probabilities (2) -> 13; backward reads and writes each of them again with its gradient -> 26

@@ -118,7 +118,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     tp = {"none": (0.0, 0.0), "bulk": (0.0, c.tp_overlap),
           "userbuffers": (c.tp_overlap, c.tp_overlap), "async_tp": (c.tp_overlap, c.tp_overlap)}[f.tp_overlap]
     graphs = f.cuda_graphs
-    graphed = min(c.kernel_fixed_s, K.GRAPHED_KERNEL_S)
+    graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)    # a graph removes the host part only
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
     # a power cap below the TDP lowers the sustained clock; the tensor rate follows it (dynamic power
     # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)

@@ -201,7 +201,7 @@ def test_moe_expert_bias_loop():
     l2 = _build(m, ep=2, etp=2).layers[1]
     assert _streams(l2)["expert bias (per-expert loop)"][:2] == (12 * 5120 * 1024, 12 * 5120 * 1024)
     assert float(np.ravel(l2.fixed[1].seconds_bwd)[0]) == pytest.approx(32e-5, rel=REL)
-    # a whole-iteration CUDA graph captures the loop: 4 us per kernel (constants.GRAPHED_KERNEL_S)
+    # a whole-iteration CUDA graph captures the loop: 4 us per kernel (calibration graphed_kernel_s)
     g = _build_sw(m, ("cuda_graphs=full_iteration",), ep=4).layers[1]
     assert float(np.ravel(g.fixed[1].seconds_fwd)[0]) == pytest.approx(9 * 4e-6, rel=REL)
     # ... and has no host sync for the token counts (static expert buffers): the routing sync is 0
@@ -313,7 +313,7 @@ def test_unfused_attention():
 
 
 def test_cuda_graph_kernel_cost():
-    # CUDA graphs lower the fixed cost per kernel to min(kernel_fixed_s 10 us, constants.GRAPHED_KERNEL_S 4 us):
+    # CUDA graphs lower the fixed cost per kernel to min(kernel_fixed_s 10 us, graphed_kernel_s 4 us):
     # per_layer inside the layers only, full_iteration also in the head, embedding and optimizer
     m = toy_dense()
     sw = toy_sw(m, HW, C, stack_set=("cuda_graphs=per_layer",))

@@ -27,7 +27,7 @@ def toy_hw(domain: int = 8, **eff) -> HardwareSpec:
 
 
 def toy_consts(**kw) -> Constants:
-    base = dict(tensor_sustained=0.8, gemm_k_half=1000.0, gemm_mn_half=100.0, kernel_fixed_s=1e-5,
+    base = dict(tensor_sustained=0.8, gemm_k_half=1000.0, gemm_mn_half=100.0, kernel_fixed_s=1e-5, graphed_kernel_s=4e-6,
                 attention_keys_half=1000.0, step_overhead_s=0.01, tp_overlap=0.5, ep_overlap=0.75, cp_overlap=0.25,
                 dp_overlap=0.5, pp_overlap=0.5, moe_imbalance=1.25, moe_layer_overhead_s=1e-3,
                 moe_permute_bytes=20.0, fp8_cast_bytes=4.0, reserved_bytes=1e9)
