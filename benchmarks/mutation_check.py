@@ -233,11 +233,9 @@ SIZE_ONE = ("size >= 1 differs only at size = 1, where the bandwidth term has a 
             "the latency term _latency(k, 1) is 0: the same 0 either way")
 PP_ONE = ("at pp = 1 both branches agree: schedule_time has t_sum = t_max and max(0, 1 - m) = 0 for m >= 1 (predict "
           "floors m at 1), so m t_max; in_flight's interleaved count is (0 + (vp - 1) + 1) / vp = 1 = pp - rank")
-CHUNK_RULES = ("chunk_layers: Megatron-Core's three named split rules (even; the loss taking a slot; the embedding "
-               "and the loss taking one each) give exactly the layers of the general uneven rule (floor(L / C) each, "
-               "the remainder to the middle chunks first, then the first, then the last): rem = 0, C - 1 and C - 2 "
-               "fill the same chunks, so disabling a named rule changes nothing; and the general rule is reached only "
-               "with rem <= C - 3, which never gets past the middle chunks 1..C-3 of its fill order")
+CHUNK_RULES = ("chunk_layers gives the remainder (at most C - 1 layers) one each to the chunks in the order 1 .. C-2, "
+               "0, C - 1: the C-th entry of that order, chunk C - 1, is never reached, so dropping it or changing "
+               "its index changes nothing")
 MULT_PAD = ("mult >= 0 also admits the padding signatures (mult = 0) of layouts with fewer distinct stages: in t_sum "
             "they are multiplied by mult = 0, and in t_max their time (no layers: only the exposed p2p, "
             "exposed(p2p, 0) = p2p) never exceeds a real stage's, which is parts + exposed(p2p, parts) >= p2p")
@@ -248,9 +246,53 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "M >= 0 differs only at M = 0, where t_math is already 0/0 = NaN (eff has the factor M / (M + mn_half) = 0); "
         "no GEMM record has zero rows",
     **{("perfmodel/comm.py", f, "size > 1"): SIZE_ONE
-       for f in ("all_gather_time", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
-    ("perfmodel/topology.py", "_codes", "right term 1 of hi + 1"):
-        "a lookup table one entry longer than the largest code: the extra entry is never read",
+       for f in ("all_gather_from_terms", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
+    **{("perfmodel/topology.py", "_codes", w): "a lookup table one entry longer than the largest code: the extra "
+       "entry is never read" for w in ("right term 1 of hi + 1", "left term hi of hi + 1")},
+    ("perfmodel/topology.py", "_codes", "hi >= 1 << 22"):
+        "both branches return the same (sorted unique values, inverse); the threshold only picks the faster one",
+    ("perfmodel/topology.py", "_worst_offset", "U // math.gcd(span, U)"):
+        "the one extra block start, U / gcd(span, U) blocks = lcm(span, U) ranks, is a whole number of units past "
+        "start 0: the same parts, the same share, a tie, and a tie keeps the earlier offset",
+    ("perfmodel/topology.py", "_worst_offset", "stride >= D"):
+        "at stride == D the interleaved offsets j < stride = D move members inside their domains, and a unit is "
+        "a whole number of domains (hardware.py checks scalable_unit_gpus): no member changes unit, every j ties "
+        "with j = 0, the block start the other branch tries",
+    ("perfmodel/topology.py", "_worst_offset", "(ranks[None, :] + offs[:, None]) // U"):
+        "adding 1 to every unit index relabels the units; the parts' sizes are unchanged",
+    **{("perfmodel/topology.py", "_worst_offset", w): "shares are multiples of 1 / size, so share - worst is 0 or at "
+       "least 1 / size: strict or not, and 1e-12 or 1.1e-12 of slack, decide every comparison the same way"
+       for w in ("share > worst + 1e-12", "right term 1e-12 of worst + 1e-12")},
+    ("perfmodel/topology.py", "_placement", "stride >= D"):
+        "at stride == D, k = members_per_domain = 1, so (i // k) * D + (i % k) * stride = i * D = i * stride",
+    ("perfmodel/topology.py", "group_path", "size <= 1"):
+        "at size == 1, k = min(1, ...) = 1 >= size: the same early return through `k >= size`",
+    ("perfmodel/topology.py", "group_path", "hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription"):
+        "the early return's group never leaves one NVLink domain: spine_share = 0, and uplink_bw only divides "
+        "spine_share x bytes = 0 (comm._remote_time)",
+    ("perfmodel/topology.py", "group_path", "2 * D"):
+        "without scalable units the placement renumbers the group onto ranks 0 .. 2D - 1: r // (2D + 1) = "
+        "r // 2D = 0 for all of them, and the leaves' GPU count cancels in _hop's uplink share and in `up` "
+        "(capacity n x NIC / oversubscription divided by n)",
+    ("perfmodel/topology.py", "group_path", "r // D"):
+        "adding 1 to every domain index relabels the domains: by_dom's member lists and their order are unchanged",
+    ("perfmodel/topology.py", "group_path", "r // U"):
+        "unit_of is only compared for equality: adding 1 to both sides changes no comparison",
+    **{("perfmodel/workload.py", "unique_layer_axes", w): "the key stays injective and in the lexicographic order "
+       "of the axis tuples (a larger radix, or a constant added at every digit, shifts every key by the same "
+       "amount; keys stay below 2^63), so np.unique returns the same first indices and inverse"
+       for w in ("left term int(c.max()) of int(c.max()) + 1", "right term 1 of int(c.max()) + 1",
+                 "left term key * r of key * r + c", "right term c of key * r + c",
+                 "left term key * len(u) of key * len(u) + code.reshape(-1)",
+                 "right term code.reshape(-1) of key * len(u) + code.reshape(-1)")},
+    **{("perfmodel/workload.py", "unique_layer_axes", w): "the overflow guard: both branches give keys in the "
+       "same order (the values, or their codes, in mixed radix), and a product of radices up to 1.1 x 2^62 still "
+       "fits int64, so either branch gives the same first indices and inverse"
+       for w in ("float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62", "2.0 ** 62")},
+    ("perfmodel/predict.py", "predict_grid", "left term x of x + zero"):
+        "the only scalars g receives are the 0.0 start values of cost.price_layer's accumulators for a layer with "
+        "no record of that kind (every priced term is an array over the layer-axis combinations; checked on all "
+        "617 rows of `perfmodel validate`): 1.1 x 0 = 0",
     ("perfmodel/comm.py", "domains_reached", "G >= groups"):
         "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
         "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
@@ -265,13 +307,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/parallel/pp.py", "legal_interleaving", "pp <= 1"):
         "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
         "multiple of 1",
-    **{("perfmodel/predict.py", f, "mult > 0"): MULT_PAD for f in ("predict_grid", "_stages")},
+    ("perfmodel/predict.py", "_stages", "mult > 0"): MULT_PAD,
     **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
-        "L % C", "(L + 1) % C", "left term L of L + 1", "right term 1 of L + 1", "(L + 2) % C",
-        "left term L of L + 2", "right term 2 of L + 2",
-        "left term list(range(1, C - 1)) of list(range(1, C - 1)) + [0, C - 1]",
-        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]",
-        "left term C of C - 1", "right term 1 of C - 1")},
+        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1", "right term 1 of C - 1")},
+
 }
 
 
@@ -367,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"test files missing: {', '.join(missing)}", file=sys.stderr)
         return 2
     muts = [m for p in TARGETS if a.only in p for m in enumerate_mutations(p)]
+    stale = sorted(k for k in EQUIVALENT if a.only in k[0] and k not in {m.key for m in muts})
+    for k in stale:            # a reason kept for a formula that is no longer there would mislead the reader
+        print(f"EQUIVALENT entry matches no mutation (remove it): {k}", file=sys.stderr)
     if a.list:
         for m in muts:
             print(f"{m.path}:{m.line}:{m.col} {m.func} {m.kind:6} {m.what}")
