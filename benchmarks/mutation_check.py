@@ -242,9 +242,6 @@ MULT_PAD = ("mult >= 0 also admits the padding signatures (mult = 0) of layouts 
 # Mutations that change no number the package can produce, each with the reason; counted apart, not as caught.
 # Key: (path, enclosing function, the mutation's text as --list prints it).
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    ("perfmodel/compute.py", "gemm_time", "M > 0"):
-        "M >= 0 differs only at M = 0, where t_math is already 0/0 = NaN (eff has the factor M / (M + mn_half) = 0); "
-        "no GEMM record has zero rows",
     **{("perfmodel/comm.py", f, "size > 1"): SIZE_ONE
        for f in ("all_gather_from_terms", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
     **{("perfmodel/topology.py", "_codes", w): "a lookup table one entry longer than the largest code: the extra "
@@ -440,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
         for b in boxes:
             shutil.rmtree(b, ignore_errors=True)
     equiv = [r for r in results if r[1] == "survived" and r[0].key in EQUIVALENT]
+    for r in results:           # a test tells it apart after all: the reason is wrong
+        if r[1] == "caught" and r[0].key in EQUIVALENT and not any(q[0].key == r[0].key and q in equiv for q in equiv):
+            print(f"EQUIVALENT entry caught by a test (remove it): {r[0].key}", file=sys.stderr)
     print()
     print(f"{'module':34} {'mutations':>9} {'caught':>7} {'equivalent':>10}")
     for p in TARGETS:
