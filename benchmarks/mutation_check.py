@@ -4,6 +4,7 @@ its module, and report whether some test fails ("caught") or none does ("survive
     python3 benchmarks/mutation_check.py                  # all mutations, 2 workers
     python3 benchmarks/mutation_check.py --list           # enumerate only
     python3 benchmarks/mutation_check.py --only comm.py   # one module (a substring of its path)
+    python3 benchmarks/mutation_check.py --check-equivalent   # each EQUIVALENT mutation changes no prediction (~5 min)
 
 Mutations, found by walking the AST of every function in the cost modules (never editing the real files:
 each runs against a copy of the checkout in a temporary folder, first on the path):
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -173,13 +175,17 @@ def enumerate_mutations(path: str) -> list[Mutation]:
     src = (ROOT / path).read_text()
     tree = ast.parse(src)
     muts = []
+    seen: dict[tuple[str, str], int] = {}
     for i, (n, kind, tag, func) in enumerate(_sites(tree)):
         seg = ast.get_source_segment(src, n) or ""
         if kind == "term":
             part = {"left": getattr(n, "left", None), "right": getattr(n, "right", None), "aug": getattr(n, "value", None)}[tag]
             seg = f"{tag} term {ast.get_source_segment(src, part)!s} of {seg}"
-        seg = " ".join(seg.split())
-        muts.append(Mutation(path, func, kind, n.lineno, n.col_offset, seg[:110], i))
+        seg = " ".join(seg.split())[:110]
+        seen[(func, seg)] = seen.get((func, seg), 0) + 1
+        if seen[(func, seg)] > 1:              # the same text again in the function: "#2", "#3", ... (its own key)
+            seg = f"{seg} #{seen[(func, seg)]}"
+        muts.append(Mutation(path, func, kind, n.lineno, n.col_offset, seg, i))
     return muts
 
 
@@ -245,7 +251,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     **{("perfmodel/comm.py", f, "size > 1"): SIZE_ONE
        for f in ("all_gather_from_terms", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
     **{("perfmodel/topology.py", "_codes", w): "a lookup table one entry longer than the largest code: the extra "
-       "entry is never read" for w in ("right term 1 of hi + 1", "left term hi of hi + 1")},
+       "entry is never read" for w in ("right term 1 of hi + 1", "left term hi of hi + 1", "right term 1 of hi + 1 #2",
+                                       "left term hi of hi + 1 #2")},
     ("perfmodel/topology.py", "_codes", "hi >= 1 << 22"):
         "both branches return the same (sorted unique values, inverse); the threshold only picks the faster one",
     ("perfmodel/topology.py", "_worst_offset", "U // math.gcd(span, U)"):
@@ -293,8 +300,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/comm.py", "domains_reached", "G >= groups"):
         "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
         "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
-    ("perfmodel/parallel/cp.py", "exchange", "np.asarray(cp) > 1"):
-        "cp >= 1 differs only at cp = 1, where the all-to-all / all-gather over one rank is 0 anyway",
+    **{("perfmodel/parallel/cp.py", "exchange", w): "cp >= 1 differs only at cp = 1, where the all-to-all / "
+       "all-gather over one rank is 0 anyway" for w in ("np.asarray(cp) > 1", "np.asarray(cp) > 1 #2")},
     ("perfmodel/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
         "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
     ("perfmodel/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):
@@ -304,9 +311,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/parallel/pp.py", "legal_interleaving", "pp <= 1"):
         "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
         "multiple of 1",
-    ("perfmodel/predict.py", "_stages", "mult > 0"): MULT_PAD,
+    **{("perfmodel/predict.py", "_stages", w): MULT_PAD for w in ("mult > 0", "mult > 0 #2", "mult > 0 #3")},
     **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
-        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1", "right term 1 of C - 1")},
+        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1 #2",
+        "right term 1 of C - 1 #2")},
 
 }
 
@@ -390,6 +398,45 @@ def run_all(muts: list[Mutation], boxes: list[Path], timeout: float, report) -> 
     return results
 
 
+VALIDATE = ("import json; from perfmodel.validate import shipped_sets, validate_file\n"
+            "print(json.dumps([[r.run_id, r.predicted, r.mem_predicted] for p in shipped_sets() "
+            "for r in validate_file(p).results]))")
+
+
+def check_equivalent(muts: list[Mutation]) -> int:
+    """Apply each mutation listed in EQUIVALENT and confirm that no number changes where the package makes
+    them: benchmarks/snapshot.py's 12,711 predictions (every field, 1e-9) and every `validate` row of the
+    shipped sets (throughput and memory, 1e-12). Returns the number of mutations that changed something."""
+    box = _sandbox()
+    shutil.copytree(ROOT / "benchmarks", box / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(box), "PERFMODEL_CACHE_DIR": "off"}
+    run = lambda *cmd: subprocess.run([sys.executable, *cmd], cwd=box, env=env, capture_output=True, text=True)
+    snap = box / "snapshot.npz"
+    base = run("-c", VALIDATE).stdout
+    run("benchmarks/snapshot.py", "save", str(snap))
+    bad = 0
+    try:
+        for m in (m for m in muts if m.key in EQUIVALENT):
+            target = box / m.path
+            original = target.read_text()
+            target.write_text(mutate(m.path, m.index))
+            _drop_pyc(target)
+            try:
+                v = run("-c", VALIDATE)
+                same = v.returncode == 0 and all(
+                    a[0] == b[0] and a[2] == b[2] and abs(a[1] - b[1]) <= 1e-12 * abs(b[1])
+                    for a, b in zip(json.loads(v.stdout), json.loads(base))) and len(v.stdout) > 2
+                same = same and run("benchmarks/snapshot.py", "diff", str(snap)).returncode == 0
+            finally:
+                target.write_text(original)
+                _drop_pyc(target)
+            bad += not same
+            print(f"{'same' if same else 'CHANGED':8} {m.path}:{m.line}:{m.col} {m.func} {m.kind:6} {m.what}", flush=True)
+    finally:
+        shutil.rmtree(box, ignore_errors=True)
+    return bad
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--list", action="store_true", help="enumerate the mutations only")
@@ -397,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutation run")
     ap.add_argument("--verbose", action="store_true", help="print every mutation, not only survivors")
+    ap.add_argument("--check-equivalent", action="store_true",
+                    help="apply each EQUIVALENT mutation and confirm the snapshot and validate rows do not change")
     a = ap.parse_args(argv)
     missing = sorted({f for p in TARGETS if a.only in p for f in TARGETS[p] if not (ROOT / f).exists()})
     if missing:
@@ -406,6 +455,10 @@ def main(argv: list[str] | None = None) -> int:
     stale = sorted(k for k in EQUIVALENT if a.only in k[0] and k not in {m.key for m in muts})
     for k in stale:            # a reason kept for a formula that is no longer there would mislead the reader
         print(f"EQUIVALENT entry matches no mutation (remove it): {k}", file=sys.stderr)
+    if a.check_equivalent:
+        bad = check_equivalent(muts)
+        print(f"{bad} EQUIVALENT mutation(s) changed a prediction")
+        return 0 if bad == 0 else 1
     if a.list:
         for m in muts:
             print(f"{m.path}:{m.line}:{m.col} {m.func} {m.kind:6} {m.what}")
