@@ -4,6 +4,7 @@ its module, and report whether some test fails ("caught") or none does ("survive
     python3 benchmarks/mutation_check.py                  # all mutations, 2 workers
     python3 benchmarks/mutation_check.py --list           # enumerate only
     python3 benchmarks/mutation_check.py --only comm.py   # one module (a substring of its path)
+    python3 benchmarks/mutation_check.py --check-equivalent   # each EQUIVALENT mutation changes no prediction (~5 min)
 
 Mutations, found by walking the AST of every function in the cost modules (never editing the real files:
 each runs against a copy of the checkout in a temporary folder, first on the path):
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -173,13 +175,17 @@ def enumerate_mutations(path: str) -> list[Mutation]:
     src = (ROOT / path).read_text()
     tree = ast.parse(src)
     muts = []
+    seen: dict[tuple[str, str], int] = {}
     for i, (n, kind, tag, func) in enumerate(_sites(tree)):
         seg = ast.get_source_segment(src, n) or ""
         if kind == "term":
             part = {"left": getattr(n, "left", None), "right": getattr(n, "right", None), "aug": getattr(n, "value", None)}[tag]
             seg = f"{tag} term {ast.get_source_segment(src, part)!s} of {seg}"
-        seg = " ".join(seg.split())
-        muts.append(Mutation(path, func, kind, n.lineno, n.col_offset, seg[:110], i))
+        seg = " ".join(seg.split())[:110]
+        seen[(func, seg)] = seen.get((func, seg), 0) + 1
+        if seen[(func, seg)] > 1:              # the same text again in the function: "#2", "#3", ... (its own key)
+            seg = f"{seg} #{seen[(func, seg)]}"
+        muts.append(Mutation(path, func, kind, n.lineno, n.col_offset, seg, i))
     return muts
 
 
@@ -233,29 +239,69 @@ SIZE_ONE = ("size >= 1 differs only at size = 1, where the bandwidth term has a 
             "the latency term _latency(k, 1) is 0: the same 0 either way")
 PP_ONE = ("at pp = 1 both branches agree: schedule_time has t_sum = t_max and max(0, 1 - m) = 0 for m >= 1 (predict "
           "floors m at 1), so m t_max; in_flight's interleaved count is (0 + (vp - 1) + 1) / vp = 1 = pp - rank")
-CHUNK_RULES = ("chunk_layers: Megatron-Core's three named split rules (even; the loss taking a slot; the embedding "
-               "and the loss taking one each) give exactly the layers of the general uneven rule (floor(L / C) each, "
-               "the remainder to the middle chunks first, then the first, then the last): rem = 0, C - 1 and C - 2 "
-               "fill the same chunks, so disabling a named rule changes nothing; and the general rule is reached only "
-               "with rem <= C - 3, which never gets past the middle chunks 1..C-3 of its fill order")
+CHUNK_RULES = ("chunk_layers gives the remainder (at most C - 1 layers) one each to the chunks in the order 1 .. C-2, "
+               "0, C - 1: the C-th entry of that order, chunk C - 1, is never reached, so dropping it or changing "
+               "its index changes nothing")
 MULT_PAD = ("mult >= 0 also admits the padding signatures (mult = 0) of layouts with fewer distinct stages: in t_sum "
             "they are multiplied by mult = 0, and in t_max their time (no layers: only the exposed p2p, "
             "exposed(p2p, 0) = p2p) never exceeds a real stage's, which is parts + exposed(p2p, parts) >= p2p")
 # Mutations that change no number the package can produce, each with the reason; counted apart, not as caught.
 # Key: (path, enclosing function, the mutation's text as --list prints it).
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    ("perfmodel/compute.py", "gemm_time", "M > 0"):
-        "M >= 0 differs only at M = 0, where t_math is already 0/0 = NaN (eff has the factor M / (M + mn_half) = 0); "
-        "no GEMM record has zero rows",
     **{("perfmodel/comm.py", f, "size > 1"): SIZE_ONE
-       for f in ("all_gather_time", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
-    ("perfmodel/topology.py", "_codes", "right term 1 of hi + 1"):
-        "a lookup table one entry longer than the largest code: the extra entry is never read",
+       for f in ("all_gather_from_terms", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
+    **{("perfmodel/topology.py", "_codes", w): "a lookup table one entry longer than the largest code: the extra "
+       "entry is never read" for w in ("right term 1 of hi + 1", "left term hi of hi + 1", "right term 1 of hi + 1 #2",
+                                       "left term hi of hi + 1 #2")},
+    ("perfmodel/topology.py", "_codes", "hi >= 1 << 22"):
+        "both branches return the same (sorted unique values, inverse); the threshold only picks the faster one",
+    ("perfmodel/topology.py", "_worst_offset", "U // math.gcd(span, U)"):
+        "the one extra block start, U / gcd(span, U) blocks = lcm(span, U) ranks, is a whole number of units past "
+        "start 0: the same parts, the same share, a tie, and a tie keeps the earlier offset",
+    ("perfmodel/topology.py", "_worst_offset", "stride >= D"):
+        "at stride == D the interleaved offsets j < stride = D move members inside their domains, and a unit is "
+        "a whole number of domains (hardware.py checks scalable_unit_gpus): no member changes unit, every j ties "
+        "with j = 0, the block start the other branch tries",
+    ("perfmodel/topology.py", "_worst_offset", "(ranks[None, :] + offs[:, None]) // U"):
+        "adding 1 to every unit index relabels the units; the parts' sizes are unchanged",
+    **{("perfmodel/topology.py", "_worst_offset", w): "shares are multiples of 1 / size, so share - worst is 0 or at "
+       "least 1 / size: strict or not, and 1e-12 or 1.1e-12 of slack, decide every comparison the same way"
+       for w in ("share > worst + 1e-12", "right term 1e-12 of worst + 1e-12")},
+    ("perfmodel/topology.py", "_placement", "stride >= D"):
+        "at stride == D, k = members_per_domain = 1, so (i // k) * D + (i % k) * stride = i * D = i * stride",
+    ("perfmodel/topology.py", "group_path", "size <= 1"):
+        "at size == 1, k = min(1, ...) = 1 >= size: the same early return through `k >= size`",
+    ("perfmodel/topology.py", "group_path", "hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription"):
+        "the early return's group never leaves one NVLink domain: spine_share = 0, and uplink_bw only divides "
+        "spine_share x bytes = 0 (comm._remote_time)",
+    ("perfmodel/topology.py", "group_path", "2 * D"):
+        "without scalable units the placement renumbers the group onto ranks 0 .. 2D - 1: r // (2D + 1) = "
+        "r // 2D = 0 for all of them, and the leaves' GPU count cancels in _hop's uplink share and in `up` "
+        "(capacity n x NIC / oversubscription divided by n)",
+    ("perfmodel/topology.py", "group_path", "r // D"):
+        "adding 1 to every domain index relabels the domains: by_dom's member lists and their order are unchanged",
+    ("perfmodel/topology.py", "group_path", "r // U"):
+        "unit_of is only compared for equality: adding 1 to both sides changes no comparison",
+    **{("perfmodel/workload.py", "unique_layer_axes", w): "the key stays injective and in the lexicographic order "
+       "of the axis tuples (a larger radix, or a constant added at every digit, shifts every key by the same "
+       "amount; keys stay below 2^63), so np.unique returns the same first indices and inverse"
+       for w in ("left term int(c.max()) of int(c.max()) + 1", "right term 1 of int(c.max()) + 1",
+                 "left term key * r of key * r + c", "right term c of key * r + c",
+                 "left term key * len(u) of key * len(u) + code.reshape(-1)",
+                 "right term code.reshape(-1) of key * len(u) + code.reshape(-1)")},
+    **{("perfmodel/workload.py", "unique_layer_axes", w): "the overflow guard: both branches give keys in the "
+       "same order (the values, or their codes, in mixed radix), and a product of radices up to 1.1 x 2^62 still "
+       "fits int64, so either branch gives the same first indices and inverse"
+       for w in ("float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62", "2.0 ** 62")},
+    ("perfmodel/predict.py", "predict_grid", "left term x of x + zero"):
+        "the only scalars g receives are the 0.0 start values of cost.price_layer's accumulators for a layer with "
+        "no record of that kind (every priced term is an array over the layer-axis combinations; checked on all "
+        "617 rows of `perfmodel validate`): 1.1 x 0 = 0",
     ("perfmodel/comm.py", "domains_reached", "G >= groups"):
         "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
         "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
-    ("perfmodel/parallel/cp.py", "exchange", "np.asarray(cp) > 1"):
-        "cp >= 1 differs only at cp = 1, where the all-to-all / all-gather over one rank is 0 anyway",
+    **{("perfmodel/parallel/cp.py", "exchange", w): "cp >= 1 differs only at cp = 1, where the all-to-all / "
+       "all-gather over one rank is 0 anyway" for w in ("np.asarray(cp) > 1", "np.asarray(cp) > 1 #2")},
     ("perfmodel/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
         "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
     ("perfmodel/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):
@@ -265,13 +311,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/parallel/pp.py", "legal_interleaving", "pp <= 1"):
         "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
         "multiple of 1",
-    **{("perfmodel/predict.py", f, "mult > 0"): MULT_PAD for f in ("predict_grid", "_stages")},
+    **{("perfmodel/predict.py", "_stages", w): MULT_PAD for w in ("mult > 0", "mult > 0 #3")},
     **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
-        "L % C", "(L + 1) % C", "left term L of L + 1", "right term 1 of L + 1", "(L + 2) % C",
-        "left term L of L + 2", "right term 2 of L + 2",
-        "left term list(range(1, C - 1)) of list(range(1, C - 1)) + [0, C - 1]",
-        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]",
-        "left term C of C - 1", "right term 1 of C - 1")},
+        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1 #2",
+        "right term 1 of C - 1 #2")},
+
 }
 
 
@@ -354,6 +398,45 @@ def run_all(muts: list[Mutation], boxes: list[Path], timeout: float, report) -> 
     return results
 
 
+VALIDATE = ("import json; from perfmodel.validate import shipped_sets, validate_file\n"
+            "print(json.dumps([[r.run_id, r.predicted, r.mem_predicted] for p in shipped_sets() "
+            "for r in validate_file(p).results]))")
+
+
+def check_equivalent(muts: list[Mutation]) -> int:
+    """Apply each mutation listed in EQUIVALENT and confirm that no number changes where the package makes
+    them: benchmarks/snapshot.py's 12,711 predictions (every field, 1e-9) and every `validate` row of the
+    shipped sets (throughput and memory, 1e-12). Returns the number of mutations that changed something."""
+    box = _sandbox()
+    shutil.copytree(ROOT / "benchmarks", box / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(box), "PERFMODEL_CACHE_DIR": "off"}
+    run = lambda *cmd: subprocess.run([sys.executable, *cmd], cwd=box, env=env, capture_output=True, text=True)
+    snap = box / "snapshot.npz"
+    base = run("-c", VALIDATE).stdout
+    run("benchmarks/snapshot.py", "save", str(snap))
+    bad = 0
+    try:
+        for m in (m for m in muts if m.key in EQUIVALENT):
+            target = box / m.path
+            original = target.read_text()
+            target.write_text(mutate(m.path, m.index))
+            _drop_pyc(target)
+            try:
+                v = run("-c", VALIDATE)
+                rows, ref = (json.loads(v.stdout) if v.returncode == 0 else []), json.loads(base)
+                same = len(rows) == len(ref) and all(a[0] == b[0] and a[2] == b[2] and abs(a[1] - b[1]) <= 1e-12 * abs(b[1])
+                                                     for a, b in zip(rows, ref))
+                same = same and run("benchmarks/snapshot.py", "diff", str(snap)).returncode == 0
+            finally:
+                target.write_text(original)
+                _drop_pyc(target)
+            bad += not same
+            print(f"{'same' if same else 'CHANGED':8} {m.path}:{m.line}:{m.col} {m.func} {m.kind:6} {m.what}", flush=True)
+    finally:
+        shutil.rmtree(box, ignore_errors=True)
+    return bad
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--list", action="store_true", help="enumerate the mutations only")
@@ -361,12 +444,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per mutation run")
     ap.add_argument("--verbose", action="store_true", help="print every mutation, not only survivors")
+    ap.add_argument("--check-equivalent", action="store_true",
+                    help="apply each EQUIVALENT mutation and confirm the snapshot and validate rows do not change")
     a = ap.parse_args(argv)
     missing = sorted({f for p in TARGETS if a.only in p for f in TARGETS[p] if not (ROOT / f).exists()})
     if missing:
         print(f"test files missing: {', '.join(missing)}", file=sys.stderr)
         return 2
     muts = [m for p in TARGETS if a.only in p for m in enumerate_mutations(p)]
+    stale = sorted(k for k in EQUIVALENT if a.only in k[0] and k not in {m.key for m in muts})
+    for k in stale:            # a reason kept for a formula that is no longer there would mislead the reader
+        print(f"EQUIVALENT entry matches no mutation (remove it): {k}", file=sys.stderr)
+    if a.check_equivalent:
+        bad = check_equivalent(muts)
+        print(f"{bad} EQUIVALENT mutation(s) changed a prediction")
+        return 0 if bad == 0 else 1
     if a.list:
         for m in muts:
             print(f"{m.path}:{m.line}:{m.col} {m.func} {m.kind:6} {m.what}")
@@ -398,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
         for b in boxes:
             shutil.rmtree(b, ignore_errors=True)
     equiv = [r for r in results if r[1] == "survived" and r[0].key in EQUIVALENT]
+    for r in results:           # a test tells it apart after all: the reason is wrong
+        if r[1] == "caught" and r[0].key in EQUIVALENT and not any(q[0].key == r[0].key and q in equiv for q in equiv):
+            print(f"EQUIVALENT entry caught by a test (remove it): {r[0].key}", file=sys.stderr)
     print()
     print(f"{'module':34} {'mutations':>9} {'caught':>7} {'equivalent':>10}")
     for p in TARGETS:

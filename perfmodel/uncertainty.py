@@ -113,14 +113,58 @@ def lookup(groups: dict[str, dict], fam: str, kind: str, source: str = Band.sour
     raise KeyError("no 'all' group in the uncertainty bands")
 
 
-def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]]) -> dict:
-    """Share of samples (family, op class, ln ratio) whose measured value lies inside its band."""
+def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]],
+             spreads: Sequence[tuple[float, float]] | None = None) -> dict:
+    """Share of samples (family, op class, ln ratio) whose measured value lies inside its band; `spreads`, one
+    (down, up) per sample (parameter_spread), widens each sample's band by the constants its fit left open."""
     hits = n = 0
-    for fam, kind, r in samples:
+    for i, (fam, kind, r) in enumerate(samples):
         b = lookup(groups, fam, kind)
+        lo, hi = widened(math.log(b.low), math.log(b.high), *(spreads[i] if spreads is not None else (0.0, 0.0)))
         n += 1
-        hits += int(math.log(b.low) - 1e-12 <= r <= math.log(b.high) + 1e-12)
+        hits += int(lo - 1e-12 <= r <= hi + 1e-12)
     return {"rows": n, "covered": hits, "coverage": hits / n if n else None}
+
+
+# ---- constants the fit could not identify --------------------------------------------------------
+# A fitted constant that no trial value moved on the fit's rows (fit.Fit.inert: no row of the fit depends on it,
+# e.g. the MoE constants when no row is MoE) keeps its prior, and all the fit knows of it is its physical range
+# (calibration.BOUNDS). A prediction that does depend on it is uncertain by what that range does to it: the
+# prediction at the constant's 10th and 90th percentile points, the constant taken as uniform over its bounds
+# (the band's own 80%), relative to the prediction at the prior. Several such constants combine in quadrature,
+# each side apart (independent inputs: GUM, JCGM 100:2008 §5.1.2), and the result is added in quadrature to the
+# band's own spread, which was measured on rows that do not depend on those constants.
+
+def unidentified_points(names: Iterable[str], quantiles: Sequence[float] = QUANTILES) -> list[tuple[str, float, float]]:
+    """(name, low point, high point) of each constant: its bounds' quantiles for a uniform distribution."""
+    from .calibration import bounds
+    out = []
+    for n in names:
+        lo, hi = bounds(n)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ValueError(f"{n}: no finite bounds to take its range from")
+        out.append((n, lo + quantiles[0] * (hi - lo), lo + quantiles[1] * (hi - lo)))
+    return out
+
+
+def parameter_spread(shifts: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """shifts[c][i]: ln(prediction at constant c's low point / at its prior), the same at its high point, of
+    sample i -> per sample (down <= 0, up >= 0): each side's shifts in quadrature over the constants."""
+    n = len(shifts[0]) if shifts else 0
+    out = []
+    for i in range(n):
+        down = math.sqrt(sum(min(0.0, *c[i]) ** 2 for c in shifts))
+        up = math.sqrt(sum(max(0.0, *c[i]) ** 2 for c in shifts))
+        out.append((-down, up))
+    return out
+
+
+def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[float, float]:
+    """The band [lo, hi] of ln(measured / predicted) (lo <= 0 <= hi) with the prediction itself uncertain by
+    [down, up] (ln of predicted over the prediction at the prior): a measured value above a prediction that
+    could have been higher lies within hi + up, below one that could have been lower within lo + down; the two
+    independent spreads add in quadrature."""
+    return -math.hypot(lo, down), math.hypot(hi, up)
 
 
 # ---- reading the stored bands ---------------------------------------------------------------------

@@ -91,3 +91,13 @@ def test_memory_time():
     # 8e8 bytes / (1e12 * 0.8) = 1 ms; 3 kernels add 3 x 10 us; without constants no kernel cost
     assert float(memory_time(8e8, HW)) == pytest.approx(1e-3, rel=REL)
     assert float(memory_time(8e8, HW, 3, C)) == pytest.approx(1.03e-3, rel=REL)
+
+
+def test_empty_gemm_is_its_operand_traffic_not_nan():
+    # M = 0 (a record with no rows on this rank): eff = 0 and 0 FLOPs, so no math time (not 0/0 = NaN); the
+    # roofline's memory term is left: B[K, N] read once, (0 * K + K * N) * 2 B = 2 * 4000 * 900 B = 7.2e6 B
+    # at 0.8 TB/s = 9 us; no kernel is launched for it (fixed cost x (M > 0) = 0)
+    t = gemm_time(np.array([0.0, 900.0]), 900, 4000, HW, "bf16", C)
+    assert np.isfinite(t).all()
+    assert float(t[0]) == pytest.approx(7.2e6 / 0.8e12, rel=REL)
+    assert float(t[1]) == pytest.approx(25e-6 + 10e-6, rel=REL)

@@ -111,3 +111,18 @@ def test_attention_head_dim_factor_divides_the_kernel_time():
     # ... on top of the stack's kernel factor (FA2 on Hopper: 1/1.75 forward)
     f2, _ = cost.attention_fwd_bwd((core,), HW, C, 1 / 1.75, 1.0)
     assert float(f2) == pytest.approx(10e-6 * 1.75 / 0.701 + 10e-6, rel=REL)
+
+
+def test_selective_recompute_sums_every_recomputed_gemm():
+    # two GEMM records of the recomputed mlp module (fc1 and fc2 of the same shape as G: 58.5 us forward at FP8,
+    # 1.6e9 FLOPs x 4 groups each) and one of another module: the recomputed forward is the sum of both mlp
+    # GEMMs, 117 us and 12.8e9 FLOPs, whatever their order among the layer's records
+    from types import SimpleNamespace
+    sw = SimpleNamespace(recompute_modules=("mlp",), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
+    fc1, fc2 = (Gemm(n, np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, module="mlp") for n in ("fc1", "fc2"))
+    qkv = Gemm("qkv", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False, module="qkv")
+    for order in ((fc1, qkv, fc2), (qkv, fc2, fc1)):
+        layer = Layer("dense", 1, order, (AttentionCore("global", np.array(3e9), np.array(3000.0)),), (), (), (), ())
+        t = cost.price_layer(layer, HW, "fp8", C, sw)
+        assert float(t.selective_f) == pytest.approx(2 * 58.5e-6, rel=REL)
+        assert float(t.selective_flops) == pytest.approx(2 * 6.4e9, rel=REL)

@@ -199,6 +199,15 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
     assert float(rs) == pytest.approx(0.78e-3, rel=REL) and float(ag) == pytest.approx(0.78e-3, rel=REL)
 
 
+
+def test_grad_and_param_times_per_layout():
+    # two layouts priced in one call, each on its own group shape: dp*cp 8 with tp 1 (one domain, the 1.79 /
+    # 0.915 ms of test_grad_and_param_times' dense part) and dp*cp 2 with tp 8 (two domains, 5.04 / 2.54 ms of
+    # test_grad_and_param_times_dense_stride_is_tp); a dense model: no expert collective
+    one = np.ones(2)
+    rs, ag = dp.grad_and_param_times(1e8 * one, 0.0 * one, 4.0, 2.0, np.array([8, 2]), one, np.array([1, 8]), one, one, HW)
+    assert rs == pytest.approx([1.79e-3, 5.04e-3], rel=REL) and ag == pytest.approx([0.915e-3, 2.54e-3], rel=REL)
+
 def test_exposed_time():
     from types import SimpleNamespace
     sw = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=True, fsdp_reshard=True)

@@ -52,3 +52,14 @@ def test_other_schedules_bubble():
     assert t("dualpipe") == pytest.approx([24 + 7 / 9, 7 / 9])
     assert t("dualpipe", 8) == pytest.approx([25, 1])
     assert t("dualpipe", 2) == pytest.approx([24, 0])
+
+
+def test_signature_arrays_per_layout():
+    # 3 dense layers then 5 MoE layers on pp 2 (Megatron-Core's interleaving: chunk j of rank r is model chunk
+    # j * pp + r). vp 1: chunks of 4 layers, rank 0 holds layers 0-3 (3 dense, 1 MoE, the embedding), rank 1
+    # layers 4-7 (4 MoE, the head). vp 2: chunks of 2, rank 0 holds chunks 0 and 2 (layers 0, 1, 4, 5: 2 dense,
+    # 2 MoE), rank 1 chunks 1 and 3 (layers 2, 3, 6, 7: 1 dense, 3 MoE). Both layouts in one call
+    kinds = (0, 0, 0, 1, 1, 1, 1, 1)
+    cnt, emb, head, mult = pp.signature_arrays(kinds, 2, np.array([2, 2]), np.array([1, 2]))
+    assert cnt[0].tolist() == [[3, 0], [2, 1]] and cnt[1].tolist() == [[1, 4], [2, 3]]
+    assert emb.tolist() == [[1, 0], [1, 0]] and head.tolist() == [[0, 1], [0, 1]] and mult.tolist() == [[1, 1], [1, 1]]

@@ -94,6 +94,25 @@ def test_recompute_by_hand():
     assert float(sel.breakdown_s["recompute"][0]) == pytest.approx(2 * 4 * attn(1)[0], rel=REL)
     fpt = float(sel.model_flops_per_token[0])
     assert float(sel.hfu[0]) == pytest.approx(float(sel.mfu[0]) * (fpt + 4 * 2 * 8 * 256 * 1024.5) / fpt, rel=REL)
+    # the recomputed forward runs on the stage's critical path: step = m x (stage + 4 layers' forward) + optimizer
+    # + overhead, and the breakdown still adds up to the step
+    stage = 4 * (sum(gemm(1)) + sum(attn(1)) + sum(mem(1))) + embed(1) + head(1)
+    opt = 34 * (4 * LAYER_PARAMS + 2 * EMB + 1024) / 8e13 + 10 * 1e-5
+    step = 2 * (stage + 4 * fwd) + opt + 0.01
+    assert float(full.step_time_s[0]) == pytest.approx(step, rel=REL)
+    assert sum(float(v[0]) for v in full.breakdown_s.values()) == pytest.approx(step, rel=REL)
+
+
+def test_context_parallel_ring_by_hand():
+    # cp 2 on 2 GPUs (dp 1, 2 micro-batches): each rank holds T = 2048 / 2 = 1,024 tokens and its ring sends its
+    # K/V once per step, cp - 1 = 1 step (Liu et al. 2023, Ring Attention §3): 1,024 x 2 x 2 KV heads x 128 x 2 B
+    # = 1,048,576 B over NVLink at 0.5 x 400 GB/s + 10 us; forward once, backward twice (K/V and their
+    # gradients). 4 layers x 2 micro-batches; cp_overlap 0.25 of it hides under the layer's compute
+    one = 1024 * 512 * 2 / 2e11 + 10e-6
+    p = _predict(gpus=2, gbs=2, cp=2)
+    raw = float(p.comm_raw_s["cp_comm"][0])
+    assert raw == pytest.approx(2 * 4 * (1 + 2) * one, rel=REL)
+    assert float(p.breakdown_s["cp_comm"][0]) == pytest.approx(0.75 * raw, rel=REL)
 
 
 # tp 2, pp 2, dp 2 on 8 GPUs, 8 sequences: 4 micro-batches; ranks hold 2 layers, rank 0 the embedding,

@@ -197,3 +197,59 @@ def test_member_graph_is_the_cluster_graph_induced_on_the_members():
     assert all(sub.nodes[n].get("gpus") == full.nodes[n].get("gpus") for n in sub)
     # 4 rails: GPUs 0-3 of each node on leaves 0-3, GPUs 4-7 on the same four; 32-GPU units
     assert full.nodes[("leaf", 1, 2)]["gpus"] == 8 and full.edges[("leaf", 1, 2), "spine"]["capacity"] == 8 * NIC / 2
+
+
+def _groups_worst(ranks, size, stride, D, U, blocks):
+    """Brute force: every group of the shape in the first `blocks` blocks of span size x stride (the `stride`
+    interleaved groups of a block where stride >= D; the block start rounded down to a domain boundary where
+    the group has several members per domain), the earliest of those with the fewest members in one unit."""
+    span = size * stride
+    best = (0, -1.0)
+    for b in range(blocks):
+        for o in (range(b * span, b * span + stride) if stride >= D else [b * span // D * D]):
+            parts = np.unique((ranks + o) // U, return_counts=True)[1]
+            share = (size - parts.min()) / size
+            if share > best[1]:
+                best = (o, share)
+    return best
+
+
+def test_worst_offset_tries_every_group_of_a_small_shape():
+    # up to 8 interleaved groups and up to MAX_OFFSETS blocks: for strides <= 8 and periods <= 64 blocks the
+    # search is exhaustive, so it finds the earliest worst-placed group (domains of 1-8 GPUs, units of up to
+    # 40; shapes whose members fill whole domains)
+    from perfmodel.topology import MAX_OFFSETS, _worst_offset
+    n = 0
+    for D in (1, 2, 4, 8):
+        for U in range(D, 41, D):
+            for size in range(2, 9):
+                for stride in range(1, 9):
+                    k = int(members_per_domain(size, stride, D))
+                    period = U // math.gcd(size * stride, U)
+                    if k >= size or size % k or period > MAX_OFFSETS:
+                        continue
+                    ranks = np.array([i * stride if stride >= D else (i // k) * D + (i % k) * stride
+                                      for i in range(size)], dtype=np.int64)
+                    assert _worst_offset(ranks, size, stride, D, U) == _groups_worst(ranks, size, stride, D, U, period), \
+                        (D, U, size, stride)
+                    n += 1
+    assert n > 300
+
+
+def test_the_worst_group_can_leave_one_member_alone_in_its_unit():
+    # 23 members 8 ranks apart (one per H100 node) in 32-GPU units (4 nodes): blocks of 184 ranks, 4 blocks per
+    # period. The group at rank 0 has 3 members (160, 168, 176) in unit 5: 20/23 of their peers are beyond it;
+    # the group at 184 has rank 184 alone in unit 5 (160-191): 22/23, the worst
+    hw = apply_overrides(H100, ["scale_out.scalable_unit_gpus=32"])
+    assert group_path(hw, 23, 8).spine_share == pytest.approx(22 / 23, rel=1e-12)
+
+
+def test_worst_offset_search_is_bounded():
+    # the search costs at most MAX_OFFSETS = 64 block starts: 3 consecutive ranks in 193-rank units have a
+    # period of 193 blocks, and the first group to straddle a unit boundary (ranks 192-194, block 64, the 65th)
+    # lies just beyond the bound, so it is not seen: the documented approximation (the worst share over the
+    # whole period is 2/3)
+    from perfmodel.topology import _worst_offset
+    ranks = np.arange(3, dtype=np.int64)
+    assert _worst_offset(ranks, 3, 1, 1, 193) == _groups_worst(ranks, 3, 1, 1, 193, 64) == (0, 0.0)
+    assert _groups_worst(ranks, 3, 1, 1, 193, 193) == (192, 2 / 3)

@@ -127,3 +127,28 @@ def test_compare_json_band(capsys):
         for k in ("usd_per_million_tokens_nominal", "usd_per_million_tokens_after_reliability"):
             assert s[f"{k}_low"] <= s[k] <= s[f"{k}_high"]
         assert s["tokens_per_s_per_gpu_low"] <= s["tokens_per_s_per_gpu"] <= s["tokens_per_s_per_gpu_high"]
+
+
+def test_unidentified_constant_spans_its_bounds():
+    # moe_imbalance is bounded to [1, 2.5] (calibration.BOUNDS): uniform there, its 10th / 90th percentile points
+    # are 1.15 and 2.35; a fraction in [0, 1] gives 0.1 and 0.9
+    (n1, lo1, hi1), (n2, lo2, hi2) = U.unidentified_points(["moe_imbalance", "ep_overlap"])
+    assert (n1, n2) == ("moe_imbalance", "ep_overlap")
+    assert (lo1, hi1) == pytest.approx((1.15, 2.35)) and (lo2, hi2) == pytest.approx((0.1, 0.9))
+
+
+def test_parameter_spread_and_widening_by_hand():
+    # two constants, two samples. Sample 0: constant A moves the prediction by ln factors -0.24 / +0.1, B by
+    # -0.32 / 0: down = -hypot(0.24, 0.32) = -0.4, up = 0.1. Sample 1 depends on neither: (0, 0)
+    s = U.parameter_spread([[(-0.24, 0.1), (0.0, 0.0)], [(-0.32, 0.0), (0.0, 0.0)]])
+    assert s[0] == pytest.approx((-0.4, 0.1)) and s[1] == (0.0, 0.0)
+    # a band [-0.3, 0.05] of ln(measured / predicted) with the prediction uncertain by [-0.4, 0.1]: a
+    # prediction that could be e^-0.4 lower leaves measured / predicted lower too: -hypot(0.3, 0.4) = -0.5;
+    # above: hypot(0.05, 0.1)
+    lo, hi = U.widened(-0.3, 0.05, *s[0])
+    assert lo == pytest.approx(-0.5) and hi == pytest.approx(math.hypot(0.05, 0.1))
+    assert U.widened(-0.3, 0.05) == pytest.approx((-0.3, 0.05))
+    # coverage with the spreads: ln ratio -0.45 lies outside [-0.3, 0.05] alone, inside once widened
+    g = {U.ALL: {"rows": 20, "low": math.exp(-0.3), "high": math.exp(0.05)}}
+    assert U.coverage(g, [("hopper", "moe", -0.45)])["covered"] == 0
+    assert U.coverage(g, [("hopper", "moe", -0.45)], [s[0]])["covered"] == 1

@@ -1,6 +1,7 @@
 """Leave-one-source-out: how perfmodel does on a software stack its fit never saw.
 
     python3 validation/loso.py [--rounds N] [--passes N] [--start prior|current] [--nvidia-by-source] [--json]
+    python3 validation/loso.py --fits LOSO.json     # reuse an earlier --json run's refits: bands and scores only
 
 For every source family S (the shipped measured sets: NVIDIA's tables validation/runs.csv as ONE family,
 and each validation/independent/*.csv): refit the global constants (perfmodel/fit.py, the same bounds and
@@ -9,6 +10,14 @@ OTHER family, then score ALL of S's rows: MAPE, bias (signed mean of (predicted 
 and the coverage of the 80% uncertainty band, the band itself fitted (perfmodel/uncertainty.py: 10th/90th
 percentile of ln(measured / predicted) per hardware generation x op class, Hyndman-Fan type 6) on the
 same calibration rows without S, with the refitted constants. Nothing of S enters either fit.
+
+Constants the refit cannot identify (no row without S depends on them: without NVIDIA's rows, the MoE and
+TP-overlap constants) stay at their priors; a row of S that depends on them is uncertain by what their
+physical range does to its prediction, and its band is widened by that (perfmodel/uncertainty.py,
+parameter_spread: the prediction at each such constant's 10th and 90th percentile points over its bounds).
+The table gives the coverage with and without that widening, and S's offset: the median of ln(measured /
+predicted) over S's rows minus the centre of each row's band, how far the stack sits from where the others'
+bands put it.
 
 Why runs.csv is one family: its sources (Megatron-Bridge and NeMo performance summaries, DGX Cloud
 recipes 24.11-25.05, NeMo AutoModel) are one software lineage, NVIDIA's tuned NeMo / Megatron-Core /
@@ -26,9 +35,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -57,21 +69,53 @@ def families(sets: list[F.RunSet], nvidia_by_source: bool) -> dict[str, list[F.R
     return out
 
 
-def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes: int, gen: dict[str, str]) -> dict:
+def _search(train: list[F.RunSet], start, rounds: int, passes: int, reuse: dict | None) -> F.Fit:
+    """The refit of one fold, or, with `reuse` (that fold's entry of an earlier --json run), its stored result."""
+    if reuse is None:
+        return F.search(train, start, fitted_names(), rounds, passes)
+    consts = start.with_(**reuse["consts"])
+    return F.Fit(start, consts, tuple(reuse["consts"]), float("nan"), float(reuse["objective"]),
+                 int(reuse["evaluations"]), rounds, tuple(reuse.get("not_identified", ())), int(reuse["passes"]))
+
+
+def spreads(test: list[F.RunSet], fit: F.Fit, rep) -> list[tuple[float, float]]:
+    """Per row of `rep` (scored with fit.consts): how far its prediction moves over the range of the constants
+    the fit could not identify (perfmodel/uncertainty.py, unidentified_points / parameter_spread)."""
+    if not fit.inert:
+        return [(0.0, 0.0)] * len(rep.results)
+    key = lambda r: (r.dataset, r.run_id)
+    base = {key(r): r.predicted for r in rep.results}
+    shifts = []
+    for name, lo, hi in U.unidentified_points(fit.inert):
+        at = [{key(r): r.predicted for r in F.evaluate(test, fit.consts.with_(**{name: v})).results} for v in (lo, hi)]
+        shifts.append([tuple(math.log(a[k] / base[k]) if k in a else 0.0 for a in at) for k in map(key, rep.results)])
+    return U.parameter_spread(shifts)
+
+
+def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes: int, gen: dict[str, str],
+         reuse: dict | None = None) -> dict:
     """Fit on `train` (calibration rows only), bands on the same rows; score every row of `test`."""
     t0 = time.perf_counter()
-    fit = F.search(train, start, fitted_names(), rounds, passes)
+    fit = _search(train, start, rounds, passes, reuse)
     bands = U.fit(F.band_samples(F.evaluate(train, fit.consts), gen))
     rep = F.evaluate(test, fit.consts)
-    st, cov = rep.stats(), U.coverage(bands, F.band_samples(rep, gen))
+    samples = F.band_samples(rep, gen)
+    st, cov = rep.stats(), U.coverage(bands, samples, spreads(test, fit, rep))
+    plain = U.coverage(bands, samples)
+    # where S's rows sit relative to bands fitted without S: the median of ln(measured / predicted) minus the
+    # centre of the row's band, the between-source offset a band for an unseen stack would have to absorb
+    centre = [(lambda b: (math.log(b.low) + math.log(b.high)) / 2)(U.lookup(bands, f, k)) for f, k, _ in samples]
+    offset = float(np.median([r - c for (_, _, r), c in zip(samples, centre)])) if samples else None
     return {"rows": sum(len(s.rows) for s in test), "predicted": st["rows"], "mape": st["mape"], "bias": st["bias"],
-            "coverage": cov["coverage"], "covered": cov["covered"],
+            "coverage": cov["coverage"], "covered": cov["covered"], "coverage_fitted_constants_only": plain["coverage"],
+            "offset_from_bands": offset,
             "fit_rows": sum(len(s.rows) for s in train), "objective": fit.objective,
             "not_identified": list(fit.inert), "consts": {n: getattr(fit.consts, n) for n in fit.names},
             "evaluations": fit.evaluations, "passes": fit.passes, "seconds": time.perf_counter() - t0}
 
 
-def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, log=lambda m: None) -> dict:
+def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, log=lambda m: None,
+            reuse: dict | None = None) -> dict:
     sets = [F.read_set(p) for p in shipped_sets()]
     gen = F.generations(sets)
     fams = families(sets, nvidia_by_source)
@@ -80,19 +124,20 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
     out: dict = {"rounds": rounds, "max_passes": passes, "start": start_from, "families": {}}
     for name, mine in fams.items():
         others = [s for n, v in fams.items() if n != name for s in v]
-        out["families"][name] = fold(F.calibration_part(others), mine, start, rounds, passes, gen)
+        out["families"][name] = fold(F.calibration_part(others), mine, start, rounds, passes, gen,
+                                     None if reuse is None else reuse["families"][name])
         d = out["families"][name]
         log(f"{name}: MAPE {d['mape']:.1%} bias {d['bias']:+.1%} coverage {d['coverage']:.1%} "
             f"({d['passes']} passes, {d['evaluations']} evaluations, {d['seconds']:.0f} s)")
     # reference: every family in the fit, each scored on its held-out rows
     every = [s for v in fams.values() for s in v]
     t1 = time.perf_counter()
-    fit = F.search(F.calibration_part(every), start, fitted_names(), rounds, passes)
+    fit = _search(F.calibration_part(every), start, rounds, passes, None if reuse is None else reuse["in_fit"])
     bands = U.fit(F.band_samples(F.evaluate(F.calibration_part(every), fit.consts), gen))
     ref = {}
     for name, mine in fams.items():
         rep = F.evaluate(F.held_out_part(mine), fit.consts)
-        st, cov = rep.stats(), U.coverage(bands, F.band_samples(rep, gen))
+        st, cov = rep.stats(), U.coverage(bands, F.band_samples(rep, gen), spreads(F.held_out_part(mine), fit, rep))
         ref[name] = {"held_out_rows": st["rows"], "mape": st["mape"], "bias": st["bias"], "coverage": cov["coverage"]}
     out["in_fit"] = {"families": ref, "objective": fit.objective, "consts": {n: getattr(fit.consts, n) for n in fit.names},
                      "passes": fit.passes, "evaluations": fit.evaluations,
@@ -107,12 +152,14 @@ def _p(x, sign: bool = False) -> str:
 
 def markdown(m: dict) -> str:
     lines = ["| left out (S) | rows of S | fit rows (calibration split of the rest) | LOSO MAPE | LOSO bias "
-             "| LOSO 80% band coverage | S in the fit: held-out rows, MAPE, bias, coverage |",
-             "|---|---|---|---|---|---|---|"]
+             "| LOSO 80% band coverage (without the unidentified constants' spread) | S's offset from the bands "
+             "| S in the fit: held-out rows, MAPE, bias, coverage |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, d in m["families"].items():
         r = m["in_fit"]["families"][name]
         lines.append(f"| {name} | {d['predicted']} of {d['rows']} | {d['fit_rows']} | {_p(d['mape'])} | {_p(d['bias'], True)} "
-                     f"| {_p(d['coverage'])} | {r['held_out_rows']}: {_p(r['mape'])}, {_p(r['bias'], True)}, {_p(r['coverage'])} |")
+                     f"| {_p(d['coverage'])} ({_p(d['coverage_fitted_constants_only'])}) | {d['offset_from_bands']:+.3f} "
+                     f"| {r['held_out_rows']}: {_p(r['mape'])}, {_p(r['bias'], True)}, {_p(r['coverage'])} |")
     return "\n".join(lines)
 
 
@@ -123,13 +170,19 @@ def main() -> None:
     ap.add_argument("--start", choices=("prior", "current"), default="prior")
     ap.add_argument("--nvidia-by-source", action="store_true", help="split validation/runs.csv by its source column")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--fits", metavar="JSON", help="reuse every fold's fitted constants from an earlier `--json` run "
+                    "(same code and sets) instead of refitting: the bands and scores again in ~1 minute")
     a = ap.parse_args()
+    reuse = json.loads(Path(a.fits).read_text()) if a.fits else None
     m = measure(a.rounds, a.passes, a.start, a.nvidia_by_source, log=(lambda s: None) if a.json else
-                (lambda s: print(s, file=sys.stderr, flush=True)))
+                (lambda s: print(s, file=sys.stderr, flush=True)), reuse=reuse)
     if a.json:
         print(json.dumps(m, indent=2))
         return
     print(markdown(m))
+    if a.fits:
+        print(f"\nrefits reused from {a.fits}; bands and scores: {m['seconds']:.0f} s")
+        return
     print(f"\n{len(m['families'])} refits + 1 reference fit (S in the fit), each from the {a.start} values, passes of "
           f"{a.rounds} rounds restarted while one gains >= {F.PASS_GAIN:g} (at most {a.passes}): {m['seconds']:.0f} s")
 

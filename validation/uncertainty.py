@@ -2,10 +2,14 @@
 
     python3 validation/uncertainty.py            # fit, print bands and coverage (held-out, calibration, all)
     python3 validation/uncertainty.py --write    # ... and store them in perfmodel/uncertainty.toml
+    python3 validation/uncertainty.py --csv validation/runs.csv    # one set only (before 2026-12-01: the default)
 
 Re-run with --write after every change of the predictor or of calibration.toml: the bands describe the
 errors of the current predictor. Only calibration rows (crc32(run_id) % 4 == 0) enter the percentiles;
-the coverage of the held-out rows is the honest figure.
+the coverage of the held-out rows is the honest figure. The rows are those the constants are fitted on
+(validation/calibrate.py): every shipped set, NVIDIA's tables and the five other stacks, so a group's spread
+is that of every stack measured in its regime (hardware generation x op class), not NVIDIA's recipes alone;
+coverage is reported per set as well.
 """
 from __future__ import annotations
 
@@ -18,29 +22,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import uncertainty as U  # noqa: E402
-from perfmodel.hardware import load_hardware  # noqa: E402
-from perfmodel.validate import validate_file  # noqa: E402
+from perfmodel import fit as F, uncertainty as U  # noqa: E402
+from perfmodel.validate import merge, shipped_sets, validate_file  # noqa: E402
 
 COMMAND = "python3 validation/uncertainty.py --write"
 CSV = ROOT / "validation" / "runs.csv"
 
 
-def samples(report) -> list[tuple[str, str, float, bool]]:
-    """(family, op class, ln(measured/predicted), calibration?) per predicted row."""
-    fam = {}
-    out = []
-    for r in report.results:
-        if r.hardware not in fam:
-            fam[r.hardware] = U.family(load_hardware(r.hardware))
-        out.append((fam[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted), r.calibration))
-    return out
+def samples(report, gen: dict[str, str]) -> list[tuple[str, str, float, bool]]:
+    """(family, op class, ln(measured/predicted), calibration?) per predicted row; `gen`: hardware id ->
+    generation (perfmodel.fit.generations: the independent sets' own hardware files included)."""
+    return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted), r.calibration)
+            for r in report.results]
 
 
-def measure(csv: str | Path = CSV, min_rows: int = U.MIN_ROWS) -> dict:
-    """Fit on calibration rows, coverage on held-out / calibration / all rows and per group."""
-    rep = validate_file(csv)
-    s = samples(rep)
+def measure(csv: str | Path | list | None = None, min_rows: int = U.MIN_ROWS) -> dict:
+    """Fit on calibration rows (of `csv`, a file or list of files; default every shipped set), coverage on
+    held-out / calibration / all rows, per group and per set."""
+    files = shipped_sets() if csv is None else [csv] if isinstance(csv, (str, Path)) else list(csv)
+    rep = merge([validate_file(f) for f in files])
+    s = samples(rep, F.generations(F.read_set(f) for f in files))
     groups = U.fit(((f, k, r) for f, k, r, cal in s if cal), min_rows)
     sel = {"held_out": [x for x in s if not x[3]], "calibration": [x for x in s if x[3]], "all": s}
     cov = {k: U.coverage(groups, ((f, k2, r) for f, k2, r, _ in v)) for k, v in sel.items()}
@@ -49,23 +50,27 @@ def measure(csv: str | Path = CSV, min_rows: int = U.MIN_ROWS) -> dict:
         used = U.lookup(groups, f, k).group
         by_group.setdefault(used + (f" <- {f}/{k}" if used != f"{f}/{k}" else ""), []).append((f, k, r))
     per = {g: U.coverage(groups, v) for g, v in sorted(by_group.items())}
+    by_set: dict[str, list] = {}
+    for r, (f, k, x, cal) in zip(rep.results, s):
+        if not cal:
+            by_set.setdefault(r.dataset, []).append((f, k, x))
     return {"groups": groups, "coverage": {k: v["coverage"] for k, v in cov.items()},
-            "rows": {k: v["rows"] for k, v in cov.items()}, "coverage_by_group": per}
+            "rows": {k: v["rows"] for k, v in cov.items()}, "coverage_by_group": per,
+            "held_out_by_set": {d: U.coverage(groups, v) for d, v in by_set.items()},
+            "csv": [str(Path(f).resolve().relative_to(ROOT)) if Path(f).resolve().is_relative_to(ROOT) else str(f)
+                    for f in files]}
 
 
-def toml_text(m: dict, csv: Path) -> str:
+def toml_text(m: dict) -> str:
     """The data file: bands with row counts, coverage, fit date and the command (hand-written TOML)."""
     today = _dt.date.today().isoformat()
-    try:
-        rel = csv.resolve().relative_to(ROOT)
-    except ValueError:
-        rel = csv
+    rel = ", ".join(m["csv"])
     lines = [
         "# Uncertainty bands of perfmodel's throughput predictions (perfmodel/uncertainty.py). GENERATED: do not edit;",
         f"# regenerate with `{COMMAND}` after any change of the predictor or calibration.toml.",
         "# Per group: 10th / 90th percentile (p_k = k/(n+1), Hyndman & Fan type 6) of ln(measured / predicted",
-        "# tokens/s/GPU) over the CALIBRATION rows of",
-        "# validation/runs.csv (crc32(run_id) % 4 == 0); low = exp(min(p10, 0)), high = exp(max(p90, 0)).",
+        "# tokens/s/GPU) over the CALIBRATION rows (crc32(run_id) % 4 == 0) of the csv files below;",
+        "# low = exp(min(p10, 0)), high = exp(max(p90, 0)).",
         "# Groups: hardware generation x op class (dense / moe); with fewer than min_rows rows a group falls back",
         "# to the generation, then the op class, then all rows.",
         f'fitted = "{today}"',
@@ -87,7 +92,7 @@ def toml_text(m: dict, csv: Path) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--csv", default=str(CSV))
+    ap.add_argument("--csv", action="append", help="measured-run file (repeatable) [default: every shipped set]")
     ap.add_argument("--write", action="store_true", help=f"store the bands in {U.FILE.relative_to(ROOT)}")
     ap.add_argument("--json", action="store_true", help="print the measurement as JSON")
     a = ap.parse_args()
@@ -105,8 +110,11 @@ def main() -> None:
         print("coverage by band used (all rows; '<-' = fallback from a sparse group)")
         for g, c in m["coverage_by_group"].items():
             print(f"  {g:42s} {c['coverage']:6.1%}  of {c['rows']} rows")
+        print("held-out coverage by set")
+        for d, c in m["held_out_by_set"].items():
+            print(f"  {d:42s} {c['coverage']:6.1%}  of {c['rows']} rows")
     if a.write:
-        U.FILE.write_text(toml_text(m, Path(a.csv)), encoding="utf-8")
+        U.FILE.write_text(toml_text(m), encoding="utf-8")
         print(f"wrote {U.FILE.relative_to(ROOT)}", file=sys.stderr)
 
 
