@@ -16,7 +16,7 @@ import numpy as np
 from perfmodel.hardware import load_hardware
 from perfmodel.layout import LayoutGrid, legality
 from perfmodel.model import load_model
-from perfmodel.predict import Options, predict_grid
+from perfmodel.predict import Options, predict_grid, software_of
 
 JOBS = [("llama3-70b", "h100-sxm", 512, 512, 8192, "bf16"), ("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096, "bf16"),
         ("mixtral-8x22b", "h100-sxm", 256, 256, 4096, "fp8"), ("gpt-oss-120b", "b200", 64, 512, 8192, "mxfp8"),
@@ -51,7 +51,8 @@ def collect() -> dict[str, np.ndarray]:
         add(predict_grid(m, hw, g, Options(prec)), mid)
     rows = _validation_grids()
     for m, hw, g, opts in rows:
-        for k in range(3):
+        sel = bool(software_of(m, hw, opts).recompute_modules)     # selective needs the stack's module list
+        for k in (0, 1, 2) if sel else (0, 2):
             add(predict_grid(m, hw, replace(g, recompute=np.full(g.n, k, np.int64)), opts), "v")
     return {k: np.concatenate(v) for k, v in out.items()}
 

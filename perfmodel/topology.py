@@ -151,7 +151,7 @@ def _placement(hw: HardwareSpec, size: int, stride: int) -> tuple[list[tuple[int
     if not U:                                   # one unit: keep the first two domains the group touches
         doms = sorted({int(r) // D for r in ranks})[:2]
         return [(i, doms.index(r // D) * D + r % D) for i, r in enumerate(ranks.tolist()) if r // D in doms], 0.0
-    off, spine = _worst_offset(ranks, size, stride, D, U)
+    off, spine = _worst_offset(ranks[:size], size, stride, D, U)      # the share over the real members, not the padding
     ranks = ranks + off
     units = sorted({int(r) // U for r in ranks})[:2]
     return [(i, units.index(r // U) * U + r % U) for i, r in enumerate(ranks.tolist()) if r // U in units], spine

@@ -168,19 +168,22 @@ def test_bad_network_fields_are_one_line_errors(capsys, item, field):
 
 def test_the_worst_placed_group_straddles_a_unit_boundary():
     # GB200: 576-GPU units (8 racks) are not a multiple of a 256-rank EP group, so some groups straddle two
-    # units. The one starting at rank 504 (a rack boundary) has one rack (72 members) in the first unit: those
-    # members reach (256 - 72) / 256 of their peers through the spine, and the all-to-all waits for them.
+    # units. A group is 3 full racks and 40 members of a 4th (placed rack-aligned, 72 per rack); the worst one
+    # (starting at rank 1512, a rack boundary) has its 40 last members in the next unit: they reach
+    # (256 - 40) / 256 of their peers through the spine, and the all-to-all waits for them. (The ring's padding
+    # of the 4th rack to 72 is not members: counting it gave 72 there, (256 - 72) / 256.)
     gb = load_hardware("gb200-nvl72")
     over = apply_overrides(gb, ["spine_oversubscription=2"])
     p = group_path(over, 256, 1)
-    assert (p.k, p.tier, p.spine_share) == (72, SPINE, (256 - 72) / 256)
-    assert group_path(over, 128, 1).spine_share == (128 - 72) / 128
+    assert (p.k, p.tier, p.spine_share) == (72, SPINE, (256 - 40) / 256)
+    assert group_path(over, 128, 1).spine_share == (128 - 56) / 128     # one rack and 56 of the next
     nb = 1e9
     assert comm.all_to_all_time(nb, 256, 1, over) > comm.all_to_all_time(nb, 256, 1, gb)
-    # non-blocking: the spine share never exceeds the off-domain share, so nothing changes
+    # non-blocking: the members of the partial rack wait longest, 216 of 256 peers beyond their rack (over
+    # the NICs), the rest at full rack members' 71 / 256 over NVLink bounding the in-domain part
     assert comm.all_to_all_time(nb, 256, 1, gb) == pytest.approx(
         max(71 / 256 * nb / (gb.scale_up.bandwidth * gb.efficiency.scale_up_all_to_all),
-            184 / 256 * nb / (gb.scale_out.bandwidth * gb.efficiency.scale_out_all_to_all)) + gb.scale_out.latency_s * 9)
+            216 / 256 * nb / (gb.scale_out.bandwidth * gb.efficiency.scale_out_all_to_all)) + gb.scale_out.latency_s * 9)
     # pipeline neighbours 256 ranks apart: the pair starting at rank 512 crosses into the next unit
     assert group_path(over, 2, 256).tier == SPINE
     assert comm.p2p_time(1e6, 256, over) > comm.p2p_time(1e6, 256, gb)
@@ -253,3 +256,17 @@ def test_worst_offset_search_is_bounded():
     ranks = np.arange(3, dtype=np.int64)
     assert _worst_offset(ranks, 3, 1, 1, 193) == _groups_worst(ranks, 3, 1, 1, 193, 64) == (0, 0.0)
     assert _groups_worst(ranks, 3, 1, 1, 193, 193) == (192, 2 / 3)
+
+
+def test_spine_share_counts_the_real_members_not_the_padding():
+    """10 members 8 ranks apart on GB200 NVL72 (72-GPU domains, 576-GPU scalable units): 9 fit a domain, the
+    worst-placed group's 10th member sits alone in the next unit, so 9 of its 10 peers are beyond the spine
+    (0.9); the last domain's padding to 9 members (a full ring) must not enter the share. 12 members 8
+    apart tile a unit exactly (96-rank blocks, 6 per 576): none straddles, 0. A share is never negative."""
+    from perfmodel.hardware import load_hardware
+    from perfmodel.topology import group_path
+    hw = load_hardware("gb200-nvl72")
+    assert group_path(hw, 10, 8).spine_share == pytest.approx(0.9)
+    assert group_path(hw, 12, 8).spine_share == 0.0
+    for size in range(2, 40):
+        assert 0.0 <= group_path(hw, size, 8).spine_share <= 1.0
