@@ -49,9 +49,13 @@ _INT_COLS = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")
 
 @dataclass(frozen=True)
 class Constraints:
-    """`fix`: axis pinned to one value; `cap`: axis at most this value."""
+    """`fix`: axis pinned to one value; `cap`: axis at most this value; `uneven_vp`: interleaved layouts whose
+    layers do not fill the pp*vp chunks evenly too (legal in Megatron-Core with an explicit
+    pipeline_model_parallel_layout; off by default: ~3.8x the layouts of a DeepSeek-V3 search, and on the
+    benchmark jobs never the best)."""
     fix: dict[str, int] = field(default_factory=dict)
     cap: dict[str, int] = field(default_factory=dict)
+    uneven_vp: bool = False
 
 
 def _axis_value(axis: str, text: str, where: str) -> int:
@@ -70,7 +74,8 @@ def _axis_value(axis: str, text: str, where: str) -> int:
     return val
 
 
-def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tuple[str, ...] = ()) -> Constraints:
+def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tuple[str, ...] = (),
+                      uneven_vp: bool = False) -> Constraints:
     """['tp=4', 'recompute=full'], ['pp=8'] -> Constraints; unknown axes raise InputError with a suggestion."""
     out: dict[str, dict[str, int]] = {"--fix": {}, "--max": {}}
     for where, items in (("--fix", fix), ("--max", cap)):
@@ -96,7 +101,7 @@ def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tu
         if axis in out["--max"] and v > out["--max"][axis]:
             raise InputError("--fix / --max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: "
                                                     "drop one")
-    return Constraints(fix=out["--fix"], cap=out["--max"])
+    return Constraints(fix=out["--fix"], cap=out["--max"], uneven_vp=uneven_vp)
 
 
 # ---- enumeration -----------------------------------------------------------------------------------
@@ -131,6 +136,7 @@ class Space:
     recompute: np.ndarray
     dp_fix: int | None
     dp_cap: int | None
+    uneven_vp: bool = False
 
     @property
     def size(self) -> int:
@@ -187,7 +193,7 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     return Space(gpus, gbs, seq, _select("tp", tp, c), _select("pp", pp, c), _select("vp", vp, c),
                  _select("cp", cp, c), _select("ep", ep, c), _select("etp", etp, c), _select("mbs", mbs, c),
                  _select("fsdp", np.array([0, 1]), c), _select("recompute", np.array([0, 1, 2]), c),
-                 c.fix.get("dp"), c.cap.get("dp"))
+                 c.fix.get("dp"), c.cap.get("dp"), c.uneven_vp)
 
 
 Cols = dict[str, np.ndarray]
@@ -235,7 +241,8 @@ def _prefix(model: ModelSpec, s: Space) -> Cols:
     cols = _keep(cols, ok)
     cols = _cross(cols, "vp", s.vp)
     # the layers-per-chunk bound itself is layout.legality's (applied to every chunk before scoring)
-    return _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & _balanced_chunks(model, cols["pp"] * cols["vp"])))
+    even = _balanced_chunks(model, cols["pp"] * cols["vp"]) if not s.uneven_vp else True
+    return _keep(cols, (cols["vp"] == 1) | ((cols["pp"] > 1) & even))
 
 
 # Rows of one enumeration block before its ep x etp x mbs pruning (7 int64 columns, ~15 MB): bounds the

@@ -167,3 +167,17 @@ def test_space_rejects_bad_sizes():
     with pytest.raises(InputError):
         S.space(m, 0, 128, 8192)
     assert RECOMPUTE["full"] in S.space(m, 8, 128, 8192).recompute
+
+
+def test_uneven_vp_adds_the_interleavings_whose_chunks_are_not_evenly_filled():
+    """Llama 3 8B (32 layers) on 64 GPUs: with --uneven-vp the planner also scores pp x vp splits such as pp 4
+    vp 3 (12 chunks; 32 + e for e <= 3 slots is never a multiple of 12), legal in Megatron-Core with an
+    explicit layout; every default layout is still among them, and each added one has vp > 1."""
+    from perfmodel.search import Constraints, space, structural
+    m = load_model("llama3-8b")
+    even = structural(m, space(m, 64, 512, 4096))
+    every = structural(m, space(m, 64, 512, 4096, Constraints(uneven_vp=True)))
+    key = lambda b: set(zip(*(b[k].tolist() for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs"))))
+    a, b = key(even), key(every)
+    assert a < b and all(row[3] > 1 for row in b - a)
+    assert (1, 1, 4, 3, 1, 1, 1) in b - a

@@ -48,8 +48,9 @@ def entry(p: Prediction, i: int, value: float, rank: int | None = None) -> dict:
 
 
 def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, opts: Options, objective: str,
-                 top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], show_progress: bool) -> list[SearchResult]:
-    cons = parse_constraints(fix, cap)
+                 top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], show_progress: bool,
+                 uneven_vp: bool = False) -> list[SearchResult]:
+    cons = parse_constraints(fix, cap, uneven_vp)
     results = []
     at = {"gpus": gpus[0], "done": 0, "total": 0}        # how far the search got, for a Ctrl-C message
 
@@ -121,6 +122,8 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @click.option("--top", "top_k", type=int, default=10, show_default=True, help="layouts to show")
 @click.option("--fix", multiple=True, metavar="AXIS=V", help="pin an axis, e.g. --fix tp=4 (repeatable)")
 @click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap an axis, e.g. --max pp=8 (repeatable)")
+@click.option("--uneven-vp", is_flag=True, help="also interleaved layouts whose layers do not fill the pp*vp chunks "
+              "evenly (Megatron-Core pipeline_model_parallel_layout; ~4x the layouts)")
 @convention_options
 @stack_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
@@ -128,7 +131,8 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
             top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool,
-            sets: tuple[str, ...] = (), stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
+            sets: tuple[str, ...] = (), stack: str | None = None, stack_set: tuple[str, ...] = (),
+            uneven_vp: bool = False) -> None:
     """Enumerate every legal layout, score them all, print the best and the Pareto fronts.
 
     Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
@@ -138,7 +142,8 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     gpus = parse_gpu_list(gpus_text)
     opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     scale = objective_scale(hw, objective)
-    results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json)
+    results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json,
+                           uneven_vp=uneven_vp)
     top, values, front = combined(results, model, hw, opts, top_k)
     seconds = time.perf_counter() - t0
     legal = sum(r.legal for r in results)
