@@ -212,11 +212,11 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     wb = weight_bytes(prec, sw.fp8_param_gather)
     rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tR), col(eR),
                                          col(xR), hw, sw.hybrid_shard_group if sw.shards_params else None)
-    shard = p_dense / col(dpc) + p_exp / col(edp)
+    # hybrid sharding shards the dense parameters over its group only (memory.memory_per_gpu); the
+    # optimizer steps that shard (predict._step_end)
+    shard = p_dense / col(dp_par.shard_group(dpc, sw.hybrid_shard_group)) + p_exp / col(edp)
     opt = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                       K.OPTIMIZER_KERNELS, c_other)
-    # memory: hybrid sharding shards the dense parameters over its group only (memory.memory_per_gpu)
-    shard = p_dense / col(dp_par.shard_group(dpc, sw.hybrid_shard_group)) + p_exp / col(edp)
     opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cR) + p_exp / col(edp), "none": p_dense + p_exp}[sw.optimizer_shard]
     in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]])      # [FL, Q]
     # per memory rank of each base row: dummy weight gradients, the activations offloading keeps in HBM

@@ -288,3 +288,20 @@ def test_dp_and_optimizer_from_the_rank_that_finishes_last():
         p = predict_grid(m, hw, lay, Options(consts=toy_consts()))
         assert float(p.breakdown_s["dp_comm"][0]) == pytest.approx(dp[r], rel=REL)
         assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(opt[r], rel=REL)
+
+
+def test_hybrid_sharding_optimizer_steps_its_group_shard():
+    # HSDP (FSDP2 over groups of 4, replicated across the 4 groups) on 16 GPUs, tp 1: every GPU holds and
+    # updates 1/4 of the toy dense model's 126,362,624 parameters, as plain FSDP over 4 GPUs does (memory.py
+    # keeps 12 B x P / 4 of Adam state): the Adam step streams 26 B per parameter of that shard (24 B state +
+    # 2 B bf16 gradient), the grad zero / norm / clip passes 8 B per parameter held; 10 launches of 10 us
+    P = 126362624
+    want = (26 * P / 4 + 8 * P) / 8e13 + 1e-4
+    fsdp = ("fsdp=fsdp2", "fsdp_gather=per_microbatch")
+    hsdp = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=16, gbs=16, seq=2048, fsdp=True)),
+                        Options(consts=C, stack_set=fsdp + ("hybrid_shard_group=4",)))
+    assert float(hsdp.memory_parts["optimizer"][0]) == pytest.approx(12 * P / 4, rel=REL)
+    assert float(hsdp.breakdown_s["optimizer"][0]) == pytest.approx(want, rel=REL)
+    plain = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, fsdp=True)),
+                         Options(consts=C, stack_set=fsdp))
+    assert float(plain.breakdown_s["optimizer"][0]) == pytest.approx(want, rel=REL)
