@@ -111,9 +111,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     sharded = fsdp & sw.fsdp_per_microbatch
     weights = np.where(sharded, shard * wb, params * wb)
     grads = np.where(sharded | sw.shards_grads, shard * gb, params * gb)
-    opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / np.asarray(grid.cp, float)) + p_exp / col(edp),
-                 "none": params}[sw.optimizer_shard]
-    optim = K.ADAM_STATE_BYTES * np.where(fsdp, shard, opt_group)
+    optim = K.ADAM_STATE_BYTES * dp_par.optimizer_shard(p_dense, p_exp, col(dpc), col(edp), col(grid.cp), fsdp, sw)
     held = 0.0
     full_layer = 0.0
     for k, layer in enumerate(w.layers):

@@ -260,8 +260,9 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
                                          dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw,
                                          sw.hybrid_shard_group if sw.shards_params else None)
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
-    # the optimizer steps the shard it holds: under hybrid sharding the group's (memory.memory_per_gpu)
-    shard = p_dense / dp_par.shard_group(dpc, sw.hybrid_shard_group)[:, None] + p_exp / edp[:, None]
+    # the optimizer steps the state this GPU holds (memory.memory_per_gpu): FSDP's shard (under hybrid sharding
+    # its group's), else the stack's optimizer sharding (dp x cp, dp, or none: every rank steps all of it)
+    shard = dp_par.optimizer_shard(p_dense, p_exp, dpc[:, None], edp[:, None], cp[:, None], grid.fsdp[:, None], sw)
     opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
                         K.OPTIMIZER_KERNELS, c_other)
     last = np.argmax(dp_r + opt_r, axis=1)

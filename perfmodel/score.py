@@ -127,9 +127,9 @@ class _Tables:
     mrank: np.ndarray
     mpair: np.ndarray
     run: np.ndarray           # [B] -> run
-    rs: np.ndarray            # [runs, Q] DP reduce-scatter, all-gather, optimizer seconds
+    rs: np.ndarray            # [runs, Q] DP reduce-scatter, all-gather seconds
     ag: np.ndarray
-    opt: np.ndarray
+    opt: np.ndarray           # [2, runs, Q] optimizer seconds without / with FSDP
     params: np.ndarray        # [runs, Q] parameters, their shard, the optimizer's group
     shard: np.ndarray
     opt_group: np.ndarray
@@ -212,12 +212,11 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     wb = weight_bytes(prec, sw.fp8_param_gather)
     rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tR), col(eR),
                                          col(xR), hw, sw.hybrid_shard_group if sw.shards_params else None)
-    # hybrid sharding shards the dense parameters over its group only (memory.memory_per_gpu); the
-    # optimizer steps that shard (predict._step_end)
-    shard = p_dense / col(dp_par.shard_group(dpc, sw.hybrid_shard_group)) + p_exp / col(edp)
-    opt = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
-                      K.OPTIMIZER_KERNELS, c_other)
-    opt_group = {"dp_cp": shard, "dp": p_dense / col(dpc / cR) + p_exp / col(edp), "none": p_dense + p_exp}[sw.optimizer_shard]
+    # the state each GPU holds and steps (dp.optimizer_shard): FSDP's shard (hybrid sharding: its group's) and,
+    # without FSDP, the stack's optimizer sharding; the optimizer step per fsdp choice [2, runs, Q]
+    shard, opt_group = (dp_par.optimizer_shard(p_dense, p_exp, col(dpc), col(edp), col(cR), f, sw) for f in (True, False))
+    opt = np.stack([memory_time((K.ADAM_STATE_STEP_BYTES + gb) * held + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
+                                hw, K.OPTIMIZER_KERNELS, c_other) for held in (opt_group, shard)])
     in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]])      # [FL, Q]
     # per memory rank of each base row: dummy weight gradients, the activations offloading keeps in HBM
     cnt_bq = [x[mpair] for x in mcnt]
@@ -260,7 +259,7 @@ def _numpy_tail(t: _Tables) -> Scores:
     pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), sw.schedule)    # [B, R]
 
     # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end)
-    rs3, ag3, opt3 = (q3(x[t.run]) for x in (t.rs, t.ag, t.opt))
+    rs3, ag3 = (q3(x[t.run]) for x in (t.rs, t.ag))
     stage, nmb3 = t_max[None], t.nmb[None, :, None]
     plain = fsdp_t = None
     step = np.empty((B, F, R))
@@ -271,6 +270,7 @@ def _numpy_tail(t: _Tables) -> Scores:
         else:
             plain = dp_par.exposed_plain(rs3, ag3, stage, sw) if plain is None else plain
             dp_r = plain
+        opt3 = q3(t.opt[int(on_f)][t.run])
         # the rank that finishes last (np.argmax's rule: the first of equal ones)
         best, dp_comm, optimizer = dp_r[0] + opt3[0], dp_r[0], opt3[0]
         for q in range(1, Q):
@@ -320,7 +320,7 @@ def _kernel_tail(t: _Tables) -> Scores:
                 np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, i64(pair),
                 t.p2p, float(sw.pp_share), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
                 float(pp_par.ZERO_BUBBLE_SHARE),
-                i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt), float(sw.dp_rs_share), float(sw.dp_ag_share),
+                i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt[0]), qr(t.opt[1]), float(sw.dp_rs_share), float(sw.dp_ag_share),
                 bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs, float(c.step_overhead_s), t.tokens, t.gpus,
                 qr(t.params), qr(t.shard), qr(t.opt_group), float(t.wb), float(t.gb), float(K.ADAM_STATE_BYTES),
                 bool(sw.shards_grads),

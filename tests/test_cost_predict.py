@@ -305,3 +305,22 @@ def test_hybrid_sharding_optimizer_steps_its_group_shard():
     plain = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, fsdp=True)),
                          Options(consts=C, stack_set=fsdp))
     assert float(plain.breakdown_s["optimizer"][0]) == pytest.approx(want, rel=REL)
+
+
+def test_optimizer_steps_the_state_each_gpu_holds():
+    # Without the distributed optimizer (optimizer_shard = none: Megatron's local optimizer, torch DDP) every
+    # data-parallel rank runs Adam over all its 126,362,624 parameters (memory.py keeps 12 B x P of state on
+    # each): 2 GPUs, dp 2, 26 B + 8 B per parameter, not 26 B x P / 2 + 8 B x P
+    P = 126362624
+    lay = LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048))
+    p = predict_grid(toy_dense(), HW, lay, Options(consts=C, stack_set=("optimizer_shard=none",)))
+    assert float(p.memory_parts["optimizer"][0]) == pytest.approx(12 * P, rel=REL)
+    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(34 * P / 8e13 + 1e-4, rel=REL)
+    # sharded over dp only (not cp): cp 2, dp 1 holds and steps the whole state too
+    p = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, cp=2)),
+                     Options(consts=C, stack_set=("optimizer_shard=dp",)))
+    assert float(p.memory_parts["optimizer"][0]) == pytest.approx(12 * P, rel=REL)
+    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(34 * P / 8e13 + 1e-4, rel=REL)
+    # the distributed optimizer over dp x cp = 2: half of it each
+    p = predict_grid(toy_dense(), HW, lay, Options(consts=C))
+    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx((26 * P / 2 + 8 * P) / 8e13 + 1e-4, rel=REL)

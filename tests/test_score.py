@@ -43,6 +43,8 @@ CASES = [
     ("llama3-70b", "gb200-nvl72", 144, 288, 8192, Options("fp8", stack="nemo-25.11")),
     ("llama3-70b", "h100-sxm", 128, 256, 8192, Options("bf16", stack="torchtitan-2025",
                                                        stack_set=("hybrid_shard_group=8", "recompute_modules=core_attn"))),
+    # the optimizer sharded over dp only (not cp) and FSDP's shard: the optimizer step differs per fsdp choice
+    ("gpt3-175b", "h100-sxm", 128, 256, 2048, Options("bf16", stack="nemo-megatron-24.05")),
 ]
 
 

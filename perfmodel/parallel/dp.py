@@ -36,12 +36,23 @@ def param_split(m: ModelSpec) -> tuple[float, float]:
 
 def shard_group(dpc, hsg):
     """GPUs the dense parameters are sharded over: the whole dp*cp group, or under hybrid sharding the
-    stack's group of `hsg` GPUs (the largest divisor of dp*cp not above it, gcd, where dp*cp is not a
-    multiple: the groups must tile the data-parallel ranks)."""
+    stack's group of `hsg` GPUs (where dp*cp is not a multiple of it, gcd(dp*cp, hsg): the groups must tile
+    the data-parallel ranks and each stay inside one of the stack's groups)."""
     dpc = np.asarray(dpc, dtype=float)
     if not hsg:
         return dpc
     return np.gcd(np.rint(dpc).astype(np.int64), int(hsg)).astype(float)
+
+
+def optimizer_shard(p_dense, p_exp, dpc, edp, cp, fsdp, sw):
+    """Parameters per GPU whose optimizer state the GPU holds and steps: FSDP's shard (dense over dp*cp, or
+    under hybrid sharding over its group; experts over edp), else the stack's optimizer sharding: Megatron's
+    distributed optimizer over dp*cp (ZeRO-1, Rajbhandari et al. 2020 §5.1), over dp only, or none (the local
+    optimizer / torch DDP: every data-parallel rank keeps and steps the state of all its parameters).
+    Arguments broadcast together (`fsdp` a bool array)."""
+    sharded = p_dense / shard_group(dpc, sw.hybrid_shard_group) + p_exp / edp
+    group = {"dp_cp": sharded, "dp": p_dense / (dpc / cp) + p_exp / edp, "none": p_dense + p_exp}[sw.optimizer_shard]
+    return np.where(fsdp, sharded, group)
 
 
 def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw, hsg=None):
