@@ -120,14 +120,19 @@ def offload_exposed(layer: Layer, t: LayerTime, hw: HardwareSpec, sw, num_layers
     link (hardware memory.host_bandwidth, per direction), on a copy stream beside compute (Transformer
     Engine docs, cpu_offloading: asynchronous transfers, hidden when the link is fast enough), so only what
     exceeds the layer's own pass is exposed. Megatron offloads only at pp = 1 (the caller applies it there);
-    offloaded layers are min(n, L - 1) of L, spread as the share."""
+    offloaded layers are n of L, spread as the share; n >= L is refused, as Megatron-Core does
+    (TransformerConfig.__post_init__: 'CPU offloading can be done only for layers less than num_layers')."""
     n = sw.cpu_offload_layers
     if not n:
         return None
+    from .errors import InputError
+    if n >= num_layers:
+        raise InputError(f"stack {sw.stack_id}", "cpu_offload_layers",
+                         f"{n} of the model's {num_layers} layers: Megatron-Core offloads fewer than all of them "
+                         f"(give at most {num_layers - 1}, or 0 for none)")
     if hw.memory.host_bandwidth is None:
-        from .errors import InputError
         raise InputError(f"hardware {hw.id}", "memory.host_bandwidth",
                          f"not given, but stack {sw.stack_id} offloads activations of {n} layers to host memory")
     x = sum(s.nbytes for s in layer.saved) / hw.memory.host_bandwidth
     per_layer = np.maximum(0.0, x - t.compute_f) + np.maximum(0.0, x - t.compute_b)
-    return min(n, num_layers - 1) / num_layers * per_layer
+    return n / num_layers * per_layer

@@ -126,3 +126,18 @@ def test_selective_recompute_sums_every_recomputed_gemm():
         t = cost.price_layer(layer, HW, "fp8", C, sw)
         assert float(t.selective_f) == pytest.approx(2 * 58.5e-6, rel=REL)
         assert float(t.selective_flops) == pytest.approx(2 * 6.4e9, rel=REL)
+
+
+def test_offloading_every_layer_is_refused():
+    # Megatron-Core TransformerConfig.__post_init__: cpu_offloading_num_layers must lie in 0 .. num_layers - 1
+    # ("CPU offloading can be done only for layers less than num_layers"): the toy model's 4 layers offload at
+    # most 3; 4 is a configuration Megatron refuses, so no price for it
+    from perfmodel.errors import InputError
+    from perfmodel.layout import Layout, LayoutGrid
+    from perfmodel.predict import Options, predict_grid
+    hw = HW.model_copy(update={"memory": HW.memory.model_copy(update={"host_bandwidth": 1e11})})
+    lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
+    ok = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=("cpu_offload_layers=3",)))
+    assert np.all(np.isfinite(ok.step_time_s))
+    with pytest.raises(InputError, match="cpu_offload_layers: 4 of the model's 4 layers"):
+        predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=("cpu_offload_layers=4",)))
