@@ -49,7 +49,7 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
          run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,
          params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [B]; [Q, runs] x 7
          mcnt, mpair, fl_idx, in_flight, lastr, first, kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
-         full_layer, rec_full, mtp_layers, emb_act, logits, reserved, dummy, act_share,   # ..., [Q, B] x 2
+         full_layer, rec_full, rec_none, mtp_layers, emb_act, logits, reserved, dummy, act_share,   # ..., [Q, B] x 2
          step, tps, mem):
     K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
     act = np.empty(Q)
@@ -118,7 +118,7 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
                 h = 0.0
                 for k in range(K):
                     h = h + mcnt[k, mb, q] * kept[k, ub, r]
-                a = h * in_flight[q, fb] * act_share[q, b]
+                a = h * in_flight[q, fb] * (act_share[q, b] if rec_none[r] else 1.0)
                 if mtp_layers:
                     a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, mb] else 0.0)
                 a = a + (full_layer[ub] if rec_full[r] else 0.0)

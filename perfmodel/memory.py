@@ -7,7 +7,7 @@
   flash attention: no s^2 score term), less the modules the recompute policy drops; full recompute keeps
   only each layer's input.
 - in-flight micro-batches from the schedule (parallel/pp.py `in_flight`); activation CPU offloading
-  (pp = 1) moves the saved activations of `cpu_offload_layers` layers to host memory.
+  (pp = 1, no recompute) moves the saved activations of `cpu_offload_layers` layers to host memory.
 - dummy weight gradients (Megatron-Core + Transformer Engine, gradient-accumulation fusion): the wgrad GEMM
   accumulates into the fp32 main_grad and hands autograd a bf16 dummy of the weight's shape, one buffer per
   distinct shape cached for the whole run (TE transformer_engine/pytorch/module/base.py get_dummy_wgrad,
@@ -22,7 +22,7 @@ import numpy as np
 from . import constants as K
 from .ops import Workload
 from .parallel import dp as dp_par, pp as pp_par
-from .parallel.recompute import FULL, SELECTIVE, dropped
+from .parallel.recompute import FULL, NONE, SELECTIVE, dropped
 
 
 def weight_bytes(precision: str, fp8_param_gather: bool = True) -> float:
@@ -42,15 +42,23 @@ def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",)
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
-def offload_kept_share(sw, pp, layers):
+def offloads(pp, rec):
+    """Where a stack that offloads activations does so: Megatron-Core's TransformerConfig refuses CPU
+    offloading with pipeline parallelism ('no support for Pipeline parallelism with CPU offloading') and
+    with recompute ('CPU offloading does not work when activation recomputation is enabled'), so a layout
+    with pp > 1 or a recompute policy runs the stack without it."""
+    return (np.asarray(pp) == 1) & (np.asarray(rec) == NONE)
+
+
+def offload_kept_share(sw, pp, layers, rec=NONE):
     """Share of a rank's saved activations still in HBM under activation CPU offloading
-    (Megatron-Core cpu_offloading_num_layers = n, pp = 1 only): the L - n layers kept, plus one offloaded
-    layer whose device-to-host copy is in flight while the next layer runs (its buffers are freed when the
-    copy ends; Transformer Engine docs, cpu_offloading: transfers are asynchronous, layer by layer)."""
+    (Megatron-Core cpu_offloading_num_layers = n; only where `offloads`): the L - n layers kept, plus one
+    offloaded layer whose device-to-host copy is in flight while the next layer runs (its buffers are freed
+    when the copy ends; Transformer Engine docs, cpu_offloading: transfers are asynchronous, layer by layer)."""
     layers = np.maximum(np.asarray(layers, dtype=float), 1.0)
     n = np.minimum(float(sw.cpu_offload_layers), layers - 1)         # Megatron: 0 .. num_layers - 1
     kept = (layers - n + (n > 0)) / layers
-    return np.where(np.asarray(pp) == 1, kept, 1.0)
+    return np.where(offloads(pp, rec), kept, 1.0)
 
 
 def dummy_wgrad_sets(w: Workload):
@@ -120,7 +128,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
     dummies = dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank
-    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank) * offload_kept_share(sw, pp, sum(cnt))
+    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank) * offload_kept_share(sw, pp, sum(cnt), col(rec))
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
         kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
         activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)

@@ -20,7 +20,7 @@ from .compute import memory_time
 from .counts import Convention, flops_per_token
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
-from .memory import memory_per_gpu, weight_bytes
+from .memory import offloads, memory_per_gpu, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed, exposed_shared
 from .parallel import dp as dp_par, pp as pp_par, recompute
@@ -169,17 +169,18 @@ def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[Ki
 
 def _gather_kinds(prices: list[KindPrice], rec, g, pp) -> list[KindTime]:
     """The kind prices gathered to layouts by `g`, with recompute policy `rec`'s seconds and, where the
-    layout has pp = 1, activation offloading's exposed copy time in the memory-bound part."""
-    return [KindTime(with_offload({k: g(v) for k, v in p.parts.items()}, p.offload, g, pp),
+    layout has pp = 1 and no recompute, activation offloading's exposed copy time in the memory-bound part."""
+    return [KindTime(with_offload({k: g(v) for k, v in p.parts.items()}, p.offload, g, pp, rec),
                      {k: g(v) for k, v in p.raw.items()},
                      recompute.time(rec, g(p.fwd), g(p.selective_f)), g(p.selective_flops)) for p in prices]
 
 
-def with_offload(parts: dict, offload, g, pp) -> dict:
-    """`parts` with the offload seconds (per combination, gathered by `g`) added to memory_bound where pp = 1."""
+def with_offload(parts: dict, offload, g, pp, rec=recompute.NONE) -> dict:
+    """`parts` with the offload seconds (per combination, gathered by `g`) added to memory_bound where the
+    stack offloads: pp = 1 and no recompute (memory.offloads)."""
     if offload is None:
         return parts
-    return parts | {"memory_bound": parts["memory_bound"] + np.where(np.asarray(pp) == 1, g(offload), 0.0)}
+    return parts | {"memory_bound": parts["memory_bound"] + np.where(offloads(pp, rec), g(offload), 0.0)}
 
 
 def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c_other: Constants):

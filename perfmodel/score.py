@@ -41,7 +41,7 @@ from .memory import dummy_wgrad_from, dummy_wgrad_sets, layer_activation_bytes, 
 from .model import ModelSpec
 from .overlap import exposed
 from .parallel import dp as dp_par, pp as pp_par, recompute
-from .parallel.recompute import FULL
+from .parallel.recompute import FULL, NONE
 from .calibration import Constants
 from .predict import Options, _price_head, _price_kinds, check_recompute, software_of, with_offload
 from .software import Software
@@ -121,7 +121,7 @@ class _Tables:
     per_layer: np.ndarray     # [K, U or B, R] each kind's seconds per micro-batch, indexed by `upl`
     upl: np.ndarray           # [B] -> per_layer's second axis (u; the base row itself under activation offloading)
     dummy: np.ndarray         # [B, Q] cached dummy weight gradients' bytes on the memory ranks
-    act_share: np.ndarray     # [B, Q] share of saved activations kept in HBM (activation offloading)
+    act_share: np.ndarray     # [B, Q] share of saved activations kept in HBM (activation offloading, no recompute)
     sig: tuple                # pp.signature_table: cnt [K][P, S], embedding, head, multiplicity [P, S], pair [B]
     mcnt: list                # pp.memory_rank_table: layers per kind [K][P2, Q], rank [P2, Q], pair [B]
     mrank: np.ndarray
@@ -288,7 +288,7 @@ def _numpy_tail(t: _Tables) -> Scores:
     for k in range(t.n_kinds):
         held = held + q3(t.mcnt[k][t.mpair]) * kept[k][u][None]                 # [Q, B, R]
     lastr = rank3 == t.pp[None, :, None] - 1
-    activations = held * q3(t.in_fl[t.fl]) * q3(t.act_share)
+    activations = held * q3(t.in_fl[t.fl]) * np.where(rr[None] == NONE, q3(t.act_share), 1.0)   # memory.offloads
     if t.mtp_layers:
         activations = activations + np.where(lastr, t.mtp_layers * kept[-1][u][None], 0.0)
     activations = activations + np.where(rr[None] == FULL, tab["full_layer"][u][None, :, None], 0.0)
@@ -326,7 +326,7 @@ def _kernel_tail(t: _Tables) -> Scores:
                 bool(sw.shards_grads),
                 np.ascontiguousarray(np.stack(t.mcnt)), i64(t.mpair), i64(t.fl), qr(t.in_fl),
                 qr(t.mrank == t.mrank[:, -1:]), qr(t.mrank == 0),            # last rank (pp - 1), first rank
-                tab["kept"], tab["full_layer"], t.rec == FULL, t.mtp_layers, K.BF16 * t.m.hidden_size * t.Ts,
+                tab["kept"], tab["full_layer"], t.rec == FULL, t.rec == NONE, t.mtp_layers, K.BF16 * t.m.hidden_size * t.Ts,
                 sw.logit_bytes * t.T * t.m.vocab_size / t.tp, float(c.reserved_bytes), qr(t.dummy), qr(t.act_share),
                 step, tps, mem)
     return Scores(step, tps, mem, t.hbm)
@@ -376,10 +376,10 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
                  + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]   # [U, R]
     offload = {}
     if any(p.offload is not None for p in prices):      # the same at pp = 1 with activation offloading's copy
-        one = np.ones(U)
-        offload["per_layer_pp1"] = np.stack([
+        one = np.ones(U)                                # (without recompute only: memory.offloads)
+        offload["per_layer_pp1"] = np.where((rr == NONE)[None], np.stack([
             at_u(sum(with_offload({k: at_u(v) for k, v in p.parts.items()}, p.offload, at_u, one).values()))[:, None]
-            + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices])
+            + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]), np.stack(per_layer))
     keys, elems, dhead = dummy_wgrad_sets(ws)
     head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
     kept, full_layer = [], 0.0

@@ -324,3 +324,25 @@ def test_optimizer_steps_the_state_each_gpu_holds():
     # the distributed optimizer over dp x cp = 2: half of it each
     p = predict_grid(toy_dense(), HW, lay, Options(consts=C))
     assert float(p.breakdown_s["optimizer"][0]) == pytest.approx((26 * P / 2 + 8 * P) / 8e13 + 1e-4, rel=REL)
+
+
+@pytest.mark.parametrize("rec", ["selective", "full"])
+def test_activation_offloading_only_without_recompute(rec):
+    # Megatron-Core refuses activation CPU offloading together with recompute (TransformerConfig: 'CPU
+    # offloading does not work when activation recomputation is enabled'), as it refuses it at pp > 1: such a
+    # layout runs the stack without offloading, so it is priced so, in time and in memory
+    hw = HW.model_copy(update={"memory": HW.memory.model_copy(update={"host_bandwidth": 1e9})})
+    lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048, recompute=rec))
+    sets = ("recompute_modules=core_attn",)
+    off = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=sets + ("cpu_offload_layers=2",)))
+    plain = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=sets))
+    assert float(off.step_time_s[0]) == float(plain.step_time_s[0])
+    assert float(off.memory_bytes_per_gpu[0]) == float(plain.memory_bytes_per_gpu[0])
+    # without recompute the 1 GB/s host link is exposed and 2 of the 4 layers' activations (less the one in
+    # transit) leave HBM
+    lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
+    off = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=sets + ("cpu_offload_layers=2",)))
+    plain = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=sets))
+    assert off.step_time_s[0] > plain.step_time_s[0]
+    assert float(plain.memory_parts["activations"][0] - off.memory_parts["activations"][0]) == pytest.approx(
+        4 * 77660160 / 4, rel=REL)
