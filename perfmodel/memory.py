@@ -128,7 +128,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
     dummies = dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank
-    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank) * offload_kept_share(sw, pp, sum(cnt), col(rec))
+    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank, sw.schedule) * offload_kept_share(sw, pp, sum(cnt), col(rec))
     if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
         kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
         activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)

@@ -217,7 +217,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     shard, opt_group = (dp_par.optimizer_shard(p_dense, p_exp, col(dpc), col(edp), col(cR), f, sw) for f in (True, False))
     opt = np.stack([memory_time((K.ADAM_STATE_STEP_BYTES + gb) * held + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
                                 hw, K.OPTIMIZER_KERNELS, c_other) for held in (opt_group, shard)])
-    in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]])      # [FL, Q]
+    in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]], sw.schedule)      # [FL, Q]
     # per memory rank of each base row: dummy weight gradients, the activations offloading keeps in HBM
     cnt_bq = [x[mpair] for x in mcnt]
     last_bq = mrank[mpair] == col(pp) - 1

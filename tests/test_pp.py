@@ -113,3 +113,21 @@ def test_last_stage_carries_the_head():
     assert p["breakdown_s"]["stage_imbalance"] > 0
     step = sum(p["breakdown_s"].values())
     assert step == pytest.approx(p["step_time_s"], rel=1e-12)
+
+
+def test_gpipe_holds_every_microbatch():
+    # GPipe runs all forwards before any backward: every rank stashes the activations of all m micro-batches
+    # (Huang et al. 2019 §2.3; Narayanan et al. 2021 §2.2.1: 1F1B limits them to the pipeline depth "instead of
+    # the number of microbatches in a batch"); pp 4, m 8: 8 on every rank, where 1F1B holds 4, 3, 2, 1
+    p, v, m = np.array(4.0), np.array(1.0), np.array(8.0)
+    assert [float(pp.in_flight(p, v, m, r, "gpipe")) for r in range(4)] == [8, 8, 8, 8]
+    assert [float(pp.in_flight(p, v, m, r, "1f1b")) for r in range(4)] == [4, 3, 2, 1]
+    # ... and through memory.py: toy dense, 8 GPUs at tp 2, pp 2, 8 micro-batches of 1 sequence: rank 0 holds
+    # 8 x its 2 layers' 38,830,080 B instead of 2 x
+    from perfmodel.layout import Layout, LayoutGrid
+    from perfmodel.predict import Options, predict_grid
+    from toy import toy_consts, toy_dense, toy_hw
+    lay = LayoutGrid.of(Layout(gpus=8, gbs=16, seq=2048, tp=2, pp=2))
+    act = {s: float(predict_grid(toy_dense(), toy_hw(), lay, Options(consts=toy_consts(), stack_set=(
+        f"pipeline_schedule={s}",))).memory_stages["first"][0]) for s in ("1f1b", "gpipe")}
+    assert act["gpipe"] - act["1f1b"] == pytest.approx((8 - 2) * 2 * 38830080, rel=1e-12)

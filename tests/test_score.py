@@ -45,6 +45,8 @@ CASES = [
                                                        stack_set=("hybrid_shard_group=8", "recompute_modules=core_attn"))),
     # the optimizer sharded over dp only (not cp) and FSDP's shard: the optimizer step differs per fsdp choice
     ("gpt3-175b", "h100-sxm", 128, 256, 2048, Options("bf16", stack="nemo-megatron-24.05")),
+    # GPipe: every micro-batch's activations in flight
+    ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("pipeline_schedule=gpipe",))),
 ]
 
 

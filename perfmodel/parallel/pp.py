@@ -171,11 +171,15 @@ def schedule_time(t_max, t_sum, pp, vp, nmb, schedule: str = "interleaved"):
     return total, total - nmb * t_max
 
 
-def in_flight(pp, vp, nmb, rank=0):
+def in_flight(pp, vp, nmb, rank=0, schedule: str = "interleaved"):
     """Micro-batches (in units of a rank's whole layer set) whose activations rank `rank` holds at its peak.
     1F1B: pp - rank (Narayanan et al. 2021 §2.2.1). Interleaved: Megatron's warm-up of
     2(pp - rank - 1) + (vp - 1) pp chunks plus the one in flight, each 1/vp of the rank's layers; on the
-    first rank pp (1 + (pp-1)/(pp vp)) (Korthikanti et al. 2022 §4.2.3). At most nmb."""
+    first rank pp (1 + (pp-1)/(pp vp)) (Korthikanti et al. 2022 §4.2.3). GPipe: all forwards run before
+    any backward, so every rank holds all of them (Huang et al. 2019 §2.3; Narayanan et al. 2021 §2.2.1).
+    At most nmb."""
     chunks = 2 * (pp - rank - 1) + (vp - 1) * pp + 1
     sched = np.where(vp > 1, chunks / vp, pp - rank)
+    if schedule == "gpipe":
+        sched = np.maximum(nmb, 1) + 0 * sched
     return np.where(pp > 1, np.minimum(sched, np.maximum(nmb, 1)), 1.0)
