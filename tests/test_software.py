@@ -48,3 +48,18 @@ def test_compiled_never_slower_than_eager():
     comp = predict_grid(m, H100, g, Options(stack="torchtitan-2025-compile"))
     assert np.all(comp.step_time_s <= eager.step_time_s)
     assert np.any(comp.step_time_s < eager.step_time_s)
+
+
+def test_power_cap_below_tdp_is_refused_not_ignored():
+    # power_limit_w feeds Software.power_factor, which no price reads: a cap below the TDP (350 W on a 700 W
+    # H100) would be priced at full clocks, a silently wrong number; refused until a price reads it. At or
+    # above the TDP the cap changes nothing (factor 1) and resolves
+    from perfmodel.calibration import constants
+    from perfmodel.errors import InputError
+    from perfmodel.hardware import load_hardware
+    from perfmodel.software import resolve
+    h100, c = load_hardware("h100-sxm"), constants()
+    with pytest.raises(InputError, match="power_limit_w"):
+        resolve("megatron-core", ("power_limit_w=350",), "llama3-8b", False, h100, "bf16", c)
+    for w in ("700", "1000"):
+        assert resolve("megatron-core", (f"power_limit_w={w}",), "llama3-8b", False, h100, "bf16", c).power_factor == 1.0
