@@ -47,6 +47,9 @@ def test_stored_paths_equal_placed_ones(tmp_path, monkeypatch):
 
 
 def test_store_off_writes_nothing(tmp_path, monkeypatch):
+    # the default store would be under tmp_path ($XDG_CACHE_HOME): 'off' must write nothing there
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
     _fresh(monkeypatch, "off")
     try:
         hw = load_hardware("h100-sxm")
