@@ -50,8 +50,8 @@ CASES = [
 ]
 
 
-def _sample(m, gpus, gbs, seq, n, seed):
-    s = S.space(m, gpus, gbs, seq)
+def _sample(m, gpus, gbs, seq, n, seed, cons=None):
+    s = S.space(m, gpus, gbs, seq, cons or S.Constraints())
     base = S.structural(m, s)
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(len(base["tp"]), min(n, len(base["tp"])), replace=False))
@@ -74,6 +74,19 @@ def test_score_product_equals_predict_grid(case):
         rel = np.abs(a - b) / np.abs(b)
         assert rel.max() <= REL, (name, int(np.argmax(rel)), float(rel.max()))
     assert np.array_equal(sc.fits.ravel(), p.fits)
+
+
+@pytest.mark.parametrize("mid, hid, gpus, gbs, seq", [("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096),
+                                                     ("llama3-70b", "h100-sxm", 256, 256, 8192)])
+def test_score_product_equals_predict_grid_uneven_vp(mid, hid, gpus, gbs, seq):
+    """search --uneven-vp: interleaved layouts whose chunks hold unequal layer counts (MTP slots too)."""
+    m, hw = load_model(mid), load_hardware(hid)
+    s, base = _sample(m, gpus, gbs, seq, 400, 7, S.Constraints(uneven_vp=True))
+    assert np.any(base["vp"] > 1)
+    sc = score_product(m, hw, gpus, gbs, seq, base, s.fsdp, s.recompute, Options("bf16"))
+    p = predict_grid(m, hw, S._expand(s, base), Options("bf16"))
+    for a, b in ((sc.step_time_s, p.step_time_s), (sc.memory_bytes_per_gpu, p.memory_bytes_per_gpu)):
+        assert (np.abs(a.ravel() - b) / np.abs(b)).max() <= REL
 
 
 def test_score_product_takes_any_subset_of_choices():
