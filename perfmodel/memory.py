@@ -66,12 +66,13 @@ def dummy_wgrad_sets(w: Workload):
     weight elements per GPU of each group, the output layer's elements). A GEMM name shared by two kinds (the
     attention projections of dense and MoE layers) is one shape; identical local experts are one buffer. The
     MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or fused-wgrad linear): autograd gets
-    its real gradient, no dummy."""
+    its real gradient, no dummy; nor do the unfused attention's QK^T and PV (module core_attn), batched
+    matmuls of two activations with no weight."""
     kinds: dict[str, set[int]] = {}          # GEMM name -> the layer kinds that have it
     size: dict[str, np.ndarray] = {}
     for k, layer in enumerate(w.layers):
         for g in layer.gemms:
-            if g.name != "router":
+            if g.name != "router" and g.module != "core_attn":
                 kinds.setdefault(g.name, set()).add(k)
                 size[g.name] = g.N * g.K
     by_kinds: dict[tuple[int, ...], np.ndarray] = {}   # names present on the same kinds: summed before a gather

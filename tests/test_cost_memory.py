@@ -199,3 +199,13 @@ def test_two_layer_kinds_on_one_rank():
     d, e = 56905728 / 2, 25165824 / 2
     expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + 36274176) + INPUT + 1e9 + 2 * 11534336
     assert st["first"] == pytest.approx(expect, rel=REL)
+
+
+def test_unfused_attention_has_no_dummy_wgrads():
+    # The unfused attention's QK^T and PV are batched matmuls of activations, not linear layers: no weight,
+    # so no dummy wgrad (TE get_dummy_wgrad serves the weight GEMMs). The cached buffers stay the 4 weight
+    # shapes and the head's (pp 1, tp 2: DUMMY + DUMMY_HEAD), whichever attention kernel runs
+    fused, _ = _mem(gpus=2, gbs=2, pp=1)
+    unfused, _ = _mem(gpus=2, gbs=2, pp=1, sets=("attention_kernel=unfused",))
+    assert fused["dummy_wgrads"] == pytest.approx(DUMMY + DUMMY_HEAD, rel=REL)
+    assert unfused["dummy_wgrads"] == pytest.approx(DUMMY + DUMMY_HEAD, rel=REL)
