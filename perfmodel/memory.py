@@ -79,7 +79,11 @@ def dummy_wgrad_sets(w: Workload):
     for name, ks in kinds.items():
         key = tuple(sorted(ks))
         by_kinds[key] = by_kinds.get(key, 0.0) + size[name]
-    return list(by_kinds), list(by_kinds.values()), sum(g.N * g.K for g in w.head.gemms)
+    # the last rank: the output layer, and the MTP modules' 2h -> h projection (Megatron
+    # MultiTokenPredictionLayer.eh_proj, a TE column-parallel linear; one shape for all MTP modules)
+    mtp = w.head.mtp_gemm
+    head = sum(g.N * g.K for g in w.head.gemms) + (mtp.N * mtp.K if mtp is not None and w.head.mtp_layers else 0.0)
+    return list(by_kinds), list(by_kinds.values()), head
 
 
 def dummy_wgrad_from(keys, elems, head, cnt, last):

@@ -179,12 +179,13 @@ def test_mtp_on_the_last_rank():
     # its parameters (dense 34,624,512 - 25,165,824 = 9,458,688 / tp; experts 25,165,824 / ep) and one MoE layer's
     # saved activations: attention 2,097,152 x 2 + 2 (1024 + 2048 + 1024)/2 T + 32,768 = 12,615,680;
     # MoE 2,097,152 x 2 + permuted 2 x 2560 x 1024 + expert act in 2 x 2560 x 1024 + out 2 x 2560 x 512 +
-    # router logits 4 x 1024 x 16 + shared in 4,194,304 + shared out 2,097,152 = 23,658,496
+    # router logits 4 x 1024 x 16 + shared in 4,194,304 + shared out 2,097,152 = 23,658,496; and the bf16 dummy
+    # wgrad of its 2h -> h projection, 2 x 1024 x 2048 (test_mtp_projection_has_a_dummy_wgrad)
     _, base = _mem(toy_moe(), ep=2)
     _, mtp = _mem(toy_moe(mtp_layers=1), ep=2)
     dense, expert = 9458688 / 2, 25165824 / 2
     params = (2 + 2) * (dense + expert) + 12 * (dense / 2 + expert / 2)
-    assert mtp["last"] - base["last"] == pytest.approx(params + 12615680 + 23658496, rel=1e-9)
+    assert mtp["last"] - base["last"] == pytest.approx(params + 12615680 + 23658496 + 2 * 1024 * 2048, rel=1e-9)
     assert mtp["first"] == pytest.approx(base["first"], rel=REL)
 
 
@@ -209,3 +210,14 @@ def test_unfused_attention_has_no_dummy_wgrads():
     unfused, _ = _mem(gpus=2, gbs=2, pp=1, sets=("attention_kernel=unfused",))
     assert fused["dummy_wgrads"] == pytest.approx(DUMMY + DUMMY_HEAD, rel=REL)
     assert unfused["dummy_wgrads"] == pytest.approx(DUMMY + DUMMY_HEAD, rel=REL)
+
+
+def test_mtp_projection_has_a_dummy_wgrad():
+    # DeepSeek-V3 §2.2 MTP: each module's 2h -> h projection (Megatron MultiTokenPredictionLayer.eh_proj, a TE
+    # linear with gradient-accumulation fusion) is one more weight shape on the last rank: h x 2h = 1024 x 2048
+    # elements, a 2 B dummy; the MTP layer's own shapes equal the last kind's, already cached
+    from toy import toy_moe
+    moe = dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1, shared_intermediate_size=1024)
+    base, _ = _mem(toy_moe(moe=moe), gpus=1, gbs=2, tp=1, pp=1)
+    mtp, _ = _mem(toy_moe(moe=moe, mtp_layers=1), gpus=1, gbs=2, tp=1, pp=1)
+    assert mtp["dummy_wgrads"] - base["dummy_wgrads"] == pytest.approx(2 * 1024 * 2048, rel=REL)
