@@ -415,7 +415,7 @@ def _parse(feature: str, text: str) -> Any:
             return int(v)
         return v
     if feature == "cpu_offload_layers":
-        if not t.isdigit():
+        if not (t.isascii() and t.isdigit()):          # isdigit alone takes '²', which int() refuses
             raise InputError("--stack-set", feature, f"expects a non-negative integer (got {t!r})")
         return int(t)
     return t

@@ -226,6 +226,7 @@ def test_overrides_set_values_and_record_their_origin():
     ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
     ("power_limit_w=inf", "power_limit_w", "finite"),
     ("power_limit_w=-1", "features.power_limit_w", "greater than 0"),
+    ("cpu_offload_layers=\u00b2", "cpu_offload_layers", "non-negative integer"),   # str.isdigit accepts a superscript
     ("tp_overlap", "tp_overlap", "FEATURE=VALUE"),
 ])
 def test_bad_overrides_name_the_field(item, field, reason):
