@@ -165,6 +165,15 @@ class HardwareSpec(Frozen):
                              f"NVLink domain and node size ({unit})")
         return self
 
+    def at_clock(self, factor: float) -> "HardwareSpec":
+        """This GPU with its tensor-core peaks scaled by `factor` (a sustained clock below the nominal one under
+        a power cap; memory and network rates unchanged). factor 1: itself."""
+        if factor == 1.0:
+            return self
+        p = self.peak_flops
+        scaled = {k: v * factor for k, v in p.model_dump().items() if v is not None}
+        return self.model_copy(update={"peak_flops": p.model_copy(update=scaled)})
+
     def peak(self, precision: str) -> float:
         """Dense peak FLOP/s of the tensor cores for a training precision."""
         p = self.peak_flops

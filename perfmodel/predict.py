@@ -291,9 +291,10 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     first, inv = workload.unique_layer_axes(grid)
     ws = workload.build(m, grid.take(first), low, imb, c, sw)
     g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
-    prices = _price_kinds(ws, hw, prec, c_layer, sw)
+    hw_k = hw.at_clock(sw.power_factor)      # kernels under the stack's power cap: lower tensor clocks
+    prices = _price_kinds(ws, hw_k, prec, c_layer, sw)
     kinds = _gather_kinds(prices, grid.recompute, g, grid.pp)
-    head, embed = (g(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
+    head, embed = (g(x) for x in _price_head(ws, prices, hw_k, prec, c_layer, c_other))
 
     st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
     end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)

@@ -177,7 +177,8 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     # layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
     # search's `cache`, once per search
     bgrid = _base_grid(gpus, gbs, seq, base)
-    build = lambda rows: _layer_tables(m, bgrid.take(rows), rec, hw, prec, low, imb, c, sw, c_layer, c_other)
+    build = lambda rows: _layer_tables(m, bgrid.take(rows), rec, hw.at_clock(sw.power_factor), prec, low, imb, c, sw,
+                                       c_layer, c_other)
     if cache is None:
         first, u = workload.unique_layer_axes(bgrid)
         tab = build(first)
@@ -356,7 +357,8 @@ def prime(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, bas
     sw, c_layer, c_other, low, imb = _context(model, hw, opts)
     bgrid = _base_grid(gpus, gbs, seq, base)
     rec = np.asarray(rec, dtype=np.int64)
-    build = lambda rows: _layer_tables(model, bgrid.take(rows), rec, hw, opts.precision, low, imb, opts.consts, sw,
+    build = lambda rows: _layer_tables(model, bgrid.take(rows), rec, hw.at_clock(sw.power_factor), opts.precision, low,
+                                       imb, opts.consts, sw,
                                        c_layer, c_other)
     _cached_tables(cache, gpus, tuple(np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "ep", "etp", "mbs")),
                    build)

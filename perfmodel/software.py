@@ -124,11 +124,6 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)
     limit = f.power_limit_w
     power = min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
-    if power < 1.0:          # no price reads power_factor yet: refused rather than priced at full clocks
-        from .errors import InputError
-        raise InputError(f"stack {spec.id}", "power_limit_w",
-                         f"{limit:g} W is below {hw.id}'s {hw.power.gpu_tdp_w:g} W TDP: perfmodel does not price a "
-                         "power cap's lower clocks yet (give none or at least the TDP)")
     fp8 = f.fp8_recipe
     sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
     return Software(

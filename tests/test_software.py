@@ -50,16 +50,27 @@ def test_compiled_never_slower_than_eager():
     assert np.any(comp.step_time_s < eager.step_time_s)
 
 
-def test_power_cap_below_tdp_is_refused_not_ignored():
-    # power_limit_w feeds Software.power_factor, which no price reads: a cap below the TDP (350 W on a 700 W
-    # H100) would be priced at full clocks, a silently wrong number; refused until a price reads it. At or
-    # above the TDP the cap changes nothing (factor 1) and resolves
+def test_power_cap_below_tdp_lowers_the_tensor_clock():
+    # a cap of 350 W on a 700 W H100: clock factor (350/700)^(1/3) = 0.7937 (f ~ P^(1/3)); the kernels run on
+    # tensor peaks scaled by it (hardware.at_clock: GEMM and attention slower, HBM and network unchanged),
+    # MFU still counts the nominal peak. At or above the TDP the cap changes nothing (factor 1)
     from perfmodel.calibration import constants
-    from perfmodel.errors import InputError
     from perfmodel.hardware import load_hardware
+    from perfmodel.layout import Layout, LayoutGrid
+    from perfmodel.model import load_model
+    from perfmodel.predict import Options, predict_grid
     from perfmodel.software import resolve
     h100, c = load_hardware("h100-sxm"), constants()
-    with pytest.raises(InputError, match="power_limit_w"):
-        resolve("megatron-core", ("power_limit_w=350",), "llama3-8b", False, h100, "bf16", c)
+    sw = resolve("megatron-core", ("power_limit_w=350",), "llama3-8b", False, h100, "bf16", c)
+    assert sw.power_factor == pytest.approx(0.5 ** (1 / 3))
+    slow = h100.at_clock(sw.power_factor)
+    assert slow.peak("bf16") == pytest.approx(h100.peak("bf16") * 0.5 ** (1 / 3))
+    assert slow.memory.hbm_bandwidth == h100.memory.hbm_bandwidth and h100.at_clock(1.0) is h100
     for w in ("700", "1000"):
         assert resolve("megatron-core", (f"power_limit_w={w}",), "llama3-8b", False, h100, "bf16", c).power_factor == 1.0
+    m, lay = load_model("llama3-8b"), LayoutGrid.of(Layout(gpus=8, gbs=64, seq=4096, tp=1))
+    full = predict_grid(m, h100, lay, Options(stack="megatron-core"))
+    capped = predict_grid(m, h100, lay, Options(stack="megatron-core", stack_set=("power_limit_w=350",)))
+    assert capped.breakdown_s["gemm"][0] > full.breakdown_s["gemm"][0]
+    assert capped.breakdown_s["attention"][0] > full.breakdown_s["attention"][0]
+    assert capped.step_time_s[0] > full.step_time_s[0] and capped.mfu[0] < full.mfu[0]
