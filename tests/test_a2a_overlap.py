@@ -52,3 +52,12 @@ def test_pp_without_interleaving_gets_no_overlap():
     on, _ = _ep(("moe_a2a_overlap=true",), pp=2)
     off, _ = _ep(("moe_a2a_overlap=false",), pp=2)
     assert on == pytest.approx(off, rel=1e-9)
+
+
+def test_closed_form_equals_the_per_rank_sum():
+    # the closed form against the per-rank definition: mean_r min(nmb vp, 2 (pp - r - 1) + (vp - 1) pp + 1) / vp
+    for pp in (2, 3, 4, 8, 16):
+        for vp in (2, 3, 4, 8):
+            for nmb in (1, 2, 3, 5, 8, 16, 33, 128):
+                w = [min(nmb * vp, 2 * (pp - r - 1) + (vp - 1) * pp + 1) for r in range(pp)]
+                assert a2a_solo_microbatches(pp, vp, nmb, False) == pytest.approx(min(sum(w) / pp / vp, nmb))

@@ -58,8 +58,10 @@ def a2a_solo_microbatches(pp, vp, nmb, full_recompute):
       pipeline_model_parallel_size > 1"; "disable full recomputation when enabling
       overlap_moe_expert_parallel_comm"): every micro-batch, nmb."""
     pp, vp, nmb = (np.asarray(x, dtype=float) for x in (pp, vp, nmb))
-    r = np.arange(int(np.max(pp)) if pp.size else 1, dtype=float).reshape((-1,) + (1,) * pp.ndim)   # ranks
-    warm = np.minimum(nmb * vp, 2 * (pp - r - 1) + (vp - 1) * pp + 1)
-    mean_w = np.where(r < pp, warm, 0.0).sum(axis=0) / pp / vp
+    # sum over ranks of min(A, c + 2 j), j = pp - r - 1 = 0 .. pp - 1, with c = (vp - 1) pp + 1 and the cap
+    # A = nmb vp: the first J terms are under the cap, J = clip(floor((A - c) / 2) + 1, 0, pp)
+    c, cap = (vp - 1) * pp + 1, nmb * vp
+    J = np.clip(np.floor((cap - c) / 2) + 1, 0, pp)
+    mean_w = (J * c + J * (J - 1) + (pp - J) * cap) / pp / vp
     solo = np.where(pp == 1, 1.0, np.where(vp > 1, mean_w, nmb))
     return np.minimum(np.where(full_recompute, nmb, solo), nmb)
