@@ -46,7 +46,7 @@ SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleav
 def tail(per_layer, upl, embed, head, u,                              # [K, U or B, R], [B], [U], [U], [B]
          cnt, emb, hd, mult, pair,                                    # [K, P, S], [P, S] x 3, [B]
          p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B], float, [B] x 3, int, float
-         run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,
+         run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,  # overhead [B, R]
          params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [B]; [Q, runs] x 7
          mcnt, mpair, fl_idx, in_flight, lastr, first, kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
          full_layer, rec_full, rec_none, mtp_layers, emb_act, logits, reserved, dummy, act_share,   # ..., [Q, B] x 2
@@ -141,7 +141,7 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
                     tot = d + o
                     if q == 0 or tot > best:
                         best, dsel, osel = tot, d, o
-                st = pipeline + dsel + osel + overhead
+                st = pipeline + dsel + osel + overhead[b, r]
                 step[b, f, r] = st
                 tps[b, f, r] = tokens / (st * gpus)
                 # memory of the fullest rank

@@ -23,7 +23,7 @@ from .layout import LayoutGrid
 from .memory import offloads, memory_per_gpu, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed, exposed_shared
-from .parallel import dp as dp_par, pp as pp_par, recompute
+from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
 from .software import Software, resolve as resolve_software
 
 Routing = Literal["balanced", "real"]
@@ -133,6 +133,7 @@ class KindPrice:
     selective_f: np.ndarray
     selective_flops: np.ndarray
     offload: np.ndarray | None = None    # activation CPU offloading's exposed seconds at pp = 1 (None: no offload)
+    ep_solo: np.ndarray | float = 0.0    # a pass's extra exposed seconds when its EP all-to-all runs without overlap
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,11 @@ def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[Ki
         # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
         # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
         off = cost.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
-        out.append(KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off))
+        # the same micro-batch with its EP all-to-all outside the overlap (ep.a2a_solo_microbatches: Megatron-Core's
+        # combined 1F1B; DualPipe pairs its own chunks, DeepSeek-V3 report Sec. 3.2.1, and is not priced so)
+        solo = (sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
+                if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe" else 0.0)
+        out.append(KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo))
     return out
 
 
@@ -272,6 +277,13 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     return StepEnd(pick(dp_r), raw, pick(opt_r), p_dense, p_exp, mem_cnt, mem_rank)
 
 
+def a2a_solo(ws, prices: list[KindPrice], pp, vp, nmb, rec, g=lambda x: x):
+    """Seconds per step the EP all-to-all overlap leaves exposed outside the combined 1F1B schedule: the
+    mean rank's layers (count / pp of each kind) for ep.a2a_solo_microbatches micro-batches."""
+    per_mb = sum(layer.count * g(p.ep_solo) for layer, p in zip(ws.layers, prices)) / np.asarray(pp, dtype=float)
+    return ep_par.a2a_solo_microbatches(pp, vp, nmb, np.asarray(rec) == recompute.FULL) * per_mb
+
+
 def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
     """workload -> priced layer kinds -> stage times -> schedule -> step end -> throughput, MFU, HFU, memory."""
     c, prec, m = opts.consts, opts.precision, model
@@ -298,7 +310,8 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
 
     st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
     end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)
-    step = st.pipeline + end.dp_comm + end.optimizer + c.step_overhead_s
+    solo = a2a_solo(ws, prices, grid.pp, grid.vp, nmb, grid.recompute, g)
+    step = st.pipeline + end.dp_comm + end.optimizer + c.step_overhead_s + solo
 
     tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)
     fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(zero)
@@ -310,6 +323,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     breakdown = {k: v * nmb for k, v in st.parts.items() if not k.startswith("raw_")}
     breakdown |= {"stage_imbalance": (st.t_max - st.t_sum / f64(grid.pp)) * nmb, "pipeline_bubble": st.bubble,
                   "dp_comm": end.dp_comm, "optimizer": end.optimizer, "step_overhead": c.step_overhead_s + zero}
+    breakdown["ep_comm"] = breakdown["ep_comm"] + solo
     breakdown = {k: breakdown[k] for k in BREAKDOWN}
     comm_raw = {k[4:]: v * nmb for k, v in st.parts.items() if k.startswith("raw_")}
     comm_raw |= {"pp_comm": st.p2p * nmb, "dp_comm": end.dp_raw}

@@ -40,10 +40,10 @@ from .layout import LayoutGrid
 from .memory import dummy_wgrad_from, dummy_wgrad_sets, layer_activation_bytes, offload_kept_share, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed
-from .parallel import dp as dp_par, pp as pp_par, recompute
+from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
 from .parallel.recompute import FULL, NONE
 from .calibration import Constants
-from .predict import Options, _price_head, _price_kinds, check_recompute, software_of, with_offload
+from .predict import Options, _price_head, _price_kinds, a2a_solo, check_recompute, software_of, with_offload
 from .software import Software
 
 KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
@@ -146,6 +146,7 @@ class _Tables:
     gb: float
     tokens: float
     gpus: float
+    overhead: np.ndarray      # [B, R] per-step overhead + the EP all-to-all the overlap leaves exposed (predict.a2a_solo)
 
 
 def _runs(*cols: np.ndarray) -> np.ndarray:
@@ -233,7 +234,9 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
                    np.ascontiguousarray(per_layer), upl, np.ascontiguousarray(dummy), np.ascontiguousarray(act_share),
                    pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers), mcnt, mrank, mpair, run, rs, ag, opt,
                    p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, Ts, T, wb, gb,
-                   float(gbs) * float(seq), float(gpus))
+                   float(gbs) * float(seq), float(gpus),
+                   c.step_overhead_s + ep_par.a2a_solo_microbatches(col(pp), col(vp), col(nmb), rec[None, :] == FULL)
+                   * col(tab["ep_solo"][u] / pp))
 
 
 def _numpy_tail(t: _Tables) -> Scores:
@@ -279,7 +282,7 @@ def _numpy_tail(t: _Tables) -> Scores:
             later = tot > best
             best, dp_comm, optimizer = (np.where(later, tot, best), np.where(later, dp_r[q], dp_comm),
                                         np.where(later, opt3[q], optimizer))
-        step[:, f] = pipeline + dp_comm + optimizer + c.step_overhead_s
+        step[:, f] = pipeline + dp_comm + optimizer + t.overhead
     tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
     # memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
@@ -322,7 +325,7 @@ def _kernel_tail(t: _Tables) -> Scores:
                 t.p2p, float(sw.pp_share), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
                 float(pp_par.ZERO_BUBBLE_SHARE),
                 i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt[0]), qr(t.opt[1]), float(sw.dp_rs_share), float(sw.dp_ag_share),
-                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs, float(c.step_overhead_s), t.tokens, t.gpus,
+                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs, np.ascontiguousarray(t.overhead), t.tokens, t.gpus,
                 qr(t.params), qr(t.shard), qr(t.opt_group), float(t.wb), float(t.gb), float(K.ADAM_STATE_BYTES),
                 bool(sw.shards_grads),
                 np.ascontiguousarray(np.stack(t.mcnt)), i64(t.mpair), i64(t.fl), qr(t.in_fl),
@@ -384,17 +387,18 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
             + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]), np.stack(per_layer))
     keys, elems, dhead = dummy_wgrad_sets(ws)
     head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
+    ep_solo = at_u(a2a_solo(ws, prices, 1.0, 1.0, 1.0, 0))       # all layers, one micro-batch (predict.a2a_solo)
     kept, full_layer = [], 0.0
     for layer in ws.layers:
         k_, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
         kept.append(at_u(k_, len(rec)))
         full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
     return {"ws": ws, "per_layer": np.stack(per_layer), "kept": np.stack(kept), "full_layer": at_u(full_layer),
-            "head": head, "embed": embed, "Ts": at_u(ws.Ts), "T": at_u(ws.T), **offload, "dummy_keys": keys,
+            "head": head, "embed": embed, "ep_solo": ep_solo, "Ts": at_u(ws.Ts), "T": at_u(ws.T), **offload, "dummy_keys": keys,
             "dummy": np.stack([at_u(e) for e in elems]) if elems else np.zeros((0, U)), "dummy_head": at_u(dhead)}
 
 
-TABLE_KEYS = ("per_layer", "kept", "full_layer", "head", "embed", "Ts", "T", "per_layer_pp1", "dummy", "dummy_head")
+TABLE_KEYS = ("per_layer", "kept", "full_layer", "head", "embed", "ep_solo", "Ts", "T", "per_layer_pp1", "dummy", "dummy_head")
 _AXIS = {"per_layer": 1, "kept": 1, "per_layer_pp1": 1, "dummy": 1}   # tables with the combination on their second axis
 
 

@@ -110,7 +110,10 @@ class Features(BaseModel):
         "node-deduplicated); HybridEP (NVLink-domain aware DeepEP successor)"))
     moe_a2a_overlap: bool = Field(description=(
         "expert all-to-all overlapped with computation of another micro-batch (Megatron "
-        "overlap_moe_expert_parallel_comm / DualPipe); false = exposed on the critical path"))
+        "overlap_moe_expert_parallel_comm / DualPipe); false = exposed on the critical path. Megatron's is the "
+        "combined 1F1B schedule, active at pp = 1 too: the passes with no partner micro-batch (first forward, "
+        "last backward, the interleaved warm-up and cool-down) stay exposed, and it is off at pp > 1 without vp "
+        "or under full recompute (parallel/ep.py a2a_solo_microbatches)"))
     grouped_gemm: Literal["none", "te", "cutlass", "cutedsl"] = Field(description=(
         "expert GEMM kernel: none = one GEMM per local expert in a loop; te = Transformer Engine grouped "
         "GEMM; cutlass = CUTLASS grouped GEMM (grouped_gemm package); cutedsl = CuTe-DSL fused grouped MLP"))

@@ -1,0 +1,63 @@
+"""Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm) is the combined 1F1B schedule:
+a pass with no partner micro-batch runs its dispatch and combine exposed (parallel/ep.py
+a2a_solo_microbatches). Hand-derived cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.api import load_hardware, load_model
+from perfmodel.layout import Layout, LayoutGrid
+from perfmodel.parallel.ep import a2a_solo_microbatches
+from perfmodel.predict import Options, predict_grid
+
+
+def test_solo_microbatches_hand_cases():
+    # pp = 1: the first forward and the last backward, one micro-batch's worth, whatever nmb
+    assert a2a_solo_microbatches(1, 1, 5, False) == pytest.approx(1.0)
+    assert a2a_solo_microbatches(1, 1, 1, False) == pytest.approx(1.0)
+    # pp 4 vp 2 nmb 8: W_r = 2 (3 - r) + 1 * 4 + 1 = 11, 9, 7, 5 (all under nmb vp = 16); mean 8, over vp 2 -> 4
+    assert a2a_solo_microbatches(4, 2, 8, False) == pytest.approx(4.0)
+    # nmb 4: W_r capped at nmb vp = 8 -> 8, 8, 7, 5; mean 7 -> 3.5
+    assert a2a_solo_microbatches(4, 2, 4, False) == pytest.approx(3.5)
+    # pp > 1 without interleaving, or full recompute: Megatron-Core refuses the overlap, every micro-batch exposed
+    assert a2a_solo_microbatches(4, 1, 8, False) == pytest.approx(8.0)
+    assert a2a_solo_microbatches(1, 1, 5, True) == pytest.approx(5.0)
+    # vectorised over layouts
+    np.testing.assert_allclose(a2a_solo_microbatches(np.array([1, 4, 4]), np.array([1, 2, 1]), np.array([5, 8, 8]),
+                                                     np.array([False, False, False])), [1.0, 4.0, 8.0])
+
+
+def _ep(stack_set: tuple[str, ...], pp: int = 1, vp: int = 1) -> tuple[float, float]:
+    """(exposed EP seconds per step, micro-batches) of gpt-oss-120b on 64 GB200 at EP 64 (the NeMo 26.04 rows)."""
+    m, hw = load_model("gpt-oss-120b"), load_hardware("gb200-nvl72")
+    lay = Layout(gpus=64, gbs=1280, seq=4096, pp=pp, vp=vp, ep=64 // pp, mbs=4, recompute="none")
+    p = predict_grid(m, hw, LayoutGrid.of(lay), Options("bf16", routing="balanced", stack="nemo-26.04",
+                                                        stack_set=stack_set))
+    return float(p.breakdown_s["ep_comm"][0]), 1280 / (lay.dp * 4)
+
+
+def test_pp1_exposes_one_microbatch_of_the_overlapped_share():
+    # steady state exposes (1 - s) of each micro-batch's all-to-all a (its compute is far longer: no spill);
+    # the lone first forward and last backward expose the rest of one micro-batch: nmb (1 - s) a + s a
+    on, nmb = _ep(("moe_a2a_overlap=true",))
+    off, _ = _ep(("moe_a2a_overlap=false",))
+    s = Options().consts.ep_overlap
+    assert nmb == 5
+    assert off > 0
+    assert on == pytest.approx(off * ((1 - s) + s / nmb), rel=1e-9)
+
+
+def test_pp_without_interleaving_gets_no_overlap():
+    on, _ = _ep(("moe_a2a_overlap=true",), pp=2)
+    off, _ = _ep(("moe_a2a_overlap=false",), pp=2)
+    assert on == pytest.approx(off, rel=1e-9)
+
+
+def test_closed_form_equals_the_per_rank_sum():
+    # the closed form against the per-rank definition: mean_r min(nmb vp, 2 (pp - r - 1) + (vp - 1) pp + 1) / vp
+    for pp in (2, 3, 4, 8, 16):
+        for vp in (2, 3, 4, 8):
+            for nmb in (1, 2, 3, 5, 8, 16, 33, 128):
+                w = [min(nmb * vp, 2 * (pp - r - 1) + (vp - 1) * pp + 1) for r in range(pp)]
+                assert a2a_solo_microbatches(pp, vp, nmb, False) == pytest.approx(min(sum(w) / pp / vp, nmb))
