@@ -86,14 +86,18 @@ def dummy_wgrad_sets(w: Workload):
     return list(by_kinds), list(by_kinds.values()), head
 
 
-def dummy_wgrad_from(keys, elems, head, cnt, last):
+def dummy_wgrad_on(keys, cnt) -> list[np.ndarray]:
+    """Per `dummy_wgrad_sets` group, the ranks holding any of its kinds (cnt[k] > 0)."""
+    return [np.logical_or.reduce([np.asarray(cnt[k]) > 0 for k in ks]) for ks in keys]
+
+
+def dummy_wgrad_from(elems, head, on, last):
     """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]) from `dummy_wgrad_sets`' groups
-    (`elems`, `head` already per layout): a group counts on a rank holding any of its kinds (cnt[k] > 0), the
-    output layer's on the last rank."""
+    (`elems`, `head` already per layout) and where each group is held (`dummy_wgrad_on`): the output
+    layer's on the last rank."""
     total = 0.0
-    for ks, e in zip(keys, elems):
-        on = np.logical_or.reduce([np.asarray(cnt[k]) > 0 for k in ks])
-        total = total + np.asarray(e).reshape(-1, 1) * on
+    for e, o in zip(elems, on):
+        total = total + np.asarray(e).reshape(-1, 1) * o
     return K.BF16 * (total + np.where(last, np.asarray(head).reshape(-1, 1), 0.0))
 
 
@@ -101,7 +105,7 @@ def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
     """Bytes of the cached bf16 dummy weight gradients on each rank ([n, R]): one per distinct GEMM weight
     (N x K per GPU) of the layer kinds the rank holds, and the output layer's on the last rank."""
     keys, elems, head = dummy_wgrad_sets(w)
-    return dummy_wgrad_from(keys, [gather(e) for e in elems], gather(head), cnt, last)
+    return dummy_wgrad_from([gather(e) for e in elems], gather(head), dummy_wgrad_on(keys, cnt), last)
 
 
 def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,

@@ -37,7 +37,7 @@ from . import constants as K, workload
 from .compute import memory_time
 from .hardware import HardwareSpec
 from .layout import LayoutGrid
-from .memory import dummy_wgrad_from, dummy_wgrad_sets, layer_activation_bytes, offload_kept_share, weight_bytes
+from .memory import dummy_wgrad_from, dummy_wgrad_on, dummy_wgrad_sets, layer_activation_bytes, offload_kept_share, weight_bytes
 from .model import ModelSpec
 from .overlap import exposed
 from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
@@ -221,11 +221,13 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
                                 hw, K.OPTIMIZER_KERNELS, c_other) for held in (opt_group, shard)])
     in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]], sw.schedule)      # [FL, Q]
     # per memory rank of each base row: dummy weight gradients, the activations offloading keeps in HBM
-    cnt_bq = [x[mpair] for x in mcnt]
-    last_bq = mrank[mpair] == col(pp) - 1
-    dummy = (dummy_wgrad_from(tab["dummy_keys"], [x[u] for x in tab["dummy"]], tab["dummy_head"][u], cnt_bq, last_bq)
+    # (which ranks hold a group, and the last rank, are per (pp, vp) pair: computed there and gathered)
+    last_bq = (mrank == mrank[:, -1:])[mpair]
+    dummy = (dummy_wgrad_from([x[u] for x in tab["dummy"]], tab["dummy_head"][u],
+                              [o[mpair] for o in dummy_wgrad_on(tab["dummy_keys"], mcnt)], last_bq)
              if sw.dummy_wgrad else np.zeros(last_bq.shape))
-    act_share = np.broadcast_to(offload_kept_share(sw, col(pp), sum(cnt_bq)), last_bq.shape)
+    act_share = (np.broadcast_to(offload_kept_share(sw, col(pp), sum(x[mpair] for x in mcnt)), last_bq.shape)
+                 if sw.cpu_offload_layers else np.ones(last_bq.shape))        # no offloading: every share is 1
     if "per_layer_pp1" in tab:       # activation offloading (pp = 1): each base row its own per-layer seconds
         per_layer, upl = np.where((pi == 1)[None, :, None], tab["per_layer_pp1"][:, u], tab["per_layer"][:, u]), np.arange(B)
     else:
