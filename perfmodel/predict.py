@@ -188,8 +188,8 @@ def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c
     their own head each) on the last rank; the embedding lookup on the first."""
     hd = ws.head
     hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
-    ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c_other)
-    head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
+    ce_f, ce_b = cost.streams_fwd_bwd(hd.streams, hw, c_other)
+    head = hf + hb + ce_f + ce_b + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
     if hd.mtp_layers:
         mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
         head = head + hd.mtp_layers * (sum(kinds[-1].parts.values()) + mf + mb + head)

@@ -111,6 +111,7 @@ class Software:
     logit_bytes: float = 2 * K.FP32   # bytes per logit held on the last stage for the loss (stack cross_entropy)
     grouped_kernel: str = "te"   # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
     cuda_graphs: str = "none"    # none | per_layer | full_iteration (stack cuda_graphs)
+    grad_accum_fusion: bool = True   # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -161,11 +162,13 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         eager=f.fusions == "none",
         cpu_offload_layers=f.cpu_offload_layers,
         # Megatron's TE / fused-kernel stacks accumulate wgrad into main_grad and hand autograd a dummy
-        # gradient of the weight's shape (memory.py)
-        dummy_wgrad=f.fusions == "te_fused",
+        # gradient of the weight's shape (memory.py); without the accumulation fusion autograd gets the real
+        # bf16 gradient, freed by the DDP hook once added
+        dummy_wgrad=f.fusions == "te_fused" and f.grad_accumulation_fusion,
         logit_bytes=K.BF16 if f.cross_entropy == "te" else 2 * K.FP32,
         grouped_kernel=f.grouped_gemm,
         cuda_graphs=graphs,
+        grad_accum_fusion=f.grad_accumulation_fusion,
     )
 
 

@@ -98,6 +98,13 @@ class Features(BaseModel):
         "dtype of the data-parallel gradient reduce-scatter / all-reduce (bytes on the wire)"))
     main_grad_precision: Literal["fp32", "bf16"] = Field(description=(
         "dtype gradients are accumulated in across micro-batches (Megatron main_grad buffer; 4 or 2 B/param)"))
+    grad_accumulation_fusion: bool = Field(description=(
+        "Megatron gradient_accumulation_fusion: true = each linear layer's weight-gradient GEMM accumulates "
+        "straight into the main_grad buffer (APEX fused_weight_gradient_mlp_cuda / Transformer Engine "
+        "fuse_wgrad_accumulation); false (--no-gradient-accumulation-fusion) = the GEMM writes a bf16 weight "
+        "gradient and Megatron DDP's backward hook adds it into main_grad (main_grad.add_(grad)) for every "
+        "micro-batch, one memory-bound pass over the weights. Stacks without a Megatron main_grad buffer "
+        "(PyTorch FSDP, XLA) state true: no such pass is priced for them"))
     fp8_recipe: Literal["none", "delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(description=(
         "what this stack runs when FP8 GEMMs are asked for: delayed = per-tensor delayed scaling (amax "
         "history); current = per-tensor current scaling; rowwise = per-row scales (torchao float8 rowwise); "
