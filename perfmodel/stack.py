@@ -130,6 +130,12 @@ class Features(BaseModel):
         "pipeline schedule when pp > 1: 1f1b (PipeDream-Flush); interleaved = interleaved 1F1B when the "
         "layout has vp > 1 (Megatron falls back to 1F1B at vp = 1); zero_bubble = ZB-H1/ZB-1p (Qi et al. "
         "2024); dualpipe (DeepSeek-V3); gpipe = all forwards then all backwards"))
+    pp_p2p_overlap: bool = Field(description=(
+        "Megatron overlap_p2p_comm: the interleaved schedule posts each virtual chunk's send/recv and waits "
+        "for it only before the chunk that needs it (p2p under the current chunk's compute); false = "
+        "every send/recv is waited for before the next compute. Megatron-Core's non-interleaved 1F1B "
+        "always waits (pipeline_parallel/p2p_communication.py: _communicate(wait_on_reqs=True) in "
+        "send_forward_recv_backward and the other 1F1B calls), whatever this says"))
     cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(description=(
         "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
         "or a2a within and p2p across groups"))

@@ -66,3 +66,22 @@ def test_fork_presets_state_their_launchers_gradient_accumulation():
     assert zb.value("grad_accumulation_fusion") is True and core.value("grad_accumulation_fusion") is True
     # a release that does not publish it takes Megatron's default, recorded as unstated
     assert load_stack("megatron-lm-2021").origin["grad_accumulation_fusion"] == "unstated:megatron-core"
+
+
+def _pp_exposed_share(vp: int, *stack_set: str) -> float:
+    m, c, hw = toy_dense(), toy_consts(), toy_hw()        # toy pp_overlap 0.5
+    grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2, vp=vp))
+    p = predict_grid(m, hw, grid, Options(consts=c, stack_set=stack_set))
+    return float(p.breakdown_s["pp_comm"][0] / p.comm_raw_s["pp_comm"][0])
+
+
+def test_pipeline_send_recv_hides_only_where_the_schedule_lets_it():
+    # Megatron-Core's 1F1B waits on every send/recv before the next compute: all exposed
+    assert _pp_exposed_share(1) == pytest.approx(1.0, rel=1e-12)
+    assert _pp_exposed_share(1, "pp_p2p_overlap=true") == pytest.approx(1.0, rel=1e-12)
+    # interleaved with overlap_p2p_comm: pp_overlap (0.5) of it under the chunk's compute; without: all
+    assert _pp_exposed_share(2) == pytest.approx(0.5, rel=1e-12)
+    assert _pp_exposed_share(2, "pp_p2p_overlap=false") == pytest.approx(1.0, rel=1e-12)
+    # the zero-bubble schedule places its send/recv beside other micro-batches' compute, at vp = 1 too
+    assert _pp_exposed_share(1, "pipeline_schedule=zero_bubble") == pytest.approx(0.5, rel=1e-12)
+    assert load_stack("zero-bubble-2024").value("pp_p2p_overlap") is True
