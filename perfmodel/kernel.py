@@ -45,7 +45,7 @@ SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleav
 @numba.njit(cache=True, nogil=True)
 def tail(per_layer, upl, embed, head, u,                              # [K, U or B, R], [B], [U], [U], [B]
          cnt, emb, hd, mult, pair,                                    # [K, P, S], [P, S] x 3, [B]
-         p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B], float, [B] x 3, int, float
+         p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B] x 5, int, float
          run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,  # overhead [B, R]
          params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [B]; [Q, runs] x 7
          mcnt, mpair, fl_idx, in_flight, lastr, first, kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
@@ -61,7 +61,7 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
         ub, pb, mb, rb, fb, lb = u[b], pair[b], mpair[b], run[b], fl_idx[b], upl[b]
         for s in range(S):
             eh[s] = emb[pb, s] * embed[ub]
-        x_fixed, x_share = (1.0 - pp_share) * p2p[b], pp_share * p2p[b]
+        x_fixed, x_share = (1.0 - pp_share[b]) * p2p[b], pp_share[b] * p2p[b]
         if per_microbatch:
             n_ag = nmb[b] * (2.0 if reshard else 1.0)
             n_rs = nmb[b]

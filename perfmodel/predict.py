@@ -194,13 +194,19 @@ def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c
     their own head each) on the last rank; the embedding lookup on the first."""
     hd = ws.head
     hf, hb = cost.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
-    ce, _ = cost.streams_fwd_bwd(hd.streams, hw, c_other)
-    head = hf + hb + ce + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
+    ce_f, ce_b = cost.streams_fwd_bwd(hd.streams, hw, c_other)
+    head = hf + hb + ce_f + ce_b + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
     if hd.mtp_layers:
         mf, mb = cost.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
         head = head + hd.mtp_layers * (sum(kinds[-1].parts.values()) + mf + mb + head)
     embed, _ = cost.streams_fwd_bwd((hd.embedding,), hw, c_other)
     return head, embed
+
+
+def pp_share(sw: Software, vp) -> np.ndarray:
+    """Share of each layout's pipeline send/recv that can hide under compute: the interleaved schedule's
+    (vp > 1, the stack's overlap_p2p_comm) or the non-interleaved one's (Software.pp_share_1f1b)."""
+    return np.where(np.asarray(vp) > 1, sw.pp_share, sw.pp_share_1f1b).astype(float)
 
 
 @dataclass(frozen=True)
@@ -226,7 +232,7 @@ def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embe
     compute_s = (sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds))) + has_emb * embed[:, None]
                  + has_head * head[:, None])
     p2p = pp_par.p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
-    pp_exp_s = exposed(p2p[:, None], compute_s, sw.pp_share)
+    pp_exp_s = exposed(p2p[:, None], compute_s, pp_share(sw, vp)[:, None])
     t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
     t_max = t_stage.max(axis=1)
     t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)

@@ -43,7 +43,7 @@ from .overlap import exposed
 from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
 from .parallel.recompute import FULL, NONE
 from .calibration import Constants
-from .predict import Options, _price_head, _price_kinds, a2a_solo, check_recompute, software_of, with_offload
+from .predict import Options, _price_head, _price_kinds, a2a_solo, check_recompute, pp_share, software_of, with_offload
 from .software import Software
 
 KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
@@ -257,7 +257,7 @@ def _numpy_tail(t: _Tables) -> Scores:
     cnt, mult = [lead(x) for x in cnt], lead(mult)
     compute_s = (sum(cnt[i] * per_layer[i][upl][None] for i in range(t.n_kinds))
                  + lead(has_emb) * tab["embed"][u][None, :, None] + lead(has_head) * tab["head"][u][None, :, None])
-    pp_exp_s = exposed(t.p2p[None, :, None], compute_s, sw.pp_share)
+    pp_exp_s = exposed(t.p2p[None, :, None], compute_s, pp_share(sw, t.vp)[None, :, None])
     on = mult > 0
     t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
     t_max = np.maximum.reduce(t_stage, axis=0)
@@ -324,7 +324,7 @@ def _kernel_tail(t: _Tables) -> Scores:
     step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
     kernel.tail(t.per_layer, i64(t.upl), tab["embed"], tab["head"], i64(t.u),
                 np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, i64(pair),
-                t.p2p, float(sw.pp_share), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
+                t.p2p, np.ascontiguousarray(pp_share(sw, t.vp)), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
                 float(pp_par.ZERO_BUBBLE_SHARE),
                 i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt[0]), qr(t.opt[1]), float(sw.dp_rs_share), float(sw.dp_ag_share),
                 bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs, np.ascontiguousarray(t.overhead), t.tokens, t.gpus,

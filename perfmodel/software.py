@@ -81,7 +81,7 @@ class Software:
     ep_share: float
     dp_rs_share: float           # gradient reduce-scatter hidden under backward
     dp_ag_share: float           # parameter all-gather hidden under forward
-    pp_share: float
+    pp_share: float              # pipeline send/recv hidden under compute, interleaved schedule (vp > 1)
     layer_kernel_s: float        # fixed cost per kernel inside the layers (CUDA graphs lower it)
     other_kernel_s: float        # ... in the head, embedding and optimizer
     attention: str               # unfused | fa2 | fa3 | cudnn | fa4
@@ -111,6 +111,8 @@ class Software:
     logit_bytes: float = 2 * K.FP32   # bytes per logit held on the last stage for the loss (stack cross_entropy)
     grouped_kernel: str = "te"   # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
     cuda_graphs: str = "none"    # none | per_layer | full_iteration (stack cuda_graphs)
+    pp_share_1f1b: float = 0.0   # ... at vp = 1: Megatron-Core's 1F1B waits on every send/recv (stack.py pp_p2p_overlap)
+    grad_accum_fusion: bool = True   # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -133,7 +135,10 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         ep_share=c.ep_overlap if f.moe_a2a_overlap else 0.0,
         dp_rs_share=c.dp_overlap if f.dp_grad_reduce_overlap else 0.0,
         dp_ag_share=c.dp_overlap if f.dp_param_gather_overlap else 0.0,
-        pp_share=c.pp_overlap,
+        # Megatron's interleaved schedule hides its send/recv only with overlap_p2p_comm; its 1F1B never does
+        # (p2p_communication._communicate waits on every request); the zero-bubble and DualPipe schedules
+        # place their send/recv beside the other micro-batch's compute
+        pp_share=c.pp_overlap if (f.pp_p2p_overlap or f.pipeline_schedule in ("zero_bubble", "dualpipe")) else 0.0,
         layer_kernel_s=graphed if graphs in ("per_layer", "full_iteration") else c.kernel_fixed_s,
         other_kernel_s=graphed if graphs == "full_iteration" else c.kernel_fixed_s,
         attention=f.attention_kernel, attn_fwd_factor=fa, attn_bwd_factor=fb,
@@ -161,11 +166,14 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         eager=f.fusions == "none",
         cpu_offload_layers=f.cpu_offload_layers,
         # Megatron's TE / fused-kernel stacks accumulate wgrad into main_grad and hand autograd a dummy
-        # gradient of the weight's shape (memory.py)
-        dummy_wgrad=f.fusions == "te_fused",
+        # gradient of the weight's shape (memory.py); without the accumulation fusion autograd gets the real
+        # bf16 gradient, freed by the DDP hook once added
+        dummy_wgrad=f.fusions == "te_fused" and f.grad_accumulation_fusion,
         logit_bytes=K.BF16 if f.cross_entropy == "te" else 2 * K.FP32,
         grouped_kernel=f.grouped_gemm,
         cuda_graphs=graphs,
+        grad_accum_fusion=f.grad_accumulation_fusion,
+        pp_share_1f1b=c.pp_overlap if f.pipeline_schedule in ("zero_bubble", "dualpipe") else 0.0,
     )
 
 

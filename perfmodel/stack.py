@@ -98,6 +98,13 @@ class Features(BaseModel):
         "dtype of the data-parallel gradient reduce-scatter / all-reduce (bytes on the wire)"))
     main_grad_precision: Literal["fp32", "bf16"] = Field(description=(
         "dtype gradients are accumulated in across micro-batches (Megatron main_grad buffer; 4 or 2 B/param)"))
+    grad_accumulation_fusion: bool = Field(description=(
+        "Megatron gradient_accumulation_fusion: true = each linear layer's weight-gradient GEMM accumulates "
+        "straight into the main_grad buffer (APEX fused_weight_gradient_mlp_cuda / Transformer Engine "
+        "fuse_wgrad_accumulation); false (--no-gradient-accumulation-fusion) = the GEMM writes a bf16 weight "
+        "gradient and Megatron DDP's backward hook adds it into main_grad (main_grad.add_(grad)) for every "
+        "micro-batch, one memory-bound pass over the weights. Stacks without a Megatron main_grad buffer "
+        "(PyTorch FSDP, XLA) state true: no such pass is priced for them"))
     fp8_recipe: Literal["none", "delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(description=(
         "what this stack runs when FP8 GEMMs are asked for: delayed = per-tensor delayed scaling (amax "
         "history); current = per-tensor current scaling; rowwise = per-row scales (torchao float8 rowwise); "
@@ -126,6 +133,12 @@ class Features(BaseModel):
         "pipeline schedule when pp > 1: 1f1b (PipeDream-Flush); interleaved = interleaved 1F1B when the "
         "layout has vp > 1 (Megatron falls back to 1F1B at vp = 1); zero_bubble = ZB-H1/ZB-1p (Qi et al. "
         "2024); dualpipe (DeepSeek-V3); gpipe = all forwards then all backwards"))
+    pp_p2p_overlap: bool = Field(description=(
+        "Megatron overlap_p2p_comm: the interleaved schedule posts each virtual chunk's send/recv and waits "
+        "for it only before the chunk that needs it (p2p under the current chunk's compute); false = "
+        "every send/recv is waited for before the next compute. Megatron-Core's non-interleaved 1F1B "
+        "always waits (pipeline_parallel/p2p_communication.py: _communicate(wait_on_reqs=True) in "
+        "send_forward_recv_backward and the other 1F1B calls), whatever this says"))
     cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(description=(
         "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
         "or a2a within and p2p across groups"))

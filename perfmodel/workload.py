@@ -266,6 +266,24 @@ def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:
     return Stream("fp8 casts", per * fwd, per * bwd)
 
 
+def _grad_accumulate(gemms: list[Gemm], sw, name: str = "wgrad accumulate into main_grad") -> Stream:
+    """Without Megatron's gradient-accumulation fusion (stack grad_accumulation_fusion = false,
+    --no-gradient-accumulation-fusion) each linear layer's wgrad GEMM writes a bf16 weight gradient, and
+    Megatron DDP's backward hook adds it into the main_grad buffer, once per weight per micro-batch
+    (megatron/model/distributed.py DistributedDataParallel._make_param_hook, 2023, and
+    megatron/core/distributed/distributed_data_parallel.py: param.main_grad.add_(param.grad.data)): the
+    add reads main_grad and the bf16 gradient and writes main_grad, 2 x grad_bytes + 2 B per weight element
+    of this GPU, one kernel per weight tensor. With the fusion the GEMM epilogue accumulates in place
+    (APEX fused_weight_gradient_mlp_cuda, TE fuse_wgrad_accumulation): nothing. Attention-score GEMMs of the
+    unfused path have no weights."""
+    if sw.grad_accum_fusion:
+        return Stream(name, 0.0, 0.0)
+    weights = [g for g in gemms if g.module != "core_attn"]
+    elems = sum(g.count * g.N * g.K for g in weights)
+    tensors = float(sum(np.max(g.count) for g in weights))
+    return Stream(name, 0.0, (2 * sw.grad_bytes + K.BF16) * elems, 0.0, tensors)
+
+
 def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float, c, sw) -> Workload:
     """The op records of every layer kind and of the head for the layouts of `grid`, as software stack
     `sw` (perfmodel/software.py `Software`) runs them."""
@@ -287,16 +305,18 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
             streams = streams + [_fp8_casts(gemms, c, sw)]
         else:
             streams = streams + [Stream("fp8 casts", 0.0, 0.0)]
+        streams.append(_grad_accumulate(gemms, sw))
         extra = (K.EAGER_EXTRA_KERNELS_FWD, K.EAGER_EXTRA_KERNELS_BWD) if (sw.eager and m.norm == "rmsnorm") else (0, 0)
         streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0],
                               K.LAYER_KERNELS_BWD + extra[1]))
         layers.append(Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(att[3] + ffn[2]),
                             tuple(ffn[3]), tuple(att[4] + ffn[4])))
     one = 0 * tp
+    lm_head = Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False)
     head = Head(
-        gemms=(Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False),),
+        gemms=(lm_head,),
         streams=(Stream("logits, softmax, cross-entropy", K.LOGIT_BYTES * T * m.vocab_size / tp + K.FINAL_NORM_BYTES * h * T,
-                        0.0, K.HEAD_KERNELS, 0.0),),
+                        0.0, K.HEAD_KERNELS, 0.0), _grad_accumulate([lm_head], sw, "lm head wgrad accumulate")),
         comms=(tp_par.sequence_parallel_pair("head TP all-gather + reduce-scatter", T * h * K.BF16, tp, 1, 1),),
         embedding=Stream("embedding lookup + grad", K.EMBED_BYTES * h * Ts, 0.0, K.EMBED_KERNELS, 0.0),
         mtp_gemm=Gemm("MTP projection", T, h + one, 2 * h + one) if m.mtp_layers else None,

@@ -70,6 +70,7 @@ def test_dense_streams():
         "rope": (4 * 10 * 128 / 2 * 2048, 2 * 4 * 10 * 128 / 2 * 2048, 0.0, 0.0),   # (8 + 2) heads x 128 / tp
         "activation": (6 * 4096 / 2 * 2048, 2 * 6 * 4096 / 2 * 2048, 0.0, 0.0),  # SwiGLU 6 B per unit of width
         "fp8 casts": (0.0, 0.0, 0.0, 0.0),
+        "wgrad accumulate into main_grad": (0.0, 0.0, 0.0, 0.0),   # fused into the wgrad GEMMs (tests/test_forks.py)
         "elementwise launches": (0.0, 0.0, 12, 20)}
 
 
@@ -113,7 +114,8 @@ def test_head_records():
     hd = _build(toy_dense()).head
     (g,) = hd.gemms
     assert (float(g.M[0]), float(g.N[0]), float(g.K[0]), g.low_precision) == (2048, 32000 / 2, 1024, False)
-    (s,) = hd.streams
+    s, acc = hd.streams
+    assert (acc.name, acc.bytes_bwd, acc.kernels_bwd) == ("lm head wgrad accumulate", 0.0, 0.0)   # fused by default
     # fp32 logits 3 x 4 B per vocab entry of the TP shard, final norm 2 x 4 B per hidden unit; 6 kernels
     assert float(s.bytes_fwd[0]) == pytest.approx(12 * 2048 * 16000 + 8 * 1024 * 2048, rel=REL) and s.kernels_fwd == 6
     (x,) = hd.comms
