@@ -237,7 +237,8 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
                    pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers), mcnt, mrank, mpair, run, rs, ag, opt,
                    p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, Ts, T, wb, gb,
                    float(gbs) * float(seq), float(gpus),
-                   c.step_overhead_s + ep_par.a2a_solo_microbatches(col(pp), col(vp), col(nmb), rec[None, :] == FULL)
+                   c.step_overhead_s + ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]),
+                                                                    rec[None, :] == FULL)[fl]   # per (tp, cp, pp, vp, mbs)
                    * col(tab["ep_solo"][u] / pp))
 
 
