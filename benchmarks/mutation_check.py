@@ -49,20 +49,20 @@ T_PRED = ["tests/test_cost_predict.py", "tests/test_predict.py"]
 TARGETS: dict[str, list[str]] = {
     "perfmodel/compute.py": ["tests/test_cost_compute.py", "tests/test_cost_cost.py", "tests/test_cost_predict.py"],
     "perfmodel/comm.py": ["tests/test_cost_comm.py", "tests/test_cost_parallel.py"],
-    "perfmodel/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py"],
+    "perfmodel/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py", "tests/test_path_store.py"],
     "perfmodel/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
-    "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py"],
+    "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
     "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR,
     "perfmodel/parallel/tp.py": T_PAR,
     "perfmodel/parallel/cp.py": T_PAR,
-    "perfmodel/parallel/ep.py": T_PAR,
+    "perfmodel/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
     "perfmodel/parallel/dp.py": T_PAR + T_PRED,
     "perfmodel/parallel/recompute.py": T_PAR + T_PRED,
     "perfmodel/parallel/pp.py": ["tests/test_pp.py", "tests/test_cost_pp.py", "tests/test_cost_memory.py",
                                  "tests/test_cost_predict.py"],
-    "perfmodel/memory.py": T_MEM + T_PRED,
-    "perfmodel/workload.py": T_WL + T_MEM,
-    "perfmodel/predict.py": T_PRED + T_MEM,
+    "perfmodel/memory.py": T_MEM + T_PRED + ["tests/test_dense_rows.py", "tests/test_forks.py"],
+    "perfmodel/workload.py": T_WL + T_MEM + ["tests/test_forks.py", "tests/test_dense_rows.py"],
+    "perfmodel/predict.py": T_PRED + T_MEM + ["tests/test_a2a_overlap.py", "tests/test_forks.py"],
 }
 # copied into the sandbox (data folders are linked: read only)
 COPY = ("perfmodel", "tests")
@@ -270,17 +270,21 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
     ("perfmodel/topology.py", "_placement", "stride >= D"):
         "at stride == D, k = members_per_domain = 1, so (i // k) * D + (i % k) * stride = i * D = i * stride",
     ("perfmodel/topology.py", "group_path", "size <= 1"):
+        "only decides whether the disk store is consulted: place_group returns the same GroupPath either way",
+    ("perfmodel/topology.py", "group_path", "members_per_domain(size, stride, hw.scale_up.domain_size) >= size"):
+        "only decides whether the disk store is consulted: place_group returns the same GroupPath either way",
+    ("perfmodel/topology.py", "place_group", "size <= 1"):
         "at size == 1, k = min(1, ...) = 1 >= size: the same early return through `k >= size`",
-    ("perfmodel/topology.py", "group_path", "hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription"):
+    ("perfmodel/topology.py", "place_group", "hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription"):
         "the early return's group never leaves one NVLink domain: spine_share = 0, and uplink_bw only divides "
         "spine_share x bytes = 0 (comm._remote_time)",
-    ("perfmodel/topology.py", "group_path", "2 * D"):
+    ("perfmodel/topology.py", "place_group", "2 * D"):
         "without scalable units the placement renumbers the group onto ranks 0 .. 2D - 1: r // (2D + 1) = "
         "r // 2D = 0 for all of them, and the leaves' GPU count cancels in _hop's uplink share and in `up` "
         "(capacity n x NIC / oversubscription divided by n)",
-    ("perfmodel/topology.py", "group_path", "r // D"):
+    ("perfmodel/topology.py", "place_group", "r // D"):
         "adding 1 to every domain index relabels the domains: by_dom's member lists and their order are unchanged",
-    ("perfmodel/topology.py", "group_path", "r // U"):
+    ("perfmodel/topology.py", "place_group", "r // U"):
         "unit_of is only compared for equality: adding 1 to both sides changes no comparison",
     **{("perfmodel/workload.py", "unique_layer_axes", w): "the key stays injective and in the lexicographic order "
        "of the axis tuples (a larger radix, or a constant added at every digit, shifts every key by the same "

@@ -230,3 +230,18 @@ def test_recompute_time_and_flops():
     assert recompute.time(rec, 3.0, 0.5) == pytest.approx([0.0, 0.5, 3.0])
     # full recompute: one more forward = a third of 6N; selective: the core attention forward
     assert recompute.extra_flops_per_token(rec, 6e9, 1e8) == pytest.approx([0.0, 1e8, 2e9])
+
+
+def test_optimizer_shard_hand_counts_with_experts():
+    """Dense 8e9 and expert 6.4e10 parameters per GPU, dp*cp = 16 (cp = 2), edp = 8: FSDP or the distributed
+    optimizer over dp*cp hold 8e9/16 + 6.4e10/8 = 8.5e9; over dp only 8e9/8 + 6.4e10/8 = 9e9; no sharding (torch
+    DDP / the local optimizer) 8e9 + 6.4e10 = 7.2e10; hybrid sharding over 4 GPUs: 8e9/4 + 6.4e10/8 = 1e10."""
+    from types import SimpleNamespace
+    from perfmodel.parallel import dp
+    sw = lambda shard, hsg=None: SimpleNamespace(optimizer_shard=shard, hybrid_shard_group=hsg)
+    args = (np.array(8e9), np.array(6.4e10), np.array(16.0), np.array(8.0), np.array(2.0))
+    assert float(dp.optimizer_shard(*args, np.array(True), sw("none"))) == pytest.approx(8.5e9)
+    assert float(dp.optimizer_shard(*args, np.array(False), sw("dp_cp"))) == pytest.approx(8.5e9)
+    assert float(dp.optimizer_shard(*args, np.array(False), sw("dp"))) == pytest.approx(9e9)
+    assert float(dp.optimizer_shard(*args, np.array(False), sw("none"))) == pytest.approx(7.2e10)
+    assert float(dp.optimizer_shard(*args, np.array(True), sw("dp_cp", 4))) == pytest.approx(1e10)
