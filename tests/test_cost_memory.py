@@ -221,3 +221,12 @@ def test_mtp_projection_has_a_dummy_wgrad():
     base, _ = _mem(toy_moe(moe=moe), gpus=1, gbs=2, tp=1, pp=1)
     mtp, _ = _mem(toy_moe(moe=moe, mtp_layers=1), gpus=1, gbs=2, tp=1, pp=1)
     assert mtp["dummy_wgrads"] - base["dummy_wgrads"] == pytest.approx(2 * 1024 * 2048, rel=REL)
+
+
+def test_dummy_wgrad_groups_count_only_on_ranks_holding_their_kinds():
+    """Groups of GEMM shapes by the kinds holding them: kind 0 (dense) only on rank 0, kind 1 (MoE) on both.
+    A group counts on a rank with any of its kinds: (0,) on rank 0 only, (1,) and (0, 1) on both."""
+    from perfmodel.memory import dummy_wgrad_on
+    cnt = [np.array([[3, 0]]), np.array([[2, 5]])]          # layers of each kind on ranks 0 and 1
+    on = dummy_wgrad_on([(0,), (1,), (0, 1)], cnt)
+    assert [o.tolist() for o in on] == [[[True, False]], [[True, True]], [[True, True]]]

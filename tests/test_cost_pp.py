@@ -63,3 +63,23 @@ def test_signature_arrays_per_layout():
     cnt, emb, head, mult = pp.signature_arrays(kinds, 2, np.array([2, 2]), np.array([1, 2]))
     assert cnt[0].tolist() == [[3, 0], [2, 1]] and cnt[1].tolist() == [[1, 4], [2, 3]]
     assert emb.tolist() == [[1, 0], [1, 0]] and head.tolist() == [[0, 1], [0, 1]] and mult.tolist() == [[1, 1], [1, 1]]
+
+
+def test_pairs_decodes_every_distinct_pp_vp_and_its_inverse():
+    """The distinct (pp, vp) pairs in order and each layout's index into them, on both key paths: small keys
+    (a lookup table, radix = max vp + 1) and large ones (pp * 2^32 + vp)."""
+    from perfmodel.parallel.pp import _pairs
+    pairs, inv = _pairs(np.array([2, 2, 4, 2, 1]), np.array([1, 3, 3, 3, 1]))
+    assert pairs == [(1, 1), (2, 1), (2, 3), (4, 3)] and inv.tolist() == [1, 2, 3, 2, 0]
+    big = 1 << 21
+    pairs, inv = _pairs(np.array([big, big, 2 * big, big]), np.array([1, 3, 3, 3]))
+    assert pairs == [(big, 1), (big, 3), (2 * big, 3)] and inv.tolist() == [0, 1, 2, 1]
+
+
+def test_gpipe_holds_every_micro_batch_on_every_rank():
+    # GPipe runs all forwards before any backward (Huang et al. 2019 §2.3): nmb in flight on every rank,
+    # against 1F1B's pp - rank (4, 3, 2, 1 for pp 4, capped at nmb)
+    from perfmodel.parallel.pp import in_flight
+    rank = np.array([0.0, 1.0, 2.0, 3.0])
+    assert in_flight(4.0, 1.0, 8.0, rank, "gpipe").tolist() == [8.0, 8.0, 8.0, 8.0]
+    assert in_flight(4.0, 1.0, 8.0, rank, "1f1b").tolist() == [4.0, 3.0, 2.0, 1.0]

@@ -135,6 +135,8 @@ def test_offload_exposes_only_the_transfer_beyond_the_layers_compute():
     assert cost.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=0), 4) is None
     fast = hw.model_copy(update={"memory": hw.memory.model_copy(update={"host_bandwidth": 1e15})})
     assert cost.offload_exposed(layer, t, fast, sw, 4).tolist() == [0.0]
+    with pytest.raises(InputError, match="give at most 3, or 0"):   # n >= L layers: refused, with the largest n
+        cost.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=4), 4)
     with pytest.raises(InputError, match="host_bandwidth"):      # a GPU with no host link given: refused
         cost.offload_exposed(layer, t, toy_hw(), sw, 4)
 
