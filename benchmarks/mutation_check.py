@@ -269,6 +269,13 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        for w in ("share > worst + 1e-12", "right term 1e-12 of worst + 1e-12")},
     ("perfmodel/topology.py", "_placement", "stride >= D"):
         "at stride == D, k = members_per_domain = 1, so (i // k) * D + (i % k) * stride = i * D = i * stride",
+    **{("perfmodel/parallel/pp.py", "_pairs", w): "any radix above the largest vp keeps the small keys p * radix + v "
+       "injective and decoded exactly (k // radix, k % radix), and the branch test only chooses between two paths "
+       "that return the same pairs"
+       for w in ("left term int(v.max()) of int(v.max()) + 1", "right term 1 of int(v.max()) + 1",
+                 "int(p.max()) * radix < 1 << 22", "int(p.max()) * radix")},
+    ("perfmodel/parallel/pp.py", "in_flight", "left term np.maximum(nmb, 1) of np.maximum(nmb, 1) + 0 * sched"):
+        "+ 0 * sched only broadcasts GPipe's count to the ranks' shape; np.where broadcasts it the same way",
     ("perfmodel/topology.py", "group_path", "size <= 1"):
         "only decides whether the disk store is consulted: place_group returns the same GroupPath either way",
     ("perfmodel/topology.py", "group_path", "members_per_domain(size, stride, hw.scale_up.domain_size) >= size"):

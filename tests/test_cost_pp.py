@@ -71,6 +71,8 @@ def test_pairs_decodes_every_distinct_pp_vp_and_its_inverse():
     from perfmodel.parallel.pp import _pairs
     pairs, inv = _pairs(np.array([2, 2, 4, 2, 1]), np.array([1, 3, 3, 3, 1]))
     assert pairs == [(1, 1), (2, 1), (2, 3), (4, 3)] and inv.tolist() == [1, 2, 3, 2, 0]
+    pairs, inv = _pairs(np.array([16, 16, 32]), np.array([12, 1, 12]))       # pp, vp of two digits
+    assert pairs == [(16, 1), (16, 12), (32, 12)] and inv.tolist() == [1, 0, 2]
     big = 1 << 21
     pairs, inv = _pairs(np.array([big, big, 2 * big, big]), np.array([1, 3, 3, 3]))
     assert pairs == [(big, 1), (big, 3), (2 * big, 3)] and inv.tolist() == [0, 1, 2, 1]
@@ -83,3 +85,12 @@ def test_gpipe_holds_every_micro_batch_on_every_rank():
     rank = np.array([0.0, 1.0, 2.0, 3.0])
     assert in_flight(4.0, 1.0, 8.0, rank, "gpipe").tolist() == [8.0, 8.0, 8.0, 8.0]
     assert in_flight(4.0, 1.0, 8.0, rank, "1f1b").tolist() == [4.0, 3.0, 2.0, 1.0]
+
+
+def test_mtp_slot_rule_needs_more_slots_than_mtp_layers():
+    # DeepSeek-V3 (61 layers, 1 MTP) over 64 chunks (pp 16 vp 4): 61 + 2 + 1 = 64 slots of 1, one per chunk; the
+    # slot rule would leave the last chunk 1 - 1 - 1 = -1 layers, so the plain split applies: every chunk
+    # non-negative, 61 in all
+    from perfmodel.parallel.pp import chunk_layers
+    c = chunk_layers(61, 16, 4, 1)
+    assert min(c) >= 0 and sum(c) == 61 and len(c) == 64
