@@ -62,7 +62,7 @@ TARGETS: dict[str, list[str]] = {
                                  "tests/test_cost_predict.py"],
     "perfmodel/memory.py": T_MEM + T_PRED + ["tests/test_dense_rows.py", "tests/test_forks.py"],
     "perfmodel/workload.py": T_WL + T_MEM + ["tests/test_forks.py", "tests/test_dense_rows.py"],
-    "perfmodel/predict.py": T_PRED + T_MEM + ["tests/test_a2a_overlap.py", "tests/test_forks.py"],
+    "perfmodel/predict.py": T_PRED + T_MEM + ["tests/test_a2a_overlap.py", "tests/test_forks.py", "tests/test_dense_rows.py"],
 }
 # copied into the sandbox (data folders are linked: read only)
 COPY = ("perfmodel", "tests")

@@ -230,3 +230,18 @@ def test_dummy_wgrad_groups_count_only_on_ranks_holding_their_kinds():
     cnt = [np.array([[3, 0]]), np.array([[2, 5]])]          # layers of each kind on ranks 0 and 1
     on = dummy_wgrad_on([(0,), (1,), (0, 1)], cnt)
     assert [o.tolist() for o in on] == [[[True, False]], [[True, True]], [[True, True]]]
+
+
+def test_fsdp_shards_expert_weights_over_the_expert_data_parallel_group():
+    """Mixtral 8x7B on 64 GPUs, tp 1 pp 1 ep 8, FSDP: dense weights over dp = 64, expert weights split by ep = 8
+    and sharded over edp = 64 / 8 = 8: bf16 weights per GPU = 2 x (dense / 64 + expert / 8 / 8)."""
+    from perfmodel.hardware import load_hardware
+    from perfmodel.layout import Layout, LayoutGrid
+    from perfmodel.model import load_model
+    from perfmodel.parallel.dp import param_split
+    from perfmodel.predict import Options, predict_grid
+    m = load_model("mixtral-8x7b")
+    dense, expert = param_split(m)
+    p = predict_grid(m, load_hardware("h100-sxm"), LayoutGrid.of(Layout(gpus=64, gbs=256, seq=4096, ep=8, fsdp=True)),
+                     Options("bf16", stack="megatron-core"))
+    assert float(p.memory_parts["weights"][0]) == pytest.approx(2 * (dense / 64 + expert / 8 / 8), rel=1e-9)
