@@ -61,3 +61,27 @@ def test_closed_form_equals_the_per_rank_sum():
             for nmb in (1, 2, 3, 5, 8, 16, 33, 128):
                 w = [min(nmb * vp, 2 * (pp - r - 1) + (vp - 1) * pp + 1) for r in range(pp)]
                 assert a2a_solo_microbatches(pp, vp, nmb, False) == pytest.approx(min(sum(w) / pp / vp, nmb))
+
+
+def test_unpartnered_pass_exposes_one_micro_batch_of_all_to_all_at_pp1():
+    """Mixtral 8x7B, tp 2 ep 8 on 64 H100, pp 1: with the overlap on, the exposed EP time over m micro-batches
+    is (m - 1) e_on + e_off (one micro-batch's first forward and last backward run alone), e_off = the per-
+    micro-batch exposure with the overlap off (that step's EP time / m); and the overlap changes the step by
+    exactly its EP exposure (m = 2 and 4: gbs 64 and 128 over dp 32)."""
+    from perfmodel.hardware import load_hardware
+    from perfmodel.layout import Layout, LayoutGrid
+    from perfmodel.model import load_model
+    from perfmodel.predict import Options, predict_grid
+    m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
+
+    def run(gbs, on):
+        o = Options("bf16", stack="megatron-core", stack_set=(f"moe_a2a_overlap={'true' if on else 'false'}",))
+        p = predict_grid(m, hw, LayoutGrid.of(Layout(gpus=64, gbs=gbs, seq=4096, tp=2, ep=8)), o)
+        return float(p.breakdown_s["ep_comm"][0]), float(p.step_time_s[0])
+    (on2, s_on2), (on4, s_on4), (off2, s_off2), (off4, s_off4) = run(64, True), run(128, True), run(64, False), run(128, False)
+    e_off = off4 / 4
+    assert off2 == pytest.approx(2 * e_off, rel=1e-12) and e_off > 0
+    e_on = (on4 - on2) / 2
+    assert on2 == pytest.approx(e_on + e_off, rel=1e-9) and on4 == pytest.approx(3 * e_on + e_off, rel=1e-9)
+    assert s_off2 - s_on2 == pytest.approx(off2 - on2, rel=1e-9)
+    assert s_off4 - s_on4 == pytest.approx(off4 - on4, rel=1e-9)
