@@ -46,13 +46,7 @@ def one(model: str, hardware: str, gpus: int, gbs: int, seq: int, repeat: int = 
     formula cache)."""
     m, hw, opts = load_model(model), load_hardware(hardware), Options(precision)
     S.search(m, hw, 64, 256, seq, opts)
-    best, cpu = None, float("inf")
-    for _ in range(repeat):
-        c0 = time.process_time()
-        r = S.search(m, hw, gpus, gbs, seq, opts)
-        cpu = min(cpu, time.process_time() - c0)
-        best = r if best is None or r.seconds < best.seconds else best
-    r = best
+    r, cpu = _best_search(m, hw, gpus, gbs, seq, opts, repeat)
     return {"model": model, "hardware": hardware, "gpus": gpus, "gbs": gbs, "seq": seq, "candidates": r.evaluated,
             "legal": r.legal, "fits": r.fits, "seconds": r.seconds, "cpu_seconds": cpu,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}   # Linux: kB
@@ -112,6 +106,17 @@ def main() -> None:
         bench(*job, repeat=args.repeat, check=not args.no_check)
 
 
+def _best_search(m, hw, gpus: int, gbs: int, seq: int, opts: Options, repeat: int):
+    """(the search with the shortest wall time of `repeat`, the least CPU seconds of them)."""
+    best, cpu = None, float("inf")
+    for _ in range(repeat):
+        c0 = time.process_time()
+        r = S.search(m, hw, gpus, gbs, seq, opts)
+        cpu = min(cpu, time.process_time() - c0)
+        best = r if best is None or r.seconds < best.seconds else best
+    return best, cpu
+
+
 def bench(model: str, hardware: str, gpus: int, gbs: int, seq: int, repeat: int, check: bool) -> None:
     """The search (best of `repeat`, CPU seconds: the box is shared), the scorer alone on the same chunks,
     and (check) the scorer against predict_grid on every legal layout."""
@@ -121,12 +126,7 @@ def bench(model: str, hardware: str, gpus: int, gbs: int, seq: int, repeat: int,
     for tail in (["numpy", "numba"] if score._numba_installed() else ["numpy"]):
         os.environ[score.KERNEL_ENV] = tail                   # the whole search on one tail (kernel loaded, warm)
         S.search(m, hw, gpus, gbs, seq, opts)
-        best, cpu = None, float("inf")
-        for _ in range(repeat):
-            c0 = time.process_time()
-            r = S.search(m, hw, gpus, gbs, seq, opts)
-            cpu = min(cpu, time.process_time() - c0)
-            best = r if best is None or r.seconds < best.seconds else best
+        best, cpu = _best_search(m, hw, gpus, gbs, seq, opts, repeat)
         assert best is not None and best.top is not None
         print(f"  candidates {best.evaluated:,}  legal (scored) {best.legal:,}  fit {best.fits:,}")
         print(f"  search, {tail} tail: {cpu:.3f} CPU s ({best.seconds:.3f} s wall) -> {best.legal / cpu:,.0f} legal "

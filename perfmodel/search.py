@@ -446,10 +446,11 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     scale = objective_scale(hw, objective)
     hw.peak(opts.precision)
     s = space(model, gpus, gbs, seq, constraints)
-    if not software_of(model, hw, opts).recompute_modules:     # selective would be a duplicate of none
+    sw = software_of(model, hw, opts)
+    if not sw.recompute_modules:                               # selective would be a duplicate of none
         kept = s.recompute[s.recompute != SELECTIVE]
         if not kept.size:
-            check_recompute(software_of(model, hw, opts), s.recompute)
+            check_recompute(sw, s.recompute)
         s = replace(s, recompute=kept)
     per_base = len(s.fsdp) * len(s.recompute)
     step = max(1, SCORE_CHUNK // per_base)
