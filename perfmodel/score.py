@@ -43,7 +43,7 @@ from .overlap import exposed
 from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
 from .parallel.recompute import FULL, NONE
 from .calibration import Constants
-from .predict import Options, _price_head, _price_kinds, a2a_solo, check_recompute, pp_share, software_of, with_offload
+from .predict import KindPrice, Options, _price_head, a2a_solo, price_kind, check_recompute, pp_share, software_of, with_offload
 from .software import Software
 
 KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
@@ -381,7 +381,7 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     f64 = lambda x: np.asarray(x, dtype=float)
     U = rows.n
     ws = workload.build(m, rows, low, imb, c, sw)
-    prices = _price_kinds(ws, hw, prec, c_layer, sw)
+    prices = _kind_prices(m, ws, rows, low, imb, c, sw, hw, prec, c_layer)
     at_u = lambda x, *tail: np.ascontiguousarray(np.broadcast_to(f64(x), (U, *tail)))   # maybe a scalar
     rr = rec[None, :]
     per_layer = [at_u(sum(p.parts.values()))[:, None]
@@ -403,6 +403,26 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     return {"ws": ws, "per_layer": np.stack(per_layer), "kept": np.stack(kept), "full_layer": at_u(full_layer),
             "head": head, "embed": embed, "ep_solo": ep_solo, "Ts": at_u(ws.Ts), "T": at_u(ws.T), **offload, "dummy_keys": keys,
             "dummy": np.stack([at_u(e) for e in elems]) if elems else np.zeros((0, U)), "dummy_head": at_u(dhead)}
+
+
+def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) -> list:
+    """predict._price_kinds on the combinations `rows`, each kind evaluated once per distinct combination of
+    the axes its records depend on (workload.KIND_AXES: a dense layer's on (tp, cp, mbs, seq), not ep or
+    etp) and gathered back: the same prices, elementwise, from fewer rows."""
+    out = []
+    for layer in ws.layers:
+        axes = workload.KIND_AXES[layer.kind]
+        first, inv = workload.unique_layer_axes(rows, axes) if axes != workload.AXES else (None, None)
+        if first is None or first.size == rows.n:
+            out.append(price_kind(layer, ws, hw, prec, c_layer, sw))
+            continue
+        ws_r = workload.build(m, rows.take(first), low, imb, c, sw)
+        p = price_kind(next(x for x in ws_r.layers if x.kind == layer.kind), ws_r, hw, prec, c_layer, sw)
+        g = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
+        out.append(KindPrice({k: g(v) for k, v in p.parts.items()}, {k: g(v) for k, v in p.raw.items()}, g(p.fwd),
+                             g(p.selective_f), g(p.selective_flops), None if p.offload is None else g(p.offload),
+                             g(p.ep_solo)))
+    return out
 
 
 TABLE_KEYS = ("per_layer", "kept", "full_layer", "head", "embed", "ep_solo", "Ts", "T", "per_layer_pp1", "dummy", "dummy_head")

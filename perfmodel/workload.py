@@ -29,6 +29,8 @@ from .software import head_dim_factor
 
 # layout axes a per-layer record depends on (never dp, pp, vp: those act in parallel/pp.py and dp.py)
 AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
+# ... per layer kind: a dense layer's records (_attention_block, _dense_ffn) never read ep or etp
+KIND_AXES = {"dense": ("tp", "cp", "mbs", "seq", "precision"), "moe": AXES}
 
 
 # ---- helpers shared with the report ---------------------------------------------------------------
@@ -332,12 +334,13 @@ def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
     return list(w.layer_kinds)
 
 
-def unique_layer_axes(grid: LayoutGrid) -> tuple[np.ndarray, np.ndarray]:
-    """(index of one layout per distinct combination of the axes a layer's records depend on (AXES, less
-    precision, which a grid shares), each layout's combination): price once per combination, gather back.
-    The axis values are combined in mixed radix (each axis's max + 1) into one integer key, or, where that
-    could overflow, each axis is first coded by its own unique (no 2-D unique either way)."""
-    cols = [np.asarray(getattr(grid, name), dtype=np.int64) for name in ("tp", "cp", "ep", "etp", "mbs", "seq")]
+def unique_layer_axes(grid: LayoutGrid, axes: tuple[str, ...] = AXES) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one layout per distinct combination of `axes` (by default those any layer's records depend
+    on, AXES; precision, which a grid shares, is left out), each layout's combination): price once per
+    combination, gather back. The axis values are combined in mixed radix (each axis's max + 1) into one
+    integer key, or, where that could overflow, each axis is first coded by its own unique (no 2-D unique
+    either way)."""
+    cols = [np.asarray(getattr(grid, name), dtype=np.int64) for name in axes if name != "precision"]
     radix = [int(c.max()) + 1 if c.size else 1 for c in cols]
     key = np.zeros(grid.n, dtype=np.int64)
     if float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62:      # the values themselves are the codes
