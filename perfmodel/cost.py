@@ -2,7 +2,7 @@
 cluster topology (comm.py). Pure functions of (records, hardware, constants); arrays over layouts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -87,13 +87,27 @@ class LayerTime:
         return self.gemm_b + self.attn_b + self.mem_b
 
 
-def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw) -> LayerTime:
+def _gemm_on(g: Gemm, hw: HardwareSpec, precision: str, c: Constants, reduce):
+    """gemm_fwd_bwd, on the distinct combinations of the axes the record declares (`reduce(axes)` gives
+    (one row per combination, each row's combination) or None) and gathered back: elementwise, the same."""
+    rows = reduce(g.axes) if (reduce is not None and g.axes is not None) else None
+    if rows is None:
+        return gemm_fwd_bwd(g, hw, precision, c)
+    first, inv = rows
+    take = lambda x: np.asarray(x)[first] if np.ndim(x) else x
+    f, b = gemm_fwd_bwd(replace(g, M=take(g.M), N=take(g.N), K=take(g.K), count=take(g.count)), hw, precision, c)
+    back = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
+    return back(f), back(b)
+
+
+def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw, reduce=None) -> LayerTime:
     """Price a layer's records as stack `sw` runs them; also the forward seconds and FLOPs of the ops
-    whose recompute module the stack's selective policy recomputes."""
+    whose recompute module the stack's selective policy recomputes. `reduce` (the planner's, score.py):
+    GEMMs priced once per distinct combination of their declared axes (_gemm_on)."""
     mods = set(sw.recompute_modules) | ({"moe_act"} if "moe" in sw.recompute_modules else set())
     gf = gb = sel = sel_fl = 0.0
     for g in layer.gemms:
-        f, b = gemm_fwd_bwd(g, hw, precision, c)
+        f, b = _gemm_on(g, hw, precision, c, reduce)
         gf, gb = gf + f, gb + b
         if g.module in mods:
             sel, sel_fl = sel + f, sel_fl + g.flops_fwd

@@ -152,11 +152,11 @@ def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[Ki
     return [price_kind(layer, ws, hw, prec, c_layer, sw) for layer in ws.layers]
 
 
-def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software) -> KindPrice:
-    """One layer kind of workload `ws` priced (_price_kinds)."""
+def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduce=None) -> KindPrice:
+    """One layer kind of workload `ws` priced (_price_kinds; `reduce`: cost.price_layer's)."""
     zs = 0 * np.asarray(ws.T, dtype=float)
     shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
-    t = cost.price_layer(layer, hw, prec, c_layer, sw)
+    t = cost.price_layer(layer, hw, prec, c_layer, sw, reduce)
     tp_c = t.comm.get("tp", (zs, zs))
     comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
     exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)

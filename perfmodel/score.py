@@ -409,13 +409,21 @@ def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) ->
     """predict._price_kinds on the combinations `rows`, each kind evaluated once per distinct combination of
     the axes its records depend on (workload.KIND_AXES: a dense layer's on (tp, cp, mbs, seq), not ep or
     etp) and gathered back: the same prices, elementwise, from fewer rows."""
+    found: dict = {}
+
+    def reduce(axes):                        # (one row per distinct combination of `axes`, each row's), or None
+        if axes not in found:
+            first, inv = workload.unique_layer_axes(rows, axes)
+            found[axes] = (first, inv) if first.size < rows.n else None
+        return found[axes]
+
     out = []
     for layer in ws.layers:
         axes = workload.KIND_AXES[layer.kind]
-        first, inv = workload.unique_layer_axes(rows, axes) if axes != workload.AXES else (None, None)
-        if first is None or first.size == rows.n:
-            out.append(price_kind(layer, ws, hw, prec, c_layer, sw))
+        if axes == workload.AXES or reduce(axes) is None:    # the kind's other records on every combination
+            out.append(price_kind(layer, ws, hw, prec, c_layer, sw, reduce))
             continue
+        first, inv = reduce(axes)
         ws_r = workload.build(m, rows.take(first), low, imb, c, sw)
         p = price_kind(next(x for x in ws_r.layers if x.kind == layer.kind), ws_r, hw, prec, c_layer, sw)
         g = lambda x: np.asarray(x)[inv] if np.ndim(x) else x

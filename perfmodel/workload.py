@@ -17,6 +17,7 @@ combination of those axes.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,8 +30,15 @@ from .software import head_dim_factor
 
 # layout axes a per-layer record depends on (never dp, pp, vp: those act in parallel/pp.py and dp.py)
 AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
-# ... per layer kind: a dense layer's records (_attention_block, _dense_ffn) never read ep or etp
-KIND_AXES = {"dense": ("tp", "cp", "mbs", "seq", "precision"), "moe": AXES}
+# ... per layer kind: a dense layer's records (_attention_block, _dense_ffn) never read ep or etp; nor do
+# the attention, dense-MLP, shared-expert and router GEMMs of an MoE layer (Gemm.axes)
+DENSE_AXES = ("tp", "cp", "mbs", "seq", "precision")
+KIND_AXES = {"dense": DENSE_AXES, "moe": AXES}
+
+
+def _dense_axes(gemms: list[Gemm]) -> list[Gemm]:
+    """`gemms` declared to depend on DENSE_AXES only."""
+    return [replace(g, axes=DENSE_AXES) for g in gemms]
 
 
 # ---- helpers shared with the report ---------------------------------------------------------------
@@ -78,10 +86,10 @@ def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
                 Gemm("kv up", T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + one,
                      module="mla_up_proj"),
                 Gemm("out proj", T, h + one, a.num_heads * a.v_head_dim / tp)]
-        return out
+        return _dense_axes(out)
     q = a.num_heads * a.head_dim
     kv = 2 * a.num_kv_heads * a.head_dim
-    return [Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)]
+    return _dense_axes([Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)])
 
 
 def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "mlp") -> list[Gemm]:
@@ -89,8 +97,8 @@ def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "m
     h = m.hidden_size
     one = 0 * np.asarray(split, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * width
-    return [Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
-            Gemm(f"{name} down", T, h + one, width / split, module=module)]
+    return _dense_axes([Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
+                        Gemm(f"{name} down", T, h + one, width / split, module=module)])
 
 
 def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: bool = True) -> list[Gemm]:
@@ -124,8 +132,8 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
             if unfused:       # two batched GEMMs over the whole s x s square per head, scores through HBM
                 heads = a.num_heads / tp * mbs * (count / m.num_layers)
                 s_loc = seq / cp
-                gemms += [Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
-                          Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")]
+                gemms += _dense_axes([Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
+                                      Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")])
                 streams.append(Stream("attention scores (unfused)", K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
                                       K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 3, 3, "core_attn"))
             else:
@@ -190,7 +198,7 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
     rows = T * e.top_k * ep * etp / (tp * e.num_experts) * imbalance
     one = 0 * np.asarray(tp, dtype=float)
     gemms = expert_gemms(m, rows, e.num_experts / ep, etp, sw.grouped_gemm)
-    gemms.append(Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False, "moe"))
+    gemms += _dense_axes([Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False, "moe")])
     if e.shared_experts:
         gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert", "shared_experts")
     assign = Ts * e.top_k * imbalance                                        # token copies per GPU
