@@ -347,3 +347,39 @@ def test_attention_head_dim_factor():
     assert (a.dim_factor_fwd, a.dim_factor_bwd) == (0.701, 0.836)
     (a,) = _build(toy_dense()).layers[0].attention
     assert (a.dim_factor_fwd, a.dim_factor_bwd) == (1.0, 1.0)
+
+
+def test_declared_gemm_axes_hold():
+    """A GEMM that declares its axes (Gemm.axes: the planner prices it once per distinct combination of them)
+    has the same M, N, K and count on every layout that agrees on those axes: here 6 layouts that differ only
+    in ep and etp (toy MoE, unfused attention too); the expert GEMMs, which declare none, do change."""
+    from perfmodel.workload import DENSE_AXES
+    lays = [Layout(gpus=16, gbs=16, seq=2048, tp=2, ep=e, etp=x) for e, x in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2))]
+    grid = LayoutGrid.from_layouts(lays)
+    for stack_set in ((), ("attention_kernel=unfused",)):
+        m = toy_moe()
+        w = build(m, grid, False, 1.25, C, toy_sw(m, HW, C, stack_set=stack_set))
+        declared = [g for layer in w.layers for g in layer.gemms if g.axes is not None]
+        assert {g.name for g in declared} >= {"qkv proj", "out proj", "router", "shared expert up/gate", "mlp down"}
+        assert all(g.axes == DENSE_AXES for g in declared)
+        for g in declared:
+            for x in (g.M, g.N, g.K, g.count):
+                v = np.broadcast_to(np.asarray(x, dtype=float), (grid.n,))
+                assert np.all(v == v[0]), g.name
+        moe = w.layers[-1]
+        (up,) = [g for g in moe.gemms if g.name == "expert up/gate"]
+        assert up.axes is None and len(set(np.asarray(up.count).tolist())) > 1      # E / ep local experts
+
+
+def test_gemm_priced_on_declared_axes_equals_every_row():
+    """cost._gemm_on prices a declared GEMM on one row per combination and gathers back: bit-identical to
+    pricing every row (and a GEMM without declared axes is priced on every row)."""
+    from perfmodel.cost import _gemm_on, gemm_fwd_bwd
+    from perfmodel.ops import Gemm
+    M = np.array([2048.0, 1024, 2048, 1024, 2048])
+    g = Gemm("qkv proj", M, 1536.0 + 0 * M, 1024.0 + 0 * M, axes=("tp",))
+    first, inv = np.array([0, 1]), np.array([0, 1, 0, 1, 0])
+    for rec in (g, Gemm("expert", M, 512.0, 1024.0, 4.0)):
+        got = _gemm_on(rec, HW, "bf16", C, lambda axes: (first, inv))
+        want = gemm_fwd_bwd(rec, HW, "bf16", C)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))
