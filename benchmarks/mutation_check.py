@@ -276,7 +276,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                  "int(p.max()) * radix < 1 << 22", "int(p.max()) * radix")},
     ("perfmodel/parallel/pp.py", "in_flight", "left term np.maximum(nmb, 1) of np.maximum(nmb, 1) + 0 * sched"):
         "+ 0 * sched only broadcasts GPipe's count to the ranks' shape; np.where broadcasts it the same way",
-    ("perfmodel/predict.py", "_price_kinds", "sw.ep_share > 0"):
+    ("perfmodel/predict.py", "price_kind", "sw.ep_share > 0"):
         "at ep_share == 0 the overlap hides nothing: the EP-free budget equals the stack's own, so the solo "
         "difference computed under >= is exactly 0, as under >",
     ("perfmodel/topology.py", "group_path", "size <= 1"):
