@@ -53,7 +53,7 @@ TARGETS: dict[str, list[str]] = {
     "perfmodel/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
     "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
     "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR,
-    "perfmodel/parallel/tp.py": T_PAR,
+    "perfmodel/parallel/tp.py": T_PAR + T_WL + T_PRED,
     "perfmodel/parallel/cp.py": T_PAR,
     "perfmodel/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
     "perfmodel/parallel/dp.py": T_PAR + T_PRED,

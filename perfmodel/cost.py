@@ -77,6 +77,7 @@ class LayerTime:
     comm: dict            # overlap class -> (forward, backward) raw seconds
     selective_f: np.ndarray = 0.0   # forward seconds of the ops of the recomputed modules
     selective_flops: np.ndarray = 0.0
+    tp_async_exposed: np.ndarray = 0.0   # backward TP collectives beyond their column-parallel GEMMs (tp_async)
 
     @property
     def compute_f(self):
@@ -106,9 +107,11 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     GEMMs priced once per distinct combination of their declared axes (_gemm_on)."""
     mods = set(sw.recompute_modules) | ({"moe_act"} if "moe" in sw.recompute_modules else set())
     gf = gb = sel = sel_fl = 0.0
+    bwd: dict[str, np.ndarray] = {}
     for g in layer.gemms:
         f, b = _gemm_on(g, hw, precision, c, reduce)
         gf, gb = gf + f, gb + b
+        bwd[g.name] = b
         if g.module in mods:
             sel, sel_fl = sel + f, sel_fl + g.flops_fwd
     for x in layer.fixed:                      # host syncs run on the GEMM stream's critical path
@@ -124,7 +127,20 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     for x in layer.comms:
         if x.module in mods:
             sel = sel + x.calls_fwd * x.price(hw)
-    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl)
+    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl, tp_async_exposed(layer.comms, bwd, hw))
+
+
+def tp_async_exposed(comms: tuple[Collective, ...], bwd: dict, hw: HardwareSpec):
+    """Seconds of the asynchronous backward TP collectives (overlap "tp_async", parallel/tp.py) that outlast
+    the backward (dgrad + wgrad) of the GEMMs they run under: max(0, calls x t - window) per collective.
+    Launched before those GEMMs on their own NCCL stream, they hide up to the GEMMs' length; the rest waits
+    (handle.wait() before the linear's backward returns)."""
+    out = 0.0
+    for x in comms:
+        if x.overlap == "tp_async":
+            window = sum(bwd[name] for name in x.window)
+            out = out + np.maximum(0.0, x.calls_bwd * x.price(hw) - window)
+    return out
 
 
 def offload_exposed(layer: Layer, t: LayerTime, hw: HardwareSpec, sw, num_layers: int):

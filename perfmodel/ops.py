@@ -65,6 +65,7 @@ class Collective:
     calls_fwd: float
     calls_bwd: float
     module: str = ""
+    window: tuple[str, ...] = ()    # overlap "tp_async": the GEMMs (by name, same layer) whose backward it runs under
 
 
 @dataclass(frozen=True)

@@ -160,10 +160,12 @@ def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduc
     tp_c = t.comm.get("tp", (zs, zs))
     comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
     exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
+    # the asynchronous backward TP collectives (tp_async) hide under their own GEMMs, outside this budget
+    tp_a = t.comm.get("tp_async", (zs, zs))[1]
     parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
-             "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
+             "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed, **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
     fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
-    raw = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
+    raw = {"tp_comm": tp_c[0] + tp_c[1] + tp_a, **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
     # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
     # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
     off = cost.offload_exposed(layer, t, hw, sw, ws.model.num_layers)

@@ -146,8 +146,13 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                        module="layernorm"),
                 Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
                 Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)]
-    comms = [tp_par.sequence_parallel_pair("attention TP all-gather + reduce-scatter", T * h * K.BF16, tp),
-             cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
+    # GQA / MHA: the fused QKV projection is the column-parallel GEMM on the gathered input; MLA gathers the
+    # input itself before its duplicated down-projections (Megatron-Core MLASelfAttention), so its backward
+    # pair stays synchronous
+    name = "attention TP all-gather + reduce-scatter"
+    tp_comms = (tp_par.block_pair(name, T * h * K.BF16, tp, sw, ("qkv proj",)) if a.kind != "mla"
+                else [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)])
+    comms = [*tp_comms, cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
     if a.kind == "mla":
         q, kv, o = a.num_heads * a.qk_dim, a.num_heads * (a.qk_dim + a.v_dim), a.num_heads * a.v_dim
@@ -183,7 +188,7 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
     gemms = mlp_gemms(m, T, f, tp)
     ab = act_bytes_per_width(m, sw.eager)
     streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
-    comms = [tp_par.sequence_parallel_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp)]
+    comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, ("mlp up/gate",))
     saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", gin * h * Tn, "layernorm"),
              Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
              Saved("activation output", gin * f / tp * T, "mlp")]
@@ -212,7 +217,8 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
                       2 * act_bytes_per_width(m, sw.eager) * fs / tp * T, module="shared_experts")]
     comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp, sw.dispatcher)]
     if e.shared_experts:
-        comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
+        comms += tp_par.block_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw,
+                                   ("shared expert up/gate",))
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
     # host sync + routing-kernel launches, once in forward and once in backward; a whole-iteration CUDA graph
     # has none: a capture cannot hold a device-to-host sync, so those recipes size the expert buffers

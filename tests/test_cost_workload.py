@@ -35,8 +35,14 @@ def _saved(layer):
 
 
 def _price(layer, name):
-    (x,) = [x for x in layer.comms if x.name.startswith(name)]
+    (x,) = [x for x in layer.comms if x.name.startswith(name) and x.overlap != "tp_async"]
     return float(np.asarray(x.price(HW)).ravel()[0]), x.calls_fwd, x.calls_bwd, x.overlap
+
+
+def _async(layer, name):
+    """The block's asynchronous backward TP record (parallel/tp.block_pair): (price, calls, window)."""
+    (x,) = [x for x in layer.comms if x.name.startswith(name) and x.overlap == "tp_async"]
+    return float(np.asarray(x.price(HW)).ravel()[0]), (x.calls_fwd, x.calls_bwd), x.window
 
 
 # toy dense at tp 2, seq 2048, mbs 1: T = 2048 GEMM rows, Ts = T / tp = 1024 sequence-parallel rows;
@@ -89,9 +95,22 @@ def test_fp8_cast_bytes():
 def test_dense_collectives():
     (layer,) = _build(toy_dense()).layers
     # SP pair of the block's activation T x h x 2 B = 4,194,304 B over tp 2: 1/2 * 4194304 / 2e11 + 20 us
+    # (the default stack, Megatron-Core: sequence parallelism, tp_bwd_async): 2 synchronous calls forward, 1 in
+    # backward (the output gradient's all-gather), and the input re-gather + dgrad reduce-scatter (2 calls) under
+    # the column-parallel GEMM's backward
     one = 4194304 / 2 / 2e11 + 20e-6
-    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 2), rel=REL) and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
-    assert _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 2), rel=REL) and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
+    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL) and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
+    assert _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL) and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
+    assert _async(layer, "attention TP") == (pytest.approx(one, rel=REL), (0, 2), ("qkv proj",))
+    assert _async(layer, "MLP TP") == (pytest.approx(one, rel=REL), (0, 2), ("mlp up/gate",))
+    # synchronous backward (tp_bwd_async = false): the pair's 2 + 2 calls, no asynchronous record
+    (sync,) = _build_sw(toy_dense(), ("tp_bwd_async=false",)).layers
+    assert _price(sync, "MLP TP all-gather + reduce-scatter")[1:3] == (2, 2)
+    assert not [x for x in sync.comms if x.overlap == "tp_async"]
+    # plain TP (no sequence parallelism): the dgrad all-reduce runs wholly under wgrad (0 synchronous calls)
+    (plain,) = _build_sw(toy_dense(), ("sequence_parallel=false",)).layers
+    assert _price(plain, "MLP TP all-gather + reduce-scatter")[1:3] == (2, 0)
+    assert _async(plain, "MLP TP")[1] == (0, 2)
     assert _price(layer, "CP ring K/V exchange")[0] == 0.0
     # cp 2: T = 1024 rows; K/V 1024 x 512 / 2 x 2 B = 524,288 B to the CP peer 2 ranks away: / 2e11 + 10 us
     (l2,) = _build(toy_dense(), cp=2).layers
@@ -171,6 +190,7 @@ def test_moe_collectives():
     # 2 * 3/4 * 2621440 / 1e11 + 10 us * (1 + 2)
     assert _price(layer, "EP dispatch + combine")[:3] == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2), rel=REL) and _price(layer, "EP dispatch + combine")[3] == "ep"
     assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
+    assert _async(layer, "shared expert TP")[1:] == ((0, 2), ("shared expert up/gate",))
     assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0        # etp 1
     (f,) = layer.fixed
     assert (f.seconds_fwd, f.seconds_bwd) == (1e-3, 1e-3)
