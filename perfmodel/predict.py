@@ -269,7 +269,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     dpc, edp = f64(grid.dp) * cp, f64(grid.edp)         # dense parameters replicate over dp x cp
     mem_cnt, mem_rank = pp_par.ranks_for_memory(w.layer_kinds, len(w.layers),
                                                 grid.pp, grid.vp, m.mtp_layers)
-    p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None])
+    p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None], sw.schedule)
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
     gb = sw.grad_bytes
     rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, weight_bytes(prec, sw.fp8_param_gather),

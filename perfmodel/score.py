@@ -205,7 +205,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
     dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
     mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers)
-    p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR))
+    p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR), sw.schedule)
     p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)

@@ -245,3 +245,15 @@ def test_optimizer_shard_hand_counts_with_experts():
     assert float(dp.optimizer_shard(*args, np.array(False), sw("dp"))) == pytest.approx(9e9)
     assert float(dp.optimizer_shard(*args, np.array(False), sw("none"))) == pytest.approx(7.2e10)
     assert float(dp.optimizer_shard(*args, np.array(True), sw("dp_cp", 4))) == pytest.approx(1e10)
+
+
+def test_dualpipe_params_mirror_stages():
+    """dp.dualpipe_params: ranks (0, 1, pp - 1) hold their own stage and the mirror pp - 1 - r. pp 4: rank 0
+    and rank 3 mirror each other (10 + 40 both); rank 1's mirror, rank 2, is not among the columns, so its own
+    stage stands in (2 x 20); pp 2: ranks (0, 1, 1) mirror 0 <-> 1; pp 1: no mirror."""
+    import numpy as np
+    from perfmodel.parallel.dp import dualpipe_params
+    p = np.array([[10.0, 20.0, 40.0], [10.0, 20.0, 20.0], [7.0, 7.0, 7.0]])
+    rank = np.array([[0, 1, 3], [0, 1, 1], [0, 0, 0]], dtype=float)
+    pp = np.array([[4.0], [2.0], [1.0]])
+    assert dualpipe_params(p, rank, pp).tolist() == [[50.0, 40.0, 50.0], [30.0, 30.0, 30.0], [7.0, 7.0, 7.0]]

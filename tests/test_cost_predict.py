@@ -379,3 +379,22 @@ def test_activation_offloading_only_without_recompute(rec):
     assert off.step_time_s[0] > plain.step_time_s[0]
     assert float(plain.memory_parts["activations"][0] - off.memory_parts["activations"][0]) == pytest.approx(
         4 * 77660160 / 4, rel=REL)
+
+
+def test_dualpipe_holds_two_stages_and_pp_plus_one_microbatches():
+    """DualPipe (DeepSeek-V3 report §3.2.1, Table 2: parameters 2x, activations PP + 1): toy dense, pp 2 on 2
+    GPUs, 8 micro-batches. Each rank runs its own stage one way and its mirror the other way, so both hold
+    the 4 layers, the embedding, the final norm and the head copy: 4 x 15,206,400 + 2 x 32,768,000 + 1,024
+    parameters, in bf16 weights and gradients (2 + 2 B) and 12 B of Adam state; 1F1B's rank 1 holds half
+    the layers, the norm and the head. Activations: pp + 1 = 3 micro-batches of a 2-layer stage (77,660,160 B
+    a layer), where 1F1B's last rank holds 1."""
+    dual = _predict(Options(consts=C, stack_set=SYNC + ("pipeline_schedule=dualpipe",)), gpus=2, gbs=8, pp=2)
+    one = _predict(gpus=2, gbs=8, pp=2)
+    both = 4 * LAYER_PARAMS + 2 * EMB + 1024
+    assert float(dual.memory_parts["weights"][0]) == pytest.approx(2 * both, rel=REL)
+    assert float(dual.memory_parts["gradients"][0]) == pytest.approx(2 * both, rel=REL)
+    assert float(dual.memory_parts["optimizer"][0]) == pytest.approx(12 * both, rel=REL)
+    assert float(one.memory_parts["weights"][0]) == pytest.approx(2 * (2 * LAYER_PARAMS + 1024 + EMB), rel=REL)
+    # the fullest rank is the last (its logits): 3 x 2 layers x 77,660,160 B under DualPipe, 1 x under 1F1B
+    assert float(dual.memory_parts["activations"][0]) == pytest.approx(3 * 2 * 77660160, rel=REL)
+    assert float(one.memory_parts["activations"][0]) == pytest.approx(1 * 2 * 77660160, rel=REL)

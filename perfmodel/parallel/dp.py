@@ -140,10 +140,11 @@ def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:
     return float(base + total) - experts, experts
 
 
-def rank_params(m: ModelSpec, w, cnt, rank, pp):
+def rank_params(m: ModelSpec, w, cnt, rank, pp, schedule: str = "1f1b"):
     """(dense, expert) parameters held by the pipeline ranks `rank` ([n, R]) with `cnt[k]` layers of each
     kind: their layers; the embedding on the first rank; the final norm, head (a copy of the tied
-    embedding when pp > 1, Megatron-Core shared embedding) and MTP modules on the last."""
+    embedding when pp > 1, Megatron-Core shared embedding) and MTP modules on the last. DualPipe
+    (`dualpipe_params`): each rank also holds its mirror stage's."""
     pc = param_counts(m)
     dense = expert = 0.0
     for k, layer in enumerate(w.layers):
@@ -159,4 +160,23 @@ def rank_params(m: ModelSpec, w, cnt, rank, pp):
     dense = dense + np.where(last, final + pc.mtp_total - mtp_exp, 0.0)
     dense = dense + np.where(last & ((pp > 1) | (not m.tied_embeddings)), head, 0.0)
     expert = expert + np.where(last, mtp_exp, 0.0)
+    if schedule == "dualpipe":
+        return dualpipe_params(dense, rank, pp), dualpipe_params(expert, rank, pp)
     return dense, expert
+
+
+def dualpipe_params(p, rank, pp):
+    """Parameters of the ranks `rank` ([n, R]) under DualPipe: their own stage's `p` plus the mirror stage
+    pp - 1 - r's, which the reverse direction runs on the same GPU (DeepSeek-V3 report §3.2.1, Table 2:
+    "Parameter 2x"; the first and last ranks both hold the embedding and the head). The mirror is read
+    from the column of `rank` that holds it; where none does (rank 1's mirror pp - 2 at pp > 3) the rank's
+    own stage stands in, exact when the middle stages are equal and an upper bound otherwise (rank 1 takes
+    the uneven split's extra layers first, pp.ranks_for_memory)."""
+    p = np.broadcast_to(np.asarray(p, dtype=float), np.broadcast_shapes(np.shape(p), np.shape(rank)))
+    rank = np.broadcast_to(rank, p.shape)
+    pp = np.broadcast_to(np.asarray(pp, dtype=float), p.shape)
+    mirror = p.copy()
+    for j in range(p.shape[-1] - 1, -1, -1):          # the first column holding the mirror rank wins
+        holds = rank[..., j:j + 1] == pp - 1 - rank
+        mirror = np.where(holds, p[..., j:j + 1], mirror)
+    return np.where(pp > 1, p + mirror, p)

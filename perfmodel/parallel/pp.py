@@ -177,9 +177,12 @@ def in_flight(pp, vp, nmb, rank=0, schedule: str = "interleaved"):
     2(pp - rank - 1) + (vp - 1) pp chunks plus the one in flight, each 1/vp of the rank's layers; on the
     first rank pp (1 + (pp-1)/(pp vp)) (Korthikanti et al. 2022 §4.2.3). GPipe: all forwards run before
     any backward, so every rank holds all of them (Huang et al. 2019 §2.3; Narayanan et al. 2021 §2.2.1).
-    At most nmb."""
+    DualPipe: PP + 1 on every rank (DeepSeek-V3 report §3.2.1, Table 2: the two directions' micro-batches
+    together, in units of one stage's activations). At most nmb."""
     chunks = 2 * (pp - rank - 1) + (vp - 1) * pp + 1
     sched = np.where(vp > 1, chunks / vp, pp - rank)
     if schedule == "gpipe":
         sched = np.maximum(nmb, 1) + 0 * sched
+    elif schedule == "dualpipe":
+        sched = pp + 1 + 0 * sched
     return np.where(pp > 1, np.minimum(sched, np.maximum(nmb, 1)), 1.0)
