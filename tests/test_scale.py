@@ -254,8 +254,8 @@ def _sigint_while_working(args: list[str], tmp: Path) -> tuple[int, str, str]:
     would hand it down ignored."""
     cache = tmp / "cache"
     cache.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args], cwd=ROOT, env=_child_env(PERFMODEL_CACHE_DIR=str(cache)),
-                         text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args], cwd=ROOT,
+                         env=_child_env(PERFMODEL_CACHE_DIR=str(cache)), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300        # a bound on waiting, not a speed target: the asserts then fail
     while p.poll() is None and not any(cache.iterdir()) and time.monotonic() < deadline:
@@ -328,7 +328,7 @@ def _child_stats(code: str) -> dict:
 
 
 @SCALE
-def test_validate_100k_rows_fast_and_bounded(tmp_path):
+def test_validate_100k_rows_bounded_memory(tmp_path):
     path = tmp_path / "big.csv"
     _write_big_csv(path, 100_000)
     st = _child_stats(f"""
@@ -337,8 +337,8 @@ from perfmodel.validate import validate_file
 t = time.perf_counter(); rep = validate_file({str(path)!r}); dt = time.perf_counter() - t
 STATS = {{"seconds": dt, "given": rep.given, "results": len(rep.results), "unsupported": len(rep.unsupported)}}
 """)
+    # its seconds are benchmarks/README.md's figure, not asserted (no timed tests)
     assert st["given"] == 100_000 and st["results"] + st["unsupported"] == 100_000
-    assert st["seconds"] < 30, st
     assert st["rss_mb"] < 600, st          # ~1.7 kB of results per row; the CSV itself is never held
 
 
