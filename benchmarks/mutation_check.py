@@ -318,6 +318,10 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
        "all-gather over one rank is 0 anyway" for w in ("np.asarray(cp) > 1", "np.asarray(cp) > 1 #2")},
     ("perfmodel/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
         "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
+    ("perfmodel/parallel/dp.py", "grad_and_param_times", "reps > 1"):
+        "reps = dp*cp / gcd(dp*cp, hsg) >= 1, so >= differs only at reps = 1, where comm.all_reduce_time over one "
+        "member is exactly 0 (its own size > 1 guard) for the latency and the unit-byte call alike: lat = 0, "
+        "per_byte = 0 - 0 = 0, and the added term is 0 as under >",
     ("perfmodel/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):
         "only the last layer kind (moe: workload.build lists dense first) has expert parameters, so `expert` is "
         "still 0 whenever a non-zero term is added to it",

@@ -4,8 +4,13 @@ message with exit status 2 (never a traceback).
 
 Commands load lazily: `perfmodel predict ...` imports perfmodel.commands.predict only, and `perfmodel
 --help` none of them (its listing comes from HELP below, which tests/test_startup.py checks against the
-commands themselves). The console script is `run`: `main` plus a fast exit."""
+commands themselves). The console script is perfmodel/__main__.py's `run`: this module's `run` (`main`
+plus a fast exit) behind a guard that keeps Ctrl-C clean during the start-up imports too."""
 from __future__ import annotations
+
+if __name__ == "__main__":     # `python -m perfmodel.cli`: the console script's guarded entry, before any import
+    from perfmodel.__main__ import run as _guarded_run
+    _guarded_run()
 
 import errno
 import json
@@ -159,6 +164,9 @@ def run() -> None:
         else:
             print(exc.code, file=sys.stderr)
             rc = 1
+    except KeyboardInterrupt as exc:    # Ctrl-C outside main's own handler (its first lines): the same line
+        print(str(exc) or "interrupted", file=sys.stderr)
+        rc = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -166,6 +174,3 @@ def run() -> None:
             pass
     os._exit(rc)
 
-
-if __name__ == "__main__":
-    run()

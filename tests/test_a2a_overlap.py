@@ -85,3 +85,48 @@ def test_unpartnered_pass_exposes_one_micro_batch_of_all_to_all_at_pp1():
     assert on2 == pytest.approx(e_on + e_off, rel=1e-9) and on4 == pytest.approx(3 * e_on + e_off, rel=1e-9)
     assert s_off2 - s_on2 == pytest.approx(off2 - on2, rel=1e-9)
     assert s_off4 - s_on4 == pytest.approx(off4 - on4, rel=1e-9)
+
+
+def _toy_moe_tp_ep(nvlink_bw: float, overlap: bool):
+    """The toy MoE (tests/toy.py, its 4 layers all MoE) at tp 2, ep 2 on 4 GPUs (dp 2, gbs 4: m = 2 micro-batches
+    at pp 1), Megatron-Core with userbuffers TP overlap at tp_overlap = 1 (all of it overlappable), the all-to-all
+    dispatcher and the combined-1F1B EP overlap on or off; NVLink (TP and EP groups) at `nvlink_bw` B/s."""
+    from toy import toy_consts, toy_hw, toy_moe
+    hw = toy_hw()
+    hw = hw.model_copy(update={"scale_up": hw.scale_up.model_copy(update={"bandwidth": nvlink_bw})})
+    m = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
+                         shared_intermediate_size=1024))
+    o = Options("bf16", consts=toy_consts(tp_overlap=1.0), routing="balanced", stack="megatron-core",
+                stack_set=("tp_overlap=userbuffers", "moe_dispatcher=alltoall",
+                           f"moe_a2a_overlap={'true' if overlap else 'false'}"))
+    p = predict_grid(m, hw, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, tp=2, ep=2)), o)
+    b = {k: float(v[0]) for k, v in p.breakdown_s.items()}
+    layers = sum(b[k] for k in ("gemm", "attention", "memory_bound", "tp_comm", "cp_comm", "ep_comm"))
+    raw = float(p.comm_raw_s["tp_comm"][0] + p.comm_raw_s["ep_comm"][0])
+    return float(p.step_time_s[0]), layers, raw, b["tp_comm"]
+
+
+def test_unpartnered_pass_budget_when_tp_communication_outlasts_compute():
+    """One budget per layer (overlap.py): TP and EP seconds t_tp, t_ep with shares s_tp = 1, s_ep, under compute
+    C, expose t_tp (1 - 1) + t_ep (1 - s_ep) + max(0, t_tp + s_ep t_ep - C). A pass with no partner runs its
+    all-to-all outside the overlap (s_ep -> 0: t_ep + max(0, t_tp - C)), in the same budget C = the layer's
+    forward + backward compute; its extra exposure (predict._price_kinds' solo) is
+        solo = s_ep t_ep + max(0, t_tp - C) - max(0, t_tp + s_ep t_ep - C).
+    (a) t_tp > C (NVLink at 4 GB/s): the overlapped pass already exposes t_tp + t_ep - C, the lone pass the same:
+        solo = s_ep t_ep + (t_tp - C) - (t_tp + s_ep t_ep - C) = 0. Switching the EP overlap on changes no step
+        time, and every layer takes exactly its communication time C + (t_tp + t_ep - C), on or off.
+    (b) t_tp < C < t_tp + s_ep t_ep (12 GB/s): on, every pass exposes t_tp + t_ep - C, the lone pass C - t_tp
+        more (solo); off, every pass exposes t_ep. Per step at pp 1 (one of the m micro-batches unpartnered),
+        over L = 4 layers: off - on = m L t_ep - (m L (t_tp + t_ep - C) + L (C - t_tp)) = (m - 1) L (C - t_tp),
+        and the off run's layers take m L (C + t_ep), its raw communication m L (t_tp + t_ep), so
+        off - on = (m - 1) / m x (layers_off - raw)."""
+    on, lay_on, raw_on, tp_on = _toy_moe_tp_ep(4e9, True)
+    off, lay_off, raw_off, tp_off = _toy_moe_tp_ep(4e9, False)
+    assert tp_off > 0                                     # (a)'s regime: TP alone spills over C (s_tp = 1)
+    assert on == pytest.approx(off, rel=1e-9)
+    assert lay_on == pytest.approx(raw_on, rel=1e-9) and lay_off == pytest.approx(raw_off, rel=1e-9)
+    on, lay_on, raw_on, tp_on = _toy_moe_tp_ep(1.2e10, True)
+    off, lay_off, raw_off, tp_off = _toy_moe_tp_ep(1.2e10, False)
+    assert tp_off == 0.0 and tp_on > 0                    # (b)'s regime: t_tp < C < t_tp + s_ep t_ep
+    m = 2
+    assert off - on == pytest.approx((m - 1) / m * (lay_off - raw_off), rel=1e-9) and off > on

@@ -192,6 +192,39 @@ def test_grad_and_param_times_hybrid_sharding():
     assert rs2[0, 1] == pytest.approx(7 / 8 * 8e8 / 2e11 + 4e-5 + 2 * 0.75 * 1e8 / 4e10 + 6e-5, rel=REL)
 
 
+def test_hybrid_all_reduce_members_are_h_tp_ranks_apart():
+    # HSDP replicas all-reduce the shard across groups whose members sit h x tp ranks apart (Megatron rank
+    # order: tp fastest, then the shard group). Dense 1e8 params, fp32 grads, bf16 weights, dp*cp = 8, group 2.
+    # tp 1: the group is 2 neighbours (NVLink): RS 1/2 * 4e8 / 2e11 + 10 us x (1 + 1) = 1.02 ms; AG 1/2 * 2e8 /
+    # 2e11 + 20 us = 0.52 ms. The 4 replicas, 2 apart: 8 // 2 = 4 per domain, all in one (NVLS all-reduce,
+    # 0.75 x 4e11 = 3e11): 2 * 3/4 * 2e8 B (the 1/2 shard) / 3e11 + 10 us x (1 + 2) = 1.03 ms
+    rs, ag = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 8, 1, 1, 1, 1, HW, hsg=2)
+    assert float(rs) == pytest.approx(1.02e-3 + 1.03e-3, rel=1e-9) and float(ag) == pytest.approx(0.52e-3, rel=1e-9)
+    # tp 2: the group's 2 members are 2 apart (still one domain: RS and AG as above); the replicas 2 x 2 = 4
+    # apart: 8 // 4 = 2 per domain, 2 domains, each ring hop over the 2 members' NICs (2 x 5e10 x 0.8 = 8e10 <
+    # NVLink's 2e11): 2 * 3/4 * 2e8 / 8e10 + 20 us x (1 + 2) = 3.81 ms
+    rs, ag = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 8, 1, 2, 1, 1, HW, hsg=2)
+    assert float(rs) == pytest.approx(1.02e-3 + 3.81e-3, rel=1e-9) and float(ag) == pytest.approx(0.52e-3, rel=1e-9)
+    # a 16-GPU domain, dp*cp = 16, group 4, tp 2: the group's 4 members 2 apart in one domain: RS 3/4 * 4e8 /
+    # 2e11 + 10 us x (1 + 2) = 1.53 ms, AG 3/4 * 2e8 / 2e11 + 30 us = 0.78 ms; the 4 replicas 4 x 2 = 8 apart:
+    # 16 // 8 = 2 per domain, 2 domains, hops over 2 NICs (8e10): 2 * 3/4 * 1e8 B (the 1/4 shard) / 8e10
+    # + 20 us x (1 + 2) = 1.935 ms (a stride of 9 would leave one member per domain, hops of one NIC)
+    rs, ag = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 16, 1, 2, 1, 1, toy_hw(domain=16), hsg=4)
+    assert float(rs) == pytest.approx(1.53e-3 + 1.935e-3, rel=1e-9) and float(ag) == pytest.approx(0.78e-3, rel=1e-9)
+
+
+def test_hybrid_all_reduce_per_pipeline_rank_of_several_layouts():
+    # two layouts (tp 1 and tp 2, both dp*cp 8, group 2) x three pipeline ranks holding 1e8, 2e8, 1e8 dense
+    # params: each layout's all-reduce shape (above) placed once and broadcast over its ranks. 2e8 params
+    # double every bandwidth term: tp 1: 2.0 ms + 20 us + 2.0 ms + 30 us = 4.05 ms; tp 2: 2.02 ms + 7.5 ms
+    # + 60 us = 9.58 ms
+    col = lambda *v: np.array(v, dtype=float)[:, None]
+    rs, ag = dp.grad_and_param_times(np.array([[1e8, 2e8, 1e8], [1e8, 1e8, 2e8]]), np.zeros((2, 3)), 4.0, 2.0,
+                                     col(8, 8), col(1, 1), col(1, 2), col(1, 1), col(1, 1), HW, hsg=2)
+    np.testing.assert_allclose(rs, [[2.05e-3, 4.05e-3, 2.05e-3], [4.83e-3, 4.83e-3, 9.58e-3]], rtol=1e-9)
+    np.testing.assert_allclose(ag, [[0.52e-3, 1.02e-3, 0.52e-3], [0.52e-3, 0.52e-3, 1.02e-3]], rtol=1e-9)
+
+
 def test_grad_and_param_times_expert_stride_is_ep_etp():
     # experts only, edp 4 with members ep * etp = 2 x 1 = 2 apart: all 4 in one domain (8 // 2 = 4):
     # RS 3/4 * 2e8 / 2e11 + 10 us * (1 + 2) = 0.78 ms; AG the same bytes

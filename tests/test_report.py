@@ -64,7 +64,9 @@ def test_files_and_references(report):
 
 def test_seconds_and_bad_out(report, tmp_path, capsys):
     _, d = report
-    assert d["seconds"] < 60
+    # the time taken is reported, never asserted (no timed tests: a cold matplotlib font cache or a loaded
+    # machine takes what it takes; figures live in benchmarks/)
+    assert isinstance(d["seconds"], float) and d["seconds"] > 0
     f = tmp_path / "a_file"
     f.write_text("x")
     run_err(capsys, ["report", "--out", str(f / "sub")])

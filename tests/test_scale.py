@@ -4,7 +4,8 @@
 - The planner streams its enumeration and keeps only a running top K and Pareto front: tiny chunk
   sizes (many chunks, many re-prunings) give exactly the result of the default ones.
 - Ctrl-C during a long search or validation: exit 130, one "interrupted ..." line, no traceback
-  (in-process with a simulated interrupt, and in a subprocess with a real SIGINT, ~2 s each).
+  (in-process with a simulated interrupt, and in a subprocess with a real SIGINT sent once the child is
+  inside the command's work, ~2 s each); and during the start-up imports, from every entry point.
 
 The two measurements at full scale (a 100,000-row CSV and a 10.8M-layout search, ~10 s each, with a
 peak-memory bound) are slow and opt-in: set PERFMODEL_SCALE_TEST=1 to run them. Figures:
@@ -239,31 +240,79 @@ def test_validate_interrupt_message(capsys, monkeypatch, tmp_path):
     assert line == "interrupted after 1,000 of 2,500 rows; no results written", line
 
 
-def _sigint_after(args: list[str], seconds: float) -> tuple[int, str, str]:
-    """Run the CLI in a child, send it a real SIGINT after `seconds`; SIGINT is reset to its default in
-    the child, since a shell running the tests in the background would hand it down ignored."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    p = subprocess.Popen([sys.executable, "-m", "perfmodel.cli", *args], cwd=ROOT, env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def _child_env(**extra: str) -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **extra}
+
+
+def _sigint_while_working(args: list[str], tmp: Path) -> tuple[int, str, str]:
+    """Run the CLI in a child (`python -m perfmodel`, the console script's entry) and send it a real SIGINT
+    once it is inside the command's work: the child starts with an empty lambdify cache
+    (PERFMODEL_CACHE_DIR, perfmodel/fncache.py), whose first entry it writes while predicting, after
+    start-up and the command's imports. The signal follows an event, never a timer, so a slow, cold or
+    loaded machine (start-up of seconds) and a fast one (a command over in a second) send it at the same
+    point. SIGINT is reset to its default in the child, since a shell running the tests in the background
+    would hand it down ignored."""
+    cache = tmp / "cache"
+    cache.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args], cwd=ROOT,
+                         env=_child_env(PERFMODEL_CACHE_DIR=str(cache)), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(seconds)
+    deadline = time.monotonic() + 300        # a bound on waiting, not a speed target: the asserts then fail
+    while p.poll() is None and not any(cache.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.002)
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+    out, err = p.communicate(timeout=300)
     return p.returncode, out, err
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_sigint_during_search():
-    rc, out, err = _sigint_after([*BIG_SEARCH, "--json"], 1.5)
-    _assert_clean_interrupt(rc, out, err)
+def test_sigint_during_search(tmp_path):
+    rc, out, err = _sigint_while_working([*BIG_SEARCH, "--json"], tmp_path)
+    line = _assert_clean_interrupt(rc, out, err)
+    # the search's own line: the interrupt landed in its work, and it says so
+    assert line.endswith("; no results written"), line
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_sigint_during_validate(tmp_path):
     path = tmp_path / "big.csv"
     _write_big_csv(path, 20_000)
-    rc, out, err = _sigint_after(["validate", str(path), "--json"], 1.5)
-    _assert_clean_interrupt(rc, out, err)
+    rc, out, err = _sigint_while_working(["validate", str(path), "--json"], tmp_path)
+    line = _assert_clean_interrupt(rc, out, err)
+    assert line.startswith("interrupted after ") and line.endswith(" of 20,000 rows; no results written"), line
+
+
+# A real SIGINT that the child sends itself the moment it starts importing `module` (an import hook: exact,
+# not a race): click is the CLI's first import, before main's handler; numpy comes with the command's module,
+# inside main (click's Abort)
+_INTERRUPT_ON_IMPORT = """
+import os, signal, sys
+class _InterruptOnImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, _InterruptOnImport())
+sys.argv = ["perfmodel", "predict", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8",
+            "--seq", "4096"]
+"""
+ENTRIES = {
+    "console script": "from perfmodel.__main__ import run\nsys.exit(run())",        # pyproject.toml [project.scripts]
+    "python -m perfmodel": "import runpy\nrunpy.run_module('perfmodel', run_name='__main__', alter_sys=True)",
+    "python -m perfmodel.cli": "import runpy\nrunpy.run_module('perfmodel.cli', run_name='__main__', alter_sys=True)",
+}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("module", ["click", "numpy"])
+@pytest.mark.parametrize("entry", list(ENTRIES))
+def test_sigint_during_start_up_imports(entry, module):
+    """Ctrl-C while the CLI is still importing: one line, exit 130, no traceback, from every entry point."""
+    r = subprocess.run([sys.executable, "-c", _INTERRUPT_ON_IMPORT.format(module=module) + ENTRIES[entry]],
+                       cwd=ROOT, env=_child_env(), capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert _assert_clean_interrupt(r.returncode, r.stdout, r.stderr) == "interrupted"
 
 
 # ---- full scale (opt-in) ------------------------------------------------------------------------------
@@ -279,7 +328,7 @@ def _child_stats(code: str) -> dict:
 
 
 @SCALE
-def test_validate_100k_rows_fast_and_bounded(tmp_path):
+def test_validate_100k_rows_bounded_memory(tmp_path):
     path = tmp_path / "big.csv"
     _write_big_csv(path, 100_000)
     st = _child_stats(f"""
@@ -288,8 +337,8 @@ from perfmodel.validate import validate_file
 t = time.perf_counter(); rep = validate_file({str(path)!r}); dt = time.perf_counter() - t
 STATS = {{"seconds": dt, "given": rep.given, "results": len(rep.results), "unsupported": len(rep.unsupported)}}
 """)
+    # its seconds are benchmarks/README.md's figure, not asserted (no timed tests)
     assert st["given"] == 100_000 and st["results"] + st["unsupported"] == 100_000
-    assert st["seconds"] < 30, st
     assert st["rss_mb"] < 600, st          # ~1.7 kB of results per row; the CSV itself is never held
 
 

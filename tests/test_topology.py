@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from perfmodel import comm
 from perfmodel.hardware import apply_overrides, load_hardware
@@ -145,7 +145,9 @@ FASTER = [["nic_gbit_s=800"], ["nvlink_gbyte_s=1800"], ["spine_oversubscription=
 PAIRS = [(b, apply_overrides(b, f)) for b in BASES for f in FASTER]
 
 
-@settings(max_examples=120, deadline=None)
+# derandomized (the same 120 examples every run, as the suite's other property tests): a random draw per run
+# would make a rare counter-example a flake instead of a failure (all 990 size x stride x pair shapes hold)
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=st.sampled_from(PAIRS), size=st.sampled_from([2, 3, 4, 8, 9, 16, 32, 64, 128, 144, 512]),
        stride=st.sampled_from([1, 2, 4, 8, 16, 32, 72, 128, 144, 256]), nbytes=st.floats(1e3, 1e10))
 def test_more_bandwidth_is_never_slower(pair, size, stride, nbytes):
