@@ -110,7 +110,7 @@ def test_unpartnered_pass_budget_when_tp_communication_outlasts_compute():
     """One budget per layer (overlap.py): TP and EP seconds t_tp, t_ep with shares s_tp = 1, s_ep, under compute
     C, expose t_tp (1 - 1) + t_ep (1 - s_ep) + max(0, t_tp + s_ep t_ep - C). A pass with no partner runs its
     all-to-all outside the overlap (s_ep -> 0: t_ep + max(0, t_tp - C)), in the same budget C = the layer's
-    forward + backward compute; its extra exposure (predict._price_kinds' solo) is
+    forward + backward compute; its extra exposure (predict.price_kind's solo) is
         solo = s_ep t_ep + max(0, t_tp - C) - max(0, t_tp + s_ep t_ep - C).
     (a) t_tp > C (NVLink at 4 GB/s): the overlapped pass already exposes t_tp + t_ep - C, the lone pass the same:
         solo = s_ep t_ep + (t_tp - C) - (t_tp + s_ep t_ep - C) = 0. Switching the EP overlap on changes no step
