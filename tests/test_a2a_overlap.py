@@ -90,14 +90,15 @@ def test_unpartnered_pass_exposes_one_micro_batch_of_all_to_all_at_pp1():
 def _toy_moe_tp_ep(nvlink_bw: float, overlap: bool):
     """The toy MoE (tests/toy.py, its 4 layers all MoE) at tp 2, ep 2 on 4 GPUs (dp 2, gbs 4: m = 2 micro-batches
     at pp 1), Megatron-Core with userbuffers TP overlap at tp_overlap = 1 (all of it overlappable), the all-to-all
-    dispatcher and the combined-1F1B EP overlap on or off; NVLink (TP and EP groups) at `nvlink_bw` B/s."""
+    dispatcher and the combined-1F1B EP overlap on or off; NVLink (TP and EP groups) at `nvlink_bw` B/s. Every
+    backward TP collective in the one budget (tp_bwd_async = false: none runs under its own GEMM apart)."""
     from toy import toy_consts, toy_hw, toy_moe
     hw = toy_hw()
     hw = hw.model_copy(update={"scale_up": hw.scale_up.model_copy(update={"bandwidth": nvlink_bw})})
     m = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
                          shared_intermediate_size=1024))
     o = Options("bf16", consts=toy_consts(tp_overlap=1.0), routing="balanced", stack="megatron-core",
-                stack_set=("tp_overlap=userbuffers", "moe_dispatcher=alltoall",
+                stack_set=("tp_overlap=userbuffers", "tp_bwd_async=false", "moe_dispatcher=alltoall",
                            f"moe_a2a_overlap={'true' if overlap else 'false'}"))
     p = predict_grid(m, hw, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, tp=2, ep=2)), o)
     b = {k: float(v[0]) for k, v in p.breakdown_s.items()}
