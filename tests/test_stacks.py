@@ -380,3 +380,19 @@ def test_nemo_2606_qwen3_235b_mxfp8_on_gb_runs_the_whole_iteration_hybridep_path
     assert s.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").features.cuda_graphs == "per_layer"
     assert s.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").features.cuda_graphs != "full_iteration"
     assert load_stack("nemo-26.04").for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8").features.cuda_graphs == "per_layer"
+
+
+def test_mla_on_blackwell_in_the_25_04_containers_runs_unfused_attention():
+    # TE PR #1797 (2.5.0) / cuDNN 9.11: fused MLA training (head_dim_qk 192 != head_dim_v 128) on sm100 arrived
+    # after NeMo 25.04; Hopper has it since cuDNN 9.5. The rule is the DGXC v25.05 preset's (NeMo 25.04 containers); nemo-25.07, built on nemo-25.04, does not get it.
+    for sid in ("dgxc-25.05",):
+        s = load_stack(sid)
+        gb = s.for_model("deepseek-v3", True, "gb200-nvl72", "bf16")
+        assert (gb.value("attention_kernel"), gb.value("recompute_modules")) == ("unfused", ("core_attn",))
+        assert s.for_model("deepseek-v3", True, "b200", "bf16").value("attention_kernel") == "unfused"
+        assert s.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("attention_kernel") != "unfused"
+        # only MLA: other models on GB200 keep the release's kernel
+        assert s.for_model("mixtral-8x7b", True, "gb200-nvl72", "fp8").value("attention_kernel") != "unfused"
+    # later releases (TE >= 2.5) are untouched
+    assert load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("attention_kernel") != "unfused"
+    assert load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("attention_kernel") != "unfused"
