@@ -396,3 +396,16 @@ def test_mla_on_blackwell_in_the_25_04_containers_runs_unfused_attention():
     # later releases (TE >= 2.5) are untouched
     assert load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("attention_kernel") != "unfused"
     assert load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("attention_kernel") != "unfused"
+
+
+def test_deepseek_v3_26_02_runs_the_26_04_presets():
+    # the 26.02 DeepSeek-V3 rows run the f0e2c37e V1/V2 layouts, as 26.04's: every feature resolves the same
+    a, b = load_stack("nemo-26.02"), load_stack("nemo-26.04")
+    for hw, prec in (("gb300-nvl72", "mxfp8"), ("gb200-nvl72", "mxfp8"), ("b300", "mxfp8"), ("b200", "mxfp8"),
+                     ("h100-sxm", "fp8"), ("gb300-nvl72", "bf16")):
+        x, y = a.for_model("deepseek-v3", True, hw, prec), b.for_model("deepseek-v3", True, hw, prec)
+        assert all(x.value(f) == y.value(f) for f in FEATURES), (hw, prec)
+    g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
+    assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
+    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's
+    assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute_modules") == ("mlp", "moe_act")
