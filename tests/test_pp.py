@@ -60,9 +60,15 @@ def test_bridge_map_layout_of_deepseek_v3():
         assert sum(pp.chunk_layers(61, p, v, 1, "bridge_map")) == 61
     # s = 2 leaves no room (H100 pp8 vp4): the presets' own 'Et|(tt|)*30mL', the slot rule
     assert pp.chunk_layers(61, 8, 4, 1, "bridge_map") == pp.chunk_layers(61, 8, 4, 1) == [1] + [2] * 30 + [0]
-    # no MTP, or a split that does not divide 64: the layout has no say
-    assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == pp.chunk_layers(61, 16, 1, 0)
+    # without MTP the maps keep their counts (Kimi-K2's map; DeepSeek-V3's with mtp_num_layers unset): the loss
+    # beside one decoder layer, where Megatron-Core's own split would give 3 | 4 x 13 | 3 | 3
+    assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == [4] * 15 + [1]
+    assert pp.chunk_layers(61, 2, 8, 0, "bridge_map") == [4] * 15 + [1]                 # Kimi-K2 (2, 8)
+    assert pp.chunk_layers(61, 16, 1, 0) == [3] + [4] * 13 + [3, 3]
+    # a (pp, vp) the maps do not list (pp2 vp4, pp3) or a layer count 64 / C does not fit: the map has no say
+    assert pp.chunk_layers(61, 2, 4, 0, "bridge_map") == pp.chunk_layers(61, 2, 4, 0)
     assert pp.chunk_layers(61, 3, 1, 1, "bridge_map") == [20, 21, 20]
+    assert pp.chunk_layers(80, 4, 1, 0, "bridge_map") == [20] * 4
     # on DeepSeek-V3's kinds the first rank holds the 3 dense layers and one MoE layer, the last one MoE layer
     m = load_model("deepseek-v3")
     kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))

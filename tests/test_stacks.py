@@ -409,3 +409,17 @@ def test_deepseek_v3_26_02_runs_the_26_04_presets():
     assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
     # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's
     assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute_modules") == ("mlp", "moe_act")
+
+
+def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
+    # Megatron-Bridge (25.09+) lays DeepSeek-V3 and Kimi-K2 out by their recipes' maps; other models keep
+    # Megatron-Core's split, and so do the NeMo 2.0 releases
+    for sid in ("nemo-25.09", "nemo-26.04", "default"):
+        s = load_stack(sid)
+        for model in ("deepseek-v3", "deepseek-v3-nomtp", "kimi-k2"):
+            assert s.for_model(model, True, "b200", "mxfp8").value("pipeline_layout") == "bridge_map"
+        assert s.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("pipeline_layout") == "module_slots"
+        assert s.for_model("gpt-530b", False, "a100-sxm-80gb", "bf16").value("pipeline_layout") == "module_slots"
+    assert load_stack("nemo-25.04").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("pipeline_layout") == "module_slots"
+    k = load_stack("nemo-26.04").for_model("kimi-k2", True, "gb300-nvl72", "mxfp8")
+    assert (k.value("moe_dispatcher"), k.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))

@@ -13,9 +13,9 @@ with the embedding, each MTP layer and the loss taking one layer slot each when 
 NeMo 2.0 scripts/performance/llm/pretrain_deepseek_v3.py (num_layers_in_first_pipeline_stage = 64 // pp - 1,
 num_layers_in_last_pipeline_stage = 64 // pp - 2 for 61 layers + MTP) and Megatron-Bridge's DeepSeek-V3 H100
 pipeline layout "Et|(tt|)*30mL" (pp8 vp4: the last chunk holds only the MTP layer and the loss). Megatron-Bridge's
-DeepSeek-V3 recipes lay the other splits out by an explicit map instead (stack pipeline_layout = "bridge_map"):
-the embedding shares the first chunk with a full chunk of decoder layers and the last chunk holds
-slots - 2 - mtp of them with the MTP layers and the loss. Layer kinds (DeepSeek-V3's 3 dense first layers,
+DeepSeek-V3 and Kimi-K2 recipes lay their 61 layers out by an explicit (pp, vp) map instead (stack
+pipeline_layout = "bridge_map", `BRIDGE_MAP_KEYS`): the embedding shares the first chunk with a full chunk of
+decoder layers and the last chunk holds three fewer, beside the MTP layer (if any) and the loss. Layer kinds (DeepSeek-V3's 3 dense first layers,
 Llama 4's alternating MoE) land on the ranks that hold them.
 
 Schedule. With stage times t_r (one micro-batch's forward + backward on rank r) and m micro-batches:
@@ -39,18 +39,25 @@ from .. import constants as K
 from ..topology import _codes
 
 
+# (pp, vp) entries of Megatron-Bridge's DeepSeek-V3 / Kimi-K2 pipeline layout maps (chunk_layers, bridge_map)
+BRIDGE_MAP_KEYS = frozenset({(4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4), (2, 8)})
+
+
 def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_slots") -> list[int]:
     """Transformer layers of each of the pp*vp chunks, in model order (`mtp`: the model's MTP layers, which
-    the last chunk holds with the loss; `layout`: the stack's pipeline_layout, which matters only with MTP)."""
+    the last chunk holds with the loss; `layout`: the stack's pipeline_layout)."""
     C = pp * vp
     slots, extra = divmod(L + 2 + mtp, C)
-    if layout == "bridge_map" and mtp and C > 1 and extra == 0 and slots > mtp + 2:
-        # Megatron-Bridge recipes/deepseek/deepseek_v3.py set_deepseek_v3_pipeline_model_parallel_layout: for
-        # (pp, vp) in (4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4) the layout is [embedding + s decoders],
-        # (C - 2) x [s decoders], [s - 2 - mtp decoders + mtp + loss] with s = (L + 2 + mtp) / C: 61 layers on 16
-        # chunks are 4 | 4 x 14 | 1 (its GB300 pp2 vp8 string "Et*4|(t*4|)*14tmL" the same). Where s is too
-        # small for that (H100 pp8 vp4) the presets give their own string, "Et|(tt|)*30mL": the slot rule below
-        return [slots] + [slots] * (C - 2) + [slots - 2 - mtp]
+    if layout == "bridge_map" and (pp, vp) in BRIDGE_MAP_KEYS:
+        s, rest = divmod(L + 3, C)
+        if rest == 0 and s > 3:
+            # Megatron-Bridge recipes/deepseek/deepseek_v3.py set_deepseek_v3_pipeline_model_parallel_layout and
+            # recipes/kimi/kimi_k2.py _get_kimi_k2_pipeline_layout: for these (pp, vp) the 61 decoder layers are laid
+            # out [embedding + s], (C - 2) x [s], [s - 3 + (mtp) + loss] with s = 64 / C, the MTP layer (if any) and
+            # the loss beside the last chunk's decoder layers: 16 chunks 4 | 4 x 14 | 1, 8 chunks 8 | 8 x 6 | 5,
+            # 4 chunks 16 | 16 | 16 | 13 (DeepSeek-V3 with or without MTP, Kimi-K2 alike; the DeepSeek-V3 GB300 preset
+            # string 'Et*4|(t*4|)*14tmL' the same). Other (pp, vp) have no map entry: the rules below
+            return [s] * (C - 1) + [s - 3]
     if mtp and C > 1 and extra == 0 and slots > mtp:
         # embedding, MTP layers and loss take a layer slot each: first chunk slots - 1 decoder layers, the
         # middle ones slots, the last slots - 1 - mtp (module docstring: NeMo 2.0 / Megatron-Bridge layouts)
