@@ -53,7 +53,7 @@ TARGETS: dict[str, list[str]] = {
     "perfmodel/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
     "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
     "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR,
-    "perfmodel/parallel/tp.py": T_PAR,
+    "perfmodel/parallel/tp.py": T_PAR + T_WL + T_PRED,
     "perfmodel/parallel/cp.py": T_PAR,
     "perfmodel/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
     "perfmodel/parallel/dp.py": T_PAR + T_PRED,
@@ -276,7 +276,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
                  "int(p.max()) * radix < 1 << 22", "int(p.max()) * radix")},
     ("perfmodel/parallel/pp.py", "in_flight", "left term np.maximum(nmb, 1) of np.maximum(nmb, 1) + 0 * sched"):
         "+ 0 * sched only broadcasts GPipe's count to the ranks' shape; np.where broadcasts it the same way",
-    ("perfmodel/predict.py", "_price_kinds", "sw.ep_share > 0"):
+    ("perfmodel/predict.py", "price_kind", "sw.ep_share > 0"):
         "at ep_share == 0 the overlap hides nothing: the EP-free budget equals the stack's own, so the solo "
         "difference computed under >= is exactly 0, as under >",
     ("perfmodel/topology.py", "group_path", "size <= 1"):

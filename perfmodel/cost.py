@@ -2,7 +2,7 @@
 cluster topology (comm.py). Pure functions of (records, hardware, constants); arrays over layouts."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -77,6 +77,7 @@ class LayerTime:
     comm: dict            # overlap class -> (forward, backward) raw seconds
     selective_f: np.ndarray = 0.0   # forward seconds of the ops of the recomputed modules
     selective_flops: np.ndarray = 0.0
+    tp_async_exposed: np.ndarray = 0.0   # backward TP collectives beyond their column-parallel GEMMs (tp_async)
 
     @property
     def compute_f(self):
@@ -87,14 +88,30 @@ class LayerTime:
         return self.gemm_b + self.attn_b + self.mem_b
 
 
-def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw) -> LayerTime:
+def _gemm_on(g: Gemm, hw: HardwareSpec, precision: str, c: Constants, reduce):
+    """gemm_fwd_bwd, on the distinct combinations of the axes the record declares (`reduce(axes)` gives
+    (one row per combination, each row's combination) or None) and gathered back: elementwise, the same."""
+    rows = reduce(g.axes) if (reduce is not None and g.axes is not None) else None
+    if rows is None:
+        return gemm_fwd_bwd(g, hw, precision, c)
+    first, inv = rows
+    take = lambda x: np.asarray(x)[first] if np.ndim(x) else x
+    f, b = gemm_fwd_bwd(replace(g, M=take(g.M), N=take(g.N), K=take(g.K), count=take(g.count)), hw, precision, c)
+    back = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
+    return back(f), back(b)
+
+
+def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw, reduce=None) -> LayerTime:
     """Price a layer's records as stack `sw` runs them; also the forward seconds and FLOPs of the ops
-    whose recompute module the stack's selective policy recomputes."""
+    whose recompute module the stack's selective policy recomputes. `reduce` (the planner's, score.py):
+    GEMMs priced once per distinct combination of their declared axes (_gemm_on)."""
     mods = set(sw.recompute_modules) | ({"moe_act"} if "moe" in sw.recompute_modules else set())
     gf = gb = sel = sel_fl = 0.0
+    bwd: dict[str, np.ndarray] = {}
     for g in layer.gemms:
-        f, b = gemm_fwd_bwd(g, hw, precision, c)
+        f, b = _gemm_on(g, hw, precision, c, reduce)
         gf, gb = gf + f, gb + b
+        bwd[g.name] = b
         if g.module in mods:
             sel, sel_fl = sel + f, sel_fl + g.flops_fwd
     for x in layer.fixed:                      # host syncs run on the GEMM stream's critical path
@@ -110,7 +127,20 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     for x in layer.comms:
         if x.module in mods:
             sel = sel + x.calls_fwd * x.price(hw)
-    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl)
+    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl, tp_async_exposed(layer.comms, bwd, hw))
+
+
+def tp_async_exposed(comms: tuple[Collective, ...], bwd: dict, hw: HardwareSpec):
+    """Seconds of the asynchronous backward TP collectives (overlap "tp_async", parallel/tp.py) that outlast
+    the backward (dgrad + wgrad) of the GEMMs they run under: max(0, calls x t - window) per collective.
+    Launched before those GEMMs on their own NCCL stream, they hide up to the GEMMs' length; the rest waits
+    (handle.wait() before the linear's backward returns)."""
+    out = 0.0
+    for x in comms:
+        if x.overlap == "tp_async":
+            window = sum(bwd[name] for name in x.window)
+            out = out + np.maximum(0.0, x.calls_bwd * x.price(hw) - window)
+    return out
 
 
 def offload_exposed(layer: Layer, t: LayerTime, hw: HardwareSpec, sw, num_layers: int):

@@ -46,12 +46,15 @@ SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleav
 def tail(per_layer, upl, embed, head, u,                              # [K, U or B, R], [B], [U], [U], [B]
          cnt, emb, hd, mult, pair,                                    # [K, P, S], [P, S] x 3, [B]
          p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B] x 5, int, float
-         run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs, overhead, tokens, gpus,  # overhead [B, R]
+         run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs,
+         step_overhead, solo, ep_solo, tokens, gpus,                  # float, [FL, R], [U]
          params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [B]; [Q, runs] x 7
          mcnt, mpair, fl_idx, in_flight, lastr, first, kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
-         full_layer, rec_full, rec_none, mtp_layers, emb_act, logits, reserved, dummy, act_share,   # ..., [Q, B] x 2
+         full_layer, rec_full, rec_none, mtp_layers, Ts, emb_bytes, T, logit_bytes, vocab, tp,  # [U], [R] x 2, int, [U], ..., [B]
+         reserved, has_dummy, dummy_e, dummy_on, dummy_head, bf16, act_share,   # float, bool, [G, U], [G, P, Q], [U], float, [Q, P]
          step, tps, mem):
     K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
+    G = dummy_e.shape[0]
     act = np.empty(Q)
     eh = np.empty(S)                                   # per base row: terms that do not depend on r or f
     pa, pb_, fa, fr, fh, fga, fgr, wgo, lg = (np.empty(Q), np.empty(Q), np.empty(Q), np.empty(Q), np.empty(Q),
@@ -62,6 +65,11 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
         for s in range(S):
             eh[s] = emb[pb, s] * embed[ub]
         x_fixed, x_share = (1.0 - pp_share[b]) * p2p[b], pp_share[b] * p2p[b]
+        # terms of the schedule, the logits and the overhead that do not depend on r, f or q (hoisted: the
+        # same operations on the same values)
+        fill_b = max(0.0, pp[b] - nmb[b]) * (vp[b] - 1) / vp[b]
+        solo_b = ep_solo[ub] / pp[b]
+        lg_b = logit_bytes * T[ub] * vocab / tp[b]
         if per_microbatch:
             n_ag = nmb[b] * (2.0 if reshard else 1.0)
             n_rs = nmb[b]
@@ -80,13 +88,20 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
             fa[q] = dp_ag_share * t_ag / h if h > 0 else 0.0
             fr[q] = dp_rs_share * t_rs / h if h > 0 else 0.0
             fga[q], fgr[q] = (1 - dp_ag_share) * t_ag, (1 - dp_rs_share) * t_rs
-            lg[q] = logits[b] if lastr[q, mb] else 0.0
+            lg[q] = lg_b if lastr[q, mb] else 0.0
+            # the cached dummy weight gradients of the groups the rank holds, the output layer's on the last
+            # (memory.dummy_wgrad_from)
+            dm = 0.0
+            if has_dummy:
+                for g in range(G):
+                    dm = dm + dummy_e[g, ub] * dummy_on[g, mb, q]
+                dm = bf16 * (dm + (dummy_head[ub] if lastr[q, mb] else 0.0))
             for f in range(F):
                 sharded = fs[f] and per_microbatch
                 w = shard[q, rb] * wb if sharded else params[q, rb] * wb
                 g = shard[q, rb] * gb if (sharded or shards_grads) else params[q, rb] * gb
                 o = adam_bytes * (shard[q, rb] if fs[f] else opt_group[q, rb])
-                wgo[f, q] = w + g + dummy[q, b] + o
+                wgo[f, q] = w + g + dm + o
         for r in range(R):
             # stages (predict._stages): the slowest and the summed rank
             t_max = -np.inf
@@ -106,7 +121,7 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
                     t_max = max(t_max, t)
                     t_sum = t_sum + mult[pb, s] * (t if on else 0.0)
             # schedule (parallel/pp.schedule_time)
-            fill = max(0.0, pp[b] - nmb[b]) * (vp[b] - 1) / vp[b] * t_sum / pp[b]
+            fill = fill_b * t_sum / pp[b]
             bub = (t_sum - t_max) / vp[b] + fill
             if schedule == 1:
                 bub = bub * zb_share
@@ -118,11 +133,11 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
                 h = 0.0
                 for k in range(K):
                     h = h + mcnt[k, mb, q] * kept[k, ub, r]
-                a = h * in_flight[q, fb] * (act_share[q, b] if rec_none[r] else 1.0)
+                a = h * in_flight[q, fb] * (act_share[q, mb] if rec_none[r] else 1.0)
                 if mtp_layers:
                     a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, mb] else 0.0)
                 a = a + (full_layer[ub] if rec_full[r] else 0.0)
-                a = a + (emb_act[b] if first[q, mb] else 0.0)
+                a = a + (emb_bytes * Ts[ub] if first[q, mb] else 0.0)
                 act[q] = a
             window = nmb[b] * t_max
             w_rs, w_ag = t_max * 2 / 3, t_max / 3
@@ -141,7 +156,7 @@ def tail(per_layer, upl, embed, head, u,                              # [K, U or
                     tot = d + o
                     if q == 0 or tot > best:
                         best, dsel, osel = tot, d, o
-                st = pipeline + dsel + osel + overhead[b, r]
+                st = pipeline + dsel + osel + (step_overhead + solo[fb, r] * solo_b)
                 step[b, f, r] = st
                 tps[b, f, r] = tokens / (st * gpus)
                 # memory of the fullest rank

@@ -23,6 +23,7 @@ class Gemm:
     low_precision: bool = True
     module: str = ""            # recompute module (Megatron-Core recompute_modules names)
     grouped: bool = True        # `count` > 1 runs as one grouped kernel (else one kernel per GEMM)
+    axes: tuple[str, ...] | None = None   # the layout axes M, N, K and count depend on (None: any, workload.AXES)
 
     @property
     def flops_fwd(self):
@@ -64,6 +65,7 @@ class Collective:
     calls_fwd: float
     calls_bwd: float
     module: str = ""
+    window: tuple[str, ...] = ()    # overlap "tp_async": the GEMMs (by name, same layer) whose backward it runs under
 
 
 @dataclass(frozen=True)

@@ -149,27 +149,31 @@ class KindTime:
 def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[KindPrice]:
     """Each layer kind of workload `ws` (built on the distinct layer-axis combinations) priced, its TP, CP
     and EP communication hidden under its own compute in one budget (overlap.py)."""
+    return [price_kind(layer, ws, hw, prec, c_layer, sw) for layer in ws.layers]
+
+
+def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduce=None) -> KindPrice:
+    """One layer kind of workload `ws` priced (_price_kinds; `reduce`: cost.price_layer's)."""
     zs = 0 * np.asarray(ws.T, dtype=float)
     shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
-    out = []
-    for layer in ws.layers:
-        t = cost.price_layer(layer, hw, prec, c_layer, sw)
-        tp_c = t.comm.get("tp", (zs, zs))
-        comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
-        exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
-        parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
-                 "tp_comm": exp["tp_f"] + exp["tp_b"], **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
-        fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
-        raw = {"tp_comm": tp_c[0] + tp_c[1], **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
-        # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
-        # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
-        off = cost.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
-        # the same micro-batch with its EP all-to-all outside the overlap (ep.a2a_solo_microbatches: Megatron-Core's
-        # combined 1F1B; DualPipe pairs its own chunks, DeepSeek-V3 report Sec. 3.2.1, and is not priced so)
-        solo = (sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
-                if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe" else 0.0)
-        out.append(KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo))
-    return out
+    t = cost.price_layer(layer, hw, prec, c_layer, sw, reduce)
+    tp_c = t.comm.get("tp", (zs, zs))
+    comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
+    exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
+    # the asynchronous backward TP collectives (tp_async) hide under their own GEMMs, outside this budget
+    tp_a = t.comm.get("tp_async", (zs, zs))[1]
+    parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
+             "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed, **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
+    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
+    raw = {"tp_comm": tp_c[0] + tp_c[1] + tp_a, **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
+    # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
+    # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
+    off = cost.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
+    # the same micro-batch with its EP all-to-all outside the overlap (ep.a2a_solo_microbatches: Megatron-Core's
+    # combined 1F1B; DualPipe pairs its own chunks, DeepSeek-V3 report Sec. 3.2.1, and is not priced so)
+    solo = (sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
+            if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe" else 0.0)
+    return KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo)
 
 
 def _gather_kinds(prices: list[KindPrice], rec, g, pp) -> list[KindTime]:

@@ -43,7 +43,7 @@ from .overlap import exposed
 from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
 from .parallel.recompute import FULL, NONE
 from .calibration import Constants
-from .predict import Options, _price_head, _price_kinds, a2a_solo, check_recompute, pp_share, software_of, with_offload
+from .predict import KindPrice, Options, _price_head, a2a_solo, price_kind, check_recompute, pp_share, software_of, with_offload
 from .software import Software
 
 KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
@@ -120,8 +120,9 @@ class _Tables:
     u: np.ndarray             # [B] -> combination
     per_layer: np.ndarray     # [K, U or B, R] each kind's seconds per micro-batch, indexed by `upl`
     upl: np.ndarray           # [B] -> per_layer's second axis (u; the base row itself under activation offloading)
-    dummy: np.ndarray         # [B, Q] cached dummy weight gradients' bytes on the memory ranks
-    act_share: np.ndarray     # [B, Q] share of saved activations kept in HBM (activation offloading, no recompute)
+    dummy_on: np.ndarray      # [G, P2, Q] 1.0 where a memory rank holds a dummy-wgrad group (memory.dummy_wgrad_on)
+    last_pq: np.ndarray       # [P2, Q] the last rank, per (pp, vp) pair
+    act_share: np.ndarray     # [P2, Q] share of saved activations kept in HBM (activation offloading, no recompute)
     sig: tuple                # pp.signature_table: cnt [K][P, S], embedding, head, multiplicity [P, S], pair [B]
     mcnt: list                # pp.memory_rank_table: layers per kind [K][P2, Q], rank [P2, Q], pair [B]
     mrank: np.ndarray
@@ -140,13 +141,11 @@ class _Tables:
     vp: np.ndarray
     nmb: np.ndarray
     p2p: np.ndarray
-    Ts: np.ndarray
-    T: np.ndarray
     wb: float
     gb: float
     tokens: float
     gpus: float
-    overhead: np.ndarray      # [B, R] per-step overhead + the EP all-to-all the overlap leaves exposed (predict.a2a_solo)
+    solo: np.ndarray          # [FL, R] micro-batches whose EP all-to-all the overlap leaves exposed (predict.a2a_solo)
 
 
 def _runs(*cols: np.ndarray) -> np.ndarray:
@@ -173,21 +172,19 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     ti, ci, pi, vi, ei, xi, mi = (np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs"))
     di = gpus // (ti * pi * ci)
     tp, cp, pp, vp, dp = (f64(x) for x in (ti, ci, pi, vi, di))
-    nmb = np.maximum(f64(np.full(B, gbs)) / (dp * f64(mi)), 1.0)
+    nmb = np.maximum(float(gbs) / (dp * f64(mi)), 1.0)
 
     # layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
     # search's `cache`, once per search
-    bgrid = _base_grid(gpus, gbs, seq, base)
-    build = lambda rows: _layer_tables(m, bgrid.take(rows), rec, hw.at_clock(sw.power_factor), prec, low, imb, c, sw,
-                                       c_layer, c_other)
+    build = lambda rows: _layer_tables(m, _base_grid(gpus, gbs, seq, base).take(rows), rec, hw.at_clock(sw.power_factor),
+                                       prec, low, imb, c, sw, c_layer, c_other)
     if cache is None:
-        first, u = workload.unique_layer_axes(bgrid)
+        first, u = workload.unique_layer_axes(_base_grid(gpus, gbs, seq, base))
         tab = build(first)
     else:
         tab, u = _cached_tables(cache, gpus, (ti, ci, ei, xi, mi), build)
     ws = tab["ws"]
     n_k = len(ws.layers)
-    Ts, T = tab["Ts"][u], tab["T"][u]
 
     # p2p and the in-flight micro-batches depend on (tp, cp, pp, vp, mbs) (dp follows): once per run of equal
     # (tp, cp, pp, vp) and mbs, found with a lookup table (no sort)
@@ -199,7 +196,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     fl = seen[pkey]
     one = np.empty(ukeys.size, np.intp)
     one[fl[::-1]] = np.arange(B - 1, -1, -1)                  # a representative row of each
-    p2p = pp_par.p2p_time(Ts[one], m.hidden_size, tp[one], cp[one], dp[one], pp[one], vp[one], hw)[fl]
+    p2p = pp_par.p2p_time(tab["Ts"][u[one]], m.hidden_size, tp[one], cp[one], dp[one], pp[one], vp[one], hw)[fl]
 
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
     # (tp, cp, pp, vp, ep, etp), gathered back by `run`
@@ -220,26 +217,25 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     opt = np.stack([memory_time((K.ADAM_STATE_STEP_BYTES + gb) * held + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
                                 hw, K.OPTIMIZER_KERNELS, c_other) for held in (opt_group, shard)])
     in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]], sw.schedule)      # [FL, Q]
-    # per memory rank of each base row: dummy weight gradients, the activations offloading keeps in HBM
-    # (which ranks hold a group, and the last rank, are per (pp, vp) pair: computed there and gathered)
-    last_bq = (mrank == mrank[:, -1:])[mpair]
-    dummy = (dummy_wgrad_from([x[u] for x in tab["dummy"]], tab["dummy_head"][u],
-                              [o[mpair] for o in dummy_wgrad_on(tab["dummy_keys"], mcnt)], last_bq)
-             if sw.dummy_wgrad else np.zeros(last_bq.shape))
-    act_share = (np.broadcast_to(offload_kept_share(sw, col(pp), sum(x[mpair] for x in mcnt)), last_bq.shape)
-                 if sw.cpu_offload_layers else np.ones(last_bq.shape))        # no offloading: every share is 1
+    # per memory rank: which ranks hold each dummy-wgrad group, the last rank, and the share of activations
+    # offloading keeps in HBM depend on the (pp, vp) pair only (pp is the pair's; the tails gather them)
+    last_pq = mrank == mrank[:, -1:]
+    dummy_on = (np.stack(dummy_wgrad_on(tab["dummy_keys"], mcnt)).astype(float) if tab["dummy_keys"]
+                else np.zeros((0, *last_pq.shape)))
+    pp_pair = np.zeros(len(mrank))
+    pp_pair[mpair] = pp
+    act_share = (np.broadcast_to(offload_kept_share(sw, col(pp_pair), sum(mcnt)), last_pq.shape)
+                 if sw.cpu_offload_layers else np.ones(last_pq.shape))        # no offloading: every share is 1
     if "per_layer_pp1" in tab:       # activation offloading (pp = 1): each base row its own per-layer seconds
         per_layer, upl = np.where((pi == 1)[None, :, None], tab["per_layer_pp1"][:, u], tab["per_layer"][:, u]), np.arange(B)
     else:
         per_layer, upl = tab["per_layer"], u
     return _Tables(m, sw, c, hw.memory.hbm_bytes, fs, rec, n_k, int(ws.head.mtp_layers), tab, u,
-                   np.ascontiguousarray(per_layer), upl, np.ascontiguousarray(dummy), np.ascontiguousarray(act_share),
+                   np.ascontiguousarray(per_layer), upl, dummy_on, last_pq, np.ascontiguousarray(act_share),
                    pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout), mcnt, mrank, mpair, run, rs, ag, opt,
-                   p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, Ts, T, wb, gb,
+                   p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, wb, gb,
                    float(gbs) * float(seq), float(gpus),
-                   c.step_overhead_s + ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]),
-                                                                    rec[None, :] == FULL)[fl]   # per (tp, cp, pp, vp, mbs)
-                   * col(tab["ep_solo"][u] / pp))
+                   ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]), rec[None, :] == FULL))
 
 
 def _numpy_tail(t: _Tables) -> Scores:
@@ -265,7 +261,10 @@ def _numpy_tail(t: _Tables) -> Scores:
     t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
     pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), sw.schedule)    # [B, R]
 
-    # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end)
+    # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end); the per-step overhead and
+    # the EP all-to-all the overlap leaves exposed (predict.a2a_solo: the solo micro-batches per (tp, cp, pp,
+    # vp, mbs) times one micro-batch's exposure of all layers, shared by the pp ranks)
+    overhead = c.step_overhead_s + t.solo[t.fl] * col(tab["ep_solo"][u] / t.pp)
     rs3, ag3 = (q3(x[t.run]) for x in (t.rs, t.ag))
     stage, nmb3 = t_max[None], t.nmb[None, :, None]
     plain = fsdp_t = None
@@ -285,7 +284,7 @@ def _numpy_tail(t: _Tables) -> Scores:
             later = tot > best
             best, dp_comm, optimizer = (np.where(later, tot, best), np.where(later, dp_r[q], dp_comm),
                                         np.where(later, opt3[q], optimizer))
-        step[:, f] = pipeline + dp_comm + optimizer + t.overhead
+        step[:, f] = pipeline + dp_comm + optimizer + overhead
     tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
     # memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
@@ -295,13 +294,15 @@ def _numpy_tail(t: _Tables) -> Scores:
     for k in range(t.n_kinds):
         held = held + q3(t.mcnt[k][t.mpair]) * kept[k][u][None]                 # [Q, B, R]
     lastr = rank3 == t.pp[None, :, None] - 1
-    activations = held * q3(t.in_fl[t.fl]) * np.where(rr[None] == NONE, q3(t.act_share), 1.0)   # memory.offloads
+    activations = held * q3(t.in_fl[t.fl]) * np.where(rr[None] == NONE, q3(t.act_share[t.mpair]), 1.0)   # memory.offloads
     if t.mtp_layers:
         activations = activations + np.where(lastr, t.mtp_layers * kept[-1][u][None], 0.0)
     activations = activations + np.where(rr[None] == FULL, tab["full_layer"][u][None, :, None], 0.0)
-    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * t.Ts[None, :, None], 0.0)
-    logits = np.where(lastr, sw.logit_bytes * t.T[None, :, None] * m.vocab_size / t.tp[None, :, None], 0.0)
-    dummies = q3(t.dummy)
+    Ts, T = tab["Ts"][u], tab["T"][u]
+    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[None, :, None], 0.0)
+    logits = np.where(lastr, sw.logit_bytes * T[None, :, None] * m.vocab_size / t.tp[None, :, None], 0.0)
+    dummies = q3(dummy_wgrad_from([x[u] for x in tab["dummy"]], tab["dummy_head"][u], list(t.dummy_on[:, t.mpair]),
+                                  t.last_pq[t.mpair]) if sw.dummy_wgrad else np.zeros((B, Q)))
     reserved = c.reserved_bytes + 0 * rank3
     mem = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
@@ -328,13 +329,16 @@ def _kernel_tail(t: _Tables) -> Scores:
                 t.p2p, np.ascontiguousarray(pp_share(sw, t.vp)), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
                 float(pp_par.ZERO_BUBBLE_SHARE),
                 i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt[0]), qr(t.opt[1]), float(sw.dp_rs_share), float(sw.dp_ag_share),
-                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs, np.ascontiguousarray(t.overhead), t.tokens, t.gpus,
+                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs,
+                float(c.step_overhead_s), np.ascontiguousarray(t.solo), tab["ep_solo"], t.tokens, t.gpus,
                 qr(t.params), qr(t.shard), qr(t.opt_group), float(t.wb), float(t.gb), float(K.ADAM_STATE_BYTES),
                 bool(sw.shards_grads),
                 np.ascontiguousarray(np.stack(t.mcnt)), i64(t.mpair), i64(t.fl), qr(t.in_fl),
                 qr(t.mrank == t.mrank[:, -1:]), qr(t.mrank == 0),            # last rank (pp - 1), first rank
-                tab["kept"], tab["full_layer"], t.rec == FULL, t.rec == NONE, t.mtp_layers, K.BF16 * t.m.hidden_size * t.Ts,
-                sw.logit_bytes * t.T * t.m.vocab_size / t.tp, float(c.reserved_bytes), qr(t.dummy), qr(t.act_share),
+                tab["kept"], tab["full_layer"], t.rec == FULL, t.rec == NONE, t.mtp_layers,
+                tab["Ts"], float(K.BF16 * t.m.hidden_size), tab["T"], float(sw.logit_bytes), float(t.m.vocab_size), t.tp,
+                float(c.reserved_bytes), bool(sw.dummy_wgrad), tab["dummy"], np.ascontiguousarray(t.dummy_on), tab["dummy_head"],
+                float(K.BF16), qr(t.act_share),
                 step, tps, mem)
     return Scores(step, tps, mem, t.hbm)
 
@@ -377,7 +381,7 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     f64 = lambda x: np.asarray(x, dtype=float)
     U = rows.n
     ws = workload.build(m, rows, low, imb, c, sw)
-    prices = _price_kinds(ws, hw, prec, c_layer, sw)
+    prices = _kind_prices(m, ws, rows, low, imb, c, sw, hw, prec, c_layer)
     at_u = lambda x, *tail: np.ascontiguousarray(np.broadcast_to(f64(x), (U, *tail)))   # maybe a scalar
     rr = rec[None, :]
     per_layer = [at_u(sum(p.parts.values()))[:, None]
@@ -401,6 +405,34 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
             "dummy": np.stack([at_u(e) for e in elems]) if elems else np.zeros((0, U)), "dummy_head": at_u(dhead)}
 
 
+def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) -> list:
+    """predict._price_kinds on the combinations `rows`, each kind evaluated once per distinct combination of
+    the axes its records depend on (workload.KIND_AXES: a dense layer's on (tp, cp, mbs, seq), not ep or
+    etp) and gathered back: the same prices, elementwise, from fewer rows."""
+    found: dict = {}
+
+    def reduce(axes):                        # (one row per distinct combination of `axes`, each row's), or None
+        if axes not in found:
+            first, inv = workload.unique_layer_axes(rows, axes)
+            found[axes] = (first, inv) if first.size < rows.n else None
+        return found[axes]
+
+    out = []
+    for layer in ws.layers:
+        axes = workload.KIND_AXES[layer.kind]
+        if axes == workload.AXES or reduce(axes) is None:    # the kind's other records on every combination
+            out.append(price_kind(layer, ws, hw, prec, c_layer, sw, reduce))
+            continue
+        first, inv = reduce(axes)
+        ws_r = workload.build(m, rows.take(first), low, imb, c, sw)
+        p = price_kind(next(x for x in ws_r.layers if x.kind == layer.kind), ws_r, hw, prec, c_layer, sw)
+        g = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
+        out.append(KindPrice({k: g(v) for k, v in p.parts.items()}, {k: g(v) for k, v in p.raw.items()}, g(p.fwd),
+                             g(p.selective_f), g(p.selective_flops), None if p.offload is None else g(p.offload),
+                             g(p.ep_solo)))
+    return out
+
+
 TABLE_KEYS = ("per_layer", "kept", "full_layer", "head", "embed", "ep_solo", "Ts", "T", "per_layer_pp1", "dummy", "dummy_head")
 _AXIS = {"per_layer": 1, "kept": 1, "per_layer_pp1": 1, "dummy": 1}   # tables with the combination on their second axis
 
@@ -409,11 +441,14 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
     """(the search's tables, each base row's index into them): combinations seen in earlier chunks are
     looked up, the new ones built (`build(rows)`) and appended. tp, cp, ep and etp divide the GPU count:
     each is coded by its index among the divisors, mbs by its value, into one int64 key."""
-    div = np.flatnonzero(gpus % np.arange(1, gpus + 1) == 0) + 1 if "div" not in cache else cache["div"]
-    cache["div"] = div
-    key = np.zeros(len(cols[0]), np.int64)
-    for x in cols[:4]:
-        key = key * len(div) + np.searchsorted(div, x)
+    if "div" not in cache:
+        cache["div"] = np.flatnonzero(gpus % np.arange(1, gpus + 1) == 0) + 1
+        cache["div_code"] = np.zeros(gpus + 1, np.int64)             # a divisor's index, by lookup (no search)
+        cache["div_code"][cache["div"]] = np.arange(cache["div"].size)
+    n_div, code = cache["div"].size, cache["div_code"]
+    key = code[cols[0]]
+    for x in cols[1:4]:
+        key = key * n_div + code[x]
     key = key * (1 << 16) + cols[4]
     known = cache.get("keys", np.zeros(0, np.int64))
     order = cache.get("order", np.zeros(0, np.int64))

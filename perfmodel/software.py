@@ -114,6 +114,7 @@ class Software:
     pp_share_1f1b: float = 0.0   # ... at vp = 1: Megatron-Core's 1F1B waits on every send/recv (stack.py pp_p2p_overlap)
     grad_accum_fusion: bool = True   # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
     pipeline_layout: str = "module_slots"   # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
+    tp_bwd_async: bool = False   # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -144,6 +145,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         other_kernel_s=graphed if graphs == "full_iteration" else c.kernel_fixed_s,
         attention=f.attention_kernel, attn_fwd_factor=fa, attn_bwd_factor=fb,
         sequence_parallel=f.sequence_parallel,
+        tp_bwd_async=f.tp_bwd_async,
         grad_bytes=K.FP32 if f.main_grad_precision == "fp32" else K.BF16,
         reduce_bytes=K.FP32 if f.grad_reduce_precision == "fp32" else K.BF16,
         optimizer_shard=("none" if f.fsdp == "none" else f.optimizer_shard),

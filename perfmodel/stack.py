@@ -62,6 +62,13 @@ class Features(BaseModel):
         "TP communication overlap: none = exposed; bulk = only the bulk wgrad/dgrad overlap; userbuffers = "
         "Transformer Engine userbuffers split/pipelined AG and RS under the GEMMs; async_tp = PyTorch "
         "AsyncTP (symmetric-memory micro-pipelined collective matmul)"))
+    tp_bwd_async: bool = Field(description=(
+        "the column-parallel linear's backward launches its TP collectives asynchronously under its own "
+        "GEMMs (Megatron-Core LinearWithGradAccumulationAndAsyncCommunication, Transformer Engine Linear / "
+        "LayerNormLinear): with sequence parallelism the input all-gather under dgrad and the dgrad "
+        "reduce-scatter under wgrad, without it the dgrad all-reduce under wgrad; exposed only where they "
+        "outlast those GEMMs (parallel/tp.py). false = every backward TP collective on the critical path "
+        "unless tp_overlap hides it"))
     dp_grad_reduce_overlap: bool = Field(description=(
         "data-parallel gradient reduce(-scatter) issued per bucket during the backward pass (Megatron "
         "overlap_grad_reduce; FSDP reduce-scatter) rather than after it"))

@@ -17,6 +17,7 @@ combination of those axes.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,6 +30,15 @@ from .software import head_dim_factor
 
 # layout axes a per-layer record depends on (never dp, pp, vp: those act in parallel/pp.py and dp.py)
 AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
+# ... per layer kind: a dense layer's records (_attention_block, _dense_ffn) never read ep or etp; nor do
+# the attention, dense-MLP, shared-expert and router GEMMs of an MoE layer (Gemm.axes)
+DENSE_AXES = ("tp", "cp", "mbs", "seq", "precision")
+KIND_AXES = {"dense": DENSE_AXES, "moe": AXES}
+
+
+def _dense_axes(gemms: list[Gemm]) -> list[Gemm]:
+    """`gemms` declared to depend on DENSE_AXES only."""
+    return [replace(g, axes=DENSE_AXES) for g in gemms]
 
 
 # ---- helpers shared with the report ---------------------------------------------------------------
@@ -76,10 +86,10 @@ def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
                 Gemm("kv up", T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + one,
                      module="mla_up_proj"),
                 Gemm("out proj", T, h + one, a.num_heads * a.v_head_dim / tp)]
-        return out
+        return _dense_axes(out)
     q = a.num_heads * a.head_dim
     kv = 2 * a.num_kv_heads * a.head_dim
-    return [Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)]
+    return _dense_axes([Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)])
 
 
 def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "mlp") -> list[Gemm]:
@@ -87,8 +97,8 @@ def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "m
     h = m.hidden_size
     one = 0 * np.asarray(split, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * width
-    return [Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
-            Gemm(f"{name} down", T, h + one, width / split, module=module)]
+    return _dense_axes([Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
+                        Gemm(f"{name} down", T, h + one, width / split, module=module)])
 
 
 def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: bool = True) -> list[Gemm]:
@@ -122,8 +132,8 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
             if unfused:       # two batched GEMMs over the whole s x s square per head, scores through HBM
                 heads = a.num_heads / tp * mbs * (count / m.num_layers)
                 s_loc = seq / cp
-                gemms += [Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
-                          Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")]
+                gemms += _dense_axes([Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
+                                      Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")])
                 streams.append(Stream("attention scores (unfused)", K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
                                       K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 3, 3, "core_attn"))
             else:
@@ -136,8 +146,13 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                        module="layernorm"),
                 Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
                 Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)]
-    comms = [tp_par.sequence_parallel_pair("attention TP all-gather + reduce-scatter", T * h * K.BF16, tp),
-             cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
+    # GQA / MHA: the fused QKV projection is the column-parallel GEMM on the gathered input; MLA gathers the
+    # input itself before its duplicated down-projections (Megatron-Core MLASelfAttention), so its backward
+    # pair stays synchronous
+    name = "attention TP all-gather + reduce-scatter"
+    tp_comms = (tp_par.block_pair(name, T * h * K.BF16, tp, sw, ("qkv proj",)) if a.kind != "mla"
+                else [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)])
+    comms = [*tp_comms, cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
     if a.kind == "mla":
         q, kv, o = a.num_heads * a.qk_dim, a.num_heads * (a.qk_dim + a.v_dim), a.num_heads * a.v_dim
@@ -173,7 +188,7 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
     gemms = mlp_gemms(m, T, f, tp)
     ab = act_bytes_per_width(m, sw.eager)
     streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
-    comms = [tp_par.sequence_parallel_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp)]
+    comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, ("mlp up/gate",))
     saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", gin * h * Tn, "layernorm"),
              Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
              Saved("activation output", gin * f / tp * T, "mlp")]
@@ -193,7 +208,7 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
     rows = T * e.top_k * ep * etp / (tp * e.num_experts) * imbalance
     one = 0 * np.asarray(tp, dtype=float)
     gemms = expert_gemms(m, rows, e.num_experts / ep, etp, sw.grouped_gemm)
-    gemms.append(Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False, "moe"))
+    gemms += _dense_axes([Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False, "moe")])
     if e.shared_experts:
         gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert", "shared_experts")
     assign = Ts * e.top_k * imbalance                                        # token copies per GPU
@@ -207,7 +222,8 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
                       2 * act_bytes_per_width(m, sw.eager) * fs / tp * T, module="shared_experts")]
     comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp, sw.dispatcher)]
     if e.shared_experts:
-        comms.append(tp_par.sequence_parallel_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp))
+        comms += tp_par.block_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw,
+                                   ("shared expert up/gate",))
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
     # host sync + routing-kernel launches, once in forward and once in backward; a whole-iteration CUDA graph
     # has none: a capture cannot hold a device-to-host sync, so those recipes size the expert buffers
@@ -337,12 +353,13 @@ def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:
     return list(w.layer_kinds)
 
 
-def unique_layer_axes(grid: LayoutGrid) -> tuple[np.ndarray, np.ndarray]:
-    """(index of one layout per distinct combination of the axes a layer's records depend on (AXES, less
-    precision, which a grid shares), each layout's combination): price once per combination, gather back.
-    The axis values are combined in mixed radix (each axis's max + 1) into one integer key, or, where that
-    could overflow, each axis is first coded by its own unique (no 2-D unique either way)."""
-    cols = [np.asarray(getattr(grid, name), dtype=np.int64) for name in ("tp", "cp", "ep", "etp", "mbs", "seq")]
+def unique_layer_axes(grid: LayoutGrid, axes: tuple[str, ...] = AXES) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one layout per distinct combination of `axes` (by default those any layer's records depend
+    on, AXES; precision, which a grid shares, is left out), each layout's combination): price once per
+    combination, gather back. The axis values are combined in mixed radix (each axis's max + 1) into one
+    integer key, or, where that could overflow, each axis is first coded by its own unique (no 2-D unique
+    either way)."""
+    cols = [np.asarray(getattr(grid, name), dtype=np.int64) for name in axes if name != "precision"]
     radix = [int(c.max()) + 1 if c.size else 1 for c in cols]
     key = np.zeros(grid.n, dtype=np.int64)
     if float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62:      # the values themselves are the codes

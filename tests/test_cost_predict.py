@@ -49,10 +49,16 @@ def embed(t):
     return 8 * 1024 * 2048 / t / 8e13 + 2e-5
 
 
+# the worked cases below take every backward TP collective as synchronous (stack tp_bwd_async = false, as
+# Megatron-LM 2021 and torchtitan run it); test_async_backward_tp_hides_under_the_column_gemms works the
+# asynchronous split of Megatron-Core and Transformer Engine (parallel/tp.py) by hand
+SYNC = ("tp_bwd_async=false",)
+
+
 def _predict(opts=None, **kw):
     lay = dict(gpus=1, gbs=2, seq=2048)
     lay.update(kw)
-    return predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(**lay)), opts or Options(consts=C))
+    return predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(**lay)), opts or Options(consts=C, stack_set=SYNC))
 
 
 def test_single_gpu_step_by_hand():
@@ -178,7 +184,7 @@ def test_full_recompute_includes_exposed_tp_forward():
 
 def test_overlap_switches():
     # no TP or PP overlap: all of it exposed
-    opts = Options(consts=C.with_(tp_overlap=0.0, pp_overlap=0.0))
+    opts = Options(consts=C.with_(tp_overlap=0.0, pp_overlap=0.0), stack_set=SYNC)
     p = _predict(opts, gpus=8, gbs=8, tp=2, pp=2)
     assert float(p.breakdown_s["tp_comm"][0]) == pytest.approx(4 * 2 * TP_LAYER, rel=REL)
     assert float(p.breakdown_s["pp_comm"][0]) == pytest.approx(4 * P2P, rel=REL)
@@ -209,12 +215,37 @@ def test_shared_overlap_budget_spills():
     # NVLink at 40 GB/s (busbw 20 GB/s) and all TP communication hideable: one SP gather over tp 2 takes
     # 4194304 / 2 / 2e10 + 20 us; a layer's 8 of them outlast its compute, and only the excess is exposed
     slow = HW.model_copy(update={"scale_up": HW.scale_up.model_copy(update={"bandwidth": 4e10})})
-    opts = Options(consts=C.with_(tp_overlap=1.0))
+    opts = Options(consts=C.with_(tp_overlap=1.0), stack_set=SYNC)
     p = predict_grid(toy_dense(), slow, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2)), opts)
     raw = 8 * (4194304 / 2 / 2e10 + 20e-6)
     compute = sum(gemm(2)) + sum(attn(2)) + sum(mem(2))
     assert raw > compute
     assert float(p.breakdown_s["tp_comm"][0]) == pytest.approx(4 * 2 * (raw - compute), rel=REL)
+
+
+def test_async_backward_tp_hides_under_the_column_gemms():
+    """Megatron-Core / TE backward (tp_bwd_async, sequence parallelism): per block the output gradient's
+    all-gather stays synchronous (hidden by the stack's tp_overlap share like the forward pair), and the input
+    re-gather + dgrad reduce-scatter (2 calls) run under the column-parallel GEMM's dgrad + wgrad, exposed
+    only beyond them: max(0, 2 TP_PAIR - its backward). Toy tp 2 (T = 2048, h 1024):
+      attention: QKV N = (1024 + 512) / 2 = 768, K 1024: backward 2 x 2 x 2048 x 768 x 1024 / 4e14 + 2 x 10 us
+                 = 36.08 us < 2 TP_PAIR = 60.97 us: 24.89 us exposed
+      MLP: up/gate N = 2 x 4096 / 2 = 4096: backward 2 x 2 x 2048 x 4096 x 1024 / 4e14 + 20 us = 105.9 us:
+           all hidden
+    So per layer and micro-batch: 0.5 x (2 x 2 + 2 x 1) TP_PAIR + 24.89 us, 4 micro-batches x 2 layers per
+    rank; raw: 2 blocks x (2 + 1 + 2) calls = 10 TP_PAIR per layer (the synchronous split's 8, plus the
+    input all-gather wgrad needs: Megatron saves the sequence-sharded input and gathers it again)."""
+    p = _predict(Options(consts=C), gpus=8, gbs=8, tp=2, pp=2)
+    qkv_b = 2 * 2 * 2048 * 768 * 1024 / 4e14 + 2e-5
+    up_b = 2 * 2 * 2048 * 4096 * 1024 / 4e14 + 2e-5
+    assert qkv_b < 2 * TP_PAIR < up_b
+    per_layer = 0.5 * (2 * 2 + 2 * 1) * TP_PAIR + (2 * TP_PAIR - qkv_b)
+    assert float(p.breakdown_s["tp_comm"][0]) == pytest.approx(4 * 2 * per_layer, rel=REL)
+    assert float(p.comm_raw_s["tp_comm"][0]) == pytest.approx(4 * 2 * 10 * TP_PAIR, rel=REL)
+    # the synchronous split exposes more: 0.5 x 8 TP_PAIR per layer
+    sync = _predict(gpus=8, gbs=8, tp=2, pp=2)
+    assert float(sync.breakdown_s["tp_comm"][0]) == pytest.approx(4 * 2 * 0.5 * TP_LAYER, rel=REL)
+    assert float(p.step_time_s[0]) < float(sync.step_time_s[0])
 
 
 def _moe(**kw):

@@ -35,8 +35,14 @@ def _saved(layer):
 
 
 def _price(layer, name):
-    (x,) = [x for x in layer.comms if x.name.startswith(name)]
+    (x,) = [x for x in layer.comms if x.name.startswith(name) and x.overlap != "tp_async"]
     return float(np.asarray(x.price(HW)).ravel()[0]), x.calls_fwd, x.calls_bwd, x.overlap
+
+
+def _async(layer, name):
+    """The block's asynchronous backward TP record (parallel/tp.block_pair): (price, calls, window)."""
+    (x,) = [x for x in layer.comms if x.name.startswith(name) and x.overlap == "tp_async"]
+    return float(np.asarray(x.price(HW)).ravel()[0]), (x.calls_fwd, x.calls_bwd), x.window
 
 
 # toy dense at tp 2, seq 2048, mbs 1: T = 2048 GEMM rows, Ts = T / tp = 1024 sequence-parallel rows;
@@ -89,9 +95,22 @@ def test_fp8_cast_bytes():
 def test_dense_collectives():
     (layer,) = _build(toy_dense()).layers
     # SP pair of the block's activation T x h x 2 B = 4,194,304 B over tp 2: 1/2 * 4194304 / 2e11 + 20 us
+    # (the default stack, Megatron-Core: sequence parallelism, tp_bwd_async): 2 synchronous calls forward, 1 in
+    # backward (the output gradient's all-gather), and the input re-gather + dgrad reduce-scatter (2 calls) under
+    # the column-parallel GEMM's backward
     one = 4194304 / 2 / 2e11 + 20e-6
-    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 2), rel=REL) and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
-    assert _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 2), rel=REL) and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
+    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL) and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
+    assert _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL) and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
+    assert _async(layer, "attention TP") == (pytest.approx(one, rel=REL), (0, 2), ("qkv proj",))
+    assert _async(layer, "MLP TP") == (pytest.approx(one, rel=REL), (0, 2), ("mlp up/gate",))
+    # synchronous backward (tp_bwd_async = false): the pair's 2 + 2 calls, no asynchronous record
+    (sync,) = _build_sw(toy_dense(), ("tp_bwd_async=false",)).layers
+    assert _price(sync, "MLP TP all-gather + reduce-scatter")[1:3] == (2, 2)
+    assert not [x for x in sync.comms if x.overlap == "tp_async"]
+    # plain TP (no sequence parallelism): the dgrad all-reduce runs wholly under wgrad (0 synchronous calls)
+    (plain,) = _build_sw(toy_dense(), ("sequence_parallel=false",)).layers
+    assert _price(plain, "MLP TP all-gather + reduce-scatter")[1:3] == (2, 0)
+    assert _async(plain, "MLP TP")[1] == (0, 2)
     assert _price(layer, "CP ring K/V exchange")[0] == 0.0
     # cp 2: T = 1024 rows; K/V 1024 x 512 / 2 x 2 B = 524,288 B to the CP peer 2 ranks away: / 2e11 + 10 us
     (l2,) = _build(toy_dense(), cp=2).layers
@@ -171,6 +190,7 @@ def test_moe_collectives():
     # 2 * 3/4 * 2621440 / 1e11 + 10 us * (1 + 2)
     assert _price(layer, "EP dispatch + combine")[:3] == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2), rel=REL) and _price(layer, "EP dispatch + combine")[3] == "ep"
     assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
+    assert _async(layer, "shared expert TP")[1:] == ((0, 2), ("shared expert up/gate",))
     assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0        # etp 1
     (f,) = layer.fixed
     assert (f.seconds_fwd, f.seconds_bwd) == (1e-3, 1e-3)
@@ -347,3 +367,39 @@ def test_attention_head_dim_factor():
     assert (a.dim_factor_fwd, a.dim_factor_bwd) == (0.701, 0.836)
     (a,) = _build(toy_dense()).layers[0].attention
     assert (a.dim_factor_fwd, a.dim_factor_bwd) == (1.0, 1.0)
+
+
+def test_declared_gemm_axes_hold():
+    """A GEMM that declares its axes (Gemm.axes: the planner prices it once per distinct combination of them)
+    has the same M, N, K and count on every layout that agrees on those axes: here 6 layouts that differ only
+    in ep and etp (toy MoE, unfused attention too); the expert GEMMs, which declare none, do change."""
+    from perfmodel.workload import DENSE_AXES
+    lays = [Layout(gpus=16, gbs=16, seq=2048, tp=2, ep=e, etp=x) for e, x in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2))]
+    grid = LayoutGrid.from_layouts(lays)
+    for stack_set in ((), ("attention_kernel=unfused",)):
+        m = toy_moe()
+        w = build(m, grid, False, 1.25, C, toy_sw(m, HW, C, stack_set=stack_set))
+        declared = [g for layer in w.layers for g in layer.gemms if g.axes is not None]
+        assert {g.name for g in declared} >= {"qkv proj", "out proj", "router", "shared expert up/gate", "mlp down"}
+        assert all(g.axes == DENSE_AXES for g in declared)
+        for g in declared:
+            for x in (g.M, g.N, g.K, g.count):
+                v = np.broadcast_to(np.asarray(x, dtype=float), (grid.n,))
+                assert np.all(v == v[0]), g.name
+        moe = w.layers[-1]
+        (up,) = [g for g in moe.gemms if g.name == "expert up/gate"]
+        assert up.axes is None and len(set(np.asarray(up.count).tolist())) > 1      # E / ep local experts
+
+
+def test_gemm_priced_on_declared_axes_equals_every_row():
+    """cost._gemm_on prices a declared GEMM on one row per combination and gathers back: bit-identical to
+    pricing every row (and a GEMM without declared axes is priced on every row)."""
+    from perfmodel.cost import _gemm_on, gemm_fwd_bwd
+    from perfmodel.ops import Gemm
+    M = np.array([2048.0, 1024, 2048, 1024, 2048])
+    g = Gemm("qkv proj", M, 1536.0 + 0 * M, 1024.0 + 0 * M, axes=("tp",))
+    first, inv = np.array([0, 1]), np.array([0, 1, 0, 1, 0])
+    for rec in (g, Gemm("expert", M, 512.0, 1024.0, 4.0)):
+        got = _gemm_on(rec, HW, "bf16", C, lambda axes: (first, inv))
+        want = gemm_fwd_bwd(rec, HW, "bf16", C)
+        assert all(np.array_equal(a, b) for a, b in zip(got, want))

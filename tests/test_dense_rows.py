@@ -166,11 +166,18 @@ def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gat
         assert (sw.tp_share_fwd, sw.tp_share_bwd) == ((overlap, overlap) if overlap is not None else (c.tp_overlap,) * 2)
         if fp8_gather is not None:
             assert sw.fp8_param_gather is fp8_gather
-    # the TP collectives of Llama 3.1 405B tp4 on GB300 are then exposed in full: breakdown tp_comm = raw
+    # the synchronous TP collectives of Llama 3.1 405B tp4 on GB300 are then exposed in full: with the backward's
+    # asynchronous part synchronous too (tp_bwd_async = false), breakdown tp_comm = raw; with Megatron-Core's
+    # own split, the asynchronous part hides under the column-parallel GEMMs and less is exposed
     lay = Layout(gpus=256, gbs=1536, seq=8192, tp=4, pp=8, vp=4)
-    r = predict("llama3.1-405b", "gb300-nvl72", lay, precision="nvfp4", stack="nemo-26.04").row(0)
+    r = predict("llama3.1-405b", "gb300-nvl72", lay, precision="nvfp4", stack="nemo-26.04",
+                stack_set=("tp_bwd_async=false",)).row(0)
     if prec == "nvfp4":
         assert r["breakdown_s"]["tp_comm"] == pytest.approx(r["comm_raw_s"]["tp_comm"], rel=1e-9)
+        a = predict("llama3.1-405b", "gb300-nvl72", lay, precision="nvfp4", stack="nemo-26.04").row(0)
+        # raw: each block's backward runs 3 collectives, not 2 (the input re-gathered for wgrad): 5 of 4 calls
+        assert a["comm_raw_s"]["tp_comm"] == pytest.approx(1.25 * r["comm_raw_s"]["tp_comm"], rel=1e-9)
+        assert a["breakdown_s"]["tp_comm"] < r["breakdown_s"]["tp_comm"]
 
 
 @pytest.mark.parametrize("sid, model, is_moe, ce", [

@@ -51,7 +51,12 @@ def optimizer_shard(p_dense, p_exp, dpc, edp, cp, fsdp, sw):
     optimizer / torch DDP: every data-parallel rank keeps and steps the state of all its parameters).
     Arguments broadcast together (`fsdp` a bool array)."""
     sharded = p_dense / shard_group(dpc, sw.hybrid_shard_group) + p_exp / edp
-    group = {"dp_cp": sharded, "dp": p_dense / (dpc / cp) + p_exp / edp, "none": p_dense + p_exp}[sw.optimizer_shard]
+    if sw.optimizer_shard == "dp_cp":
+        group = sharded
+    elif sw.optimizer_shard == "dp":
+        group = p_dense / (dpc / cp) + p_exp / edp
+    else:                                     # "none"
+        group = p_dense + p_exp
     return np.where(fsdp, sharded, group)
 
 
