@@ -231,7 +231,7 @@ def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embe
     f64 = lambda x: np.asarray(x, dtype=float)
     tp, pp, vp, cp, dp = (f64(getattr(grid, k)) for k in ("tp", "pp", "vp", "cp", "dp"))
     cnt, has_emb, has_head, mult = pp_par.signature_arrays(w.layer_kinds, len(w.layers),
-                                                           grid.pp, grid.vp, m.mtp_layers)
+                                                           grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout)
     per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
     compute_s = (sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds))) + has_emb * embed[:, None]
                  + has_head * head[:, None])
@@ -268,7 +268,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     tp, pp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "pp", "ep", "etp", "cp"))
     dpc, edp = f64(grid.dp) * cp, f64(grid.edp)         # dense parameters replicate over dp x cp
     mem_cnt, mem_rank = pp_par.ranks_for_memory(w.layer_kinds, len(w.layers),
-                                                grid.pp, grid.vp, m.mtp_layers)
+                                                grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout)
     p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None], sw.schedule)
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
     gb = sw.grad_bytes

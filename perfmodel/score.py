@@ -204,7 +204,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     rows, run = np.flatnonzero(chg), np.cumsum(chg) - 1
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
     dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
-    mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers)
+    mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout)
     p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR), sw.schedule)
     p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
     gb = sw.grad_bytes
@@ -232,7 +232,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
         per_layer, upl = tab["per_layer"], u
     return _Tables(m, sw, c, hw.memory.hbm_bytes, fs, rec, n_k, int(ws.head.mtp_layers), tab, u,
                    np.ascontiguousarray(per_layer), upl, dummy_on, last_pq, np.ascontiguousarray(act_share),
-                   pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers), mcnt, mrank, mpair, run, rs, ag, opt,
+                   pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout), mcnt, mrank, mpair, run, rs, ag, opt,
                    p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, wb, gb,
                    float(gbs) * float(seq), float(gpus),
                    ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]), rec[None, :] == FULL))

@@ -113,6 +113,7 @@ class Software:
     cuda_graphs: str = "none"    # none | per_layer | full_iteration (stack cuda_graphs)
     pp_share_1f1b: float = 0.0   # ... at vp = 1: Megatron-Core's 1F1B waits on every send/recv (stack.py pp_p2p_overlap)
     grad_accum_fusion: bool = True   # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
+    pipeline_layout: str = "module_slots"   # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
     tp_bwd_async: bool = False   # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
 
 
@@ -175,6 +176,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         grouped_kernel=f.grouped_gemm,
         cuda_graphs=graphs,
         grad_accum_fusion=f.grad_accumulation_fusion,
+        pipeline_layout=f.pipeline_layout,
         pp_share_1f1b=c.pp_overlap if f.pipeline_schedule in ("zero_bubble", "dualpipe") else 0.0,
     )
 

@@ -140,6 +140,13 @@ class Features(BaseModel):
         "pipeline schedule when pp > 1: 1f1b (PipeDream-Flush); interleaved = interleaved 1F1B when the "
         "layout has vp > 1 (Megatron falls back to 1F1B at vp = 1); zero_bubble = ZB-H1/ZB-1p (Qi et al. "
         "2024); dualpipe (DeepSeek-V3); gpipe = all forwards then all backwards"))
+    pipeline_layout: Literal["module_slots", "bridge_map"] = Field(description=(
+        "how the decoder layers are cut into pipeline chunks where a recipe says more than Megatron-Core's split: "
+        "module_slots = Megatron-Core's split, with a model's MTP modules (DeepSeek-V3) the embedding, each MTP "
+        "layer and the loss taking one decoder layer's slot (NeMo 2.0 num_layers_in_first / last_pipeline_stage); "
+        "bridge_map = Megatron-Bridge's DeepSeek-V3 / Kimi-K2 layout maps for the (pp, vp) they list: the first "
+        "chunk holds the embedding and 64 / (pp vp) of the 61 decoder layers, the last chunk three fewer beside "
+        "the MTP layer and the loss (parallel/pp.py chunk_layers)"))
     pp_p2p_overlap: bool = Field(description=(
         "Megatron overlap_p2p_comm: the interleaved schedule posts each virtual chunk's send/recv and waits "
         "for it only before the chunk that needs it (p2p under the current chunk's compute); false = "

@@ -195,7 +195,12 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
     return gemms, streams, comms, [], saved
 
 
-def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
+def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: float = K.BF16):
+    """(gemms, streams, collectives, fixed costs, saved) of an MoE FFN; `gin` = bytes per element of the GEMM
+    inputs the expert linear layers keep for their weight gradient (saved_input_bytes): the grouped fc1 keeps
+    its quantised copy of the permuted tokens and fc2 its copy of the activation output, as the dense
+    linears do (Transformer Engine GroupedLinear forward saves the split_quantize'd inputs, not the bf16
+    tensor, when FP8 is on); the SwiGLU input stays BF16."""
     e, h = m.moe, m.hidden_size
     assert e is not None
     Tn = Ts if sw.sequence_parallel else T
@@ -234,13 +239,13 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw):
         streams.append(b_stream)
         fixed.append(b_fixed)
     saved = [Saved("MoE norm input", K.BF16 * h * Tn, "residual"), Saved("router input", K.BF16 * h * Tn, "layernorm"),
-             Saved("permuted tokens", K.BF16 * assign * h, "moe"),
+             Saved("permuted tokens", gin * assign * h, "moe"),
              Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
-             Saved("expert activation output", K.BF16 * assign * e.expert_intermediate_size, "moe_act"),
+             Saved("expert activation output", gin * assign * e.expert_intermediate_size, "moe_act"),
              Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe")]
     if e.shared_experts:
         saved += [Saved("shared expert activation input", K.BF16 * glu * fs / tp * T, "shared_experts"),
-                  Saved("shared expert activation output", K.BF16 * fs / tp * T, "shared_experts")]
+                  Saved("shared expert activation output", gin * fs / tp * T, "shared_experts")]
     return gemms, streams, comms, fixed, saved
 
 
@@ -314,7 +319,7 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
     for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
         if not count:
             continue
-        ffn = _dense_ffn(m, T, Ts, tp, sw, gin) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw)
+        ffn = _dense_ffn(m, T, Ts, tp, sw, gin) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw, gin)
         gemms = att[0] + ffn[0]
         streams = att[2] + ffn[1]
         if low_precision:

@@ -49,6 +49,47 @@ def test_mtp_and_loss_take_layer_slots():
     assert counts[0] == (3, 0) and counts[1] == (0, 4) and counts[14] == (0, 4) and counts[15] == (0, 2)
 
 
+def test_bridge_map_layout_of_deepseek_v3():
+    # Megatron-Bridge recipes/deepseek/deepseek_v3.py layout map, 61 layers + 1 MTP (s = 64 / C slots):
+    # [embedding + s decoders], (C - 2) x [s], [s - 3 decoders + mtp + loss]
+    assert pp.chunk_layers(61, 16, 1, 1, "bridge_map") == [4] + [4] * 14 + [1]          # (16, 1): 4 | 4 x 14 | 1
+    assert pp.chunk_layers(61, 4, 4, 1, "bridge_map") == [4] * 15 + [1]                 # (4, 4), GB300 'Et*4|(t*4|)*14tmL'
+    assert pp.chunk_layers(61, 8, 1, 1, "bridge_map") == [8] * 7 + [5]                  # (8, 1): 8 | 8 x 6 | 5
+    assert pp.chunk_layers(61, 4, 1, 1, "bridge_map") == [16, 16, 16, 13]               # (4, 1)
+    for p, v in ((16, 1), (4, 4), (8, 1), (4, 1)):
+        assert sum(pp.chunk_layers(61, p, v, 1, "bridge_map")) == 61
+    # s = 2 leaves no room (H100 pp8 vp4): the presets' own 'Et|(tt|)*30mL', the slot rule
+    assert pp.chunk_layers(61, 8, 4, 1, "bridge_map") == pp.chunk_layers(61, 8, 4, 1) == [1] + [2] * 30 + [0]
+    # without MTP the maps keep their counts (Kimi-K2's map; DeepSeek-V3's with mtp_num_layers unset): the loss
+    # beside one decoder layer, where Megatron-Core's own split would give 3 | 4 x 13 | 3 | 3
+    assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == [4] * 15 + [1]
+    assert pp.chunk_layers(61, 2, 8, 0, "bridge_map") == [4] * 15 + [1]                 # Kimi-K2 (2, 8)
+    assert pp.chunk_layers(61, 16, 1, 0) == [3] + [4] * 13 + [3, 3]
+    # a (pp, vp) the maps do not list (pp2 vp4, pp3) or a layer count 64 / C does not fit: the map has no say
+    assert pp.chunk_layers(61, 2, 4, 0, "bridge_map") == pp.chunk_layers(61, 2, 4, 0)
+    assert pp.chunk_layers(61, 3, 1, 1, "bridge_map") == [20, 21, 20]
+    assert pp.chunk_layers(80, 4, 1, 0, "bridge_map") == [20] * 4
+    # on DeepSeek-V3's kinds the first rank holds the 3 dense layers and one MoE layer, the last one MoE layer
+    m = load_model("deepseek-v3")
+    kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))
+    counts = pp.rank_table(kinds, 2, 16, 1, m.mtp_layers, "bridge_map")
+    assert counts[0] == (3, 1) and counts[1] == (0, 4) and counts[15] == (0, 1)
+
+
+def test_pipeline_layout_reaches_the_prediction():
+    # the same DeepSeek-V3 pp16 layout priced under the two layouts: the Bridge map moves one MoE layer from the
+    # last rank (which also holds the LM head and the MTP module) to the first (embedding + 3 dense layers), so the
+    # slowest rank is lighter and the step shorter; the stack feature selects it
+    from perfmodel.api import predict
+    from perfmodel.layout import Layout
+    L = Layout(gpus=256, gbs=4096, seq=4096, pp=16, ep=8, mbs=1, recompute="selective")
+    a = predict("deepseek-v3", "b200", L, precision="mxfp8", stack="nemo-26.04",
+                stack_set=("pipeline_layout=module_slots",))
+    b = predict("deepseek-v3", "b200", L, precision="mxfp8", stack="nemo-26.04")
+    assert b.breakdown_s["stage_imbalance"][0] < a.breakdown_s["stage_imbalance"][0]
+    assert b.step_time_s[0] < a.step_time_s[0]
+
+
 def test_deepseek_dense_layers_land_on_the_first_rank():
     m = load_model("deepseek-v3")
     kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))

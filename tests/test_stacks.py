@@ -380,3 +380,46 @@ def test_nemo_2606_qwen3_235b_mxfp8_on_gb_runs_the_whole_iteration_hybridep_path
     assert s.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").features.cuda_graphs == "per_layer"
     assert s.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").features.cuda_graphs != "full_iteration"
     assert load_stack("nemo-26.04").for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8").features.cuda_graphs == "per_layer"
+
+
+def test_mla_on_blackwell_in_the_25_04_containers_runs_unfused_attention():
+    # TE PR #1797 (2.5.0) / cuDNN 9.11: fused MLA training (head_dim_qk 192 != head_dim_v 128) on sm100 arrived
+    # after NeMo 25.04; Hopper has it since cuDNN 9.5. The rule is the DGXC v25.05 preset's (NeMo 25.04 containers); nemo-25.07, built on nemo-25.04, does not get it.
+    for sid in ("dgxc-25.05",):
+        s = load_stack(sid)
+        gb = s.for_model("deepseek-v3", True, "gb200-nvl72", "bf16")
+        assert (gb.value("attention_kernel"), gb.value("recompute_modules")) == ("unfused", ("core_attn",))
+        assert s.for_model("deepseek-v3", True, "b200", "bf16").value("attention_kernel") == "unfused"
+        assert s.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("attention_kernel") != "unfused"
+        # only MLA: other models on GB200 keep the release's kernel
+        assert s.for_model("mixtral-8x7b", True, "gb200-nvl72", "fp8").value("attention_kernel") != "unfused"
+    # later releases (TE >= 2.5) are untouched
+    assert load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("attention_kernel") != "unfused"
+    assert load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("attention_kernel") != "unfused"
+
+
+def test_deepseek_v3_26_02_runs_the_26_04_presets():
+    # the 26.02 DeepSeek-V3 rows run the f0e2c37e V1/V2 layouts, as 26.04's: every feature resolves the same
+    a, b = load_stack("nemo-26.02"), load_stack("nemo-26.04")
+    for hw, prec in (("gb300-nvl72", "mxfp8"), ("gb200-nvl72", "mxfp8"), ("b300", "mxfp8"), ("b200", "mxfp8"),
+                     ("h100-sxm", "fp8"), ("gb300-nvl72", "bf16")):
+        x, y = a.for_model("deepseek-v3", True, hw, prec), b.for_model("deepseek-v3", True, hw, prec)
+        assert all(x.value(f) == y.value(f) for f in FEATURES), (hw, prec)
+    g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
+    assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
+    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's
+    assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute_modules") == ("mlp", "moe_act")
+
+
+def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
+    # Megatron-Bridge (25.09+) lays DeepSeek-V3 and Kimi-K2 out by their recipes' maps; other models keep
+    # Megatron-Core's split, and so do the NeMo 2.0 releases
+    for sid in ("nemo-25.09", "nemo-26.04", "default"):
+        s = load_stack(sid)
+        for model in ("deepseek-v3", "deepseek-v3-nomtp", "kimi-k2"):
+            assert s.for_model(model, True, "b200", "mxfp8").value("pipeline_layout") == "bridge_map"
+        assert s.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("pipeline_layout") == "module_slots"
+        assert s.for_model("gpt-530b", False, "a100-sxm-80gb", "bf16").value("pipeline_layout") == "module_slots"
+    assert load_stack("nemo-25.04").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("pipeline_layout") == "module_slots"
+    k = load_stack("nemo-26.04").for_model("kimi-k2", True, "gb300-nvl72", "mxfp8")
+    assert (k.value("moe_dispatcher"), k.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))

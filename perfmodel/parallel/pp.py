@@ -12,7 +12,10 @@ then the last, which carry the embedding and the head. A model with MTP modules 
 with the embedding, each MTP layer and the loss taking one layer slot each when pp*vp divides L + 2 + mtp:
 NeMo 2.0 scripts/performance/llm/pretrain_deepseek_v3.py (num_layers_in_first_pipeline_stage = 64 // pp - 1,
 num_layers_in_last_pipeline_stage = 64 // pp - 2 for 61 layers + MTP) and Megatron-Bridge's DeepSeek-V3 H100
-pipeline layout "Et|(tt|)*30mL" (pp8 vp4: the last chunk holds only the MTP layer and the loss). Layer kinds (DeepSeek-V3's 3 dense first layers,
+pipeline layout "Et|(tt|)*30mL" (pp8 vp4: the last chunk holds only the MTP layer and the loss). Megatron-Bridge's
+DeepSeek-V3 and Kimi-K2 recipes lay their 61 layers out by an explicit (pp, vp) map instead (stack
+pipeline_layout = "bridge_map", `BRIDGE_MAP_KEYS`): the embedding shares the first chunk with a full chunk of
+decoder layers and the last chunk holds three fewer, beside the MTP layer (if any) and the loss. Layer kinds (DeepSeek-V3's 3 dense first layers,
 Llama 4's alternating MoE) land on the ranks that hold them.
 
 Schedule. With stage times t_r (one micro-batch's forward + backward on rank r) and m micro-batches:
@@ -36,11 +39,25 @@ from .. import constants as K
 from ..topology import _codes
 
 
-def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0) -> list[int]:
+# (pp, vp) entries of Megatron-Bridge's DeepSeek-V3 / Kimi-K2 pipeline layout maps (chunk_layers, bridge_map)
+BRIDGE_MAP_KEYS = frozenset({(4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4), (2, 8)})
+
+
+def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_slots") -> list[int]:
     """Transformer layers of each of the pp*vp chunks, in model order (`mtp`: the model's MTP layers, which
-    the last chunk holds with the loss)."""
+    the last chunk holds with the loss; `layout`: the stack's pipeline_layout)."""
     C = pp * vp
     slots, extra = divmod(L + 2 + mtp, C)
+    if layout == "bridge_map" and (pp, vp) in BRIDGE_MAP_KEYS:
+        s, rest = divmod(L + 3, C)
+        if rest == 0 and s > 3:
+            # Megatron-Bridge recipes/deepseek/deepseek_v3.py set_deepseek_v3_pipeline_model_parallel_layout and
+            # recipes/kimi/kimi_k2.py _get_kimi_k2_pipeline_layout: for these (pp, vp) the 61 decoder layers are laid
+            # out [embedding + s], (C - 2) x [s], [s - 3 + (mtp) + loss] with s = 64 / C, the MTP layer (if any) and
+            # the loss beside the last chunk's decoder layers: 16 chunks 4 | 4 x 14 | 1, 8 chunks 8 | 8 x 6 | 5,
+            # 4 chunks 16 | 16 | 16 | 13 (DeepSeek-V3 with or without MTP, Kimi-K2 alike; the DeepSeek-V3 GB300 preset
+            # string 'Et*4|(t*4|)*14tmL' the same). Other (pp, vp) have no map entry: the rules below
+            return [s] * (C - 1) + [s - 3]
     if mtp and C > 1 and extra == 0 and slots > mtp:
         # embedding, MTP layers and loss take a layer slot each: first chunk slots - 1 decoder layers, the
         # middle ones slots, the last slots - 1 - mtp (module docstring: NeMo 2.0 / Megatron-Bridge layouts)
@@ -60,9 +77,10 @@ def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0) -> list[int]:
 
 
 @lru_cache(maxsize=4096)
-def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0) -> tuple[tuple[int, ...], ...]:
+def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0,
+               layout: str = "module_slots") -> tuple[tuple[int, ...], ...]:
     """Per rank r: (layers of each kind, ...). `kinds[i]` is layer i's kind index."""
-    sizes = chunk_layers(len(kinds), pp, vp, mtp)
+    sizes = chunk_layers(len(kinds), pp, vp, mtp, layout)
     counts = [[0] * n_kinds for _ in range(pp)]
     start = 0
     for j, n in enumerate(sizes):
@@ -73,10 +91,11 @@ def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int 
 
 
 @lru_cache(maxsize=4096)
-def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0) -> tuple[tuple, ...]:
+def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0,
+               layout: str = "module_slots") -> tuple[tuple, ...]:
     """Distinct ranks as (layers per kind, holds embedding, holds head, how many ranks), for pricing each
     distinct stage once."""
-    counts = rank_table(kinds, n_kinds, pp, vp, mtp)
+    counts = rank_table(kinds, n_kinds, pp, vp, mtp, layout)
     sig: dict[tuple, int] = {}
     for r, c in enumerate(counts):
         key = (c, r == 0, r == pp - 1)
@@ -96,11 +115,12 @@ def _pairs(pp: np.ndarray, vp: np.ndarray):
     return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
 
 
-def signature_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+def signature_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
+                    layout: str = "module_slots"):
     """Padded arrays over (distinct (pp, vp) pair, signature): layers per kind [n_kinds][P, S], embedding
     [P, S], head [P, S], multiplicity [P, S] (0 on padding); and each layout's pair index."""
     pairs, inv = _pairs(pp, vp)
-    tabs = [signatures(kinds, n_kinds, int(p), int(v), mtp) for p, v in pairs]
+    tabs = [signatures(kinds, n_kinds, int(p), int(v), mtp, layout) for p, v in pairs]
     S = max(len(t) for t in tabs)
     cnt = np.zeros((n_kinds, len(pairs), S))
     emb, head, mult = (np.zeros((len(pairs), S)) for _ in range(3))
@@ -111,32 +131,35 @@ def signature_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np
     return list(cnt), emb, head, mult, inv
 
 
-def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
+                     layout: str = "module_slots"):
     """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
     [n, S], multiplicity [n, S] (0 on padding)."""
-    cnt, emb, head, mult, inv = signature_table(kinds, n_kinds, pp, vp, mtp)
+    cnt, emb, head, mult, inv = signature_table(kinds, n_kinds, pp, vp, mtp, layout)
     return [c[inv] for c in cnt], emb[inv], head[inv], mult[inv]
 
 
-def memory_rank_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+def memory_rank_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
+                      layout: str = "module_slots"):
     """`ranks_for_memory` over the distinct (pp, vp) pairs: layers per kind [n_kinds][P, 3], rank index
     [P, 3], and each layout's pair index."""
     pairs, inv = _pairs(pp, vp)
     cnt = np.zeros((n_kinds, len(pairs), 3))
     rank = np.zeros((len(pairs), 3))
     for u, (p, v) in enumerate(pairs):
-        counts = rank_table(kinds, n_kinds, int(p), int(v), mtp)
+        counts = rank_table(kinds, n_kinds, int(p), int(v), mtp, layout)
         for s, r in enumerate((0, min(1, p - 1), p - 1)):
             cnt[:, u, s] = counts[r]
             rank[u, s] = r
     return list(cnt), rank, inv
 
 
-def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0):
+def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
+                     layout: str = "module_slots"):
     """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
     the first (most micro-batches in flight, embedding), the second (most in flight among the middle
     ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
-    cnt, rank, inv = memory_rank_table(kinds, n_kinds, pp, vp, mtp)
+    cnt, rank, inv = memory_rank_table(kinds, n_kinds, pp, vp, mtp, layout)
     return [c[inv] for c in cnt], rank[inv]
 
 
