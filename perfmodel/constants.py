@@ -82,3 +82,13 @@ EAGER_ROPE_PASSES = 3.0
 # view, cast); backward adds the same count again for each op's gradient
 EAGER_EXTRA_KERNELS_FWD = 11
 EAGER_EXTRA_KERNELS_BWD = 11
+
+# The share of moe_permute_bytes (calibration.toml: 20 B per token copy per hidden unit forward on the NCCL
+# all-to-all path = permute 4 + local sort 4 + local unsort 4 + un-permute 4 with its FP32 weighted scatter-add 4)
+# that DeepEP's and HybridEP's flex dispatcher fuses into the communication kernels: the global permute before
+# dispatch and the global un-permute after combine, 4 + 8 B (NVIDIA/Megatron-LM docs/discussions/
+# deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md Sec. 2.1.1: "The AlltoAll dispatcher using the
+# NCCL backend requires one global and one local permute before and after EP communication ... The Flex Dispatcher
+# of DeepEP or HybridEP fuses the global permute into the communication kernel ... but still requires a permute
+# kernel to ... rearrange the tokens distributed to different local experts")
+MOE_GLOBAL_PERMUTE_BYTES = 12.0

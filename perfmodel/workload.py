@@ -213,9 +213,11 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
         gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert", "shared_experts")
     assign = Ts * e.top_k * imbalance                                        # token copies per GPU
     fs = e.shared_experts * e.shared_width
-    # token routing: moe_permute_bytes of HBM traffic per token copy per hidden unit (calibration.toml)
-    streams = [Stream("token permute / unpermute", c.moe_permute_bytes * h * assign, 2 * c.moe_permute_bytes * h * assign,
-                      module="moe"),
+    # token routing: moe_permute_bytes of HBM traffic per token copy per hidden unit (calibration.toml) on the
+    # NCCL all-to-all path; DeepEP's / HybridEP's flex dispatcher fuses the global permute and un-permute into its
+    # communication kernels and keeps the local ones (constants.MOE_GLOBAL_PERMUTE_BYTES)
+    pb = c.moe_permute_bytes - (K.MOE_GLOBAL_PERMUTE_BYTES if sw.dispatcher in ("deepep", "hybridep") else 0.0)
+    streams = [Stream("token permute / unpermute", pb * h * assign, 2 * pb * h * assign, module="moe"),
                Stream("expert activation", act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign,
                       2 * act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign, module="moe_act"),
                Stream("shared expert activation", act_bytes_per_width(m, sw.eager) * fs / tp * T,
