@@ -167,6 +167,51 @@ def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[f
     return -math.hypot(lo, down), math.hypot(hi, up)
 
 
+# ---- a stack the bands were not fitted on (leave-one-source-out residuals) ----------------------------
+# Residuals of rows whose source was IN the fit are shrunk towards zero: the fitted constants have absorbed part
+# of that source's own offset (2026-12-01: the DerSimonian-Laird between-source variance of the in-fit residuals
+# is 0, while the same sources scored without themselves sit -0.04 to +0.05 apart). A new run of a stack the fit
+# never saw carries its stack's offset in full. Its band is therefore taken from cross-validated residuals: for
+# each source family T of the fit, T's calibration rows predicted with the constants refitted WITHOUT T
+# (validation/loso.py), r_j^(-T) = ln(measured_j / predicted_j(theta_-T)); the 10th / 90th percentiles of those,
+# per group as `fit` does (the cross-validation residuals of the CV+ / jackknife+ prediction interval over
+# exchangeable units, here source families: Barber, Candes, Ramdas & Tibshirani 2021, Ann. Statist. 49(1), §3).
+# The between-source spread enters through each source's residuals, the within-source spread through the rows.
+#
+# The row's own part (the "+" of jackknife+): how far the row's prediction moves across those refits,
+# s_T(x) = ln(predicted_x(theta_-T) / predicted_x(theta)), is the spread of the fitted constants across source
+# families seen through this row's sensitivity to them (to first order sum_c d ln pred_x / d ln c x
+# d ln c_T): a row that does not depend on a constant gets no width from it. Its jackknife variance
+# (n - 1) / n sum_T (s_T - mean s)^2 (Quenouille-Tukey; Efron & Stein 1981) is added in quadrature, at the
+# z of the band's quantiles (z_0.9 = 1.2816), to both sides (`jackknife_spread`).
+
+def jackknife_spread(shifts: Sequence[Sequence[float]], quantiles: Sequence[float] = QUANTILES) -> list[float]:
+    """shifts[t][i]: ln(prediction of row i with the constants refitted without source t / with all of them) ->
+    per row z x the jackknife standard deviation sqrt((n-1)/n sum_t (s_t - mean)^2), z the normal quantile of
+    the band's upper level (1.2816 for 90%); 0 with fewer than two sources."""
+    n = len(shifts)
+    if n < 2:
+        return [0.0] * (len(shifts[0]) if shifts else 0)
+    z = float(np.sqrt(2.0) * _erfinv(2 * quantiles[1] - 1))
+    a = np.array(shifts, dtype=float)
+    sd = np.sqrt((n - 1) / n * ((a - a.mean(axis=0)) ** 2).sum(axis=0))
+    return [float(z * x) for x in sd]
+
+
+def _erfinv(y: float) -> float:
+    """Inverse error function by Newton's method on math.erf (|y| < 1)."""
+    x = 0.0
+    for _ in range(60):
+        x -= (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Per-row (down <= 0, up >= 0) spreads of independent causes combined in quadrature, each side apart."""
+    return [(-math.sqrt(sum(s[i][0] ** 2 for s in spreads)), math.sqrt(sum(s[i][1] ** 2 for s in spreads)))
+            for i in range(len(spreads[0]) if spreads else 0)]
+
+
 # ---- reading the stored bands ---------------------------------------------------------------------
 
 @lru_cache(maxsize=4)
@@ -185,11 +230,17 @@ def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None
     return b.low, b.high, b.group
 
 
-def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None) -> Band:
+def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None, unseen: bool = False) -> Band:
     """The band of `path` (an uncertainty.toml), else of the predictor in use: a calibration file written by
     `perfmodel calibrate` carries bands fitted on its own calibration rows with its constants; the shipped
-    calibration uses perfmodel/uncertainty.toml."""
+    calibration uses perfmodel/uncertainty.toml. `unseen`: the band for a software stack of a family the fit
+    never saw (the file's [unseen] groups, from cross-validated residuals), where the file has them."""
     m, h = load_model(model), load_hardware(hw)
+    if unseen:
+        groups = load(path or str(FILE)).get("unseen")
+        if groups:
+            b = lookup(groups, family(h), op_class(m), path or Band.source)
+            return Band(b.low, b.high, f"unseen:{b.group}", b.rows, b.source)
     if path is None:
         from . import calibration
         own = calibration.table().get("bands")

@@ -8,6 +8,7 @@ import importlib.util
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfmodel import uncertainty as U
@@ -152,3 +153,61 @@ def test_parameter_spread_and_widening_by_hand():
     g = {U.ALL: {"rows": 20, "low": math.exp(-0.3), "high": math.exp(0.05)}}
     assert U.coverage(g, [("hopper", "moe", -0.45)])["covered"] == 0
     assert U.coverage(g, [("hopper", "moe", -0.45)], [s[0]])["covered"] == 1
+
+
+# ---- a stack the bands were not fitted on: the row's jackknife spread and the unseen-stack band ----------
+
+def test_jackknife_spread_by_hand():
+    # three source families left out in turn; row 0's prediction moves by ln factors +0.1, -0.1, 0 across the three
+    # refits: mean 0, sum of squares 0.02, jackknife variance (n-1)/n x 0.02 = 0.01333, sd 0.11547, times
+    # z_0.9 = 1.28155 -> 0.14798. Row 1 does not depend on any constant that moved (shifts 0): no width from them
+    s = U.jackknife_spread([[0.1, 0.0], [-0.1, 0.0], [0.0, 0.0]])
+    assert s[0] == pytest.approx(1.2815516 * math.sqrt(2 / 3 * 0.02), rel=1e-6) and s[0] == pytest.approx(0.14798, abs=1e-5)
+    assert s[1] == 0.0
+    # a common shift of every refit is no spread (the refits agree); one refit alone gives none either
+    assert U.jackknife_spread([[0.05], [0.05], [0.05]]) == [pytest.approx(0.0)]
+    assert U.jackknife_spread([[0.3]]) == [0.0]
+
+
+def test_jackknife_spread_never_narrower_with_more_spread():
+    rng = np.random.default_rng(3)
+    base = rng.normal(0, 0.05, size=(5, 40))
+    a = U.jackknife_spread(base.tolist())
+    for k in (1.0, 1.5, 3.0):
+        b = U.jackknife_spread((k * base).tolist())
+        assert all(y >= x - 1e-15 for x, y in zip(a, b))
+        assert b == pytest.approx([k * x for x in a])
+
+
+def test_combined_and_widened_monotone():
+    # two independent causes, each side in quadrature: (-0.3, 0.4) and (-0.4, 0) -> (-0.5, 0.4)
+    assert U.combined([(-0.3, 0.4)], [(-0.4, 0.0)]) == [pytest.approx((-0.5, 0.4))]
+    assert U.combined([(0.0, 0.0)], [(0.0, 0.0)]) == [(0.0, 0.0)]      # no cause, no width
+    # more spread never narrows the band: lo falls and hi rises as |down| and up grow
+    lo0, hi0 = U.widened(-0.1, 0.08)
+    prev = (lo0, hi0)
+    for x in (0.01, 0.05, 0.2, 1.0):
+        lo, hi = U.widened(-0.1, 0.08, -x, x)
+        assert lo <= prev[0] and hi >= prev[1]
+        prev = (lo, hi)
+    # and so coverage of fixed samples can only rise
+    g = U.fit([("hopper", "dense", 0.01 * i) for i in range(-10, 11)], min_rows=10)
+    far = [("hopper", "dense", v) for v in (-0.3, -0.12, 0.0, 0.12, 0.3)]
+    covs = [U.coverage(g, far, [(-x, x)] * len(far))["coverage"] for x in (0.0, 0.1, 0.3, 1.0)]
+    assert covs == sorted(covs) and covs[0] == pytest.approx(1 / 5) and covs[-1] == 1.0
+
+
+def test_band_of_unseen(tmp_path):
+    f = tmp_path / "u.toml"
+    f.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
+                 '[unseen."hopper/dense"]\nrows = 12\nlog_p10 = -0.2\nlog_p90 = 0.15\nlow = 0.8\nhigh = 1.2\n'
+                 '[unseen."all"]\nrows = 30\nlog_p10 = -0.3\nlog_p90 = 0.2\nlow = 0.7\nhigh = 1.25\n')
+    U.load.cache_clear()
+    b = U.band_of("llama3-8b", "h100-sxm", str(f), unseen=True)
+    assert (b.low, b.high, b.group, b.rows) == (0.8, 1.2, "unseen:hopper/dense", 12)
+    assert U.band_of("deepseek-v3", "b200", str(f), unseen=True).group == "unseen:all"
+    assert U.band_of("llama3-8b", "h100-sxm", str(f)).group == "all"          # a stack the fit saw
+    g = tmp_path / "no_unseen.toml"
+    g.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n')
+    assert U.band_of("llama3-8b", "h100-sxm", str(g), unseen=True).group == "all"   # no [unseen]: the fitted band
+    U.load.cache_clear()
