@@ -84,22 +84,39 @@ def log_ratio(measured: float, predicted: float) -> float:
     return math.log(measured / predicted)
 
 
+def weighted_quantiles(vals: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Quantiles of weighted values with the plotting position p_k = C_k / (W + W/n) (C_k the cumulative weight
+    up to the k-th smallest value, W the total): with equal weights k / (n + 1), Hyndman & Fan definition 6,
+    so equal weights give np.percentile(method="weibull")."""
+    o = np.argsort(vals, kind="stable")
+    v, w = np.asarray(vals, dtype=float)[o], np.asarray(weights, dtype=float)[o]
+    c = np.cumsum(w)
+    p = c / (c[-1] * (1 + 1 / len(v)))
+    return [float(np.interp(q, p, v)) for q in qs]
+
+
 def fit(samples: Iterable[tuple[str, str, float]], min_rows: int = MIN_ROWS,
-        quantiles: Sequence[float] = QUANTILES) -> dict[str, dict]:
+        quantiles: Sequence[float] = QUANTILES, units: Sequence[str] | None = None) -> dict[str, dict]:
     """samples: (family, op class, ln(measured/predicted)) of the calibration rows ->
     {group: {rows, log_p10, log_p90, low, high}} for every group with at least `min_rows` rows
-    (and always "all")."""
-    by: dict[str, list[float]] = {}
-    for fam, kind, r in samples:
+    (and always "all"). `units` (one per sample, e.g. its source family): within each group every unit weighs
+    the same, each of its rows 1 / (its rows in the group): the pooled distribution of equally weighted
+    groups, the prediction set for a new group of a two-layer hierarchy (Dunn, Wasserman & Ramdas 2022,
+    JASA 118(544), "pooling CDFs")."""
+    by: dict[str, list[tuple[float, str]]] = {}
+    for i, (fam, kind, r) in enumerate(samples):
         for g in group_chain(fam, kind):
-            by.setdefault(g, []).append(r)
+            by.setdefault(g, []).append((r, "" if units is None else units[i]))
     out: dict[str, dict] = {}
-    for g, vals in sorted(by.items()):
+    for g, pairs in sorted(by.items()):
+        vals = [r for r, _ in pairs]
         if len(vals) < min_rows and g != ALL:
             continue
+        count: dict[str, int] = {}
+        for _, u in pairs:
+            count[u] = count.get(u, 0) + 1
         # Hyndman & Fan 1996 definition 6 (p_k = k / (n+1)): unbiased coverage for a new draw (Wilks 1941)
-        lo, hi = (float(q) for q in np.percentile(np.array(vals), [100 * quantiles[0], 100 * quantiles[1]],
-                                                  method="weibull"))
+        lo, hi = weighted_quantiles(vals, [1.0 / count[u] for _, u in pairs], quantiles)
         out[g] = {"rows": len(vals), "log_p10": lo, "log_p90": hi,
                   "low": math.exp(min(lo, 0.0)), "high": math.exp(max(hi, 0.0))}
     return out

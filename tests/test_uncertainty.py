@@ -211,3 +211,27 @@ def test_band_of_unseen(tmp_path):
     g.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n')
     assert U.band_of("llama3-8b", "h100-sxm", str(g), unseen=True).group == "all"   # no [unseen]: the fitted band
     U.load.cache_clear()
+
+
+def test_weighted_quantiles_by_hand():
+    # values 0 and 1 with weights 3 and 1: cumulative 3, 4 of W = 4, plotting positions C / (W (1 + 1/n)) = 0.5,
+    # 0.667; the 0.6 quantile interpolates 0.6 of the way: 0.6. Equal weights: positions 1/3, 2/3 (k / (n+1)) -> 0.8
+    assert U.weighted_quantiles([0.0, 1.0], [3.0, 1.0], [0.6]) == [pytest.approx(0.6)]
+    assert U.weighted_quantiles([1.0, 0.0], [1.0, 1.0], [0.6]) == [pytest.approx(0.8)]
+    x = np.random.default_rng(1).normal(size=37)
+    assert U.weighted_quantiles(x, [2.0] * 37, [0.1, 0.9]) == pytest.approx(list(np.percentile(x, [10, 90], method="weibull")))
+
+
+def test_fit_units_weigh_each_source_the_same():
+    # source A: 20 rows near 0, source B: 2 rows at 0.3, one group. By rows, B is 2 of 22 and the 90th percentile
+    # falls between the 20th and 21st values (0.019 + 0.7 (0.3 - 0.019) = 0.216); each source weighing the same,
+    # B holds half the weight and the 90th percentile is B's 0.3
+    a = [("hopper", "dense", 0.001 * i) for i in range(20)]
+    b = [("hopper", "dense", 0.3)] * 2
+    rows = U.fit(a + b, min_rows=10)["hopper/dense"]
+    eq = U.fit(a + b, min_rows=10, units=["A"] * 20 + ["B"] * 2)["hopper/dense"]
+    assert rows["log_p90"] == pytest.approx(0.019 + 0.7 * (0.3 - 0.019))
+    assert eq["log_p90"] == pytest.approx(0.3) and eq["rows"] == rows["rows"] == 22
+    # 10th: by rows position 0.1 x 23 = 2.3 -> 0.0013; equal sources, A's k-th row sits at C / (W (1 + 1/n)) =
+    # (k / 20) / (2 x 23 / 22), 0.1 at k = 4.18 -> 0.003 + 0.18 x 0.001
+    assert rows["log_p10"] == pytest.approx(0.0013) and eq["log_p10"] == pytest.approx(0.003 + (0.1 * 2 * 23 / 22 * 20 - 4) * 0.001)

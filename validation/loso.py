@@ -65,6 +65,7 @@ NAMES = {"runs.csv": "nvidia", "simumax-b200-dense.csv": "simumax-b200"}   # els
 # (0.1379), 2026-12-01
 ROUNDS = 3
 PASSES = 6
+EQUAL_SOURCES = True   # unseen-stack bands: each source family weighs the same within a group (uncertainty.fit units)
 
 
 def families(sets: list[F.RunSet], nvidia_by_source: bool) -> dict[str, list[F.RunSet]]:
@@ -117,9 +118,12 @@ def pair_fits(fams: dict[str, list[F.RunSet]], start, rounds: int, passes: int, 
 def unseen_bands(fams: dict[str, list[F.RunSet]], fit_without: dict[str, F.Fit], gen: dict[str, str]) -> dict:
     """Bands from cross-validated residuals: each family T's calibration rows predicted with `fit_without[T]`
     (the constants fitted without T), pooled and cut into groups by uncertainty.fit."""
-    samples = [x for t, f in fit_without.items() for x in F.band_samples(F.evaluate(F.calibration_part(fams[t]),
-                                                                                   f.consts), gen)]
-    return U.fit(samples)
+    samples, units = [], []
+    for t, f in fit_without.items():
+        x = F.band_samples(F.evaluate(F.calibration_part(fams[t]), f.consts), gen)
+        samples += x
+        units += [t] * len(x)
+    return U.fit(samples, units=units if EQUAL_SOURCES else None)
 
 
 def shift_spread(test: list[F.RunSet], rep, fit_without: dict[str, F.Fit]) -> list[tuple[float, float]]:

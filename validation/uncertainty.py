@@ -18,8 +18,11 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -74,10 +77,24 @@ def unseen(fits: str | Path) -> dict:
     gen, fams = F.generations(sets), loso.families(sets, False)
     without = {t: loso._search([], C.priors(), run["rounds"], run["max_passes"], run["families"][t]) for t in fams}
     groups = loso.unseen_bands(fams, without, gen)
+    # the row's own jackknife spread (uncertainty.jackknife_spread: its prediction across the six refits, against
+    # the reference fit of the same run) is per row; a stored band carries its group's median over the
+    # calibration rows, in quadrature with the cross-validated percentiles
+    ref = loso._search([], C.priors(), run["rounds"], run["max_passes"], run["in_fit"])
+    cal = F.calibration_part(sets)
+    rep = F.evaluate(cal, ref.consts)
+    by: dict[str, list[float]] = {}
+    for (f, k, _), (_, up) in zip(F.band_samples(rep, gen), loso.shift_spread(cal, rep, without)):
+        for g in U.group_chain(f, k):
+            by.setdefault(g, []).append(up)
+    for g, d in groups.items():
+        j = float(np.median(by[g]))
+        lo, hi = U.widened(min(d["log_p10"], 0.0), max(d["log_p90"], 0.0), -j, j)
+        d.update(log_jackknife=j, low=math.exp(lo), high=math.exp(hi))
     held = F.held_out_part(sets)
     cov = U.coverage(groups, F.band_samples(F.evaluate(held, None), gen))
     return {"groups": groups, "held_out_coverage": cov["coverage"], "held_out_rows": cov["rows"],
-            "fits": str(fits)}
+            "fits": Path(fits).name}
 
 
 def toml_text(m: dict) -> str:
@@ -110,11 +127,14 @@ def toml_text(m: dict) -> str:
         u = m["unseen"]
         lines += ["", "# A stack the fit never saw (uncertainty.band_of(..., unseen=True)): the same percentiles over",
                   "# cross-validated residuals, each source family's calibration rows predicted with the constants",
-                  f"# refitted without that family (the single refits of `python3 validation/loso.py --json`, {u['fits']}).",
+                  f"# refitted without that family (the single refits of `python3 validation/loso.py --json`, {u['fits']}),",
+                  "# each family weighing the same within a group; low / high add in quadrature log_jackknife, the group's",
+                  "# median z x jackknife spread of a row's prediction across those refits.",
                   f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows."]
         for g, d in u["groups"].items():
             lines += ["", f'[unseen."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
-                      f"log_p90 = {d['log_p90']:.5f}", f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
+                      f"log_p90 = {d['log_p90']:.5f}", f"log_jackknife = {d['log_jackknife']:.5f}",
+                      f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
     return "\n".join(lines) + "\n"
 
 
@@ -149,7 +169,7 @@ def main() -> None:
             u = m["unseen"]
             print("unseen-stack band per group (cross-validated residuals of the refits without each family)")
             for g, d in u["groups"].items():
-                print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}")
+                print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}   (jackknife {d['log_jackknife']:.3f})")
             print(f"  held-out coverage {u['held_out_coverage']:6.1%}  of {u['held_out_rows']} rows")
     if a.write:
         U.FILE.write_text(toml_text(m), encoding="utf-8")
