@@ -30,6 +30,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from statistics import NormalDist
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -192,8 +193,10 @@ def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[f
 # each source family T of the fit, T's calibration rows predicted with the constants refitted WITHOUT T
 # (validation/loso.py), r_j^(-T) = ln(measured_j / predicted_j(theta_-T)); the 10th / 90th percentiles of those,
 # per group as `fit` does (the cross-validation residuals of the CV+ / jackknife+ prediction interval over
-# exchangeable units, here source families: Barber, Candes, Ramdas & Tibshirani 2021, Ann. Statist. 49(1), §3).
-# The between-source spread enters through each source's residuals, the within-source spread through the rows.
+# exchangeable units, here source families: Barber, Candes, Ramdas & Tibshirani 2021, Ann. Statist. 49(1), §3),
+# each family weighing the same within a group (`fit(..., units=)`: a new stack is a new group, Dunn, Wasserman &
+# Ramdas 2022). The between-source spread enters through each source's residuals, the within-source spread through
+# the rows.
 #
 # The row's own part (the "+" of jackknife+): how far the row's prediction moves across those refits,
 # s_T(x) = ln(predicted_x(theta_-T) / predicted_x(theta)), is the spread of the fitted constants across source
@@ -209,18 +212,10 @@ def jackknife_spread(shifts: Sequence[Sequence[float]], quantiles: Sequence[floa
     n = len(shifts)
     if n < 2:
         return [0.0] * (len(shifts[0]) if shifts else 0)
-    z = float(np.sqrt(2.0) * _erfinv(2 * quantiles[1] - 1))
+    z = NormalDist().inv_cdf(quantiles[1])
     a = np.array(shifts, dtype=float)
     sd = np.sqrt((n - 1) / n * ((a - a.mean(axis=0)) ** 2).sum(axis=0))
     return [float(z * x) for x in sd]
-
-
-def _erfinv(y: float) -> float:
-    """Inverse error function by Newton's method on math.erf (|y| < 1)."""
-    x = 0.0
-    for _ in range(60):
-        x -= (math.erf(x) - y) / (2 / math.sqrt(math.pi) * math.exp(-x * x))
-    return x
 
 
 def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -42,6 +42,12 @@ def test_stored_file_is_sane():
         assert v["log_p10"] <= v["log_p90"]
     assert 0.6 <= d["coverage"]["all"] <= 0.95
     assert d["rows"]["held_out"] + d["rows"]["calibration"] == d["rows"]["all"]
+    # the unseen-stack bands (validation/uncertainty.py --fits): low / high are the cross-validated percentiles
+    # with the group's jackknife spread in quadrature, each side apart
+    for g, v in d.get("unseen", {}).items():
+        assert v["rows"] >= (1 if g == U.ALL else d["min_rows"]) and v["log_jackknife"] >= 0, g
+        lo, hi = U.widened(min(v["log_p10"], 0), max(v["log_p90"], 0), -v["log_jackknife"], v["log_jackknife"])
+        assert (v["low"], v["high"]) == (pytest.approx(math.exp(lo), abs=2e-5), pytest.approx(math.exp(hi), abs=2e-5)), g
 
 
 def test_fresh_fit_coverage_near_80_percent(fresh):

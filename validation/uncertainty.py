@@ -75,6 +75,9 @@ def unseen(fits: str | Path) -> dict:
     run = json.loads(Path(fits).read_text())
     sets = [F.read_set(p) for p in shipped_sets()]
     gen, fams = F.generations(sets), loso.families(sets, False)
+    missing = sorted(set(fams) - set(run.get("families", {}))) + ([] if "in_fit" in run else ["in_fit"])
+    if missing:
+        raise SystemExit(f"{fits}: no refit for {', '.join(missing)} (run python3 validation/loso.py --json on these sets)")
     without = {t: loso._search([], C.priors(), run["rounds"], run["max_passes"], run["families"][t]) for t in fams}
     groups = loso.unseen_bands(fams, without, gen)
     # the row's own jackknife spread (uncertainty.jackknife_spread: its prediction across the six refits, against
@@ -130,7 +133,8 @@ def toml_text(m: dict) -> str:
                   f"# refitted without that family (the single refits of `python3 validation/loso.py --json`, {u['fits']}),",
                   "# each family weighing the same within a group; low / high add in quadrature log_jackknife, the group's",
                   "# median z x jackknife spread of a row's prediction across those refits.",
-                  f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows."]
+                  f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows.",
+                  f"# Regenerate with `{COMMAND} --fits LOSO.json` (without --fits the file has no [unseen] bands)."]
         for g, d in u["groups"].items():
             lines += ["", f'[unseen."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
                       f"log_p90 = {d['log_p90']:.5f}", f"log_jackknife = {d['log_jackknife']:.5f}",
@@ -172,6 +176,9 @@ def main() -> None:
                 print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}   (jackknife {d['log_jackknife']:.3f})")
             print(f"  held-out coverage {u['held_out_coverage']:6.1%}  of {u['held_out_rows']} rows")
     if a.write:
+        if not a.fits:
+            print("no --fits: the file gets no [unseen] bands (uncertainty.band_of(..., unseen=True) falls back to "
+                  "the fitted ones)", file=sys.stderr)
         U.FILE.write_text(toml_text(m), encoding="utf-8")
         print(f"wrote {U.FILE.relative_to(ROOT)}", file=sys.stderr)
 
