@@ -198,7 +198,7 @@ def _width(groups: dict, samples, spread) -> float:
 
 
 def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, log=lambda m: None,
-            reuse: dict | None = None) -> dict:
+            reuse: dict | None = None, with_pairs: bool = True) -> dict:
     sets = [F.read_set(p) for p in shipped_sets()]
     gen = F.generations(sets)
     fams = families(sets, nvidia_by_source)
@@ -206,17 +206,18 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
     start = priors() if start_from == "prior" else constants()
     t0 = time.perf_counter()
     out: dict = {"rounds": rounds, "max_passes": passes, "start": start_from, "families": {}}
-    pairs = pair_fits(fams, start, rounds, passes, None if reuse is None or "pairs" not in reuse else reuse["pairs"], log)
+    pairs = pair_fits(fams, start, rounds, passes, None if reuse is None or "pairs" not in reuse else reuse["pairs"],
+                      log) if with_pairs else {}
     out["pairs"] = {k: _fit_dict(f) for k, f in pairs.items()}
     singles: dict[str, F.Fit] = {}
     for name, mine in fams.items():
         others = [s for n, v in fams.items() if n != name for s in v]
-        without = {t: (fams[t], pairs[pair_key(name, t, order)]) for t in fams if t != name}
+        without = {t: (fams[t], pairs[pair_key(name, t, order)]) for t in fams if t != name} if with_pairs else None
         out["families"][name] = fold(F.calibration_part(others), mine, start, rounds, passes, gen,
                                      None if reuse is None else reuse["families"][name], without)
         d = out["families"][name]
         singles[name] = _search([], start, rounds, passes, d)
-        log(f"{name}: MAPE {d['mape']:.1%} bias {d['bias']:+.1%} coverage {d['coverage']:.1%} "
+        log(f"{name}: MAPE {d['mape']:.1%} bias {d['bias']:+.1%} coverage {_p(d.get('coverage'))} "
             f"(bands fitted on the rest: {d['coverage_fitted_bands']:.1%}; "
             f"{d['passes']} passes, {d['evaluations']} evaluations, {d['seconds']:.0f} s)")
     # reference: every family in the fit, each scored on its held-out rows
@@ -279,7 +280,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="coordinate-search rounds per pass")
     ap.add_argument("--passes", type=int, default=PASSES, help="most passes per refit (restarts while one gains >= 1e-3)")
     ap.add_argument("--start", choices=("prior", "current"), default="prior")
-    ap.add_argument("--nvidia-by-source", action="store_true", help="split validation/runs.csv by its source column")
+    ap.add_argument("--nvidia-by-source", action="store_true", help="split validation/runs.csv by its source column "
+                    "(14 families: 91 refits of pairs unless --no-pairs)")
+    ap.add_argument("--no-pairs", action="store_true", help="skip the refits without two families: no unseen-stack "
+                    "band for the folds (the bands fitted on the rest only)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--fits", metavar="JSON", help="reuse every fitted constant (folds, refits without two families, "
                     "reference) from an earlier `--json` run (same code and sets) instead of refitting: the bands and "
@@ -287,7 +291,7 @@ def main() -> None:
     a = ap.parse_args()
     reuse = json.loads(Path(a.fits).read_text()) if a.fits else None
     m = measure(a.rounds, a.passes, a.start, a.nvidia_by_source, log=(lambda s: None) if a.json else
-                (lambda s: print(s, file=sys.stderr, flush=True)), reuse=reuse)
+                (lambda s: print(s, file=sys.stderr, flush=True)), reuse=reuse, with_pairs=not a.no_pairs)
     if a.json:
         print(json.dumps(m, indent=2))
         return
