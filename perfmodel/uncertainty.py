@@ -30,6 +30,7 @@ import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from statistics import NormalDist
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -84,22 +85,39 @@ def log_ratio(measured: float, predicted: float) -> float:
     return math.log(measured / predicted)
 
 
+def weighted_quantiles(vals: Sequence[float], weights: Sequence[float], qs: Sequence[float]) -> list[float]:
+    """Quantiles of weighted values with the plotting position p_k = C_k / (W + W/n) (C_k the cumulative weight
+    up to the k-th smallest value, W the total): with equal weights k / (n + 1), Hyndman & Fan definition 6,
+    so equal weights give np.percentile(method="weibull")."""
+    o = np.argsort(vals, kind="stable")
+    v, w = np.asarray(vals, dtype=float)[o], np.asarray(weights, dtype=float)[o]
+    c = np.cumsum(w)
+    p = c / (c[-1] * (1 + 1 / len(v)))
+    return [float(np.interp(q, p, v)) for q in qs]
+
+
 def fit(samples: Iterable[tuple[str, str, float]], min_rows: int = MIN_ROWS,
-        quantiles: Sequence[float] = QUANTILES) -> dict[str, dict]:
+        quantiles: Sequence[float] = QUANTILES, units: Sequence[str] | None = None) -> dict[str, dict]:
     """samples: (family, op class, ln(measured/predicted)) of the calibration rows ->
     {group: {rows, log_p10, log_p90, low, high}} for every group with at least `min_rows` rows
-    (and always "all")."""
-    by: dict[str, list[float]] = {}
-    for fam, kind, r in samples:
+    (and always "all"). `units` (one per sample, e.g. its source family): within each group every unit weighs
+    the same, each of its rows 1 / (its rows in the group): the pooled distribution of equally weighted
+    groups, the prediction set for a new group of a two-layer hierarchy (Dunn, Wasserman & Ramdas 2022,
+    JASA 118(544), "pooling CDFs")."""
+    by: dict[str, list[tuple[float, str]]] = {}
+    for i, (fam, kind, r) in enumerate(samples):
         for g in group_chain(fam, kind):
-            by.setdefault(g, []).append(r)
+            by.setdefault(g, []).append((r, "" if units is None else units[i]))
     out: dict[str, dict] = {}
-    for g, vals in sorted(by.items()):
+    for g, pairs in sorted(by.items()):
+        vals = [r for r, _ in pairs]
         if len(vals) < min_rows and g != ALL:
             continue
+        count: dict[str, int] = {}
+        for _, u in pairs:
+            count[u] = count.get(u, 0) + 1
         # Hyndman & Fan 1996 definition 6 (p_k = k / (n+1)): unbiased coverage for a new draw (Wilks 1941)
-        lo, hi = (float(q) for q in np.percentile(np.array(vals), [100 * quantiles[0], 100 * quantiles[1]],
-                                                  method="weibull"))
+        lo, hi = weighted_quantiles(vals, [1.0 / count[u] for _, u in pairs], quantiles)
         out[g] = {"rows": len(vals), "log_p10": lo, "log_p90": hi,
                   "low": math.exp(min(lo, 0.0)), "high": math.exp(max(hi, 0.0))}
     return out
@@ -167,6 +185,45 @@ def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[f
     return -math.hypot(lo, down), math.hypot(hi, up)
 
 
+# ---- a stack the bands were not fitted on (leave-one-source-out residuals) ----------------------------
+# Residuals of rows whose source was IN the fit are shrunk towards zero: the fitted constants have absorbed part
+# of that source's own offset (2026-12-01: the DerSimonian-Laird between-source variance of the in-fit residuals
+# is 0, while the same sources scored without themselves sit -0.04 to +0.05 apart). A new run of a stack the fit
+# never saw carries its stack's offset in full. Its band is therefore taken from cross-validated residuals: for
+# each source family T of the fit, T's calibration rows predicted with the constants refitted WITHOUT T
+# (validation/loso.py), r_j^(-T) = ln(measured_j / predicted_j(theta_-T)); the 10th / 90th percentiles of those,
+# per group as `fit` does (the cross-validation residuals of the CV+ / jackknife+ prediction interval over
+# exchangeable units, here source families: Barber, Candes, Ramdas & Tibshirani 2021, Ann. Statist. 49(1), §3),
+# each family weighing the same within a group (`fit(..., units=)`: a new stack is a new group, Dunn, Wasserman &
+# Ramdas 2022). The between-source spread enters through each source's residuals, the within-source spread through
+# the rows.
+#
+# The row's own part (the "+" of jackknife+): how far the row's prediction moves across those refits,
+# s_T(x) = ln(predicted_x(theta_-T) / predicted_x(theta)), is the spread of the fitted constants across source
+# families seen through this row's sensitivity to them (to first order sum_c d ln pred_x / d ln c x
+# d ln c_T): a row that does not depend on a constant gets no width from it. Its jackknife variance
+# (n - 1) / n sum_T (s_T - mean s)^2 (Quenouille-Tukey; Efron & Stein 1981) is added in quadrature, at the
+# z of the band's quantiles (z_0.9 = 1.2816), to both sides (`jackknife_spread`).
+
+def jackknife_spread(shifts: Sequence[Sequence[float]], quantiles: Sequence[float] = QUANTILES) -> list[float]:
+    """shifts[t][i]: ln(prediction of row i with the constants refitted without source t / with all of them) ->
+    per row z x the jackknife standard deviation sqrt((n-1)/n sum_t (s_t - mean)^2), z the normal quantile of
+    the band's upper level (1.2816 for 90%); 0 with fewer than two sources."""
+    n = len(shifts)
+    if n < 2:
+        return [0.0] * (len(shifts[0]) if shifts else 0)
+    z = NormalDist().inv_cdf(quantiles[1])
+    a = np.array(shifts, dtype=float)
+    sd = np.sqrt((n - 1) / n * ((a - a.mean(axis=0)) ** 2).sum(axis=0))
+    return [float(z * x) for x in sd]
+
+
+def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Per-row (down <= 0, up >= 0) spreads of independent causes combined in quadrature, each side apart."""
+    return [(-math.sqrt(sum(s[i][0] ** 2 for s in spreads)), math.sqrt(sum(s[i][1] ** 2 for s in spreads)))
+            for i in range(len(spreads[0]) if spreads else 0)]
+
+
 # ---- reading the stored bands ---------------------------------------------------------------------
 
 @lru_cache(maxsize=4)
@@ -185,11 +242,17 @@ def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None
     return b.low, b.high, b.group
 
 
-def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None) -> Band:
+def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None, unseen: bool = False) -> Band:
     """The band of `path` (an uncertainty.toml), else of the predictor in use: a calibration file written by
     `perfmodel calibrate` carries bands fitted on its own calibration rows with its constants; the shipped
-    calibration uses perfmodel/uncertainty.toml."""
+    calibration uses perfmodel/uncertainty.toml. `unseen`: the band for a software stack of a family the fit
+    never saw (the file's [unseen] groups, from cross-validated residuals), where the file has them."""
     m, h = load_model(model), load_hardware(hw)
+    if unseen:
+        groups = load(path or str(FILE)).get("unseen")
+        if groups:
+            b = lookup(groups, family(h), op_class(m), path or Band.source)
+            return Band(b.low, b.high, f"unseen:{b.group}", b.rows, b.source)
     if path is None:
         from . import calibration
         own = calibration.table().get("bands")

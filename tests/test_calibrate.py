@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel import api, calibration as C, fit as F
+from perfmodel import api, calibration as C, fit as F, uncertainty as U
 from perfmodel.cli import main
 from perfmodel.layout import Layout
 from perfmodel.model import load_model
@@ -222,3 +222,35 @@ def test_without_held_out_rows_the_file_says_nothing_about_them(tmp_path, capsys
     prov = C.load_table(str(tmp_path / "c.toml"))["provenance"]
     assert prov["held_out_rows"] == [0] and "held_out_mape_fitted" not in prov
     assert res["held_out"]["fitted"]["rows"] == 0 and res["calibration"]["fitted"]["rows"] == 12
+
+
+def test_loso_refits_without_two_families_see_neither():
+    """Inside S's fold the unseen-stack band uses, per other family T, the refit without S and T: its rows are the
+    calibration rows of the four others, nothing of S or T."""
+    loso = _script("loso")
+    sets = [F.read_set(p) for p in shipped_sets()]
+    fams = loso.families(sets, nvidia_by_source=False)
+    order = list(fams)
+    assert loso.pair_key("zero-bubble", "nvidia", order) == loso.pair_key("nvidia", "zero-bubble", order) == "nvidia|zero-bubble"
+    ids = {n: {r["run_id"] for s in v for r in s.rows} for n, v in fams.items()}
+    for a, b in (("nvidia", "fp8-lm"), ("llm-foundry", "zero-bubble")):
+        seen = {r["run_id"] for s in loso.without_two(fams, a, b) for r in s.rows}
+        assert not seen & (ids[a] | ids[b])
+        rest = {r["run_id"] for n, v in fams.items() if n not in (a, b) for s in v for r in s.rows if F.is_calibration(r)}
+        assert seen == rest and len(seen) > 0
+
+
+def test_unseen_band_with_unchanged_refits_is_the_fitted_band():
+    """The cross-validated residuals are the fitted ones when no refit moves a constant: with every 'refit without T'
+    equal to one set of constants, the unseen-stack bands equal the bands fitted on the same calibration rows."""
+    loso = _script("loso")
+    sets = [F.read_set(p) for p in shipped_sets()]
+    gen = F.generations(sets)
+    fams = {n: v for n, v in loso.families(sets, nvidia_by_source=False).items() if n in ("fp8-lm", "maxtext-a3", "zero-bubble")}
+    same = F.Fit(C.constants(), C.constants(), (), 0.0, 0.0, 0, 0)
+    cv = loso.unseen_bands(fams, {n: same for n in fams}, gen)
+    rep = F.evaluate(F.calibration_part([s for v in fams.values() for s in v]), None)
+    name = {s.name: n for n, v in fams.items() for s in v}
+    units = [name[r.dataset] for r in rep.results]           # each family weighs the same (loso.EQUAL_SOURCES)
+    assert cv == U.fit(F.band_samples(rep, gen), units=units if loso.EQUAL_SOURCES else None)
+    assert cv["all"]["rows"] == len(rep.results) > 0

@@ -8,6 +8,7 @@ import importlib.util
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfmodel import uncertainty as U
@@ -41,6 +42,12 @@ def test_stored_file_is_sane():
         assert v["log_p10"] <= v["log_p90"]
     assert 0.6 <= d["coverage"]["all"] <= 0.95
     assert d["rows"]["held_out"] + d["rows"]["calibration"] == d["rows"]["all"]
+    # the unseen-stack bands (validation/uncertainty.py --fits): low / high are the cross-validated percentiles
+    # with the group's jackknife spread in quadrature, each side apart
+    for g, v in d.get("unseen", {}).items():
+        assert v["rows"] >= (1 if g == U.ALL else d["min_rows"]) and v["log_jackknife"] >= 0, g
+        lo, hi = U.widened(min(v["log_p10"], 0), max(v["log_p90"], 0), -v["log_jackknife"], v["log_jackknife"])
+        assert (v["low"], v["high"]) == (pytest.approx(math.exp(lo), abs=2e-5), pytest.approx(math.exp(hi), abs=2e-5)), g
 
 
 def test_fresh_fit_coverage_near_80_percent(fresh):
@@ -152,3 +159,85 @@ def test_parameter_spread_and_widening_by_hand():
     g = {U.ALL: {"rows": 20, "low": math.exp(-0.3), "high": math.exp(0.05)}}
     assert U.coverage(g, [("hopper", "moe", -0.45)])["covered"] == 0
     assert U.coverage(g, [("hopper", "moe", -0.45)], [s[0]])["covered"] == 1
+
+
+# ---- a stack the bands were not fitted on: the row's jackknife spread and the unseen-stack band ----------
+
+def test_jackknife_spread_by_hand():
+    # three source families left out in turn; row 0's prediction moves by ln factors +0.1, -0.1, 0 across the three
+    # refits: mean 0, sum of squares 0.02, jackknife variance (n-1)/n x 0.02 = 0.01333, sd 0.11547, times
+    # z_0.9 = 1.28155 -> 0.14798. Row 1 does not depend on any constant that moved (shifts 0): no width from them
+    s = U.jackknife_spread([[0.1, 0.0], [-0.1, 0.0], [0.0, 0.0]])
+    assert s[0] == pytest.approx(1.2815516 * math.sqrt(2 / 3 * 0.02), rel=1e-6) and s[0] == pytest.approx(0.14798, abs=1e-5)
+    assert s[1] == 0.0
+    # a common shift of every refit is no spread (the refits agree); one refit alone gives none either
+    assert U.jackknife_spread([[0.05], [0.05], [0.05]]) == [pytest.approx(0.0)]
+    assert U.jackknife_spread([[0.3]]) == [0.0]
+
+
+def test_jackknife_spread_never_narrower_with_more_spread():
+    rng = np.random.default_rng(3)
+    base = rng.normal(0, 0.05, size=(5, 40))
+    a = U.jackknife_spread(base.tolist())
+    for k in (1.0, 1.5, 3.0):
+        b = U.jackknife_spread((k * base).tolist())
+        assert all(y >= x - 1e-15 for x, y in zip(a, b))
+        assert b == pytest.approx([k * x for x in a])
+
+
+def test_combined_and_widened_monotone():
+    # two independent causes, each side in quadrature: (-0.3, 0.4) and (-0.4, 0) -> (-0.5, 0.4)
+    assert U.combined([(-0.3, 0.4)], [(-0.4, 0.0)]) == [pytest.approx((-0.5, 0.4))]
+    assert U.combined([(0.0, 0.0)], [(0.0, 0.0)]) == [(0.0, 0.0)]      # no cause, no width
+    # more spread never narrows the band: lo falls and hi rises as |down| and up grow
+    lo0, hi0 = U.widened(-0.1, 0.08)
+    prev = (lo0, hi0)
+    for x in (0.01, 0.05, 0.2, 1.0):
+        lo, hi = U.widened(-0.1, 0.08, -x, x)
+        assert lo <= prev[0] and hi >= prev[1]
+        prev = (lo, hi)
+    # and so coverage of fixed samples can only rise
+    g = U.fit([("hopper", "dense", 0.01 * i) for i in range(-10, 11)], min_rows=10)
+    far = [("hopper", "dense", v) for v in (-0.3, -0.12, 0.0, 0.12, 0.3)]
+    covs = [U.coverage(g, far, [(-x, x)] * len(far))["coverage"] for x in (0.0, 0.1, 0.3, 1.0)]
+    assert covs == sorted(covs) and covs[0] == pytest.approx(1 / 5) and covs[-1] == 1.0
+
+
+def test_band_of_unseen(tmp_path):
+    f = tmp_path / "u.toml"
+    f.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
+                 '[unseen."hopper/dense"]\nrows = 12\nlog_p10 = -0.2\nlog_p90 = 0.15\nlow = 0.8\nhigh = 1.2\n'
+                 '[unseen."all"]\nrows = 30\nlog_p10 = -0.3\nlog_p90 = 0.2\nlow = 0.7\nhigh = 1.25\n')
+    U.load.cache_clear()
+    b = U.band_of("llama3-8b", "h100-sxm", str(f), unseen=True)
+    assert (b.low, b.high, b.group, b.rows) == (0.8, 1.2, "unseen:hopper/dense", 12)
+    assert U.band_of("deepseek-v3", "b200", str(f), unseen=True).group == "unseen:all"
+    assert U.band_of("llama3-8b", "h100-sxm", str(f)).group == "all"          # a stack the fit saw
+    g = tmp_path / "no_unseen.toml"
+    g.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n')
+    assert U.band_of("llama3-8b", "h100-sxm", str(g), unseen=True).group == "all"   # no [unseen]: the fitted band
+    U.load.cache_clear()
+
+
+def test_weighted_quantiles_by_hand():
+    # values 0 and 1 with weights 3 and 1: cumulative 3, 4 of W = 4, plotting positions C / (W (1 + 1/n)) = 0.5,
+    # 0.667; the 0.6 quantile interpolates 0.6 of the way: 0.6. Equal weights: positions 1/3, 2/3 (k / (n+1)) -> 0.8
+    assert U.weighted_quantiles([0.0, 1.0], [3.0, 1.0], [0.6]) == [pytest.approx(0.6)]
+    assert U.weighted_quantiles([1.0, 0.0], [1.0, 1.0], [0.6]) == [pytest.approx(0.8)]
+    x = np.random.default_rng(1).normal(size=37)
+    assert U.weighted_quantiles(x, [2.0] * 37, [0.1, 0.9]) == pytest.approx(list(np.percentile(x, [10, 90], method="weibull")))
+
+
+def test_fit_units_weigh_each_source_the_same():
+    # source A: 20 rows near 0, source B: 2 rows at 0.3, one group. By rows, B is 2 of 22 and the 90th percentile
+    # falls between the 20th and 21st values (0.019 + 0.7 (0.3 - 0.019) = 0.216); each source weighing the same,
+    # B holds half the weight and the 90th percentile is B's 0.3
+    a = [("hopper", "dense", 0.001 * i) for i in range(20)]
+    b = [("hopper", "dense", 0.3)] * 2
+    rows = U.fit(a + b, min_rows=10)["hopper/dense"]
+    eq = U.fit(a + b, min_rows=10, units=["A"] * 20 + ["B"] * 2)["hopper/dense"]
+    assert rows["log_p90"] == pytest.approx(0.019 + 0.7 * (0.3 - 0.019))
+    assert eq["log_p90"] == pytest.approx(0.3) and eq["rows"] == rows["rows"] == 22
+    # 10th: by rows position 0.1 x 23 = 2.3 -> 0.0013; equal sources, A's k-th row sits at C / (W (1 + 1/n)) =
+    # (k / 20) / (2 x 23 / 22), 0.1 at k = 4.18 -> 0.003 + 0.18 x 0.001
+    assert rows["log_p10"] == pytest.approx(0.0013) and eq["log_p10"] == pytest.approx(0.003 + (0.1 * 2 * 23 / 22 * 20 - 4) * 0.001)

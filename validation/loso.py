@@ -19,6 +19,16 @@ The table gives the coverage with and without that widening, and S's offset: the
 predicted) over S's rows minus the centre of each row's band, how far the stack sits from where the others'
 bands put it.
 
+The unseen-stack band (the LOSO coverage column; perfmodel/uncertainty.py, "a stack the bands were not fitted
+on"): bands fitted on residuals of the fit that are themselves out of source. For every pair of families
+{S, T} the constants are refitted without both; inside S's fold, T's calibration rows predicted with that
+refit are T's cross-validated residuals, and the 10th / 90th percentiles of those over every T (per group)
+make S's band, widened in quadrature by the unidentified constants' spread and by the row's own jackknife
+spread (how far its prediction moves across the refits without each T). Nothing of S enters: the refits
+without {S, T} and the fold's refit never see S's rows. The reference (every family in the fit) scores the
+held-out rows with both bands: the one fitted on the calibration rows (a stack the fit saw) and the
+unseen-stack band from the six single refits (a stack it did not).
+
 Why runs.csv is one family: its sources (Megatron-Bridge and NeMo performance summaries, DGX Cloud
 recipes 24.11-25.05, NeMo AutoModel) are one software lineage, NVIDIA's tuned NeMo / Megatron-Core /
 Transformer Engine recipes on NVIDIA's clusters; leaving out one release while its siblings stay in the
@@ -55,6 +65,7 @@ NAMES = {"runs.csv": "nvidia", "simumax-b200-dense.csv": "simumax-b200"}   # els
 # (0.1379), 2026-12-01
 ROUNDS = 3
 PASSES = 6
+EQUAL_SOURCES = True   # unseen-stack bands: each source family weighs the same within a group (uncertainty.fit units)
 
 
 def families(sets: list[F.RunSet], nvidia_by_source: bool) -> dict[str, list[F.RunSet]]:
@@ -78,6 +89,55 @@ def _search(train: list[F.RunSet], start, rounds: int, passes: int, reuse: dict 
                  int(reuse["evaluations"]), rounds, tuple(reuse.get("not_identified", ())), int(reuse["passes"]))
 
 
+def pair_key(a: str, b: str, order: list[str]) -> str:
+    """The key of the refit without families a and b ("a|b" in the families' order)."""
+    x, y = sorted((a, b), key=order.index)
+    return f"{x}|{y}"
+
+
+def without_two(fams: dict[str, list[F.RunSet]], a: str, b: str) -> list[F.RunSet]:
+    """The calibration rows of every family but a and b: what the refit without both sees."""
+    return F.calibration_part([s for n, v in fams.items() if n not in (a, b) for s in v])
+
+
+def pair_fits(fams: dict[str, list[F.RunSet]], start, rounds: int, passes: int, reuse: dict | None,
+              log=lambda m: None) -> dict[str, F.Fit]:
+    """Every refit without two families (from the priors, as the folds): inside the fold of S, the refit without
+    S and T is T's leave-one-source-out fit, whose residuals on T's calibration rows are the cross-validated
+    residuals of the band for S (perfmodel/uncertainty.py, a stack the bands were not fitted on)."""
+    order, out = list(fams), {}
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            k = pair_key(a, b, order)
+            t0 = time.perf_counter()
+            out[k] = _search(without_two(fams, a, b), start, rounds, passes, None if reuse is None else reuse[k])
+            log(f"  refit without {a} and {b}: {time.perf_counter() - t0:.0f} s")
+    return out
+
+
+def unseen_bands(fams: dict[str, list[F.RunSet]], fit_without: dict[str, F.Fit], gen: dict[str, str]) -> dict:
+    """Bands from cross-validated residuals: each family T's calibration rows predicted with `fit_without[T]`
+    (the constants fitted without T), pooled and cut into groups by uncertainty.fit."""
+    samples, units = [], []
+    for t, f in fit_without.items():
+        x = F.band_samples(F.evaluate(F.calibration_part(fams[t]), f.consts), gen)
+        samples += x
+        units += [t] * len(x)
+    return U.fit(samples, units=units if EQUAL_SOURCES else None)
+
+
+def shift_spread(test: list[F.RunSet], rep, fit_without: dict[str, F.Fit]) -> list[tuple[float, float]]:
+    """Per row of `rep`: z x the jackknife spread of its prediction across the refits without each source
+    (uncertainty.jackknife_spread), as a (down, up) pair."""
+    key = lambda r: (r.dataset, r.run_id)
+    base = {key(r): r.predicted for r in rep.results}
+    shifts = []
+    for f in fit_without.values():
+        at = {key(r): r.predicted for r in F.evaluate(test, f.consts).results}
+        shifts.append([math.log(at[k] / base[k]) if k in at else 0.0 for k in map(key, rep.results)])
+    return [(-x, x) for x in U.jackknife_spread(shifts)]
+
+
 def spreads(test: list[F.RunSet], fit: F.Fit, rep) -> list[tuple[float, float]]:
     """Per row of `rep` (scored with fit.consts): how far its prediction moves over the range of the constants
     the fit could not identify (perfmodel/uncertainty.py, unidentified_points / parameter_spread)."""
@@ -93,57 +153,102 @@ def spreads(test: list[F.RunSet], fit: F.Fit, rep) -> list[tuple[float, float]]:
 
 
 def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes: int, gen: dict[str, str],
-         reuse: dict | None = None) -> dict:
-    """Fit on `train` (calibration rows only), bands on the same rows; score every row of `test`."""
+         reuse: dict | None = None, fit_without: dict[str, tuple[list[F.RunSet], F.Fit]] | None = None) -> dict:
+    """Fit on `train` (calibration rows only), bands on the same rows; score every row of `test`. `fit_without`:
+    per family T of `train`, its sets and the refit without T (and without S): the cross-validated band."""
     t0 = time.perf_counter()
     fit = _search(train, start, rounds, passes, reuse)
     bands = U.fit(F.band_samples(F.evaluate(train, fit.consts), gen))
     rep = F.evaluate(test, fit.consts)
     samples = F.band_samples(rep, gen)
-    st, cov = rep.stats(), U.coverage(bands, samples, spreads(test, fit, rep))
+    inert = spreads(test, fit, rep)
+    st, cov = rep.stats(), U.coverage(bands, samples, inert)
     plain = U.coverage(bands, samples)
     # where S's rows sit relative to bands fitted without S: the median of ln(measured / predicted) minus the
     # centre of the row's band, the between-source offset a band for an unseen stack would have to absorb
     centre = [(lambda b: (math.log(b.low) + math.log(b.high)) / 2)(U.lookup(bands, f, k)) for f, k, _ in samples]
     offset = float(np.median([r - c for (_, _, r), c in zip(samples, centre)])) if samples else None
-    return {"rows": sum(len(s.rows) for s in test), "predicted": st["rows"], "mape": st["mape"], "bias": st["bias"],
-            "coverage": cov["coverage"], "covered": cov["covered"], "coverage_fitted_constants_only": plain["coverage"],
-            "offset_from_bands": offset,
-            "fit_rows": sum(len(s.rows) for s in train), "objective": fit.objective,
-            "not_identified": list(fit.inert), "consts": {n: getattr(fit.consts, n) for n in fit.names},
-            "evaluations": fit.evaluations, "passes": fit.passes, "seconds": time.perf_counter() - t0}
+    out = {"rows": sum(len(s.rows) for s in test), "predicted": st["rows"], "mape": st["mape"], "bias": st["bias"],
+           "coverage_fitted_bands": cov["coverage"], "coverage_fitted_constants_only": plain["coverage"],
+           "offset_from_bands": offset,
+           "fit_rows": sum(len(s.rows) for s in train), "objective": fit.objective,
+           "not_identified": list(fit.inert), "consts": {n: getattr(fit.consts, n) for n in fit.names},
+           "evaluations": fit.evaluations, "passes": fit.passes}
+    if fit_without:
+        # the band for a stack the fit never saw (perfmodel/uncertainty.py): cross-validated residuals of the
+        # training families, widened by the unidentified constants and by the row's own jackknife spread
+        cv = unseen_bands({t: v[0] for t, v in fit_without.items()}, {t: v[1] for t, v in fit_without.items()}, gen)
+        jk = shift_spread(test, rep, {t: v[1] for t, v in fit_without.items()})
+        new = U.coverage(cv, samples, U.combined(inert, jk))
+        out.update(coverage=new["coverage"], covered=new["covered"],
+                   coverage_cv_bands=U.coverage(cv, samples, inert)["coverage"],
+                   band_width=_width(cv, samples, U.combined(inert, jk)))
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _width(groups: dict, samples, spread) -> float:
+    """Median width of the rows' bands, ln(high / low)."""
+    w = []
+    for (f, k, _), (dn, up) in zip(samples, spread):
+        b = U.lookup(groups, f, k)
+        lo, hi = U.widened(math.log(b.low), math.log(b.high), dn, up)
+        w.append(hi - lo)
+    return float(np.median(w)) if w else float("nan")
 
 
 def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, log=lambda m: None,
-            reuse: dict | None = None) -> dict:
+            reuse: dict | None = None, with_pairs: bool = True) -> dict:
     sets = [F.read_set(p) for p in shipped_sets()]
     gen = F.generations(sets)
     fams = families(sets, nvidia_by_source)
+    order = list(fams)
     start = priors() if start_from == "prior" else constants()
     t0 = time.perf_counter()
     out: dict = {"rounds": rounds, "max_passes": passes, "start": start_from, "families": {}}
+    pairs = pair_fits(fams, start, rounds, passes, None if reuse is None or "pairs" not in reuse else reuse["pairs"],
+                      log) if with_pairs else {}
+    out["pairs"] = {k: _fit_dict(f) for k, f in pairs.items()}
+    singles: dict[str, F.Fit] = {}
     for name, mine in fams.items():
         others = [s for n, v in fams.items() if n != name for s in v]
+        without = {t: (fams[t], pairs[pair_key(name, t, order)]) for t in fams if t != name} if with_pairs else None
         out["families"][name] = fold(F.calibration_part(others), mine, start, rounds, passes, gen,
-                                     None if reuse is None else reuse["families"][name])
+                                     None if reuse is None else reuse["families"][name], without)
         d = out["families"][name]
-        log(f"{name}: MAPE {d['mape']:.1%} bias {d['bias']:+.1%} coverage {d['coverage']:.1%} "
-            f"({d['passes']} passes, {d['evaluations']} evaluations, {d['seconds']:.0f} s)")
+        singles[name] = _search([], start, rounds, passes, d)
+        log(f"{name}: MAPE {d['mape']:.1%} bias {d['bias']:+.1%} coverage {_p(d.get('coverage'))} "
+            f"(bands fitted on the rest: {d['coverage_fitted_bands']:.1%}; "
+            f"{d['passes']} passes, {d['evaluations']} evaluations, {d['seconds']:.0f} s)")
     # reference: every family in the fit, each scored on its held-out rows
     every = [s for v in fams.values() for s in v]
     t1 = time.perf_counter()
     fit = _search(F.calibration_part(every), start, rounds, passes, None if reuse is None else reuse["in_fit"])
     bands = U.fit(F.band_samples(F.evaluate(F.calibration_part(every), fit.consts), gen))
+    cv = unseen_bands(fams, singles, gen)
     ref = {}
     for name, mine in fams.items():
-        rep = F.evaluate(F.held_out_part(mine), fit.consts)
-        st, cov = rep.stats(), U.coverage(bands, F.band_samples(rep, gen), spreads(F.held_out_part(mine), fit, rep))
-        ref[name] = {"held_out_rows": st["rows"], "mape": st["mape"], "bias": st["bias"], "coverage": cov["coverage"]}
+        test = F.held_out_part(mine)
+        rep = F.evaluate(test, fit.consts)
+        samples = F.band_samples(rep, gen)
+        st, cov = rep.stats(), U.coverage(bands, samples, spreads(test, fit, rep))
+        unseen = U.coverage(cv, samples, shift_spread(test, rep, singles))
+        ref[name] = {"held_out_rows": st["rows"], "mape": st["mape"], "bias": st["bias"], "coverage": cov["coverage"],
+                     "covered": cov["covered"], "coverage_unseen_band": unseen["coverage"],
+                     "covered_unseen_band": unseen["covered"]}
+    n = sum(r["held_out_rows"] for r in ref.values())
     out["in_fit"] = {"families": ref, "objective": fit.objective, "consts": {n: getattr(fit.consts, n) for n in fit.names},
                      "passes": fit.passes, "evaluations": fit.evaluations,
+                     "held_out_coverage": sum(r["covered"] for r in ref.values()) / n,
+                     "held_out_coverage_unseen_band": sum(r["covered_unseen_band"] for r in ref.values()) / n,
                      "seconds": time.perf_counter() - t1}
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _fit_dict(f: F.Fit) -> dict:
+    return {"consts": {n: getattr(f.consts, n) for n in f.names}, "not_identified": list(f.inert),
+            "objective": f.objective, "passes": f.passes, "evaluations": f.evaluations}
 
 
 def _p(x, sign: bool = False) -> str:
@@ -152,14 +257,21 @@ def _p(x, sign: bool = False) -> str:
 
 def markdown(m: dict) -> str:
     lines = ["| left out (S) | rows of S | fit rows (calibration split of the rest) | LOSO MAPE | LOSO bias "
-             "| LOSO 80% band coverage (without the unidentified constants' spread) | S's offset from the bands "
-             "| S in the fit: held-out rows, MAPE, bias, coverage |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| LOSO 80% band coverage: unseen-stack band (cross-validated residuals only) "
+             "| bands fitted on the rest (without the unidentified constants' spread) | S's offset from those bands "
+             "| S in the fit: held-out rows, MAPE, bias, coverage (unseen-stack band) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, d in m["families"].items():
         r = m["in_fit"]["families"][name]
         lines.append(f"| {name} | {d['predicted']} of {d['rows']} | {d['fit_rows']} | {_p(d['mape'])} | {_p(d['bias'], True)} "
-                     f"| {_p(d['coverage'])} ({_p(d['coverage_fitted_constants_only'])}) | {d['offset_from_bands']:+.3f} "
-                     f"| {r['held_out_rows']}: {_p(r['mape'])}, {_p(r['bias'], True)}, {_p(r['coverage'])} |")
+                     f"| {_p(d.get('coverage'))} ({_p(d.get('coverage_cv_bands'))}) "
+                     f"| {_p(d['coverage_fitted_bands'])} ({_p(d['coverage_fitted_constants_only'])}) "
+                     f"| {d['offset_from_bands']:+.3f} "
+                     f"| {r['held_out_rows']}: {_p(r['mape'])}, {_p(r['bias'], True)}, {_p(r['coverage'])} "
+                     f"({_p(r.get('coverage_unseen_band'))}) |")
+    f = m["in_fit"]
+    lines.append(f"\nheld-out rows, every family in the fit: {_p(f.get('held_out_coverage'))} inside the bands fitted "
+                 f"on the calibration rows, {_p(f.get('held_out_coverage_unseen_band'))} inside the unseen-stack band")
     return "\n".join(lines)
 
 
@@ -168,14 +280,18 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="coordinate-search rounds per pass")
     ap.add_argument("--passes", type=int, default=PASSES, help="most passes per refit (restarts while one gains >= 1e-3)")
     ap.add_argument("--start", choices=("prior", "current"), default="prior")
-    ap.add_argument("--nvidia-by-source", action="store_true", help="split validation/runs.csv by its source column")
+    ap.add_argument("--nvidia-by-source", action="store_true", help="split validation/runs.csv by its source column "
+                    "(14 families: 91 refits of pairs unless --no-pairs)")
+    ap.add_argument("--no-pairs", action="store_true", help="skip the refits without two families: no unseen-stack "
+                    "band for the folds (the bands fitted on the rest only)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--fits", metavar="JSON", help="reuse every fold's fitted constants from an earlier `--json` run "
-                    "(same code and sets) instead of refitting: the bands and scores again in ~1 minute")
+    ap.add_argument("--fits", metavar="JSON", help="reuse every fitted constant (folds, refits without two families, "
+                    "reference) from an earlier `--json` run (same code and sets) instead of refitting: the bands and "
+                    "scores again in a few minutes")
     a = ap.parse_args()
     reuse = json.loads(Path(a.fits).read_text()) if a.fits else None
     m = measure(a.rounds, a.passes, a.start, a.nvidia_by_source, log=(lambda s: None) if a.json else
-                (lambda s: print(s, file=sys.stderr, flush=True)), reuse=reuse)
+                (lambda s: print(s, file=sys.stderr, flush=True)), reuse=reuse, with_pairs=not a.no_pairs)
     if a.json:
         print(json.dumps(m, indent=2))
         return
@@ -183,7 +299,8 @@ def main() -> None:
     if a.fits:
         print(f"\nrefits reused from {a.fits}; bands and scores: {m['seconds']:.0f} s")
         return
-    print(f"\n{len(m['families'])} refits + 1 reference fit (S in the fit), each from the {a.start} values, passes of "
+    print(f"\n{len(m['families'])} refits, {len(m['pairs'])} refits without two families and 1 reference fit (S in the "
+          f"fit), each from the {a.start} values, passes of "
           f"{a.rounds} rounds restarted while one gains >= {F.PASS_GAIN:g} (at most {a.passes}): {m['seconds']:.0f} s")
 
 

@@ -3,6 +3,8 @@
     python3 validation/uncertainty.py            # fit, print bands and coverage (held-out, calibration, all)
     python3 validation/uncertainty.py --write    # ... and store them in perfmodel/uncertainty.toml
     python3 validation/uncertainty.py --csv validation/runs.csv    # one set only (before 2026-12-01: the default)
+    python3 validation/uncertainty.py --write --fits LOSO.json     # ... and the unseen-stack bands from the
+                                                                   # refits of `validation/loso.py --json > LOSO.json`
 
 Re-run with --write after every change of the predictor or of calibration.toml: the bands describe the
 errors of the current predictor. Only calibration rows (crc32(run_id) % 4 == 0) enter the percentiles;
@@ -16,13 +18,16 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import fit as F, uncertainty as U  # noqa: E402
+from perfmodel import calibration as C, fit as F, uncertainty as U  # noqa: E402
 from perfmodel.validate import merge, shipped_sets, validate_file  # noqa: E402
 
 COMMAND = "python3 validation/uncertainty.py --write"
@@ -61,6 +66,40 @@ def measure(csv: str | Path | list | None = None, min_rows: int = U.MIN_ROWS) ->
                     for f in files]}
 
 
+def unseen(fits: str | Path) -> dict:
+    """The unseen-stack bands (perfmodel/uncertainty.py): every source family's calibration rows predicted with the
+    constants refitted without that family (the single refits of a `validation/loso.py --json` run), pooled and
+    cut into groups as the bands are; their coverage of the held-out rows (scored with the shipped constants)."""
+    sys.path.insert(0, str(ROOT / "validation"))
+    import loso  # noqa: E402  (validation/loso.py: the families and their refits)
+    run = json.loads(Path(fits).read_text())
+    sets = [F.read_set(p) for p in shipped_sets()]
+    gen, fams = F.generations(sets), loso.families(sets, False)
+    missing = sorted(set(fams) - set(run.get("families", {}))) + ([] if "in_fit" in run else ["in_fit"])
+    if missing:
+        raise SystemExit(f"{fits}: no refit for {', '.join(missing)} (run python3 validation/loso.py --json on these sets)")
+    without = {t: loso._search([], C.priors(), run["rounds"], run["max_passes"], run["families"][t]) for t in fams}
+    groups = loso.unseen_bands(fams, without, gen)
+    # the row's own jackknife spread (uncertainty.jackknife_spread: its prediction across the six refits, against
+    # the reference fit of the same run) is per row; a stored band carries its group's median over the
+    # calibration rows, in quadrature with the cross-validated percentiles
+    ref = loso._search([], C.priors(), run["rounds"], run["max_passes"], run["in_fit"])
+    cal = F.calibration_part(sets)
+    rep = F.evaluate(cal, ref.consts)
+    by: dict[str, list[float]] = {}
+    for (f, k, _), (_, up) in zip(F.band_samples(rep, gen), loso.shift_spread(cal, rep, without)):
+        for g in U.group_chain(f, k):
+            by.setdefault(g, []).append(up)
+    for g, d in groups.items():
+        j = float(np.median(by[g]))
+        lo, hi = U.widened(min(d["log_p10"], 0.0), max(d["log_p90"], 0.0), -j, j)
+        d.update(log_jackknife=j, low=math.exp(lo), high=math.exp(hi))
+    held = F.held_out_part(sets)
+    cov = U.coverage(groups, F.band_samples(F.evaluate(held, None), gen))
+    return {"groups": groups, "held_out_coverage": cov["coverage"], "held_out_rows": cov["rows"],
+            "fits": Path(fits).name}
+
+
 def toml_text(m: dict) -> str:
     """The data file: bands with row counts, coverage, fit date and the command (hand-written TOML)."""
     today = _dt.date.today().isoformat()
@@ -87,6 +126,19 @@ def toml_text(m: dict) -> str:
     for g, d in m["groups"].items():
         lines += ["", f'[groups."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
                   f"log_p90 = {d['log_p90']:.5f}", f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
+    if "unseen" in m:
+        u = m["unseen"]
+        lines += ["", "# A stack the fit never saw (uncertainty.band_of(..., unseen=True)): the same percentiles over",
+                  "# cross-validated residuals, each source family's calibration rows predicted with the constants",
+                  f"# refitted without that family (the single refits of `python3 validation/loso.py --json`, {u['fits']}),",
+                  "# each family weighing the same within a group; low / high add in quadrature log_jackknife, the group's",
+                  "# median z x jackknife spread of a row's prediction across those refits.",
+                  f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows.",
+                  f"# Regenerate with `{COMMAND} --fits LOSO.json` (without --fits the file has no [unseen] bands)."]
+        for g, d in u["groups"].items():
+            lines += ["", f'[unseen."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
+                      f"log_p90 = {d['log_p90']:.5f}", f"log_jackknife = {d['log_jackknife']:.5f}",
+                      f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
     return "\n".join(lines) + "\n"
 
 
@@ -95,8 +147,12 @@ def main() -> None:
     ap.add_argument("--csv", action="append", help="measured-run file (repeatable) [default: every shipped set]")
     ap.add_argument("--write", action="store_true", help=f"store the bands in {U.FILE.relative_to(ROOT)}")
     ap.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    ap.add_argument("--fits", metavar="LOSO_JSON", help="also fit the unseen-stack bands from the single refits of a "
+                    "`python3 validation/loso.py --json` run")
     a = ap.parse_args()
     m = measure(a.csv)
+    if a.fits:
+        m["unseen"] = unseen(a.fits)
     if a.json:
         print(json.dumps(m, indent=2))
     else:
@@ -113,7 +169,16 @@ def main() -> None:
         print("held-out coverage by set")
         for d, c in m["held_out_by_set"].items():
             print(f"  {d:42s} {c['coverage']:6.1%}  of {c['rows']} rows")
+        if "unseen" in m:
+            u = m["unseen"]
+            print("unseen-stack band per group (cross-validated residuals of the refits without each family)")
+            for g, d in u["groups"].items():
+                print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}   (jackknife {d['log_jackknife']:.3f})")
+            print(f"  held-out coverage {u['held_out_coverage']:6.1%}  of {u['held_out_rows']} rows")
     if a.write:
+        if not a.fits:
+            print("no --fits: the file gets no [unseen] bands (uncertainty.band_of(..., unseen=True) falls back to "
+                  "the fitted ones)", file=sys.stderr)
         U.FILE.write_text(toml_text(m), encoding="utf-8")
         print(f"wrote {U.FILE.relative_to(ROOT)}", file=sys.stderr)
 
