@@ -52,7 +52,7 @@ TARGETS: dict[str, list[str]] = {
     "perfmodel/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py", "tests/test_path_store.py"],
     "perfmodel/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
     "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
-    "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR,
+    "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR + ["tests/test_moe_rows.py"],
     "perfmodel/parallel/tp.py": T_PAR + T_WL + T_PRED,
     "perfmodel/parallel/cp.py": T_PAR,
     "perfmodel/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
@@ -61,7 +61,7 @@ TARGETS: dict[str, list[str]] = {
     "perfmodel/parallel/pp.py": ["tests/test_pp.py", "tests/test_cost_pp.py", "tests/test_cost_memory.py",
                                  "tests/test_cost_predict.py"],
     "perfmodel/memory.py": T_MEM + T_PRED + ["tests/test_dense_rows.py", "tests/test_forks.py"],
-    "perfmodel/workload.py": T_WL + T_MEM + ["tests/test_forks.py", "tests/test_dense_rows.py"],
+    "perfmodel/workload.py": T_WL + T_MEM + ["tests/test_forks.py", "tests/test_dense_rows.py", "tests/test_moe_rows.py"],
     "perfmodel/predict.py": T_PRED + T_MEM + ["tests/test_a2a_overlap.py", "tests/test_forks.py", "tests/test_dense_rows.py"],
 }
 # copied into the sandbox (data folders are linked: read only)
@@ -331,8 +331,8 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "multiple of 1",
     **{("perfmodel/predict.py", "_stages", w): MULT_PAD for w in ("mult > 0", "mult > 0 #3")},
     **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
-        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1 #2",
-        "right term 1 of C - 1 #2")},
+        "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1 #3",
+        "right term 1 of C - 1 #3")},
 
 }
 

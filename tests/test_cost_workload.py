@@ -279,6 +279,11 @@ def test_mla_shapes():
     s0 = _shapes(_build(toy_mla(attention=dict(kind="mla", num_heads=8, num_kv_heads=8, head_dim=128, kv_lora_rank=128,
                                                 qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64))).layers[0])
     assert s0["q proj"] == (2048, 8 * 96 / 2, 1024, 1, True) and "q down" not in s0
+    # MLA gathers the sequence-sharded input itself before its duplicated down-projections: the attention TP
+    # pair (T x h x 2 B = 4,194,304 B over tp 2) keeps both backward calls synchronous, no asynchronous record
+    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx(
+        (4194304 / 2 / 2e11 + 20e-6, 2, 2), rel=REL)
+    assert not [x for x in layer.comms if x.name.startswith("attention TP") and x.overlap == "tp_async"]
 
 
 def test_windowed_attention_cores():

@@ -172,3 +172,11 @@ def test_gpipe_holds_every_microbatch():
     act = {s: float(predict_grid(toy_dense(), toy_hw(), lay, Options(consts=toy_consts(), stack_set=(
         f"pipeline_schedule={s}",))).memory_stages["first"][0]) for s in ("1f1b", "gpipe")}
     assert act["gpipe"] - act["1f1b"] == pytest.approx((8 - 2) * 2 * 38830080, rel=1e-12)
+
+
+def test_bridge_map_never_leaves_a_chunk_without_layers():
+    """The Bridge map applies only while its last chunk keeps a decoder layer (s - 3 >= 1, s > 3): a 45-layer
+    model on 16 chunks (s = 48 / 16 = 3) would get [3] x 15 + [0], so it takes Megatron-Core's split instead."""
+    assert pp.chunk_layers(45, 16, 1, 0, "bridge_map") == pp.chunk_layers(45, 16, 1, 0)
+    assert min(pp.chunk_layers(45, 16, 1, 0, "bridge_map")) > 0
+    assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == [4] * 15 + [1]       # s = 4: the map
