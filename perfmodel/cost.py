@@ -55,11 +55,11 @@ def streams_fwd_bwd(streams: tuple[Stream, ...], hw: HardwareSpec, c: Constants)
     return memory_time(bf, hw, kf, c), memory_time(bb, hw, kb, c)
 
 
-def comm_raw(comms: tuple[Collective, ...], hw: HardwareSpec) -> dict[str, tuple]:
-    """Raw (unhidden) seconds per overlap class: {class: (forward, backward)}."""
+def comm_raw(comms: tuple[Collective, ...], hw: HardwareSpec, seconds=None) -> dict[str, tuple]:
+    """Raw (unhidden) seconds per overlap class: {class: (forward, backward)}; `seconds`: each collective's
+    price per call, where the caller has it already."""
     out: dict[str, tuple] = {}
-    for x in comms:
-        t = x.price(hw)
+    for x, t in zip(comms, seconds if seconds is not None else [x.price(hw) for x in comms]):
         f, b = out.get(x.overlap, (0.0, 0.0))
         out[x.overlap] = (f + x.calls_fwd * t, b + x.calls_bwd * t)
     return out
@@ -124,22 +124,24 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     picked = tuple(st for st in layer.streams if st.module in mods)
     if picked:
         sel = sel + streams_fwd_bwd(picked, hw, c)[0]
-    for x in layer.comms:
+    seconds = [x.price(hw) for x in layer.comms]          # each collective placed and priced once
+    for x, t in zip(layer.comms, seconds):
         if x.module in mods:
-            sel = sel + x.calls_fwd * x.price(hw)
-    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw), sel, sel_fl, tp_async_exposed(layer.comms, bwd, hw))
+            sel = sel + x.calls_fwd * t
+    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw, seconds), sel, sel_fl,
+                     tp_async_exposed(layer.comms, seconds, bwd))
 
 
-def tp_async_exposed(comms: tuple[Collective, ...], bwd: dict, hw: HardwareSpec):
-    """Seconds of the asynchronous backward TP collectives (overlap "tp_async", parallel/tp.py) that outlast
-    the backward (dgrad + wgrad) of the GEMMs they run under: max(0, calls x t - window) per collective.
-    Launched before those GEMMs on their own NCCL stream, they hide up to the GEMMs' length; the rest waits
-    (handle.wait() before the linear's backward returns)."""
+def tp_async_exposed(comms: tuple[Collective, ...], seconds, bwd: dict):
+    """Seconds of the asynchronous backward TP collectives (overlap "tp_async", parallel/tp.py; `seconds` per
+    call) that outlast the backward (dgrad + wgrad) of the GEMMs they run under: max(0, calls x t - window)
+    per collective. Launched before those GEMMs on their own NCCL stream, they hide up to the GEMMs' length;
+    the rest waits (handle.wait() before the linear's backward returns)."""
     out = 0.0
-    for x in comms:
+    for x, t in zip(comms, seconds):
         if x.overlap == "tp_async":
             window = sum(bwd[name] for name in x.window)
-            out = out + np.maximum(0.0, x.calls_bwd * x.price(hw) - window)
+            out = out + np.maximum(0.0, x.calls_bwd * t - window)
     return out
 
 

@@ -43,8 +43,8 @@ def block_pair(name: str, nbytes, tp, sw, column: tuple[str, ...]) -> list[Colle
     synchronous part and the part that runs under the backward of the block's column-parallel GEMMs
     `column` (tp_pair_calls)."""
     sync, asynchronous = tp_pair_calls(sw)
-    out = [sequence_parallel_pair(name, nbytes, tp, 2, sync)]
-    if asynchronous:
-        out.append(Collective(f"{name} (backward, async under the column-parallel dgrad / wgrad)", "tp_async",
-                              lambda hw: comm.all_gather_time(nbytes, tp, 1, hw), 0, asynchronous, window=column))
-    return out
+    pair = sequence_parallel_pair(name, nbytes, tp, 2, sync)
+    if not asynchronous:
+        return [pair]
+    return [pair, Collective(f"{name} (backward, async under the column-parallel dgrad / wgrad)", "tp_async",
+                             pair.price, 0, asynchronous, window=column)]
