@@ -168,13 +168,7 @@ def unidentified_points(names: Iterable[str], quantiles: Sequence[float] = QUANT
 def parameter_spread(shifts: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
     """shifts[c][i]: ln(prediction at constant c's low point / at its prior), the same at its high point, of
     sample i -> per sample (down <= 0, up >= 0): each side's shifts in quadrature over the constants."""
-    n = len(shifts[0]) if shifts else 0
-    out = []
-    for i in range(n):
-        down = math.sqrt(sum(min(0.0, *c[i]) ** 2 for c in shifts))
-        up = math.sqrt(sum(max(0.0, *c[i]) ** 2 for c in shifts))
-        out.append((-down, up))
-    return out
+    return combined(*[[(min(0.0, *p), max(0.0, *p)) for p in c] for c in shifts])
 
 
 def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[float, float]:
