@@ -218,6 +218,56 @@ def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float
             for i in range(len(spreads[0]) if spreads else 0)]
 
 
+# ---- the unseen-stack band's width as a function of the row (heteroscedastic, location-scale) --------------
+# Grouping the cross-validated residuals by hardware generation x op class leaves one or two other families per
+# group, so a new stack's band there is only as wide as those families' offsets (Zero Bubble's A100 band came
+# from two stacks the refit predicts closely). Instead, the width is a function of row features known before
+# measuring, fitted on ALL the cross-validated residuals at once (each family weighing the same), and the shape
+# of the band is the pooled distribution of the residuals divided by that width: the multiplicative
+# heteroscedastic model ln|e| = x.beta + noise (Harvey 1976, Econometrica 44(3); ordinary least squares on
+# ln|e|, weighted), with the prediction interval cut on the scaled residuals e / s(x) (locally weighted
+# split conformal, Lei, G'Sell, Rinaldo, Tibshirani & Wasserman 2018, JASA 113(523), §5.2). Features:
+# MoE (routing, expert all-to-all and grouped GEMMs are the least certain physics) and an interleaved pipeline
+# (vp > 1: the per-chunk costs of interleaved schedules, README "pipeline"); a feature no residual row has gets
+# no coefficient (the minimum-norm least-squares solution), so it neither widens nor narrows the band: what its
+# rows do not know comes in through the unidentified constants' spread (`parameter_spread`).
+
+SCALE_FEATURES = ("moe", "interleaved")
+ABS_FLOOR = 1e-3      # ln|e| of an exact prediction is -inf: |e| below 0.1% (under any measurement's resolution)
+
+
+def scale_row(moe: bool, vp: int) -> list[float]:
+    """The width model's regressors of a row: intercept, MoE, interleaved pipeline (vp > 1)."""
+    return [1.0, float(moe), float(vp > 1)]
+
+
+def unseen_cell(moe: bool, vp: int) -> str:
+    """The name of a row's width cell: 'dense', 'dense/interleaved', 'moe', 'moe/interleaved'."""
+    return ("moe" if moe else "dense") + ("/interleaved" if vp > 1 else "")
+
+
+def fit_scaled(samples: Sequence[tuple[bool, int, float]], units: Sequence[str],
+               quantiles: Sequence[float] = QUANTILES) -> dict:
+    """samples: (moe, vp, ln(measured / predicted)) of cross-validated residuals, one unit (source family) each ->
+    {"coef": [b0, b_moe, b_interleaved], "log_q10", "log_q90" (type-6 quantiles of e / s(x), each unit weighing
+    the same), "rows"}; s(x) = exp(x . coef)."""
+    count: dict[str, int] = {}
+    for u in units:
+        count[u] = count.get(u, 0) + 1
+    w = np.sqrt([1.0 / count[u] for u in units])
+    x = np.array([scale_row(m, v) for m, v, _ in samples])
+    e = np.array([r for _, _, r in samples])
+    coef = np.linalg.lstsq(x * w[:, None], np.log(np.abs(e) + ABS_FLOOR) * w, rcond=None)[0]
+    lo, hi = weighted_quantiles(list(e / np.exp(x @ coef)), list(w ** 2), quantiles)
+    return {"coef": [float(c) for c in coef], "log_q10": lo, "log_q90": hi, "rows": len(e)}
+
+
+def scaled_band(model: dict, moe: bool, vp: int) -> tuple[float, float]:
+    """(lo <= 0, hi >= 0) of ln(measured / predicted) for a row: the scaled quantiles times the row's width."""
+    s = math.exp(float(np.dot(scale_row(moe, vp), model["coef"])))
+    return min(model["log_q10"] * s, 0.0), max(model["log_q90"] * s, 0.0)
+
+
 # ---- reading the stored bands ---------------------------------------------------------------------
 
 @lru_cache(maxsize=4)

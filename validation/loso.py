@@ -126,6 +126,36 @@ def unseen_bands(fams: dict[str, list[F.RunSet]], fit_without: dict[str, F.Fit],
     return U.fit(samples, units=units if EQUAL_SOURCES else None)
 
 
+def vps(sets: list[F.RunSet], rep) -> list[int]:
+    """The pipeline interleaving (the CSV's vp cell, empty = 1) of every predicted row of `rep`."""
+    cell = {(s.name, r["run_id"]): r.get("vp") for s in sets for r in s.rows}
+    return [int(float(cell.get((x.dataset, x.run_id)) or 1)) for x in rep.results]
+
+
+def unseen_scaled(fams: dict[str, list[F.RunSet]], fit_without: dict[str, F.Fit]) -> dict:
+    """The unseen-stack band's width model (uncertainty.fit_scaled): each family T's calibration rows predicted with
+    `fit_without[T]`, their ln(measured / predicted) against MoE and interleaving, each family weighing the same."""
+    samples, units = [], []
+    for t, f in fit_without.items():
+        cal = F.calibration_part(fams[t])
+        rep = F.evaluate(cal, f.consts)
+        samples += [(r.moe, v, U.log_ratio(r.measured, r.predicted)) for r, v in zip(rep.results, vps(cal, rep))]
+        units += [t] * len(rep.results)
+    return U.fit_scaled(samples, units)
+
+
+def scaled_coverage(model: dict, rep, test: list[F.RunSet], spread: list[tuple[float, float]]) -> dict:
+    """Coverage of `rep`'s rows by the scaled band (uncertainty.scaled_band), each widened by its `spread`."""
+    hits, widths = 0, []
+    for r, v, (dn, up) in zip(rep.results, vps(test, rep), spread):
+        lo, hi = U.widened(*U.scaled_band(model, r.moe, v), dn, up)
+        hits += int(lo - 1e-12 <= U.log_ratio(r.measured, r.predicted) <= hi + 1e-12)
+        widths.append(hi - lo)
+    n = len(rep.results)
+    return {"rows": n, "covered": hits, "coverage": hits / n if n else None,
+            "width": float(np.median(widths)) if widths else float("nan")}
+
+
 def shift_spread(test: list[F.RunSet], rep, fit_without: dict[str, F.Fit]) -> list[tuple[float, float]]:
     """Per row of `rep`: z x the jackknife spread of its prediction across the refits without each source
     (uncertainty.jackknife_spread), as a (down, up) pair."""
@@ -177,12 +207,17 @@ def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes
     if fit_without:
         # the band for a stack the fit never saw (perfmodel/uncertainty.py): cross-validated residuals of the
         # training families, widened by the unidentified constants and by the row's own jackknife spread
-        cv = unseen_bands({t: v[0] for t, v in fit_without.items()}, {t: v[1] for t, v in fit_without.items()}, gen)
-        jk = shift_spread(test, rep, {t: v[1] for t, v in fit_without.items()})
-        new = U.coverage(cv, samples, U.combined(inert, jk))
+        fams, fits = {t: v[0] for t, v in fit_without.items()}, {t: v[1] for t, v in fit_without.items()}
+        cv = unseen_bands(fams, fits, gen)
+        jk = shift_spread(test, rep, fits)
+        scaled = unseen_scaled(fams, fits)
+        new = scaled_coverage(scaled, rep, test, U.combined(inert, jk))
         out.update(coverage=new["coverage"], covered=new["covered"],
-                   coverage_cv_bands=U.coverage(cv, samples, inert)["coverage"],
-                   band_width=_width(cv, samples, U.combined(inert, jk)))
+                   coverage_cv_bands=scaled_coverage(scaled, rep, test, inert)["coverage"], band_width=new["width"],
+                   scale_model=scaled,
+                   # session 5's rule (percentiles per generation x op class), kept for comparison
+                   coverage_group_bands=U.coverage(cv, samples, U.combined(inert, jk))["coverage"],
+                   band_width_group_bands=_width(cv, samples, U.combined(inert, jk)))
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -226,16 +261,19 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
     fit = _search(F.calibration_part(every), start, rounds, passes, None if reuse is None else reuse["in_fit"])
     bands = U.fit(F.band_samples(F.evaluate(F.calibration_part(every), fit.consts), gen))
     cv = unseen_bands(fams, singles, gen)
+    scaled = unseen_scaled(fams, singles)
     ref = {}
     for name, mine in fams.items():
         test = F.held_out_part(mine)
         rep = F.evaluate(test, fit.consts)
         samples = F.band_samples(rep, gen)
         st, cov = rep.stats(), U.coverage(bands, samples, spreads(test, fit, rep))
-        unseen = U.coverage(cv, samples, shift_spread(test, rep, singles))
+        jk = shift_spread(test, rep, singles)
+        unseen = scaled_coverage(scaled, rep, test, jk)
         ref[name] = {"held_out_rows": st["rows"], "mape": st["mape"], "bias": st["bias"], "coverage": cov["coverage"],
                      "covered": cov["covered"], "coverage_unseen_band": unseen["coverage"],
-                     "covered_unseen_band": unseen["covered"]}
+                     "covered_unseen_band": unseen["covered"],
+                     "coverage_unseen_group_bands": U.coverage(cv, samples, jk)["coverage"]}
     n = sum(r["held_out_rows"] for r in ref.values())
     out["in_fit"] = {"families": ref, "objective": fit.objective, "consts": {n: getattr(fit.consts, n) for n in fit.names},
                      "passes": fit.passes, "evaluations": fit.evaluations,
@@ -257,14 +295,14 @@ def _p(x, sign: bool = False) -> str:
 
 def markdown(m: dict) -> str:
     lines = ["| left out (S) | rows of S | fit rows (calibration split of the rest) | LOSO MAPE | LOSO bias "
-             "| LOSO 80% band coverage: unseen-stack band (cross-validated residuals only) "
+             "| LOSO 80% band coverage: unseen-stack band (without the jackknife spread) [per generation x op class] "
              "| bands fitted on the rest (without the unidentified constants' spread) | S's offset from those bands "
              "| S in the fit: held-out rows, MAPE, bias, coverage (unseen-stack band) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, d in m["families"].items():
         r = m["in_fit"]["families"][name]
         lines.append(f"| {name} | {d['predicted']} of {d['rows']} | {d['fit_rows']} | {_p(d['mape'])} | {_p(d['bias'], True)} "
-                     f"| {_p(d.get('coverage'))} ({_p(d.get('coverage_cv_bands'))}) "
+                     f"| {_p(d.get('coverage'))} ({_p(d.get('coverage_cv_bands'))}) [{_p(d.get('coverage_group_bands'))}] "
                      f"| {_p(d['coverage_fitted_bands'])} ({_p(d['coverage_fitted_constants_only'])}) "
                      f"| {d['offset_from_bands']:+.3f} "
                      f"| {r['held_out_rows']}: {_p(r['mape'])}, {_p(r['bias'], True)}, {_p(r['coverage'])} "
