@@ -61,9 +61,23 @@ class Band:
         """(low, high) of a quantity inverse to throughput: step time, days, $ per token, J per token."""
         return v / self.high, v / self.low
 
+    @property
+    def unseen(self) -> bool:
+        """The band for a stack the bands were not fitted on (band_of(..., unseen=True))."""
+        return self.group.startswith("unseen:")
+
     def to_dict(self) -> dict:
         return {"low_factor": self.low, "high_factor": self.high, "group": self.group, "calibration_rows": self.rows,
-                "coverage_target": QUANTILES[1] - QUANTILES[0], "source": self.source}
+                "coverage_target": QUANTILES[1] - QUANTILES[0], "source": self.source, "unseen_stack": self.unseen}
+
+    def line(self) -> str:
+        """The one line a command prints under its table: which band, on what."""
+        if self.unseen:
+            return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x, the unseen-stack band for "
+                    f"{self.group.removeprefix('unseen:')} layouts (no row of this stack fitted the bands; "
+                    f"cross-validated residuals, {self.rows} calibration rows in the cell, {self.source})")
+        return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x on {self.group} validation runs "
+                f"({self.rows} calibration rows, {self.source})")
 
 
 def family(hw: HardwareSpec) -> str:
@@ -286,15 +300,21 @@ def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None
     return b.low, b.high, b.group
 
 
-def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None, unseen: bool = False) -> Band:
+def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None, unseen: bool = False,
+            vp: int = 1) -> Band:
     """The band of `path` (an uncertainty.toml), else of the predictor in use: a calibration file written by
     `perfmodel calibrate` carries bands fitted on its own calibration rows with its constants; the shipped
     calibration uses perfmodel/uncertainty.toml. `unseen`: the band for a software stack of a family the fit
-    never saw (the file's [unseen] groups, from cross-validated residuals), where the file has them."""
+    never saw (the file's [unseen] cells by op class and interleaving `vp` > 1, from cross-validated residuals;
+    older files: per generation x op class), where the file has them."""
     m, h = load_model(model), load_hardware(hw)
     if unseen:
         groups = load(path or str(FILE)).get("unseen")
         if groups:
+            cell = unseen_cell(m.is_moe, vp)
+            if cell in groups:
+                d = groups[cell]
+                return Band(float(d["low"]), float(d["high"]), f"unseen:{cell}", int(d["rows"]), path or Band.source)
             b = lookup(groups, family(h), op_class(m), path or Band.source)
             return Band(b.low, b.high, f"unseen:{b.group}", b.rows, b.source)
     if path is None:
@@ -304,6 +324,36 @@ def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = N
             return lookup(own, family(h), op_class(m), calibration.active_file().name)
         path = str(FILE)
     return lookup(load(path)["groups"], family(h), op_class(m))
+
+
+def stack_seen(stack: str | None, path: str | None = None) -> bool | None:
+    """Whether calibration rows of this stack fitted the bands: its preset id, or a preset of its `base` chain, is
+    in the file's `stacks` (None = the default stack; a stack file outside the catalog is the user's own: not
+    seen). None where the file lists no stacks (older files)."""
+    listed = load(path or str(FILE)).get("stacks")
+    if listed is None:
+        return None
+    from .specfile import data_dir, resolve
+    from .stack import DEFAULT_STACK, load_stack
+    ref = stack or DEFAULT_STACK
+    if resolve(ref, "stacks").resolve().parent != data_dir("stacks").resolve():
+        return False
+    spec = load_stack(ref)
+    while True:
+        if spec.id in listed:
+            return True
+        if not spec.base:
+            return False
+        spec = load_stack(spec.base)
+
+
+def band_for(model: str | ModelSpec, hw: str | HardwareSpec, stack: str | None = None, vp: int = 1) -> Band:
+    """The band the commands print: a `perfmodel calibrate` file's own bands when one is in use; else the fitted
+    band when the stack's rows (or its base's) fitted it, and the unseen-stack band for any other stack."""
+    from . import calibration
+    if calibration.table().get("bands") or stack_seen(stack) is not False:
+        return band_of(model, hw)
+    return band_of(model, hw, unseen=True, vp=vp)
 
 
 def with_band(d: dict, key: str, lo_hi: tuple[float, float]) -> dict:

@@ -45,7 +45,8 @@ def test_stored_file_is_sane():
     # the unseen-stack bands (validation/uncertainty.py --fits): low / high are the cross-validated percentiles
     # with the group's jackknife spread in quadrature, each side apart
     for g, v in d.get("unseen", {}).items():
-        assert v["rows"] >= (1 if g == U.ALL else d["min_rows"]) and v["log_jackknife"] >= 0, g
+        cells = {U.unseen_cell(m, vp) for m in (False, True) for vp in (1, 2)}     # width-model cells: any rows
+        assert v["rows"] >= (0 if g in cells else 1 if g == U.ALL else d["min_rows"]) and v["log_jackknife"] >= 0, g
         lo, hi = U.widened(min(v["log_p10"], 0), max(v["log_p90"], 0), -v["log_jackknife"], v["log_jackknife"])
         assert (v["low"], v["high"]) == (pytest.approx(math.exp(lo), abs=2e-5), pytest.approx(math.exp(hi), abs=2e-5)), g
 
@@ -241,3 +242,72 @@ def test_fit_units_weigh_each_source_the_same():
     # 10th: by rows position 0.1 x 23 = 2.3 -> 0.0013; equal sources, A's k-th row sits at C / (W (1 + 1/n)) =
     # (k / 20) / (2 x 23 / 22), 0.1 at k = 4.18 -> 0.003 + 0.18 x 0.001
     assert rows["log_p10"] == pytest.approx(0.0013) and eq["log_p10"] == pytest.approx(0.003 + (0.1 * 2 * 23 / 22 * 20 - 4) * 0.001)
+
+
+# ---- the unseen-stack band's width model (uncertainty.fit_scaled) and the band the commands print ---------------
+
+def test_fit_scaled_interleaving_doubles_the_width():
+    """Dense rows at |e| = 0.05 and interleaved rows at |e| = 0.101: ln(|e| + 0.001) differs by ln 2 exactly, so the
+    interleaved coefficient is ln 2 (least squares on a dummy = difference of the means); no MoE row: its
+    coefficient is 0 (minimum norm), the band neither wider nor narrower for MoE."""
+    s = [(False, 1, x) for x in (-0.05, 0.05, -0.05, 0.05)] + [(False, 4, x) for x in (-0.101, 0.101, -0.101, 0.101)]
+    m = U.fit_scaled(s, ["a", "a", "b", "b", "a", "a", "b", "b"])
+    assert math.exp(m["coef"][2]) == pytest.approx(2.0, rel=1e-9)
+    assert m["coef"][1] == pytest.approx(0.0, abs=1e-12)
+    assert math.exp(m["coef"][0]) == pytest.approx(0.051, rel=1e-9)
+    dense, inter = U.scaled_band(m, False, 1), U.scaled_band(m, False, 4)
+    assert inter[1] == pytest.approx(2 * dense[1]) and inter[0] == pytest.approx(2 * dense[0])
+    assert U.scaled_band(m, True, 1) == pytest.approx(dense)
+    assert dense[0] < 0 < dense[1]
+
+
+def test_fit_scaled_families_weigh_the_same():
+    """Nine rows of one family at |e| + 0.001 = 0.011, one row of another at 0.101: the intercept is the mean of the
+    two families' ln, not of the ten rows'."""
+    m = U.fit_scaled([(False, 1, 0.01)] * 9 + [(False, 1, 0.1)], ["a"] * 9 + ["b"])
+    assert m["coef"][0] == pytest.approx((math.log(0.011) + math.log(0.101)) / 2, rel=1e-9)
+    assert m["rows"] == 10
+
+
+def _bands_file(tmp_path, stacks: str | None) -> Path:
+    f = tmp_path / "u.toml"
+    f.write_text((f"stacks = {stacks}\n" if stacks else "")
+                 + '[groups."all"]\nrows = 40\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
+                   '[unseen."dense"]\nrows = 50\nlog_p10 = -0.05\nlog_p90 = 0.06\nlow = 0.94\nhigh = 1.07\n'
+                   '[unseen."dense/interleaved"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.88\nhigh = 1.13\n')
+    return f
+
+
+def test_band_of_unseen_cells_by_interleaving(tmp_path):
+    f = str(_bands_file(tmp_path, None))
+    assert U.band_of("llama3-8b", "h100-sxm", f, unseen=True).group == "unseen:dense"
+    b = U.band_of("llama3-8b", "h100-sxm", f, unseen=True, vp=4)
+    assert (b.low, b.high, b.group, b.rows, b.unseen) == (0.88, 1.13, "unseen:dense/interleaved", 20, True)
+    assert not U.band_of("llama3-8b", "h100-sxm", f).unseen
+
+
+def test_stack_seen_follows_the_base_chain(tmp_path):
+    """nemo-25.11's base is nemo-25.09 (stacks/nemo-25.11.toml): seen when nemo-25.09's rows fitted the bands;
+    torchtitan-2025 is not; a copy of a catalog preset as the user's own file is not; no `stacks`: unknown."""
+    f = str(_bands_file(tmp_path, '["nemo-25.09"]'))
+    assert U.stack_seen("nemo-25.09", f) is True and U.stack_seen("nemo-25.11", f) is True
+    assert U.stack_seen("torchtitan-2025", f) is False
+    mine = tmp_path / "mine.toml"
+    mine.write_text((ROOT / "stacks" / "nemo-25.09.toml").read_text())
+    assert U.stack_seen(str(mine), f) is False
+    (tmp_path / "old").mkdir()
+    assert U.stack_seen("torchtitan-2025", str(_bands_file(tmp_path / "old", None))) is None
+
+
+def test_predict_prints_the_unseen_band_for_an_unseen_stack(tmp_path, monkeypatch, capsys):
+    f = _bands_file(tmp_path, '["nemo-25.09"]')
+    monkeypatch.setattr(U, "FILE", f)
+    args = ["predict", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "2",
+            "--vp", "2", "--gbs", "64", "--seq", "4096"]
+    seen = run_json(capsys, args + ["--stack", "nemo-25.11"])
+    assert seen["band"]["group"] == "all" and seen["band"]["unseen_stack"] is False
+    new = run_json(capsys, args + ["--stack", "torchtitan-2025"])
+    assert new["band"]["group"] == "unseen:dense/interleaved" and new["band"]["unseen_stack"] is True
+    t = new["tokens_per_s_per_gpu"]
+    assert (new["tokens_per_s_per_gpu_low"], new["tokens_per_s_per_gpu_high"]) == (pytest.approx(0.88 * t),
+                                                                                   pytest.approx(1.13 * t))

@@ -60,6 +60,7 @@ def measure(csv: str | Path | list | None = None, min_rows: int = U.MIN_ROWS) ->
         if not cal:
             by_set.setdefault(r.dataset, []).append((f, k, x))
     return {"groups": groups, "coverage": {k: v["coverage"] for k, v in cov.items()},
+            "stacks": sorted({r.stack for r in rep.results if r.calibration and r.stack}),
             "rows": {k: v["rows"] for k, v in cov.items()}, "coverage_by_group": per,
             "held_out_by_set": {d: U.coverage(groups, v) for d, v in by_set.items()},
             "csv": [str(Path(f).resolve().relative_to(ROOT)) if Path(f).resolve().is_relative_to(ROOT) else str(f)
@@ -79,24 +80,33 @@ def unseen(fits: str | Path) -> dict:
     if missing:
         raise SystemExit(f"{fits}: no refit for {', '.join(missing)} (run python3 validation/loso.py --json on these sets)")
     without = {t: loso._search([], C.priors(), run["rounds"], run["max_passes"], run["families"][t]) for t in fams}
-    groups = loso.unseen_bands(fams, without, gen)
+    model = loso.unseen_scaled(fams, without)
     # the row's own jackknife spread (uncertainty.jackknife_spread: its prediction across the six refits, against
-    # the reference fit of the same run) is per row; a stored band carries its group's median over the
-    # calibration rows, in quadrature with the cross-validated percentiles
+    # the reference fit of the same run) is per row; a stored band carries its cell's median over the
+    # calibration rows (all rows' median for a cell without any), in quadrature with the scaled quantiles
     ref = loso._search([], C.priors(), run["rounds"], run["max_passes"], run["in_fit"])
     cal = F.calibration_part(sets)
     rep = F.evaluate(cal, ref.consts)
     by: dict[str, list[float]] = {}
-    for (f, k, _), (_, up) in zip(F.band_samples(rep, gen), loso.shift_spread(cal, rep, without)):
-        for g in U.group_chain(f, k):
-            by.setdefault(g, []).append(up)
-    for g, d in groups.items():
-        j = float(np.median(by[g]))
-        lo, hi = U.widened(min(d["log_p10"], 0.0), max(d["log_p90"], 0.0), -j, j)
-        d.update(log_jackknife=j, low=math.exp(lo), high=math.exp(hi))
+    for r, v, (_, up) in zip(rep.results, loso.vps(cal, rep), loso.shift_spread(cal, rep, without)):
+        by.setdefault(U.unseen_cell(r.moe, v), []).append(up)
+    every = [j for v in by.values() for j in v]
+    groups = {}
+    for moe in (False, True):
+        for vp in (1, 2):
+            c = U.unseen_cell(moe, vp)
+            j = float(np.median(by.get(c) or every))
+            lo, hi = U.scaled_band(model, moe, vp)
+            wlo, whi = U.widened(lo, hi, -j, j)
+            groups[c] = {"rows": len(by.get(c, [])), "log_p10": lo, "log_p90": hi, "log_jackknife": j,
+                         "low": math.exp(wlo), "high": math.exp(whi)}
     held = F.held_out_part(sets)
-    cov = U.coverage(groups, F.band_samples(F.evaluate(held, None), gen))
-    return {"groups": groups, "held_out_coverage": cov["coverage"], "held_out_rows": cov["rows"],
+    hrep = F.evaluate(held, None)
+    hits = sum(int(math.log(groups[U.unseen_cell(r.moe, v)]["low"]) - 1e-12 <= U.log_ratio(r.measured, r.predicted)
+                   <= math.log(groups[U.unseen_cell(r.moe, v)]["high"]) + 1e-12)
+               for r, v in zip(hrep.results, loso.vps(held, hrep)))
+    n = len(hrep.results)
+    return {"groups": groups, "model": model, "held_out_coverage": hits / n if n else None, "held_out_rows": n,
             "fits": Path(fits).name}
 
 
@@ -117,6 +127,9 @@ def toml_text(m: dict) -> str:
         f'csv = "{rel}"',
         f"quantiles = [{U.QUANTILES[0]}, {U.QUANTILES[1]}]",
         f"min_rows = {U.MIN_ROWS}",
+        "# the stack presets of the calibration rows: a command on any other stack (or a stack file) prints the",
+        "# [unseen] band (uncertainty.band_for)",
+        "stacks = [" + ", ".join(f'"{x}"' for x in m["stacks"]) + "]",
         "",
         "[coverage]   # share of measured runs inside their band",
     ]
@@ -128,11 +141,16 @@ def toml_text(m: dict) -> str:
                   f"log_p90 = {d['log_p90']:.5f}", f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
     if "unseen" in m:
         u = m["unseen"]
-        lines += ["", "# A stack the fit never saw (uncertainty.band_of(..., unseen=True)): the same percentiles over",
-                  "# cross-validated residuals, each source family's calibration rows predicted with the constants",
-                  f"# refitted without that family (the single refits of `python3 validation/loso.py --json`, {u['fits']}),",
-                  "# each family weighing the same within a group; low / high add in quadrature log_jackknife, the group's",
-                  "# median z x jackknife spread of a row's prediction across those refits.",
+        lines += ["", "# A stack the fit never saw (uncertainty.band_of(..., unseen=True)): cross-validated residuals, each",
+                  "# source family's calibration rows predicted with the constants refitted without that family (the",
+                  f"# single refits of `python3 validation/loso.py --json`, {u['fits']}), each family weighing the same;",
+                  "# width exp(coef . (1, moe, vp > 1)) (uncertainty.fit_scaled), log_p10 / log_p90 = the scaled",
+                  "# quantiles times it; low / high add in quadrature log_jackknife, the cell's median z x jackknife",
+                  "# spread of a row's prediction across those refits.",
+                  "[unseen_model]",
+                  "coef = [" + ", ".join(f"{c:.5f}" for c in u["model"]["coef"]) + "]",
+                  f"log_q10 = {u['model']['log_q10']:.5f}", f"log_q90 = {u['model']['log_q90']:.5f}",
+                  f"rows = {u['model']['rows']}",
                   f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows.",
                   f"# Regenerate with `{COMMAND} --fits LOSO.json` (without --fits the file has no [unseen] bands)."]
         for g, d in u["groups"].items():
@@ -171,7 +189,8 @@ def main() -> None:
             print(f"  {d:42s} {c['coverage']:6.1%}  of {c['rows']} rows")
         if "unseen" in m:
             u = m["unseen"]
-            print("unseen-stack band per group (cross-validated residuals of the refits without each family)")
+            print("unseen-stack band per cell (width model on the cross-validated residuals of the refits without "
+                  "each family)")
             for g, d in u["groups"].items():
                 print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}   (jackknife {d['log_jackknife']:.3f})")
             print(f"  held-out coverage {u['held_out_coverage']:6.1%}  of {u['held_out_rows']} rows")

@@ -306,7 +306,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
              "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
              "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
         # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
-        b = uncertainty.band_of(m, hw)
+        b = uncertainty.band_for(m, hw, opts.stack, int(row["layout"]["vp"]))
         o["band"] = b.to_dict()
         uncertainty.with_band(o, "tokens_per_s_per_gpu", b.throughput(tps))
         for k in ("usd_per_million_tokens_nominal", "usd_per_million_tokens_after_reliability",

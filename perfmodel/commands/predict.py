@@ -88,7 +88,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
-    b = uncertainty.band_of(m, hw)          # 80% band from validation spread (perfmodel/uncertainty.py)
+    b = uncertainty.band_for(m, hw, stack, vp)   # 80% band from validation spread (perfmodel/uncertainty.py)
     lows = {"tokens_per_s_per_gpu": b.throughput(r["tokens_per_s_per_gpu"]), "step_time_s": b.inverse(r["step_time_s"]),
             "mfu": b.throughput(r["mfu"])}
     if as_json:
@@ -118,8 +118,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
         ["memory per GPU", f"{_gb(mem)} of {_gb(hbm)} HBM: " + ("fits" if r["fits"] else "[red]DOES NOT FIT[/red]")],
     ]
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
-    console.print(f"80% band: measured/predicted {b.low:.2f}-{b.high:.2f}x on {b.group} validation runs "
-                  f"({b.rows} calibration rows, {b.source})")
+    console.print(escape(b.line()))
     parts = r["memory_parts_bytes"]
     console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]

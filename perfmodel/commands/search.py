@@ -159,9 +159,11 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * scale)
                           for i in range(front.layouts.n)] if front is not None else [],
     }
-    band = uncertainty.band_of(model, hw)      # 80% band from validation spread (perfmodel/uncertainty.py)
-    out["band"] = band.to_dict()
-    for e in out["top"]:
+    # 80% band from validation spread (perfmodel/uncertainty.py); the unseen-stack band depends on the layout's vp
+    bands = [uncertainty.band_for(model, hw, opts.stack, int(e["layout"]["vp"])) for e in out["top"]]
+    out["band"] = (bands[0] if bands else uncertainty.band_for(model, hw, opts.stack)).to_dict()
+    for e, band in zip(out["top"], bands):
+        e["band"] = band.to_dict()
         pr = e["prediction"]
         for key, lo_hi in (("tokens_per_s_per_gpu", band.throughput(pr["tokens_per_s_per_gpu"])),
                            ("step_time_s", band.inverse(pr["step_time_s"])), ("mfu", band.throughput(pr["mfu"]))):
@@ -215,9 +217,10 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
               ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GB"] + extra,
               rows, justify_right_from=2)
     console.print(t)
-    b = out["band"]
-    console.print(f"80% band: measured/predicted {b['low_factor']:.2f}-{b['high_factor']:.2f}x on {b['group']} "
-                  f"validation runs ({b['calibration_rows']} calibration rows, {b['source']})")
+    for line in dict.fromkeys(uncertainty.Band(e["band"]["low_factor"], e["band"]["high_factor"], e["band"]["group"],
+                                               e["band"]["calibration_rows"], e["band"]["source"]).line()
+                              for e in out["top"]):
+        console.print(escape(line))
     terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0) and not k.endswith("_raw")]
     console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
                         [[k] + [f"{round(top.breakdown_s[k][i] * 1e3, 1) + 0.0:,.1f}" for i in range(top.layouts.n)]
