@@ -242,9 +242,10 @@ def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float
 # ln|e|, weighted), with the prediction interval cut on the scaled residuals e / s(x) (locally weighted
 # split conformal, Lei, G'Sell, Rinaldo, Tibshirani & Wasserman 2018, JASA 113(523), §5.2). Features:
 # MoE (routing, expert all-to-all and grouped GEMMs are the least certain physics) and an interleaved pipeline
-# (vp > 1: the per-chunk costs of interleaved schedules, README "pipeline"); a feature no residual row has gets
-# no coefficient (the minimum-norm least-squares solution), so it neither widens nor narrows the band: what its
-# rows do not know comes in through the unidentified constants' spread (`parameter_spread`).
+# (vp > 1: the per-chunk costs of interleaved schedules, README "pipeline"). A feature fewer than MIN_ROWS
+# residual rows have gets no coefficient (the rule a group's own percentiles follow: one row does not measure a
+# width; without NVIDIA's rows one row is interleaved), so it neither widens nor narrows the band: what its rows
+# do not know comes in through the unidentified constants' spread (`parameter_spread`).
 
 SCALE_FEATURES = ("moe", "interleaved")
 ABS_FLOOR = 1e-3      # ln|e| of an exact prediction is -inf: |e| below 0.1% (under any measurement's resolution)
@@ -261,17 +262,19 @@ def unseen_cell(moe: bool, vp: int) -> str:
 
 
 def fit_scaled(samples: Sequence[tuple[bool, int, float]], units: Sequence[str],
-               quantiles: Sequence[float] = QUANTILES) -> dict:
+               quantiles: Sequence[float] = QUANTILES, min_rows: int = MIN_ROWS) -> dict:
     """samples: (moe, vp, ln(measured / predicted)) of cross-validated residuals, one unit (source family) each ->
     {"coef": [b0, b_moe, b_interleaved], "log_q10", "log_q90" (type-6 quantiles of e / s(x), each unit weighing
-    the same), "rows"}; s(x) = exp(x . coef)."""
+    the same), "rows"}; s(x) = exp(x . coef); a feature fewer than `min_rows` rows have: coefficient 0."""
     count: dict[str, int] = {}
     for u in units:
         count[u] = count.get(u, 0) + 1
     w = np.sqrt([1.0 / count[u] for u in units])
     x = np.array([scale_row(m, v) for m, v, _ in samples])
     e = np.array([r for _, _, r in samples])
-    coef = np.linalg.lstsq(x * w[:, None], np.log(np.abs(e) + ABS_FLOOR) * w, rcond=None)[0]
+    used = [0] + [j for j in range(1, x.shape[1]) if x[:, j].sum() >= min_rows]
+    coef = np.zeros(x.shape[1])
+    coef[used] = np.linalg.lstsq(x[:, used] * w[:, None], np.log(np.abs(e) + ABS_FLOOR) * w, rcond=None)[0]
     lo, hi = weighted_quantiles(list(e / np.exp(x @ coef)), list(w ** 2), quantiles)
     return {"coef": [float(c) for c in coef], "log_q10": lo, "log_q90": hi, "rows": len(e)}
 

@@ -251,7 +251,7 @@ def test_fit_scaled_interleaving_doubles_the_width():
     interleaved coefficient is ln 2 (least squares on a dummy = difference of the means); no MoE row: its
     coefficient is 0 (minimum norm), the band neither wider nor narrower for MoE."""
     s = [(False, 1, x) for x in (-0.05, 0.05, -0.05, 0.05)] + [(False, 4, x) for x in (-0.101, 0.101, -0.101, 0.101)]
-    m = U.fit_scaled(s, ["a", "a", "b", "b", "a", "a", "b", "b"])
+    m = U.fit_scaled(s, ["a", "a", "b", "b", "a", "a", "b", "b"], min_rows=4)
     assert math.exp(m["coef"][2]) == pytest.approx(2.0, rel=1e-9)
     assert m["coef"][1] == pytest.approx(0.0, abs=1e-12)
     assert math.exp(m["coef"][0]) == pytest.approx(0.051, rel=1e-9)
@@ -259,6 +259,16 @@ def test_fit_scaled_interleaving_doubles_the_width():
     assert inter[1] == pytest.approx(2 * dense[1]) and inter[0] == pytest.approx(2 * dense[0])
     assert U.scaled_band(m, True, 1) == pytest.approx(dense)
     assert dense[0] < 0 < dense[1]
+
+
+def test_fit_scaled_feature_with_too_few_rows_gets_no_coefficient():
+    """The same residuals with min_rows 5: only 4 rows are interleaved, so interleaving gets no width of its own and
+    the intercept is the mean ln over all eight rows."""
+    s = [(False, 1, x) for x in (-0.05, 0.05, -0.05, 0.05)] + [(False, 4, x) for x in (-0.101, 0.101, -0.101, 0.101)]
+    m = U.fit_scaled(s, ["a"] * 8, min_rows=5)
+    assert m["coef"][2] == 0.0
+    assert m["coef"][0] == pytest.approx((math.log(0.051) + math.log(0.102)) / 2, rel=1e-9)
+    assert U.scaled_band(m, False, 4) == pytest.approx(U.scaled_band(m, False, 1))
 
 
 def test_fit_scaled_families_weigh_the_same():
