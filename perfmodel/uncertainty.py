@@ -70,12 +70,16 @@ class Band:
         return {"low_factor": self.low, "high_factor": self.high, "group": self.group, "calibration_rows": self.rows,
                 "coverage_target": QUANTILES[1] - QUANTILES[0], "source": self.source, "unseen_stack": self.unseen}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Band":
+        """The band of a --json output's "band" (to_dict)."""
+        return cls(d["low_factor"], d["high_factor"], d["group"], d["calibration_rows"], d["source"])
+
     def line(self) -> str:
         """The one line a command prints under its table: which band, on what."""
         if self.unseen:
-            return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x, the unseen-stack band for "
-                    f"{self.group.removeprefix('unseen:')} layouts (no row of this stack fitted the bands; "
-                    f"cross-validated residuals, {self.rows} calibration rows in the cell, {self.source})")
+            return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x, unseen-stack band for "
+                    f"{self.group.removeprefix('unseen:')} (no row of this stack fitted the bands; {self.source})")
         return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x on {self.group} validation runs "
                 f"({self.rows} calibration rows, {self.source})")
 

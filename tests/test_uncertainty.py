@@ -321,3 +321,18 @@ def test_predict_prints_the_unseen_band_for_an_unseen_stack(tmp_path, monkeypatc
     t = new["tokens_per_s_per_gpu"]
     assert (new["tokens_per_s_per_gpu_low"], new["tokens_per_s_per_gpu_high"]) == (pytest.approx(0.88 * t),
                                                                                    pytest.approx(1.13 * t))
+
+
+def test_search_bands_follow_each_layouts_interleaving(tmp_path, monkeypatch, capsys):
+    """On a stack no row of which fitted the bands, every top layout carries the unseen-stack cell of its own vp."""
+    monkeypatch.setattr(U, "FILE", _bands_file(tmp_path, '["nemo-25.09"]'))
+    args = ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--gbs", "64", "--seq", "4096",
+            "--stack", "torchtitan-2025", "--top", "8"]
+    top = []
+    for extra in ([], ["--fix", "pp=2"]):          # the best layouts: not interleaved; at pp 2: interleaved
+        d = run_json(capsys, args + extra)
+        assert d["band"] == d["top"][0]["band"]
+        top += d["top"]
+    assert {e["band"]["group"] for e in top} == {"unseen:dense", "unseen:dense/interleaved"}
+    for e in top:
+        assert e["band"]["group"] == ("unseen:dense/interleaved" if e["layout"]["vp"] > 1 else "unseen:dense")

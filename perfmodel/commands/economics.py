@@ -352,6 +352,8 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
                         [[name] + [fn(o) for o in ok] for name, fn in metrics], 1))
     console.print(f"perf per TCO relative to {base['hardware']}; "
                   + "; ".join(f"{o['hardware']} {o['spares_text']}" for o in ok))
+    for line in dict.fromkeys(uncertainty.Band.from_dict(o["band"]).line() for o in ok):
+        console.print(escape(line))
     for o in out:
         if not o["runnable"]:
             console.print(f"[red]{escape(o['hardware'])}: cannot run[/red], so no throughput, cost or energy: "

@@ -217,9 +217,7 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
               ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GB"] + extra,
               rows, justify_right_from=2)
     console.print(t)
-    for line in dict.fromkeys(uncertainty.Band(e["band"]["low_factor"], e["band"]["high_factor"], e["band"]["group"],
-                                               e["band"]["calibration_rows"], e["band"]["source"]).line()
-                              for e in out["top"]):
+    for line in dict.fromkeys(uncertainty.Band.from_dict(e["band"]).line() for e in out["top"]):
         console.print(escape(line))
     terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0) and not k.endswith("_raw")]
     console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
