@@ -203,12 +203,13 @@ def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[f
 # is 0, while the same sources scored without themselves sit -0.04 to +0.05 apart). A new run of a stack the fit
 # never saw carries its stack's offset in full. Its band is therefore taken from cross-validated residuals: for
 # each source family T of the fit, T's calibration rows predicted with the constants refitted WITHOUT T
-# (validation/loso.py), r_j^(-T) = ln(measured_j / predicted_j(theta_-T)); the 10th / 90th percentiles of those,
-# per group as `fit` does (the cross-validation residuals of the CV+ / jackknife+ prediction interval over
-# exchangeable units, here source families: Barber, Candes, Ramdas & Tibshirani 2021, Ann. Statist. 49(1), §3),
-# each family weighing the same within a group (`fit(..., units=)`: a new stack is a new group, Dunn, Wasserman &
-# Ramdas 2022). The between-source spread enters through each source's residuals, the within-source spread through
-# the rows.
+# (validation/loso.py), r_j^(-T) = ln(measured_j / predicted_j(theta_-T)) (the cross-validation residuals of the
+# CV+ / jackknife+ prediction interval over exchangeable units, here source families: Barber, Candes, Ramdas &
+# Tibshirani 2021, Ann. Statist. 49(1), §3), each family weighing the same (a new stack is a new group, Dunn,
+# Wasserman & Ramdas 2022). Their 10th / 90th percentiles are cut by the width model below (`fit_scaled`: width as a
+# function of MoE and interleaving, all residuals at once); session 5 cut them per generation x op class
+# (`fit(..., units=)`), which left one or two families per group. The between-source spread enters through each
+# source's residuals, the within-source spread through the rows.
 #
 # The row's own part (the "+" of jackknife+): how far the row's prediction moves across those refits,
 # s_T(x) = ln(predicted_x(theta_-T) / predicted_x(theta)), is the spread of the fitted constants across source

@@ -22,9 +22,11 @@ bands put it.
 The unseen-stack band (the LOSO coverage column; perfmodel/uncertainty.py, "a stack the bands were not fitted
 on"): bands fitted on residuals of the fit that are themselves out of source. For every pair of families
 {S, T} the constants are refitted without both; inside S's fold, T's calibration rows predicted with that
-refit are T's cross-validated residuals, and the 10th / 90th percentiles of those over every T (per group)
-make S's band, widened in quadrature by the unidentified constants' spread and by the row's own jackknife
-spread (how far its prediction moves across the refits without each T). Nothing of S enters: the refits
+refit are T's cross-validated residuals, and the 10th / 90th percentiles of those over every T (scaled by the
+width model of uncertainty.fit_scaled: MoE, interleaved pipeline; the table's [bracketed] figure: per
+generation x op class as in session 5) make S's band, widened in quadrature by the unidentified constants'
+spread and by the row's own jackknife spread (how far its prediction moves across the refits without each
+T). Nothing of S enters: the refits
 without {S, T} and the fold's refit never see S's rows. The reference (every family in the fit) scores the
 held-out rows with both bands: the one fitted on the calibration rows (a stack the fit saw) and the
 unseen-stack band from the six single refits (a stack it did not).
