@@ -2,6 +2,7 @@
 
     python3 validation/loso.py [--rounds N] [--passes N] [--start prior|current] [--nvidia-by-source] [--json]
     python3 validation/loso.py --fits LOSO.json     # reuse an earlier --json run's refits: bands and scores only
+    python3 validation/loso.py --jobs 2 --json      # the same refits, two at a time (they are independent)
 
 For every source family S (the shipped measured sets: NVIDIA's tables validation/runs.csv as ONE family,
 and each validation/independent/*.csv): refit the global constants (perfmodel/fit.py, the same bounds and
@@ -46,6 +47,7 @@ held-out rows, so the two differ only by S's presence.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
 import sys
@@ -286,6 +288,43 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
     return out
 
 
+def _fit_task(task: tuple[str, str], start_from: str, rounds: int, passes: int, nvidia_by_source: bool) -> dict:
+    """One refit of measure(), run in a worker process: the training rows are rebuilt from the task's key,
+    ("pairs", "a|b"), ("families", S) or ("in_fit", ""), exactly as measure() builds them."""
+    sets = [F.read_set(p) for p in shipped_sets()]
+    fams = families(sets, nvidia_by_source)
+    start = priors() if start_from == "prior" else constants()
+    kind, key = task
+    if kind == "pairs":
+        train = without_two(fams, *key.split("|"))
+    elif kind == "families":
+        train = F.calibration_part([s for n, v in fams.items() if n != key for s in v])
+    else:
+        train = F.calibration_part([s for v in fams.values() for s in v])
+    return _fit_dict(F.search(train, start, fitted_names(), rounds, passes))
+
+
+def parallel_fits(start_from: str, rounds: int, passes: int, nvidia_by_source: bool, with_pairs: bool, jobs: int,
+                  log=lambda m: None) -> dict:
+    """Every refit measure() makes, `jobs` at a time: the refits are independent and deterministic, so the
+    result is the one a sequential run reaches, in the `--fits` form measure() reuses."""
+    order = list(families([F.read_set(p) for p in shipped_sets()], nvidia_by_source))
+    tasks = [("pairs", f"{a}|{b}") for i, a in enumerate(order) for b in order[i + 1:]] if with_pairs else []
+    tasks += [("families", n) for n in order] + [("in_fit", "")]
+    out: dict = {"pairs": {}, "families": {}}
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_fit_task, t, start_from, rounds, passes, nvidia_by_source): t for t in tasks}
+        for done in concurrent.futures.as_completed(futures):
+            kind, key = futures[done]
+            if kind == "in_fit":
+                out["in_fit"] = done.result()
+            else:
+                out[kind][key] = done.result()
+            log(f"  refit {kind} {key or 'all'} done ({len(out['pairs']) + len(out['families']) + ('in_fit' in out)}"
+                f" of {len(tasks)})")
+    return out
+
+
 def _fit_dict(f: F.Fit) -> dict:
     return {"consts": {n: getattr(f.consts, n) for n in f.names}, "not_identified": list(f.inert),
             "objective": f.objective, "passes": f.passes, "evaluations": f.evaluations}
@@ -325,13 +364,20 @@ def main() -> None:
     ap.add_argument("--no-pairs", action="store_true", help="skip the refits without two families: no unseen-stack "
                     "band for the folds (the bands fitted on the rest only)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="refits run this many at a time in worker processes "
+                    "(the same result as one at a time)")
     ap.add_argument("--fits", metavar="JSON", help="reuse every fitted constant (folds, refits without two families, "
                     "reference) from an earlier `--json` run (same code and sets) instead of refitting: the bands and "
                     "scores again in a few minutes")
     a = ap.parse_args()
     reuse = json.loads(Path(a.fits).read_text()) if a.fits else None
+    t0 = time.perf_counter()
+    if reuse is None and a.jobs > 1:
+        reuse = parallel_fits(a.start, a.rounds, a.passes, a.nvidia_by_source, not a.no_pairs, a.jobs,
+                              log=(lambda s: None) if a.json else (lambda s: print(s, file=sys.stderr, flush=True)))
     m = measure(a.rounds, a.passes, a.start, a.nvidia_by_source, log=(lambda s: None) if a.json else
                 (lambda s: print(s, file=sys.stderr, flush=True)), reuse=reuse, with_pairs=not a.no_pairs)
+    m["seconds"] = time.perf_counter() - t0
     if a.json:
         print(json.dumps(m, indent=2))
         return
