@@ -18,8 +18,9 @@ def test_legal_interleaving():
 def test_p2p_time():
     hw = toy_hw()
     # Ts = 1024 rows x h 1024 x 2 B = 2,097,152 B; neighbours tp*cp*dp = 2*1*2 = 4 apart share NVLink (200 GB/s busbw):
-    # one send 2097152 / 2e11 + 10 us; 2 vp sends per micro-batch (activation forward, gradient backward)
-    one = 2097152 / 2e11 + 10e-6
+    # one send at NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW 8e10, below the link's 2e11): 2097152 / 8e10 + 10 us;
+    # 2 vp sends per micro-batch (activation forward, gradient backward)
+    one = 2097152 / 8e10 + 10e-6
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 3.0, hw)) == pytest.approx(6 * one, rel=1e-12)
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0        # no pipeline
@@ -30,7 +31,7 @@ def test_p2p_time():
 def test_p2p_neighbours_just_inside_a_domain():
     # an 11-GPU NVLink domain: neighbours 2 x 1 x 5 = 10 ranks apart still share it
     hw = toy_hw(domain=11)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 2e11 + 10e-6), rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 8e10 + 10e-6), rel=1e-12)
 
 
 def test_ranks_for_memory():
