@@ -29,9 +29,23 @@ def test_p2p_time():
 
 
 def test_p2p_neighbours_just_inside_a_domain():
-    # an 11-GPU NVLink domain: neighbours 2 x 1 x 5 = 10 ranks apart still share it
-    hw = toy_hw(domain=11)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 8e10 + 10e-6), rel=1e-12)
+    # neighbours 2 x 1 x 5 = 10 ranks apart, pp 2: 20 GPUs. A 20-GPU domain holds every pipeline: NVLink at the
+    # per-pair rate
+    inside = 2 * (2097152 / 8e10 + 10e-6)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=20))) == pytest.approx(inside, rel=1e-12)
+    # an 11-GPU domain: GPU 0's pipeline (GPUs 0, 10) shares it, but dp rank 1's (GPUs 1, 11) crosses its edge, and
+    # the step waits for the slowest pipeline rank: the boundary over the NIC (4e10) + 20 us
+    edge = 2 * (2097152 / 4e10 + 20e-6)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=11))) == pytest.approx(edge, rel=1e-12)
+
+
+def test_p2p_pipeline_spanning_domains():
+    # tp 2 x dp 2 = 4 apart, pp 4: 16 GPUs over two 8-GPU domains; ranks 1 and 2 (GPUs 4 and 8, ...) sit on either
+    # side of the edge, so the slowest rank's boundary is the NIC's: 2 x (2097152 / 4e10 + 20 us). pp 2 on the same
+    # stride fits one domain (8 GPUs): NVLink
+    hw = toy_hw()
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 4.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 4e10 + 20e-6), rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 8e10 + 10e-6), rel=1e-12)
 
 
 def test_ranks_for_memory():
