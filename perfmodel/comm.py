@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import constants as K
 from .hardware import HardwareSpec
 from .topology import NVLINK, SPINE, group_paths, path_field
 
@@ -135,12 +136,14 @@ def moe_dispatch_time(token_bytes, top_k: int, size, stride, hw: HardwareSpec, n
 
 
 def p2p_time(nbytes, stride, hw: HardwareSpec):
-    """One send/recv between pipeline neighbours `stride` ranks apart: NVLink inside a domain, else the
-    pair's path on the cluster graph (its NIC, or its share of the spine uplinks where it crosses them)."""
+    """One send/recv between pipeline neighbours `stride` ranks apart: NVLink inside a domain, at the rate
+    NCCL's few channels per peer reach there (K.NCCL_P2P_PEER_BW: a pair's send/recv does not fill the
+    link the way a collective's many channels do), else the pair's path on the cluster graph (its NIC, or
+    its share of the spine uplinks where it crosses them)."""
     stride = np.asarray(stride)
     inside = stride < hw.scale_up.domain_size
     f = _paths(2, stride, hw)
-    bw = np.where(inside, hw.scale_up.bandwidth * hw.efficiency.scale_up_collective,
+    bw = np.where(inside, np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, K.NCCL_P2P_PEER_BW),
                   f("ring_bw") * hw.efficiency.scale_out_collective)
     lat = np.where(inside, hw.scale_up.latency_s, _tier_latency(hw, np.maximum(f("tier"), 1)))
     return nbytes / bw + lat

@@ -92,3 +92,13 @@ EAGER_EXTRA_KERNELS_BWD = 11
 # of DeepEP or HybridEP fuses the global permute into the communication kernel ... but still requires a permute
 # kernel to ... rearrange the tokens distributed to different local experts")
 MOE_GLOBAL_PERMUTE_BYTES = 12.0
+
+# ---- point-to-point send/recv (pipeline stage boundaries, the context-parallel ring) -------------------
+# NCCL gives one pair of GPUs only a few channels for send/recv ("2 p2p channels per peer" in NCCL's init log,
+# NVIDIA/nccl#1189; NCCL's send/recv is tuned for all-to-all, where every peer shares the links: NVIDIA/nccl#1272),
+# so a single pair's NCCL send/recv over NVLink is bound by those channels' copy rate, not by the link:
+# nccl-tests sendrecv_perf between two NVLink-connected H100s ~80 GB/s in the default configuration against 260 GB/s
+# for an SM copy kernel (NVIDIA/nccl-tests#268); between two A100s ~71-73 GB/s, both P2P transports (nccl-tests#331).
+# The pair's NVLink rate is min(this, the link's collective rate) (comm.p2p_time); across domains a pair's
+# send/recv rides its NIC as before.
+NCCL_P2P_PEER_BW = 80e9    # bytes/s, one pair of GPUs, NCCL send/recv over NVLink (default channels per peer)

@@ -105,9 +105,13 @@ def test_moe_dispatch_group_limited():
 
 
 def test_p2p():
-    # neighbours 4 ranks apart share a domain: 1e9 / 2e11 = 5 ms + 10 us; 8 apart cross it: 1e9 / 4e10 + 20 us
-    assert float(comm.p2p_time(1e9, 4, HW)) == pytest.approx(5.01e-3, rel=REL)
+    # neighbours 4 ranks apart share a domain: the link's 2e11 is above NCCL's per-pair send/recv rate
+    # (K.NCCL_P2P_PEER_BW = 8e10): 1e9 / 8e10 = 12.5 ms + 10 us; 8 apart cross it: 1e9 / 4e10 + 20 us
+    assert float(comm.p2p_time(1e9, 4, HW)) == pytest.approx(12.51e-3, rel=REL)
     assert float(comm.p2p_time(1e9, 8, HW)) == pytest.approx(25.02e-3, rel=REL)
+    # a link slower than the per-pair rate sets it: 5e10 x 0.5 (the toy's collective efficiency) = 2.5e10
+    slow = HW.model_copy(update={"scale_up": HW.scale_up.model_copy(update={"bandwidth": 5e10})})
+    assert float(comm.p2p_time(1e9, 4, slow)) == pytest.approx(40.01e-3, rel=REL)
 
 
 def _spine_hw():

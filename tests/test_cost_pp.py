@@ -18,8 +18,9 @@ def test_legal_interleaving():
 def test_p2p_time():
     hw = toy_hw()
     # Ts = 1024 rows x h 1024 x 2 B = 2,097,152 B; neighbours tp*cp*dp = 2*1*2 = 4 apart share NVLink (200 GB/s busbw):
-    # one send 2097152 / 2e11 + 10 us; 2 vp sends per micro-batch (activation forward, gradient backward)
-    one = 2097152 / 2e11 + 10e-6
+    # one send at NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW 8e10, below the link's 2e11): 2097152 / 8e10 + 10 us;
+    # 2 vp sends per micro-batch (activation forward, gradient backward)
+    one = 2097152 / 8e10 + 10e-6
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 3.0, hw)) == pytest.approx(6 * one, rel=1e-12)
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0        # no pipeline
@@ -28,9 +29,23 @@ def test_p2p_time():
 
 
 def test_p2p_neighbours_just_inside_a_domain():
-    # an 11-GPU NVLink domain: neighbours 2 x 1 x 5 = 10 ranks apart still share it
-    hw = toy_hw(domain=11)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 2e11 + 10e-6), rel=1e-12)
+    # neighbours 2 x 1 x 5 = 10 ranks apart, pp 2: 20 GPUs. A 20-GPU domain holds every pipeline: NVLink at the
+    # per-pair rate
+    inside = 2 * (2097152 / 8e10 + 10e-6)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=20))) == pytest.approx(inside, rel=1e-12)
+    # an 11-GPU domain: GPU 0's pipeline (GPUs 0, 10) shares it, but dp rank 1's (GPUs 1, 11) crosses its edge, and
+    # the step waits for the slowest pipeline rank: the boundary over the NIC (4e10) + 20 us
+    edge = 2 * (2097152 / 4e10 + 20e-6)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=11))) == pytest.approx(edge, rel=1e-12)
+
+
+def test_p2p_pipeline_spanning_domains():
+    # tp 2 x dp 2 = 4 apart, pp 4: 16 GPUs over two 8-GPU domains; ranks 1 and 2 (GPUs 4 and 8, ...) sit on either
+    # side of the edge, so the slowest rank's boundary is the NIC's: 2 x (2097152 / 4e10 + 20 us). pp 2 on the same
+    # stride fits one domain (8 GPUs): NVLink
+    hw = toy_hw()
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 4.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 4e10 + 20e-6), rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 8e10 + 10e-6), rel=1e-12)
 
 
 def test_ranks_for_memory():
@@ -94,3 +109,19 @@ def test_mtp_slot_rule_needs_more_slots_than_mtp_layers():
     from perfmodel.parallel.pp import chunk_layers
     c = chunk_layers(61, 16, 4, 1)
     assert min(c) >= 0 and sum(c) == 61 and len(c) == 64
+
+
+def test_p2p_worked_case_zero_bubble_interleaved_row():
+    # zbpp2024-gpt6p2b-a100-8-bf16-1f1bi-m64 (Qi et al. 2024 Table 3-4: GPT 6.2B, hidden 4096, mbs 3, seq 1024,
+    # tp 1, pp 8 on one 8-GPU A100 node, vp 4 = one layer per chunk). One boundary send: 3 x 1024 x 4096 x 2 B =
+    # 25,165,824 B between neighbours 1 rank apart (inside the NVLink domain). The link's collective rate
+    # 300 GB/s x 0.82 = 246 GB/s is above NCCL's per-pair send/recv rate, so 25165824 / 80e9 = 314.6 us, plus the
+    # NVLink latency 8.4 us: 323.0 us per chunk boundary each way, 2 vp = 8 of them per micro-batch = 2.584 ms
+    from perfmodel.api import load_hardware
+    hw = load_hardware("a100-sxm-80gb")
+    one = 25165824 / 80e9 + 8.4e-6
+    got = float(pp.p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 4.0, hw))
+    assert got == pytest.approx(8 * one, rel=1e-12)
+    assert 8 * one == pytest.approx(2.5838e-3, rel=1e-4)
+    # the same boundary on plain 1F1B (vp 1): 2 sends per micro-batch
+    assert float(pp.p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)

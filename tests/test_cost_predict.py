@@ -112,9 +112,9 @@ def test_recompute_by_hand():
 def test_context_parallel_ring_by_hand():
     # cp 2 on 2 GPUs (dp 1, 2 micro-batches): each rank holds T = 2048 / 2 = 1,024 tokens and its ring sends its
     # K/V once per step, cp - 1 = 1 step (Liu et al. 2023, Ring Attention §3): 1,024 x 2 x 2 KV heads x 128 x 2 B
-    # = 1,048,576 B over NVLink at 0.5 x 400 GB/s + 10 us; forward once, backward twice (K/V and their
+    # = 1,048,576 B over NVLink at NCCL's per-pair 80 GB/s (below 0.5 x 400 GB/s) + 10 us; forward once, backward twice (K/V and their
     # gradients). 4 layers x 2 micro-batches; cp_overlap 0.25 of it hides under the layer's compute
-    one = 1024 * 512 * 2 / 2e11 + 10e-6
+    one = 1024 * 512 * 2 / 8e10 + 10e-6                  # NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW)
     p = _predict(gpus=2, gbs=2, cp=2)
     raw = float(p.comm_raw_s["cp_comm"][0])
     assert raw == pytest.approx(2 * 4 * (1 + 2) * one, rel=REL)
@@ -125,7 +125,8 @@ def test_context_parallel_ring_by_hand():
 # rank 1 the head. Communication (toy cluster, tests/test_cost_comm.py):
 TP_PAIR = 2048 * 1024 * 2 / 2 / 2e11 + 20e-6        # one SP all-gather over tp 2: 30.48576 us
 TP_LAYER = 2 * (2 + 2) * TP_PAIR                    # attention + MLP pairs, 2 calls forward, 2 backward
-P2P = 2 * (1024 * 1024 * 2 / 2e11 + 10e-6)          # activation forward, gradient backward; peers 4 apart
+P2P = 2 * (1024 * 1024 * 2 / 8e10 + 10e-6)          # activation forward, gradient backward; peers 4 apart, at
+# NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW 8e10, below the toy link's 2e11)
 EMPTY_EXPERT = 0.0    # a dense model runs no expert collective and pays no latency for one (parallel/dp.py)
 PARAMS = (2 * LAYER_PARAMS + EMB) / 2, (2 * LAYER_PARAMS + 1024 + EMB) / 2     # per GPU, ranks 0 and 1
 

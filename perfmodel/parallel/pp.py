@@ -170,9 +170,20 @@ def legal_interleaving(pp, vp, nmb) -> np.ndarray:
 
 def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
     """Send activations forward and gradients backward, once per virtual chunk per micro-batch: 2 vp sends
-    of one micro-batch's sequence-parallel activation (tokens/tp x hidden, bf16); neighbours are
-    tp*cp*dp ranks apart (order tp-cp-ep-dp-pp)."""
-    one = comm.p2p_time(Ts * h * K.BF16, tp * cp * dp, hw)
+    of one micro-batch's sequence-parallel activation (tokens/tp x hidden, bf16; Megatron-Core
+    get_tensor_shapes); neighbours are tp*cp*dp ranks apart (order tp-cp-ep-dp-pp). Where neighbours share a
+    domain but the pipelines span pp*tp*cp*dp > domain GPUs, some pipeline's boundary crosses a domain edge
+    (GPUs g and g + stride on either side of it); the schedule's steady state runs at the slowest rank's pace
+    (t_max; in 1F1B every send/recv is waited), so each rank is priced at that boundary, the larger of the
+    two (a mean-rank breakdown overstates pp_comm by the other ranks' difference)."""
+    stride = np.asarray(tp * cp * dp, dtype=float)
+    nbytes = Ts * h * K.BF16
+    one = comm.p2p_time(nbytes, stride, hw)
+    # neighbours inside one domain while the pipeline spans several: some boundary crosses a domain edge, and
+    # the schedule's steady state runs at its slowest rank (t_max), so every rank is priced at that boundary
+    D = hw.scale_up.domain_size
+    edge = comm.p2p_time(nbytes, np.maximum(stride, D), hw)
+    one = np.where((stride < D) & (pp * stride > D), np.maximum(one, edge), one)
     return np.where(pp > 1, 2 * vp * one, 0.0)
 
 
