@@ -86,14 +86,6 @@ class Power(Frozen):
     allin_w_per_gpu: float = Watts     # GPU + its share of CPUs, NICs, switches, storage (IT power)
 
 
-class Host(Frozen):
-    """The CPU that launches the GPU's kernels. `dispatch_ratio`: host time to dispatch one framework op
-    (Python, PyTorch dispatcher, Transformer Engine module, cudaLaunchKernel) relative to the x86 hosts the
-    global per-kernel constants are fit on (DGX H100: Xeon Platinum 8480C); it scales the host part of
-    an eager kernel's fixed cost, which a CUDA graph removes (software.from_stack)."""
-    dispatch_ratio: float = Field(default=1.0, gt=0, le=100, allow_inf_nan=False)
-
-
 class Efficiency(Frozen):
     """Achievable fractions of peak, each measured (sources in the file)."""
     gemm_bf16: float = Frac          # best-shape dense GEMM / bf16 peak
@@ -132,7 +124,6 @@ class HardwareSpec(Frozen):
     scale_out: ScaleOut
     power: Power
     efficiency: Efficiency
-    host: Host = Host()
     cost: Cost | None = None
     measured: dict[str, Any] = Field(default_factory=dict)   # free-form dated measurements
     notes: str = ""

@@ -123,8 +123,6 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
           "userbuffers": (c.tp_overlap, c.tp_overlap), "async_tp": (c.tp_overlap, c.tp_overlap)}[f.tp_overlap]
     graphs = f.cuda_graphs
     graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)    # a graph removes the host part only
-    # an eager kernel: the graphed (GPU-side) part plus the host part at this system's CPU dispatch rate
-    eager = graphed + (c.kernel_fixed_s - graphed) * hw.host.dispatch_ratio
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
     # a power cap below the TDP lowers the sustained clock; the tensor rate follows it (dynamic power
     # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)
@@ -143,8 +141,8 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         # (p2p_communication._communicate waits on every request); the zero-bubble and DualPipe schedules
         # place their send/recv beside the other micro-batch's compute
         pp_share=c.pp_overlap if (f.pp_p2p_overlap or f.pipeline_schedule in ("zero_bubble", "dualpipe")) else 0.0,
-        layer_kernel_s=graphed if graphs in ("per_layer", "full_iteration") else eager,
-        other_kernel_s=graphed if graphs == "full_iteration" else eager,
+        layer_kernel_s=graphed if graphs in ("per_layer", "full_iteration") else c.kernel_fixed_s,
+        other_kernel_s=graphed if graphs == "full_iteration" else c.kernel_fixed_s,
         attention=f.attention_kernel, attn_fwd_factor=fa, attn_bwd_factor=fb,
         sequence_parallel=f.sequence_parallel,
         tp_bwd_async=f.tp_bwd_async,

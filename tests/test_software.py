@@ -74,29 +74,3 @@ def test_power_cap_below_tdp_lowers_the_tensor_clock():
     assert capped.breakdown_s["gemm"][0] > full.breakdown_s["gemm"][0]
     assert capped.breakdown_s["attention"][0] > full.breakdown_s["attention"][0]
     assert capped.step_time_s[0] > full.step_time_s[0] and capped.mfu[0] < full.mfu[0]
-
-
-def test_host_dispatch_ratio_scales_the_host_part_of_eager_kernels_only():
-    """kernel_fixed_s 10 us, graphed_kernel_s 4 us: the host part a graph removes is 6 us. On a host that
-    dispatches 2.75x slower (Grace, hardware/gb200-nvl72.toml host.dispatch_ratio) an eager kernel costs
-    4 + 2.75 x 6 = 20.5 us; a graphed one keeps its 4 us; an x86 host (ratio 1) keeps 10 us."""
-    from perfmodel.hardware import Host
-    from toy import toy_consts, toy_hw
-    c = toy_consts(kernel_fixed_s=1e-5, graphed_kernel_s=4e-6)
-    x86 = toy_hw()
-    grace = x86.model_copy(update={"host": Host(dispatch_ratio=2.75)})
-    eager = resolve("megatron-core", ("cuda_graphs=none",), "llama3-8b", False, grace, "bf16", c)
-    assert eager.layer_kernel_s == pytest.approx(20.5e-6) and eager.other_kernel_s == pytest.approx(20.5e-6)
-    layer = resolve("megatron-core", ("cuda_graphs=per_layer",), "llama3-8b", False, grace, "bf16", c)
-    assert layer.layer_kernel_s == pytest.approx(4e-6) and layer.other_kernel_s == pytest.approx(20.5e-6)
-    assert resolve("megatron-core", ("cuda_graphs=none",), "llama3-8b", False, x86, "bf16", c).layer_kernel_s \
-        == pytest.approx(1e-5)
-
-
-def test_grace_systems_carry_the_measured_host_dispatch_ratio():
-    """GB200 / GB300 NVL72 (Grace hosts): 37.08 / 13.48 us CPU time per torch Linear forward (TE issue #2053);
-    the x86-hosted parts keep 1."""
-    for hw_id in ("gb200-nvl72", "gb300-nvl72"):
-        assert load_hardware(hw_id).host.dispatch_ratio == pytest.approx(37.08 / 13.48, abs=0.005)
-    for hw_id in ("h100-sxm", "b200", "b300"):
-        assert load_hardware(hw_id).host.dispatch_ratio == 1.0
