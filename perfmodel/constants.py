@@ -67,6 +67,23 @@ AMAX_PASS_BYTES = 2.0
 EXPERT_BIAS_BYTES_FWD = 12.0
 EXPERT_BIAS_BYTES_BWD = 12.0
 
+# gpt-oss clamped SwiGLU experts under Megatron-Core (TEGroupedMLP.bias_act_func ->
+# megatron/core/fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl at 1fb2a0ca, activation_func_clamp_value
+# 7.0 from Megatron-Bridge GPTOSSProvider): the clamp runs eagerly before the fused (jit) activation:
+# x_glu, x_linear = input.chunk(2, -1); input = torch.cat((x_glu.clamp(max=v), x_linear.clamp(-v, v)), -1).
+# Bytes per token copy per unit of expert width f (each half is f wide, bf16): forward, two clamps read 2 and
+# write 2 each (8) and the cat reads both halves and writes 2f (8) -> 16 B; backward (PyTorch autograd,
+# torch/csrc/autograd/FunctionsManual.cpp clamp_backward: where(self <= max, grad, 0) for the gate half, reading
+# the mask comparison's input 2 and writing 1, then where reading 1 + 2 and writing 2 -> 8; the linear half
+# where((self >= min).logical_and_(self <= max), grad, 0): two comparisons 3 + 3, logical_and 3, where 5 -> 14;
+# chunk's backward (split_backward) cats the two half-gradients into the fc1 output gradient: read 4, write 4
+# -> 8) -> 30 B. Kernels: 2 clamps + cat + the offset's host-to-device copy
+# (torch.tensor(linear_offset, device=...), every call) forward; 2 + 4 + 1 backward.
+CLAMP_BYTES_FWD = 16.0
+CLAMP_BYTES_BWD = 30.0
+CLAMP_KERNELS_FWD = 4
+CLAMP_KERNELS_BWD = 7
+
 # ---- eager PyTorch without fusion (stack fusions = "none") ------------------------------------------------
 # LayerNorm and GELU are single native CUDA kernels in eager PyTorch (aten::native_layer_norm, aten::gelu),
 # so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels:

@@ -115,6 +115,7 @@ class Software:
     grad_accum_fusion: bool = True   # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
     pipeline_layout: str = "module_slots"   # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
     tp_bwd_async: bool = False   # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
+    megatron_core: bool = False  # a Megatron-Core stack (family): its MoE experts run Megatron-Core's activation code
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -146,6 +147,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         attention=f.attention_kernel, attn_fwd_factor=fa, attn_bwd_factor=fb,
         sequence_parallel=f.sequence_parallel,
         tp_bwd_async=f.tp_bwd_async,
+        megatron_core=spec.family == "megatron-core",
         grad_bytes=K.FP32 if f.main_grad_precision == "fp32" else K.BF16,
         reduce_bytes=K.FP32 if f.grad_reduce_precision == "fp32" else K.BF16,
         optimizer_shard=("none" if f.fsdp == "none" else f.optimizer_shard),

@@ -240,11 +240,19 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
         b_stream, b_fixed = _expert_bias_loop(h, assign * etp, e.num_experts / ep, sw)
         streams.append(b_stream)
         fixed.append(b_fixed)
+    clamped = m.ffn.activation == "clamped_swiglu" and te_path and sw.megatron_core
+    if clamped:
+        c_stream, c_fixed = _eager_clamp(e.expert_intermediate_size, assign, sw)
+        streams.append(c_stream)
+        fixed.append(c_fixed)
     saved = [Saved("MoE norm input", K.BF16 * h * Tn, "residual"), Saved("router input", K.BF16 * h * Tn, "layernorm"),
              Saved("permuted tokens", gin * assign * h, "moe"),
              Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
              Saved("expert activation output", gin * assign * e.expert_intermediate_size, "moe_act"),
              Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe")]
+    if clamped:     # the fused activation keeps the clamped copy, the clamps keep the fc1 output they read
+        saved.append(Saved("clamped expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size,
+                           "moe_act"))
     if e.shared_experts:
         saved += [Saved("shared expert activation input", K.BF16 * glu * fs / tp * T, "shared_experts"),
                   Saved("shared expert activation output", gin * fs / tp * T, "shared_experts")]
@@ -278,6 +286,21 @@ def _expert_bias_loop(h: int, rows, local_experts, sw):
     stream = Stream("expert bias (per-expert loop)", K.EXPERT_BIAS_BYTES_FWD * n, K.EXPERT_BIAS_BYTES_BWD * n,
                     module="moe")
     return stream, Fixed("expert bias launches", kf * sw.other_kernel_s, kb * sw.other_kernel_s)
+
+
+def _eager_clamp(f: int, rows, sw):
+    """gpt-oss's clamped SwiGLU experts under Megatron-Core: the clamp of the fc1 output to +-7 runs as eager
+    PyTorch ops before the fused activation (fused_bias_geglu.weighted_bias_quick_geglu_impl: chunk, two clamps,
+    cat; constants.CLAMP_BYTES_*), and each call builds its linear offset as a device tensor from a Python
+    float. `rows` token copies on this GPU, `f` the expert width. The bytes belong to the activation
+    (module moe_act: a moe_act recompute reruns them); the launches sit outside every partial CUDA-graph
+    scope (attn, moe_router, moe_preprocess), after the routing sync, so they cost the eager per-kernel time
+    unless the whole iteration is graphed (sw.other_kernel_s)."""
+    n = rows * f
+    stream = Stream("clamp before the activation (eager)", K.CLAMP_BYTES_FWD * n, K.CLAMP_BYTES_BWD * n,
+                    module="moe_act")
+    return stream, Fixed("clamp launches", K.CLAMP_KERNELS_FWD * sw.other_kernel_s,
+                         K.CLAMP_KERNELS_BWD * sw.other_kernel_s)
 
 
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:

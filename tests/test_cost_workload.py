@@ -8,6 +8,7 @@ import pytest
 
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
+from perfmodel.software import resolve as _resolve
 from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
@@ -240,6 +241,31 @@ def test_moe_expert_bias_loop():
                  ffn=dict(activation="clamped_swiglu", intermediate_size=4096))
     assert _streams(_build_sw(mc, ("grouped_gemm=cutedsl",), ep=4).layers[1])["expert bias (per-expert loop)"][:2] == (
         12 * 2560 * 1024, 12 * 2560 * 1024)
+
+
+def test_moe_clamped_swiglu_eager_clamp():
+    # gpt-oss's clamped SwiGLU under Megatron-Core (fused_bias_geglu.weighted_bias_quick_geglu_impl): chunk, two
+    # clamps and a cat run eagerly before the fused activation. At tp 2, ep 4: 2560 token copies on this GPU,
+    # expert width 512 -> forward 16 B x 2560 x 512 (clamps read 2 + write 2 per half element, cat reads 4 and
+    # writes 4 per unit of width), backward 30 B (clamp_backward 8 + 14, split_backward cat 8); launches
+    # 4 forward (2 clamps, cat, the offset's host-to-device copy) and 7 backward at the eager 10 us
+    mc = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=0,
+                          first_dense_layers=1, expert_bias=False),
+                 ffn=dict(activation="clamped_swiglu", intermediate_size=4096))
+    layer = _build(mc, ep=4).layers[1]
+    assert _streams(layer)["clamp before the activation (eager)"] == (16 * 2560 * 512, 30 * 2560 * 512, 0.0, 0.0)
+    (st,) = [s for s in layer.streams if s.name.startswith("clamp")]
+    assert st.module == "moe_act"          # a moe_act recompute reruns the clamps with the activation
+    (fx,) = [x for x in layer.fixed if x.name == "clamp launches"]
+    assert (float(np.ravel(fx.seconds_fwd)[0]), float(np.ravel(fx.seconds_bwd)[0])) == pytest.approx((4e-5, 7e-5), rel=REL)
+    # the fused activation keeps the clamped copy (2 x 512 wide, bf16) beside the fc1 output the clamps keep
+    assert ("clamped expert activation input", 2 * 2560 * 2 * 512, "moe_act") in _saved(layer)
+    # plain SwiGLU experts have no clamp; nor does a stack outside Megatron-Core (its own expert code), even
+    # on the same grouped-GEMM kernel
+    assert "clamp before the activation (eager)" not in _streams(_build(toy_moe(), ep=4).layers[1])
+    tt = build(mc, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, ep=4)), False, 1.25, C,
+               _resolve("torchtitan-2025", ("grouped_gemm=te",), mc.id, mc.is_moe, HW, "bf16", C))
+    assert "clamp before the activation (eager)" not in _streams(tt.layers[1])
 
 
 def test_moe_saved_bytes():
