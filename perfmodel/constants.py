@@ -78,7 +78,8 @@ EXPERT_BIAS_BYTES_BWD = 12.0
 # where((self >= min).logical_and_(self <= max), grad, 0): two comparisons 3 + 3, logical_and 3, where 5 -> 14;
 # chunk's backward (split_backward) cats the two half-gradients into the fc1 output gradient: read 4, write 4
 # -> 8) -> 30 B. Kernels: 2 clamps + cat + the offset's host-to-device copy
-# (torch.tensor(linear_offset, device=...), every call) forward; 2 + 4 + 1 backward.
+# (torch.tensor(linear_offset, device=...), every call) forward; 2 + 4 + 1 backward (not counting the two
+# at::scalar_tensor zeros clamp_backward builds).
 CLAMP_BYTES_FWD = 16.0
 CLAMP_BYTES_BWD = 30.0
 CLAMP_KERNELS_FWD = 4
