@@ -96,6 +96,23 @@ def test_prediction_is_api_predict_of_the_logged_run(tmp_path, capsys):
     assert bubble and "m 64:" in bubble[0]["label"] and out["micro_batches"] == 64     # 128 / (dp 2 x mbs 1)
 
 
+def test_verdict_band_is_the_unseen_stack_band_for_a_stack_the_bands_never_saw(tmp_path, capsys):
+    """A Megatron-LM log naming no release runs the megatron-core preset, whose rows never fitted the bands:
+    the verdict uses the unseen-stack band of the layout's cell (dense, interleaved at vp 5), the band
+    `predict --stack megatron-core` prints; a log carrying a fitted release's banner keeps the fitted band."""
+    from perfmodel import uncertainty
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    assert uncertainty.stack_seen("megatron-core") is False and uncertainty.stack_seen("nemo-25.09") is True
+    want = uncertainty.band_of("llama3-70b", "h100-sxm", unseen=True, vp=5)
+    assert out["band"]["unseen_stack"] and out["band"]["group"] == want.group
+    assert (out["band"]["low_factor"], out["band"]["high_factor"]) == (want.low, want.high)
+    seen = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.09"])
+    fitted = uncertainty.band_of("llama3-70b", "h100-sxm")
+    assert not seen["band"]["unseen_stack"]
+    assert (seen["band"]["low_factor"], seen["band"]["high_factor"], seen["band"]["group"]) == (fitted.low, fitted.high, fitted.group)
+
+
 @pytest.mark.parametrize("block", [97, 4096])
 def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
     """Lines and the argument dump spanning read blocks (plain and gzip) give what one block gives."""

@@ -936,7 +936,7 @@ def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str
     r = {"step_time_s": float(p.step_time_s[0]), "tokens_per_s_per_gpu": _tps(p), "mfu": float(p.mfu[0]),
          "memory_bytes_per_gpu": float(p.memory_bytes_per_gpu[0]), "fits": _fits(p, hw),
          "breakdown_s": {k: float(v[0]) for k, v in p.breakdown_s.items()}}
-    band = uncertainty.band_of(run.model, hw)
+    band = uncertainty.band_for(run.model, hw, st.stack, run.layout.vp)   # the unseen-stack band for a stack the bands never saw
     pred = r["tokens_per_s_per_gpu"]
     ratio = meas.tokens_per_s_per_gpu / pred
     conv, conv_text = FLOP_CONVENTION[run.framework]
