@@ -52,7 +52,7 @@ from .predict import Options
 from .reliability import Reliability, assess, reliability_inputs, spares_text
 from .scaling import priced_tco
 from .search import Constraints, SearchResult, search
-from .uncertainty import Band, band_for, with_band
+from .uncertainty import band_for, with_band
 
 Mode = Literal["days", "budget", "gpus"]
 DEFAULT_SEQ = 4096
@@ -143,7 +143,6 @@ class Sizer:
         self.unit_gpus = self.ri.used_per_unit           # GPUs of a unit the job trains on (NVL72: 64 of 72)
         self.params = float(param_counts(self.model).total)
         self.tco, self.price_note = self._tco()
-        self.band: Band = band_for(self.model, self.hw, self.opts.stack)   # the vp of each size's layout: report()
         self.points: dict[int, Point] = {}
         self.searches_s = 0.0
 
@@ -372,7 +371,7 @@ class Sizer:
         rel, top = p.rel, p.result.top
         assert top is not None
         row = top.row(0)
-        band = band_for(self.model, self.hw, self.opts.stack, int(row["layout"]["vp"])) if self.band.unseen else self.band
+        band = band_for(self.model, self.hw, self.opts.stack, int(row["layout"]["vp"]))   # the unseen-stack band follows vp
         rc = self.run(p)
         nominal = run_cost(self.tco, p.tps, self.tokens, p.gpus)
         gpu_unit = self.ri.gpus_per_unit

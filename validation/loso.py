@@ -104,6 +104,14 @@ def without_two(fams: dict[str, list[F.RunSet]], a: str, b: str) -> list[F.RunSe
     return F.calibration_part([s for n, v in fams.items() if n not in (a, b) for s in v])
 
 
+def train_rows(fams: dict[str, list[F.RunSet]], kind: str, key: str = "") -> list[F.RunSet]:
+    """What a refit sees: the calibration rows of every family but the pair ("pairs", "a|b"), but S
+    ("families", S), or of every family ("in_fit")."""
+    if kind == "pairs":
+        return without_two(fams, *key.split("|"))
+    return F.calibration_part([s for n, v in fams.items() if n != key or kind == "in_fit" for s in v])
+
+
 def pair_fits(fams: dict[str, list[F.RunSet]], start, rounds: int, passes: int, reuse: dict | None,
               log=lambda m: None) -> dict[str, F.Fit]:
     """Every refit without two families (from the priors, as the folds): inside the fold of S, the refit without
@@ -114,7 +122,7 @@ def pair_fits(fams: dict[str, list[F.RunSet]], start, rounds: int, passes: int, 
         for b in order[i + 1:]:
             k = pair_key(a, b, order)
             t0 = time.perf_counter()
-            out[k] = _search(without_two(fams, a, b), start, rounds, passes, None if reuse is None else reuse[k])
+            out[k] = _search(train_rows(fams, "pairs", k), start, rounds, passes, None if reuse is None else reuse[k])
             log(f"  refit without {a} and {b}: {time.perf_counter() - t0:.0f} s")
     return out
 
@@ -250,9 +258,8 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
     out["pairs"] = {k: _fit_dict(f) for k, f in pairs.items()}
     singles: dict[str, F.Fit] = {}
     for name, mine in fams.items():
-        others = [s for n, v in fams.items() if n != name for s in v]
         without = {t: (fams[t], pairs[pair_key(name, t, order)]) for t in fams if t != name} if with_pairs else None
-        out["families"][name] = fold(F.calibration_part(others), mine, start, rounds, passes, gen,
+        out["families"][name] = fold(train_rows(fams, "families", name), mine, start, rounds, passes, gen,
                                      None if reuse is None else reuse["families"][name], without)
         d = out["families"][name]
         singles[name] = _search([], start, rounds, passes, d)
@@ -260,10 +267,10 @@ def measure(rounds: int, passes: int, start_from: str, nvidia_by_source: bool, l
             f"(bands fitted on the rest: {d['coverage_fitted_bands']:.1%}; "
             f"{d['passes']} passes, {d['evaluations']} evaluations, {d['seconds']:.0f} s)")
     # reference: every family in the fit, each scored on its held-out rows
-    every = [s for v in fams.values() for s in v]
     t1 = time.perf_counter()
-    fit = _search(F.calibration_part(every), start, rounds, passes, None if reuse is None else reuse["in_fit"])
-    bands = U.fit(F.band_samples(F.evaluate(F.calibration_part(every), fit.consts), gen))
+    every = train_rows(fams, "in_fit")
+    fit = _search(every, start, rounds, passes, None if reuse is None else reuse["in_fit"])
+    bands = U.fit(F.band_samples(F.evaluate(every, fit.consts), gen))
     cv = unseen_bands(fams, singles, gen)
     scaled = unseen_scaled(fams, singles)
     ref = {}
@@ -294,14 +301,7 @@ def _fit_task(task: tuple[str, str], start_from: str, rounds: int, passes: int, 
     sets = [F.read_set(p) for p in shipped_sets()]
     fams = families(sets, nvidia_by_source)
     start = priors() if start_from == "prior" else constants()
-    kind, key = task
-    if kind == "pairs":
-        train = without_two(fams, *key.split("|"))
-    elif kind == "families":
-        train = F.calibration_part([s for n, v in fams.items() if n != key for s in v])
-    else:
-        train = F.calibration_part([s for v in fams.values() for s in v])
-    return _fit_dict(F.search(train, start, fitted_names(), rounds, passes))
+    return _fit_dict(F.search(train_rows(fams, *task), start, fitted_names(), rounds, passes))
 
 
 def parallel_fits(start_from: str, rounds: int, passes: int, nvidia_by_source: bool, with_pairs: bool, jobs: int,

@@ -102,9 +102,9 @@ def unseen(fits: str | Path) -> dict:
                          "low": math.exp(wlo), "high": math.exp(whi)}
     held = F.held_out_part(sets)
     hrep = F.evaluate(held, None)
-    hits = sum(int(math.log(groups[U.unseen_cell(r.moe, v)]["low"]) - 1e-12 <= U.log_ratio(r.measured, r.predicted)
-                   <= math.log(groups[U.unseen_cell(r.moe, v)]["high"]) + 1e-12)
-               for r, v in zip(hrep.results, loso.vps(held, hrep)))
+    cells = [groups[U.unseen_cell(r.moe, v)] for r, v in zip(hrep.results, loso.vps(held, hrep))]
+    hits = sum(int(math.log(g["low"]) - 1e-12 <= U.log_ratio(r.measured, r.predicted) <= math.log(g["high"]) + 1e-12)
+               for r, g in zip(hrep.results, cells))
     n = len(hrep.results)
     return {"groups": groups, "model": model, "held_out_coverage": hits / n if n else None, "held_out_rows": n,
             "fits": Path(fits).name}

@@ -179,9 +179,7 @@ def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
     stride = np.asarray(tp * cp * dp, dtype=float)
     nbytes = Ts * h * K.BF16
     one = comm.p2p_time(nbytes, stride, hw)
-    # neighbours inside one domain while the pipeline spans several: some boundary crosses a domain edge, and
-    # the schedule's steady state runs at its slowest rank (t_max), so every rank is priced at that boundary
-    # (at stride >= D the neighbours are a domain or more apart already and `edge` is `one` itself)
+    # the domain-edge boundary (docstring); at stride >= D it is the neighbours' own, `edge` == `one`
     D = hw.scale_up.domain_size
     edge = comm.p2p_time(nbytes, np.maximum(stride, D), hw)
     one = np.where(pp * stride > D, np.maximum(one, edge), one)
