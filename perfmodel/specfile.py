@@ -21,6 +21,21 @@ M = TypeVar("M", bound=BaseModel)
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+def display_path(path: str | Path) -> str:
+    """A spec file's path as the text commands print it: relative to the catalog root for a shipped file
+    (`hardware/h100-sxm.toml`), else relative to the working directory where it lies below it, else as
+    given. (The --json outputs keep the absolute path.)"""
+    p = Path(path)
+    try:
+        r = p.resolve()
+    except OSError:
+        return str(path)
+    for root in (PACKAGE_DIR.parent, PACKAGE_DIR / "_data", Path.cwd()):
+        if r.is_relative_to(root) and r != root:
+            return str(r.relative_to(root))
+    return str(path)
+
+
 def data_dir(kind: str) -> Path:
     """Catalog folder `kind` (hardware, models, validation): the repo's top level in a
     checkout or editable install, `perfmodel/_data/` inside an installed wheel."""

@@ -63,6 +63,22 @@ def test_show_hardware_by_file(capsys):
     assert run_json(capsys, ["show", "hardware", path])["id"] == "b200"
 
 
+@pytest.mark.parametrize("kind,ref,shown", [("hardware", "h100-sxm", "(hardware/h100-sxm.toml)"),
+                                             ("model", "llama3-8b", "(models/llama3-8b.toml)"),
+                                             ("stack", "nemo-25.04", "(stacks/nemo-25.04.toml)")])
+def test_show_prints_catalog_paths_relative(capsys, monkeypatch, tmp_path, kind, ref, shown):
+    """The text output named each catalog file by this machine's absolute path (README examples carried
+    /work/main/...): a shipped spec prints its catalog-relative path wherever the command runs; --json
+    keeps the absolute path."""
+    from perfmodel.commands.common import console
+    monkeypatch.setattr(console, "_width", 200)
+    monkeypatch.chdir(tmp_path)
+    assert main(["show", kind, ref]) == 0
+    head = capsys.readouterr().out
+    assert shown in head and str(data_dir("hardware").parent) not in head
+    assert Path(run_json(capsys, ["show", kind, ref])["path"]).is_absolute()
+
+
 def test_show_model(capsys):
     d = run_json(capsys, ["show", "model", "deepseek-v3", "--seq", "4096"])
     p = d["params"]

@@ -14,7 +14,7 @@ from ..counts import (Convention, S, flops_per_token, flops_per_token_expr, mean
 from ..hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
 from ..errors import InputError
 from ..model import ModelSpec, load_model
-from ..specfile import catalog_ids
+from ..specfile import catalog_ids, display_path
 from .common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
@@ -171,8 +171,9 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
             whatif = {"base": hw.base, "notes_of": hw.notes_of} if hw.base or hw.notes_of else {}
             return emit_json({"id": hw.id, "name": hw.display_name(), "path": hw.path, "notes": hw.notes,
                               "overridden": list(hw.overridden), **whatif, "fields": rows})
-        head = (f"{hw.id} ({hw.path}): {hw.display_name(changes=False)}" if hw.overridden   # what-if: the changes below
-                else f"{hw.name}: {hw.id} ({hw.path})")
+        where = display_path(hw.path)
+        head = (f"{hw.id} ({where}): {hw.display_name(changes=False)}" if hw.overridden   # what-if: the changes below
+                else f"{hw.name}: {hw.id} ({where})")
         console.print(field_table(escape(head),
                                   [[("[bold yellow]* " if r["overridden"] else "") + r["field"] + ("[/]" if r["overridden"] else ""),
                                     escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
@@ -194,7 +195,7 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
     summary = model_summary(m, s)
     if as_json:
         return emit_json({"id": m.id, "name": m.name, "path": m.path, "notes": m.notes, "fields": rows, **summary})
-    console.print(field_table(escape(f"{m.name}: {m.id} ({m.path})"),
+    console.print(field_table(escape(f"{m.name}: {m.id} ({display_path(m.path)})"),
                               [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])]
                                for r in rows]))
     p = summary["params"]

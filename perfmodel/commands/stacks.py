@@ -7,6 +7,7 @@ from typing import Any
 from rich.markup import escape
 
 from ..stack import StackSpec, apply_overrides, load_stack, stack_ids
+from ..specfile import display_path
 from .common import console, emit_json, print_table, table
 
 # features shown in the `list stacks` overview (all of them are in `show stack` and in --json)
@@ -57,7 +58,7 @@ def show_stack(ref: str, sets: tuple[str, ...], as_json: bool) -> None:
         return emit_json({"id": s.id, "name": s.name, "family": s.family, "base": s.base, "base_source": s.base_source,
                           "date": s.date, "software": list(s.software), "frameworks": list(s.frameworks),
                           "path": s.path, "notes": s.notes, "features": rows, "per_model": rules})
-    console.print(f"[bold]{escape(s.name)}[/bold]: {s.id} ({escape(s.path)})")
+    console.print(f"[bold]{escape(s.name)}[/bold]: {s.id} ({escape(display_path(s.path))})")
     console.print(f"family {s.family}" + (f", base {s.base} ({escape(s.base_source)})" if s.base else ""))
     ft = table("Features (origin: stated / inherited:<base> / unstated:<family default> / --stack-set)",
                ["feature", "value", "origin", "source"],

@@ -15,7 +15,7 @@ import click
 from rich.markup import escape
 
 from ..errors import InputError
-from ..specfile import data_dir
+from ..specfile import data_dir, display_path
 from ..validate import COLUMNS, Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
 from .common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
 
@@ -107,7 +107,7 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     validation/independent/*.csv), with a per-set table."""
     paths = [file] if file else [str(p) for p in shipped_sets()]
     report = merge([run_validation(p) for p in paths])
-    path = file or f"{len(paths)} shipped sets (runs.csv and independent/*.csv in {data_dir('validation')})"
+    path = file or f"{len(paths)} shipped sets (runs.csv and independent/*.csv in {display_path(data_dir('validation'))})"
     s = summary(report)
     sets = {k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
             for k, v in report.by("dataset").items()}
