@@ -50,11 +50,15 @@ LSE_BYTES = FP32           # flash-attention log-sum-exp per query per head (Dao
 ROUTER_LOGIT_BYTES = FP32  # MoE router logits / probabilities per token per expert, fp32
 
 # ---- software-stack features (perfmodel/software.py) ---------------------------------------------------
-# unfused attention (Megatron fused scale-mask-softmax path), bytes per score element and micro-batch:
-# forward: QK^T writes bf16 scores (2), softmax reads 2 writes 2, dropout reads 2 writes 2 and a 1-byte mask,
-# PV reads the probabilities (2) -> 13; backward reads and writes each of them again with its gradient -> 26
-UNFUSED_SCORE_BYTES_FWD = 13.0
-UNFUSED_SCORE_BYTES_BWD = 26.0
+# unfused attention (Megatron fused scale-mask-softmax path), bytes per score element and micro-batch moved by
+# the kernels BETWEEN the two batched GEMMs (the GEMMs' own operand and result traffic, the QK^T score write
+# and the PV probability read, is in their roofline, compute.gemm_time):
+# forward: softmax reads 2 writes 2, dropout reads 2 writes 2 and a 1-byte mask -> 9;
+# backward: dropout backward reads the probability gradient (2) and the mask (1) and writes 2, softmax
+# backward reads that gradient (2) and the softmax output (2) and writes the score gradient (2) -> 11
+# (Megatron-LM megatron/fused_kernels scaled_masked_softmax forward / backward; torch dropout / its backward)
+UNFUSED_SCORE_BYTES_FWD = 9.0
+UNFUSED_SCORE_BYTES_BWD = 11.0
 # ... and saved for backward per score element: softmax output (2), dropout mask (1), dropout output (2)
 # (Korthikanti et al. 2022 §4.1, Table 2: 5 a s^2 b)
 UNFUSED_SCORE_SAVED = 5.0
