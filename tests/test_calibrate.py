@@ -100,6 +100,18 @@ def test_calibration_flag_changes_predictions_exactly_and_only_for_that_command(
     assert plain["tokens_per_s_per_gpu"] != with_file["tokens_per_s_per_gpu"]
 
 
+def test_text_output_names_the_calibration_file_by_its_path_from_here(slow_fit, capsys, monkeypatch):
+    """The text header printed the file's absolute path (README examples carried this machine's paths): below
+    the working directory it is printed relative to it; --json keeps the absolute path (test above)."""
+    from perfmodel.commands.common import console
+    _, _, out, _ = slow_fit
+    monkeypatch.setattr(console, "_width", 200)
+    monkeypatch.chdir(out.parent)
+    assert main([*PREDICT, "--calibration", out.name]) == 0
+    text = capsys.readouterr().out
+    assert f"calibration {out.name} (perfmodel calibrate)" in text and str(out.parent) not in text
+
+
 def test_the_file_carries_its_own_bands_and_predictions_use_them(slow_fit, capsys):
     """Bands fitted on the calibration rows with the fitted constants: the "all" group counts every predicted
     calibration row; predict with the file reports that band and its file, without it the shipped one."""

@@ -12,6 +12,7 @@ from .. import api, calibration, uncertainty
 from ..counts import flops_per_token
 from ..checks import memory_reason
 from ..errors import InputError
+from ..specfile import display_path
 from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, default_etp
 from ..model import ModelSpec, load_model
@@ -103,7 +104,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
                   f"seq {seq}, global batch {gbs}")
     console.print(stack_line(opts, m, hw))
     if calibration.active_file() != calibration.shipped_file():
-        console.print(f"calibration {escape(str(calibration.active_file()))} (perfmodel calibrate)")
+        console.print(f"calibration {escape(display_path(calibration.active_file()))} (perfmodel calibrate)")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
     console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
