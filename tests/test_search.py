@@ -162,6 +162,19 @@ def test_recipes_rank_and_compare():
     assert s["rows"] == len(checks) and 0 <= s["share_contained_or_beaten"] <= 1
 
 
+def test_recipes_fill_an_unpublished_recompute_without_selective_on_a_stack_that_names_no_modules():
+    """`perfmodel recipes` with no arguments stopped at the AutoModel rows: their recompute cell is empty, and
+    filling it tried selective on automodel-2025, whose stack names no selective modules, which predict refuses
+    (check_recompute). The fill now tries only the modes the stack can run, and the row is compared."""
+    from perfmodel.commands.recipes import check_rows
+    from perfmodel.validate import read_csv
+    rows = [r for r in read_csv(ROOT / "validation" / "runs.csv") if r["run_id"] == "am-l3-70b-h100-64-bf16"]
+    assert rows and not rows[0]["recompute"].strip()
+    checks, skipped, _ = check_rows(rows, ROOT / "validation", top_k=10)
+    assert len(checks) == 1 and not skipped
+    assert checks[0].recipe_tps > 0
+
+
 def test_space_rejects_bad_sizes():
     m = load_model("llama3-8b")
     with pytest.raises(InputError):

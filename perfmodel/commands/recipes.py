@@ -21,7 +21,7 @@ from ..layout import Layout, LayoutGrid, layout_text
 from ..predict import Options, predict_grid
 from ..search import SearchResult, describe_why, illegal, search, why_better
 from ..specfile import data_dir
-from ..validate import read_csv, row_inputs
+from ..validate import _has_selective, read_csv, row_inputs
 from .common import calibration_option, stack_options, console, emit_json, stderr_progress, table
 
 @dataclass(frozen=True)
@@ -55,7 +55,9 @@ def fill_unpublished(model, hw, lay: Layout, opts: Options, row: dict) -> tuple[
     free = [k for k in ("recompute", "fsdp") if not (row.get(k) or "").strip()]
     if not free:
         return lay, ""
-    options = {"recompute": ("none", "selective", "full"), "fsdp": (False, True)}
+    # selective only where the stack names its modules (predict.check_recompute refuses it otherwise)
+    rec = ("none", "selective", "full") if _has_selective(model, hw, opts) else ("none", "full")
+    options = {"recompute": rec, "fsdp": (False, True)}
     variants = [lay]
     for k in free:
         variants = [replace(v, **{k: o}) for v in variants for o in options[k]]
