@@ -116,6 +116,8 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
             sel, sel_fl = sel + f, sel_fl + g.flops_fwd
     for x in layer.fixed:                      # host syncs run on the GEMM stream's critical path
         gf, gb = gf + x.seconds_fwd, gb + x.seconds_bwd
+        if x.module in mods:                   # ... and again when their module is recomputed
+            sel = sel + x.seconds_fwd
     af, ab = attention_fwd_bwd(layer.attention, hw, c, sw.attn_fwd_factor, sw.attn_bwd_factor)
     if "core_attn" in mods:
         sel = sel + af

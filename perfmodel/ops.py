@@ -70,10 +70,12 @@ class Collective:
 
 @dataclass(frozen=True)
 class Fixed:
-    """A fixed time per micro-batch (host synchronisation), forward and backward."""
+    """A fixed time per micro-batch (host synchronisation, eager launches), forward and backward, and the
+    recompute module whose forward it belongs to (a selective recompute of that module runs it again)."""
     name: str
     seconds_fwd: float
     seconds_bwd: float
+    module: str = ""
 
 
 @dataclass(frozen=True)

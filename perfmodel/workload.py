@@ -232,7 +232,7 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
     # statically (Megatron-Bridge qwen3_llm_pretrain.py set_full_iter_cg_configs: moe_paged_stash,
     # moe_expert_rank_capacity_factor) instead of reading tokens_per_expert on the host
     sync = 0.0 if sw.cuda_graphs == "full_iteration" else c.moe_layer_overhead_s
-    fixed = [Fixed("MoE routing sync", sync, sync)]
+    fixed = [Fixed("MoE routing sync", sync, sync, "moe")]     # a "moe" recompute reruns the router and dispatch
     # the fused grouped MLP (TE op fuser / CuTe-DSL) serves SwiGLU experts only (Megatron-Core TEGroupedMLP
     # _is_fused_impl_supported: activation_func must be F.silu with gated_linear_unit); other GLUs run TEGroupedMLP
     te_path = sw.grouped_kernel == "te" or (sw.grouped_kernel == "cutedsl" and m.ffn.activation != "swiglu")
@@ -285,7 +285,7 @@ def _expert_bias_loop(h: int, rows, local_experts, sw):
     kf, kb = 2 * local_experts + 1, 4 * local_experts
     stream = Stream("expert bias (per-expert loop)", K.EXPERT_BIAS_BYTES_FWD * n, K.EXPERT_BIAS_BYTES_BWD * n,
                     module="moe")
-    return stream, Fixed("expert bias launches", kf * sw.other_kernel_s, kb * sw.other_kernel_s)
+    return stream, Fixed("expert bias launches", kf * sw.other_kernel_s, kb * sw.other_kernel_s, "moe")
 
 
 def _eager_clamp(f: int, rows, sw):
@@ -293,14 +293,14 @@ def _eager_clamp(f: int, rows, sw):
     PyTorch ops before the fused activation (fused_bias_geglu.weighted_bias_quick_geglu_impl: chunk, two clamps,
     cat; constants.CLAMP_BYTES_*), and each call builds its linear offset as a device tensor from a Python
     float. `rows` token copies on this GPU, `f` the expert width. The bytes belong to the activation
-    (module moe_act: a moe_act recompute reruns them); the launches sit outside every partial CUDA-graph
+    (module moe_act: a moe_act recompute reruns them, launches included); the launches sit outside every partial CUDA-graph
     scope (attn, moe_router, moe_preprocess), after the routing sync, so they cost the eager per-kernel time
     unless the whole iteration is graphed (sw.other_kernel_s)."""
     n = rows * f
     stream = Stream("clamp before the activation (eager)", K.CLAMP_BYTES_FWD * n, K.CLAMP_BYTES_BWD * n,
                     module="moe_act")
     return stream, Fixed("clamp launches", K.CLAMP_KERNELS_FWD * sw.other_kernel_s,
-                         K.CLAMP_KERNELS_BWD * sw.other_kernel_s)
+                         K.CLAMP_KERNELS_BWD * sw.other_kernel_s, "moe_act")
 
 
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:

@@ -88,6 +88,22 @@ def test_selective_recompute_of_modules():
     assert float(t.selective_flops) == pytest.approx(6.4e9 + 3e9, rel=REL)
 
 
+def test_selective_recompute_reruns_the_fixed_costs_of_its_modules():
+    # a host sync of the recomputed module (1 ms forward, the MoE routing sync of a "moe" recompute, gpt-oss's
+    # eager clamp launches under moe_act) runs again in backward; one of another module (2 ms) does not; the
+    # GEMM stream carries both either way (3 ms forward)
+    from types import SimpleNamespace
+    sw = SimpleNamespace(recompute_modules=("moe_act",), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
+    layer = Layer("moe", 1, (), (), (), (), (Fixed("clamp", 1e-3, 4e-3, "moe_act"), Fixed("sync", 2e-3, 2e-3, "moe")), ())
+    t = cost.price_layer(layer, HW, "bf16", C, sw)
+    assert float(t.selective_f) == pytest.approx(1e-3, rel=REL)
+    assert float(t.gemm_f) == pytest.approx(3e-3, rel=REL) and float(t.gemm_b) == pytest.approx(6e-3, rel=REL)
+    # "moe" covers moe_act (recompute.dropped): both rerun
+    t = cost.price_layer(layer, HW, "bf16", C, SimpleNamespace(recompute_modules=("moe",), attn_fwd_factor=1.0,
+                                                              attn_bwd_factor=1.0))
+    assert float(t.selective_f) == pytest.approx(3e-3, rel=REL)
+
+
 def test_price_layer():
     layer = Layer("dense", 1, (G,), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
                   (Stream("a", 8e8, 8e8, 0, 0),), _comms(), (Fixed("sync", 1e-3, 2e-3),), ())

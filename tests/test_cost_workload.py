@@ -258,6 +258,8 @@ def test_moe_clamped_swiglu_eager_clamp():
     assert st.module == "moe_act"          # a moe_act recompute reruns the clamps with the activation
     (fx,) = [x for x in layer.fixed if x.name == "clamp launches"]
     assert (float(np.ravel(fx.seconds_fwd)[0]), float(np.ravel(fx.seconds_bwd)[0])) == pytest.approx((4e-5, 7e-5), rel=REL)
+    assert fx.module == "moe_act"          # ... launches included
+    assert {x.name: x.module for x in layer.fixed}["MoE routing sync"] == "moe"
     # the fused activation keeps the clamped copy (2 x 512 wide, bf16) beside the fc1 output the clamps keep
     assert ("clamped expert activation input", 2 * 2560 * 2 * 512, "moe_act") in _saved(layer)
     # plain SwiGLU experts have no clamp; nor does a stack outside Megatron-Core (its own expert code), even
