@@ -22,18 +22,26 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def display_path(path: str | Path) -> str:
-    """A spec file's path as the text commands print it: relative to the catalog root for a shipped file
-    (`hardware/h100-sxm.toml`), else relative to the working directory where it lies below it, else as
-    given. (The --json outputs keep the absolute path.)"""
-    p = Path(path)
+    """A spec file's path as the text commands print it: a file of a shipped catalog folder by its place in
+    the catalog (`hardware/h100-sxm.toml`, in a checkout or an installed wheel alike), else relative to the
+    working directory where it lies below it, else as given. (The --json outputs keep the absolute path.)"""
+    if not str(path):
+        return str(path)
     try:
-        r = p.resolve()
+        r = Path(path).resolve()
     except OSError:
         return str(path)
-    for root in (PACKAGE_DIR.parent, PACKAGE_DIR / "_data", Path.cwd()):
-        if r.is_relative_to(root) and r != root:
-            return str(r.relative_to(root))
+    for kind in CATALOG_KINDS:
+        root = next((c for c in (PACKAGE_DIR / "_data" / kind, PACKAGE_DIR.parent / kind) if c.is_dir()), None)
+        if root is not None and r.is_relative_to(root.resolve()) and r != root.resolve():
+            return str(Path(kind) / r.relative_to(root.resolve()))
+    cwd = Path.cwd().resolve()
+    if r.is_relative_to(cwd) and r != cwd:
+        return str(r.relative_to(cwd))
     return str(path)
+
+
+CATALOG_KINDS = ("hardware", "models", "stacks", "validation")
 
 
 def data_dir(kind: str) -> Path:

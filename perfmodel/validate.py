@@ -246,7 +246,7 @@ def _could_fit(p: Prediction) -> np.ndarray:
     return p.memory_bytes_per_gpu <= p.hbm_bytes * (1 + MEMORY_TOLERANCE)
 
 
-def _has_selective(model, hw, opts: Options) -> bool:
+def has_selective(model, hw, opts: Options) -> bool:
     """The stack names selective-recompute modules (else selective is not a mode it can run: predict.check_recompute)."""
     return bool(software_of(model, hw, opts).recompute_modules)
 
@@ -280,7 +280,7 @@ def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: boo
     memory fits (the run must have fit)."""
     if recompute_published:
         return predict_grid(model, hw, LayoutGrid.of(lay), opts), ""
-    sel = _has_selective(model, hw, opts)
+    sel = has_selective(model, hw, opts)
     grid = _mode_grid(LayoutGrid.of(replace(lay, recompute="none")), sel)
     p = predict_grid(model, hw, grid, opts)
     i = int(_inferred_modes(_mode_fits(p, 1, sel), model, hw, opts)[0])
@@ -342,7 +342,7 @@ def _score_group(rows: list[_Row]) -> list[_Scored]:
         p = predict_grid(r0.model, r0.hw, grid, r0.opts)
         return [_Scored(p, j, "") for j in range(len(rows))]
     n = len(rows)
-    sel = _has_selective(r0.model, r0.hw, r0.opts)
+    sel = has_selective(r0.model, r0.hw, r0.opts)
     p = predict_grid(r0.model, r0.hw, _mode_grid(grid, sel), r0.opts)
     mode = _inferred_modes(_mode_fits(p, n, sel), r0.model, r0.hw, r0.opts)
     return [_Scored(p, int(k) * n + j, "" if k == 0 else _MODES[k]) for j, k in enumerate(mode)]
@@ -407,7 +407,7 @@ def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
     out: list[tuple[str, Layout, Options]] = []
     if not r.published:                                      # recompute unpublished: the heavier modes
         for mode in _MODES[_MODES.index(used or "none") + 1:]:
-            if mode == "selective" and not _has_selective(r.model, r.hw, r.opts):
+            if mode == "selective" and not has_selective(r.model, r.hw, r.opts):
                 continue
             out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
     lay0 = replace(r.lay, recompute=used or r.lay.recompute)

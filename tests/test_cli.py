@@ -79,6 +79,28 @@ def test_show_prints_catalog_paths_relative(capsys, monkeypatch, tmp_path, kind,
     assert Path(run_json(capsys, ["show", kind, ref])["path"]).is_absolute()
 
 
+def test_display_path_names_catalog_files_in_a_checkout_and_a_wheel(monkeypatch, tmp_path):
+    """A shipped file prints by its catalog place, also where the catalog is perfmodel/_data/ (an installed
+    wheel: site-packages/perfmodel/_data/hardware/x.toml is hardware/x.toml, not perfmodel/_data/...); a
+    file of the checkout outside the catalog folders, or outside the working directory, keeps its path."""
+    from perfmodel import specfile
+    repo = data_dir("hardware").parent
+    monkeypatch.chdir(tmp_path)
+    assert specfile.display_path(repo / "hardware" / "h100-sxm.toml") == "hardware/h100-sxm.toml"
+    outside = repo / "tests" / "test_cli.py"
+    assert specfile.display_path(outside) == str(outside)
+    assert specfile.display_path("") == ""
+    (tmp_path / "mine.toml").write_text("")
+    assert specfile.display_path(tmp_path / "mine.toml") == "mine.toml"
+    site = tmp_path / "site-packages"
+    (site / "perfmodel" / "_data" / "hardware").mkdir(parents=True)
+    f = site / "perfmodel" / "_data" / "hardware" / "x.toml"
+    f.write_text("")
+    monkeypatch.setattr(specfile, "PACKAGE_DIR", site / "perfmodel")
+    monkeypatch.chdir(repo)
+    assert specfile.display_path(f) == "hardware/x.toml"
+
+
 def test_show_model(capsys):
     d = run_json(capsys, ["show", "model", "deepseek-v3", "--seq", "4096"])
     p = d["params"]

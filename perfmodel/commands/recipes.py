@@ -21,7 +21,7 @@ from ..layout import Layout, LayoutGrid, layout_text
 from ..predict import Options, predict_grid
 from ..search import SearchResult, describe_why, illegal, search, why_better
 from ..specfile import data_dir
-from ..validate import _has_selective, read_csv, row_inputs
+from ..validate import has_selective, read_csv, row_inputs
 from .common import calibration_option, stack_options, console, emit_json, stderr_progress, table
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def fill_unpublished(model, hw, lay: Layout, opts: Options, row: dict) -> tuple[
     if not free:
         return lay, ""
     # selective only where the stack names its modules (predict.check_recompute refuses it otherwise)
-    rec = ("none", "selective", "full") if _has_selective(model, hw, opts) else ("none", "full")
+    rec = ("none", "selective", "full") if has_selective(model, hw, opts) else ("none", "full")
     options = {"recompute": rec, "fsdp": (False, True)}
     variants = [lay]
     for k in free:
