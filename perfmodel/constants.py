@@ -56,7 +56,8 @@ ROUTER_LOGIT_BYTES = FP32  # MoE router logits / probabilities per token per exp
 # forward: softmax reads 2 writes 2, dropout reads 2 writes 2 and a 1-byte mask -> 9;
 # backward: dropout backward reads the probability gradient (2) and the mask (1) and writes 2, softmax
 # backward reads that gradient (2) and the softmax output (2) and writes the score gradient (2) -> 11
-# (Megatron-LM megatron/fused_kernels scaled_masked_softmax forward / backward; torch dropout / its backward)
+# (Megatron-LM megatron/fused_kernels scaled_masked_softmax forward / backward; torch dropout / its backward):
+# two kernels each way (workload._attention_block)
 UNFUSED_SCORE_BYTES_FWD = 9.0
 UNFUSED_SCORE_BYTES_BWD = 11.0
 # ... and saved for backward per score element: softmax output (2), dropout mask (1), dropout output (2)

@@ -135,7 +135,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                 gemms += _dense_axes([Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
                                       Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")])
                 streams.append(Stream("attention scores (unfused)", K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
-                                      K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 3, 3, "core_attn"))
+                                      K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 2, 2, "core_attn"))
             else:
                 cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers,
                                            dim_factor_fwd=dim_f, dim_factor_bwd=dim_b))

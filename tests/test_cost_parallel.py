@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from perfmodel.model import load_model
 from perfmodel.layout import Layout, LayoutGrid
 from perfmodel.parallel import cp, dp, ep, recompute, tp
 from perfmodel.workload import build
@@ -91,6 +92,8 @@ def test_expert_tp_gather():
     # 1/2 * 8e8 / 2e11 + 10 us * 2; hidden by the TP switch
     assert x.overlap == "tp" and (x.calls_fwd, x.calls_bwd) == (2, 2)
     assert float(x.price(HW)) == pytest.approx(2.02e-3, rel=REL)
+    # part of the MoE layer's forward, as the dispatch is: a "moe" recompute reruns its 2 forward calls
+    assert x.module == "moe" == ep.dispatch_combine(load_model("mixtral-8x7b"), 1e8, 8, 1, "alltoall").module
 
 
 # ---- DP / FSDP (Rajbhandari et al. 2020; Megatron-Core distributed optimizer) ------------------------

@@ -360,12 +360,12 @@ def test_no_sequence_parallel():
 def test_unfused_attention():
     # attention_kernel = unfused: per head of the TP shard (8 / 2 = 4, mbs 1) QK^T [s, s, d_qk] and PV [s, d_v, s]
     # as batched BF16 GEMMs; the s x s scores through HBM between them 9 B forward (softmax 2 + 2, dropout 2 + 2 + 1-byte
-    # mask), 11 B backward (dropout backward 2 + 1 + 2, softmax backward 2 + 2 + 2; 3 kernels each); 5 B saved
+    # mask), 11 B backward (dropout backward 2 + 1 + 2, softmax backward 2 + 2 + 2; 2 kernels each); 5 B saved
     layer = _build_sw(toy_dense(), ("attention_kernel=unfused",)).layers[0]
     assert layer.attention == ()
     s = _shapes(layer)
     assert s["QK^T (unfused)"] == (2048, 2048, 128, 4, False) and s["PV (unfused)"] == (2048, 128, 2048, 4, False)
-    assert _streams(layer)["attention scores (unfused)"] == (9 * 4 * 2048 * 2048, 11 * 4 * 2048 * 2048, 3, 3)
+    assert _streams(layer)["attention scores (unfused)"] == (9 * 4 * 2048 * 2048, 11 * 4 * 2048 * 2048, 2, 2)
     assert _saved(layer)[5] == ("attention scores (unfused)", 5 * 4 * 2048 * 2048, "core_attn")
 
 

@@ -36,9 +36,11 @@ def dispatch_combine(m: ModelSpec, token_bytes, ep, etp, dispatcher: str = "deep
 
 def expert_tp_gather(nbytes, etp) -> Collective:
     """Expert tensor parallelism: the routed tokens all-gathered before and reduce-scattered after the
-    expert GEMMs over the etp group (stride 1), forward and backward; hidden by the TP overlap switch."""
+    expert GEMMs over the etp group (stride 1), forward and backward; hidden by the TP overlap switch. Part of
+    the MoE layer's forward, so a "moe" recompute runs it again (Megatron-Core MoELayer: the whole routed
+    forward under one checkpoint), as it does the dispatch."""
     return Collective("expert TP all-gather + reduce-scatter", "tp",
-                      lambda hw: comm.all_gather_time(nbytes, etp, 1, hw), 2, 2)
+                      lambda hw: comm.all_gather_time(nbytes, etp, 1, hw), 2, 2, "moe")
 
 
 def a2a_solo_microbatches(pp, vp, nmb, full_recompute):
