@@ -32,9 +32,12 @@ def display_path(path: str | Path) -> str:
     except OSError:
         return str(path)
     for kind in CATALOG_KINDS:
-        root = next((c for c in (PACKAGE_DIR / "_data" / kind, PACKAGE_DIR.parent / kind) if c.is_dir()), None)
-        if root is not None and r.is_relative_to(root.resolve()) and r != root.resolve():
-            return str(Path(kind) / r.relative_to(root.resolve()))
+        try:
+            root = data_dir(kind).resolve()
+        except InputError:
+            continue
+        if r.is_relative_to(root) and r != root:
+            return str(Path(kind) / r.relative_to(root))
     cwd = Path.cwd().resolve()
     if r.is_relative_to(cwd) and r != cwd:
         return str(r.relative_to(cwd))

@@ -240,17 +240,16 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
         b_stream, b_fixed = _expert_bias_loop(h, assign * etp, e.num_experts / ep, sw)
         streams.append(b_stream)
         fixed.append(b_fixed)
-    clamped = m.ffn.activation == "clamped_swiglu" and te_path and sw.megatron_core
-    if clamped:
-        c_stream, c_fixed = _eager_clamp(e.expert_intermediate_size, assign, sw)
-        streams.append(c_stream)
-        fixed.append(c_fixed)
     saved = [Saved("MoE norm input", K.BF16 * h * Tn, "residual"), Saved("router input", K.BF16 * h * Tn, "layernorm"),
              Saved("permuted tokens", gin * assign * h, "moe"),
              Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
              Saved("expert activation output", gin * assign * e.expert_intermediate_size, "moe_act"),
              Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe")]
-    if clamped:     # the fused activation keeps the clamped copy, the clamps keep the fc1 output they read
+    if m.ffn.activation == "clamped_swiglu" and te_path and sw.megatron_core:
+        c_stream, c_fixed = _eager_clamp(e.expert_intermediate_size, assign, sw)
+        streams.append(c_stream)
+        fixed.append(c_fixed)
+        # the fused activation keeps the clamped copy, the clamps keep the fc1 output they read
         saved.append(Saved("clamped expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size,
                            "moe_act"))
     if e.shared_experts:
