@@ -149,6 +149,11 @@ def lookup(groups: dict[str, dict], fam: str, kind: str, source: str = Band.sour
     raise KeyError("no 'all' group in the uncertainty bands")
 
 
+def inside(lo: float, hi: float, r: float) -> bool:
+    """Whether ln ratio `r` lies in the band [lo, hi] (ends included, to rounding)."""
+    return lo - 1e-12 <= r <= hi + 1e-12
+
+
 def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]],
              spreads: Sequence[tuple[float, float]] | None = None) -> dict:
     """Share of samples (family, op class, ln ratio) whose measured value lies inside its band; `spreads`, one
@@ -158,7 +163,7 @@ def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]],
         b = lookup(groups, fam, kind)
         lo, hi = widened(math.log(b.low), math.log(b.high), *(spreads[i] if spreads is not None else (0.0, 0.0)))
         n += 1
-        hits += int(lo - 1e-12 <= r <= hi + 1e-12)
+        hits += int(inside(lo, hi, r))
     return {"rows": n, "covered": hits, "coverage": hits / n if n else None}
 
 

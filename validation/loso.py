@@ -161,7 +161,7 @@ def scaled_coverage(model: dict, rep, test: list[F.RunSet], spread: list[tuple[f
     hits, widths = 0, []
     for r, v, (dn, up) in zip(rep.results, vps(test, rep), spread):
         lo, hi = U.widened(*U.scaled_band(model, r.moe, v), dn, up)
-        hits += int(lo - 1e-12 <= U.log_ratio(r.measured, r.predicted) <= hi + 1e-12)
+        hits += int(U.inside(lo, hi, U.log_ratio(r.measured, r.predicted)))
         widths.append(hi - lo)
     n = len(rep.results)
     return {"rows": n, "covered": hits, "coverage": hits / n if n else None,

@@ -103,7 +103,7 @@ def unseen(fits: str | Path) -> dict:
     held = F.held_out_part(sets)
     hrep = F.evaluate(held, None)
     cells = [groups[U.unseen_cell(r.moe, v)] for r, v in zip(hrep.results, loso.vps(held, hrep))]
-    hits = sum(int(math.log(g["low"]) - 1e-12 <= U.log_ratio(r.measured, r.predicted) <= math.log(g["high"]) + 1e-12)
+    hits = sum(int(U.inside(math.log(g["low"]), math.log(g["high"]), U.log_ratio(r.measured, r.predicted)))
                for r, g in zip(hrep.results, cells))
     n = len(hrep.results)
     return {"groups": groups, "model": model, "held_out_coverage": hits / n if n else None, "held_out_rows": n,
