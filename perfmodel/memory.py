@@ -1,4 +1,4 @@
-"""Memory per GPU on the fullest pipeline rank, from the same op records the time model prices.
+"""Memory per GPU on the fullest pipeline rank (every distinct rank is checked: parallel/pp.memory_ranks), from the same op records the time model prices.
 
 - weights BF16 (2 B/param; FP8 recipes 1 B), BF16 gradients (2 B), Adam FP32 master + two moments (12 B) sharded
   over the data-parallel group by the distributed optimizer (Rajbhandari et al. 2020, ZeRO-1;
@@ -154,5 +154,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     total = sum(parts.values())
     fullest = np.argmax(total, axis=1)[:, None]
     pick = lambda a: np.take_along_axis(a, fullest, axis=1)[:, 0]
-    stages = {"first": total[:, 0], "middle": total[:, 1], "last": total[:, 2]}
+    # the first, the fullest and the last pipeline rank (columns 0 and -1 are the first and last rank,
+    # parallel/pp.memory_rank_table), and which rank is the fullest
+    stages = {"first": total[:, 0], "fullest": pick(total), "last": total[:, -1], "fullest_rank": pick(rank)}
     return {k: pick(v) for k, v in parts.items()}, stages

@@ -120,3 +120,5 @@ class Workload:
     head: Head
     low_precision: bool
     layer_kinds: tuple[int, ...] = ()    # for each of the model's layers, in order, its index in `layers`
+    tp: np.ndarray | float = 1.0         # the TP and expert-TP group sizes of each combination (overlap domains)
+    etp: np.ndarray | float = 1.0

@@ -25,6 +25,7 @@ from .model import ModelSpec
 from .overlap import exposed, exposed_shared
 from .parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
 from .software import Software, resolve as resolve_software
+from .topology import leaves_domain
 
 Routing = Literal["balanced", "real"]
 
@@ -54,7 +55,7 @@ class Prediction:
     model_flops_per_token: np.ndarray
     hbm_bytes: float
     comm_raw_s: dict[str, np.ndarray] = field(default_factory=dict)
-    memory_stages: dict[str, np.ndarray] = field(default_factory=dict)   # bytes per GPU: first, middle, last rank
+    memory_stages: dict[str, np.ndarray] = field(default_factory=dict)   # bytes per GPU: first, fullest, last rank; fullest_rank
 
     def take(self, idx) -> "Prediction":
         """The predictions of layouts `idx` (an index array or mask), as a Prediction."""
@@ -80,7 +81,9 @@ class Prediction:
             "breakdown_s": {k: float(v[i]) for k, v in self.breakdown_s.items()},
             "model_flops_per_token": float(self.model_flops_per_token[i]),
             "comm_raw_s": {k: float(v[i]) for k, v in self.comm_raw_s.items()},
-            "memory_stages_bytes": {k: float(v[i]) for k, v in self.memory_stages.items()},
+            "memory_stages_bytes": {k: float(v[i]) for k, v in self.memory_stages.items() if k != "fullest_rank"},
+            **({"memory_fullest_rank": int(self.memory_stages["fullest_rank"][i])}
+               if "fullest_rank" in self.memory_stages else {}),
         }
 
 
@@ -155,7 +158,8 @@ def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[Ki
 def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduce=None) -> KindPrice:
     """One layer kind of workload `ws` priced (_price_kinds; `reduce`: cost.price_layer's)."""
     zs = 0 * np.asarray(ws.T, dtype=float)
-    shares = {"tp_f": sw.tp_share_fwd, "tp_b": sw.tp_share_bwd, "cp": sw.cp_share, "ep": sw.ep_share}
+    tp_f, tp_b = tp_shares(ws, hw, sw, layer.kind == "moe")
+    shares = {"tp_f": tp_f, "tp_b": tp_b, "cp": sw.cp_share, "ep": sw.ep_share}
     t = cost.price_layer(layer, hw, prec, c_layer, sw, reduce)
     tp_c = t.comm.get("tp", (zs, zs))
     comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
@@ -164,7 +168,7 @@ def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduc
     tp_a = t.comm.get("tp_async", (zs, zs))[1]
     parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
              "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed, **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
-    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, sw.tp_share_fwd)        # what full recompute re-runs
+    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, tp_f)                   # what full recompute re-runs
     raw = {"tp_comm": tp_c[0] + tp_c[1] + tp_a, **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
     # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
     # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
@@ -174,6 +178,19 @@ def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduc
     solo = (sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
             if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe" else 0.0)
     return KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo)
+
+
+def tp_shares(ws, hw, sw: Software, moe: bool = False):
+    """(forward, backward) share of a layer's TP collectives (overlap class "tp": TP / SP, and in an MoE layer
+    expert-TP) the stack hides, per combination of workload `ws`: its TP overlap's, or none where that
+    overlap needs the NVLink domain (software.OVERLAP_DOMAIN) and the TP (or expert-TP) group leaves it."""
+    if not sw.tp_overlap_scale_up:
+        return sw.tp_share_fwd, sw.tp_share_bwd
+    D = hw.scale_up.domain_size
+    out = leaves_domain(np.asarray(ws.tp, dtype=np.int64), 1, D)
+    if moe:
+        out = out | leaves_domain(np.asarray(ws.etp, dtype=np.int64), 1, D)
+    return np.where(out, 0.0, sw.tp_share_fwd), np.where(out, 0.0, sw.tp_share_bwd)
 
 
 def _gather_kinds(prices: list[KindPrice], rec, g, pp) -> list[KindTime]:
@@ -268,7 +285,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     tp, pp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "pp", "ep", "etp", "cp"))
     dpc, edp = f64(grid.dp) * cp, f64(grid.edp)         # dense parameters replicate over dp x cp
     mem_cnt, mem_rank = pp_par.ranks_for_memory(w.layer_kinds, len(w.layers),
-                                                grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout)
+                                                grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout, sw.schedule)
     p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None], sw.schedule)
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
     gb = sw.grad_bytes

@@ -204,7 +204,8 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     rows, run = np.flatnonzero(chg), np.cumsum(chg) - 1
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
     dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
-    mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout)
+    mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout,
+                                                  sw.schedule)
     p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR), sw.schedule)
     p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
     gb = sw.grad_bytes

@@ -71,6 +71,25 @@ def head_dim_factor(kernel: str, head_dim: float) -> tuple[float, float]:
     return f64 + t * (1.0 - f64), b64 + t * (1.0 - b64)
 
 
+# The interconnect each overlap mechanism needs (issue 23). A mechanism marked "scale_up" runs only where
+# every member of its group shares one NVLink domain (an NVL72 rack is one domain across its trays); beyond
+# it the collectives run as plain NCCL calls on the scale-out network, hidden only by what NCCL-based
+# overlap the stack also has (tp_bwd_async: the backward collectives launched ahead of their GEMMs, parallel/tp.py).
+# - TP userbuffers and TE's bulk dgrad / wgrad overlap (both Transformer Engine userbuffers): "Tensor-parallel
+#   GPUs must be on a single node, and connected over NVLink/NVSwitch" (NVIDIA/TransformerEngine@d1929ccc
+#   examples/pytorch/comm_gemm_overlap/README.md, Requirements).
+# - PyTorch AsyncTP (torch.distributed._symmetric_memory fused all-gather-matmul / matmul-reduce-scatter):
+#   its chunks move by copy-engine peer-to-peer writes into the peers' symmetric memory ("[Distributed w/
+#   TorchTitan] Introducing Async Tensor Parallelism in PyTorch", discuss.pytorch.org/t/209487, 2024: "Using
+#   copy engine for P2P"), CUDA peer access, which exists inside an NVLink domain only (derived from the
+#   mechanism; the post states no multi-node form).
+# - Every other overlap (CP ring send/recv, the EP all-to-all under the combined 1F1B, the distributed
+#   optimizer's reduce-scatter / all-gather, pipeline send/recv, tp_bwd_async) is NCCL on its own stream,
+#   which runs on any tier: "any".
+OVERLAP_DOMAIN = {"tp_overlap": {"userbuffers": "scale_up", "bulk": "scale_up", "async_tp": "scale_up", "none": "any"},
+                  "tp_bwd_async": "any", "cp": "any", "moe_a2a_overlap": "any", "dp": "any", "pp_p2p_overlap": "any"}
+
+
 @dataclass(frozen=True)
 class Software:
     """The cost model's view of one stack on one system."""
@@ -116,6 +135,7 @@ class Software:
     pipeline_layout: str = "module_slots"   # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
     tp_bwd_async: bool = False   # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
     megatron_core: bool = False  # a Megatron-Core stack (family): its MoE experts run Megatron-Core's activation code
+    tp_overlap_scale_up: bool = False   # the TP overlap runs only inside the NVLink domain (OVERLAP_DOMAIN)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -148,6 +168,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         sequence_parallel=f.sequence_parallel,
         tp_bwd_async=f.tp_bwd_async,
         megatron_core=spec.family == "megatron-core",
+        tp_overlap_scale_up=OVERLAP_DOMAIN["tp_overlap"][f.tp_overlap] == "scale_up",
         grad_bytes=K.FP32 if f.main_grad_precision == "fp32" else K.BF16,
         reduce_bytes=K.FP32 if f.grad_reduce_precision == "fp32" else K.BF16,
         optimizer_shard=("none" if f.fsdp == "none" else f.optimizer_shard),

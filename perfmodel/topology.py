@@ -46,6 +46,22 @@ def members_per_domain(size, stride, domain: int):
     return np.minimum(size, np.maximum(1, domain // np.maximum(stride, 1)))
 
 
+def leaves_domain(size, stride, domain: int):
+    """True where a group of `size` members `stride` ranks apart does not fit in one scale-up domain
+    (members_per_domain below its size): its collectives cross the scale-out network."""
+    return members_per_domain(size, stride, domain) < np.asarray(size)
+
+
+def domain_exits(hw: HardwareSpec, tp, cp, ep, etp) -> dict[str, np.ndarray]:
+    """Which of a layout's model-parallel groups leave the NVLink domain (rank order tp-cp-ep-dp-pp, tp
+    innermost; MoE layers etp-ep-edp): the TP group (tp consecutive ranks), the TP x CP group and the EP group
+    (ep members etp ranks apart). Arrays broadcast; True where the group crosses the scale-out network."""
+    D = hw.scale_up.domain_size
+    f = lambda x: np.asarray(x, dtype=np.int64)
+    return {"tp": leaves_domain(f(tp), 1, D), "tp_cp": leaves_domain(f(tp) * f(cp), 1, D),
+            "ep": leaves_domain(f(ep), f(etp), D)}
+
+
 def _rails(hw: HardwareSpec) -> int:
     return hw.scale_out.rails or hw.gpus_per_node
 

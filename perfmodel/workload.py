@@ -369,7 +369,7 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
     )
     index = {layer.kind: i for i, layer in enumerate(layers)}
     kinds = tuple(index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers))
-    return Workload(m, T, Ts, tuple(layers), head, low_precision, kinds)
+    return Workload(m, T, Ts, tuple(layers), head, low_precision, kinds, tp, etp)
 
 
 def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:

@@ -62,7 +62,8 @@ def test_per_rank_memory_1f1b():
     # layer's dummy wgrad [V/tp, h] too
     last = 2 * 63181824 + 12 * 15795456 + 2 * LAYER + 2 * 4 * 2048 * 32000 / 2 + 1e9 + DUMMY + DUMMY_HEAD
     assert stages["first"] == pytest.approx(first, rel=REL)
-    assert stages["last"] == pytest.approx(last, rel=REL) and stages["middle"] == pytest.approx(last, rel=REL)
+    assert stages["last"] == pytest.approx(last, rel=REL) and stages["fullest"] == pytest.approx(last, rel=REL)
+    assert stages["fullest_rank"] == 1
     assert parts == pytest.approx({"weights": 63181824, "gradients": 63181824, "dummy_wgrads": DUMMY + DUMMY_HEAD,
                                    "optimizer": 12 * 15795456, "activations": 2 * LAYER, "logits": 262144000,
                                    "reserved": 1e9}, rel=REL)

@@ -49,11 +49,28 @@ def test_p2p_pipeline_spanning_domains():
 
 
 def test_ranks_for_memory():
-    # first, second and last rank: pp 2 -> ranks 0, 1, 1; pp 4 -> 0, 1, 3; pp 1 -> 0, 0, 0
+    # the lowest rank of each distinct (layers, first, last) signature, padded with the last rank:
+    # 8 equal layers: pp 2 -> ranks 0, 1 (+1); pp 4 -> 0 (first), 1 (ranks 1 and 2 alike), 3 (last); pp 1 -> 0
     kinds = (0,) * 8
     cnt, rank = pp.ranks_for_memory(kinds, 1, np.array([2, 4, 1]), np.array([1, 1, 1]))
     assert rank.tolist() == [[0, 1, 1], [0, 1, 3], [0, 0, 0]]
     assert cnt[0].tolist() == [[4, 4, 4], [2, 2, 2], [8, 8, 8]]
+
+
+def test_memory_ranks_every_distinct_rank():
+    # 3 dense layers, then 13 MoE layers (16 in all), pp 8, 2 layers per rank: rank 0 holds 2 dense, rank 1
+    # 1 dense + 1 MoE, ranks 2..6 two MoE each, rank 7 two MoE and the head. The first three ranks were all the
+    # old rule looked at; rank 2 (two MoE layers, more expert weights than rank 1) is a signature of its own
+    kinds = (0, 0, 0) + (1,) * 13
+    assert pp.memory_ranks(kinds, 2, 8, 1) == (0, 1, 2, 7)
+    cnt, rank = pp.ranks_for_memory(kinds, 2, np.array([8, 2]), np.array([1, 1]))
+    assert rank.tolist() == [[0, 1, 2, 7], [0, 1, 1, 1]]
+    assert cnt[0].tolist() == [[2, 1, 0, 0], [3, 0, 0, 0]] and cnt[1].tolist() == [[0, 1, 2, 2], [5, 8, 8, 8]]
+    # an uneven split (10 layers on pp 4: 2 + 3 + 3 + 2, the middle ranks first): ranks 1 and 2 alike
+    assert pp.memory_ranks((0,) * 10, 1, 4, 1) == (0, 1, 3)
+    # DualPipe: a rank holds its mirror stage too, so the mirror's layers join the signature and the mirrors
+    # of the candidates are kept: pp 8 -> ranks 0, 1, 2 and their mirrors 7, 6, 5
+    assert pp.memory_ranks(kinds, 2, 8, 1, schedule="dualpipe") == (0, 1, 2, 5, 6, 7)
 
 
 def test_other_schedules_bubble():

@@ -169,9 +169,8 @@ def dualpipe_params(p, rank, pp):
     """Parameters of the ranks `rank` ([n, R]) under DualPipe: their own stage's `p` plus the mirror stage
     pp - 1 - r's, which the reverse direction runs on the same GPU (DeepSeek-V3 report §3.2.1, Table 2:
     "Parameter 2x"; the first and last ranks both hold the embedding and the head). The mirror is read
-    from the column of `rank` that holds it; where none does (rank 1's mirror pp - 2 at pp > 3) the rank's
-    own stage stands in, exact when the middle stages are equal and an upper bound otherwise (rank 1 takes
-    the uneven split's extra layers first, pp.ranks_for_memory)."""
+    from the column of `rank` that holds it (pp.memory_ranks keeps every candidate's mirror under DualPipe);
+    where none does, the rank's own stage stands in."""
     p = np.broadcast_to(np.asarray(p, dtype=float), np.broadcast_shapes(np.shape(p), np.shape(rank)))
     rank = np.broadcast_to(rank, p.shape)
     pp = np.broadcast_to(np.asarray(pp, dtype=float), p.shape)

@@ -139,27 +139,53 @@ def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
     return [c[inv] for c in cnt], emb[inv], head[inv], mult[inv]
 
 
+@lru_cache(maxsize=4096)
+def memory_ranks(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_slots",
+                 schedule: str = "interleaved") -> tuple[int, ...]:
+    """The pipeline ranks whose memory can be the largest, ascending: the lowest rank of each distinct (layers per
+    kind, first, last) signature. Every memory term of a rank is a function of that signature except the
+    micro-batches in flight, which never grow with the rank index (`in_flight`: pp - r in 1F1B, Megatron's
+    interleaved warm-up falls with r, GPipe and DualPipe hold the same on every rank), so the lowest rank of a
+    signature holds at least what any other rank with it holds. DeepSeek-V3's three dense first layers make rank 1
+    (dense) and rank 2 (MoE only) different signatures, and both are checked. DualPipe: a rank also holds its
+    mirror stage pp - 1 - r (parallel/dp.dualpipe_params), so the mirror's layers join the signature and the
+    candidates' mirrors are kept beside them."""
+    counts = rank_table(kinds, n_kinds, pp, vp, mtp, layout)
+    first: dict[tuple, int] = {}
+    for r, c in enumerate(counts):
+        key = (c, r == 0, r == pp - 1) + ((counts[pp - 1 - r],) if schedule == "dualpipe" else ())
+        first.setdefault(key, r)
+    ranks = set(first.values())
+    if schedule == "dualpipe":
+        ranks |= {pp - 1 - r for r in ranks}
+    return tuple(sorted(ranks))
+
+
 def memory_rank_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
-                      layout: str = "module_slots"):
-    """`ranks_for_memory` over the distinct (pp, vp) pairs: layers per kind [n_kinds][P, 3], rank index
-    [P, 3], and each layout's pair index."""
+                      layout: str = "module_slots", schedule: str = "interleaved"):
+    """`ranks_for_memory` over the distinct (pp, vp) pairs: layers per kind [n_kinds][P, Q], rank index [P, Q]
+    and each layout's pair index. Q is the most candidate ranks (`memory_ranks`) of any pair; a pair with fewer
+    repeats its last rank (pp - 1) to fill its row, so column 0 is always the first rank and column Q - 1 the
+    last, and a repeated column changes no maximum."""
     pairs, inv = _pairs(pp, vp)
-    cnt = np.zeros((n_kinds, len(pairs), 3))
-    rank = np.zeros((len(pairs), 3))
-    for u, (p, v) in enumerate(pairs):
+    cand = [memory_ranks(kinds, n_kinds, int(p), int(v), mtp, layout, schedule) for p, v in pairs]
+    Q = max(len(c) for c in cand)
+    cnt = np.zeros((n_kinds, len(pairs), Q))
+    rank = np.zeros((len(pairs), Q))
+    for u, ((p, v), rs) in enumerate(zip(pairs, cand)):
         counts = rank_table(kinds, n_kinds, int(p), int(v), mtp, layout)
-        for s, r in enumerate((0, min(1, p - 1), p - 1)):
+        for s, r in enumerate(rs + (rs[-1],) * (Q - len(rs))):
             cnt[:, u, s] = counts[r]
             rank[u, s] = r
     return list(cnt), rank, inv
 
 
 def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
-                     layout: str = "module_slots"):
-    """Layers per kind [n_kinds][n, 3] and rank index [n, 3] of the ranks whose memory can be the largest:
-    the first (most micro-batches in flight, embedding), the second (most in flight among the middle
-    ranks, which take the uneven split's extra layers first) and the last (head, logits, MTP)."""
-    cnt, rank, inv = memory_rank_table(kinds, n_kinds, pp, vp, mtp, layout)
+                     layout: str = "module_slots", schedule: str = "interleaved"):
+    """Layers per kind [n_kinds][n, Q] and rank index [n, Q] of the ranks whose memory can be the largest
+    (`memory_ranks`: every distinct pipeline rank, the first of each signature), column 0 the first rank and
+    column Q - 1 the last."""
+    cnt, rank, inv = memory_rank_table(kinds, n_kinds, pp, vp, mtp, layout, schedule)
     return [c[inv] for c in cnt], rank[inv]
 
 
