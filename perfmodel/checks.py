@@ -2,12 +2,16 @@
 can reach, a sequence beyond the model's context. Each returns a reason in words (or raises InputError), so
 every command refuses the same cases with the same sentence.
 
-- Runnable: a layout runs when its predicted memory per GPU (first pipeline rank, perfmodel/memory.py) is at
+- Runnable: a layout runs when its predicted memory per GPU (the fullest pipeline rank, perfmodel/memory.py) is at
   most the GPU's HBM. A layout that does not fit gets no throughput, cost or energy anywhere.
 - Implied MFU: a measured tokens/s/GPU x model FLOPs per token (causal attention, the smaller convention,
   without MTP layers: counts.flops_per_token) / the dense peak FLOP/s of the training precision
   (hardware.peak) is the MFU the measurement implies (MFU definition, DESIGN.md). Above 1 (100%) it is
   impossible: the usual slip is a cluster total typed as a per-GPU figure.
+- NVLink domain: a layout whose TP, TP x CP or EP group spans more than one scale-up domain runs those
+  collectives on the scale-out network (priced so, comm.py), and a TP overlap that needs the domain
+  (software.OVERLAP_DOMAIN) hides nothing there: a warning names the group and what it costs
+  (`domain_warning`), and --json carries the flags (`domain_flags`).
 - Context: a sequence longer than the model's max_position_embeddings is a warning, not an error (long-context
   training extends RoPE, e.g. Llama 3.1's x16 from 8,192 to 131,072), so the command goes on and says so.
 """
@@ -67,6 +71,22 @@ def implausible_throughput(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_
             f"at most {peak / fpt:,.0f} tokens/s/GPU (a cluster total typed as per-GPU?)")
 
 
+LOW_MFU = 0.01      # a measured run below 1% MFU is warned: training at that rate is a unit slip or a broken run
+
+
+def low_mfu_warning(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int,
+                    precision: str | None = None) -> str | None:
+    """A warning when a measured tokens/s/GPU implies an MFU below LOW_MFU (1%) of the dense peak (causal
+    attention, the larger MFU of the two conventions), else None: predicted and reported, but the unit is
+    suspect (tokens/s of one GPU typed as per second of a step? a per-GPU figure divided by the GPU count?)."""
+    peak = hw.peak(precision) if precision is not None else max_dense_peak(hw)[0]
+    mfu = tokens_per_s_per_gpu * float(flops_per_token(model, seq, "causal", mtp=True)) / peak
+    if mfu >= LOW_MFU:
+        return None
+    return (f"{tokens_per_s_per_gpu:,.6g} tokens/s/GPU implies an MFU of {mfu:.2%} (below {LOW_MFU:.0%}): predicted as "
+            "given, but check the unit (tokens/s per GPU, not per cluster divided again; seconds, not ms)")
+
+
 def check_measured_throughput(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int,
                               flag: str, precision: str | None = None) -> None:
     """InputError naming `flag` when a measured throughput is impossible (implausible_throughput)."""
@@ -83,3 +103,43 @@ def context_warning(model: ModelSpec, seq: int) -> str | None:
     return (f"seq {seq:,} is {seq / ctx:.3g}x {model.id}'s maximum context ({ctx:,} tokens, max_position_embeddings): "
             "predicted as given (rule: above the maximum context perfmodel warns and goes on; long-context "
             "training extends RoPE)")
+
+
+def domain_flags(hw: HardwareSpec, layout) -> dict[str, bool]:
+    """{"tp", "tp_cp", "ep"}: True where that group of `layout` (a Layout or a layout dict) leaves the NVLink
+    domain (topology.domain_exits)."""
+    from .topology import domain_exits
+    get = (lambda k: layout[k]) if isinstance(layout, dict) else (lambda k: getattr(layout, k))
+    return {k: bool(v) for k, v in domain_exits(hw, get("tp"), get("cp"), get("ep"), get("etp")).items()}
+
+
+def domain_warning(hw: HardwareSpec, layout, tp_overlap_scale_up: bool = False) -> str | None:
+    """One line naming each group of `layout` that leaves the NVLink domain, or None: TP (its collectives on
+    the critical path of every layer, and a userbuffers / AsyncTP overlap hides none of them there), TP x CP,
+    EP (dispatch and combine across the scale-out network)."""
+    flags = domain_flags(hw, layout)
+    if not any(flags.values()):
+        return None
+    get = (lambda k: layout[k]) if isinstance(layout, dict) else (lambda k: getattr(layout, k))
+    D = hw.scale_up.domain_size
+    parts = []
+    if flags["tp"]:
+        parts.append(f"tp {get('tp')} spans {-(-get('tp') // D)} NVLink domains: its collectives cross the scale-out "
+                     "network" + (" and the stack's TP overlap (NVLink only) hides none of them" if tp_overlap_scale_up else ""))
+    elif flags["tp_cp"]:
+        parts.append(f"tp x cp = {get('tp') * get('cp')} spans more than one NVLink domain: the CP ring crosses the "
+                     "scale-out network")
+    if flags["ep"]:
+        parts.append(f"ep {get('ep')} spans more than one NVLink domain: MoE dispatch / combine cross the scale-out network")
+    return f"{hw.id} has {D} GPUs per NVLink domain; " + "; ".join(parts) + " (priced so)"
+
+
+def check_tokens_cover_a_batch(tokens: float, gbs: int, seq: int, flag: str = "--tokens") -> None:
+    """InputError naming `flag` when a run's tokens are fewer than one global batch (gbs x seq): a run
+    trains at least one step, so its days, dollars and energy would be a fraction of one step's, printed as
+    "$0" and "0.0 days"."""
+    batch = float(gbs) * float(seq)
+    if tokens < batch:
+        raise InputError(flag, "tokens", f"{tokens:,.6g} tokens are fewer than one global batch ({gbs:,} sequences x "
+                                         f"{seq:,} tokens = {batch:,.0f} tokens): a run trains at least one step; give "
+                                         f"--tokens of at least {batch:,.0f}")

@@ -29,7 +29,7 @@ COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", 
 # command name -> (module in COMMANDS, first paragraph of its help): the `--help` listing without importing
 # any command. A module in COMMANDS with no entry here still works (it is imported to list its commands).
 HELP: dict[str, tuple[str, str]] = {
-    'calibrate': ('calibrate', 'Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration file. Fits on the calibration split of the rows, reports on the held-out rest. --calibration FILE starts from that file instead of the shipped constants.'),
+    'calibrate': ('calibrate', 'Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration file. Fits on every row, reports each row out of sample by cross-validation. --calibration FILE starts from that file instead of the shipped constants.'),
     'check': ('check', 'Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads.'),
     'compare': ('economics', 'Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO.'),
     'cost': ('economics', 'Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability.'),

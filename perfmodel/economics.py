@@ -147,6 +147,14 @@ def cost_inputs(hw: HardwareSpec, buyer: str = "hyperscaler", overrides: Mapping
         "pue": pue, "colocation_usd_per_kw_month": float(b["colocation_usd_per_kw_month"]),
         "support_fraction_per_year": float(b["support_fraction_per_year"]), "allin_w_per_gpu": hw.power.allin_w_per_gpu,
         "network_storage_w_per_gpu": float(b["network_storage_w_per_gpu"])}
+    # a what-if spec (fields changed by --set or a `base =` file) is priced as its base system unless a price is
+    # given: said in the price's source, which every command prints or puts in --json
+    changed = [f for f in hw.overridden if not f.startswith("cost.")]
+    if changed and not {"allin_capex_usd_per_gpu", "server_capex_usd_per_gpu"} & set(overrides):
+        note = (f" (what-if hardware: priced as {hw.base or hw.id}, unchanged by {', '.join(changed)}; give "
+                "--set allin_capex_usd_per_gpu=USD for the variant's price)")
+        for k in ("server_capex_usd_per_gpu", "allin_capex_usd_per_gpu"):
+            src[k] = src.get(k, "") + note
     vals.update(overrides)
     src.update({k: "--set" for k in overrides})
     ci = CostInputs(hardware=hw.id, buyer=buyer, **vals, sources={k: src.get(k, "") for k in COST_KEYS})
@@ -191,7 +199,14 @@ class TCO:
             "breakdown_usd_per_gpu_hour": self.breakdown_usd_per_gpu_hour,
             "it_w_per_gpu": self.it_w_per_gpu, "utility_w_per_gpu": self.utility_w_per_gpu,
             "assumptions": {k: {"value": v, "source": i.sources.get(k, "")} for k, v in i.settable().items()},
+            "price_note": self.price_note,
         }
+
+    @property
+    def price_note(self) -> str:
+        """'' for a catalog system's price; for a what-if spec priced as its base system, the sentence that says so."""
+        src = self.inputs.sources.get("allin_capex_usd_per_gpu", "")
+        return src[src.index("(what-if hardware"):].strip("() ") if "(what-if hardware" in src else ""
 
 
 def tco(ci: CostInputs) -> TCO:

@@ -216,3 +216,100 @@ def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict,
     for g, d in (bands or {}).items():
         out += ["", f'[{BANDS}."{g}"]'] + [f"{k} = {_toml_value(v)}" for k, v in d.items()]
     return "\n".join(out) + "\n"
+
+
+# ---- a user's own runs: fit on all of them, score each out of sample -------------------------------
+
+CV_FOLDS = 5           # folds of a user calibration's cross-validation (leave-one-out below this many rows)
+
+
+def cv_folds(folds: int, rows: int) -> int:
+    """The folds a cross-validation of `rows` rows runs: `folds`, or one per row (leave-one-out) for fewer rows."""
+    return max(2, min(folds, rows))
+
+
+def fold_sets(sets: list[RunSet], k: int, j: int) -> tuple[list[RunSet], list[RunSet]]:
+    """(every row but fold j, fold j) of `sets`: the rows, numbered in file order across the sets, go to fold
+    i % k. With k = the row count each fold is one row (leave-one-out)."""
+    train, test, i = [], [], 0
+    for s in sets:
+        keep, out = [], []
+        for r in s.rows:
+            (out if i % k == j else keep).append(r)
+            i += 1
+        train.append(replace(s, rows=tuple(keep)))
+        test.append(replace(s, rows=tuple(out)))
+    return train, test
+
+
+def cross_validate(sets: list[RunSet], start: Constants, names: Iterable[str], k: int, rounds: int = ROUNDS,
+                   passes: int = MAX_PASSES, log: Callable[[str], None] | None = None) -> tuple[Report, list[int]]:
+    """Every row predicted by constants fitted without its fold (fold_sets, k folds), each fold's fit the same
+    search as the whole fit's (from `start`, `rounds` rounds, up to `passes` passes), so nothing of a row
+    reaches its own prediction. Returns the merged report of the held-out predictions and each result's fold."""
+    names = tuple(names)
+    reps, fold_of = [], []
+    for j in range(k):
+        train, test = fold_sets(sets, k, j)
+        if not any(s.rows for s in test):
+            continue
+        f = search([s for s in train if s.rows], start, names, rounds, passes, log)
+        rep = evaluate(test, f.consts)
+        reps.append(rep)
+        fold_of += [j] * len(rep.results)
+    return merge(reps), fold_of
+
+
+def fold_coverage(samples: list[tuple[str, str, float]], fold_of: list[int]) -> dict:
+    """Coverage of cross-validated residuals by bands that never saw them: each fold's samples against the
+    bands (uncertainty.fit) of the other folds' samples."""
+    hits = n = 0
+    for j in sorted(set(fold_of)):
+        rest = [s for s, f in zip(samples, fold_of) if f != j]
+        mine = [s for s, f in zip(samples, fold_of) if f == j]
+        if not rest:
+            continue
+        c = U.coverage(U.fit(rest), mine)
+        hits, n = hits + c["covered"], n + c["rows"]
+    return {"rows": n, "covered": hits, "coverage": hits / n if n else None}
+
+
+@dataclass(frozen=True)
+class UserCalibration:
+    """What `perfmodel calibrate` computes: the fit on all rows, the cross-validated predictions, the bands."""
+    sets: list[RunSet]
+    fit: Fit
+    start_report: Report          # every row with the start constants
+    fitted_report: Report         # every row with the fitted constants (in sample)
+    cv_report: Report             # every row with constants fitted without its fold (out of sample)
+    folds: int
+    bands: dict[str, dict]
+    coverage: dict                # of the cross-validated residuals by bands fitted on the other folds
+    attribution: dict[str, dict]
+
+
+def calibrate_runs(sets: list[RunSet], start: Constants, names: Iterable[str], rounds: int = ROUNDS,
+                   passes: int = MAX_PASSES, folds: int = CV_FOLDS,
+                   log: Callable[[str], None] | None = None) -> UserCalibration:
+    """A user's own runs: the constants fitted on every row (there is no split to keep: no accuracy is
+    reported on these rows by perfmodel itself), each row then predicted out of sample by min(folds, rows)-fold
+    cross-validation (leave-one-out for fewer rows than `folds`; every fold refitted from `start` as the whole
+    fit is), the 80% bands fitted on those out-of-sample residuals, and their coverage measured fold by fold on
+    bands that did not see the fold."""
+    names = tuple(names)
+    start_rep = evaluate(sets, start)
+    n = len(start_rep.results)
+    need = len(names) + 1
+    if n < need:
+        first = f" ({len(start_rep.unsupported)} row(s) not predicted, first: {start_rep.unsupported[0]['reason']})" \
+            if start_rep.unsupported else ""
+        raise InputError(", ".join(s.name for s in sets), "rows",
+                         f"{n} predictable row(s); fitting {len(names)} constants needs at least {need}{first}")
+    f = search(sets, start, names, rounds, passes, log)
+    fitted = evaluate(sets, f.consts)
+    k = cv_folds(folds, sum(len(s.rows) for s in sets))
+    cv, fold_of = cross_validate(sets, start, names, k, rounds, passes, log)
+    gen = generations(sets)
+    samples = band_samples(cv, gen)
+    return UserCalibration(sets, f, start_rep, fitted, cv, k, U.fit(samples), fold_coverage(samples, fold_of),
+                           attribution(sets, f))

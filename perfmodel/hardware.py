@@ -438,4 +438,25 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
     doc["base"] = hw.base or hw.id
     if hw.notes and not hw.notes_of:      # the notes describe the spec before --set
         doc["notes_of"] = hw.id
-    return validate(HardwareSpec, doc, "--set")
+    try:
+        return validate(HardwareSpec, doc, "--set")
+    except InputError as exc:
+        if exc.field not in given:
+            raise
+        raise _in_user_units(exc, given[exc.field]) from None
+
+
+def _in_user_units(exc: InputError, item: str) -> InputError:
+    """A --set value the schema refused, restated as the user wrote it: the name typed (an alias keeps its
+    own unit: hbm_gb in GB, nic_gbit_s in Gbit/s), the value as typed and the bound in that unit."""
+    name, _, raw = item.partition("=")
+    name, raw = name.strip(), raw.strip()
+    bound = exc.details.get("bound")
+    if bound is None:
+        reason = exc.reason.split(" (got ")[0]
+        return InputError("--set", name, f"{reason} (got {raw})")
+    words, value = bound
+    if name in ALIASES:
+        _, factor, unit = ALIASES[name]
+        return InputError("--set", name, f"must be {words} {value / factor:g} ({unit}; got {raw})")
+    return InputError("--set", name, f"must be {words} {value:g} (got {raw})")

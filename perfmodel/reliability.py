@@ -71,6 +71,13 @@ def spares_text(ri: "ReliabilityInputs", unit: str) -> str:
 _INT_KEYS = ("hot_spare_gpus_per_unit", "min_spare_units", "spare_units")
 
 
+def whole_units(ri: ReliabilityInputs, gpus: int) -> tuple[int, int]:
+    """(units, training GPUs) of the fewest whole servers / racks that train on at least `gpus` GPUs: a cluster
+    is bought and priced in whole units (an HGX server of 8; an NVL72 rack trains on 64 of its 72)."""
+    units = -(-int(gpus) // ri.used_per_unit)
+    return units, units * ri.used_per_unit
+
+
 def reliability_inputs(hw: HardwareSpec, overrides: Mapping[str, float | int | bool | str | None] | None = None,
                        costs_path: str = str(COSTS_FILE)) -> ReliabilityInputs:
     """Defaults from costs.toml [reliability.server] or [reliability.rack] (by the hardware's unit), then overrides."""

@@ -550,3 +550,36 @@ def describe_why(w: dict) -> str:
         text += f" (while {w['pays']} is {ms(w['pays_s'])} ms longer)"
     return (f"{text}; step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s; "
             f"from the slower layout: {axes}")
+
+
+# ---- ties ------------------------------------------------------------------------------------------
+
+PARALLEL_AXES = ("tp", "pp", "vp", "cp", "ep", "etp")
+
+
+def parallel_axes(layout: Layout | dict) -> int:
+    """Parallel axes a layout uses beyond data parallelism: tp, pp, vp (interleaving), cp, ep, etp above 1, and
+    FSDP. Fewer axes is a simpler job to run: fewer process groups, fewer overlap settings to get right."""
+    d = layout if isinstance(layout, dict) else layout.__dict__
+    return sum(int(d[k]) > 1 for k in PARALLEL_AXES) + bool(d["fsdp"])
+
+
+def equivalents(values: np.ndarray, layouts: list, low: float) -> dict | None:
+    """The leading layouts the model cannot tell apart: those whose objective value (higher is better, in
+    proportion to throughput) lies inside the leader's 80% band, value >= leader x `low` (the band's low
+    factor: the leader's measured throughput may be that much below its prediction). Among them the suggestion
+    is the one with the fewest parallel axes (`parallel_axes`), the faster of equals. None when the leader
+    stands alone. Ranks are 1-based, as printed."""
+    v = np.asarray(values, dtype=float)
+    if v.size < 2:
+        return None
+    tied = np.flatnonzero(v >= v[0] * low)
+    if tied.size < 2:
+        return None
+    axes = [parallel_axes(layouts[i]) for i in tied]
+    pick = int(tied[int(np.argmin(axes))])          # np.argmin: the first (fastest) of the fewest
+    return {"ranks": [int(i) + 1 for i in tied], "within_factor": float(low), "suggestion": pick + 1,
+            "suggestion_axes": parallel_axes(layouts[pick]),
+            "why": (f"{tied.size} layouts are within the 80% band of #1 (predicted >= {low:.2f}x its throughput): "
+                    f"the model cannot rank them; #{pick + 1} uses the fewest parallel axes "
+                    f"({parallel_axes(layouts[pick])})")}

@@ -43,15 +43,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping
 
+from .checks import check_tokens_cover_a_batch
 from .counts import param_counts
 from .economics import SECONDS_PER_DAY, TCO, RunCost, run_cost
 from .errors import InputError
 from .hardware import HardwareSpec, load_hardware
 from .model import ModelSpec, load_model
 from .predict import Options
-from .reliability import Reliability, assess, reliability_inputs, spares_text
+from .reliability import Reliability, assess, reliability_inputs, spares_text, whole_units
 from .scaling import priced_tco
-from .search import Constraints, SearchResult, search
+from .search import Constraints, SearchResult, equivalents, parse_constraints, search
 from .uncertainty import band_for, with_band
 
 Mode = Literal["days", "budget", "gpus"]
@@ -122,7 +123,7 @@ class Sizer:
     hw: HardwareSpec
     tokens: float
     opts: Options
-    seq: int = DEFAULT_SEQ
+    seq: int | None = None               # None: the model's pre-training sequence length (ModelSpec.seq_len)
     gbs: int | None = None
     buyer: str = "hyperscaler"
     cost_over: Mapping[str, float] = field(default_factory=dict)
@@ -133,11 +134,14 @@ class Sizer:
     def __post_init__(self) -> None:
         if not (self.tokens > 0 and math.isfinite(self.tokens)):
             raise InputError("--tokens", "tokens", f"must be a positive number (got {self.tokens})")
+        if self.seq is None:
+            self.seq = self.model.seq_len
         if self.seq < 1:
             raise InputError("--seq", "seq", f"must be a positive integer (got {self.seq})")
         self.gbs = self.gbs or default_gbs(self.seq)
         if self.gbs < 1:
             raise InputError("--gbs", "gbs", f"must be a positive integer (got {self.gbs})")
+        check_tokens_cover_a_batch(self.tokens, self.gbs, self.seq)
         self.hw.peak(self.opts.precision)
         self.ri = reliability_inputs(self.hw, dict(self.rel_over))
         self.unit_gpus = self.ri.used_per_unit           # GPUs of a unit the job trains on (NVL72: 64 of 72)
@@ -325,7 +329,7 @@ class Sizer:
     def for_gpus(self, gpus: int) -> Point:
         if gpus < 1:
             raise InputError("--gpus", "gpus", f"must be a positive integer (got {gpus})")
-        units = -(-gpus // self.unit_gpus)
+        units, _ = whole_units(self.ri, gpus)
         if units * self.unit_gpus > MAX_GPUS:
             raise InputError("--gpus", "gpus", f"at most {MAX_GPUS:,} GPUs")
         p = self.at(units)
@@ -342,6 +346,16 @@ class Sizer:
         return self.hw.cost.unit_name if self.hw.cost is not None else "server"
 
     # ---- reporting ---------------------------------------------------------------------------------
+
+    def equivalent(self, p: Point, low: float, k: int = 10) -> dict[str, Any] | None:
+        """The layouts at this size the model cannot rank apart from the best (search.equivalents over the
+        planner's top `k`), with the suggested one's layout; None when the best stands alone."""
+        res = search(self.model, self.hw, p.gpus, self.gbs, self.seq, self.opts, "throughput", k, self.constraints)
+        if res.top is None:
+            return None
+        lays = [res.top.row(i)["layout"] for i in range(res.top.layouts.n)]
+        eq = equivalents(res.top_values, lays, low)
+        return None if eq is None else {**eq, "suggestion_layout": lays[eq["suggestion"] - 1]}
 
     def limit(self, p: Point) -> dict[str, Any]:
         """What limits the run at this size (see the module docstring)."""
@@ -412,19 +426,31 @@ class Sizer:
                        "wall_days_after_reliability": q.days if q.ok else None, "usd_total_after_reliability": q.usd,
                        "why_not": q.why_not or None}
                       for q in sorted(self.points.values(), key=lambda q: q.units)]
+        d["equivalent"] = self.equivalent(p, band.low)
         d["search_constraints"] = {"fix": dict(self.constraints.fix), "cap": dict(self.constraints.cap)}
         d["search_seconds"] = self.searches_s
         return d
 
 
+def size_constraints(fix: tuple[str, ...] | list[str] = (), cap: tuple[str, ...] | list[str] = ()) -> Constraints:
+    """The planner's space at every size: the user's --fix / --max (search.parse_constraints) over
+    SIZE_CONSTRAINTS (a cap the user gives on the same axis wins)."""
+    user = parse_constraints(fix, cap)
+    return Constraints(fix=dict(user.fix), cap={**{k: v for k, v in SIZE_CONSTRAINTS.cap.items() if k not in user.fix},
+                                                 **user.cap})
+
+
 def size(model: ModelSpec | str, hw: HardwareSpec | str, tokens: float, mode: Mode, target: float, opts: Options,
-         seq: int = DEFAULT_SEQ, gbs: int | None = None, buyer: str = "hyperscaler",
+         seq: int | None = None, gbs: int | None = None, buyer: str = "hyperscaler",
          cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None,
-         on_size: Callable[[int], None] | None = None) -> dict[str, Any]:
+         on_size: Callable[[int], None] | None = None, constraints: Constraints = SIZE_CONSTRAINTS) -> dict[str, Any]:
     """Size one system for a deadline (mode "days"), a budget in USD ("budget") or a GPU count ("gpus").
-    `model` and `hw` are specs or catalog ids / spec files, as the CLI takes them."""
+    `model` and `hw` are specs or catalog ids / spec files, as the CLI takes them; `seq` None: the model's
+    pre-training sequence length (ModelSpec.seq_len); `constraints`: the planner's space (size_constraints)."""
     model, hw = load_model(model), load_hardware(hw)
-    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}), on_size=on_size)
+    seq = model.seq_len if seq is None else seq
+    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}),
+              constraints=constraints, on_size=on_size)
     smaller = None
     if mode == "days":
         p, smaller = s.for_days(target)

@@ -148,11 +148,50 @@ def validate(model: type[M], doc: dict[str, Any], where: str) -> M:
         elif kind == "missing":
             reason = "required field is missing"
         else:
-            reason = err.get("msg", "invalid value")
+            reason = plain_reason(err)
             if "input" in err and not isinstance(err["input"], (dict, list)):
                 got = repr(err["input"])
                 reason += f" (got {got if len(got) <= 80 else got[:77] + '...'})"
-        raise InputError(where, field, reason) from None
+        raise InputError(where, field, reason, {"bound": _bound(err)} if _bound(err) else None) from None
+
+
+# pydantic's bound checks: error type -> (ctx key, words)
+_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
+           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+
+
+def _bound(err: dict) -> tuple[str, float] | None:
+    """(words, bound) of a bound-check error ('at least', 1e8), else None."""
+    kind = err.get("type", "")
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        v = (err.get("ctx") or {}).get(key)
+        if isinstance(v, (int, float)):
+            return words, float(v)
+    return None
+
+
+def plain_reason(err: dict) -> str:
+    """A pydantic error in words of the field's own unit (the spec files' SI units), never pydantic's phrasing:
+    'must be at least 1' rather than 'Input should be greater than or equal to 1'."""
+    kind = err.get("type", "")
+    b = _bound(err)
+    if b:
+        return f"must be {b[0]} {b[1]:g}"
+    if kind in ("float_parsing", "float_type"):
+        return "must be a number"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "must be a whole number"
+    if kind in ("bool_parsing", "bool_type"):
+        return "must be true or false"
+    if kind == "finite_number":
+        return "must be a finite number"
+    if kind == "literal_error":
+        return f"must be one of {(err.get('ctx') or {}).get('expected', '')}".rstrip()
+    if kind in ("string_type",):
+        return "must be text"
+    msg = str(err.get("msg", "invalid value"))
+    return msg.removeprefix("Value error, ")
 
 
 def _lookup_model(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:

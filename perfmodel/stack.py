@@ -468,7 +468,10 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
         vals[name] = _parse(name, text)
         sources[name] = f"--stack-set {name}={text}"
         origin[name] = "--stack-set"
-    feats = _features(vals, "--stack-set")
+    try:
+        feats = validate(Features, vals, "--stack-set")
+    except InputError as exc:            # the feature as the user typed it (a list item keeps its index)
+        raise InputError("--stack-set", exc.field, exc.reason) from None
     return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin})
 
 

@@ -1,5 +1,5 @@
-"""`perfmodel calibrate` and `--calibration FILE` (issue 13): fit on the calibration split of a user's rows,
-the file it writes, predictions from it, the split held by construction, bad input; the LOSO folds."""
+"""`perfmodel calibrate` and `--calibration FILE` (issues 13, 23): fit on every one of a user's rows, each row
+scored out of sample by cross-validation, the file it writes, predictions from it, bad input; the LOSO folds."""
 from __future__ import annotations
 
 import csv
@@ -48,9 +48,10 @@ def _dense_h100(scale: float = 1.0) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def slow_fit(tmp_path_factory):
-    """Rows measured at 0.7x of NVIDIA's: calibrate them (1 round) once for the tests below."""
+    """Rows measured at 0.7x of NVIDIA's (every third H100 dense row): calibrate them (1 round, 3 folds) once for
+    the tests below."""
     d = tmp_path_factory.mktemp("cal")
-    rows = _dense_h100(0.7)
+    rows = _dense_h100(0.7)[::3]
     csv_path = _write(d / "mine.csv", rows)
     out = d / "mine.toml"
     import json as _json
@@ -58,19 +59,19 @@ def slow_fit(tmp_path_factory):
     import contextlib
     buf = StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--passes", "1", "--json"])
+        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--passes", "1", "--folds", "3", "--json"])
     assert rc == 0
     return rows, csv_path, out, _json.loads(buf.getvalue())
 
 
-def test_file_written_with_provenance_and_exact_split(slow_fit):
+def test_file_written_with_provenance_fitted_on_every_row(slow_fit):
     rows, csv_path, out, res = slow_fit
     t = C.load_table(str(out))
     prov = t["provenance"]
-    n_cal = sum(_is_cal(r) for r in rows)
-    assert prov["rows"] == [len(rows)] and prov["calibration_rows"] == [n_cal] and prov["held_out_rows"] == [len(rows) - n_cal]
+    # a user's rows have no held-out split: every predicted row is fitted on, and every one is cross-validated
+    assert prov["rows"] == [len(rows)] and prov["fit_rows"] == res["calibration"]["fitted"]["rows"] == len(rows)
+    assert res["cross_validated"]["fitted"]["rows"] == len(rows) and prov["cross_validation"].startswith("3-fold")
     assert prov["inputs"] == [str(csv_path.resolve())] and len(prov["inputs_sha256"][0]) == 64
-    assert res["calibration"]["start"]["rows"] == n_cal and res["held_out"]["start"]["rows"] == len(rows) - n_cal
     for n in C.fitted_names():                          # same shape as calibration.toml: every table, every key
         assert set(t[n]) == set(C.shipped_table()[n])
         assert t[n]["value"] == res["constants"][n]["fitted"]
@@ -83,7 +84,7 @@ def test_fit_follows_the_slower_cluster(slow_fit):
     """Measured 30% below NVIDIA's runs: the fit lowers the objective and the predictions with the file drop."""
     _, _, out, res = slow_fit
     assert res["provenance"]["objective_fitted"] < res["provenance"]["objective_start"]
-    assert res["held_out"]["fitted"]["mape"] < res["held_out"]["start"]["mape"]
+    assert res["cross_validated"]["fitted"]["mape"] < res["cross_validated"]["start"]["mape"]
     default = api.predict("llama3-70b", "h100-sxm", LAY).tokens_per_s_per_gpu[0]
     mine = api.predict("llama3-70b", "h100-sxm", LAY, consts=C.load_constants(out)).tokens_per_s_per_gpu[0]
     assert mine < 0.95 * default
@@ -113,38 +114,44 @@ def test_text_output_names_the_calibration_file_by_its_path_from_here(slow_fit, 
 
 
 def test_the_file_carries_its_own_bands_and_predictions_use_them(slow_fit, capsys):
-    """Bands fitted on the calibration rows with the fitted constants: the "all" group counts every predicted
-    calibration row; predict with the file reports that band and its file, without it the shipped one."""
+    """Bands fitted on the cross-validated residuals: the "all" group counts every row predicted out of sample;
+    predict with the file reports that band and its file, without it the shipped one."""
     _, _, out, res = slow_fit
     bands = C.load_table(str(out))["bands"]
-    assert bands["all"]["rows"] == res["calibration"]["fitted"]["rows"] == bands["hopper/dense"]["rows"]
+    assert bands["all"]["rows"] == res["cross_validated"]["fitted"]["rows"] == bands["hopper/dense"]["rows"]
     mine = run_json(capsys, [*PREDICT, "--calibration", str(out)])
     assert mine["band"]["source"] == out.name and mine["band"]["group"] == "hopper/dense"
     assert mine["band"]["low_factor"] == bands["hopper/dense"]["low"]
     assert mine["tokens_per_s_per_gpu_high"] == pytest.approx(mine["tokens_per_s_per_gpu"] * bands["hopper/dense"]["high"])
     assert run_json(capsys, PREDICT)["band"]["source"] == "perfmodel/uncertainty.toml"
-    cov = res["held_out_band_coverage"]
-    assert cov["rows"] == res["held_out"]["fitted"]["rows"] and 0 <= cov["covered"] <= cov["rows"]
+    cov = res["cross_validated_band_coverage"]
+    assert cov["rows"] == res["cross_validated"]["fitted"]["rows"] and 0 <= cov["covered"] <= cov["rows"]
 
 
-def test_validate_with_the_file_reproduces_the_held_out_figure(slow_fit, capsys):
+def test_validate_with_the_file_reproduces_the_in_sample_figure(slow_fit, capsys):
     _, csv_path, out, res = slow_fit
     v = run_json(capsys, ["validate", str(csv_path), "--calibration", str(out)])
-    assert v["held_out"]["mape"] == pytest.approx(res["held_out"]["fitted"]["mape"], rel=1e-12)
-    assert v["calibration"]["mape"] == pytest.approx(res["calibration"]["fitted"]["mape"], rel=1e-12)
+    assert v["mape"] == pytest.approx(res["calibration"]["fitted"]["mape"], rel=1e-12)
 
 
-def test_held_out_rows_never_enter_the_fit(tmp_path, capsys):
-    """By construction: the held-out rows' measurements replaced by wrong ones (x1.8, still below 100% MFU,
-    so validate scores them rather than refusing them as impossible) leave the fit unchanged to the last
-    bit, while the held-out score does change."""
-    rows = _dense_h100()
-    junk = [r if _is_cal(r) else {**r, "tokens_per_s_per_gpu": str(float(r["tokens_per_s_per_gpu"]) * 1.8)} for r in rows]
-    a = run_json(capsys, ["calibrate", str(_write(tmp_path / "a.csv", rows)), "--out", str(tmp_path / "a.toml"), "--rounds", "1", "--passes", "1"])
-    b = run_json(capsys, ["calibrate", str(_write(tmp_path / "b.csv", junk)), "--out", str(tmp_path / "b.toml"), "--rounds", "1", "--passes", "1"])
-    assert {n: d["fitted"] for n, d in a["constants"].items()} == {n: d["fitted"] for n, d in b["constants"].items()}
-    assert a["held_out"]["fitted"]["mape"] < 0.3 < b["held_out"]["fitted"]["mape"]
-    assert all(_is_cal(r) for s in F.calibration_part([F.read_set(tmp_path / "b.csv")]) for r in s.rows)
+def test_a_row_never_reaches_its_own_cross_validated_prediction(tmp_path):
+    """By construction: a row's measurement replaced by a wrong one (x1.8, still below 100% MFU) leaves its
+    cross-validated prediction unchanged to the last bit (its fold's constants are fitted without it, from the
+    same start), while the whole fit, which does see it, may move."""
+    rows = [r for r in _dense_h100()][:24]
+    junk = [dict(r) for r in rows]
+    junk[5]["tokens_per_s_per_gpu"] = str(float(rows[5]["tokens_per_s_per_gpu"]) * 1.8)
+    a, b = (F.read_set(_write(tmp_path / f"{n}.csv", x)) for n, x in (("a", rows), ("b", junk)))
+    cva, _ = F.cross_validate([a], C.constants(), C.fitted_names(), 3, rounds=1, passes=1)
+    cvb, _ = F.cross_validate([b], C.constants(), C.fitted_names(), 3, rounds=1, passes=1)
+    pa = {r.run_id: r.predicted for r in cva.results}
+    pb = {r.run_id: r.predicted for r in cvb.results}
+    assert pa[rows[5]["run_id"]] == pb[rows[5]["run_id"]]
+    assert {r.run_id: r.measured for r in cvb.results}[rows[5]["run_id"]] != {r.run_id: r.measured for r in cva.results}[rows[5]["run_id"]]
+    # the folds cover every row once: fold j holds rows j, j + 3, ...
+    tr, te = F.fold_sets([a], 3, 1)
+    assert [r["run_id"] for r in te[0].rows] == [r["run_id"] for r in rows[1::3]]
+    assert len(tr[0].rows) + len(te[0].rows) == len(rows)
 
 
 def test_dense_rows_do_not_identify_moe_constants(slow_fit):
@@ -160,7 +167,8 @@ def test_bad_input(tmp_path, capsys, slow_fit):
     _, csv_path, out, _ = slow_fit
     assert "file not found" in run_err(capsys, ["calibrate", str(tmp_path / "none.csv")])
     few = _write(tmp_path / "few.csv", _dense_h100()[:8])
-    assert "calibration rows" in run_err(capsys, ["calibrate", str(few), "--out", str(tmp_path / "x.toml")])
+    assert "8 predictable row(s); fitting 10 constants needs at least 11" in run_err(
+        capsys, ["calibrate", str(few), "--out", str(tmp_path / "x.toml")])
     assert "shipped calibration" in run_err(capsys, ["calibrate", str(csv_path), "--out", str(C.shipped_file())])
     text = out.read_text()
     bad = tmp_path / "bad.toml"
@@ -227,13 +235,14 @@ def test_restarted_search_never_ends_worse_than_one_pass(tmp_path):
     assert (many.passes == 1) == (many.evaluations == one.evaluations)
 
 
-def test_without_held_out_rows_the_file_says_nothing_about_them(tmp_path, capsys):
-    rows = [r for r in _dense_h100() if _is_cal(r)][:12]
-    res = run_json(capsys, ["calibrate", str(_write(tmp_path / "c.csv", rows)), "--out", str(tmp_path / "c.toml"),
-                            "--rounds", "1", "--passes", "1"])
-    prov = C.load_table(str(tmp_path / "c.toml"))["provenance"]
-    assert prov["held_out_rows"] == [0] and "held_out_mape_fitted" not in prov
-    assert res["held_out"]["fitted"]["rows"] == 0 and res["calibration"]["fitted"]["rows"] == 12
+def test_small_sets_are_cross_validated_leave_one_out(tmp_path):
+    # fewer rows than folds: one fold per row, each fold holding exactly its row
+    assert F.cv_folds(5, 40) == 5 and F.cv_folds(20, 12) == 12 and F.cv_folds(5, 1) == 2
+    rows = _dense_h100()[:12]
+    s = F.read_set(_write(tmp_path / "c.csv", rows))
+    for j in range(12):
+        train, test = F.fold_sets([s], 12, j)
+        assert [r["run_id"] for r in test[0].rows] == [rows[j]["run_id"]] and len(train[0].rows) == 11
 
 
 def test_loso_refits_without_two_families_see_neither():

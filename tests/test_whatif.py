@@ -334,7 +334,7 @@ def test_report_set_is_validated_before_building(capsys, tmp_path: Path):
     from perfmodel.report import ReportConfig
     assert "hardware_sets" in ReportConfig.__dataclass_fields__
     bad = run_err(capsys, ["report", "--out", str(tmp_path), "--hardware", "h100-sxm", "--set", "hbm_gb=-1"])
-    assert "hbm_bytes" in bad
+    assert "hbm_gb: must be at least 0.1 (GB per GPU; got -1)" in bad
 
 
 # ---- how elasticities are obtained; cost per token ----------------------------------------------------

@@ -28,7 +28,8 @@ from rich.markup import escape
 
 from .. import api, uncertainty
 from ..counts import flops_per_token
-from ..errors import InputError
+from ..checks import implausible_throughput, low_mfu_warning
+from ..errors import WARNINGS, InputError
 from ..hardware import HardwareSpec
 from ..layout import Layout, layout_text
 from ..logparse import ParsedLog, parse_file, software_of
@@ -931,6 +932,15 @@ def _check(path: str, hardware_ref: str | None, gpus: int | None, model_ref: str
     assert hardware_ref is not None
     hw = resolve_hardware(hardware_ref, sets)
     meas = measure(log, run, warmup, path)
+    # a measurement no GPU can reach is refused, as validate refuses the row (checks.implausible_throughput)
+    why = implausible_throughput(run.model, hw, meas.tokens_per_s_per_gpu, run.layout.seq, run.precision)
+    if why:
+        raise InputError(path, "measured", f"impossible: {why}")
+    low = low_mfu_warning(run.model, hw, meas.tokens_per_s_per_gpu, run.layout.seq, run.precision)
+    if low:
+        notes.append(low)
+        if low not in WARNINGS:
+            WARNINGS.append(low)
     st = run_stack(run, stack, stack_set)
     p = api.predict(run.model, hw, run.layout, run.precision, stack=st.stack, stack_set=st.stack_set)
     r = {"step_time_s": float(p.step_time_s[0]), "tokens_per_s_per_gpu": _tps(p), "mfu": float(p.mfu[0]),

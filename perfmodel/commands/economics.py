@@ -5,6 +5,7 @@ Formulas live in perfmodel/economics.py (TCO, $/token, J/token, households) and 
 (interruptions, Young/Daly checkpointing, goodput, spares); defaults in perfmodel/costs.toml."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 import click
@@ -12,7 +13,7 @@ from click.core import ParameterSource
 from rich.markup import escape
 
 from .. import api, uncertainty
-from ..checks import check_measured_throughput, memory_reason
+from ..checks import check_measured_throughput, memory_reason, check_tokens_cover_a_batch
 from ..counts import param_counts
 from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
 from ..errors import InputError, did_you_mean
@@ -20,7 +21,7 @@ from ..hardware import HardwareSpec, whatif_fields
 from ..layout import Layout, layout_text
 from ..model import ModelSpec, load_model
 from ..predict import Options, Prediction
-from ..reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs
+from ..reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs, whole_units
 from ..search import search
 from .common import (stack_info, stack_line, stack_options, spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
                      split_hardware_sets, table)
@@ -120,6 +121,8 @@ def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool)
     console.print(f"[bold]{escape(hw.display_name(changes=False))}[/bold], buyer: {buyer}")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
+    if t.price_note:
+        console.print(f"[yellow]{escape(t.price_note)}[/yellow]")
     console.print(f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
                   f"(server/rack ${t.capex_breakdown_usd_per_gpu['server_or_rack']:,.0f} + network, storage, other "
                   f"${t.capex_breakdown_usd_per_gpu['network_storage_other']:,.0f}); power per GPU {t.it_w_per_gpu:,.0f} W IT, "
@@ -209,6 +212,7 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
         missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
         if missing:
             raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
+        check_tokens_cover_a_batch(tokens, gbs, seq)  # type: ignore[arg-type]
         lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep,  # type: ignore[arg-type]
                      etp=1 if etp is None else etp, mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
         row = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set).row(0)
@@ -226,6 +230,8 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
     console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
+    if r["tco"]["price_note"]:
+        console.print(f"[yellow]{escape(r['tco']['price_note'])}[/yellow]")
     if src == "predicted":
         console.print(stack_line(Options(precision, stack=stack, stack_set=stack_set), m, hw))
     console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
@@ -283,26 +289,30 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
     out: list[dict[str, Any]] = []
     for ref in hardware_refs:
         hw = resolve_hardware(ref, hw_sets)
+        # a system is bought in whole servers / racks: the GPU count rounded up to whole units of this system
+        units, n = whole_units(reliability_inputs(hw, rel_over), gpus)
+        unit = {"units": units, "unit_name": hw.cost.unit_name if hw.cost is not None else "server", "gpus": n}
+        sys_given = replace(given, gpus=n)
         try:
             if planner:
-                p, how = best_layout(m, hw, given, opts)
+                p, how = best_layout(m, hw, sys_given, opts)
             else:
-                p, how = api.predict(m, hw, given, precision, stack=stack, stack_set=stack_set), "given"
+                p, how = api.predict(m, hw, sys_given, precision, stack=stack, stack_set=stack_set), "given"
         except InputError as exc:            # the given layout breaks a rule on this system
             out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
-                        "reason": str(exc)})
+                        "reason": str(exc), **unit})
             continue
         row = p.row(0)
         if not row["fits"]:                  # cannot run: no throughput, cost or energy beside it
             why = memory_reason(row["memory_bytes_per_gpu"], row["hbm_bytes"], hw.id)
             out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
-                        "layout_from": how, "layout": row["layout"],
+                        "layout_from": how, "layout": row["layout"], **unit,
                         "reason": ("no layout the planner tried fits; the given layout " if how == "given" and planner
                                    else "the given layout ") + why})
             continue
         tps = row["tokens_per_s_per_gpu"]
-        e = job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)
-        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how,
+        e = job_economics(m, hw, tps, n, tokens, buyer, cost_over, rel_over)
+        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how, **unit,
              "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
              "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
         # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
@@ -324,10 +334,15 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         o["perf_per_tco_vs_first_after_reliability"] = base["usd_per_million_tokens_after_reliability"] / \
             o["usd_per_million_tokens_after_reliability"]
     if as_json:
-        return emit_json({"model": m.id, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
+        return emit_json({"model": m.id, "gpus_requested": gpus, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
                           **{k: v for k, v in stack_info(opts).items() if k != "stack_rules"}, "systems": out})
     console.print(f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
                   f"{tokens:.3g} tokens, buyer {buyer}")
+    rounded = [o for o in out if o["gpus"] != gpus]
+    if rounded:
+        console.print("rounded up to whole units: " + ", ".join(
+            f"{o['hardware']} {o['gpus']:,} GPUs ({o['units']:,} {o['unit_name']}{'s' if o['units'] != 1 else ''})"
+            for o in rounded))
     console.print(stack_line(opts))
     if hw_sets:
         console.print("what-if hardware (every system): " + escape(", ".join(hw_sets)))
@@ -354,6 +369,8 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
                   + "; ".join(f"{o['hardware']} {o['spares_text']}" for o in ok))
     for line in dict.fromkeys(uncertainty.Band.from_dict(o["band"]).line() for o in ok):
         console.print(escape(line))
+    for note in dict.fromkeys(o["tco"]["price_note"] for o in ok if o["tco"]["price_note"]):
+        console.print(f"[yellow]{escape(note)}[/yellow]")
     for o in out:
         if not o["runnable"]:
             console.print(f"[red]{escape(o['hardware'])}: cannot run[/red], so no throughput, cost or energy: "

@@ -10,7 +10,8 @@ from rich.markup import escape
 
 from .. import api, calibration, uncertainty
 from ..counts import flops_per_token
-from ..checks import memory_reason
+from ..checks import domain_flags, domain_warning, memory_reason
+from ..errors import WARNINGS
 from ..errors import InputError
 from ..specfile import display_path
 from ..hardware import HardwareSpec, whatif_fields
@@ -89,6 +90,12 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
+    from ..predict import software_of
+    sw = software_of(m, hw, opts)
+    lay_d = r["layout"]
+    dom = domain_warning(hw, lay_d, sw.tp_overlap_scale_up)
+    if dom and dom not in WARNINGS:
+        WARNINGS.append(dom)
     b = uncertainty.band_for(m, hw, stack, vp)   # 80% band from validation spread (perfmodel/uncertainty.py)
     lows = {"tokens_per_s_per_gpu": b.throughput(r["tokens_per_s_per_gpu"]), "step_time_s": b.inverse(r["step_time_s"]),
             "mfu": b.throughput(r["mfu"])}
@@ -96,7 +103,7 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
         return emit_json({"model": m.id, "hardware": hw.id, "precision": precision, "attention": attention,
                           "routing": routing, "hardware_overridden": list(hw.overridden), **stack_info(opts, m, hw),
                           "calibration": str(calibration.active_file()), **r, f"mfu_{other}": mfu_other,
-                          "memory_over_bytes": max(0.0, mem - hbm),
+                          "memory_over_bytes": max(0.0, mem - hbm), "leaves_nvlink_domain": domain_flags(hw, lay_d),
                           **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
                           "band": b.to_dict()})
     L = r["layout"]
@@ -121,13 +128,25 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
     console.print(escape(b.line()))
     parts = r["memory_parts_bytes"]
-    console.print(table("Memory per GPU (first pipeline rank)", ["part", "GB", "% of HBM"],
+    console.print(table(f"Memory per GPU ({memory_rank_label(r, pp)})", ["part", "GB", "% of HBM"],
                         [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
                         + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
-    from ..predict import software_of
+    if pp > 1:
+        st = r["memory_stages_bytes"]
+        console.print(f"by pipeline rank: first {_gb(st['first'])}, fullest (rank {r['memory_fullest_rank']}) "
+                      f"{_gb(st['fullest'])}, last (rank {pp - 1}) {_gb(st['last'])}")
     b = {**r["breakdown_s"], **{f"{k}_raw": v for k, v in r.get("comm_raw_s", {}).items()}}
-    print_breakdown(b, r["step_time_s"], consts, software_of(m, hw, opts))
+    print_breakdown(b, r["step_time_s"], consts, sw, domain_flags(hw, lay_d)["tp"])
     return None
+
+
+def memory_rank_label(r: dict, pp: int) -> str:
+    """Which pipeline rank a memory table shows: the fullest one, named."""
+    if pp <= 1:
+        return "one pipeline rank"
+    k = r["memory_fullest_rank"]
+    name = "first" if k == 0 else "last" if k == pp - 1 else f"rank {k} of 0-{pp - 1}"
+    return f"fullest pipeline rank: {name}"
 
 
 # the stack switch and calibrated share that hide each communication kind (perfmodel/software.py)
@@ -136,17 +155,21 @@ _HIDDEN_BY = {"tp_comm": ("tp_overlap", "tp_share_bwd"), "cp_comm": ("cp ring", 
               "pp_comm": ("pp p2p", "pp_share")}
 
 
-def overlap_text(term: str, consts, sw=None) -> str:
+def overlap_text(term: str, consts, sw=None, tp_outside: bool = False) -> str:
     """Which overlap assumption hides a communication term: the stack's switch and the share of the raw time
-    it may hide (the stack's feature times the calibrated constant), e.g. 'tp_overlap x0.96'."""
+    it may hide (the stack's feature times the calibrated constant), e.g. 'tp_overlap x0.96'. `tp_outside`:
+    the TP group leaves the NVLink domain, where a userbuffers / AsyncTP overlap hides nothing and only the
+    NCCL backward launches (tp_bwd_async) hide TP time."""
     if term not in _HIDDEN_BY:
         return "-"
+    if term == "tp_comm" and tp_outside and sw is not None and sw.tp_overlap_scale_up:
+        return "tp_bwd_async (NCCL)" if sw.tp_bwd_async else "-"
     switch, share = _HIDDEN_BY[term]
     v = getattr(sw, share, None) if sw is not None else None
     return f"{switch} x{v:.2f}" if v is not None else switch
 
 
-def print_breakdown(b: dict, step: float, consts=None, sw=None) -> None:
+def print_breakdown(b: dict, step: float, consts=None, sw=None, tp_outside: bool = False) -> None:
     """The step-time breakdown. Where the prediction carries a communication's raw time (key `<term>_raw`, before
     overlap), it is shown beside the exposed time, with the overlap assumption that hides the rest; otherwise
     the exposed times alone."""
@@ -159,7 +182,7 @@ def print_breakdown(b: dict, step: float, consts=None, sw=None) -> None:
         return
     console.print(table("Step time breakdown", ["part", "exposed s", "% of step", "raw s", "hidden by"],
                         [[k, f"{v:.4f}", f"{v / step:.1%}", f"{raw[k]:.4f}" if k in raw else "",
-                          overlap_text(k, consts, sw) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
+                          overlap_text(k, consts, sw, tp_outside) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
 
 
 COMMANDS = [predict_cmd]

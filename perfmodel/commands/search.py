@@ -11,8 +11,11 @@ from ..hardware import HardwareSpec, whatif_fields
 from ..layout import LayoutGrid, layout_text
 from ..model import load_model
 from ..predict import Options, Prediction, predict_grid
-from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, objective_scale, parse_constraints,
-                      search, why_better)
+from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, equivalents, objective_scale,
+                      parse_constraints, search, why_better)
+from ..checks import domain_flags, domain_warning
+from ..errors import WARNINGS
+from ..predict import software_of
 from ..scaling import parse_gpu_list
 from .. import uncertainty
 from ..errors import InputError
@@ -168,6 +171,15 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         for key, lo_hi in (("tokens_per_s_per_gpu", band.throughput(pr["tokens_per_s_per_gpu"])),
                            ("step_time_s", band.inverse(pr["step_time_s"])), ("mfu", band.throughput(pr["mfu"]))):
             uncertainty.with_band(e, key, lo_hi)
+    for e in out["top"]:
+        e["leaves_nvlink_domain"] = domain_flags(hw, e["layout"])
+    out["equivalent"] = (equivalents(values, [e["layout"] for e in out["top"]], bands[0].low)
+                         if out["top"] else None)
+    if out["top"]:
+        pick = out["top"][(out["equivalent"] or {"suggestion": 1})["suggestion"] - 1]["layout"]
+        dom = domain_warning(hw, pick, software_of(model, hw, opts).tp_overlap_scale_up)
+        if dom and dom not in WARNINGS:
+            WARNINGS.append(f"suggested layout: {dom}")
     if len(gpus) > 1:
         out["by_gpus"] = [{"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits,
                            "seconds": r.seconds} for r in results]
@@ -225,6 +237,11 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
                          for k in terms]))
     if out["why_winner"]:
         console.print(f"[bold]winner vs runner-up:[/] {describe_why(out['why_winner'])}")
+    if out.get("equivalent"):
+        eq = out["equivalent"]
+        pick = out["top"][eq["suggestion"] - 1]["layout"]
+        console.print(f"[bold]ties:[/] {escape(eq['why'])}; suggested: #{eq['suggestion']} "
+                      f"{escape(layout_text(pick, mbs=True))}")
     if front is not None:
         n = front.layouts.n
         shown = sorted(set(np.linspace(0, n - 1, min(n, FRONT_ROWS)).round().astype(int).tolist()))

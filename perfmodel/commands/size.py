@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..layout import layout_text
 from ..model import load_model
 from ..predict import Options
-from ..sizing import DEFAULT_BATCH_TOKENS, DEFAULT_SEQ, MAX_GPUS, SIZE_CONSTRAINTS, size
+from ..sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
 from ..uncertainty import span
 from ..economics import BUYERS
 from ..calibration import constants
@@ -66,7 +66,15 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("energy MWh", lambda d: f"{d['mwh_after_reliability']:,.0f}"),
     ("US household-years", lambda d: f"{d['household_years_after_reliability']:,.0f}"),
     ("limited by", lambda d: d["limit"]["text"]),
+    ("equivalent layouts", lambda d: _equivalent(d)),
 ]
+
+
+def _equivalent(d: dict) -> str:
+    eq = d.get("equivalent")
+    if not eq:
+        return "none within the 80% band"
+    return f"{len(eq['ranks'])} within the 80% band; suggested: {layout_text(eq['suggestion_layout'], mbs=True)}"
 
 
 @click.command("size")
@@ -78,7 +86,8 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
 @click.option("--hardware", "hardware_refs", required=True, multiple=True,
               help="catalog id or TOML spec file (repeat to compare systems side by side)")
 @precision_option
-@click.option("--seq", type=int, default=DEFAULT_SEQ, show_default=True, help="sequence length (tokens)")
+@click.option("--seq", type=int, default=None, help="sequence length (tokens) [default: the model's pre-training length, "
+              "its seq_len]")
 @click.option("--gbs", type=int, default=None,
               help=f"global batch (sequences) [default: {DEFAULT_BATCH_TOKENS:,} tokens / seq, a power of two]")
 @click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
@@ -86,14 +95,17 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="what-if hardware field (e.g. nic_gbit_s=800) or cost / reliability assumption "
                    "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
+@click.option("--fix", multiple=True, metavar="AXIS=V", help="pin a layout axis at every size, e.g. --fix tp=8 (repeatable)")
+@click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap a layout axis at every size, e.g. --max pp=8 (repeatable)")
 @spares_option
 @convention_options
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
 def command(model_ref: str, tokens: float, days: float | None, budget: float | None, gpus: int | None,
-            hardware_refs: tuple[str, ...], precision: str, seq: int, gbs: int | None, buyer: str,
+            hardware_refs: tuple[str, ...], precision: str, seq: int | None, gbs: int | None, buyer: str,
             sets: tuple[str, ...], spares: str, attention: str, routing: str, as_json: bool,
-            stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
+            stack: str | None = None, stack_set: tuple[str, ...] = (), fix: tuple[str, ...] = (),
+            cap: tuple[str, ...] = ()) -> None:
     """Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."""
     given = [(n, v) for n, v in (("days", days), ("budget", budget), ("gpus", gpus)) if v is not None]
     if len(given) != 1:
@@ -102,7 +114,9 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     mode, target = given[0]
     t0 = time.perf_counter()
     m = load_model(model_ref)
+    seq = seq if seq is not None else m.seq_len
     warn_context(m, seq)
+    cons = size_constraints(fix, cap)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, rel_over = split_sets(tuple(rest))
     rel_over = {**rel_over, "count_hot_spares": spares == "charged"}
@@ -120,7 +134,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
             try:
                 t1 = time.perf_counter()
                 d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over,  # type: ignore[arg-type]
-                         on_size=step)
+                         on_size=step, constraints=cons)
                 d["seconds"] = time.perf_counter() - t1
                 d.update(stack_info(opts, m, hw))
                 out.append(d)
@@ -160,7 +174,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     console.print(f"80% bands: measured/predicted throughput spread of the validation runs per hardware family and "
                   f"dense/MoE ({escape(', '.join(sorted({d['band'].get('source', '') for d in ok})))}; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
                   f"days and $ scale inversely.")
-    cons = ", ".join([f"{k}={v}" for k, v in SIZE_CONSTRAINTS.fix.items()] + [f"{k}<={v}" for k, v in SIZE_CONSTRAINTS.cap.items()])
+    cons = ", ".join([f"{k}={v}" for k, v in cons.fix.items()] + [f"{k}<={v}" for k, v in cons.cap.items()])
     console.print(f"planner at each size tried ({cons}); sizes: whole units up to 16, then 8 per doubling, "
                   f"up to {MAX_GPUS:,} GPUs; {time.perf_counter() - t0:.1f} s")
     return None
