@@ -71,6 +71,10 @@ def test_memory_ranks_every_distinct_rank():
     # DualPipe: a rank holds its mirror stage too, so the mirror's layers join the signature and the mirrors
     # of the candidates are kept: pp 8 -> ranks 0, 1, 2 and their mirrors 7, 6, 5
     assert pp.memory_ranks(kinds, 2, 8, 1, schedule="dualpipe") == (0, 1, 2, 5, 6, 7)
+    # five dense layers, then three MoE, pp 8: ranks 1-4 hold one dense layer each, but ranks 3 and 4 mirror
+    # each other (dense + dense) while ranks 1 and 2 mirror MoE ranks 6 and 5 (dense + MoE): with the mirror in
+    # the signature ranks 3 and 4 are candidates of their own, not merged into rank 1
+    assert pp.memory_ranks((0,) * 5 + (1,) * 3, 2, 8, 1, schedule="dualpipe") == tuple(range(8))
 
 
 def test_other_schedules_bubble():

@@ -272,3 +272,20 @@ def test_spine_share_counts_the_real_members_not_the_padding():
     assert group_path(hw, 12, 8).spine_share == 0.0
     for size in range(2, 40):
         assert 0.0 <= group_path(hw, size, 8).spine_share <= 1.0
+
+
+def test_groups_leaving_the_nvlink_domain():
+    """leaves_domain: a group leaves its scale-up domain when fewer of its members fit in one domain than it has:
+    8 consecutive ranks fill an 8-GPU HGX domain exactly (inside), 16 span two; 4 members 2 apart fit (span 8),
+    8 members 2 apart do not. domain_exits on a layout: TP (stride 1), TP x CP (consecutive tp*cp ranks), EP
+    (ep members etp apart)."""
+    from perfmodel.topology import domain_exits, leaves_domain
+    from toy import toy_hw
+    assert [bool(leaves_domain(s, st, 8)) for s, st in ((8, 1), (16, 1), (4, 2), (8, 2), (1, 16))] == \
+        [False, True, False, True, False]
+    hw = toy_hw()
+    D = hw.scale_up.domain_size
+    ex = domain_exits(hw, tp=D // 2, cp=2, ep=D, etp=1)
+    assert (bool(ex["tp"]), bool(ex["tp_cp"]), bool(ex["ep"])) == (False, False, False)
+    ex = domain_exits(hw, tp=D // 2, cp=4, ep=D, etp=2)
+    assert (bool(ex["tp"]), bool(ex["tp_cp"]), bool(ex["ep"])) == (False, True, True)
