@@ -97,7 +97,7 @@ def main() -> None:
     size = path.stat().st_size
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "perfmodel.cli", "check", str(path), "--json"]
+    done = subprocess.run([sys.executable, "-m", "perfmodel", "check", str(path), "--json"]
                           + (["--hardware", "h100-sxm"] if args.framework == "megatron" else []),
                           env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t

@@ -47,22 +47,22 @@ T_MEM = ["tests/test_cost_memory.py", "tests/test_memory.py"]
 T_WL = ["tests/test_cost_workload.py"]
 T_PRED = ["tests/test_cost_predict.py", "tests/test_predict.py"]
 TARGETS: dict[str, list[str]] = {
-    "perfmodel/compute.py": ["tests/test_cost_compute.py", "tests/test_cost_cost.py", "tests/test_cost_predict.py"],
-    "perfmodel/comm.py": ["tests/test_cost_comm.py", "tests/test_cost_parallel.py"],
-    "perfmodel/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py", "tests/test_path_store.py"],
-    "perfmodel/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
-    "perfmodel/cost.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
-    "perfmodel/constants.py": T_WL + T_MEM + T_PRED + T_PAR + ["tests/test_moe_rows.py"],
-    "perfmodel/parallel/tp.py": T_PAR + T_WL + T_PRED,
-    "perfmodel/parallel/cp.py": T_PAR,
-    "perfmodel/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
-    "perfmodel/parallel/dp.py": T_PAR + T_PRED,
-    "perfmodel/parallel/recompute.py": T_PAR + T_PRED,
-    "perfmodel/parallel/pp.py": ["tests/test_pp.py", "tests/test_cost_pp.py", "tests/test_cost_memory.py",
+    "perfmodel/core/compute.py": ["tests/test_cost_compute.py", "tests/test_cost_cost.py", "tests/test_cost_predict.py"],
+    "perfmodel/core/comm.py": ["tests/test_cost_comm.py", "tests/test_cost_parallel.py"],
+    "perfmodel/core/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py", "tests/test_path_store.py"],
+    "perfmodel/core/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
+    "perfmodel/core/price.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
+    "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + ["tests/test_moe_rows.py"],
+    "perfmodel/core/parallel/tp.py": T_PAR + T_WL + T_PRED,
+    "perfmodel/core/parallel/cp.py": T_PAR,
+    "perfmodel/core/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
+    "perfmodel/core/parallel/dp.py": T_PAR + T_PRED,
+    "perfmodel/core/parallel/recompute.py": T_PAR + T_PRED,
+    "perfmodel/core/parallel/pp.py": ["tests/test_pp.py", "tests/test_cost_pp.py", "tests/test_cost_memory.py",
                                  "tests/test_cost_predict.py"],
-    "perfmodel/memory.py": T_MEM + T_PRED + ["tests/test_dense_rows.py", "tests/test_forks.py"],
-    "perfmodel/workload.py": T_WL + T_MEM + ["tests/test_forks.py", "tests/test_dense_rows.py", "tests/test_moe_rows.py"],
-    "perfmodel/predict.py": T_PRED + T_MEM + ["tests/test_a2a_overlap.py", "tests/test_forks.py", "tests/test_dense_rows.py"],
+    "perfmodel/core/memory.py": T_MEM + T_PRED + ["tests/test_dense_rows.py", "tests/test_forks.py"],
+    "perfmodel/core/workload.py": T_WL + T_MEM + ["tests/test_forks.py", "tests/test_dense_rows.py", "tests/test_moe_rows.py"],
+    "perfmodel/core/predict.py": T_PRED + T_MEM + ["tests/test_a2a_overlap.py", "tests/test_forks.py", "tests/test_dense_rows.py"],
 }
 # copied into the sandbox (data folders are linked: read only)
 COPY = ("perfmodel", "tests")
@@ -248,89 +248,89 @@ MULT_PAD = ("mult >= 0 also admits the padding signatures (mult = 0) of layouts 
 # Mutations that change no number the package can produce, each with the reason; counted apart, not as caught.
 # Key: (path, enclosing function, the mutation's text as --list prints it).
 EQUIVALENT: dict[tuple[str, str, str], str] = {
-    **{("perfmodel/comm.py", f, "size > 1"): SIZE_ONE
+    **{("perfmodel/core/comm.py", f, "size > 1"): SIZE_ONE
        for f in ("all_gather_from_terms", "all_reduce_time", "all_to_all_time", "moe_dispatch_time")},
-    **{("perfmodel/topology.py", "_codes", w): "a lookup table one entry longer than the largest code: the extra "
+    **{("perfmodel/core/topology.py", "_codes", w): "a lookup table one entry longer than the largest code: the extra "
        "entry is never read" for w in ("right term 1 of hi + 1", "left term hi of hi + 1", "right term 1 of hi + 1 #2",
                                        "left term hi of hi + 1 #2")},
-    ("perfmodel/topology.py", "_codes", "hi >= 1 << 22"):
+    ("perfmodel/core/topology.py", "_codes", "hi >= 1 << 22"):
         "both branches return the same (sorted unique values, inverse); the threshold only picks the faster one",
-    ("perfmodel/topology.py", "_worst_offset", "U // math.gcd(span, U)"):
+    ("perfmodel/core/topology.py", "_worst_offset", "U // math.gcd(span, U)"):
         "the one extra block start, U / gcd(span, U) blocks = lcm(span, U) ranks, is a whole number of units past "
         "start 0: the same parts, the same share, a tie, and a tie keeps the earlier offset",
-    ("perfmodel/topology.py", "_worst_offset", "stride >= D"):
+    ("perfmodel/core/topology.py", "_worst_offset", "stride >= D"):
         "at stride == D the interleaved offsets j < stride = D move members inside their domains, and a unit is "
         "a whole number of domains (hardware.py checks scalable_unit_gpus): no member changes unit, every j ties "
         "with j = 0, the block start the other branch tries",
-    ("perfmodel/topology.py", "_worst_offset", "(ranks[None, :] + offs[:, None]) // U"):
+    ("perfmodel/core/topology.py", "_worst_offset", "(ranks[None, :] + offs[:, None]) // U"):
         "adding 1 to every unit index relabels the units; the parts' sizes are unchanged",
-    **{("perfmodel/topology.py", "_worst_offset", w): "shares are multiples of 1 / size, so share - worst is 0 or at "
+    **{("perfmodel/core/topology.py", "_worst_offset", w): "shares are multiples of 1 / size, so share - worst is 0 or at "
        "least 1 / size: strict or not, and 1e-12 or 1.1e-12 of slack, decide every comparison the same way"
        for w in ("share > worst + 1e-12", "right term 1e-12 of worst + 1e-12")},
-    ("perfmodel/topology.py", "_placement", "stride >= D"):
+    ("perfmodel/core/topology.py", "_placement", "stride >= D"):
         "at stride == D, k = members_per_domain = 1, so (i // k) * D + (i % k) * stride = i * D = i * stride",
-    **{("perfmodel/parallel/pp.py", "_pairs", w): "any radix above the largest vp keeps the small keys p * radix + v "
+    **{("perfmodel/core/parallel/pp.py", "_pairs", w): "any radix above the largest vp keeps the small keys p * radix + v "
        "injective and decoded exactly (k // radix, k % radix), and the branch test only chooses between two paths "
        "that return the same pairs"
        for w in ("left term int(v.max()) of int(v.max()) + 1", "right term 1 of int(v.max()) + 1",
                  "int(p.max()) * radix < 1 << 22", "int(p.max()) * radix")},
-    ("perfmodel/parallel/pp.py", "in_flight", "left term np.maximum(nmb, 1) of np.maximum(nmb, 1) + 0 * sched"):
+    ("perfmodel/core/parallel/pp.py", "in_flight", "left term np.maximum(nmb, 1) of np.maximum(nmb, 1) + 0 * sched"):
         "+ 0 * sched only broadcasts GPipe's count to the ranks' shape; np.where broadcasts it the same way",
-    ("perfmodel/predict.py", "price_kind", "sw.ep_share > 0"):
+    ("perfmodel/core/predict.py", "price_kind", "sw.ep_share > 0"):
         "at ep_share == 0 the overlap hides nothing: the EP-free budget equals the stack's own, so the solo "
         "difference computed under >= is exactly 0, as under >",
-    ("perfmodel/topology.py", "group_path", "size <= 1"):
+    ("perfmodel/core/topology.py", "group_path", "size <= 1"):
         "only decides whether the disk store is consulted: place_group returns the same GroupPath either way",
-    ("perfmodel/topology.py", "group_path", "members_per_domain(size, stride, hw.scale_up.domain_size) >= size"):
+    ("perfmodel/core/topology.py", "group_path", "members_per_domain(size, stride, hw.scale_up.domain_size) >= size"):
         "only decides whether the disk store is consulted: place_group returns the same GroupPath either way",
-    ("perfmodel/topology.py", "place_group", "size <= 1"):
+    ("perfmodel/core/topology.py", "place_group", "size <= 1"):
         "at size == 1, k = min(1, ...) = 1 >= size: the same early return through `k >= size`",
-    ("perfmodel/topology.py", "place_group", "hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription"):
+    ("perfmodel/core/topology.py", "place_group", "hw.scale_out.bandwidth / hw.scale_out.spine_oversubscription"):
         "the early return's group never leaves one NVLink domain: spine_share = 0, and uplink_bw only divides "
         "spine_share x bytes = 0 (comm._remote_time)",
-    ("perfmodel/topology.py", "place_group", "2 * D"):
+    ("perfmodel/core/topology.py", "place_group", "2 * D"):
         "without scalable units the placement renumbers the group onto ranks 0 .. 2D - 1: r // (2D + 1) = "
         "r // 2D = 0 for all of them, and the leaves' GPU count cancels in _hop's uplink share and in `up` "
         "(capacity n x NIC / oversubscription divided by n)",
-    ("perfmodel/topology.py", "place_group", "r // D"):
+    ("perfmodel/core/topology.py", "place_group", "r // D"):
         "adding 1 to every domain index relabels the domains: by_dom's member lists and their order are unchanged",
-    ("perfmodel/topology.py", "place_group", "r // U"):
+    ("perfmodel/core/topology.py", "place_group", "r // U"):
         "unit_of is only compared for equality: adding 1 to both sides changes no comparison",
-    **{("perfmodel/workload.py", "unique_layer_axes", w): "the key stays injective and in the lexicographic order "
+    **{("perfmodel/core/workload.py", "unique_layer_axes", w): "the key stays injective and in the lexicographic order "
        "of the axis tuples (a larger radix, or a constant added at every digit, shifts every key by the same "
        "amount; keys stay below 2^63), so np.unique returns the same first indices and inverse"
        for w in ("left term int(c.max()) of int(c.max()) + 1", "right term 1 of int(c.max()) + 1",
                  "left term key * r of key * r + c", "right term c of key * r + c",
                  "left term key * len(u) of key * len(u) + code.reshape(-1)",
                  "right term code.reshape(-1) of key * len(u) + code.reshape(-1)")},
-    **{("perfmodel/workload.py", "unique_layer_axes", w): "the overflow guard: both branches give keys in the "
+    **{("perfmodel/core/workload.py", "unique_layer_axes", w): "the overflow guard: both branches give keys in the "
        "same order (the values, or their codes, in mixed radix), and a product of radices up to 1.1 x 2^62 still "
        "fits int64, so either branch gives the same first indices and inverse"
        for w in ("float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62", "2.0 ** 62")},
-    ("perfmodel/predict.py", "predict_grid", "left term x of x + zero"):
+    ("perfmodel/core/predict.py", "predict_grid", "left term x of x + zero"):
         "the only scalars g receives are the 0.0 start values of cost.price_layer's accumulators for a layer with "
         "no record of that kind (every priced term is an array over the layer-axis combinations; checked on all "
         "617 rows of `perfmodel validate`): 1.1 x 0 = 0",
-    ("perfmodel/comm.py", "domains_reached", "G >= groups"):
+    ("perfmodel/core/comm.py", "domains_reached", "G >= groups"):
         "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
         "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
-    **{("perfmodel/parallel/cp.py", "exchange", w): "cp >= 1 differs only at cp = 1, where the all-to-all / "
+    **{("perfmodel/core/parallel/cp.py", "exchange", w): "cp >= 1 differs only at cp = 1, where the all-to-all / "
        "all-gather over one rank is 0 anyway" for w in ("np.asarray(cp) > 1", "np.asarray(cp) > 1 #2")},
-    ("perfmodel/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
+    ("perfmodel/core/parallel/cp.py", "ring_exchange", "np.asarray(cp) > 1"):
         "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
-    ("perfmodel/parallel/dp.py", "grad_and_param_times", "reps > 1"):
+    ("perfmodel/core/parallel/dp.py", "grad_and_param_times", "reps > 1"):
         "reps = dp*cp / gcd(dp*cp, hsg) >= 1, so >= differs only at reps = 1, where comm.all_reduce_time over one "
         "member is exactly 0 (its own size > 1 guard) for the latency and the unit-byte call alike: lat = 0, "
         "per_byte = 0 - 0 = 0, and the added term is 0 as under >",
-    ("perfmodel/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):
+    ("perfmodel/core/parallel/dp.py", "rank_params", "left term expert of expert + cnt[k] * e"):
         "only the last layer kind (moe: workload.build lists dense first) has expert parameters, so `expert` is "
         "still 0 whenever a non-zero term is added to it",
-    **{("perfmodel/parallel/pp.py", f, "pp > 1"): PP_ONE for f in ("schedule_time", "in_flight")},
-    ("perfmodel/parallel/pp.py", "legal_interleaving", "pp <= 1"):
+    **{("perfmodel/core/parallel/pp.py", f, "pp > 1"): PP_ONE for f in ("schedule_time", "in_flight")},
+    ("perfmodel/core/parallel/pp.py", "legal_interleaving", "pp <= 1"):
         "pp < 1 differs only at pp = 1, where the next clause holds anyway: every (integer) micro-batch count is a "
         "multiple of 1",
-    **{("perfmodel/predict.py", "_stages", w): MULT_PAD for w in ("mult > 0", "mult > 0 #3")},
-    **{("perfmodel/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
+    **{("perfmodel/core/predict.py", "_stages", w): MULT_PAD for w in ("mult > 0", "mult > 0 #3")},
+    **{("perfmodel/core/parallel/pp.py", "chunk_layers", w): CHUNK_RULES for w in (
         "right term [0, C - 1] of list(range(1, C - 1)) + [0, C - 1]", "left term C of C - 1 #3",
         "right term 1 of C - 1 #3")},
 
@@ -416,7 +416,7 @@ def run_all(muts: list[Mutation], boxes: list[Path], timeout: float, report) -> 
     return results
 
 
-VALIDATE = ("import json; from perfmodel.validate import shipped_sets, validate_file\n"
+VALIDATE = ("import json; from perfmodel.analysis.validate import shipped_sets, validate_file\n"
             "print(json.dumps([[r.run_id, r.predicted, r.mem_predicted] for p in shipped_sets() "
             "for r in validate_file(p).results]))")
 

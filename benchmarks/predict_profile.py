@@ -27,10 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perfmodel import predict as P  # noqa: E402
-from perfmodel import search as S  # noqa: E402
+from perfmodel.core import predict as P  # noqa: E402
+from perfmodel.analysis import search as S  # noqa: E402
 from perfmodel.api import load_hardware, load_model  # noqa: E402
-from perfmodel.layout import LayoutGrid  # noqa: E402
+from perfmodel.specs.layout import LayoutGrid  # noqa: E402
 
 AXES = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs", "fsdp", "recompute")
 SAMPLE = 65536

@@ -24,11 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import search as S  # noqa: E402
+from perfmodel.analysis import search as S  # noqa: E402
 from perfmodel.api import load_hardware, load_model  # noqa: E402
-from perfmodel.predict import Options, predict_grid  # noqa: E402
-from perfmodel import score  # noqa: E402
-from perfmodel.score import score_product  # noqa: E402
+from perfmodel.core.predict import Options, predict_grid  # noqa: E402
+from perfmodel.core import score  # noqa: E402
+from perfmodel.core.score import score_product  # noqa: E402
 
 JOBS = [("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096), ("llama3.1-405b", "h100-sxm", 16384, 16384, 8192)]
 

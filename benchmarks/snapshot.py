@@ -13,10 +13,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from perfmodel.hardware import load_hardware
-from perfmodel.layout import LayoutGrid, legality
-from perfmodel.model import load_model
-from perfmodel.predict import Options, predict_grid, software_of
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.layout import LayoutGrid, legality
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options, predict_grid, software_of
 
 JOBS = [("llama3-70b", "h100-sxm", 512, 512, 8192, "bf16"), ("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096, "bf16"),
         ("mixtral-8x22b", "h100-sxm", 256, 256, 4096, "fp8"), ("gpt-oss-120b", "b200", 64, 512, 8192, "mxfp8"),
@@ -59,7 +59,7 @@ def collect() -> dict[str, np.ndarray]:
 
 def _validation_grids():
     from pathlib import Path
-    from perfmodel import validate as V
+    from perfmodel.analysis import validate as V
     path = Path(__file__).resolve().parent.parent / "validation" / "runs.csv"
     res = []
     for row in V.read_csv(path):

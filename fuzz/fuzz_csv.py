@@ -1,5 +1,5 @@
-"""Fuzz the measured-runs CSV path: random bytes / text into perfmodel.validate.read_csv, and rows of
-validation/runs.csv with random cell edits into perfmodel.validate.validate_rows.
+"""Fuzz the measured-runs CSV path: random bytes / text into perfmodel.analysis.validate.read_csv, and rows of
+validation/runs.csv with random cell edits into perfmodel.analysis.validate.validate_rows.
 
 Contract: read_csv raises only perfmodel.errors.InputError; validate_rows never raises: a row it can't
 use lands in Report.unsupported (with its line and a reason), every other row is predicted, and
@@ -28,8 +28,8 @@ import numpy as np  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from perfmodel.errors import InputError  # noqa: E402
-from perfmodel.specfile import data_dir  # noqa: E402
-from perfmodel.validate import REQUIRED, read_csv, validate_rows  # noqa: E402
+from perfmodel.specs.specfile import data_dir  # noqa: E402
+from perfmodel.analysis.validate import REQUIRED, read_csv, validate_rows  # noqa: E402
 
 _counter = itertools.count()
 _TMP: Path | None = None

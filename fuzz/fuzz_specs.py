@@ -1,5 +1,5 @@
 """Fuzz the spec loaders: random bytes / text and mutations of real catalog TOML and HF config.json files
-go through perfmodel.specfile.read_document, perfmodel.model.load_model and perfmodel.hardware.load_hardware.
+go through perfmodel.specs.specfile.read_document, perfmodel.specs.model.load_model and perfmodel.specs.hardware.load_hardware.
 
 Contract: every bad file raises perfmodel.errors.InputError (the CLI turns it into one 'error:' line,
 exit 2); any other exception is a crash. A loaded spec must also be usable: predicting one small legal
@@ -30,11 +30,11 @@ import numpy as np  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from perfmodel.errors import InputError  # noqa: E402
-from perfmodel.hardware import load_hardware  # noqa: E402
-from perfmodel.layout import Layout, LayoutGrid  # noqa: E402
-from perfmodel.model import load_model  # noqa: E402
-from perfmodel.predict import Options, predict_grid  # noqa: E402
-from perfmodel.specfile import data_dir, read_document  # noqa: E402
+from perfmodel.specs.hardware import load_hardware  # noqa: E402
+from perfmodel.specs.layout import Layout, LayoutGrid  # noqa: E402
+from perfmodel.specs.model import load_model  # noqa: E402
+from perfmodel.core.predict import Options, predict_grid  # noqa: E402
+from perfmodel.specs.specfile import data_dir, read_document  # noqa: E402
 
 HF_FIXTURES = ROOT / "tests" / "fixtures" / "hf"
 SEED_MODELS = ("llama3-8b", "mixtral-8x7b", "deepseek-v3", "llama4-scout", "gpt-oss-120b")
@@ -64,7 +64,7 @@ def _smoke_predict(model=None, hw=None) -> None:
     h = hw or load_hardware("h100-sxm")
     lay = Layout(gpus=8, gbs=8, seq=1024)
     a = m.attention
-    from perfmodel.layout import check_layout
+    from perfmodel.specs.layout import check_layout
     check_layout(lay, m.num_layers, a.num_heads, a.num_kv_heads, m.moe.num_experts if m.moe else None)
     with np.errstate(all="ignore"):
         p = predict_grid(m, h, LayoutGrid.of(lay), Options("bf16"))

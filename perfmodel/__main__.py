@@ -9,7 +9,7 @@ import sys
 
 def run() -> None:
     try:
-        from .cli import run as cli_run      # the slow part of start-up
+        from perfmodel.cli import run as cli_run  # the slow part of start-up
         cli_run()                            # main, then os._exit with its status
     except KeyboardInterrupt as exc:         # during the imports, or outside main's own handler
         try:

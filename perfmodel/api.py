@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 
-from .calibration import Constants, constants
-from .errors import InputError, did_you_mean
-from .hardware import PRECISIONS, HardwareSpec, load_hardware
-from .layout import Layout, LayoutGrid, check_layout
-from .model import ModelSpec, load_model
-from .predict import Options, Prediction, predict_grid
+from perfmodel.core.calibration import Constants, constants
+from perfmodel.errors import InputError, did_you_mean
+from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
+from perfmodel.specs.layout import Layout, LayoutGrid, check_layout
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.core.predict import Options, Prediction, predict_grid
 
 __all__ = ["Layout", "LayoutGrid", "Options", "Prediction", "load_model", "load_hardware", "predict", "predict_many"]
 

@@ -8,10 +8,6 @@ commands themselves). The console script is perfmodel/__main__.py's `run`: this 
 plus a fast exit) behind a guard that keeps Ctrl-C clean during the start-up imports too."""
 from __future__ import annotations
 
-if __name__ == "__main__":     # `python -m perfmodel.cli`: the console script's guarded entry, before any import
-    from perfmodel.__main__ import run as _guarded_run
-    _guarded_run()
-
 import errno
 import json
 import importlib
@@ -20,10 +16,10 @@ import sys
 
 import click
 
-from .errors import InputError
+from perfmodel.errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
-COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "profiles", "scaling",
+COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "releases", "scaling",
             "report", "size", "calibrate", "check"]
 
 # command name -> (module in COMMANDS, first paragraph of its help): the `--help` listing without importing
@@ -36,9 +32,8 @@ HELP: dict[str, tuple[str, str]] = {
     'explain': ('catalog', "Show how a count is derived: the general sympy formula, the model's expression of S, its value."),
     'list': ('catalog', 'List the catalog: hardware, models or software stacks, with key figures.'),
     'predict': ('predict', 'Predict one training step of MODEL on HARDWARE with a parallel layout.'),
-    'profiles': ('profiles', 'Deprecated: software profiles became stacks; the same as `perfmodel list stacks`.'),
     'recipes': ('recipes', "Rank each published recipe's layout among the planner's candidates."),
-    'releases': ('profiles', "The release series: per software release, its measured rows vs the prediction with that release's own stack preset."),
+    'releases': ('releases', "The release series: per software release, its measured rows vs the prediction with that release's own stack preset."),
     'report': ('report', 'Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation scatter and the H100 vs GB200 NVL72 cost/energy comparison.'),
     'scaling': ('scaling', 'Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows (DP communication, bubble, all-to-all) and goodput (failures dominate at 100,000 GPUs).'),
     'search': ('search', 'Enumerate every legal layout, score them all, print the best and the Pareto fronts.'),
@@ -104,14 +99,14 @@ def _json_error(argv: list[str], status: int, message: str, exc: InputError | No
     err: dict = {"message": message}
     if exc is not None:
         err.update({"where": exc.where, "field": exc.field, "reason": exc.reason, **exc.details})
-    from .commands.common import to_jsonable
+    from perfmodel.commands.common import to_jsonable
     click.echo(json.dumps(to_jsonable({"error": err, "exit_status": status}), indent=2))
 
 
 def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     args = list(sys.argv[1:] if argv is None else argv)
-    from .errors import WARNINGS
+    from perfmodel.errors import WARNINGS
     WARNINGS.clear()
     try:
         cli.main(args=argv, standalone_mode=False)

@@ -27,19 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from .calibration import constants
-from .compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_time
-from .counts import param_counts
-from .economics import run_cost
-from .errors import InputError
-from .hardware import HardwareSpec, apply_overrides, load_hardware
-from .layout import Layout, layout_text
-from .model import ModelSpec, load_model
-from .predict import Options, Prediction
-from .reliability import assess, reliability_inputs, spares_text
-from .scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
-from .search import search
-from .ops import Gemm
+from perfmodel.core.calibration import constants
+from perfmodel.core.compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_time
+from perfmodel.specs.counts import param_counts
+from perfmodel.economics.tco import run_cost
+from perfmodel.errors import InputError
+from perfmodel.specs.hardware import HardwareSpec, apply_overrides, load_hardware
+from perfmodel.specs.layout import Layout, layout_text
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.core.predict import Options, Prediction
+from perfmodel.economics.reliability import assess, reliability_inputs, spares_text
+from perfmodel.analysis.scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
+from perfmodel.analysis.search import search
+from perfmodel.core.ops import Gemm
 
 # one colour per breakdown term, stable across figures (matplotlib tab20)
 TERMS = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp", "tp_comm", "cp_comm", "ep_comm",
@@ -132,12 +132,12 @@ def roofline_ops(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> 
     attention reads Q, K, V and writes O once (Dao 2023); memory-bound ops are the workload's streams with
     nominal FLOPs per byte (norm ~1, activation ~5/6, residual add ~1/6, fp32 softmax + cross-entropy
     ~5/12): an approximation, labelled as such on the chart."""
-    from .layout import LayoutGrid
-    from .workload import build
+    from perfmodel.specs.layout import LayoutGrid
+    from perfmodel.core.workload import build
     c, prec = opts.consts, opts.precision
     a = m.attention
     _, _, nbytes = gemm_peak_and_eff(hw, prec)
-    from .predict import software_of
+    from perfmodel.core.predict import software_of
     w = build(m, LayoutGrid.of(lay), prec not in ("bf16", "fp16"), 1.0, c, software_of(m, hw, opts))
     layer = w.layers[-1]
     ops: list[Op] = []
@@ -428,8 +428,8 @@ REPORT_STEPS = ("planner", "roofline", "scaling", "validation", "comparison", "p
 def check_inputs(cfg: ReportConfig) -> None:
     """Every input of the report, checked before any work (a bad --compare id must not fail after the
     planner has run): specs, precision on each system, sizes, the validation CSV, the output folder."""
-    from .commands.common import check_stack
-    from .validate import count_rows
+    from perfmodel.commands.common import check_stack
+    from perfmodel.analysis.validate import count_rows
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
     hw.peak(cfg.precision)
     for h in cfg.compare:
@@ -469,8 +469,8 @@ def build(cfg: ReportConfig, out: str | Path, on_step=None) -> Report:
 
 
 def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
-    from .stack import load_stack
-    from .validate import validate_file
+    from perfmodel.specs.stack import load_stack
+    from perfmodel.analysis.validate import validate_file
 
     t0 = time.perf_counter()
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
@@ -554,7 +554,7 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     sections.append(f"<h2>4. Weak scaling</h2><p class='note'>Best layout {e(layout_text(best))} held fixed, per-GPU batch "
                     f"held (global batch grows with data parallelism), {sizes[0]:,} to {sizes[-1]:,} GPUs "
                     f"(<code>perfmodel scaling</code>). Goodput: interruptions grow with the GPU count, checkpoints "
-                    f"every Young interval (perfmodel/reliability.py).</p>"
+                    f"every Young interval (perfmodel/economics/reliability.py).</p>"
                     + _img("scaling.png", "scaling curves", "tokens/s per GPU (and x goodput), MFU, and the exposed "
                            "share of the step of what grows (DP communication, bubble, all-to-all) vs GPUs (log x)")
                     + _table(["GPUs", "gbs", "tok/s/GPU", "MFU", "DP comm", "goodput", "goodput tok/s/GPU", "$/1M tok",
@@ -634,7 +634,7 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     page = ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>perfmodel report: {e(m.id)}</title>"
             f"<style>{CSS}</style></head><body><main>{head}{''.join(sections)}"
-            "<footer>Sources: perfmodel/predict.py (cost model), search.py (planner), scaling.py, validate.py with "
+            "<footer>Sources: perfmodel/core/predict.py (cost model), search.py (planner), scaling.py, validate.py with "
             "validation/runs.csv, economics.py and reliability.py (cost_report.md method). No external resources.</footer>"
             f"</main>{IMG_CHECK}</body></html>")
     (outdir / "index.html").write_text(page, encoding="utf-8")
@@ -646,5 +646,5 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
 
 
 def _jsonable(o: Any) -> Any:
-    from .commands.common import to_jsonable
+    from perfmodel.commands.common import to_jsonable
     return to_jsonable(o)

@@ -1,6 +1,6 @@
 """Write small training logs in the frameworks' own formats, for tests and the benchmark.
 
-Each line is built from the framework's format string (cited in perfmodel/logparse.py), never copied
+Each line is built from the framework's format string (cited in perfmodel/analysis/logparse.py), never copied
 from a real log:
 - Megatron-LM megatron/training/arguments.py @000c4ac `_print_args` (argument dump),
   megatron/training/training.py @001b00c `training_log` (iteration line, validation line),

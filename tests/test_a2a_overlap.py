@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from perfmodel.api import load_hardware, load_model
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.parallel.ep import a2a_solo_microbatches
-from perfmodel.predict import Options, predict_grid
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.core.parallel.ep import a2a_solo_microbatches
+from perfmodel.core.predict import Options, predict_grid
 
 
 def test_solo_microbatches_hand_cases():
@@ -68,10 +68,10 @@ def test_unpartnered_pass_exposes_one_micro_batch_of_all_to_all_at_pp1():
     is (m - 1) e_on + e_off (one micro-batch's first forward and last backward run alone), e_off = the per-
     micro-batch exposure with the overlap off (that step's EP time / m); and the overlap changes the step by
     exactly its EP exposure (m = 2 and 4: gbs 64 and 128 over dp 32)."""
-    from perfmodel.hardware import load_hardware
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.model import load_model
-    from perfmodel.predict import Options, predict_grid
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.specs.model import load_model
+    from perfmodel.core.predict import Options, predict_grid
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
 
     def run(gbs, on):

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.specfile import data_dir
+from perfmodel.specs.specfile import data_dir
 from cli_helpers import run_err, run_json
 
 REQ = ["model", "hardware", "gpus", "precision", "seq_len", "global_batch", "tokens_per_s_per_gpu"]
@@ -593,7 +593,7 @@ def test_csv_step_time_without_tokens_per_s(capsys, tmp_path):
 
 
 def test_validate_help_lists_the_columns(capsys):
-    from perfmodel.validate import COLUMNS
+    from perfmodel.analysis.validate import COLUMNS
     assert main(["validate", "--help"]) == 0
     out = capsys.readouterr().out
     for name, unit, default, _ in COLUMNS:
@@ -658,7 +658,7 @@ def test_json_vocabulary_names_nominal_and_after_reliability_apart(capsys):
     """cost, compare, size, scaling and the report's compare rows: every run-cost quantity that has both
     meanings carries _nominal or _after_reliability, never a bare name that means one thing here and the
     other there."""
-    from perfmodel.economics import RunCost
+    from perfmodel.economics.tco import RunCost
     bare = {f for f in RunCost.__dataclass_fields__}
     cost = run_json(capsys, SPARE_CMDS["cost"])
     cmp = run_json(capsys, SPARE_CMDS["compare"])["systems"][0]
@@ -699,7 +699,7 @@ def test_ambiguous_bandwidth_aliases_are_refused_with_the_new_name(capsys, old, 
 
 
 def test_nic_alias_is_gbit_per_s_and_nvlink_alias_gbyte_per_s():
-    from perfmodel.hardware import apply_overrides, load_hardware
+    from perfmodel.specs.hardware import apply_overrides, load_hardware
     hw = apply_overrides(load_hardware("h100-sxm"), ["nic_gbit_s=800", "nvlink_gbyte_s=900"])
     assert hw.scale_out.bandwidth == 100e9 and hw.scale_up.bandwidth == 900e9      # 800 Gbit/s = 100 GB/s
 
@@ -707,7 +707,7 @@ def test_nic_alias_is_gbit_per_s_and_nvlink_alias_gbyte_per_s():
 @pytest.mark.parametrize("kind", ["hardware", "models"])
 def test_list_never_cuts_ids_at_80_columns(capsys, monkeypatch, kind):
     from perfmodel.commands import common
-    from perfmodel.specfile import catalog_ids
+    from perfmodel.specs.specfile import catalog_ids
     monkeypatch.setattr(common.console, "width", 80)
     assert main(["list", kind]) == 0
     out = capsys.readouterr().out
@@ -798,7 +798,7 @@ def test_slow_row_gets_ranked_causes_each_with_its_prediction(capsys, tmp_path):
     stack (preset nemo-megatron-24.05) and larger micro-batches (fewer micro-batches, a larger bubble) are each predicted, ranked by how close
     they come to the measurement, and each prediction is the one perfmodel gives that variant directly."""
     from perfmodel import api
-    from perfmodel.validate import NO_OVERLAP
+    from perfmodel.analysis.validate import NO_OVERLAP
     d = run_json(capsys, ["validate", write_csv(tmp_path / "runs.csv", [{**ROW70, "tokens_per_s_per_gpu": "600"}])])
     [r] = d["per_row"]
     causes = r["causes"]
@@ -830,11 +830,11 @@ def test_breakdown_shows_raw_communication_beside_exposed_and_the_overlap_that_h
     """A breakdown with `ep_comm_raw` (before overlap) shows it beside the exposed ep_comm and names the stack
     switch (moe_a2a_overlap) with the share it grants; one without raw keys shows the exposed times alone. Raw
     keys never become a term of their own."""
-    from perfmodel.calibration import constants
+    from perfmodel.core.calibration import constants
     from perfmodel.commands import common
     from perfmodel.commands.predict import print_breakdown
-    from perfmodel.hardware import load_hardware
-    from perfmodel.software import resolve
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.core.software import resolve
     monkeypatch.setattr(common.console, "width", 200)
     sw = resolve("default", (), "deepseek-v3", True, load_hardware("gb200-nvl72"), "bf16", constants())
     b = {"gemm": 1.0, "ep_comm": 0.0, "ep_comm_raw": 0.4, "tp_comm": 0.1, "tp_comm_raw": 0.5}
@@ -866,7 +866,7 @@ def test_report_failing_midway_leaves_no_half_written_folder(tmp_path, monkeypat
 
     def boom(*a, **k):
         raise InputError("validation", "", "simulated failure after the planner, roofline and scaling")
-    monkeypatch.setattr("perfmodel.validate.validate_file", boom)
+    monkeypatch.setattr("perfmodel.analysis.validate.validate_file", boom)
     out = tmp_path / "rep"
     with pytest.raises(InputError, match="simulated"):
         R.build(R.ReportConfig(scaling_max_gpus=64, compare=("h100-sxm",)), out)

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel import api, calibration as C, fit as F, uncertainty as U
+from perfmodel import api
+from perfmodel.core import calibration as C
+from perfmodel.analysis import fit as F, uncertainty as U
 from perfmodel.cli import main
-from perfmodel.layout import Layout
-from perfmodel.model import load_model
-from perfmodel.validate import shipped_sets
+from perfmodel.specs.layout import Layout
+from perfmodel.specs.model import load_model
+from perfmodel.analysis.validate import shipped_sets
 from cli_helpers import run_err, run_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,7 +226,7 @@ def test_loso_families_leave_their_rows_out():
 
 
 def test_restarted_search_never_ends_worse_than_one_pass(tmp_path):
-    """perfmodel.fit.search restarts coordinate_search from its own result: its objective is at most one
+    """perfmodel.analysis.fit.search restarts coordinate_search from its own result: its objective is at most one
     pass's, it starts from the same objective, and it counts every evaluation of every pass."""
     rows = [r for r in _dense_h100(0.6) if _is_cal(r)][:12]
     sets = [F.read_set(_write(tmp_path / "r.csv", rows))]

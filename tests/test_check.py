@@ -17,9 +17,9 @@ from cli_helpers import run_err, run_json
 from log_helpers import (LLAMA3_8B_TT_ARGS, args_dump, iteration_line, megatron_args, megatron_log, memory_line,
                          torchtitan_config, torchtitan_log)
 from perfmodel import api
-from perfmodel.logparse import MAX_LINE, parse_file, parse_text
-from perfmodel.specfile import data_dir
-from perfmodel.validate import read_csv, validate_rows
+from perfmodel.analysis.logparse import MAX_LINE, parse_file, parse_text
+from perfmodel.specs.specfile import data_dir
+from perfmodel.analysis.validate import read_csv, validate_rows
 
 L70 = dict(tensor_model_parallel_size=4, pipeline_model_parallel_size=4, virtual_pipeline_model_parallel_size=5,
            context_parallel_size=2, world_size=64, data_parallel_size=2, global_batch_size=128)
@@ -100,7 +100,7 @@ def test_verdict_band_is_the_unseen_stack_band_for_a_stack_the_bands_never_saw(t
     """A Megatron-LM log naming no release runs the megatron-core preset, whose rows never fitted the bands:
     the verdict uses the unseen-stack band of the layout's cell (dense, interleaved at vp 5), the band
     `predict --stack megatron-core` prints; a log carrying a fitted release's banner keeps the fitted band."""
-    from perfmodel import uncertainty
+    from perfmodel.analysis import uncertainty
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert uncertainty.stack_seen("megatron-core") is False and uncertainty.stack_seen("nemo-25.09") is True
@@ -116,7 +116,7 @@ def test_verdict_band_is_the_unseen_stack_band_for_a_stack_the_bands_never_saw(t
 @pytest.mark.parametrize("block", [97, 4096])
 def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
     """Lines and the argument dump spanning read blocks (plain and gzip) give what one block gives."""
-    import perfmodel.logparse as lp
+    import perfmodel.analysis.logparse as lp
     text = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0], tflops=400.0, eval_at=[20])
     whole = parse_text(text)
     f = write(tmp_path, text)
@@ -135,7 +135,7 @@ def test_torchtitan_blocks_ranks_and_checkpoints(tmp_path, monkeypatch, block):
     """torchtitan steps from two ranks, a checkpoint save after step 30 and a validation after 40, read in
     small blocks (the fast path after the first step) give what one block gives: one interval per step,
     the ones after the save and the validation flagged, memory the max over ranks."""
-    import perfmodel.logparse as lp
+    import perfmodel.analysis.logparse as lp
     from log_helpers import torchtitan_step
     text = torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), [], 1, 8, 8192)
     for step in (1, 10, 20, 30, 40, 50):
@@ -336,9 +336,9 @@ ROUND_TRIP_ROW = "dgxc250401-l3-70b-h100-64-bf16"
 def _round_trip_log(tmp_path, row: dict, res, banner: str = "") -> str:
     """A Megatron-LM log of `row`: its layout, the recompute validate used, and the stack switches its preset
     sets, stated in the argument dump as Megatron-LM names them."""
-    from perfmodel.hardware import load_hardware
-    from perfmodel.model import load_model
-    from perfmodel.validate import row_stack_spec
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.model import load_model
+    from perfmodel.analysis.validate import row_stack_spec
     inferred = res.verdict.split("recompute=")[1].split(" ")[0] if "recompute=" in res.verdict else None
     spec = row_stack_spec(row, data_dir("validation"), load_model(row["model"]), load_hardware(row["hardware"]),
                           row["precision"])
@@ -486,7 +486,7 @@ def test_junk_lines_between_lines_change_nothing(junk, block):
 
 
 def parse_blocks_of(data: bytes, block: int):
-    from perfmodel.logparse import parse_blocks
+    from perfmodel.analysis.logparse import parse_blocks
     return parse_blocks(data[i:i + block] for i in range(0, max(len(data), 1), block))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.specfile import data_dir
+from perfmodel.specs.specfile import data_dir
 from cli_helpers import run_err, run_json
 
 LLAMA8B = ["--model", "llama3-8b", "--hardware", "h100-sxm"]
@@ -83,7 +83,7 @@ def test_display_path_names_catalog_files_in_a_checkout_and_a_wheel(monkeypatch,
     """A shipped file prints by its catalog place, also where the catalog is perfmodel/_data/ (an installed
     wheel: site-packages/perfmodel/_data/hardware/x.toml is hardware/x.toml, not perfmodel/_data/...); a
     file of the checkout outside the catalog folders, or outside the working directory, keeps its path."""
-    from perfmodel import specfile
+    from perfmodel.specs import specfile
     repo = data_dir("hardware").parent
     monkeypatch.chdir(tmp_path)
     assert specfile.display_path(repo / "hardware" / "h100-sxm.toml") == "hardware/h100-sxm.toml"
@@ -279,7 +279,7 @@ def test_closed_pipe_is_not_an_error():
     import subprocess
     import sys
     for args in (["validate", "--json"], ["validate"]):
-        p = subprocess.Popen([sys.executable, "-m", "perfmodel.cli", *args],
+        p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert p.stdout is not None and p.stderr is not None
         p.stdout.read(16)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel import comm
-from perfmodel.topology import LEAF, NVLINK, SPINE, cluster_graph, group_path, members_per_domain
+from perfmodel.core import comm
+from perfmodel.core.topology import LEAF, NVLINK, SPINE, cluster_graph, group_path, members_per_domain
 from toy import toy_hw
 
 HW = toy_hw()
@@ -28,7 +28,7 @@ def test_members_per_domain(size, stride, k):
 
 def test_latency_term():
     # 8 GPUs in a domain: 10 us * (1 + log2 8) = 40 us; 16 across domains: 20 us * (1 + 4) = 100 us; one GPU: 0
-    from perfmodel.topology import LEAF, NVLINK
+    from perfmodel.core.topology import LEAF, NVLINK
     assert float(comm._latency(HW, NVLINK, 8)) == pytest.approx(40e-6, rel=REL)
     assert float(comm._latency(HW, LEAF, 16)) == pytest.approx(100e-6, rel=REL)
     assert float(comm._latency(HW, NVLINK, 1)) == 0.0
@@ -216,7 +216,7 @@ def test_a3_high_spec_reproduces_its_nccl_measurement():
     # Its source, nccl-tests all_gather_perf on 2 x a3-highgpu-8g (16 ranks, 8 per VM): busbw 50 GB/s at 8 GiB.
     # The ring's inter-VM hop uses the 8 GPUs' NIC shares: 8 x 12.5 x 0.5 = 50 GB/s; latency 22 us x (1 + 4)
     from pathlib import Path
-    from perfmodel.hardware import load_hardware
+    from perfmodel.specs.hardware import load_hardware
     a3 = load_hardware(str(Path(__file__).resolve().parent.parent / "validation/independent/hardware/gcp-a3-high.toml"))
     nbytes = 8 * 2**30
     t = float(comm.all_gather_time(nbytes, 16, 1, a3))

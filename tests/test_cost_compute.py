@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.compute import attention_time, gemm_peak_and_eff, gemm_time, gemm_train_time, memory_time
+from perfmodel.core.compute import attention_time, gemm_peak_and_eff, gemm_time, gemm_train_time, memory_time
 from toy import toy_consts, toy_hw
 
 HW, C = toy_hw(), toy_consts()

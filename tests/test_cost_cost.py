@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel import cost
-from perfmodel.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
+from perfmodel.core import price
+from perfmodel.core.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
 from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 HW, C = toy_hw(), toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
@@ -21,7 +21,7 @@ def test_grouped_gemm_one_fixed_cost():
     #            dgrad [100, 1000, 8000]: (100*8000 + 8000*1000) + 100*1000*2 = 9.0e6 -> 11.25 us
     #            wgrad [8000, 1000, 100]: (8000*100 + 100*1000) + 8000*1000*2 = 16.9e6 -> 21.125 us
     # 4 experts in one grouped kernel: 4 x the work, one fixed cost per kernel (one fwd, two bwd)
-    f, b = cost.gemm_fwd_bwd(G, HW, "fp8", C)
+    f, b = price.gemm_fwd_bwd(G, HW, "fp8", C)
     assert float(f) == pytest.approx(4 * 12.125e-6 + 10e-6, rel=REL)
     assert float(b) == pytest.approx(4 * (11.25e-6 + 21.125e-6) + 20e-6, rel=REL)
 
@@ -29,7 +29,7 @@ def test_grouped_gemm_one_fixed_cost():
 def test_ungrouped_gemms_one_kernel_each():
     # without grouped GEMM the 4 experts run as 4 kernels: 4 fixed costs per pass (fwd; dgrad and wgrad)
     g = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, grouped=False)
-    f, b = cost.gemm_fwd_bwd(g, HW, "fp8", C)
+    f, b = price.gemm_fwd_bwd(g, HW, "fp8", C)
     assert float(f) == pytest.approx(4 * (12.125e-6 + 10e-6), rel=REL)
     assert float(b) == pytest.approx(4 * (11.25e-6 + 21.125e-6 + 20e-6), rel=REL)
 
@@ -37,10 +37,10 @@ def test_ungrouped_gemms_one_kernel_each():
 def test_bf16_record_ignores_the_recipe_precision():
     # router / LM head stay BF16 under an FP8 recipe: every shape 17.8e6 bytes -> 22.25 us
     g = Gemm("router", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False)
-    f, b = cost.gemm_fwd_bwd(g, HW, "fp8", C)
+    f, b = price.gemm_fwd_bwd(g, HW, "fp8", C)
     assert float(f) == pytest.approx(22.25e-6 + 10e-6, rel=REL)
     assert float(b) == pytest.approx(2 * 22.25e-6 + 20e-6, rel=REL)
-    f2, b2 = cost.gemms_fwd_bwd([g, G], HW, "fp8", C)
+    f2, b2 = price.gemms_fwd_bwd([g, G], HW, "fp8", C)
     assert float(f2) == pytest.approx(32.25e-6 + 58.5e-6, rel=REL)
     assert float(b2) == pytest.approx(64.5e-6 + 149.5e-6, rel=REL)
 
@@ -49,14 +49,14 @@ def test_attention_cores_weighted_by_share():
     # 3e9 FLOPs at 3,000 keys: 20 us fwd, 41.25 us bwd; at 1,000 keys: 25 us, 56.875 us (test_cost_compute)
     cores = (AttentionCore("global", np.array(3e9), np.array(3000.0), 0.75),
              AttentionCore("sliding", np.array(3e9), np.array(1000.0), 0.25))
-    f, b = cost.attention_fwd_bwd(cores, HW, C)
+    f, b = price.attention_fwd_bwd(cores, HW, C)
     assert float(f) == pytest.approx(0.75 * 20e-6 + 0.25 * 25e-6, rel=REL)
     assert float(b) == pytest.approx(0.75 * 41.25e-6 + 0.25 * 56.875e-6, rel=REL)
 
 
 def test_streams():
     s = (Stream("a", 4e8, 8e8, 1, 2), Stream("b", 4e8, 0.0, 3, 0))
-    f, b = cost.streams_fwd_bwd(s, HW, C)
+    f, b = price.streams_fwd_bwd(s, HW, C)
     # forward 8e8 B / 0.8e12 = 1 ms + 4 kernels; backward 8e8 B = 1 ms + 2 kernels
     assert float(f) == pytest.approx(1.04e-3, rel=REL) and float(b) == pytest.approx(1.02e-3, rel=REL)
 
@@ -67,7 +67,7 @@ def _comms():
 
 
 def test_comm_raw_per_class():
-    out = cost.comm_raw(_comms(), HW)
+    out = price.comm_raw(_comms(), HW)
     # tp: forward 2 x 1 ms + 1 x 2 ms, backward 2 x 1 ms + 3 x 2 ms; ep: 2 x 0.5 ms forward
     assert out["tp"] == pytest.approx((4e-3, 8e-3)) and out["ep"] == pytest.approx((1e-3, 0.0))
 
@@ -81,7 +81,7 @@ def test_selective_recompute_of_modules():
                   (Stream("act", 8e8, 8e8, 0, 0, "mlp"), Stream("norms", 4e8, 4e8, 0, 0, "layernorm")),
                   (Collective("x", "tp", lambda hw: 1e-3, 2, 2, "mlp"), Collective("y", "tp", lambda hw: 5e-3, 2, 2)),
                   (), ())
-    t = cost.price_layer(layer, HW, "fp8", C, sw)
+    t = price.price_layer(layer, HW, "fp8", C, sw)
     # recomputed forward: the mlp GEMM (58.5 us), the attention core (20 us), the mlp stream (1 ms), the mlp
     # collective's 2 forward calls (2 ms); FLOPs: 2 x 100 x 8000 x 1000 x 4 + 3e9
     assert float(t.selective_f) == pytest.approx(58.5e-6 + 20e-6 + 1e-3 + 2e-3, rel=REL)
@@ -95,11 +95,11 @@ def test_selective_recompute_reruns_the_fixed_costs_of_its_modules():
     from types import SimpleNamespace
     sw = SimpleNamespace(recompute_modules=("moe_act",), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
     layer = Layer("moe", 1, (), (), (), (), (Fixed("clamp", 1e-3, 4e-3, "moe_act"), Fixed("sync", 2e-3, 2e-3, "moe")), ())
-    t = cost.price_layer(layer, HW, "bf16", C, sw)
+    t = price.price_layer(layer, HW, "bf16", C, sw)
     assert float(t.selective_f) == pytest.approx(1e-3, rel=REL)
     assert float(t.gemm_f) == pytest.approx(3e-3, rel=REL) and float(t.gemm_b) == pytest.approx(6e-3, rel=REL)
     # "moe" covers moe_act (recompute.dropped): both rerun
-    t = cost.price_layer(layer, HW, "bf16", C, SimpleNamespace(recompute_modules=("moe",), attn_fwd_factor=1.0,
+    t = price.price_layer(layer, HW, "bf16", C, SimpleNamespace(recompute_modules=("moe",), attn_fwd_factor=1.0,
                                                               attn_bwd_factor=1.0))
     assert float(t.selective_f) == pytest.approx(3e-3, rel=REL)
 
@@ -107,7 +107,7 @@ def test_selective_recompute_reruns_the_fixed_costs_of_its_modules():
 def test_price_layer():
     layer = Layer("dense", 1, (G,), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
                   (Stream("a", 8e8, 8e8, 0, 0),), _comms(), (Fixed("sync", 1e-3, 2e-3),), ())
-    t = cost.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C))
+    t = price.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C))
     # GEMM stream: the grouped GEMM (58.5 us fwd, 149.5 us bwd) plus the host sync (1 ms, 2 ms)
     assert float(t.gemm_f) == pytest.approx(58.5e-6 + 1e-3, rel=REL)
     assert float(t.gemm_b) == pytest.approx(149.5e-6 + 2e-3, rel=REL)
@@ -121,11 +121,11 @@ def test_attention_head_dim_factor_divides_the_kernel_time():
     # (FA3 paper Fig. 5-6: 363 vs 518, 417 vs 499 TFLOP/s); the 10 us fixed cost per kernel is unchanged.
     # 3e9 FLOPs at 3,000 keys: 20 us fwd (10 us of it fixed), 41.25 us bwd (10 us fixed)
     core = AttentionCore("global", np.array(3e9), np.array(3000.0), 1.0, dim_factor_fwd=0.701, dim_factor_bwd=0.836)
-    f, b = cost.attention_fwd_bwd((core,), HW, C)
+    f, b = price.attention_fwd_bwd((core,), HW, C)
     assert float(f) == pytest.approx(10e-6 / 0.701 + 10e-6, rel=REL)
     assert float(b) == pytest.approx(31.25e-6 / 0.836 + 10e-6, rel=REL)
     # ... on top of the stack's kernel factor (FA2 on Hopper: 1/1.75 forward)
-    f2, _ = cost.attention_fwd_bwd((core,), HW, C, 1 / 1.75, 1.0)
+    f2, _ = price.attention_fwd_bwd((core,), HW, C, 1 / 1.75, 1.0)
     assert float(f2) == pytest.approx(10e-6 * 1.75 / 0.701 + 10e-6, rel=REL)
 
 
@@ -139,7 +139,7 @@ def test_selective_recompute_sums_every_recomputed_gemm():
     qkv = Gemm("qkv", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False, module="qkv")
     for order in ((fc1, qkv, fc2), (qkv, fc2, fc1)):
         layer = Layer("dense", 1, order, (AttentionCore("global", np.array(3e9), np.array(3000.0)),), (), (), (), ())
-        t = cost.price_layer(layer, HW, "fp8", C, sw)
+        t = price.price_layer(layer, HW, "fp8", C, sw)
         assert float(t.selective_f) == pytest.approx(2 * 58.5e-6, rel=REL)
         assert float(t.selective_flops) == pytest.approx(2 * 6.4e9, rel=REL)
 
@@ -149,8 +149,8 @@ def test_offloading_every_layer_is_refused():
     # ("CPU offloading can be done only for layers less than num_layers"): the toy model's 4 layers offload at
     # most 3; 4 is a configuration Megatron refuses, so no price for it
     from perfmodel.errors import InputError
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.predict import Options, predict_grid
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.core.predict import Options, predict_grid
     hw = HW.model_copy(update={"memory": HW.memory.model_copy(update={"host_bandwidth": 1e11})})
     lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
     ok = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=("cpu_offload_layers=3",)))

@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.memory import layer_activation_bytes, weight_bytes
-from perfmodel.predict import Options, predict_grid
-from perfmodel.workload import build
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.core.memory import layer_activation_bytes, weight_bytes
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.core.workload import build
 from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
@@ -227,7 +227,7 @@ def test_mtp_projection_has_a_dummy_wgrad():
 def test_dummy_wgrad_groups_count_only_on_ranks_holding_their_kinds():
     """Groups of GEMM shapes by the kinds holding them: kind 0 (dense) only on rank 0, kind 1 (MoE) on both.
     A group counts on a rank with any of its kinds: (0,) on rank 0 only, (1,) and (0, 1) on both."""
-    from perfmodel.memory import dummy_wgrad_on
+    from perfmodel.core.memory import dummy_wgrad_on
     cnt = [np.array([[3, 0]]), np.array([[2, 5]])]          # layers of each kind on ranks 0 and 1
     on = dummy_wgrad_on([(0,), (1,), (0, 1)], cnt)
     assert [o.tolist() for o in on] == [[[True, False]], [[True, True]], [[True, True]]]
@@ -236,11 +236,11 @@ def test_dummy_wgrad_groups_count_only_on_ranks_holding_their_kinds():
 def test_fsdp_shards_expert_weights_over_the_expert_data_parallel_group():
     """Mixtral 8x7B on 64 GPUs, tp 1 pp 1 ep 8, FSDP: dense weights over dp = 64, expert weights split by ep = 8
     and sharded over edp = 64 / 8 = 8: bf16 weights per GPU = 2 x (dense / 64 + expert / 8 / 8)."""
-    from perfmodel.hardware import load_hardware
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.model import load_model
-    from perfmodel.parallel.dp import param_split
-    from perfmodel.predict import Options, predict_grid
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.specs.model import load_model
+    from perfmodel.core.parallel.dp import param_split
+    from perfmodel.core.predict import Options, predict_grid
     m = load_model("mixtral-8x7b")
     dense, expert = param_split(m)
     p = predict_grid(m, load_hardware("h100-sxm"), LayoutGrid.of(Layout(gpus=64, gbs=256, seq=4096, ep=8, fsdp=True)),

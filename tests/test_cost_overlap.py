@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.overlap import exposed, exposed_shared
+from perfmodel.core.overlap import exposed, exposed_shared
 
 
 def test_exposed_window_too_short():

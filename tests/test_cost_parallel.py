@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.model import load_model
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.parallel import cp, dp, ep, recompute, tp
-from perfmodel.workload import build
+from perfmodel.specs.model import load_model
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.core.parallel import cp, dp, ep, recompute, tp
+from perfmodel.core.workload import build
 from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW = toy_hw()
@@ -274,7 +274,7 @@ def test_optimizer_shard_hand_counts_with_experts():
     optimizer over dp*cp hold 8e9/16 + 6.4e10/8 = 8.5e9; over dp only 8e9/8 + 6.4e10/8 = 9e9; no sharding (torch
     DDP / the local optimizer) 8e9 + 6.4e10 = 7.2e10; hybrid sharding over 4 GPUs: 8e9/4 + 6.4e10/8 = 1e10."""
     from types import SimpleNamespace
-    from perfmodel.parallel import dp
+    from perfmodel.core.parallel import dp
     sw = lambda shard, hsg=None: SimpleNamespace(optimizer_shard=shard, hybrid_shard_group=hsg)
     args = (np.array(8e9), np.array(6.4e10), np.array(16.0), np.array(8.0), np.array(2.0))
     assert float(dp.optimizer_shard(*args, np.array(True), sw("none"))) == pytest.approx(8.5e9)
@@ -289,7 +289,7 @@ def test_dualpipe_params_mirror_stages():
     and rank 3 mirror each other (10 + 40 both); rank 1's mirror, rank 2, is not among the columns, so its own
     stage stands in (2 x 20); pp 2: ranks (0, 1, 1) mirror 0 <-> 1; pp 1: no mirror."""
     import numpy as np
-    from perfmodel.parallel.dp import dualpipe_params
+    from perfmodel.core.parallel.dp import dualpipe_params
     p = np.array([[10.0, 20.0, 40.0], [10.0, 20.0, 20.0], [7.0, 7.0, 7.0]])
     rank = np.array([[0, 1, 3], [0, 1, 1], [0, 0, 0]], dtype=float)
     pp = np.array([[4.0], [2.0], [1.0]])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.parallel import pp
+from perfmodel.core.parallel import pp
 from toy import toy_hw
 
 
@@ -104,7 +104,7 @@ def test_signature_arrays_per_layout():
 def test_pairs_decodes_every_distinct_pp_vp_and_its_inverse():
     """The distinct (pp, vp) pairs in order and each layout's index into them, on both key paths: small keys
     (a lookup table, radix = max vp + 1) and large ones (pp * 2^32 + vp)."""
-    from perfmodel.parallel.pp import _pairs
+    from perfmodel.core.parallel.pp import _pairs
     pairs, inv = _pairs(np.array([2, 2, 4, 2, 1]), np.array([1, 3, 3, 3, 1]))
     assert pairs == [(1, 1), (2, 1), (2, 3), (4, 3)] and inv.tolist() == [1, 2, 3, 2, 0]
     pairs, inv = _pairs(np.array([16, 16, 32]), np.array([12, 1, 12]))       # pp, vp of two digits
@@ -117,7 +117,7 @@ def test_pairs_decodes_every_distinct_pp_vp_and_its_inverse():
 def test_gpipe_holds_every_micro_batch_on_every_rank():
     # GPipe runs all forwards before any backward (Huang et al. 2019 §2.3): nmb in flight on every rank,
     # against 1F1B's pp - rank (4, 3, 2, 1 for pp 4, capped at nmb)
-    from perfmodel.parallel.pp import in_flight
+    from perfmodel.core.parallel.pp import in_flight
     rank = np.array([0.0, 1.0, 2.0, 3.0])
     assert in_flight(4.0, 1.0, 8.0, rank, "gpipe").tolist() == [8.0, 8.0, 8.0, 8.0]
     assert in_flight(4.0, 1.0, 8.0, rank, "1f1b").tolist() == [4.0, 3.0, 2.0, 1.0]
@@ -127,7 +127,7 @@ def test_mtp_slot_rule_needs_more_slots_than_mtp_layers():
     # DeepSeek-V3 (61 layers, 1 MTP) over 64 chunks (pp 16 vp 4): 61 + 2 + 1 = 64 slots of 1, one per chunk; the
     # slot rule would leave the last chunk 1 - 1 - 1 = -1 layers, so the plain split applies: every chunk
     # non-negative, 61 in all
-    from perfmodel.parallel.pp import chunk_layers
+    from perfmodel.core.parallel.pp import chunk_layers
     c = chunk_layers(61, 16, 4, 1)
     assert min(c) >= 0 and sum(c) == 61 and len(c) == 64
 

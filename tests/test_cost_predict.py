@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.predict import BREAKDOWN, Options, predict_grid
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.core.predict import BREAKDOWN, Options, predict_grid
 from toy import toy_consts, toy_dense, toy_hw
 
 HW = toy_hw().model_copy(update={"memory": toy_hw().memory.model_copy(update={"hbm_bandwidth": 1e14})})

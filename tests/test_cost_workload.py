@@ -1,14 +1,14 @@
 """workload.py: the op records of toy models (tests/toy.py) under TP + SP, CP, EP / ETP folding and MLA, each
 field worked by hand from Megatron-Core's shapes (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.1-4.2;
-MoE parallel folding, Liu et al. 2025) and the constants' sources (perfmodel/constants.py)."""
+MoE parallel folding, Liu et al. 2025) and the constants' sources (perfmodel/core/constants.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
-from perfmodel.software import resolve as _resolve
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.core.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
+from perfmodel.core.software import resolve as _resolve
 from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
 HW, C = toy_hw(), toy_consts()
@@ -382,7 +382,7 @@ def test_cuda_graph_kernel_cost():
 
 
 def test_attention_head_dim_factor():
-    from perfmodel.software import head_dim_factor
+    from perfmodel.core.software import head_dim_factor
     # FA3 paper (Shah et al. 2024) Fig. 5-6, H100 BF16, 4k: head_dim 64 over 128, forward (causal) / backward
     assert head_dim_factor("cudnn", 64) == (0.701, 0.836)
     assert head_dim_factor("fa3", 64) == (0.725, 0.836)
@@ -408,7 +408,7 @@ def test_declared_gemm_axes_hold():
     """A GEMM that declares its axes (Gemm.axes: the planner prices it once per distinct combination of them)
     has the same M, N, K and count on every layout that agrees on those axes: here 6 layouts that differ only
     in ep and etp (toy MoE, unfused attention too); the expert GEMMs, which declare none, do change."""
-    from perfmodel.workload import DENSE_AXES
+    from perfmodel.core.workload import DENSE_AXES
     lays = [Layout(gpus=16, gbs=16, seq=2048, tp=2, ep=e, etp=x) for e, x in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2))]
     grid = LayoutGrid.from_layouts(lays)
     for stack_set in ((), ("attention_kernel=unfused",)):
@@ -429,8 +429,8 @@ def test_declared_gemm_axes_hold():
 def test_gemm_priced_on_declared_axes_equals_every_row():
     """cost._gemm_on prices a declared GEMM on one row per combination and gathers back: bit-identical to
     pricing every row (and a GEMM without declared axes is priced on every row)."""
-    from perfmodel.cost import _gemm_on, gemm_fwd_bwd
-    from perfmodel.ops import Gemm
+    from perfmodel.core.price import _gemm_on, gemm_fwd_bwd
+    from perfmodel.core.ops import Gemm
     M = np.array([2048.0, 1024, 2048, 1024, 2048])
     g = Gemm("qkv proj", M, 1536.0 + 0 * M, 1024.0 + 0 * M, axes=("tp",))
     first, inv = np.array([0, 1]), np.array([0, 1, 0, 1, 0])

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from perfmodel.api import Layout, predict
-from perfmodel.specfile import data_dir
-from perfmodel.stack import load_stack
+from perfmodel.specs.specfile import data_dir
+from perfmodel.specs.stack import load_stack
 
 
 def _rows(prefix: str) -> list[dict]:
@@ -60,9 +60,9 @@ def test_megatron_lm_2021_rows_take_mbs_and_vp_from_the_sc21_scripts():
                                                ("gpt-39b", False), ("gpt-1t", False)])
 def test_sc21_small_models_ran_torch_ddp_with_overlapped_grad_reduce(model, overlapped):
     # run_table_1.sh: DDP=torch for 1.7B-18B (bucketed all-reduce under backward), DDP=local above
-    from perfmodel.calibration import constants
-    from perfmodel.hardware import load_hardware
-    from perfmodel.software import resolve
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.core.software import resolve
     c = constants()
     sw = resolve("megatron-lm-2021", (), model, False, load_hardware("a100-sxm-80gb"), "bf16", c)
     assert sw.dp_rs_share == (c.dp_overlap if overlapped else 0.0)
@@ -77,8 +77,8 @@ def test_fp8_linears_keep_their_quantised_inputs_for_wgrad():
     import sys
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from toy import toy_consts, toy_dense, toy_hw, toy_sw
-    from perfmodel.layout import LayoutGrid
-    from perfmodel.workload import build
+    from perfmodel.specs.layout import LayoutGrid
+    from perfmodel.core.workload import build
     m, hw, c = toy_dense(), toy_hw(), toy_consts()
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2))
     saved = lambda low: {s.name: float(np.asarray(s.nbytes).ravel()[0])
@@ -99,7 +99,7 @@ def test_fp8_linears_keep_their_quantised_inputs_for_wgrad():
 
 def test_offload_keeps_the_unoffloaded_layers_and_one_in_transit():
     from dataclasses import replace
-    from perfmodel.memory import offload_kept_share
+    from perfmodel.core.memory import offload_kept_share
     from toy import toy_dense, toy_sw
     sw = replace(toy_sw(toy_dense()), cpu_offload_layers=20)
     # 80 layers, 20 offloaded: 60 kept + 1 whose copy is in flight; pp 2: Megatron offloads only at pp 1
@@ -112,10 +112,10 @@ def test_offload_keeps_the_unoffloaded_layers_and_one_in_transit():
 
 def test_offload_exposes_only_the_transfer_beyond_the_layers_compute():
     from dataclasses import replace
-    from perfmodel import cost
+    from perfmodel.core import price
     from perfmodel.errors import InputError
-    from perfmodel.layout import LayoutGrid
-    from perfmodel.workload import build
+    from perfmodel.specs.layout import LayoutGrid
+    from perfmodel.core.workload import build
     from toy import toy_consts, toy_dense, toy_hw, toy_sw
     m, c = toy_dense(), toy_consts()
     hw = toy_hw()
@@ -123,22 +123,22 @@ def test_offload_exposes_only_the_transfer_beyond_the_layers_compute():
     sw = replace(toy_sw(m, hw, c), cpu_offload_layers=2)
     layer = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2)), False, 1.0, c, sw).layers[0]
     saved = sum(float(np.asarray(s.nbytes).ravel()[0]) for s in layer.saved)
-    t = cost.LayerTime(*(np.array([x]) for x in (1e-3, 2e-3, 0.0, 0.0, 0.0, 0.0)), comm={})
+    t = price.LayerTime(*(np.array([x]) for x in (1e-3, 2e-3, 0.0, 0.0, 0.0, 0.0)), comm={})
     x = saved / 1e9                                      # seconds per direction over a 1 GB/s host link
     assert x > 2e-3
-    from perfmodel.predict import with_offload
-    got = cost.offload_exposed(layer, t, hw, sw, 4)
+    from perfmodel.core.predict import with_offload
+    got = price.offload_exposed(layer, t, hw, sw, 4)
     # 2 of 4 layers offloaded: half of (x - forward) + (x - backward) per layer; nothing at pp 2
     assert got.tolist() == pytest.approx([0.5 * ((x - 1e-3) + (x - 2e-3))])
     parts = with_offload({"memory_bound": np.zeros(2)}, got, lambda v: v + np.zeros(2), np.array([1, 2]))
     assert parts["memory_bound"].tolist() == pytest.approx([0.5 * ((x - 1e-3) + (x - 2e-3)), 0.0])
-    assert cost.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=0), 4) is None
+    assert price.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=0), 4) is None
     fast = hw.model_copy(update={"memory": hw.memory.model_copy(update={"host_bandwidth": 1e15})})
-    assert cost.offload_exposed(layer, t, fast, sw, 4).tolist() == [0.0]
+    assert price.offload_exposed(layer, t, fast, sw, 4).tolist() == [0.0]
     with pytest.raises(InputError, match="give at most 3, or 0"):   # n >= L layers: refused, with the largest n
-        cost.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=4), 4)
+        price.offload_exposed(layer, t, hw, replace(sw, cpu_offload_layers=4), 4)
     with pytest.raises(InputError, match="host_bandwidth"):      # a GPU with no host link given: refused
-        cost.offload_exposed(layer, t, toy_hw(), sw, 4)
+        price.offload_exposed(layer, t, toy_hw(), sw, 4)
 
 
 @pytest.mark.parametrize("hw, prec, layers", [("gb300-nvl72", "fp8", 20), ("gb300-nvl72", "bf16", 30),
@@ -146,9 +146,9 @@ def test_offload_exposes_only_the_transfer_beyond_the_layers_compute():
                                               ("b200", "fp8", 5), ("gb200-nvl72", "mxfp8", 0), ("h100-sxm", "fp8", 0)])
 def test_megatron_bridge_llama3_70b_presets_offload_activations(hw, prec, layers):
     # llama3_workload_base_configs.py: LLAMA3_70B_PRETRAIN_CONFIG_{GPU}_{PRECISION} cpu_offloading_num_layers
-    from perfmodel.calibration import constants
-    from perfmodel.hardware import load_hardware
-    from perfmodel.software import resolve
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.core.software import resolve
     for sid in ("nemo-25.11", "nemo-26.04", "default"):
         assert resolve(sid, (), "llama3-70b", False, load_hardware(hw), prec, constants()).cpu_offload_layers == layers
 
@@ -157,9 +157,9 @@ def test_megatron_bridge_llama3_70b_presets_offload_activations(hw, prec, layers
 def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gather):
     # llama31_llm_pretrain.py: tp_comm_overlap = False if precision == 'nvfp4'; bf16_with_nvfp4_mixed:
     # fp8_param_gather = False. FP8 keeps userbuffers (the tp_overlap constant); its own gather setting stays
-    from perfmodel.calibration import constants
-    from perfmodel.hardware import load_hardware
-    from perfmodel.software import resolve
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.core.software import resolve
     c = constants()
     for sid in ("nemo-25.11", "nemo-26.02", "nemo-26.04"):
         sw = resolve(sid, (), "llama3.1-405b", False, load_hardware("gb300-nvl72"), prec, c)
@@ -188,9 +188,9 @@ def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gat
 def test_megatron_bridge_llama3_and_qwen_recipes_run_te_cross_entropy(sid, model, is_moe, ce):
     # Megatron-Bridge PR #1154 (cherry-picked into r0.2.0 = NeMo 25.11 as #1201): the Llama 3 and Qwen recipes
     # set cross_entropy_fusion_impl = 'te'; other families (and the 25.09 recipes) keep Megatron-Core's native
-    from perfmodel.calibration import constants
-    from perfmodel.hardware import load_hardware
-    from perfmodel.software import resolve
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.core.software import resolve
     sw = resolve(sid, (), model, is_moe, load_hardware("gb200-nvl72"), "fp8", constants())
     assert sw.logit_bytes == (2 if ce == "te" else 8)
 
@@ -206,7 +206,7 @@ def test_llama3_70b_gb200_fp8_fsdp_row_keeps_bf16_logits_only():
     assert float(q.memory_parts["logits"][0]) == pytest.approx(4 * 2 * 2 * 8192 * 128256, rel=1e-12)
     # 189.7 GB against 186 GB of HBM fits inside validate's memory tolerance (5%, the memory model's measured
     # error) with no recompute; the fp32 loss (202.3 GB) did not, and validation inferred full recompute
-    from perfmodel.validate import MEMORY_TOLERANCE
+    from perfmodel.analysis.validate import MEMORY_TOLERANCE
     assert float(p.memory_bytes_per_gpu[0]) < 186e9 * (1 + MEMORY_TOLERANCE) < float(q.memory_bytes_per_gpu[0])
 
 
@@ -233,7 +233,7 @@ def test_dgxc_maxtext_llama2_70b_recomputes_attention_and_mlp_only():
 def test_blackwell_bf16_power_bound_is_the_b200_measurement_scaled_by_power(hw_id):
     # the B200 sweep (0.488 of 2,250 TFLOP/s at 1,000 W) scaled by each part's power limit, as gemm_bf16 is:
     # GB200 1,200 W -> 1,317.6 TF = 0.527 of 2,500; GB300 1,400 W -> 0.615 of 2,500; B300 1,100 W -> 0.537 of 2,250
-    from perfmodel.hardware import load_hardware
+    from perfmodel.specs.hardware import load_hardware
     b200, hw = load_hardware("b200"), load_hardware(hw_id)
     rate = b200.efficiency.gemm_bf16_power_bound * b200.peak("bf16") * hw.power.gpu_tdp_w / b200.power.gpu_tdp_w
     assert hw.efficiency.gemm_bf16_power_bound == pytest.approx(rate / hw.peak("bf16"), abs=5e-4)
@@ -243,9 +243,9 @@ def test_llama31_405b_bf16_gemm_on_gb200_runs_at_the_power_bound():
     # the 405B MLP fprop of one micro-batch at tp 4, cp 2 (M = 4,096 tokens, N = 53,248 / 4, K = 16,384):
     # the shape curve (0.729 x sustained x K, M, N fill) lies above the cap, so it runs at 0.527 x 2,500 TF:
     # 2 x 4096 x 13312 x 16384 / 1.3175e15 s plus the fixed cost; FP8 is not capped
-    from perfmodel.calibration import constants
-    from perfmodel.compute import gemm_time
-    from perfmodel.hardware import load_hardware
+    from perfmodel.core.calibration import constants
+    from perfmodel.core.compute import gemm_time
+    from perfmodel.specs.hardware import load_hardware
     c, hw = constants(), load_hardware("gb200-nvl72")
     M, N, K = 4096, 13312, 16384
     assert float(gemm_time(M, N, K, hw, "bf16", c)) == pytest.approx(2 * M * N * K / (2.5e15 * 0.527) + c.kernel_fixed_s,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perfmodel import comm
-from perfmodel.hardware import load_hardware
+from perfmodel.core import comm
+from perfmodel.specs.hardware import load_hardware
 
 
 def test_domains_reached_unrestricted():

@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from perfmodel.cli import main
-from perfmodel.economics import (BUYERS, COST_KEYS, HOUSEHOLD_J_PER_YEAR, capital_recovery_factor, cost_inputs,
-                                 run_cost, tco_for, usd_per_gpu_hour)
+from perfmodel.economics.tco import BUYERS, COST_KEYS, HOUSEHOLD_J_PER_YEAR, capital_recovery_factor, cost_inputs, run_cost, tco_for, usd_per_gpu_hour
 from perfmodel.errors import InputError
-from perfmodel.hardware import load_hardware
-from perfmodel.reliability import (assess, daly_interval, goodput_fraction, reliability_inputs, system_mtbi_s,
-                                   young_interval)
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.economics.reliability import assess, daly_interval, goodput_fraction, reliability_inputs, system_mtbi_s, young_interval
 from cli_helpers import run_err, run_json
 
 ROOT = Path(__file__).resolve().parent.parent

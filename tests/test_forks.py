@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from perfmodel.api import Layout
-from perfmodel.layout import LayoutGrid
-from perfmodel.predict import Options, predict_grid
-from perfmodel.stack import load_stack
-from perfmodel.workload import build
+from perfmodel.specs.layout import LayoutGrid
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.specs.stack import load_stack
+from perfmodel.core.workload import build
 from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 FP32 = ("main_grad_precision=fp32",)

@@ -1,4 +1,4 @@
-"""Hugging Face config.json reader (perfmodel/hf_config.py).
+"""Hugging Face config.json reader (perfmodel/specs/hf_config.py).
 
 Fixtures under tests/fixtures/hf/<catalog id>/config.json are hand-written copies of the public
 HF configs (values from ../shared/reference/model_arch.md §4 and the sources in its §7).
@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from perfmodel.errors import InputError
-from perfmodel.hf_config import from_hf_config
-from perfmodel.model import ModelSpec, load_model
-from perfmodel.specfile import catalog_ids
+from perfmodel.specs.hf_config import from_hf_config
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.specs.specfile import catalog_ids
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "hf"
 
 try:
-    from perfmodel.counts import param_counts
+    from perfmodel.specs.counts import param_counts
 except ImportError:          # counts.py not there (yet): skip the count checks
     param_counts = None
 
@@ -186,7 +186,7 @@ def test_gpt_oss():
     # without layer_types: HF default (sliding on even layers)
     doc = fixture_doc("gpt-oss-120b")
     del doc["layer_types"]
-    assert from_hf_config(doc, "x/config.json").attention.global_every == 2
+    assert from_hf_config(doc, "x/config.json", ModelSpec).attention.global_every == 2
 
 
 # ---- conversions of HF conventions ---------------------------------------------------------------
@@ -323,7 +323,7 @@ def test_json_not_an_object(tmp_path):
     with pytest.raises(InputError, match="top level"):
         load_doc(tmp_path, "[1, 2, 3]", folder="list")
     with pytest.raises(InputError, match="top level"):
-        from_hf_config([1, 2], "x/config.json")         # type: ignore[arg-type]
+        from_hf_config([1, 2], "x/config.json", ModelSpec)         # type: ignore[arg-type]
 
 
 def test_text_config_not_an_object(tmp_path):
@@ -374,12 +374,12 @@ def test_mla_zero_rank(tmp_path):
 
 def test_schema_error_names_hf_key(monkeypatch):
     """A ModelSpec schema error is reported under the HF key that fed the field."""
-    import perfmodel.hf_config as hf
+    import perfmodel.specs.hf_config as hf
 
     def failing(model, doc, where):
         raise InputError(where, "attention.num_kv_heads", "boom")
 
     monkeypatch.setattr(hf, "validate", failing)
     with pytest.raises(InputError) as ei:
-        hf.from_hf_config(fixture_doc("llama3-8b"), "m/config.json")
+        hf.from_hf_config(fixture_doc("llama3-8b"), "m/config.json", ModelSpec)
     assert ei.value.field == "num_key_value_heads" and "boom" in str(ei.value)

@@ -1,6 +1,6 @@
 """Properties the predictor must hold for every legal layout (issue 7, robustness).
 
-Strategies draw random LEGAL layouts (filtered with perfmodel.layout.legality) for a few catalog models on
+Strategies draw random LEGAL layouts (filtered with perfmodel.specs.layout.legality) for a few catalog models on
 h100-sxm and gb200-nvl72. No predicted value is asserted, only relations between predictions:
 faster hardware (peak FLOP/s, HBM bandwidth, NVLink bandwidth, NIC bandwidth) never slows a step, MFU <= 1
 and HFU >= MFU, step >= model FLOPs at peak, memory grows with the micro-batch and never grows with more
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from perfmodel.hardware import HardwareSpec, load_hardware
-from perfmodel.layout import Layout, LayoutGrid, legality
-from perfmodel.model import ModelSpec, load_model
-from perfmodel.predict import Options, Prediction, predict_grid
+from perfmodel.specs.hardware import HardwareSpec, load_hardware
+from perfmodel.specs.layout import Layout, LayoutGrid, legality
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.core.predict import Options, Prediction, predict_grid
 
 MODELS = ("llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3")
 HARDWARE = ("h100-sxm", "gb200-nvl72")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from perfmodel.api import predict
-from perfmodel.layout import Layout
+from perfmodel.specs.layout import Layout
 
 
 def _activations(pp: int, vp: int) -> float:
@@ -34,18 +34,18 @@ def test_activations_per_layer_match_korthikanti_table2():
     without dropout drops the two 1-byte dropout masks (sbh each): 32 sbh / t + 4 a s b / t."""
     import numpy as np
 
-    from perfmodel.calibration import constants
-    from perfmodel.layout import LayoutGrid
-    from perfmodel.memory import layer_activation_bytes
-    from perfmodel.hardware import load_hardware
-    from perfmodel.model import load_model
-    from perfmodel.workload import build
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.layout import LayoutGrid
+    from perfmodel.core.memory import layer_activation_bytes
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.model import load_model
+    from perfmodel.core.workload import build
 
     m = load_model("gpt3-175b")
     s, b, t = 2048, 1, 8
     h, a = m.hidden_size, m.attention.num_heads
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=s, tp=t, mbs=b))
-    from perfmodel.software import resolve
+    from perfmodel.core.software import resolve
     sw = resolve("megatron-lm-2022", ("attention_kernel=fa2",), m.id, False, load_hardware("a100-sxm-80gb"), "bf16",
                  constants())
     assert sw.sequence_parallel

@@ -2,8 +2,8 @@
 import csv
 from pathlib import Path
 
-from perfmodel.counts import flops_per_token
-from perfmodel.model import load_model
+from perfmodel.specs.counts import flops_per_token
+from perfmodel.specs.model import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,11 +35,11 @@ def test_expert_linears_keep_their_quantised_inputs_under_fp8():
     # SwiGLU input (fc1 output) stays BF16. Worked case: Mixtral 8x7B, tp 1, ep 8, mbs 1, seq 4096: top-2
     # copies of 4096 tokens, hidden 4096, expert width 14336 (bytes per layer)
     import numpy as np
-    from perfmodel import workload
-    from perfmodel.calibration import constants
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.predict import Options, software_of
-    from perfmodel.hardware import load_hardware
+    from perfmodel.core import workload
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.core.predict import Options, software_of
+    from perfmodel.specs.hardware import load_hardware
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
     grid = LayoutGrid.from_layouts([Layout(gpus=8, gbs=8, seq=4096, ep=8)])
     sw = software_of(m, hw, Options(precision="fp8"))
@@ -61,11 +61,11 @@ def test_flex_dispatcher_fuses_the_global_permute_into_the_dispatch():
     # into its kernels and keeps only the local one. Worked case on Mixtral 8x7B, ep 8, mbs 1, seq 4096: 8192 token
     # copies x 4096 hidden x (20 - 12) B forward with HybridEP against x 20 B with the all-to-all, backward twice
     import numpy as np
-    from perfmodel import constants as K, workload
-    from perfmodel.calibration import constants
-    from perfmodel.hardware import load_hardware
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.predict import Options, software_of
+    from perfmodel.core import constants as K, workload
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.core.predict import Options, software_of
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
     grid = LayoutGrid.from_layouts([Layout(gpus=8, gbs=8, seq=4096, ep=8)])
     c = constants()

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfmodel import topology as T
+from perfmodel.core import topology as T
 from perfmodel.api import load_hardware
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def test_store_off_writes_nothing(tmp_path, monkeypatch):
 
 
 def test_warm_store_places_without_networkx(tmp_path):
-    code = ("import sys\nfrom perfmodel.api import load_hardware\nfrom perfmodel.topology import group_path\n"
+    code = ("import sys\nfrom perfmodel.api import load_hardware\nfrom perfmodel.core.topology import group_path\n"
             "print(group_path(load_hardware('gb200-nvl72'), 2048, 1), 'networkx' in sys.modules)")
     run = lambda: subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                                  env={"PERFMODEL_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT), "PATH": ""})

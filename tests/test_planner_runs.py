@@ -8,9 +8,9 @@ from cli_helpers import run_err, run_json
 from log_helpers import megatron_args, megatron_log
 from perfmodel import api
 from perfmodel.cli import main
-from perfmodel.hardware import apply_overrides, load_hardware
-from perfmodel.model import load_model
-from perfmodel.search import equivalents, parallel_axes
+from perfmodel.specs.hardware import apply_overrides, load_hardware
+from perfmodel.specs.model import load_model
+from perfmodel.analysis.search import equivalents, parallel_axes
 
 DSV3 = dict(gpus=128, gbs=4096, seq=4096, tp=1, pp=32, ep=4, mbs=2, recompute="full")
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from perfmodel.api import Layout, predict
-from perfmodel.layout import LayoutGrid, legality
-from perfmodel.model import load_model
-from perfmodel.parallel import pp
+from perfmodel.specs.layout import LayoutGrid, legality
+from perfmodel.specs.model import load_model
+from perfmodel.core.parallel import pp
 
 
 def test_even_split():
@@ -81,7 +81,7 @@ def test_pipeline_layout_reaches_the_prediction():
     # last rank (which also holds the LM head and the MTP module) to the first (embedding + 3 dense layers), so the
     # slowest rank is lighter and the step shorter; the stack feature selects it
     from perfmodel.api import predict
-    from perfmodel.layout import Layout
+    from perfmodel.specs.layout import Layout
     L = Layout(gpus=256, gbs=4096, seq=4096, pp=16, ep=8, mbs=1, recompute="selective")
     a = predict("deepseek-v3", "b200", L, precision="mxfp8", stack="nemo-26.04",
                 stack_set=("pipeline_layout=module_slots",))
@@ -165,8 +165,8 @@ def test_gpipe_holds_every_microbatch():
     assert [float(pp.in_flight(p, v, m, r, "1f1b")) for r in range(4)] == [4, 3, 2, 1]
     # ... and through memory.py: toy dense, 8 GPUs at tp 2, pp 2, 8 micro-batches of 1 sequence: rank 0 holds
     # 8 x its 2 layers' 38,830,080 B instead of 2 x
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.predict import Options, predict_grid
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.core.predict import Options, predict_grid
     from toy import toy_consts, toy_dense, toy_hw
     lay = LayoutGrid.of(Layout(gpus=8, gbs=16, seq=2048, tp=2, pp=2))
     act = {s: float(predict_grid(toy_dense(), toy_hw(), lay, Options(consts=toy_consts(), stack_set=(

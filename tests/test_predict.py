@@ -3,12 +3,12 @@ import numpy as np
 import pytest
 
 from perfmodel.api import Layout, LayoutGrid, predict, predict_many
-from perfmodel.calibration import constants
-from perfmodel.compute import gemm_time
-from perfmodel.counts import param_counts
-from perfmodel.hardware import load_hardware
-from perfmodel.model import load_model
-from perfmodel.workload import attention_gemms, mlp_gemms
+from perfmodel.core.calibration import constants
+from perfmodel.core.compute import gemm_time
+from perfmodel.specs.counts import param_counts
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.model import load_model
+from perfmodel.core.workload import attention_gemms, mlp_gemms
 
 
 def test_gpt3_tp4_beats_tp8_on_h100():
@@ -36,7 +36,7 @@ def test_workload_gemms_match_matmul_params(mid):
     m = load_model(mid)
     T, one = np.array([1.0]), np.array([1.0])
     attn = sum(float(g.N[0] * g.K[0] * g.count) for g in attention_gemms(m, T, one))
-    from perfmodel.counts import attention_params
+    from perfmodel.specs.counts import attention_params
     assert attn == attention_params(m)[1]
     if m.num_dense_ffn_layers:
         mlp = sum(float(g.N[0] * g.K[0]) for g in mlp_gemms(m, T, m.ffn.intermediate_size, one))
@@ -74,7 +74,7 @@ def test_full_recompute_costs_time_and_saves_memory():
 
 def test_moe_all_to_all_cheaper_inside_nvl72():
     """cost_report.md: a 64-GPU all-to-all is far faster inside one NVL72 than across 64 H100s."""
-    from perfmodel import comm
+    from perfmodel.core import comm
     h100, gb200 = load_hardware("h100-sxm"), load_hardware("gb200-nvl72")
     nbytes = 1e9
     assert comm.all_to_all_time(nbytes, 64, 1, gb200) * 5 < comm.all_to_all_time(nbytes, 64, 1, h100)
@@ -89,8 +89,8 @@ def test_factorised_grid_equals_one_layout_at_a_time():
     """The layer kinds are priced once per distinct (tp, cp, ep, etp, mbs, seq) and gathered to layouts
     (#14): every layout of a sampled grid, with repeated and unique combinations, MoE with MTP and dense
     first layers, gets what it gets alone, to 1e-12."""
-    from perfmodel.layout import legality
-    from perfmodel.model import load_model
+    from perfmodel.specs.layout import legality
+    from perfmodel.specs.model import load_model
     m = load_model("deepseek-v3")
     rng = np.random.default_rng(3)
     n = 400

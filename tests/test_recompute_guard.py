@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from perfmodel.errors import InputError
-from perfmodel.hardware import load_hardware
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.model import load_model
-from perfmodel.predict import Options, predict_grid
-from perfmodel.search import search
-from perfmodel.validate import _mode_fits, _mode_grid, _predict_row
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.analysis.search import search
+from perfmodel.analysis.validate import _mode_fits, _mode_grid, _predict_row
 
 
 def _setup():

@@ -140,10 +140,10 @@ def _figure_texts(draw) -> dict:
 
 def test_roofline_places_ops_and_ridges(tmp_path):
     """fp8 on H100: both ridge points (fp8 GEMMs, bf16 attention) marked, every op labelled, log-log axes."""
-    from perfmodel.hardware import load_hardware
-    from perfmodel.layout import Layout
-    from perfmodel.model import load_model
-    from perfmodel.predict import Options
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import Layout
+    from perfmodel.specs.model import load_model
+    from perfmodel.core.predict import Options
     from perfmodel.report import roofline_ops, roofline_png
     m, hw = load_model("llama3-70b"), load_hardware("h100-sxm")
     ops = roofline_ops(m, hw, Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=8, vp=5), Options("fp8"))

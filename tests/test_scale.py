@@ -26,13 +26,13 @@ import numpy as np
 import pytest
 from cli_helpers import run_json
 
-from perfmodel import search as S
-from perfmodel import validate as V
+from perfmodel.analysis import search as S
+from perfmodel.analysis import validate as V
 from perfmodel.api import load_hardware, load_model
 from perfmodel.cli import main
 from perfmodel.errors import InputError
-from perfmodel.predict import Options
-from perfmodel.specfile import data_dir
+from perfmodel.core.predict import Options
+from perfmodel.specs.specfile import data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = data_dir("validation") / "runs.csv"
@@ -247,7 +247,7 @@ def _child_env(**extra: str) -> dict:
 def _sigint_while_working(args: list[str], tmp: Path) -> tuple[int, str, str]:
     """Run the CLI in a child (`python -m perfmodel`, the console script's entry) and send it a real SIGINT
     once it is inside the command's work: the child starts with an empty lambdify cache
-    (PERFMODEL_CACHE_DIR, perfmodel/fncache.py), whose first entry it writes while predicting, after
+    (PERFMODEL_CACHE_DIR, perfmodel/specs/fncache.py), whose first entry it writes while predicting, after
     start-up and the command's imports. The signal follows an event, never a timer, so a slow, cold or
     loaded machine (start-up of seconds) and a fast one (a command over in a second) send it at the same
     point. SIGINT is reset to its default in the child, since a shell running the tests in the background
@@ -300,7 +300,6 @@ sys.argv = ["perfmodel", "predict", "--model", "llama3-8b", "--hardware", "h100-
 ENTRIES = {
     "console script": "from perfmodel.__main__ import run\nsys.exit(run())",        # pyproject.toml [project.scripts]
     "python -m perfmodel": "import runpy\nrunpy.run_module('perfmodel', run_name='__main__', alter_sys=True)",
-    "python -m perfmodel.cli": "import runpy\nrunpy.run_module('perfmodel.cli', run_name='__main__', alter_sys=True)",
 }
 
 
@@ -333,7 +332,7 @@ def test_validate_100k_rows_bounded_memory(tmp_path):
     _write_big_csv(path, 100_000)
     st = _child_stats(f"""
 import time
-from perfmodel.validate import validate_file
+from perfmodel.analysis.validate import validate_file
 t = time.perf_counter(); rep = validate_file({str(path)!r}); dt = time.perf_counter() - t
 STATS = {{"seconds": dt, "given": rep.given, "results": len(rep.results), "unsupported": len(rep.unsupported)}}
 """)
@@ -347,8 +346,8 @@ def test_10m_layout_search_bounded_memory():
     st = _child_stats("""
 import time
 from perfmodel.api import load_hardware, load_model
-from perfmodel.predict import Options
-from perfmodel.search import search
+from perfmodel.core.predict import Options
+from perfmodel.analysis.search import search
 m, hw = load_model("qwen3-235b-a22b"), load_hardware("gb200-nvl72")
 t = time.perf_counter(); r = search(m, hw, 24576, 24576, 32768, Options("bf16")); dt = time.perf_counter() - t
 STATS = {"seconds": dt, "legal": r.legal}

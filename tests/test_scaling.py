@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from perfmodel.errors import InputError
-from perfmodel.hardware import load_hardware
-from perfmodel.layout import Layout
-from perfmodel.model import load_model
-from perfmodel.predict import Options
-from perfmodel.scaling import global_batch, parse_gpu_list, scaling
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.layout import Layout
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options
+from perfmodel.analysis.scaling import global_batch, parse_gpu_list, scaling
 from cli_helpers import run_err, run_json
 
 L70 = ["--model", "llama3-70b", "--hardware", "h100-sxm", "--seq", "8192", "--tp", "4", "--pp", "4", "--vp", "5",
@@ -118,7 +118,7 @@ def test_report_weak_scaling_shapes_reproduced(model, seq, gpus, gbs0):
     Llama 3.1 405B 55.3% -> 54.0%, GPT-3 175B 50.0% -> 49.4%), and every measured cell within 12%
     (30% for the FSDP layouts, whose recompute the sources do not state: GPT-3 175B FP8 tp1 pp1 FSDP is
     over-predicted by 17-24%, a known miss named in the README)."""
-    from perfmodel.scaling import measured_series
+    from perfmodel.analysis.scaling import measured_series
     series = measured_series(load_model(model), load_hardware("h100-sxm"), seq, gpus, gbs0)
     dgxc = [s for s in series if s["release"].startswith("DGXC") and not s["fsdp"]]
     assert len(dgxc) >= 2
@@ -171,7 +171,7 @@ def test_measured_rows_match_the_whole_layout():
     m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
     base = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2)        # the DGXC FP8 run is tp1 pp1 mbs2 + FSDP
     res = scaling(m, hw, [128, 512], "weak", base, Options("fp8"), measured=None)
-    from perfmodel.scaling import attach_measured, load_runs
+    from perfmodel.analysis.scaling import attach_measured, load_runs
     attach_measured(res.points, load_runs(), m, hw, Options("fp8"), base, "weak", False)
     assert not any(p.measured for p in res.points)
     fsdp = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2, fsdp=True)
@@ -183,7 +183,7 @@ def test_plot_has_what_grows_panel(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
-    from perfmodel.scaling import plot
+    from perfmodel.analysis.scaling import plot
     m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
     res = scaling(m, hw, [128, 512, 2048], "strong", Layout(gpus=128, gbs=256, seq=2048, tp=4, pp=8, vp=12),
                   Options("bf16"))

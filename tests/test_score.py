@@ -1,4 +1,4 @@
-"""The planner's factorised scorer (perfmodel/score.py) against predict_grid, layout by layout.
+"""The planner's factorised scorer (perfmodel/core/score.py) against predict_grid, layout by layout.
 
 score_product restates the glue of predict._stages, predict._step_end and memory.memory_per_gpu on the
 product's axes (base rows x fsdp x recompute); these tests fail when either side's physics changes
@@ -12,10 +12,10 @@ import sys
 import numpy as np
 import pytest
 
-from perfmodel import search as S
+from perfmodel.analysis import search as S
 from perfmodel.api import load_hardware, load_model
-from perfmodel.predict import Options, predict_grid
-from perfmodel.score import score_product
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.core.score import score_product
 
 REL = 1e-12
 
@@ -138,11 +138,11 @@ def test_search_tables_shared_across_chunks(monkeypatch):
 def test_kernel_switch(monkeypatch):
     """PERFMODEL_KERNEL=numpy never uses the kernel; otherwise a search turns to it once it pays (or at once
     with =numba), where numba is installed."""
-    from perfmodel import score
+    from perfmodel.core import score
     for env, scored, want in (("numpy", 10**9, False), ("auto", 0, False), ("auto", score.KERNEL_PAYS_LAYOUTS, True),
                               ("numba", 0, True)):
         monkeypatch.setenv(score.KERNEL_ENV, env)
-        monkeypatch.delitem(sys.modules, "perfmodel.kernel", raising=False)
+        monkeypatch.delitem(sys.modules, "perfmodel.core.kernel", raising=False)
         assert score.use_kernel(scored) == (want and importlib.util.find_spec("numba") is not None)
 
 
@@ -151,8 +151,8 @@ def test_search_same_on_both_tails(monkeypatch):
     pytest.importorskip("numba")
     from dataclasses import fields as dc_fields
 
-    from perfmodel.layout import LayoutGrid
-    from perfmodel import score
+    from perfmodel.specs.layout import LayoutGrid
+    from perfmodel.core import score
     m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
     out = []
     for tail in ("numpy", "numba"):

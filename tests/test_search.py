@@ -1,4 +1,4 @@
-"""The parallelism planner (perfmodel/search.py, `perfmodel search`, `perfmodel recipes`)."""
+"""The parallelism planner (perfmodel/analysis/search.py, `perfmodel search`, `perfmodel recipes`)."""
 from __future__ import annotations
 
 import itertools
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from perfmodel import search as S
+from perfmodel.analysis import search as S
 from perfmodel.api import check, load_hardware, load_model
 from perfmodel.cli import main
 from perfmodel.commands.search import command as search_cmd
 from perfmodel.errors import InputError
-from perfmodel.layout import RECOMPUTE, Layout, LayoutGrid
-from perfmodel.predict import Options, predict_grid
+from perfmodel.specs.layout import RECOMPUTE, Layout, LayoutGrid
+from perfmodel.core.predict import Options, predict_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTS = Options("bf16")
@@ -149,7 +149,7 @@ def test_pareto_front_is_non_dominated(small):
 
 def test_recipes_rank_and_compare():
     from perfmodel.commands.recipes import check_rows, summary
-    from perfmodel.validate import read_csv
+    from perfmodel.analysis.validate import read_csv
     rows = [r for r in read_csv(ROOT / "validation" / "runs.csv") if r["model"] in ("llama3-8b", "qwen3-30b-a3b")
             and int(r["gpus"]) <= 16][:4]
     assert rows
@@ -167,7 +167,7 @@ def test_recipes_fill_an_unpublished_recompute_without_selective_on_a_stack_that
     filling it tried selective on automodel-2025, whose stack names no selective modules, which predict refuses
     (check_recompute). The fill now tries only the modes the stack can run, and the row is compared."""
     from perfmodel.commands.recipes import check_rows
-    from perfmodel.validate import read_csv
+    from perfmodel.analysis.validate import read_csv
     rows = [r for r in read_csv(ROOT / "validation" / "runs.csv") if r["run_id"] == "am-l3-70b-h100-64-bf16"]
     assert rows and not rows[0]["recompute"].strip()
     checks, skipped, _ = check_rows(rows, ROOT / "validation", top_k=10)
@@ -186,7 +186,7 @@ def test_uneven_vp_adds_the_interleavings_whose_chunks_are_not_evenly_filled():
     """Llama 3 8B (32 layers) on 64 GPUs: with --uneven-vp the planner also scores pp x vp splits such as pp 4
     vp 3 (12 chunks; 32 + e for e <= 3 slots is never a multiple of 12), legal in Megatron-Core with an
     explicit layout; every default layout is still among them, and each added one has vp > 1."""
-    from perfmodel.search import Constraints, space, structural
+    from perfmodel.analysis.search import Constraints, space, structural
     m = load_model("llama3-8b")
     even = structural(m, space(m, 64, 512, 4096))
     every = structural(m, space(m, 64, 512, 4096, Constraints(uneven_vp=True)))

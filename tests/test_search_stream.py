@@ -7,10 +7,10 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from perfmodel import search as S
+from perfmodel.analysis import search as S
 from perfmodel.api import load_hardware, load_model
-from perfmodel.layout import LayoutGrid
-from perfmodel.predict import Options, predict_grid
+from perfmodel.specs.layout import LayoutGrid
+from perfmodel.core.predict import Options, predict_grid
 
 OPTS = Options("bf16")
 

@@ -1,16 +1,16 @@
-"""`perfmodel size` (perfmodel/sizing.py): whole units, deadline / budget / GPU-count questions, side by side,
+"""`perfmodel size` (perfmodel/analysis/sizing.py): whole units, deadline / budget / GPU-count questions, side by side,
 clear errors. Properties only: no predicted-throughput value is asserted."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from perfmodel.counts import param_counts
-from perfmodel.economics import run_cost, tco_for
-from perfmodel.hardware import load_hardware
-from perfmodel.model import load_model
-from perfmodel.reliability import assess, reliability_inputs
-from perfmodel.sizing import default_gbs, ladder
+from perfmodel.specs.counts import param_counts
+from perfmodel.economics.tco import run_cost, tco_for
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.model import load_model
+from perfmodel.economics.reliability import assess, reliability_inputs
+from perfmodel.analysis.sizing import default_gbs, ladder
 from cli_helpers import run_err, run_json
 
 SMALL = ["--model", "llama3-8b", "--tokens", "1e12"]
@@ -69,9 +69,9 @@ def test_budget_is_fastest_within_budget(capsys):
 
 
 def _sizer(model: str, hw: str, tokens: float):
-    from perfmodel.calibration import constants
-    from perfmodel.predict import Options
-    from perfmodel.sizing import Sizer
+    from perfmodel.core.calibration import constants
+    from perfmodel.core.predict import Options
+    from perfmodel.analysis.sizing import Sizer
     return Sizer(load_model(model), load_hardware(hw), tokens, Options("bf16", consts=constants()))
 
 

@@ -1,17 +1,17 @@
-"""Stack features acting through physics (perfmodel/software.py, workload.py): hand-derived cases."""
+"""Stack features acting through physics (perfmodel/core/software.py, workload.py): hand-derived cases."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from perfmodel.api import Layout
-from perfmodel.calibration import constants
-from perfmodel.hardware import load_hardware
-from perfmodel.layout import LayoutGrid
-from perfmodel.model import load_model
-from perfmodel.predict import Options, predict_grid
-from perfmodel.software import resolve
-from perfmodel.workload import build
+from perfmodel.core.calibration import constants
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.layout import LayoutGrid
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.core.software import resolve
+from perfmodel.core.workload import build
 
 H100 = load_hardware("h100-sxm")
 
@@ -54,12 +54,12 @@ def test_power_cap_below_tdp_lowers_the_tensor_clock():
     # a cap of 350 W on a 700 W H100: clock factor (350/700)^(1/3) = 0.7937 (f ~ P^(1/3)); the kernels run on
     # tensor peaks scaled by it (hardware.at_clock: GEMM and attention slower, HBM and network unchanged),
     # MFU still counts the nominal peak. At or above the TDP the cap changes nothing (factor 1)
-    from perfmodel.calibration import constants
-    from perfmodel.hardware import load_hardware
-    from perfmodel.layout import Layout, LayoutGrid
-    from perfmodel.model import load_model
-    from perfmodel.predict import Options, predict_grid
-    from perfmodel.software import resolve
+    from perfmodel.core.calibration import constants
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import Layout, LayoutGrid
+    from perfmodel.specs.model import load_model
+    from perfmodel.core.predict import Options, predict_grid
+    from perfmodel.core.software import resolve
     h100, c = load_hardware("h100-sxm"), constants()
     sw = resolve("megatron-core", ("power_limit_w=350",), "llama3-8b", False, h100, "bf16", c)
     assert sw.power_factor == pytest.approx(0.5 ** (1 / 3))

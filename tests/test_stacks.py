@@ -1,4 +1,4 @@
-"""Software-stack presets (perfmodel/stack.py, stacks/*.toml): schema, sources, overrides, row mapping,
+"""Software-stack presets (perfmodel/specs/stack.py, stacks/*.toml): schema, sources, overrides, row mapping,
 and `validate` over every shipped set."""
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from perfmodel.cli import main
 from perfmodel.errors import InputError
-from perfmodel.specfile import data_dir
-from perfmodel.stack import (FEATURES, Features, apply_overrides, load_stack, stack_for_row, stack_ids)
-from perfmodel.validate import shipped_sets
+from perfmodel.specs.specfile import data_dir
+from perfmodel.specs.stack import FEATURES, Features, apply_overrides, load_stack, stack_for_row, stack_ids
+from perfmodel.analysis.validate import shipped_sets
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = {"megatron-core", "llm-foundry-2023", "maxtext-gpu-2024", "torchtitan-2025"}
@@ -312,9 +312,9 @@ def test_stack_cell_overrides_the_mapping_and_bad_ones_are_unsupported(tmp_path,
     reasons = [u["reason"] for u in d["unsupported"]]
     assert len(reasons) == 2 and "nemo-99" in reasons[0] and "tp_overlap: must be one of" in reasons[1]
     # the resolved stack of a row: preset, its per-model rules, then the row's stack_set
-    from perfmodel.validate import row_stack_spec
-    from perfmodel.model import load_model
-    from perfmodel.hardware import load_hardware
+    from perfmodel.analysis.validate import row_stack_spec
+    from perfmodel.specs.model import load_model
+    from perfmodel.specs.hardware import load_hardware
     m, hw = load_model(str(tmp_path / rows[2]["model"])), load_hardware(rows[2]["hardware"])
     spec = row_stack_spec(rows[2], tmp_path, m, hw, "bf16")
     assert (spec.id, spec.value("tp_overlap"), spec.value("cuda_graphs")) == ("zero-bubble-2024", "userbuffers", "full_iteration")

@@ -12,9 +12,10 @@ import click
 import numpy as np
 import pytest
 
-from perfmodel import cli, counts, fncache
-from perfmodel.model import load_model
-from perfmodel.specfile import catalog_ids
+from perfmodel import cli
+from perfmodel.specs import counts, fncache
+from perfmodel.specs.model import load_model
+from perfmodel.specs.specfile import catalog_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 PREDICT = ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4",
@@ -81,7 +82,7 @@ def test_cached_functions_equal_lambdify(tmp_path, monkeypatch):
             expr = counts.flops_per_token_expr(m, conv)
             ref = sp.lambdify(counts.S, expr, modules="numpy")(seq)
             key = f"{m.model_dump_json()}|{conv}|True"
-            fncache.numpy_fn("flops_per_token", key, lambda: expr)                  # writes the entry
+            fncache.numpy_fn("flops_per_token", key, lambda: (counts.S, expr))                  # writes the entry
             again = fncache.numpy_fn("flops_per_token", key, lambda: pytest.fail("not read from the cache"))
             assert np.array_equal(again(seq), ref), (mid, conv)
     assert len(list((tmp_path / "lambdify").iterdir())) == 2 * len(catalog_ids("models"))
@@ -95,7 +96,7 @@ def test_windowed_mean_keys_cached(tmp_path, monkeypatch):
     for kind, win in (("sliding", 128), ("chunked", 8192), ("global", 0)):
         ref = sp.lambdify(counts.S, counts.mean_keys(kind, win, "causal"), modules="numpy")(seq)
         for _ in range(2):
-            f = fncache.numpy_fn("mean_keys", f"{kind}|{win}|causal", lambda: counts.mean_keys(kind, win, "causal"))
+            f = fncache.numpy_fn("mean_keys", f"{kind}|{win}|causal", lambda: (counts.S, counts.mean_keys(kind, win, "causal")))
             assert np.array_equal(np.broadcast_to(f(seq), seq.shape), ref), kind
 
 
@@ -103,7 +104,7 @@ def test_bad_cache_entries_are_ignored(tmp_path, monkeypatch):
     """A tampered entry (wrong formula, same key) fails its check values and is rewritten; garbage too."""
     monkeypatch.setenv("PERFMODEL_CACHE_DIR", str(tmp_path))
     m = load_model("llama3-8b")
-    build = lambda: counts.flops_per_token_expr(m, "causal")
+    build = lambda: (counts.S, counts.flops_per_token_expr(m, "causal"))
     key = f"{m.model_dump_json()}|causal|True"
     ref = fncache.numpy_fn("flops_per_token", key, build)(4096.0)
     (path,) = (tmp_path / "lambdify").iterdir()
@@ -120,8 +121,8 @@ def test_unwritable_or_disabled_cache(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("")
     m = load_model("llama3-8b")
-    build = lambda: counts.flops_per_token_expr(m, "causal")
-    ref = float(build().subs(counts.S, 4096))
+    build = lambda: (counts.S, counts.flops_per_token_expr(m, "causal"))
+    ref = float(build()[1].subs(counts.S, 4096))
     for d in (str(blocker / "sub"), "off"):            # a path under a file cannot be created
         monkeypatch.setenv("PERFMODEL_CACHE_DIR", d)
         assert fncache.numpy_fn("flops_per_token", "x", build)(4096.0) == pytest.approx(ref, rel=1e-15)
@@ -131,7 +132,7 @@ def test_unwritable_or_disabled_cache(tmp_path, monkeypatch):
 def test_warm_cache_scores_without_sympy(tmp_path):
     """With the cache warm, FLOPs per token need no sympy in the process (networkx is on the prediction path:
     topology.py prices each collective's group on the cluster graph)."""
-    code = ("import sys\nfrom perfmodel.counts import flops_per_token\nfrom perfmodel.model import load_model\n"
+    code = ("import sys\nfrom perfmodel.specs.counts import flops_per_token\nfrom perfmodel.specs.model import load_model\n"
             "print(float(flops_per_token(load_model('gpt-oss-120b'), 4096)), 'sympy' in sys.modules, "
             "'networkx' in sys.modules)")
     env = {"PERFMODEL_CACHE_DIR": str(tmp_path)}
@@ -144,11 +145,11 @@ def test_warm_cache_scores_without_sympy(tmp_path):
 
 def test_console_script_flushes_before_exiting():
     """`run` (the console script, os._exit at the end) writes everything and keeps the exit status."""
-    r = subprocess.run([sys.executable, "-m", "perfmodel.cli", *PREDICT, "--json"], cwd=ROOT, capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "perfmodel", *PREDICT, "--json"], cwd=ROOT, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["layout"]["tp"] == 8
-    bad = subprocess.run([sys.executable, "-m", "perfmodel.cli", *PREDICT, "--tp", "3"], cwd=ROOT,
+    bad = subprocess.run([sys.executable, "-m", "perfmodel", *PREDICT, "--tp", "3"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "Traceback" not in bad.stderr
 
@@ -160,7 +161,7 @@ def test_unreadable_formula_sources_disable_the_cache(tmp_path, monkeypatch):
     fncache._salt.cache_clear()
     try:
         m = load_model("llama3-8b")
-        f = fncache.numpy_fn("flops_per_token", "y", lambda: counts.flops_per_token_expr(m, "causal"))
+        f = fncache.numpy_fn("flops_per_token", "y", lambda: (counts.S, counts.flops_per_token_expr(m, "causal")))
         import sympy as sp
         assert f(4096.0) == sp.lambdify(counts.S, counts.flops_per_token_expr(m, "causal"), "numpy")(4096.0)
         assert not (tmp_path / "lambdify").exists()
@@ -170,9 +171,9 @@ def test_unreadable_formula_sources_disable_the_cache(tmp_path, monkeypatch):
 
 def test_module_missing_from_help_still_works(monkeypatch, capsys):
     """A command module in COMMANDS without HELP entries (a new command) is imported when asked for."""
-    monkeypatch.setattr(cli, "HELP", {k: v for k, v in cli.HELP.items() if v[0] != "profiles"})
+    monkeypatch.setattr(cli, "HELP", {k: v for k, v in cli.HELP.items() if v[0] != "releases"})
     group = cli.LazyGroup("perfmodel", help=cli.cli.help, params=cli.cli.params)
     ctx = click.Context(group, info_name="perfmodel")
     assert group.get_command(ctx, "releases") is not None
     assert group.get_command(ctx, "nosuch") is None
-    assert {"profiles", "releases", "predict"} <= set(group.list_commands(ctx))
+    assert {"releases", "predict"} <= set(group.list_commands(ctx))

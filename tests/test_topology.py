@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from perfmodel import comm
-from perfmodel.hardware import apply_overrides, load_hardware
-from perfmodel.topology import (LEAF, NVLINK, SPINE, cluster_graph, group_path, group_paths, member_graph,
-                                members_per_domain)
+from perfmodel.core import comm
+from perfmodel.specs.hardware import apply_overrides, load_hardware
+from perfmodel.core.topology import LEAF, NVLINK, SPINE, cluster_graph, group_path, group_paths, member_graph, members_per_domain
 from cli_helpers import run_err
 
 H100 = load_hardware("h100-sxm")
@@ -223,7 +222,7 @@ def test_worst_offset_tries_every_group_of_a_small_shape():
     # up to 8 interleaved groups and up to MAX_OFFSETS blocks: for strides <= 8 and periods <= 64 blocks the
     # search is exhaustive, so it finds the earliest worst-placed group (domains of 1-8 GPUs, units of up to
     # 40; shapes whose members fill whole domains)
-    from perfmodel.topology import MAX_OFFSETS, _worst_offset
+    from perfmodel.core.topology import MAX_OFFSETS, _worst_offset
     n = 0
     for D in (1, 2, 4, 8):
         for U in range(D, 41, D):
@@ -254,7 +253,7 @@ def test_worst_offset_search_is_bounded():
     # period of 193 blocks, and the first group to straddle a unit boundary (ranks 192-194, block 64, the 65th)
     # lies just beyond the bound, so it is not seen: the documented approximation (the worst share over the
     # whole period is 2/3)
-    from perfmodel.topology import _worst_offset
+    from perfmodel.core.topology import _worst_offset
     ranks = np.arange(3, dtype=np.int64)
     assert _worst_offset(ranks, 3, 1, 1, 193) == _groups_worst(ranks, 3, 1, 1, 193, 64) == (0, 0.0)
     assert _groups_worst(ranks, 3, 1, 1, 193, 193) == (192, 2 / 3)
@@ -265,8 +264,8 @@ def test_spine_share_counts_the_real_members_not_the_padding():
     worst-placed group's 10th member sits alone in the next unit, so 9 of its 10 peers are beyond the spine
     (0.9); the last domain's padding to 9 members (a full ring) must not enter the share. 12 members 8
     apart tile a unit exactly (96-rank blocks, 6 per 576): none straddles, 0. A share is never negative."""
-    from perfmodel.hardware import load_hardware
-    from perfmodel.topology import group_path
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.core.topology import group_path
     hw = load_hardware("gb200-nvl72")
     assert group_path(hw, 10, 8).spine_share == pytest.approx(0.9)
     assert group_path(hw, 12, 8).spine_share == 0.0
@@ -279,7 +278,7 @@ def test_groups_leaving_the_nvlink_domain():
     8 consecutive ranks fill an 8-GPU HGX domain exactly (inside), 16 span two; 4 members 2 apart fit (span 8),
     8 members 2 apart do not. domain_exits on a layout: TP (stride 1), TP x CP (consecutive tp*cp ranks), EP
     (ep members etp apart)."""
-    from perfmodel.topology import domain_exits, leaves_domain
+    from perfmodel.core.topology import domain_exits, leaves_domain
     from toy import toy_hw
     assert [bool(leaves_domain(s, st, 8)) for s, st in ((8, 1), (16, 1), (4, 2), (8, 2), (1, 16))] == \
         [False, True, False, True, False]

@@ -1,4 +1,4 @@
-"""Uncertainty bands (perfmodel/uncertainty.py, perfmodel/uncertainty.toml, validation/uncertainty.py).
+"""Uncertainty bands (perfmodel/analysis/uncertainty.py, perfmodel/uncertainty.toml, validation/uncertainty.py).
 
 The predictor is refitted from time to time, so the stored numbers are checked only loosely (file present,
 groups, low <= 1 <= high, coverage near 80%); the coverage of a fresh fit is measured by the script."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfmodel import uncertainty as U
+from perfmodel.analysis import uncertainty as U
 from cli_helpers import run_json
 
 ROOT = Path(__file__).resolve().parent.parent

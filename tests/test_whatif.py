@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from perfmodel.api import load_model
-from perfmodel.calibration import constants
+from perfmodel.core.calibration import constants
 from perfmodel.cli import cli, main
 from perfmodel.commands.common import resolve_hardware, split_hardware_sets
 from perfmodel.errors import InputError
-from perfmodel.hardware import HardwareSpec, apply_overrides, load_hardware
-from perfmodel.layout import Layout, LayoutGrid
-from perfmodel.predict import Options, predict_grid
-from perfmodel.sensitivity import knobs, sensitivity, sweep
+from perfmodel.specs.hardware import HardwareSpec, apply_overrides, load_hardware
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.analysis.sensitivity import knobs, sensitivity, sweep
 from cli_helpers import run_err, run_json
 
 # DeepSeek-V3 with an EP group of 128: wider than one NVL72 rack, so the all-to-all crosses the NICs
@@ -340,7 +340,7 @@ def test_report_set_is_validated_before_building(capsys, tmp_path: Path):
 # ---- how elasticities are obtained; cost per token ----------------------------------------------------
 
 def test_local_derivative_and_kink_detection():
-    from perfmodel.sensitivity import _local
+    from perfmodel.analysis.sensitivity import _local
     e, smooth = _local(lambda v: 3.0 / v + 1.0, 2.0, 2.5)          # s = 3/x + 1: d ln s / d ln x = -1.5 / 2.5
     assert smooth and e == pytest.approx(-0.6, abs=1e-9)
     _, smooth = _local(lambda v: max(1.0 / v, 0.5), 2.0, 0.5)        # a kink exactly at x = 2
@@ -364,7 +364,7 @@ def test_elasticity_is_the_derivative_where_the_model_is_smooth():
 
 def test_cost_elasticities_price_power_and_performance():
     import math
-    from perfmodel.economics import tco_for
+    from perfmodel.economics.tco import tco_for
     hw = load_hardware("h100-sxm")
     s = sensitivity(load_model("llama3-70b"), hw, DENSE, Options("bf16", consts=constants()))
     by = {c["field"]: c["cost_elasticity"] for c in s.cost}

@@ -3,9 +3,9 @@ tests/test_cost_*.py can be computed by hand. Nothing here is a real product: ev
 every other, so a formula reading the wrong field gives a different number."""
 from __future__ import annotations
 
-from perfmodel.calibration import Constants
-from perfmodel.hardware import HardwareSpec
-from perfmodel.model import ModelSpec
+from perfmodel.core.calibration import Constants
+from perfmodel.specs.hardware import HardwareSpec
+from perfmodel.specs.model import ModelSpec
 
 EFF = dict(gemm_bf16=0.5, gemm_fp8=0.4, gemm_fp4=0.25, attention_fwd=0.5, attention_bwd=0.4, memory_bound=0.8,
            scale_up_allreduce=0.75, scale_up_collective=0.5, scale_up_all_to_all=0.25,
@@ -68,6 +68,6 @@ def toy_mla(**kw) -> ModelSpec:
 
 def toy_sw(m: ModelSpec, hw: HardwareSpec | None = None, c: Constants | None = None, precision: str = "bf16",
            stack_set: tuple[str, ...] = ()):
-    """The default software stack's view of the toy system (perfmodel/software.py)."""
-    from perfmodel.software import resolve
+    """The default software stack's view of the toy system (perfmodel/core/software.py)."""
+    from perfmodel.core.software import resolve
     return resolve(None, tuple(stack_set), m.id, m.is_moe, hw or toy_hw(), precision, c or toy_consts())

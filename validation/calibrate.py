@@ -6,7 +6,7 @@ The rows: validation/runs.csv (NVIDIA's tables) and validation/independent/*.csv
 together, or the files given with --csv. Only rows with `calibration_split(run_id)` True
 (crc32(run_id) % 4 == 0, fixed, ~1/4 of each file) enter the objective, the mean absolute log error
 of predicted vs measured tokens/s/GPU; held-out rows are never seen by the fit (`perfmodel validate
---by split` reports both). Bounds, objective and coordinate search are perfmodel/fit.py, the same code
+--by split` reports both). Bounds, objective and coordinate search are perfmodel/analysis/fit.py, the same code
 `perfmodel calibrate` runs on a user's own runs. --write stores the values and rewrites the file's
 header to declare the rows it was fitted on.
 """
@@ -21,9 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import fit as F  # noqa: E402
-from perfmodel.calibration import _FILE, constants, fitted_names, priors, shipped_table  # noqa: E402
-from perfmodel.validate import shipped_sets  # noqa: E402
+from perfmodel.analysis import fit as F  # noqa: E402
+from perfmodel.core.calibration import _FILE, constants, fitted_names, priors, shipped_table  # noqa: E402
+from perfmodel.analysis.validate import shipped_sets  # noqa: E402
 
 
 def _rel(p: Path) -> str:
@@ -37,8 +37,8 @@ def header(sets: list[F.RunSet], cal: list[F.RunSet], fit: F.Fit, start: str) ->
     """The calibration.toml header: what the values were fitted on, when, and how."""
     used = ", ".join(f"{_rel(s.path)} ({len(c.rows)} of {len(s.rows)} rows)" for s, c in zip(sets, cal))
     lines = ["Global efficiency constants of the cost model. Each is a physical quantity, not a per-row factor.",
-             "`fit = true` marks the ones fitted by validation/calibrate.py (perfmodel/fit.py) on the CALIBRATION split",
-             "(rows whose run_id hashes into split 0 of 4: crc32(run_id) % 4 == 0, perfmodel/validate.py",
+             "`fit = true` marks the ones fitted by validation/calibrate.py (perfmodel/analysis/fit.py) on the CALIBRATION split",
+             "(rows whose run_id hashes into split 0 of 4: crc32(run_id) % 4 == 0, perfmodel/analysis/validate.py",
              f"`calibration_split`) of every measured set together: {used}.",
              f"Fitted {_dt.date.today().isoformat()}: coordinate search from the {start} values ({fit.passes} passes of "
              f"{fit.rounds} rounds),",

@@ -24,13 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from perfmodel.counts import param_counts  # noqa: E402
-from perfmodel.economics import HOUSEHOLD_J_PER_YEAR, TCO, run_cost, tco_for  # noqa: E402
-from perfmodel.hardware import load_hardware  # noqa: E402
-from perfmodel.layout import LayoutGrid  # noqa: E402
-from perfmodel.predict import Options, predict_grid  # noqa: E402
-from perfmodel.reliability import assess, reliability_inputs  # noqa: E402
-from perfmodel.validate import read_csv, row_inputs  # noqa: E402
+from perfmodel.specs.counts import param_counts  # noqa: E402
+from perfmodel.economics.tco import HOUSEHOLD_J_PER_YEAR, TCO, run_cost, tco_for  # noqa: E402
+from perfmodel.specs.hardware import load_hardware  # noqa: E402
+from perfmodel.specs.layout import LayoutGrid  # noqa: E402
+from perfmodel.core.predict import Options, predict_grid  # noqa: E402
+from perfmodel.economics.reliability import assess, reliability_inputs  # noqa: E402
+from perfmodel.analysis.validate import read_csv, row_inputs  # noqa: E402
 
 CSV = ROOT / "validation" / "runs.csv"
 TOLERANCE = 0.03

@@ -5,22 +5,22 @@
     python3 validation/loso.py --jobs 2 --json      # the same refits, two at a time (they are independent)
 
 For every source family S (the shipped measured sets: NVIDIA's tables validation/runs.csv as ONE family,
-and each validation/independent/*.csv): refit the global constants (perfmodel/fit.py, the same bounds and
+and each validation/independent/*.csv): refit the global constants (perfmodel/analysis/fit.py, the same bounds and
 coordinate search as validation/calibrate.py) on the calibration split (crc32(run_id) % 4 == 0) of every
 OTHER family, then score ALL of S's rows: MAPE, bias (signed mean of (predicted - measured) / measured)
-and the coverage of the 80% uncertainty band, the band itself fitted (perfmodel/uncertainty.py: 10th/90th
+and the coverage of the 80% uncertainty band, the band itself fitted (perfmodel/analysis/uncertainty.py: 10th/90th
 percentile of ln(measured / predicted) per hardware generation x op class, Hyndman-Fan type 6) on the
 same calibration rows without S, with the refitted constants. Nothing of S enters either fit.
 
 Constants the refit cannot identify (no row without S depends on them: without NVIDIA's rows, the MoE and
 TP-overlap constants) stay at their priors; a row of S that depends on them is uncertain by what their
-physical range does to its prediction, and its band is widened by that (perfmodel/uncertainty.py,
+physical range does to its prediction, and its band is widened by that (perfmodel/analysis/uncertainty.py,
 parameter_spread: the prediction at each such constant's 10th and 90th percentile points over its bounds).
 The table gives the coverage with and without that widening, and S's offset: the median of ln(measured /
 predicted) over S's rows minus the centre of each row's band, how far the stack sits from where the others'
 bands put it.
 
-The unseen-stack band (the LOSO coverage column; perfmodel/uncertainty.py, "a stack the bands were not fitted
+The unseen-stack band (the LOSO coverage column; perfmodel/analysis/uncertainty.py, "a stack the bands were not fitted
 on"): bands fitted on residuals of the fit that are themselves out of source. For every pair of families
 {S, T} the constants are refitted without both; inside S's fold, T's calibration rows predicted with that
 refit are T's cross-validated residuals, and the 10th / 90th percentiles of those over every T (scaled by the
@@ -41,7 +41,7 @@ Start: every fold starts from the constants' priors (calibration.toml `prior`), 
 values, which were fitted with S's rows in: a constant S's absence leaves unidentified would otherwise
 carry S's information in. From the priors one pass of the search cannot reach the optimum (a pass moves
 a constant at most ~4.8x), so each refit restarts the search from its result while a pass gains >= 1e-3
-(perfmodel.fit.search). The reference ("S in the fit") fits all families the same way and scores S's
+(perfmodel.analysis.fit.search). The reference ("S in the fit") fits all families the same way and scores S's
 held-out rows, so the two differ only by S's presence.
 """
 from __future__ import annotations
@@ -59,9 +59,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import fit as F, uncertainty as U  # noqa: E402
-from perfmodel.calibration import constants, fitted_names, priors  # noqa: E402
-from perfmodel.validate import shipped_sets  # noqa: E402
+from perfmodel.analysis import fit as F, uncertainty as U  # noqa: E402
+from perfmodel.core.calibration import constants, fitted_names, priors  # noqa: E402
+from perfmodel.analysis.validate import shipped_sets  # noqa: E402
 
 NAMES = {"runs.csv": "nvidia", "simumax-b200-dense.csv": "simumax-b200"}   # else the file stem
 # 3 rounds per pass (calibrate.py: 5): from the priors, restarted 3-round passes reach 0.1377 mean |log err| on
@@ -116,7 +116,7 @@ def pair_fits(fams: dict[str, list[F.RunSet]], start, rounds: int, passes: int, 
               log=lambda m: None) -> dict[str, F.Fit]:
     """Every refit without two families (from the priors, as the folds): inside the fold of S, the refit without
     S and T is T's leave-one-source-out fit, whose residuals on T's calibration rows are the cross-validated
-    residuals of the band for S (perfmodel/uncertainty.py, a stack the bands were not fitted on)."""
+    residuals of the band for S (perfmodel/analysis/uncertainty.py, a stack the bands were not fitted on)."""
     order, out = list(fams), {}
     for i, a in enumerate(order):
         for b in order[i + 1:]:
@@ -182,7 +182,7 @@ def shift_spread(test: list[F.RunSet], rep, fit_without: dict[str, F.Fit]) -> li
 
 def spreads(test: list[F.RunSet], fit: F.Fit, rep) -> list[tuple[float, float]]:
     """Per row of `rep` (scored with fit.consts): how far its prediction moves over the range of the constants
-    the fit could not identify (perfmodel/uncertainty.py, unidentified_points / parameter_spread)."""
+    the fit could not identify (perfmodel/analysis/uncertainty.py, unidentified_points / parameter_spread)."""
     if not fit.inert:
         return [(0.0, 0.0)] * len(rep.results)
     key = lambda r: (r.dataset, r.run_id)
@@ -217,7 +217,7 @@ def fold(train: list[F.RunSet], test: list[F.RunSet], start, rounds: int, passes
            "not_identified": list(fit.inert), "consts": {n: getattr(fit.consts, n) for n in fit.names},
            "evaluations": fit.evaluations, "passes": fit.passes}
     if fit_without:
-        # the band for a stack the fit never saw (perfmodel/uncertainty.py): cross-validated residuals of the
+        # the band for a stack the fit never saw (perfmodel/analysis/uncertainty.py): cross-validated residuals of the
         # training families, widened by the unidentified constants and by the row's own jackknife spread
         fams, fits = {t: v[0] for t, v in fit_without.items()}, {t: v[1] for t, v in fit_without.items()}
         cv = unseen_bands(fams, fits, gen)

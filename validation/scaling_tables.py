@@ -13,9 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perfmodel.hardware import load_hardware  # noqa: E402
-from perfmodel.model import load_model  # noqa: E402
-from perfmodel.scaling import measured_series  # noqa: E402
+from perfmodel.specs.hardware import load_hardware  # noqa: E402
+from perfmodel.specs.model import load_model  # noqa: E402
+from perfmodel.analysis.scaling import measured_series  # noqa: E402
 
 # (title, model, seq, GPU counts, global batch at the first count): the report's three weak-scaling figures
 STUDIES = [

@@ -1,4 +1,4 @@
-"""Fit the uncertainty bands (perfmodel/uncertainty.py) on the CALIBRATION split and measure their coverage.
+"""Fit the uncertainty bands (perfmodel/analysis/uncertainty.py) on the CALIBRATION split and measure their coverage.
 
     python3 validation/uncertainty.py            # fit, print bands and coverage (held-out, calibration, all)
     python3 validation/uncertainty.py --write    # ... and store them in perfmodel/uncertainty.toml
@@ -27,8 +27,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel import calibration as C, fit as F, uncertainty as U  # noqa: E402
-from perfmodel.validate import merge, shipped_sets, validate_file  # noqa: E402
+from perfmodel.core import calibration as C
+from perfmodel.analysis import fit as F, uncertainty as U  # noqa: E402
+from perfmodel.analysis.validate import merge, shipped_sets, validate_file  # noqa: E402
 
 COMMAND = "python3 validation/uncertainty.py --write"
 CSV = ROOT / "validation" / "runs.csv"
@@ -36,7 +37,7 @@ CSV = ROOT / "validation" / "runs.csv"
 
 def samples(report, gen: dict[str, str]) -> list[tuple[str, str, float, bool]]:
     """(family, op class, ln(measured/predicted), calibration?) per predicted row; `gen`: hardware id ->
-    generation (perfmodel.fit.generations: the independent sets' own hardware files included)."""
+    generation (perfmodel.analysis.fit.generations: the independent sets' own hardware files included)."""
     return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted), r.calibration)
             for r in report.results]
 
@@ -68,7 +69,7 @@ def measure(csv: str | Path | list | None = None, min_rows: int = U.MIN_ROWS) ->
 
 
 def unseen(fits: str | Path) -> dict:
-    """The unseen-stack bands (perfmodel/uncertainty.py): every source family's calibration rows predicted with the
+    """The unseen-stack bands (perfmodel/analysis/uncertainty.py): every source family's calibration rows predicted with the
     constants refitted without that family (the single refits of a `validation/loso.py --json` run), pooled and
     cut into groups as the bands are; their coverage of the held-out rows (scored with the shipped constants)."""
     sys.path.insert(0, str(ROOT / "validation"))
@@ -115,7 +116,7 @@ def toml_text(m: dict) -> str:
     today = _dt.date.today().isoformat()
     rel = ", ".join(m["csv"])
     lines = [
-        "# Uncertainty bands of perfmodel's throughput predictions (perfmodel/uncertainty.py). GENERATED: do not edit;",
+        "# Uncertainty bands of perfmodel's throughput predictions (perfmodel/analysis/uncertainty.py). GENERATED: do not edit;",
         f"# regenerate with `{COMMAND}` after any change of the predictor or calibration.toml.",
         "# Per group: 10th / 90th percentile (p_k = k/(n+1), Hyndman & Fan type 6) of ln(measured / predicted",
         "# tokens/s/GPU) over the CALIBRATION rows (crc32(run_id) % 4 == 0) of the csv files below;",

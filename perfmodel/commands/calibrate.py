@@ -1,7 +1,7 @@
 """`perfmodel calibrate RUNS.csv [RUNS2.csv ...]`: fit the global constants to your own measured runs.
 
 The fitted constants (calibration.toml `fit = true`) are searched inside their physical bounds by the
-same coordinate search as the project's own calibration (perfmodel/fit.py, validation/calibrate.py), on
+same coordinate search as the project's own calibration (perfmodel/analysis/fit.py, validation/calibrate.py), on
 every predictable row of the given files (fit.calibrate_runs: a user's rows need no held-out split, which
 exists for the shipped sets' accuracy report). Each row is then predicted out of sample by k-fold
 cross-validation (leave-one-out for fewer than --folds rows), and the 80% bands come from those
@@ -16,9 +16,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from .. import calibration as C, fit as F
-from ..errors import InputError
-from .common import calibration_option, console, emit_json, print_table, stderr_progress
+from perfmodel.core import calibration as C
+from perfmodel.analysis import fit as F
+from perfmodel.errors import InputError
+from perfmodel.commands.common import calibration_option, console, emit_json, print_table, stderr_progress
 
 
 def _stats(rep) -> dict:
@@ -89,11 +90,11 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, folds: i
     }
     if uc.coverage["coverage"] is not None:      # TOML has no null: without it the key is left out
         prov["cross_validated_band_coverage"] = uc.coverage["coverage"]
-    header = ("perfmodel calibration file written by `perfmodel calibrate` (perfmodel/fit.py); use it with\n"
+    header = ("perfmodel calibration file written by `perfmodel calibrate` (perfmodel/analysis/fit.py); use it with\n"
               "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
               "prior and source; `value` is fitted on every row of the inputs in [provenance], [bands.*] are the\n"
               "80% bands of ln(measured / predicted) of those rows predicted out of sample (cross-validation;\n"
-              "perfmodel/uncertainty.py).")
+              "perfmodel/analysis/uncertainty.py).")
     try:
         out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header, uc.bands), encoding="utf-8")
     except OSError as exc:

@@ -9,13 +9,12 @@ import sympy as sp
 from rich.markup import escape
 from rich.table import Table
 
-from ..counts import (Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts,
-                      symbolic_flops_formula)
-from ..hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
-from ..errors import InputError
-from ..model import ModelSpec, load_model
-from ..specfile import catalog_ids, display_path
-from .common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
+from perfmodel.specs.counts import Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts, symbolic_flops_formula
+from perfmodel.specs.hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
+from perfmodel.errors import InputError
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.specs.specfile import catalog_ids, display_path
+from perfmodel.commands.common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
@@ -73,7 +72,7 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 def list_cmd(kind: str, as_json: bool) -> None:
     """List the catalog: hardware, models or software stacks, with key figures."""
     if kind == "stacks":
-        from .stacks import list_stacks
+        from perfmodel.commands.stacks import list_stacks
         return list_stacks(as_json)
     if kind == "hardware":
         rows = [hardware_row(load_hardware(i)) for i in catalog_ids("hardware")]
@@ -92,7 +91,7 @@ def list_cmd(kind: str, as_json: bool) -> None:
     rows = [model_row(load_model(i)) for i in catalog_ids("models")]
     if as_json:
         return emit_json(rows)
-    print_table("Models (params counted by perfmodel.counts)",
+    print_table("Models (params counted by perfmodel.specs.counts)",
                 ["id", "name", "layers", "hidden", "total params", "active params", "MoE", "seq tokens"],
                 [[r["id"], escape(r["name"].split(" (")[0]), r["layers"], r["hidden"], si(r["total_params"]),
                   si(r["active_params"]), "yes" if r["moe"] else "no", r["seq_len"]] for r in rows], 2, wrap=(1,))
@@ -162,7 +161,7 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
 def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
     if kind == "stack":
-        from .stacks import show_stack
+        from perfmodel.commands.stacks import show_stack
         return show_stack(ref, sets, as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)
@@ -208,7 +207,7 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
     if "published_active" in p:
         prow.append(["active (published)", f"{p['published_active']:,.0f}",
                      f"gap {p['active_gap']:+.2%} (tolerance {p['active_tolerance']:.0%})"])
-    console.print(table("Parameters (perfmodel.counts.param_counts)", ["", "params", "vs published"], prow, 1))
+    console.print(table("Parameters (perfmodel.specs.counts.param_counts)", ["", "params", "vs published"], prow, 1))
     frow = [[k.replace("_", " "), si(v, "FLOP")] for k, v in summary["flops_per_token"].items()]
     console.print(table(f"Model FLOPs per token, training fwd+bwd, seq {s} (attention convention)",
                         ["convention", "FLOPs/token"], frow, 1))

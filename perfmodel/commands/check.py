@@ -1,6 +1,6 @@
 """`perfmodel check LOG`: read a run's own training log, predict the same run, explain the gap.
 
-The log (perfmodel/logparse.py) gives the model shape, the layout, the stack switches its argument dump
+The log (perfmodel/analysis/logparse.py) gives the model shape, the layout, the stack switches its argument dump
 states and the measured step time; perfmodel predicts that very run (perfmodel.api.predict) with a software
 stack: the preset the log implies (or --stack) plus, as --stack-set overrides, every feature the dump states
 (log_stack_sets); what the dump does not state is the preset's, and the output says which is which. What-if
@@ -26,17 +26,18 @@ import click
 import numpy as np
 from rich.markup import escape
 
-from .. import api, uncertainty
-from ..counts import flops_per_token
-from ..checks import implausible_throughput, low_mfu_warning
-from ..errors import WARNINGS, InputError
-from ..hardware import HardwareSpec
-from ..layout import Layout, layout_text
-from ..logparse import ParsedLog, parse_file, software_of
-from ..model import ModelSpec, load_model
-from ..specfile import data_dir
-from ..stack import FRAMEWORK_FALLBACK, RecomputeModule, apply_overrides, load_stack, stack_for_row, stack_ids
-from .common import check_stack, console, emit_json, print_table, resolve_hardware, stack_options, table
+from perfmodel import api
+from perfmodel.analysis import uncertainty
+from perfmodel.specs.counts import flops_per_token
+from perfmodel.analysis.checks import implausible_throughput, low_mfu_warning
+from perfmodel.errors import WARNINGS, InputError
+from perfmodel.specs.hardware import HardwareSpec
+from perfmodel.specs.layout import Layout, layout_text
+from perfmodel.analysis.logparse import ParsedLog, parse_file, software_of
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.specs.specfile import data_dir
+from perfmodel.specs.stack import FRAMEWORK_FALLBACK, RecomputeModule, apply_overrides, load_stack, stack_for_row, stack_ids
+from perfmodel.commands.common import check_stack, console, emit_json, print_table, resolve_hardware, stack_options, table
 
 RECOMPUTE_MODULES = get_args(RecomputeModule)
 WARMUP_ITERS = 10        # iterations after each (re)start treated as warm-up (compile, allocator, NCCL setup)
@@ -855,7 +856,7 @@ def overheads(run: Run, p: Any) -> list[dict[str, Any]]:
 
 
 def verdict(ratio: float, band: Any) -> str:
-    """Where measured / predicted lies against the 80% band of validation spread (perfmodel/uncertainty.py)."""
+    """Where measured / predicted lies against the 80% band of validation spread (perfmodel/analysis/uncertainty.py)."""
     where = f"measured/predicted {ratio:.3f}, 80% band {band.low:.3f}-{band.high:.3f} ({band.group})"
     if band.low <= ratio <= band.high:
         return f"consistent with the prediction ({where})"

@@ -15,8 +15,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from ..checks import context_warning
-from ..hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
+from perfmodel.analysis.checks import context_warning
+from perfmodel.specs.hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -143,9 +143,9 @@ def _routing() -> Callable:
 
 
 def _use_calibration(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    """--calibration FILE: its constants for this command (perfmodel.calibration.use), restored after it."""
+    """--calibration FILE: its constants for this command (perfmodel.core.calibration.use), restored after it."""
     if value is not None:
-        from .. import calibration
+        from perfmodel.core import calibration
         before = calibration.use(value)
         ctx.call_on_close(lambda: calibration.use(before))
 
@@ -161,7 +161,7 @@ def calibration_option(f: Callable) -> Callable:
 
 
 def spares_option(f: Callable) -> Callable:
-    """--spares charged|excluded: one flag on every economics command (perfmodel/reliability.py)."""
+    """--spares charged|excluded: one flag on every economics command (perfmodel/economics/reliability.py)."""
     return click.option("--spares", default="charged", show_default=True, type=click.Choice(["charged", "excluded"]),
                         help="in-rack hot spares (NVL72: 8 of 72 GPUs per rack): charged to training as installed "
                              "hardware, or excluded")(f)
@@ -207,11 +207,11 @@ def layout_options(f: Callable) -> Callable:
     return calibration_option(f)
 
 
-from ..errors import WARNINGS  # noqa: E402  (warnings printed after a command's output, by cli.main)
+from perfmodel.errors import WARNINGS  # noqa: E402  (warnings printed after a command's output, by cli.main)
 
 
 def warn_context(model: Any, seq: int | None) -> None:
-    """A warning when seq exceeds the model's maximum context (perfmodel/checks.py: the command goes on):
+    """A warning when seq exceeds the model's maximum context (perfmodel/analysis/checks.py: the command goes on):
     one stderr line after the output, never on stdout, so --json stays one document."""
     msg = context_warning(model, seq) if seq else None
     if msg and msg not in WARNINGS:
@@ -235,13 +235,13 @@ def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], l
     return mine, [s for s in sets if s not in mine]
 
 
-# ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE, and the deprecated --profile ----------
+# ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE ----------------------------------------
 
 def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
     """Load the stack and apply its overrides once, so a bad id, file or feature is one InputError naming
     the flag and the field before any prediction (stack.load_stack / apply_overrides)."""
-    from ..errors import InputError
-    from ..stack import apply_overrides, load_stack
+    from perfmodel.errors import InputError
+    from perfmodel.specs.stack import apply_overrides, load_stack
     try:
         spec = load_stack(stack)
     except InputError as exc:
@@ -251,34 +251,16 @@ def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) 
     apply_overrides(spec, list(stack_set))
 
 
-def stack_args(stack: str | None, stack_set: tuple[str, ...], profile: str | None) -> tuple[str | None, tuple[str, ...]]:
-    """--stack / --stack-set, with the deprecated --profile NAME mapped onto them (perfmodel/profiles.py):
-    a note on stderr after the output. Checked (check_stack)."""
-    from ..errors import InputError
-    stack_set = tuple(stack_set)
-    if profile is not None:
-        from ..profiles import profile_as_stack
-        if stack is not None:
-            raise InputError("--profile", profile, "give --stack (or the deprecated --profile), not both")
-        stack, sets, note = profile_as_stack(profile)
-        stack_set = sets + stack_set
-        if note not in WARNINGS:
-            WARNINGS.append(note)
-    check_stack(stack, stack_set)
-    return stack, stack_set
-
-
 def stack_options(f: Callable) -> Callable:
-    """--stack ID|FILE, --stack-set FEATURE=VALUE (repeatable) and the deprecated alias --profile NAME, as
-    every predicting command takes them: the command receives `stack` (preset id or file, None = the
-    `default` stack) and `stack_set` (a tuple), checked, for perfmodel.predict.Options."""
+    """--stack ID|FILE and --stack-set FEATURE=VALUE (repeatable), as every predicting command takes them: the command receives `stack` (preset id or file, None = the
+    `default` stack) and `stack_set` (a tuple), checked, for perfmodel.core.predict.Options."""
     if any(p.name == "stack_set" for p in getattr(f, "__click_params__", [])):
         return f
 
     @functools.wraps(f)
-    def wrapper(*args: Any, stack: str | None = None, stack_set: tuple[str, ...] = (), profile: str | None = None,
-                **kw: Any) -> Any:
-        stack, stack_set = stack_args(stack, stack_set, profile)
+    def wrapper(*args: Any, stack: str | None = None, stack_set: tuple[str, ...] = (), **kw: Any) -> Any:
+        stack_set = tuple(stack_set)
+        check_stack(stack, stack_set)
         return f(*args, stack=stack, stack_set=stack_set, **kw)
 
     for o in reversed([
@@ -287,9 +269,6 @@ def stack_options(f: Callable) -> Callable:
         click.option("--stack-set", "stack_set", multiple=True, metavar="FEATURE=VALUE",
                      help="override a stack feature (repeatable), e.g. tp_overlap=none, cuda_graphs=per_layer "
                           "(`perfmodel show stack default` lists them)"),
-        click.option("--profile", "profile", default=None, metavar="NAME",
-                     help="deprecated alias of --stack: an old profile name (nemo-25.11, no-overlap, ...) mapped "
-                          "to its stack preset or --stack-set overrides"),
     ]):
         wrapper = o(wrapper)
     return wrapper
@@ -298,7 +277,7 @@ def stack_options(f: Callable) -> Callable:
 def stack_info(opts: Any, model: Any = None, hw: Any = None) -> dict[str, Any]:
     """The stack a prediction used, for --json: "stack" (preset id), "stack_name", "stack_set" and the
     per-model rules of the preset that applied to this model and system."""
-    from ..stack import load_stack
+    from perfmodel.specs.stack import load_stack
     spec = load_stack(opts.stack)
     rules = spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied if model is not None and hw is not None else ()
     return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set),

@@ -1,7 +1,7 @@
 """`perfmodel tco`, `perfmodel cost`, `perfmodel compare`: $ per GPU-hour, cost and energy of a training
 run (nominal and after reliability), and systems side by side.
 
-Formulas live in perfmodel/economics.py (TCO, $/token, J/token, households) and perfmodel/reliability.py
+Formulas live in perfmodel/economics/tco.py (TCO, $/token, J/token, households) and perfmodel/economics/reliability.py
 (interruptions, Young/Daly checkpointing, goodput, spares); defaults in perfmodel/costs.toml."""
 from __future__ import annotations
 
@@ -12,20 +12,20 @@ import click
 from click.core import ParameterSource
 from rich.markup import escape
 
-from .. import api, uncertainty
-from ..checks import check_measured_throughput, memory_reason, check_tokens_cover_a_batch
-from ..counts import param_counts
-from ..economics import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
-from ..errors import InputError, did_you_mean
-from ..hardware import HardwareSpec, whatif_fields
-from ..layout import Layout, layout_text
-from ..model import ModelSpec, load_model
-from ..predict import Options, Prediction
-from ..reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs, whole_units
-from ..search import search
-from .common import (stack_info, stack_line, stack_options, spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware,
-                     split_hardware_sets, table)
-from .predict import memory_error
+from perfmodel import api
+from perfmodel.analysis import uncertainty
+from perfmodel.analysis.checks import check_measured_throughput, memory_reason, check_tokens_cover_a_batch
+from perfmodel.specs.counts import param_counts
+from perfmodel.economics.tco import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
+from perfmodel.errors import InputError, did_you_mean
+from perfmodel.specs.hardware import HardwareSpec, whatif_fields
+from perfmodel.specs.layout import Layout, layout_text
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.core.predict import Options, Prediction
+from perfmodel.economics.reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs, whole_units
+from perfmodel.analysis.search import search
+from perfmodel.commands.common import stack_info, stack_line, stack_options, spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware, split_hardware_sets, table
+from perfmodel.commands.predict import memory_error
 
 
 def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -242,7 +242,7 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
 # ---- compare ---------------------------------------------------------------------------------------
 
 def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) -> tuple[Prediction, str]:
-    """The planner's best layout (perfmodel/search.py) when it finds one that fits, else the given layout."""
+    """The planner's best layout (perfmodel/analysis/search.py) when it finds one that fits, else the given layout."""
     res = search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
     if res.top is not None:
         return res.top, "planner"
@@ -315,7 +315,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
         o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how, **unit,
              "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
              "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
-        # 80% band from validation spread (perfmodel/uncertainty.py): cost per token is inverse to throughput
+        # 80% band from validation spread (perfmodel/analysis/uncertainty.py): cost per token is inverse to throughput
         b = uncertainty.band_for(m, hw, opts.stack, int(row["layout"]["vp"]))
         o["band"] = b.to_dict()
         uncertainty.with_band(o, "tokens_per_s_per_gpu", b.throughput(tps))

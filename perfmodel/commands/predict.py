@@ -8,17 +8,19 @@ from dataclasses import replace
 import click
 from rich.markup import escape
 
-from .. import api, calibration, uncertainty
-from ..counts import flops_per_token
-from ..checks import domain_flags, domain_warning, memory_reason
-from ..errors import WARNINGS
-from ..errors import InputError
-from ..specfile import display_path
-from ..hardware import HardwareSpec, whatif_fields
-from ..layout import Layout, default_etp
-from ..model import ModelSpec, load_model
-from ..predict import Options
-from .common import console, emit_json, layout_options, resolve_hardware, stack_info, stack_line, stack_options, table, warn_context
+from perfmodel import api
+from perfmodel.core import calibration
+from perfmodel.analysis import uncertainty
+from perfmodel.specs.counts import flops_per_token
+from perfmodel.analysis.checks import domain_flags, domain_warning, memory_reason
+from perfmodel.errors import WARNINGS
+from perfmodel.errors import InputError
+from perfmodel.specs.specfile import display_path
+from perfmodel.specs.hardware import HardwareSpec, whatif_fields
+from perfmodel.specs.layout import Layout, default_etp
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.core.predict import Options
+from perfmodel.commands.common import console, emit_json, layout_options, resolve_hardware, stack_info, stack_line, stack_options, table, warn_context
 
 
 def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision: str, attention: str,
@@ -90,13 +92,13 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     # MFU in the other attention convention: MFU is proportional to model FLOPs per token
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
-    from ..predict import software_of
+    from perfmodel.core.predict import software_of
     sw = software_of(m, hw, opts)
     lay_d = r["layout"]
     dom = domain_warning(hw, lay_d, sw.tp_overlap_scale_up)
     if dom and dom not in WARNINGS:
         WARNINGS.append(dom)
-    b = uncertainty.band_for(m, hw, stack, vp)   # 80% band from validation spread (perfmodel/uncertainty.py)
+    b = uncertainty.band_for(m, hw, stack, vp)   # 80% band from validation spread (perfmodel/analysis/uncertainty.py)
     lows = {"tokens_per_s_per_gpu": b.throughput(r["tokens_per_s_per_gpu"]), "step_time_s": b.inverse(r["step_time_s"]),
             "mfu": b.throughput(r["mfu"])}
     if as_json:
@@ -149,7 +151,7 @@ def memory_rank_label(r: dict, pp: int) -> str:
     return f"fullest pipeline rank: {name}"
 
 
-# the stack switch and calibrated share that hide each communication kind (perfmodel/software.py)
+# the stack switch and calibrated share that hide each communication kind (perfmodel/core/software.py)
 _HIDDEN_BY = {"tp_comm": ("tp_overlap", "tp_share_bwd"), "cp_comm": ("cp ring", "cp_share"),
               "ep_comm": ("moe_a2a_overlap", "ep_share"), "dp_comm": ("dp overlap", "dp_rs_share"),
               "pp_comm": ("pp p2p", "pp_share")}

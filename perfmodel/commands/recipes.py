@@ -16,13 +16,13 @@ import click
 from rich.markup import escape
 import numpy as np
 
-from ..errors import InputError
-from ..layout import Layout, LayoutGrid, layout_text
-from ..predict import Options, predict_grid
-from ..search import SearchResult, describe_why, illegal, search, why_better
-from ..specfile import data_dir
-from ..validate import has_selective, read_csv, row_inputs
-from .common import calibration_option, stack_options, console, emit_json, stderr_progress, table
+from perfmodel.errors import InputError
+from perfmodel.specs.layout import Layout, LayoutGrid, layout_text
+from perfmodel.core.predict import Options, predict_grid
+from perfmodel.analysis.search import SearchResult, describe_why, illegal, search, why_better
+from perfmodel.specs.specfile import data_dir
+from perfmodel.analysis.validate import has_selective, read_csv, row_inputs
+from perfmodel.commands.common import calibration_option, stack_options, console, emit_json, stderr_progress, table
 
 @dataclass(frozen=True)
 class RecipeCheck:

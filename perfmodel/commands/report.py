@@ -4,10 +4,10 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from ..economics import BUYERS
-from ..report import REPORT_STEPS, ReportConfig, build
-from ..model import load_model
-from .common import console, emit_json, precision_option, spares_option, stack_options, stderr_progress, warn_context
+from perfmodel.economics.tco import BUYERS
+from perfmodel.report import REPORT_STEPS, ReportConfig, build
+from perfmodel.specs.model import load_model
+from perfmodel.commands.common import console, emit_json, precision_option, spares_option, stack_options, stderr_progress, warn_context
 
 _D = ReportConfig()
 

@@ -1,5 +1,5 @@
 """`perfmodel scaling`: weak or strong scaling of one layout (or the planner's best per size) over a list
-of GPU counts, with cost, energy, what grows, and goodput (perfmodel/scaling.py)."""
+of GPU counts, with cost, energy, what grows, and goodput (perfmodel/analysis/scaling.py)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,17 +7,16 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ..economics import BUYERS
-from ..errors import InputError
-from ..layout import Layout, layout_text
-from ..model import load_model
-from ..predict import Options
-from ..profiles import release_of
-from ..search import parse_constraints
-from ..scaling import GROWS, MODES, ScalingResult, load_runs, parse_gpu_list, plot, scaling, summary_growth
-from ..calibration import constants
-from .common import (stack_line, stack_options, spares_option, warn_context, compact, console, convention_options, emit_json, fits_width, precision_option,
-                     resolve_hardware, stderr_progress, table)
+from perfmodel.economics.tco import BUYERS
+from perfmodel.errors import InputError
+from perfmodel.specs.layout import Layout, layout_text
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options
+from perfmodel.analysis.releases import release_of
+from perfmodel.analysis.search import parse_constraints
+from perfmodel.analysis.scaling import GROWS, MODES, ScalingResult, load_runs, parse_gpu_list, plot, scaling, summary_growth
+from perfmodel.core.calibration import constants
+from perfmodel.commands.common import stack_line, stack_options, spares_option, warn_context, compact, console, convention_options, emit_json, fits_width, precision_option, resolve_hardware, stderr_progress, table
 
 
 def _pct(x: float | None, digits: int = 1) -> str:

@@ -1,4 +1,4 @@
-"""`perfmodel search`: rank every legal layout for a model on a cluster (perfmodel/search.py)."""
+"""`perfmodel search`: rank every legal layout for a model on a cluster (perfmodel/analysis/search.py)."""
 from __future__ import annotations
 
 import time
@@ -7,23 +7,21 @@ import click
 import numpy as np
 from rich.markup import escape
 
-from ..hardware import HardwareSpec, whatif_fields
-from ..layout import LayoutGrid, layout_text
-from ..model import load_model
-from ..predict import Options, Prediction, predict_grid
-from ..search import (OBJECTIVES, SearchResult, _pareto_idx, describe_why, equivalents, objective_scale,
-                      parse_constraints, search, why_better)
-from ..checks import domain_flags, domain_warning
-from ..errors import WARNINGS
-from ..predict import software_of
-from ..scaling import parse_gpu_list
-from .. import uncertainty
-from ..errors import InputError
-from ..calibration import constants
-from .common import (stack_info, stack_options, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si,
-                     stderr_progress, table)
+from perfmodel.specs.hardware import HardwareSpec, whatif_fields
+from perfmodel.specs.layout import LayoutGrid, layout_text
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options, Prediction, predict_grid
+from perfmodel.analysis.search import OBJECTIVES, SearchResult, _pareto_idx, describe_why, equivalents, objective_scale, parse_constraints, search, why_better
+from perfmodel.analysis.checks import domain_flags, domain_warning
+from perfmodel.errors import WARNINGS
+from perfmodel.core.predict import software_of
+from perfmodel.analysis.scaling import parse_gpu_list
+from perfmodel.analysis import uncertainty
+from perfmodel.errors import InputError
+from perfmodel.core.calibration import constants
+from perfmodel.commands.common import stack_info, stack_options, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si, stderr_progress, table
 
-GB = 1e9            # memory in GB = 1e9 bytes, as every table (perfmodel/checks.py)
+GB = 1e9            # memory in GB = 1e9 bytes, as every table (perfmodel/analysis/checks.py)
 # breakdown_s keys grouped for the top-K table (predict.py)
 COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
 COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
@@ -162,7 +160,7 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
         "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * scale)
                           for i in range(front.layouts.n)] if front is not None else [],
     }
-    # 80% band from validation spread (perfmodel/uncertainty.py); the unseen-stack band depends on the layout's vp
+    # 80% band from validation spread (perfmodel/analysis/uncertainty.py); the unseen-stack band depends on the layout's vp
     bands = [uncertainty.band_for(model, hw, opts.stack, int(e["layout"]["vp"])) for e in out["top"]]
     out["band"] = (bands[0] if bands else uncertainty.band_for(model, hw, opts.stack)).to_dict()
     for e, band in zip(out["top"], bands):

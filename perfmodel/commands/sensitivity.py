@@ -1,24 +1,24 @@
 """`perfmodel sensitivity`: which hardware knob matters for one workload and layout (elasticities of step
-time and of cost per token, perfmodel/sensitivity.py), or a sweep of one or two hardware fields as a
+time and of cost per token, perfmodel/analysis/sensitivity.py), or a sweep of one or two hardware fields as a
 tokens/s/GPU table and heat map."""
 from __future__ import annotations
 
 import click
 from rich.markup import escape
 
-from .. import api
-from ..calibration import constants
-from ..errors import InputError
-from ..hardware import show_field
-from ..layout import Layout
-from ..model import load_model
-from ..predict import Options
-from ..sensitivity import Elasticity, plot_sweep, sensitivity, sweep
-from .predict import memory_error
-from .common import stack_info, stack_line, stack_options, console, emit_json, layout_options, resolve_hardware, table, warn_context
+from perfmodel import api
+from perfmodel.core.calibration import constants
+from perfmodel.errors import InputError
+from perfmodel.specs.hardware import show_field
+from perfmodel.specs.layout import Layout
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options
+from perfmodel.analysis.sensitivity import Elasticity, plot_sweep, sensitivity, sweep
+from perfmodel.commands.predict import memory_error
+from perfmodel.commands.common import stack_info, stack_line, stack_options, console, emit_json, layout_options, resolve_hardware, table, warn_context
 
 
-# how each elasticity was obtained (perfmodel/sensitivity.py): the derivative where the model is differentiable
+# how each elasticity was obtained (perfmodel/analysis/sensitivity.py): the derivative where the model is differentiable
 METHOD = {"derivative": "derivative", "finite difference": "±10% (kink)", "discrete step": "next size",
           "exact (TCO share)": "TCO share"}
 

@@ -1,7 +1,7 @@
 """`perfmodel size`: how many whole servers / racks to train MODEL on TOKENS by a deadline (--days), the
 fastest within a budget (--budget), or time and cost at a size (--gpus); several --hardware side by side.
 
-Method in perfmodel/sizing.py (planner per size, reliability goodput and spares, economics, 80% bands)."""
+Method in perfmodel/analysis/sizing.py (planner per size, reliability goodput and spares, economics, 80% bands)."""
 from __future__ import annotations
 
 import time
@@ -10,17 +10,16 @@ from typing import Any, Callable
 import click
 from rich.markup import escape
 
-from ..errors import InputError
-from ..layout import layout_text
-from ..model import load_model
-from ..predict import Options
-from ..sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
-from ..uncertainty import span
-from ..economics import BUYERS
-from ..calibration import constants
-from .common import (stack_info, stack_line, stack_options, spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware,
-                     split_hardware_sets, table)
-from .economics import split_sets
+from perfmodel.errors import InputError
+from perfmodel.specs.layout import layout_text
+from perfmodel.specs.model import load_model
+from perfmodel.core.predict import Options
+from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
+from perfmodel.analysis.uncertainty import span
+from perfmodel.economics.tco import BUYERS
+from perfmodel.core.calibration import constants
+from perfmodel.commands.common import stack_info, stack_line, stack_options, spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, split_hardware_sets, table
+from perfmodel.commands.economics import split_sets
 
 
 def _band(d: dict, key: str, fmt: str) -> str:

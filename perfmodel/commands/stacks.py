@@ -1,14 +1,14 @@
 """`perfmodel list stacks` and `perfmodel show stack ID|FILE`: the software-stack presets and where
-each feature was read (perfmodel.stack). Registered through `list` / `show` in commands/catalog.py."""
+each feature was read (perfmodel.specs.stack). Registered through `list` / `show` in commands/catalog.py."""
 from __future__ import annotations
 
 from typing import Any
 
 from rich.markup import escape
 
-from ..stack import StackSpec, apply_overrides, load_stack, stack_ids
-from ..specfile import display_path
-from .common import console, emit_json, print_table, table
+from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_ids
+from perfmodel.specs.specfile import display_path
+from perfmodel.commands.common import console, emit_json, print_table, table
 
 # features shown in the `list stacks` overview (all of them are in `show stack` and in --json)
 _KEY = ("attention_kernel", "sequence_parallel", "tp_overlap", "dp_grad_reduce_overlap", "cuda_graphs", "fsdp",

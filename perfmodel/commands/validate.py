@@ -2,7 +2,7 @@
 
 Error = (predicted - measured) / measured on tokens/s/GPU (validation compares throughput, never MFU
 strings; DESIGN.md "Conventions"). Rows are split into the fixed calibration subset and the held-out
-rest (perfmodel.validate.calibration_split); accuracy figures that matter are the held-out ones."""
+rest (perfmodel.analysis.validate.calibration_split); accuracy figures that matter are the held-out ones."""
 from __future__ import annotations
 
 import json
@@ -14,15 +14,15 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ..errors import InputError
-from ..specfile import data_dir, display_path
-from ..validate import COLUMNS, Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
-from .common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
+from perfmodel.errors import InputError
+from perfmodel.specs.specfile import data_dir, display_path
+from perfmodel.analysis.validate import COLUMNS, Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
+from perfmodel.commands.common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
 PROGRESS_MIN_ROWS = 2000
 FLAGGED_SHOWN = 25
-# verdicts perfmodel.validate gives rows far from their prediction (others are "ok" or informational)
+# verdicts perfmodel.analysis.validate gives rows far from their prediction (others are "ok" or informational)
 FLAG_VERDICTS = ("underperforms", "faster than predicted")
 
 

@@ -1,0 +1,1 @@
+"""What reads predictions: the planner, sizing, scaling, validation, calibration, logs."""

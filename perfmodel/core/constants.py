@@ -1,0 +1,127 @@
+"""Named physical constants of the cost model: bytes per element and per parameter, kernels per op.
+
+None of these is fitted (the fitted few live in calibration.toml). Each says its unit and where it comes
+from; the cost model uses these names, never the bare numbers.
+"""
+from __future__ import annotations
+
+# ---- element sizes (bytes) ----------------------------------------------------------------------
+BF16 = 2.0                 # bf16 / fp16 activations, weights, gradients (IEEE 754 half formats)
+FP32 = 4.0                 # fp32 softmax / loss, master weights, Adam moments
+FP8 = 1.0                  # fp8 weights under fp8_param_gather (Transformer Engine)
+
+# ---- optimizer (mixed-precision Adam; Micikevicius et al. 2018, Rajbhandari et al. 2020 §3) ----------
+ADAM_STATE_BYTES = 12.0    # per parameter: fp32 master weight + first and second moment (ZeRO's K = 12)
+# fused Adam step per parameter of the local shard: read master, m, v (3 x 4 B) and write them (3 x 4 B),
+# plus reading the gradient (2 B bf16, 4 B fp32): 26 B with bf16 grads (apex / TE FusedAdam multi-tensor kernel)
+ADAM_STATE_STEP_BYTES = 24.0
+# per parameter held by the GPU, in units of the gradient's size: zero the grad buffer (write 1x), read it for
+# the global grad norm (1x) and scale it for clipping (read + write 2x) -> 4x (8 B with bf16 grads)
+# (Megatron-Core optimizer clip_grad_norm)
+GRAD_NORM_ZERO_GRADS = 4.0
+OPTIMIZER_KERNELS = 10     # multi-tensor launches of one optimizer step (zero, norm, clip, Adam chunks)
+
+# ---- elementwise traffic per token (bytes per hidden unit), Megatron-Core transformer layer ----------
+NORM_BYTES = 4.0           # one RMSNorm/LayerNorm: read x, write y in bf16 (per hidden unit)
+RESIDUAL_BYTES = 12.0      # two residual (bias-dropout-)adds: each reads two bf16 tensors, writes one
+ROPE_BYTES = 4.0           # rotary embedding on q and k: read and write bf16 per rotated dimension
+# activation function per unit of FFN width: SwiGLU reads gate and up and writes one (6 B),
+# GELU reads one and writes one (4 B)
+ACT_BYTES_GLU = 6.0
+ACT_BYTES_PLAIN = 4.0
+# kernels of the elementwise ops of one layer (norms, RoPE, residual adds, activation, SP copies): forward 12,
+# backward 20 (PyTorch profiler traces of a Megatron-Core / Transformer Engine layer; backward adds the
+# grad-accumulation adds and the recomputed norm statistics)
+LAYER_KERNELS_FWD = 12
+LAYER_KERNELS_BWD = 20
+
+# ---- embedding, LM head and loss ---------------------------------------------------------------------
+# fp32 logits: write, read for softmax + cross-entropy, write the gradient (3 x 4 B per vocab entry);
+# final norm in and out in fp32 (2 x 4 B per hidden unit) (Megatron-Core vocab_parallel_cross_entropy)
+LOGIT_BYTES = 3 * FP32
+FINAL_NORM_BYTES = 2 * FP32
+HEAD_KERNELS = 6           # cast, max, exp-sum, loss, grad, final norm
+# embedding lookup forward (write bf16 row) and its gradient scatter-add backward (read + write)
+EMBED_BYTES = 2 * 2 * BF16
+EMBED_KERNELS = 2
+
+# ---- saved for backward beyond the bf16 tensors -------------------------------------------------------
+LSE_BYTES = FP32           # flash-attention log-sum-exp per query per head (Dao 2023 §3.1)
+ROUTER_LOGIT_BYTES = FP32  # MoE router logits / probabilities per token per expert, fp32
+
+# ---- software-stack features (perfmodel/core/software.py) ---------------------------------------------------
+# unfused attention (Megatron fused scale-mask-softmax path), bytes per score element and micro-batch moved by
+# the kernels BETWEEN the two batched GEMMs (the GEMMs' own operand and result traffic, the QK^T score write
+# and the PV probability read, is in their roofline, compute.gemm_time):
+# forward: softmax reads 2 writes 2, dropout reads 2 writes 2 and a 1-byte mask -> 9;
+# backward: dropout backward reads the probability gradient (2) and the mask (1) and writes 2, softmax
+# backward reads that gradient (2) and the softmax output (2) and writes the score gradient (2) -> 11
+# (Megatron-LM megatron/fused_kernels scaled_masked_softmax forward / backward; torch dropout / its backward):
+# two kernels each way (workload._attention_block)
+UNFUSED_SCORE_BYTES_FWD = 9.0
+UNFUSED_SCORE_BYTES_BWD = 11.0
+# ... and saved for backward per score element: softmax output (2), dropout mask (1), dropout output (2)
+# (Korthikanti et al. 2022 §4.1, Table 2: 5 a s^2 b)
+UNFUSED_SCORE_SAVED = 5.0
+# FP8 current (per-tensor, just-in-time) scaling: one more bf16 read of each quantised tensor for its amax
+# (Transformer Engine Float8CurrentScaling)
+AMAX_PASS_BYTES = 2.0
+
+# biased experts (gpt-oss) under Megatron-Core TEGroupedMLP._apply_bias: fc2 bias times routing probability
+# added in an eager per-expert loop, bf16 bytes per element of the fc2 output (workload._expert_bias_loop)
+EXPERT_BIAS_BYTES_FWD = 12.0
+EXPERT_BIAS_BYTES_BWD = 12.0
+
+# gpt-oss clamped SwiGLU experts under Megatron-Core (TEGroupedMLP.bias_act_func ->
+# megatron/core/fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl at 1fb2a0ca, activation_func_clamp_value
+# 7.0 from Megatron-Bridge GPTOSSProvider): the clamp runs eagerly before the fused (jit) activation:
+# x_glu, x_linear = input.chunk(2, -1); input = torch.cat((x_glu.clamp(max=v), x_linear.clamp(-v, v)), -1).
+# Bytes per token copy per unit of expert width f (each half is f wide, bf16): forward, two clamps read 2 and
+# write 2 each (8) and the cat reads both halves and writes 2f (8) -> 16 B; backward (PyTorch autograd,
+# torch/csrc/autograd/FunctionsManual.cpp clamp_backward: where(self <= max, grad, 0) for the gate half, reading
+# the mask comparison's input 2 and writing 1, then where reading 1 + 2 and writing 2 -> 8; the linear half
+# where((self >= min).logical_and_(self <= max), grad, 0): two comparisons 3 + 3, logical_and 3, where 5 -> 14;
+# chunk's backward (split_backward) cats the two half-gradients into the fc1 output gradient: read 4, write 4
+# -> 8) -> 30 B. Kernels: 2 clamps + cat + the offset's host-to-device copy
+# (torch.tensor(linear_offset, device=...), every call) forward; 2 + 4 + 1 backward (not counting the two
+# at::scalar_tensor zeros clamp_backward builds).
+CLAMP_BYTES_FWD = 16.0
+CLAMP_BYTES_BWD = 30.0
+CLAMP_KERNELS_FWD = 4
+CLAMP_KERNELS_BWD = 7
+
+# ---- eager PyTorch without fusion (stack fusions = "none") ------------------------------------------------
+# LayerNorm and GELU are single native CUDA kernels in eager PyTorch (aten::native_layer_norm, aten::gelu),
+# so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels:
+# RMSNorm x * rsqrt(mean(x^2) + eps) * w: pow (read 2, write 2), mean (read 2), mul (read 2, write 2),
+# mul by w (read 2, write 2) -> 14 B per element against the fused 4 B, in 4 kernels instead of 1;
+# SwiGLU silu(gate) * up: silu (read 2, write 2), mul (read 2 + 2, write 2) -> 10 B per unit of width
+# against the fused 6 B, 2 kernels; RoPE as complex multiplication (torchtitan apply_rotary_emb:
+# view_as_complex, mul, view_as_real, type_as) -> 3 passes over q and k.
+EAGER_RMSNORM_BYTES = 14.0
+EAGER_SWIGLU_BYTES = 10.0
+EAGER_ROPE_PASSES = 3.0
+# kernels added per layer: 2 norms x 3 extra kernels, SwiGLU +1, RoPE +4 (q and k: complex view, mul, real
+# view, cast); backward adds the same count again for each op's gradient
+EAGER_EXTRA_KERNELS_FWD = 11
+EAGER_EXTRA_KERNELS_BWD = 11
+
+# The share of moe_permute_bytes (calibration.toml: 20 B per token copy per hidden unit forward on the NCCL
+# all-to-all path = permute 4 + local sort 4 + local unsort 4 + un-permute 4 with its FP32 weighted scatter-add 4)
+# that DeepEP's and HybridEP's flex dispatcher fuses into the communication kernels: the global permute before
+# dispatch and the global un-permute after combine, 4 + 8 B (NVIDIA/Megatron-LM docs/discussions/
+# deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md Sec. 2.1.1: "The AlltoAll dispatcher using the
+# NCCL backend requires one global and one local permute before and after EP communication ... The Flex Dispatcher
+# of DeepEP or HybridEP fuses the global permute into the communication kernel ... but still requires a permute
+# kernel to ... rearrange the tokens distributed to different local experts")
+MOE_GLOBAL_PERMUTE_BYTES = 12.0
+
+# ---- point-to-point send/recv (pipeline stage boundaries, the context-parallel ring) -------------------
+# NCCL gives one pair of GPUs only a few channels for send/recv ("2 p2p channels per peer" in NCCL's init log,
+# NVIDIA/nccl#1189; NCCL's send/recv is tuned for all-to-all, where every peer shares the links: NVIDIA/nccl#1272),
+# so a single pair's NCCL send/recv over NVLink is bound by those channels' copy rate, not by the link:
+# nccl-tests sendrecv_perf between two NVLink-connected H100s ~80 GB/s in the default configuration against 260 GB/s
+# for an SM copy kernel (NVIDIA/nccl-tests#268); between two A100s ~71-73 GB/s, both P2P transports (nccl-tests#331).
+# The pair's NVLink rate is min(this, the link's collective rate) (comm.p2p_time); across domains a pair's
+# send/recv rides its NIC as before.
+NCCL_P2P_PEER_BW = 80e9    # bytes/s, one pair of GPUs, NCCL send/recv over NVLink (default channels per peer)

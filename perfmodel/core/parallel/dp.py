@@ -1,0 +1,181 @@
+"""Data parallelism with the distributed optimizer (ZeRO-1, Rajbhandari et al. 2020; Megatron-Core
+distributed optimizer) or FSDP (ZeRO-3: weights, gradients and optimizer sharded).
+
+Dense parameters replicate over dp*cp and split by tp (embeddings and head too) and pp; expert parameters
+split by ep*etp and pp and replicate over the expert data-parallel group edp = tp*cp*dp/(ep*etp).
+Distributed optimizer: gradients reduce-scattered over dp, updated parameters all-gathered, both once per
+step and overlapped with the last micro-batch's backward / first micro-batch's forward.
+FSDP: parameters gathered for forward and again for backward, gradients reduce-scattered, every
+micro-batch. Hybrid sharding (HSDP; PyTorch FSDP HYBRID_SHARD, MaxText ici_fsdp x dcn_data): parameters,
+gradients and optimizer state sharded over a group of h GPUs and replicated across the dp*cp/h groups; a
+gradient reduction is the reduce-scatter inside the group followed by an all-reduce of the 1/h shard across
+the replicas (Zhao et al. 2023, PyTorch FSDP, §3.2.2 hybrid sharding: gradients reduce-scattered inside
+each sharding group, then all-reduced across the replication groups)."""
+from __future__ import annotations
+
+import numpy as np
+
+from perfmodel.core import comm
+from perfmodel.specs.counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
+from perfmodel.specs.model import ModelSpec
+from perfmodel.core.overlap import exposed, exposed_shared
+
+
+def param_split(m: ModelSpec) -> tuple[float, float]:
+    """(dense params, expert params) of the whole model, MTP modules included."""
+    pc = param_counts(m)
+    e, h = m.moe, m.hidden_size
+    expert = 0.0
+    if e:
+        each = m.ffn.matrices * h * e.expert_intermediate_size
+        expert = float(m.num_moe_layers * e.num_experts * each)
+        if m.mtp_layers:
+            expert += m.mtp_layers * e.num_experts * each
+    return float(pc.total + pc.mtp_total) - expert, expert
+
+
+def shard_group(dpc, hsg):
+    """GPUs the dense parameters are sharded over: the whole dp*cp group, or under hybrid sharding the
+    stack's group of `hsg` GPUs (where dp*cp is not a multiple of it, gcd(dp*cp, hsg): the groups must tile
+    the data-parallel ranks and each stay inside one of the stack's groups)."""
+    dpc = np.asarray(dpc, dtype=float)
+    if not hsg:
+        return dpc
+    return np.gcd(np.rint(dpc).astype(np.int64), int(hsg)).astype(float)
+
+
+def optimizer_shard(p_dense, p_exp, dpc, edp, cp, fsdp, sw):
+    """Parameters per GPU whose optimizer state the GPU holds and steps: FSDP's shard (dense over dp*cp, or
+    under hybrid sharding over its group; experts over edp), else the stack's optimizer sharding: Megatron's
+    distributed optimizer over dp*cp (ZeRO-1, Rajbhandari et al. 2020 §5.1), over dp only, or none (the local
+    optimizer / torch DDP: every data-parallel rank keeps and steps the state of all its parameters).
+    Arguments broadcast together (`fsdp` a bool array)."""
+    sharded = p_dense / shard_group(dpc, sw.hybrid_shard_group) + p_exp / edp
+    if sw.optimizer_shard == "dp_cp":
+        group = sharded
+    elif sw.optimizer_shard == "dp":
+        group = p_dense / (dpc / cp) + p_exp / edp
+    else:                                     # "none"
+        group = p_dense + p_exp
+    return np.where(fsdp, sharded, group)
+
+
+def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw, hsg=None):
+    """(reduce-scatter of gradients, all-gather of parameters) seconds over dp*cp (dense: CP ranks hold the
+    same weights and reduce their gradients together, Megatron-Core's data-parallel group with context
+    parallelism; members tp ranks apart) and edp (experts; members ep*etp ranks apart). `p_dense` / `p_exp`
+    may carry a trailing axis (pipeline ranks): each group shape is placed once and its terms broadcast.
+    `hsg`: hybrid sharding (parameter-sharding stacks only): the gather and reduce-scatter run inside the
+    shard group h = shard_group(dp*cp, hsg) (members tp ranks apart), and the gradient reduction adds the
+    all-reduce of the 1/h shard across the dp*cp/h replicas (members h*tp ranks apart)."""
+    one = lambda x: np.asarray(x, dtype=float)[..., 0] if np.ndim(x) > 1 else x
+    h = shard_group(one(dpc), hsg)
+    d = tuple(t[..., None] for t in comm.all_gather_terms(h, one(tp), hw))
+    e = tuple(t[..., None] for t in comm.all_gather_terms(one(edp), one(ep) * one(etp), hw))
+    if np.ndim(p_dense) < 2:
+        d, e = tuple(t[..., 0] for t in d), tuple(t[..., 0] for t in e)
+    # a rank without expert parameters (a dense model, or a pipeline rank of dense layers only) runs no
+    # expert collective, so it pays no latency for one
+    has_exp = np.asarray(p_exp) > 0
+    rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d) + np.where(
+        has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e), 0.0)
+    ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + np.where(
+        has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e), 0.0)
+    if hsg:      # the all-reduce is linear in its bytes: its latency and per-byte time, placed once per shape
+        reps, stride = one(dpc) / h, h * one(tp)
+        lat = comm.all_reduce_time(0.0 * reps, reps, stride, hw)
+        per_byte = comm.all_reduce_time(1.0 + 0.0 * reps, reps, stride, hw) - lat
+        if np.ndim(p_dense) >= 2:
+            lat, per_byte, h, reps = lat[..., None], per_byte[..., None], h[..., None], reps[..., None]
+        rs = rs + np.where(reps > 1, lat + per_byte * (p_dense / h * grad_bytes), 0.0)
+    return rs, ag
+
+
+def _fsdp_calls(nmb, sw):
+    """(gathers, scatters) of FSDP per step: per micro-batch, one gather for forward and, resharding
+    after forward (FULL_SHARD), another for backward, and one reduce-scatter; gathered once per step
+    (kept across micro-batches), one gather and one scatter per step."""
+    if sw.fsdp_per_microbatch:
+        return nmb * (2 if sw.fsdp_reshard else 1), nmb
+    return 1.0 + 0 * nmb, 1.0 + 0 * nmb
+
+
+def exposed_plain(rs, ag, stage, sw):
+    """Exposed DP communication per step with the distributed optimizer: the reduce-scatter hides under the
+    last micro-batch's backward (2/3 of a stage time) when the stack overlaps gradient reduction, the
+    all-gather under the first forward (1/3) when it overlaps the parameter gather."""
+    return exposed(rs, stage * 2 / 3, sw.dp_rs_share) + exposed(ag, stage / 3, sw.dp_ag_share)
+
+
+def exposed_fsdp(rs, ag, stage, nmb, sw):
+    """Exposed FSDP communication per step: each gather and scatter hides under a stage time. The gathers
+    and scatters of all micro-batches share one window, the step's compute (overlap.py): separate per-call
+    windows would let faster compute expose more communication than it saves."""
+    n_ag, n_rs = _fsdp_calls(nmb, sw)
+    ex = exposed_shared({"ag": n_ag * ag, "rs": n_rs * rs}, {"ag": sw.dp_ag_share, "rs": sw.dp_rs_share}, nmb * stage)
+    return ex["ag"] + ex["rs"]
+
+
+def exposed_time(rs, ag, fsdp, stage, nmb, sw):
+    """Exposed DP communication per step: FSDP's where `fsdp`, the distributed optimizer's elsewhere."""
+    return np.where(fsdp, exposed_fsdp(rs, ag, stage, nmb, sw), exposed_plain(rs, ag, stage, sw))
+
+
+def raw_time(rs, ag, fsdp, nmb, sw):
+    """DP communication per step before any overlap."""
+    n_ag, n_rs = _fsdp_calls(nmb, sw)
+    return np.where(fsdp, n_ag * ag + n_rs * rs, rs + ag)
+
+
+def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:
+    """(dense, expert) parameters of one layer of `kind` ("dense" or "moe")."""
+    attn, _ = attention_params(m)
+    base = attn + m.norms_per_layer * norm_params(m)
+    if kind == "dense":
+        return float(base + mlp_params(m, m.ffn.intermediate_size)[0]), 0.0
+    e = m.moe
+    assert e is not None
+    total, _, _ = moe_layer_params(m)
+    experts = float(e.num_experts * m.ffn.matrices * m.hidden_size * e.expert_intermediate_size)
+    return float(base + total) - experts, experts
+
+
+def rank_params(m: ModelSpec, w, cnt, rank, pp, schedule: str = "1f1b"):
+    """(dense, expert) parameters held by the pipeline ranks `rank` ([n, R]) with `cnt[k]` layers of each
+    kind: their layers; the embedding on the first rank; the final norm, head (a copy of the tied
+    embedding when pp > 1, Megatron-Core shared embedding) and MTP modules on the last. DualPipe
+    (`dualpipe_params`): each rank also holds its mirror stage's."""
+    pc = param_counts(m)
+    dense = expert = 0.0
+    for k, layer in enumerate(w.layers):
+        d, e = layer_params(m, layer.kind)
+        dense, expert = dense + cnt[k] * d, expert + cnt[k] * e
+    last = rank == pp - 1
+    head = pc.head if not m.tied_embeddings else m.vocab_size * m.hidden_size
+    final = norm_params(m) if m.final_norm else 0
+    mtp_exp = 0.0
+    if m.mtp_layers and m.moe:
+        mtp_exp = m.mtp_layers * layer_params(m, "moe")[1]
+    dense = dense + np.where(rank == 0, pc.embedding, 0.0)
+    dense = dense + np.where(last, final + pc.mtp_total - mtp_exp, 0.0)
+    dense = dense + np.where(last & ((pp > 1) | (not m.tied_embeddings)), head, 0.0)
+    expert = expert + np.where(last, mtp_exp, 0.0)
+    if schedule == "dualpipe":
+        return dualpipe_params(dense, rank, pp), dualpipe_params(expert, rank, pp)
+    return dense, expert
+
+
+def dualpipe_params(p, rank, pp):
+    """Parameters of the ranks `rank` ([n, R]) under DualPipe: their own stage's `p` plus the mirror stage
+    pp - 1 - r's, which the reverse direction runs on the same GPU (DeepSeek-V3 report §3.2.1, Table 2:
+    "Parameter 2x"; the first and last ranks both hold the embedding and the head). The mirror is read
+    from the column of `rank` that holds it (pp.memory_ranks keeps every candidate's mirror under DualPipe);
+    where none does, the rank's own stage stands in."""
+    p = np.broadcast_to(np.asarray(p, dtype=float), np.broadcast_shapes(np.shape(p), np.shape(rank)))
+    rank = np.broadcast_to(rank, p.shape)
+    pp = np.broadcast_to(np.asarray(pp, dtype=float), p.shape)
+    mirror = p.copy()
+    for j in range(p.shape[-1] - 1, -1, -1):          # the first column holding the mirror rank wins
+        holds = rank[..., j:j + 1] == pp - 1 - rank
+        mirror = np.where(holds, p[..., j:j + 1], mirror)
+    return np.where(pp > 1, p + mirror, p)

@@ -1,0 +1,366 @@
+"""Predict one training step for arrays of layouts: time, its breakdown, MFU/HFU and memory per GPU.
+
+Structure of a step (Narayanan et al. 2021 §2.2 and §3; Megatron-Core schedules):
+  step = (m + (pp-1)/vp) * t_stage       pipeline: m micro-batches, bubble (pp-1)/vp stage-times
+       + exposed DP / FSDP communication  outside the overlap windows
+       + optimizer step + fixed per-step overhead
+t_stage is one micro-batch's forward + backward through one pipeline rank's layers, including the
+exposed part of its TP, CP, EP and PP communication. Every array here has one entry per layout.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from perfmodel.core import constants as K, price, workload
+from perfmodel.core.calibration import Constants, constants
+from perfmodel.core.compute import memory_time
+from perfmodel.specs.counts import Convention, flops_per_token
+from perfmodel.specs.hardware import HardwareSpec
+from perfmodel.specs.layout import LayoutGrid
+from perfmodel.core.memory import offloads, memory_per_gpu, weight_bytes
+from perfmodel.specs.model import ModelSpec
+from perfmodel.core.overlap import exposed, exposed_shared
+from perfmodel.core.parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
+from perfmodel.core.software import Software, resolve as resolve_software
+from perfmodel.core.topology import leaves_domain
+
+Routing = Literal["balanced", "real"]
+
+
+@dataclass(frozen=True)
+class Options:
+    precision: str = "bf16"
+    attention: Convention = "causal"      # MFU attention-FLOPs convention
+    routing: Routing = "real"             # MoE: real (imbalanced) or force-balanced routing
+    consts: Constants = field(default_factory=constants)
+    # the software stack: a preset id or stack file (None: the `default` stack) and --stack-set overrides
+    stack: str | None = None
+    stack_set: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Prediction:
+    layouts: LayoutGrid
+    step_time_s: np.ndarray
+    tokens_per_s_per_gpu: np.ndarray
+    mfu: np.ndarray
+    hfu: np.ndarray
+    memory_bytes_per_gpu: np.ndarray
+    memory_parts: dict[str, np.ndarray]
+    fits: np.ndarray
+    breakdown_s: dict[str, np.ndarray]
+    model_flops_per_token: np.ndarray
+    hbm_bytes: float
+    comm_raw_s: dict[str, np.ndarray] = field(default_factory=dict)
+    memory_stages: dict[str, np.ndarray] = field(default_factory=dict)   # bytes per GPU: first, fullest, last rank; fullest_rank
+
+    def take(self, idx) -> "Prediction":
+        """The predictions of layouts `idx` (an index array or mask), as a Prediction."""
+        pick = lambda d: {k: np.asarray(v)[idx] for k, v in d.items()}
+        return Prediction(self.layouts.take(idx), self.step_time_s[idx], self.tokens_per_s_per_gpu[idx],
+                          self.mfu[idx], self.hfu[idx], self.memory_bytes_per_gpu[idx], pick(self.memory_parts),
+                          self.fits[idx], pick(self.breakdown_s), self.model_flops_per_token[idx], self.hbm_bytes,
+                          pick(self.comm_raw_s), pick(self.memory_stages))
+
+    def row(self, i: int = 0) -> dict:
+        """JSON-ready dict of layout i."""
+        lay = self.layouts.layout(i)
+        return {
+            "layout": {**lay.__dict__, "dp": lay.dp},
+            "step_time_s": float(self.step_time_s[i]),
+            "tokens_per_s_per_gpu": float(self.tokens_per_s_per_gpu[i]),
+            "mfu": float(self.mfu[i]),
+            "hfu": float(self.hfu[i]),
+            "memory_bytes_per_gpu": float(self.memory_bytes_per_gpu[i]),
+            "memory_parts_bytes": {k: float(v[i]) for k, v in self.memory_parts.items()},
+            "fits": bool(self.fits[i]),
+            "hbm_bytes": self.hbm_bytes,
+            "breakdown_s": {k: float(v[i]) for k, v in self.breakdown_s.items()},
+            "model_flops_per_token": float(self.model_flops_per_token[i]),
+            "comm_raw_s": {k: float(v[i]) for k, v in self.comm_raw_s.items()},
+            "memory_stages_bytes": {k: float(v[i]) for k, v in self.memory_stages.items() if k != "fullest_rank"},
+            **({"memory_fullest_rank": int(self.memory_stages["fullest_rank"][i])}
+               if "fullest_rank" in self.memory_stages else {}),
+        }
+
+
+# The breakdown of a step, defined once: each key, the group it belongs to (search, validate, sensitivity
+# and the report group by this), and what it is. Communication keys are EXPOSED seconds; their raw
+# (unhidden) seconds are in Prediction.comm_raw_s under the same key.
+BREAKDOWN = {
+    "gemm": ("compute", "GEMMs (and MoE routing syncs), all layers of the slowest stage, all micro-batches"),
+    "attention": ("compute", "flash-attention cores"),
+    "memory_bound": ("compute", "norms, RoPE, residual adds, activations, permutes, FP8 casts"),
+    "recompute": ("compute", "forward work recomputed in backward"),
+    "embedding_head_mtp": ("compute", "embedding, LM head, loss and MTP modules"),
+    "tp_comm": ("communication", "TP / SP and expert-TP collectives, exposed"),
+    "cp_comm": ("communication", "CP K/V exchange, exposed"),
+    "ep_comm": ("communication", "MoE dispatch + combine, exposed"),
+    "pp_comm": ("communication", "pipeline send/recv, exposed"),
+    "stage_imbalance": ("pipeline", "the slowest stage's time beyond its share of the work"),
+    "pipeline_bubble": ("pipeline", "schedule fill and drain"),
+    "dp_comm": ("communication", "gradient reduce-scatter / parameter all-gather (FSDP gathers), exposed"),
+    "optimizer": ("fixed", "optimizer step over this GPU's shard"),
+    "step_overhead": ("fixed", "per-step host and framework overhead"),
+}
+
+
+def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:
+    """The stack of `opts` (preset, file or the default, with its per-model rules and --stack-set) as the
+    cost model reads it."""
+    return resolve_software(opts.stack, tuple(opts.stack_set), m.id, m.is_moe, hw, opts.precision, opts.consts)
+
+
+def check_recompute(sw: Software, rec) -> None:
+    """Selective recompute needs the stack's module list (Megatron-Core recompute_modules): a stack that names
+    none (its selective policy is not a module list, e.g. torchtitan's op-level SAC, or it has none) would
+    price selective as no recompute at all, a silently wrong number; refused instead."""
+    if not sw.recompute_modules and np.any(np.asarray(rec) == recompute.SELECTIVE):
+        from perfmodel.errors import InputError
+        raise InputError("--recompute", "recompute",
+                         f"selective: stack {sw.stack_id} names no selective-recompute modules; give them with "
+                         "--stack-set recompute_modules=core_attn[,mlp,...] or use none or full")
+
+
+@dataclass(frozen=True)
+class KindPrice:
+    """One layer kind priced on the distinct layer-axis combinations (workload.unique_layer_axes), per
+    micro-batch: its breakdown parts (exposed communication), raw communication, the forward a full
+    recompute re-runs, the selected modules' forward seconds and FLOPs."""
+    parts: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    fwd: np.ndarray
+    selective_f: np.ndarray
+    selective_flops: np.ndarray
+    offload: np.ndarray | None = None    # activation CPU offloading's exposed seconds at pp = 1 (None: no offload)
+    ep_solo: np.ndarray | float = 0.0    # a pass's extra exposed seconds when its EP all-to-all runs without overlap
+
+
+@dataclass(frozen=True)
+class KindTime:
+    """One layer kind priced and gathered to layouts: its breakdown parts (exposed communication), raw
+    communication, recompute seconds and selective-recompute FLOPs, per micro-batch."""
+    parts: dict[str, np.ndarray]
+    raw: dict[str, np.ndarray]
+    recompute: np.ndarray
+    selective_flops: np.ndarray
+
+
+def _price_kinds(ws, hw, prec: str, c_layer: Constants, sw: Software) -> list[KindPrice]:
+    """Each layer kind of workload `ws` (built on the distinct layer-axis combinations) priced, its TP, CP
+    and EP communication hidden under its own compute in one budget (overlap.py)."""
+    return [price_kind(layer, ws, hw, prec, c_layer, sw) for layer in ws.layers]
+
+
+def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduce=None) -> KindPrice:
+    """One layer kind of workload `ws` priced (_price_kinds; `reduce`: price.price_layer's)."""
+    zs = 0 * np.asarray(ws.T, dtype=float)
+    tp_f, tp_b = tp_shares(ws, hw, sw, layer.kind == "moe")
+    shares = {"tp_f": tp_f, "tp_b": tp_b, "cp": sw.cp_share, "ep": sw.ep_share}
+    t = price.price_layer(layer, hw, prec, c_layer, sw, reduce)
+    tp_c = t.comm.get("tp", (zs, zs))
+    comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
+    exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
+    # the asynchronous backward TP collectives (tp_async) hide under their own GEMMs, outside this budget
+    tp_a = t.comm.get("tp_async", (zs, zs))[1]
+    parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
+             "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed, **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
+    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, tp_f)                   # what full recompute re-runs
+    raw = {"tp_comm": tp_c[0] + tp_c[1] + tp_a, **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
+    # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
+    # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
+    off = price.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
+    # the same micro-batch with its EP all-to-all outside the overlap (ep.a2a_solo_microbatches: Megatron-Core's
+    # combined 1F1B; DualPipe pairs its own chunks, DeepSeek-V3 report Sec. 3.2.1, and is not priced so)
+    solo = (sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
+            if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe" else 0.0)
+    return KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo)
+
+
+def tp_shares(ws, hw, sw: Software, moe: bool = False):
+    """(forward, backward) share of a layer's TP collectives (overlap class "tp": TP / SP, and in an MoE layer
+    expert-TP) the stack hides, per combination of workload `ws`: its TP overlap's, or none where that
+    overlap needs the NVLink domain (software.OVERLAP_DOMAIN) and the TP (or expert-TP) group leaves it."""
+    if not sw.tp_overlap_scale_up:
+        return sw.tp_share_fwd, sw.tp_share_bwd
+    D = hw.scale_up.domain_size
+    out = leaves_domain(np.asarray(ws.tp, dtype=np.int64), 1, D)
+    if moe:
+        out = out | leaves_domain(np.asarray(ws.etp, dtype=np.int64), 1, D)
+    return np.where(out, 0.0, sw.tp_share_fwd), np.where(out, 0.0, sw.tp_share_bwd)
+
+
+def _gather_kinds(prices: list[KindPrice], rec, g, pp) -> list[KindTime]:
+    """The kind prices gathered to layouts by `g`, with recompute policy `rec`'s seconds and, where the
+    layout has pp = 1 and no recompute, activation offloading's exposed copy time in the memory-bound part."""
+    return [KindTime(with_offload({k: g(v) for k, v in p.parts.items()}, p.offload, g, pp, rec),
+                     {k: g(v) for k, v in p.raw.items()},
+                     recompute.time(rec, g(p.fwd), g(p.selective_f)), g(p.selective_flops)) for p in prices]
+
+
+def with_offload(parts: dict, offload, g, pp, rec=recompute.NONE) -> dict:
+    """`parts` with the offload seconds (per combination, gathered by `g`) added to memory_bound where the
+    stack offloads: pp = 1 and no recompute (memory.offloads)."""
+    if offload is None:
+        return parts
+    return parts | {"memory_bound": parts["memory_bound"] + np.where(offloads(pp, rec), g(offload), 0.0)}
+
+
+def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c_other: Constants):
+    """(head, embedding) seconds per micro-batch on the distinct layer-axis combinations: LM head GEMM,
+    logits / loss traffic and its TP gathers, MTP modules (one layer of the last kind, the projection and
+    their own head each) on the last rank; the embedding lookup on the first."""
+    hd = ws.head
+    hf, hb = price.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
+    ce_f, ce_b = price.streams_fwd_bwd(hd.streams, hw, c_other)
+    head = hf + hb + ce_f + ce_b + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
+    if hd.mtp_layers:
+        mf, mb = price.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
+        head = head + hd.mtp_layers * (sum(kinds[-1].parts.values()) + mf + mb + head)
+    embed, _ = price.streams_fwd_bwd((hd.embedding,), hw, c_other)
+    return head, embed
+
+
+def pp_share(sw: Software, vp) -> np.ndarray:
+    """Share of each layout's pipeline send/recv that can hide under compute: the interleaved schedule's
+    (vp > 1, the stack's overlap_p2p_comm) or the non-interleaved one's (Software.pp_share_1f1b)."""
+    return np.where(np.asarray(vp) > 1, sw.pp_share, sw.pp_share_1f1b).astype(float)
+
+
+@dataclass(frozen=True)
+class Stages:
+    t_max: np.ndarray            # the slowest rank's time per micro-batch
+    t_sum: np.ndarray            # summed over ranks
+    parts: dict[str, np.ndarray]  # the mean rank's breakdown per micro-batch
+    p2p: np.ndarray              # raw pipeline send/recv per micro-batch
+    pipeline: np.ndarray         # all micro-batches through the schedule
+    bubble: np.ndarray
+
+
+def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embed, hw, sw: Software, nmb,
+            g=lambda x: x) -> Stages:
+    """Each distinct pipeline rank priced once (parallel/pp.py signatures): its layers of each kind, its
+    embedding or head, its exposed send/recv; then the schedule. The mean over ranks needs no per-rank
+    arrays: every layer of kind k is on some rank (sum over ranks of its count is the kind's count)."""
+    f64 = lambda x: np.asarray(x, dtype=float)
+    tp, pp, vp, cp, dp = (f64(getattr(grid, k)) for k in ("tp", "pp", "vp", "cp", "dp"))
+    cnt, has_emb, has_head, mult = pp_par.signature_arrays(w.layer_kinds, len(w.layers),
+                                                           grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout)
+    per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
+    compute_s = (sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds))) + has_emb * embed[:, None]
+                 + has_head * head[:, None])
+    p2p = pp_par.p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
+    pp_exp_s = exposed(p2p[:, None], compute_s, pp_share(sw, vp)[:, None])
+    t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
+    t_max = t_stage.max(axis=1)
+    t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
+    share = [layer.count / pp for layer in w.layers]                       # layers of kind k per rank, mean
+    parts = {p: sum(share[i] * kinds[i].parts[p] for i in range(len(kinds))) for p in kinds[0].parts}
+    parts |= {"recompute": sum(share[i] * kinds[i].recompute for i in range(len(kinds))),
+              "embedding_head_mtp": (embed + head) / pp,
+              "pp_comm": (mult * np.where(mult > 0, pp_exp_s, 0.0)).sum(axis=1) / pp}
+    parts |= {f"raw_{k}": sum(share[i] * kinds[i].raw[k] for i in range(len(kinds))) for k in kinds[0].raw}
+    pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb, sw.schedule)
+    return Stages(t_max, t_sum, parts, p2p, pipeline, bubble)
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    dp_comm: np.ndarray          # exposed DP / FSDP communication per step, on the rank that finishes last
+    dp_raw: np.ndarray
+    optimizer: np.ndarray
+    p_dense: np.ndarray          # parameters per GPU of the first, second and last rank [n, 3]
+    p_exp: np.ndarray
+    mem_cnt: list
+    mem_rank: np.ndarray
+
+
+def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max, nmb, hw, c_other) -> StepEnd:
+    """Data-parallel communication and the optimizer step on the first, second and last pipeline rank
+    (parallel/dp.py); the step waits for the one that finishes last."""
+    f64 = lambda x: np.asarray(x, dtype=float)
+    tp, pp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "pp", "ep", "etp", "cp"))
+    dpc, edp = f64(grid.dp) * cp, f64(grid.edp)         # dense parameters replicate over dp x cp
+    mem_cnt, mem_rank = pp_par.ranks_for_memory(w.layer_kinds, len(w.layers),
+                                                grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout, sw.schedule)
+    p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None], sw.schedule)
+    p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
+    gb = sw.grad_bytes
+    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, weight_bytes(prec, sw.fp8_param_gather),
+                                         dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw,
+                                         sw.hybrid_shard_group if sw.shards_params else None)
+    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
+    # the optimizer steps the state this GPU holds (memory.memory_per_gpu): FSDP's shard (under hybrid sharding
+    # its group's), else the stack's optimizer sharding (dp x cp, dp, or none: every rank steps all of it)
+    shard = dp_par.optimizer_shard(p_dense, p_exp, dpc[:, None], edp[:, None], cp[:, None], grid.fsdp[:, None], sw)
+    opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
+                        K.OPTIMIZER_KERNELS, c_other)
+    last = np.argmax(dp_r + opt_r, axis=1)
+    pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
+    raw = pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))
+    return StepEnd(pick(dp_r), raw, pick(opt_r), p_dense, p_exp, mem_cnt, mem_rank)
+
+
+def a2a_solo(ws, prices: list[KindPrice], pp, vp, nmb, rec, g=lambda x: x):
+    """Seconds per step the EP all-to-all overlap leaves exposed outside the combined 1F1B schedule: the
+    mean rank's layers (count / pp of each kind) for ep.a2a_solo_microbatches micro-batches."""
+    per_mb = sum(layer.count * g(p.ep_solo) for layer, p in zip(ws.layers, prices)) / np.asarray(pp, dtype=float)
+    return ep_par.a2a_solo_microbatches(pp, vp, nmb, np.asarray(rec) == recompute.FULL) * per_mb
+
+
+def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
+    """workload -> priced layer kinds -> stage times -> schedule -> step end -> throughput, MFU, HFU, memory."""
+    c, prec, m = opts.consts, opts.precision, model
+    hw.peak(prec)                            # a clear error when the GPU lacks the precision
+    sw = software_of(m, hw, opts)
+    check_recompute(sw, grid.recompute)
+    if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
+        grid = replace(grid, fsdp=np.ones(grid.n, bool))
+    f64 = lambda x: np.asarray(x, dtype=float)
+    seq, gpus, zero = f64(grid.seq), f64(grid.gpus), 0 * f64(grid.tp)
+    nmb = np.maximum(f64(grid.gbs) / (f64(grid.dp) * f64(grid.mbs)), 1.0)
+    imb = c.moe_imbalance if opts.routing == "real" else 1.0
+    low = prec not in ("bf16", "fp16")
+    c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
+    # the workload, its layer kinds and head priced once per distinct (tp, cp, ep, etp, mbs, seq)
+    # (workload.AXES), gathered back to layouts by g
+    first, inv = workload.unique_layer_axes(grid)
+    ws = workload.build(m, grid.take(first), low, imb, c, sw)
+    g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
+    hw_k = hw.at_clock(sw.power_factor)      # kernels under the stack's power cap: lower tensor clocks
+    prices = _price_kinds(ws, hw_k, prec, c_layer, sw)
+    kinds = _gather_kinds(prices, grid.recompute, g, grid.pp)
+    head, embed = (g(x) for x in _price_head(ws, prices, hw_k, prec, c_layer, c_other))
+
+    st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
+    end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)
+    solo = a2a_solo(ws, prices, grid.pp, grid.vp, nmb, grid.recompute, g)
+    step = st.pipeline + end.dp_comm + end.optimizer + c.step_overhead_s + solo
+
+    tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)
+    fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(zero)
+    sel_flops = sum(layer.count * kinds[i].selective_flops for i, layer in enumerate(ws.layers)) / g(ws.T)
+    mfu = fpt * tokens / (step * gpus * peak)
+    hfu = (fpt + recompute.extra_flops_per_token(grid.recompute, fpt, sel_flops)) * tokens / (step * gpus * peak)
+
+    # breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end
+    breakdown = {k: v * nmb for k, v in st.parts.items() if not k.startswith("raw_")}
+    breakdown |= {"stage_imbalance": (st.t_max - st.t_sum / f64(grid.pp)) * nmb, "pipeline_bubble": st.bubble,
+                  "dp_comm": end.dp_comm, "optimizer": end.optimizer, "step_overhead": c.step_overhead_s + zero}
+    breakdown["ep_comm"] = breakdown["ep_comm"] + solo
+    breakdown = {k: breakdown[k] for k in BREAKDOWN}
+    comm_raw = {k[4:]: v * nmb for k, v in st.parts.items() if k.startswith("raw_")}
+    comm_raw |= {"pp_comm": st.p2p * nmb, "dp_comm": end.dp_raw}
+
+    mem, mem_stages = memory_per_gpu(ws, grid, prec, sw, c, end.p_dense, end.p_exp, f64(grid.dp) * f64(grid.cp),
+                                     f64(grid.edp), nmb, end.mem_cnt, end.mem_rank, g)
+    total_mem = sum(mem.values())
+    return Prediction(
+        layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),
+        mfu=mfu, hfu=hfu, memory_bytes_per_gpu=total_mem, memory_parts=mem,
+        fits=total_mem <= hw.memory.hbm_bytes, breakdown_s=breakdown,
+        model_flops_per_token=fpt, hbm_bytes=hw.memory.hbm_bytes, comm_raw_s=comm_raw, memory_stages=mem_stages,
+    )

@@ -1,0 +1,1 @@
+"""Dollars and joules: TCO, run cost, energy, reliability and goodput."""
