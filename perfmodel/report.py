@@ -30,14 +30,13 @@ import numpy as np
 from perfmodel.core.calibration import constants
 from perfmodel.core.compute import BF16, attention_time, gemm_peak_and_eff, gemm_time, memory_time
 from perfmodel.specs.counts import param_counts
-from perfmodel.economics.tco import run_cost
+from perfmodel.economics.job import job
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import HardwareSpec, apply_overrides, load_hardware
 from perfmodel.specs.layout import Layout, layout_text
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.core.predict import Options, Prediction
-from perfmodel.economics.reliability import assess, reliability_inputs, spares_text
-from perfmodel.analysis.scaling import default_runs_csv, load_runs, plot as scaling_plot, priced_tco, scaling as run_scaling
+from perfmodel.analysis.scaling import default_runs_csv, load_runs, plot as scaling_plot, scaling as run_scaling
 from perfmodel.analysis.search import search
 from perfmodel.core.ops import Gemm
 
@@ -321,12 +320,11 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
                         else "no legal layout"})
             continue
         tps = float(res.top.tokens_per_s_per_gpu[0])
-        t, priced = priced_tco(hw, cfg.buyer)      # unpriced hardware: energy only, $ fields None
-        ri = reliability_inputs(hw, {"count_hot_spares": cfg.spares == "charged"})
-        rel = assess(ri, cfg.gpus, params_total)
-        nom = run_cost(t, tps, cfg.tokens, cfg.gpus)
-        eff = run_cost(t, tps, cfg.tokens, cfg.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
-        usd = (lambda v: v) if priced else (lambda v: None)
+        # unpriced hardware: energy only, $ fields None
+        j = job(hw, params_total, tps, cfg.tokens, cfg.gpus, cfg.buyer, None,
+                {"count_hot_spares": cfg.spares == "charged"}, require_price=False)
+        t, rel, nom, eff = j.tco, j.reliability, j.nominal, j.after_reliability
+        usd = (lambda v: v) if j.priced else (lambda v: None)
         out.append({"hardware": hw.id, "name": hw.display_name(), "layout": layout_text(res.top.layouts.layout(0)),
                     "tokens_per_s_per_gpu": tps, "mfu": float(res.top.mfu[0]), "usd_per_gpu_hour": usd(t.usd_per_gpu_hour),
                     "usd_per_million_tokens_nominal": usd(nom.usd_per_million_tokens),
@@ -336,7 +334,7 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
                     "gpus_per_unit": rel.inputs.gpus_per_unit, "cost_factor": rel.cost_factor,
                     "usd_per_million_tokens_after_reliability": usd(eff.usd_per_million_tokens),
                     "usd_total_after_reliability": usd(eff.usd_total),
-                    "spares": cfg.spares, "spares_text": spares_text(ri, hw.cost.unit_name if hw.cost else "server"),
+                    "spares": cfg.spares, "spares_text": j.spares_text,
                     "perf_per_tco_vs_first_nominal": None, "perf_per_tco_vs_first_after_reliability": None})
     base = next((o for o in out if o.get("layout") and o["usd_per_gpu_hour"] is not None), None)
     for o in out:

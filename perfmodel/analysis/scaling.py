@@ -26,14 +26,15 @@ from typing import Any, Callable, Literal, Mapping
 from perfmodel.api import check
 from perfmodel.analysis.checks import memory_reason
 from perfmodel.specs.counts import flops_per_token, param_counts
-from perfmodel.economics.tco import TCO, run_cost, tco_for
+from perfmodel.economics.job import job_of, priced_tco
+from perfmodel.economics.tco import TCO, tco_for
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import HardwareSpec
 from perfmodel.specs.layout import Layout, LayoutGrid, layout_text
 from perfmodel.specs.model import ModelSpec
 from perfmodel.core.predict import Options, Prediction, predict_grid
 from perfmodel.analysis.releases import release_of
-from perfmodel.economics.reliability import ReliabilityInputs, assess, reliability_inputs, spares_text
+from perfmodel.economics.reliability import ReliabilityInputs, reliability_inputs, spares_text
 from perfmodel.analysis.search import Constraints, search as run_search
 
 Mode = Literal["weak", "strong"]
@@ -106,17 +107,6 @@ def global_batch(mode: str, gbs0: int, gpus0: int, gpus: int) -> int | None:
 
 # ---- economics per size ----------------------------------------------------------------------------
 
-def priced_tco(hw: HardwareSpec, buyer: str, overrides: Mapping[str, float] | None = None) -> tuple[TCO, bool]:
-    """(TCO, priced). Energy per token does not depend on capital cost, so a hardware file without a
-    price still gets J/token: a placeholder capex is used for the power terms and `priced` is False."""
-    try:
-        return tco_for(hw, buyer, overrides), True
-    except InputError as exc:
-        if exc.field != "cost":
-            raise
-        return tco_for(hw, buyer, {**(overrides or {}), "allin_capex_usd_per_gpu": 1.0}), False
-
-
 def _layout_no_dp(d: dict[str, Any]) -> str:
     """A layout (dict) as layout_text writes it, without dp (the axis that changes with the GPU count)."""
     return layout_text({**d, "dp": 1}).replace(" dp1", "")
@@ -180,7 +170,8 @@ class ScalingResult:
         return d
 
 
-def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: bool, params_total: float) -> None:
+def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: bool, params_total: float,
+          hw: HardwareSpec) -> None:
     r = p.row(0)
     tps = r["tokens_per_s_per_gpu"]
     pt.layout, pt.fits = r["layout"], r["fits"]
@@ -188,9 +179,8 @@ def _fill(pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: 
     pt.memory_bytes_per_gpu = r["memory_bytes_per_gpu"]
     pt.breakdown_s = r["breakdown_s"]
     pt.grows_s = {k: r["breakdown_s"].get(k, 0.0) for k in GROWS}
-    rel = assess(ri, pt.gpus, params_total)
-    nominal = run_cost(t, tps, RUN_TOKENS, pt.gpus)
-    eff = run_cost(t, tps, RUN_TOKENS, pt.gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+    j = job_of(t, priced, ri, hw, params_total, tps, RUN_TOKENS, pt.gpus)
+    rel, nominal, eff = j.reliability, j.nominal, j.after_reliability
     if priced:
         pt.usd_per_million_tokens_nominal = nominal.usd_per_million_tokens
         pt.usd_per_million_tokens_after_reliability = eff.usd_per_million_tokens
@@ -254,7 +244,7 @@ def scaling(model: ModelSpec, hw: HardwareSpec, gpus: list[int], mode: str, base
                 pt.reason = "does not fit: " + memory_reason(pt.memory_bytes_per_gpu, float(p.hbm_bytes), hw.id)
                 continue
         pt.ok = True
-        _fill(pt, p, ri, t, priced, params_total)
+        _fill(pt, p, ri, t, priced, params_total, hw)
     first = next((p for p in points if p.ok), None)        # the 100% baseline: the first size that runs
     for p in points:
         if p.ok and first is not None:

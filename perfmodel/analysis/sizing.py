@@ -45,13 +45,13 @@ from typing import Any, Callable, Literal, Mapping
 
 from perfmodel.analysis.checks import check_tokens_cover_a_batch
 from perfmodel.specs.counts import param_counts
-from perfmodel.economics.tco import SECONDS_PER_DAY, TCO, RunCost, run_cost
+from perfmodel.economics.job import Job, job_of, priced_tco
+from perfmodel.economics.tco import TCO, RunCost
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import HardwareSpec, load_hardware
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.core.predict import Options
-from perfmodel.economics.reliability import Reliability, assess, reliability_inputs, spares_text, whole_units
-from perfmodel.analysis.scaling import priced_tco
+from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
 from perfmodel.analysis.search import Constraints, SearchResult, equivalents, parse_constraints, search
 from perfmodel.analysis.uncertainty import band_for, with_band
 
@@ -108,6 +108,7 @@ class Point:
     result: SearchResult
     tps: float | None = None               # best layout's tokens/s/GPU (None: nothing fits)
     rel: Reliability | None = None
+    job: Job | None = None                 # the job's economics at this size (economics/job.py)
     days: float = math.inf                 # wall-clock days after goodput
     usd: float | None = None               # whole run after reliability (None: no price)
     why_not: str = ""
@@ -181,25 +182,22 @@ class Sizer:
                           f"no legal layout (gbs {self.gbs} and the model's shape do not divide over {gpus:,} GPUs)")
         else:
             pt.tps = float(res.top.tokens_per_s_per_gpu[0])
-            pt.rel = assess(self.ri, gpus, self.params)
-            pt.days = self._days(pt.tps, gpus, pt.rel)
+            pt.job = self._job(pt.tps, gpus)
+            pt.rel = pt.job.reliability
+            pt.days = pt.job.after_reliability.wall_days
             if self.priced:
-                pt.usd = self.run(pt).usd_total
+                pt.usd = pt.job.after_reliability.usd_total
         self.points[units] = pt
         return pt
 
-    def _days(self, tps: float, gpus: int, rel: Reliability) -> float:
-        """Wall-clock days of the run at `tps` tokens/s/GPU on `gpus` GPUs, after goodput."""
-        return self.tokens / (tps * gpus) / rel.goodput_fraction / SECONDS_PER_DAY
-
-    def _run_cost(self, tps: float, gpus: int, rel: Reliability) -> RunCost:
-        """economics.run_cost after reliability (goodput, spares' cost, energy factor)."""
-        return run_cost(self.tco, tps, self.tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
+    def _job(self, tps: float, gpus: int) -> Job:
+        """The run at `tps` tokens/s/GPU on `gpus` GPUs: goodput, spares, cost and days (economics/job.py)."""
+        return job_of(self.tco, self.priced, self.ri, self.hw, self.params, tps, self.tokens, gpus)
 
     def run(self, pt: Point) -> RunCost:
         """economics.run_cost after reliability (goodput, spares' cost, energy factor)."""
-        assert pt.rel is not None and pt.tps is not None
-        return self._run_cost(pt.tps, pt.gpus, pt.rel)
+        assert pt.job is not None
+        return pt.job.after_reliability
 
     def _doubling(self) -> list[int]:
         k, out = 1, []
@@ -255,9 +253,8 @@ class Sizer:
     def _optimistic(self, units: int, tps: float) -> tuple[float, float]:
         """(days, $) of `units` units running at `tps` tokens/s/GPU, with its exact goodput and spares: lower
         bounds on both when `tps` bounds its throughput (days and $ fall as throughput rises)."""
-        gpus = units * self.unit_gpus
-        rel = assess(self.ri, gpus, self.params)
-        return self._days(tps, gpus, rel), self._run_cost(tps, gpus, rel).usd_total
+        j = self._job(tps, units * self.unit_gpus)
+        return j.after_reliability.wall_days, j.after_reliability.usd_total
 
     def _between_bounds(self, doublings: list[int]) -> list[tuple[int, float, float]]:
         """(units, days lower bound, $ lower bound) of every candidate between two evaluated doublings, at
@@ -386,8 +383,8 @@ class Sizer:
         assert top is not None
         row = top.row(0)
         band = band_for(self.model, self.hw, self.opts.stack, int(row["layout"]["vp"]))   # the unseen-stack band follows vp
-        rc = self.run(p)
-        nominal = run_cost(self.tco, p.tps, self.tokens, p.gpus)
+        assert p.job is not None
+        rc, nominal = p.job.after_reliability, p.job.nominal
         gpu_unit = self.ri.gpus_per_unit
         d: dict[str, Any] = {
             "hardware": self.hw.id, "name": self.hw.display_name(), "hardware_overridden": list(self.hw.overridden),
@@ -403,7 +400,7 @@ class Sizer:
             "layout": row["layout"], "tokens_per_s_per_gpu": p.tps, "mfu": row["mfu"], "step_time_s": row["step_time_s"],
             "memory_bytes_per_gpu": row["memory_bytes_per_gpu"], "cluster_tokens_per_s": p.tps * p.gpus,
             "goodput_fraction": rel.goodput_fraction, "wall_days_after_reliability": p.days,
-            "wall_days_nominal": self.tokens / (p.tps * p.gpus) / SECONDS_PER_DAY,
+            "wall_days_nominal": nominal.wall_days,
             "priced": self.priced, "price_note": self.price_note,
             "usd_per_gpu_hour": self.tco.usd_per_gpu_hour if self.priced else None,
             **{k: (v if self.priced or not k.startswith("usd") else None)

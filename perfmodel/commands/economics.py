@@ -16,7 +16,8 @@ from perfmodel import api
 from perfmodel.analysis import uncertainty
 from perfmodel.analysis.checks import check_measured_throughput, memory_reason, check_tokens_cover_a_batch
 from perfmodel.specs.counts import param_counts
-from perfmodel.economics.tco import BUYERS, COST_KEYS, TCO, parse_sets, run_cost, tco_for
+from perfmodel.economics.job import job
+from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
 from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import HardwareSpec, whatif_fields
 from perfmodel.specs.layout import Layout, layout_text
@@ -71,22 +72,6 @@ def reliability_options(f: Callable) -> Callable:
     for o in reversed(opts):
         f = o(f)
     return spares_option(f)
-
-
-def job_economics(m: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, gpus: int, tokens: float,
-                  buyer: str, cost_over: dict[str, float], rel_over: dict[str, Any]) -> dict[str, Any]:
-    """TCO, nominal run cost, reliability and the run cost after reliability, as one JSON-ready dict."""
-    t: TCO = tco_for(hw, buyer, cost_over)
-    ri = reliability_inputs(hw, rel_over)
-    rel: Reliability = assess(ri, gpus, float(param_counts(m).total))
-    nominal = run_cost(t, tokens_per_s_per_gpu, tokens, gpus)
-    eff = run_cost(t, tokens_per_s_per_gpu, tokens, gpus, rel.goodput_fraction, rel.cost_factor, rel.energy_factor)
-    return {"usd_per_gpu_hour": t.usd_per_gpu_hour, "goodput_fraction": rel.goodput_fraction,
-            **nominal.to_dict("_nominal"), **eff.to_dict("_after_reliability"),
-            "usd_per_job_gpu_hour_after_reliability": t.usd_per_gpu_hour * rel.cost_factor,
-            "reliability": rel.to_dict(), "tco": t.to_dict(),
-            "spares": "charged" if ri.count_hot_spares else "excluded",
-            "spares_text": spares_text(ri, hw.cost.unit_name if hw.cost is not None else "server")}
 
 
 def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra) -> dict:
@@ -223,7 +208,7 @@ def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp:
         head.update({"throughput_source": "predicted", "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
                      "precision": precision, "layout": row["layout"], "fits": row["fits"],
                      **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw)})
-    r = {**head, **job_economics(m, hw, tps, gpus, tokens, buyer, cost_over, rel_over)}
+    r = {**head, **job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over).to_dict()}
     if as_json:
         return emit_json(r)
     src = head["throughput_source"]
@@ -311,7 +296,7 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
                                    else "the given layout ") + why})
             continue
         tps = row["tokens_per_s_per_gpu"]
-        e = job_economics(m, hw, tps, n, tokens, buyer, cost_over, rel_over)
+        e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over).to_dict()
         o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how, **unit,
              "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
              "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
