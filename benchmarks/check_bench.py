@@ -10,6 +10,7 @@ frameworks' format strings). Then runs `perfmodel check LOG --hardware h100-sxm 
 process and reports its wall time and peak RSS (getrusage of the child: the whole process, imports
 included).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,18 +25,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from log_helpers import (LLAMA3_8B_TT_ARGS, PREFIX, args_dump, iteration_line, megatron_args, memory_line,  # noqa: E402
-                         torchtitan_config, torchtitan_log, torchtitan_step, validation_line)
+from log_helpers import (
+    LLAMA3_8B_TT_ARGS,
+    args_dump,
+    iteration_line,
+    megatron_args,
+    memory_line,  # noqa: E402
+    torchtitan_config,
+    torchtitan_log,
+    torchtitan_step,
+    validation_line,
+)
 
 
 def write_log(path: Path, size: float, zipped: bool) -> int:
-    a = megatron_args(tensor_model_parallel_size=4, pipeline_model_parallel_size=4,
-                      virtual_pipeline_model_parallel_size=5, context_parallel_size=2, world_size=64,
-                      data_parallel_size=2, global_batch_size=128, train_iters=10_000_000, log_interval=1)
+    a = megatron_args(
+        tensor_model_parallel_size=4,
+        pipeline_model_parallel_size=4,
+        virtual_pipeline_model_parallel_size=5,
+        context_parallel_size=2,
+        world_size=64,
+        data_parallel_size=2,
+        global_batch_size=128,
+        train_iters=10_000_000,
+        log_interval=1,
+    )
     target = int(size * 1e9)
     opener = gzip.open if zipped else open
     written = it = 0
-    with opener(path, "wb") as fh:          # type: ignore[operator]
+    with opener(path, "wb") as fh:  # type: ignore[operator]
         head = "\n".join(args_dump(a)) + "\n > padded vocab (size: 128256) with 256 dummy tokens (new size: 128512)\n"
         fh.write(head.encode())
         while written < target:
@@ -45,8 +63,10 @@ def write_log(path: Path, size: float, zipped: bool) -> int:
                 ms = 14650.0 + (it * 7919 % 400) - 200.0
                 buf.append(f"[rank63]:{iteration_line(it, 10_000_000, 128, ms, 431.2)}")
                 for r in range(0, 64, 8):
-                    buf.append(f"[rank{r}]:[W1130 10:00:{it % 60:02d}.{r:06d} ProcessGroupNCCL.cpp:{1000 + r}] "
-                               f"Warning: TORCH_NCCL_AVOID_RECORD_STREAMS is deprecated (seen {it} times)")
+                    buf.append(
+                        f"[rank{r}]:[W1130 10:00:{it % 60:02d}.{r:06d} ProcessGroupNCCL.cpp:{1000 + r}] "
+                        f"Warning: TORCH_NCCL_AVOID_RECORD_STREAMS is deprecated (seen {it} times)"
+                    )
                 if it % 50 == 0:
                     buf += [f"[rank{r}]:" + memory_line(r, it, 61000.0 + r, 70000.0 + r) for r in (0, 16, 32, 48)]
                 if it % 1000 == 0:
@@ -64,7 +84,7 @@ def write_torchtitan(path: Path, size: float, zipped: bool) -> int:
     target = int(size * 1e9)
     opener = gzip.open if zipped else open
     written = step = 0
-    with opener(path, "wb") as fh:          # type: ignore[operator]
+    with opener(path, "wb") as fh:  # type: ignore[operator]
         fh.write(head.encode())
         while written < target:
             buf = []
@@ -73,9 +93,13 @@ def write_torchtitan(path: Path, size: float, zipped: bool) -> int:
                 tps = 7000.0 + (step * 7919 % 400) - 200.0
                 for r in range(0, 64, 8):
                     if r == 0 or step % 10 == 0:
-                        buf.append(torchtitan_step(step, tps, tps * 4.8e10 / 1e12, 40.0).replace("[rank0]", f"[rank{r}]"))
-                    buf.append(f"[rank{r}]:[W1130 10:00:00.{r:06d} ProcessGroupNCCL.cpp:{1000 + r}] Warning: "
-                               f"TORCH_NCCL_AVOID_RECORD_STREAMS is deprecated (seen {step} times)")
+                        buf.append(
+                            torchtitan_step(step, tps, tps * 4.8e10 / 1e12, 40.0).replace("[rank0]", f"[rank{r}]")
+                        )
+                    buf.append(
+                        f"[rank{r}]:[W1130 10:00:00.{r:06d} ProcessGroupNCCL.cpp:{1000 + r}] Warning: "
+                        f"TORCH_NCCL_AVOID_RECORD_STREAMS is deprecated (seen {step} times)"
+                    )
             chunk = ("\n".join(buf) + "\n").encode()
             fh.write(chunk)
             written += len(chunk)
@@ -97,21 +121,30 @@ def main() -> None:
     size = path.stat().st_size
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "perfmodel", "check", str(path), "--json"]
-                          + (["--hardware", "h100-sxm"] if args.framework == "megatron" else []),
-                          env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "perfmodel", "check", str(path), "--json"]
+        + (["--hardware", "h100-sxm"] if args.framework == "megatron" else []),
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t
     if done.returncode:
         sys.exit(done.stderr)
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024      # kB -> MB (Linux)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB -> MB (Linux)
     import json
+
     out = json.loads(done.stdout)
     m = out["measured"]
-    print(f"{path.name}: {size / 1e9:.2f} GB on disk, {out['lines']:,} lines, {m['intervals']:,} intervals "
-          f"({m['used']:,} stable)")
+    print(
+        f"{path.name}: {size / 1e9:.2f} GB on disk, {out['lines']:,} lines, {m['intervals']:,} intervals "
+        f"({m['used']:,} stable)"
+    )
     print(f"  perfmodel check: {wall:.1f} s wall ({size / 1e6 / wall:,.0f} MB/s), peak RSS {peak:.0f} MB")
-    print(f"  measured {m['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, predicted "
-          f"{out['predicted']['tokens_per_s_per_gpu']:,.0f}")
+    print(
+        f"  measured {m['tokens_per_s_per_gpu']:,.0f} tokens/s/GPU, predicted "
+        f"{out['predicted']['tokens_per_s_per_gpu']:,.0f}"
+    )
 
 
 if __name__ == "__main__":

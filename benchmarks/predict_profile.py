@@ -14,6 +14,7 @@ result depends on (what a factorised evaluation could compute once per distinct 
    factorised pass needs instead of one per layout.
 Generic: it reads predict.py's source at run time, so it still works after the cost model changes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from perfmodel.core import predict as P  # noqa: E402
 from perfmodel.analysis import search as S  # noqa: E402
 from perfmodel.api import load_hardware, load_model  # noqa: E402
+from perfmodel.core import predict as P  # noqa: E402
 from perfmodel.specs.layout import LayoutGrid  # noqa: E402
 
 AXES = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs", "fsdp", "recompute")
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     s = S.space(m, args.gpus, args.gbs, args.seq)
     grids = [g.take(~S._fsdp_duplicate(g)) for g in S.chunks(s, S.structural(m, s))]
     n_all = sum(g.n for g in grids)
-    P.predict_grid(m, hw, grids[0], opts)                            # warm caches
+    P.predict_grid(m, hw, grids[0], opts)  # warm caches
 
     t0 = time.perf_counter()
     for g in grids:
@@ -189,12 +190,21 @@ def main(argv: list[str] | None = None) -> None:
         for v in deps.values.get(key, []):
             _arrays(v, sample.n, arrs)
         dep = tuple(sorted({a for y in arrs for a in ax.of(y)}, key=AXES.index)) if arrs else None
-        rows.append((t / total, code.co_qualname.replace("predict_grid.<locals>.", ""), line,
-                     linecache.getline(code.co_filename, line).strip(), dep))
+        rows.append(
+            (
+                t / total,
+                code.co_qualname.replace("predict_grid.<locals>.", ""),
+                line,
+                linecache.getline(code.co_filename, line).strip(),
+                dep,
+            )
+        )
     rows.sort(key=lambda r: -r[0])
-    print(f"{args.model} on {args.gpus:,} x {args.hardware}, gbs {args.gbs}, seq {args.seq}: {n_all:,} legal layouts "
-          f"in {len(grids)} chunks; predict_grid {plain:.2f} s untraced ({n_all / plain:,.0f} layouts/s), "
-          f"{total:.2f} s traced\n")
+    print(
+        f"{args.model} on {args.gpus:,} x {args.hardware}, gbs {args.gbs}, seq {args.seq}: {n_all:,} legal layouts "
+        f"in {len(grids)} chunks; predict_grid {plain:.2f} s untraced ({n_all / plain:,.0f} layouts/s), "
+        f"{total:.2f} s traced\n"
+    )
     print("| share | where | statement | depends on | distinct |")
     print("|---|---|---|---|---|")
     by_dep: dict = defaultdict(float)
@@ -214,8 +224,10 @@ def main(argv: list[str] | None = None) -> None:
         if dep is None:
             print(f"| (no array assigned: control flow, returns) | {share:.1%} | | |")
         else:
-            print(f"| {', '.join(dep) or 'nothing (layout-invariant)'} | {share:.1%} | {cache[dep]:,} | "
-                  f"{cache[dep] / n_all:.2%} |")
+            print(
+                f"| {', '.join(dep) or 'nothing (layout-invariant)'} | {share:.1%} | {cache[dep]:,} | "
+                f"{cache[dep] / n_all:.2%} |"
+            )
 
 
 if __name__ == "__main__":

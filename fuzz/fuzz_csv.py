@@ -11,6 +11,7 @@ Run standalone (longer than the test suite does):
     python fuzz/fuzz_csv.py --atheris [atheris args]     # coverage-guided read_csv, needs `pip install atheris`
 tests/test_fuzz.py runs the same targets with a small bounded number of examples.
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,9 +28,9 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from perfmodel.analysis.validate import REQUIRED, read_csv, validate_rows  # noqa: E402
 from perfmodel.errors import InputError  # noqa: E402
 from perfmodel.specs.specfile import data_dir  # noqa: E402
-from perfmodel.analysis.validate import REQUIRED, read_csv, validate_rows  # noqa: E402
 
 _counter = itertools.count()
 _TMP: Path | None = None
@@ -63,7 +64,7 @@ def check_rows(rows: list[dict]) -> None:
     try:
         with np.errstate(all="ignore"):
             rep = validate_rows(rows, tmp_dir())
-    except Exception as exc:   # noqa: BLE001 - that is the point
+    except Exception as exc:  # noqa: BLE001 - that is the point
         raise AssertionError(f"validate_rows raised {type(exc).__name__}: {exc}\nrows: {rows!r:.3000}") from exc
     assert rep.given == len(rows)
     assert len(rep.results) + len(rep.unsupported) == len(rows), (len(rep.results), rep.unsupported)
@@ -83,7 +84,7 @@ def check_csv_bytes(data: bytes) -> None:
     except InputError as exc:
         assert str(exc).strip() and "\n" not in str(exc).strip(), repr(exc)
         return
-    except Exception as exc:   # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         raise AssertionError(f"read_csv raised {type(exc).__name__}: {exc}\nfile: {data[:2000]!r}") from exc
     check_rows(rows)
 
@@ -93,13 +94,59 @@ def check_csv_bytes(data: bytes) -> None:
 text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=15)
 cells = st.one_of(
     text,
-    st.sampled_from(["", " ", "0", "-1", "1", "2", "3", "7", "8", "64", "1e19", "1e400", "nan", "inf", "-inf",
-                     "1.5", "0x10", "1_000", " 8 ", "true", "none", "full", "selective",
-                     "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4", "fp16", "fp4",
-                     "llama3-8b", "deepseek-v3", "mixtral-8x7b", "h100-sxm", "gb200-nvl72", "a100-sxm-80gb",
-                     "spec.toml", "./spec.toml", "sub/hw.toml", "../spec.toml", "sub/", "/", "/dev/null",
-                     "no/such.toml", "x" * 300, "a\x00b", "balanced-dropless", "token-drop"]),
-    st.integers(-2**70, 2**70).map(str),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "0",
+            "-1",
+            "1",
+            "2",
+            "3",
+            "7",
+            "8",
+            "64",
+            "1e19",
+            "1e400",
+            "nan",
+            "inf",
+            "-inf",
+            "1.5",
+            "0x10",
+            "1_000",
+            " 8 ",
+            "true",
+            "none",
+            "full",
+            "selective",
+            "bf16",
+            "fp8",
+            "fp8-block",
+            "mxfp8",
+            "nvfp4",
+            "fp16",
+            "fp4",
+            "llama3-8b",
+            "deepseek-v3",
+            "mixtral-8x7b",
+            "h100-sxm",
+            "gb200-nvl72",
+            "a100-sxm-80gb",
+            "spec.toml",
+            "./spec.toml",
+            "sub/hw.toml",
+            "../spec.toml",
+            "sub/",
+            "/",
+            "/dev/null",
+            "no/such.toml",
+            "x" * 300,
+            "a\x00b",
+            "balanced-dropless",
+            "token-drop",
+        ]
+    ),
+    st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
 )
 
@@ -116,9 +163,9 @@ def mutated_row(draw) -> dict:
             row[key] = ""
         elif op == "drop":
             row.pop(key, None)
-        elif op == "none":               # csv.DictReader gives None for the cells of a short line
+        elif op == "none":  # csv.DictReader gives None for the cells of a short line
             row[key] = None
-        else:                            # ... and a list under key None for the cells of a long line
+        else:  # ... and a list under key None for the cells of a long line
             row[None] = draw(st.lists(text, min_size=1, max_size=3))  # type: ignore[index]
     return row
 
@@ -128,6 +175,7 @@ row_lists = st.lists(mutated_row(), min_size=1, max_size=4)
 
 def _to_csv(rows: list[dict]) -> str:
     import io
+
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore")
     w.writeheader()
@@ -142,7 +190,7 @@ def csv_files(draw) -> bytes:
         return draw(st.binary(max_size=400))
     if kind == "text":
         return draw(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=400)).encode()
-    if kind == "header":                 # a valid header, then random text
+    if kind == "header":  # a valid header, then random text
         return (",".join(draw(st.permutations(list(REQUIRED)))) + "\n" + draw(text)).encode()
     body = _to_csv(draw(row_lists))
     # a few character-level edits: quotes, separators and line breaks in odd places
@@ -153,6 +201,7 @@ def csv_files(draw) -> bytes:
 
 
 # ---- standalone runner ----------------------------------------------------------------------------------
+
 
 def _run_hypothesis(examples: int) -> None:
     from hypothesis import HealthCheck, given, settings

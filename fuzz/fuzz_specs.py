@@ -11,6 +11,7 @@ Run standalone (longer than the test suite does):
     python fuzz/fuzz_specs.py --atheris [atheris args]     # coverage-guided, needs `pip install atheris`
 tests/test_fuzz.py runs the same targets with a small bounded number of examples.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -29,11 +30,11 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from perfmodel.core.predict import Options, predict_grid  # noqa: E402
 from perfmodel.errors import InputError  # noqa: E402
 from perfmodel.specs.hardware import load_hardware  # noqa: E402
 from perfmodel.specs.layout import Layout, LayoutGrid  # noqa: E402
 from perfmodel.specs.model import load_model  # noqa: E402
-from perfmodel.core.predict import Options, predict_grid  # noqa: E402
 from perfmodel.specs.specfile import data_dir, read_document  # noqa: E402
 
 HF_FIXTURES = ROOT / "tests" / "fixtures" / "hf"
@@ -58,6 +59,7 @@ def fresh_path(suffix: str, folder: Path | None = None) -> Path:
 
 # ---- the contract ---------------------------------------------------------------------------------------
 
+
 def _smoke_predict(model=None, hw=None) -> None:
     """A loaded spec must be usable: one small layout through the predictor, only InputError allowed."""
     m = model or load_model("llama3-8b")
@@ -65,6 +67,7 @@ def _smoke_predict(model=None, hw=None) -> None:
     lay = Layout(gpus=8, gbs=8, seq=1024)
     a = m.attention
     from perfmodel.specs.layout import check_layout
+
     check_layout(lay, m.num_layers, a.num_heads, a.num_kv_heads, m.moe.num_experts if m.moe else None)
     with np.errstate(all="ignore"):
         p = predict_grid(m, h, LayoutGrid.of(lay), Options("bf16"))
@@ -79,16 +82,19 @@ NONFINITE: list[str] = []
 
 def check_spec_file(path: Path) -> None:
     """Load `path` every way a user can; raise AssertionError (with the cause) on any non-InputError."""
-    for name, load in (("read_document", lambda: read_document(path)),
-                       ("load_model", lambda: _smoke_predict(model=load_model(str(path)))),
-                       ("load_hardware", lambda: _smoke_predict(hw=load_hardware(str(path))))):
+    for name, load in (
+        ("read_document", lambda: read_document(path)),
+        ("load_model", lambda: _smoke_predict(model=load_model(str(path)))),
+        ("load_hardware", lambda: _smoke_predict(hw=load_hardware(str(path)))),
+    ):
         try:
             load()
         except InputError as exc:
             assert str(exc).strip() and "\n" not in str(exc).strip(), f"{name}: message not one line: {exc!r}"
-        except Exception as exc:   # noqa: BLE001 - that is the point
-            raise AssertionError(f"{name}({path.name}) crashed with {type(exc).__name__}: {exc}\n"
-                                 f"--- file ---\n{_preview(path)}") from exc
+        except Exception as exc:  # noqa: BLE001 - that is the point
+            raise AssertionError(
+                f"{name}({path.name}) crashed with {type(exc).__name__}: {exc}\n--- file ---\n{_preview(path)}"
+            ) from exc
 
 
 def _preview(path: Path) -> str:
@@ -103,6 +109,7 @@ def check_spec_bytes(data: bytes, suffix: str) -> None:
 
 
 # ---- a tiny TOML writer (tomllib only reads) ------------------------------------------------------------
+
 
 def _key(k: str) -> str:
     return k if k and all(c.isalnum() or c in "-_" for c in k) else json.dumps(k)
@@ -120,7 +127,7 @@ def toml_value(v: Any) -> str:
             return "inf" if v > 0 else "-inf"
         return repr(v)
     if isinstance(v, str):
-        return json.dumps(v)          # a JSON string is a TOML basic string (\uXXXX escapes included)
+        return json.dumps(v)  # a JSON string is a TOML basic string (\uXXXX escapes included)
     if isinstance(v, list):
         return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -134,11 +141,13 @@ def toml_dumps(doc: dict) -> str:
 
 # ---- strategies -----------------------------------------------------------------------------------------
 
+
 def seed_docs() -> list[tuple[str, dict, str]]:
     """(kind, parsed document, suffix) of real spec files to mutate."""
     out = [("models", tomllib.loads((data_dir("models") / f"{m}.toml").read_text()), ".toml") for m in SEED_MODELS]
-    out += [("hardware", tomllib.loads((data_dir("hardware") / f"{h}.toml").read_text()), ".toml")
-            for h in SEED_HARDWARE]
+    out += [
+        ("hardware", tomllib.loads((data_dir("hardware") / f"{h}.toml").read_text()), ".toml") for h in SEED_HARDWARE
+    ]
     if HF_FIXTURES.is_dir():
         out += [("hf", json.loads(p.read_text()), ".json") for p in sorted(HF_FIXTURES.glob("*/config.json"))]
     return out
@@ -146,15 +155,20 @@ def seed_docs() -> list[tuple[str, dict, str]]:
 
 SEEDS = seed_docs()
 
-text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12)   # no lone surrogates
+text = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12)  # no lone surrogates
 scalars = st.one_of(
-    st.integers(-3, 3), st.integers(-2**70, 2**70), st.sampled_from([0, 1, 2, 10**8, 10**8 + 1, 2**63, -1]),
-    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, -0.0, 1e-300, 1e300, 0.5, 1.5]),
-    st.booleans(), text, st.sampled_from(["", "mla", "gqa", "swiglu", "hopper", "none"]),
+    st.integers(-3, 3),
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([0, 1, 2, 10**8, 10**8 + 1, 2**63, -1]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e-300, 1e300, 0.5, 1.5]),
+    st.booleans(),
+    text,
+    st.sampled_from(["", "mla", "gqa", "swiglu", "hopper", "none"]),
 )
-values = st.recursive(scalars, lambda c: st.one_of(st.lists(c, max_size=3),
-                                                   st.dictionaries(text, c, max_size=3)),
-                      max_leaves=6)
+values = st.recursive(
+    scalars, lambda c: st.one_of(st.lists(c, max_size=3), st.dictionaries(text, c, max_size=3)), max_leaves=6
+)
 
 
 def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
@@ -195,7 +209,7 @@ FACTORS = st.sampled_from([0, -1, 2, 3, 1000, 10**12, 0.5, 1e-30, 1e30, math.nan
 def mutated_doc(draw) -> tuple[str, bytes]:
     """A real spec (catalog TOML or HF config.json) with 1-4 random edits, serialised back to bytes."""
     kind, doc, suffix = draw(st.sampled_from(SEEDS))
-    doc = json.loads(json.dumps(doc))                 # deep copy
+    doc = json.loads(json.dumps(doc))  # deep copy
     for _ in range(draw(st.integers(1, 4))):
         paths = _paths(doc)
         if not paths:
@@ -237,13 +251,21 @@ def mutated_text(draw) -> tuple[str, bytes]:
     return suffix, "".join(lines).encode("utf-8", "surrogatepass")
 
 
-raw_files = st.tuples(st.sampled_from([".toml", ".json", ".txt"]),
-                      st.one_of(st.binary(max_size=300), st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass"))))
+raw_files = st.tuples(
+    st.sampled_from([".toml", ".json", ".txt"]),
+    st.one_of(
+        st.binary(max_size=300),
+        st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=300).map(
+            lambda t: t.encode("utf-8", "surrogatepass")
+        ),
+    ),
+)
 
 spec_inputs = st.one_of(raw_files, mutated_doc(), mutated_text())
 
 
 # ---- standalone runner ----------------------------------------------------------------------------------
+
 
 def _run_hypothesis(examples: int) -> None:
     from hypothesis import HealthCheck, given, settings

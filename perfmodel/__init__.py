@@ -8,8 +8,9 @@ def __getattr__(name: str) -> str:
     costs ~10 ms of every start-up otherwise)."""
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
+
         try:
             return version("perfmodel")
-        except PackageNotFoundError:      # running from a checkout without an install
+        except PackageNotFoundError:  # running from a checkout without an install
             return "0+unknown"
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,6 +3,7 @@ Ctrl-C clean from perfmodel's first line on, its start-up imports included (clic
 numpy / sympy / pydantic: a visible share of a second on a cold or loaded machine). An interrupt at any
 moment ends with one line on stderr and exit status 130, never a traceback. Nothing but os and sys (loaded
 with the interpreter) is imported before the guard."""
+
 import os
 import sys
 
@@ -10,8 +11,9 @@ import sys
 def run() -> None:
     try:
         from perfmodel.cli import run as cli_run  # the slow part of start-up
-        cli_run()                            # main, then os._exit with its status
-    except KeyboardInterrupt as exc:         # during the imports, or outside main's own handler
+
+        cli_run()  # main, then os._exit with its status
+    except KeyboardInterrupt as exc:  # during the imports, or outside main's own handler
         try:
             sys.stderr.write(f"{str(exc) or 'interrupted'}\n")
             sys.stderr.flush()

@@ -6,11 +6,12 @@ Commands load lazily: `perfmodel predict ...` imports perfmodel.commands.predict
 --help` none of them (its listing comes from HELP below, which tests/test_startup.py checks against the
 commands themselves). The console script is perfmodel/__main__.py's `run`: this module's `run` (`main`
 plus a fast exit) behind a guard that keeps Ctrl-C clean during the start-up imports too."""
+
 from __future__ import annotations
 
 import errno
-import json
 import importlib
+import json
 import os
 import sys
 
@@ -19,29 +20,75 @@ import click
 from perfmodel.errors import InputError
 
 # one module per command; a module that fails to import is reported, not fatal for the others
-COMMANDS = ["catalog", "predict", "validate", "economics", "search", "recipes", "sensitivity", "releases", "scaling",
-            "report", "size", "calibrate", "check"]
+COMMANDS = [
+    "catalog",
+    "predict",
+    "validate",
+    "economics",
+    "search",
+    "recipes",
+    "sensitivity",
+    "releases",
+    "scaling",
+    "report",
+    "size",
+    "calibrate",
+    "check",
+]
 
 # command name -> (module in COMMANDS, first paragraph of its help): the `--help` listing without importing
 # any command. A module in COMMANDS with no entry here still works (it is imported to list its commands).
 HELP: dict[str, tuple[str, str]] = {
-    'calibrate': ('calibrate', 'Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration file. Fits on every row, reports each row out of sample by cross-validation. --calibration FILE starts from that file instead of the shipped constants.'),
-    'check': ('check', 'Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads.'),
-    'compare': ('economics', 'Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO.'),
-    'cost': ('economics', 'Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability.'),
-    'explain': ('catalog', "Show how a count is derived: the general sympy formula, the model's expression of S, its value."),
-    'list': ('catalog', 'List the catalog: hardware, models or software stacks, with key figures.'),
-    'predict': ('predict', 'Predict one training step of MODEL on HARDWARE with a parallel layout.'),
-    'recipes': ('recipes', "Rank each published recipe's layout among the planner's candidates."),
-    'releases': ('releases', "The release series: per software release, its measured rows vs the prediction with that release's own stack preset."),
-    'report': ('report', 'Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation scatter and the H100 vs GB200 NVL72 cost/energy comparison.'),
-    'scaling': ('scaling', 'Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows (DP communication, bubble, all-to-all) and goodput (failures dominate at 100,000 GPUs).'),
-    'search': ('search', 'Enumerate every legal layout, score them all, print the best and the Pareto fronts.'),
-    'sensitivity': ('sensitivity', 'Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters), or --sweep tables.'),
-    'show': ('catalog', 'Every field of a hardware, model or stack spec (catalog id or file), with units and sources.'),
-    'size': ('size', 'Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system.'),
-    'tco': ('economics', 'Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support).'),
-    'validate': ('validate', 'Predict every measured run of FILE.csv (validation/README.md schema) and report the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and validation/independent/*.csv), with a per-set table. Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so is a file with no row predicted (exit 2).'),
+    "calibrate": (
+        "calibrate",
+        "Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration file. Fits on every row, reports each row out of sample by cross-validation. --calibration FILE starts from that file instead of the shipped constants.",
+    ),
+    "check": (
+        "check",
+        "Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads.",
+    ),
+    "compare": (
+        "economics",
+        "Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO.",
+    ),
+    "cost": (
+        "economics",
+        "Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability.",
+    ),
+    "explain": (
+        "catalog",
+        "Show how a count is derived: the general sympy formula, the model's expression of S, its value.",
+    ),
+    "list": ("catalog", "List the catalog: hardware, models or software stacks, with key figures."),
+    "predict": ("predict", "Predict one training step of MODEL on HARDWARE with a parallel layout."),
+    "recipes": ("recipes", "Rank each published recipe's layout among the planner's candidates."),
+    "releases": (
+        "releases",
+        "The release series: per software release, its measured rows vs the prediction with that release's own stack preset.",
+    ),
+    "report": (
+        "report",
+        "Write an HTML report (index.html + PNGs): breakdown, roofline, top layouts, scaling, validation scatter and the H100 vs GB200 NVL72 cost/energy comparison.",
+    ),
+    "scaling": (
+        "scaling",
+        "Weak or strong scaling over GPU counts: step time, tokens/s/GPU, MFU, $/1M tokens, J/token, what grows (DP communication, bubble, all-to-all) and goodput (failures dominate at 100,000 GPUs).",
+    ),
+    "search": ("search", "Enumerate every legal layout, score them all, print the best and the Pareto fronts."),
+    "sensitivity": (
+        "sensitivity",
+        "Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters), or --sweep tables.",
+    ),
+    "show": ("catalog", "Every field of a hardware, model or stack spec (catalog id or file), with units and sources."),
+    "size": ("size", "Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."),
+    "tco": (
+        "economics",
+        "Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support).",
+    ),
+    "validate": (
+        "validate",
+        "Predict every measured run of FILE.csv (validation/README.md schema) and report the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and validation/independent/*.csv), with a per-set table. Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so is a file with no row predicted (exit 2).",
+    ),
 }
 
 
@@ -100,6 +147,7 @@ def _json_error(argv: list[str], status: int, message: str, exc: InputError | No
     if exc is not None:
         err.update({"where": exc.where, "field": exc.field, "reason": exc.reason, **exc.details})
     from perfmodel.commands.common import to_jsonable
+
     click.echo(json.dumps(to_jsonable({"error": err, "exit_status": status}), indent=2))
 
 
@@ -107,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     args = list(sys.argv[1:] if argv is None else argv)
     from perfmodel.errors import WARNINGS
+
     WARNINGS.clear()
     try:
         cli.main(args=argv, standalone_mode=False)
@@ -125,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         # a long command re-raises Ctrl-C with how far it got ("interrupted after 3 of 12 chunks; ...")
         click.echo(str(exc) or "interrupted", err=True)
         return 130
-    except click.UsageError as exc:         # a bad flag or flag value: one line, like InputError
+    except click.UsageError as exc:  # a bad flag or flag value: one line, like InputError
         cmd = exc.ctx.command_path if exc.ctx else "perfmodel"
         click.echo(f"error: {exc.format_message()} (see `{cmd} --help`)", err=True)
         _json_error(args, exc.exit_code, exc.format_message())
@@ -153,19 +202,18 @@ def run() -> None:
     used in-process (tests call `main`)."""
     try:
         rc = main()
-    except SystemExit as exc:           # sys.exit inside a command: same status as Python would give
+    except SystemExit as exc:  # sys.exit inside a command: same status as Python would give
         if exc.code is None or isinstance(exc.code, int):
             rc = exc.code or 0
         else:
             print(exc.code, file=sys.stderr)
             rc = 1
-    except KeyboardInterrupt as exc:    # Ctrl-C outside main's own handler (its first lines): the same line
+    except KeyboardInterrupt as exc:  # Ctrl-C outside main's own handler (its first lines): the same line
         print(str(exc) or "interrupted", file=sys.stderr)
         rc = 130
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):   # a reader that closed the pipe, or a closed stream: nothing to add
+        except (OSError, ValueError):  # a reader that closed the pipe, or a closed stream: nothing to add
             pass
     os._exit(rc)
-

@@ -2,6 +2,7 @@
 
 The CLI catches `InputError` and prints its message with a non-zero exit, never a traceback.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -13,7 +14,7 @@ class InputError(ValueError):
 
     def __init__(self, where: str, field: str, reason: str, details: dict | None = None):
         self.where, self.field, self.reason = where, field, reason
-        self.details = details or {}          # extra JSON for --json error output (e.g. the unsupported rows)
+        self.details = details or {}  # extra JSON for --json error output (e.g. the unsupported rows)
         loc = f"{where}: " if where else ""
         fld = f"{field}: " if field else ""
         super().__init__(f"{loc}{fld}{reason}")
@@ -25,8 +26,11 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     the closest of them when several do."""
     options = [c for c in choices if c != name]
     lead = [c for c in options if len(name) >= 3 and c.startswith(name)]
-    match = difflib.get_close_matches(name, lead, n=1, cutoff=0.0) if lead else \
-        difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    match = (
+        difflib.get_close_matches(name, lead, n=1, cutoff=0.0)
+        if lead
+        else difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    )
     return f" (did you mean '{match[0]}'?)" if match else ""
 
 

@@ -1,4 +1,5 @@
 """Run the CLI in-process for tests: one helper for success (JSON) and one for input errors."""
+
 from __future__ import annotations
 
 import json

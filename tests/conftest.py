@@ -1,4 +1,5 @@
 """Make `import perfmodel` pick up the package in this checkout (no install needed)."""
+
 import sys
 from pathlib import Path
 

@@ -1,15 +1,16 @@
 """Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm) is the combined 1F1B schedule:
 a pass with no partner micro-batch runs its dispatch and combine exposed (parallel/ep.py
 a2a_solo_microbatches). Hand-derived cases."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from perfmodel.api import load_hardware, load_model
-from perfmodel.specs.layout import Layout, LayoutGrid
 from perfmodel.core.parallel.ep import a2a_solo_microbatches
 from perfmodel.core.predict import Options, predict_grid
+from perfmodel.specs.layout import Layout, LayoutGrid
 
 
 def test_solo_microbatches_hand_cases():
@@ -24,16 +25,21 @@ def test_solo_microbatches_hand_cases():
     assert a2a_solo_microbatches(4, 1, 8, False) == pytest.approx(8.0)
     assert a2a_solo_microbatches(1, 1, 5, True) == pytest.approx(5.0)
     # vectorised over layouts
-    np.testing.assert_allclose(a2a_solo_microbatches(np.array([1, 4, 4]), np.array([1, 2, 1]), np.array([5, 8, 8]),
-                                                     np.array([False, False, False])), [1.0, 4.0, 8.0])
+    np.testing.assert_allclose(
+        a2a_solo_microbatches(
+            np.array([1, 4, 4]), np.array([1, 2, 1]), np.array([5, 8, 8]), np.array([False, False, False])
+        ),
+        [1.0, 4.0, 8.0],
+    )
 
 
 def _ep(stack_set: tuple[str, ...], pp: int = 1, vp: int = 1) -> tuple[float, float]:
     """(exposed EP seconds per step, micro-batches) of gpt-oss-120b on 64 GB200 at EP 64 (the NeMo 26.04 rows)."""
     m, hw = load_model("gpt-oss-120b"), load_hardware("gb200-nvl72")
     lay = Layout(gpus=64, gbs=1280, seq=4096, pp=pp, vp=vp, ep=64 // pp, mbs=4, recompute="none")
-    p = predict_grid(m, hw, LayoutGrid.of(lay), Options("bf16", routing="balanced", stack="nemo-26.04",
-                                                        stack_set=stack_set))
+    p = predict_grid(
+        m, hw, LayoutGrid.of(lay), Options("bf16", routing="balanced", stack="nemo-26.04", stack_set=stack_set)
+    )
     return float(p.breakdown_s["ep_comm"][0]), 1280 / (lay.dp * 4)
 
 
@@ -68,17 +74,24 @@ def test_unpartnered_pass_exposes_one_micro_batch_of_all_to_all_at_pp1():
     is (m - 1) e_on + e_off (one micro-batch's first forward and last backward run alone), e_off = the per-
     micro-batch exposure with the overlap off (that step's EP time / m); and the overlap changes the step by
     exactly its EP exposure (m = 2 and 4: gbs 64 and 128 over dp 32)."""
+    from perfmodel.core.predict import Options, predict_grid
     from perfmodel.specs.hardware import load_hardware
     from perfmodel.specs.layout import Layout, LayoutGrid
     from perfmodel.specs.model import load_model
-    from perfmodel.core.predict import Options, predict_grid
+
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
 
     def run(gbs, on):
         o = Options("bf16", stack="megatron-core", stack_set=(f"moe_a2a_overlap={'true' if on else 'false'}",))
         p = predict_grid(m, hw, LayoutGrid.of(Layout(gpus=64, gbs=gbs, seq=4096, tp=2, ep=8)), o)
         return float(p.breakdown_s["ep_comm"][0]), float(p.step_time_s[0])
-    (on2, s_on2), (on4, s_on4), (off2, s_off2), (off4, s_off4) = run(64, True), run(128, True), run(64, False), run(128, False)
+
+    (on2, s_on2), (on4, s_on4), (off2, s_off2), (off4, s_off4) = (
+        run(64, True),
+        run(128, True),
+        run(64, False),
+        run(128, False),
+    )
     e_off = off4 / 4
     assert off2 == pytest.approx(2 * e_off, rel=1e-12) and e_off > 0
     e_on = (on4 - on2) / 2
@@ -93,13 +106,24 @@ def _toy_moe_tp_ep(nvlink_bw: float, overlap: bool):
     dispatcher and the combined-1F1B EP overlap on or off; NVLink (TP and EP groups) at `nvlink_bw` B/s. Every
     backward TP collective in the one budget (tp_bwd_async = false: none runs under its own GEMM apart)."""
     from toy import toy_consts, toy_hw, toy_moe
+
     hw = toy_hw()
     hw = hw.model_copy(update={"scale_up": hw.scale_up.model_copy(update={"bandwidth": nvlink_bw})})
-    m = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
-                         shared_intermediate_size=1024))
-    o = Options("bf16", consts=toy_consts(tp_overlap=1.0), routing="balanced", stack="megatron-core",
-                stack_set=("tp_overlap=userbuffers", "tp_bwd_async=false", "moe_dispatcher=alltoall",
-                           f"moe_a2a_overlap={'true' if overlap else 'false'}"))
+    m = toy_moe(
+        moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1, shared_intermediate_size=1024)
+    )
+    o = Options(
+        "bf16",
+        consts=toy_consts(tp_overlap=1.0),
+        routing="balanced",
+        stack="megatron-core",
+        stack_set=(
+            "tp_overlap=userbuffers",
+            "tp_bwd_async=false",
+            "moe_dispatcher=alltoall",
+            f"moe_a2a_overlap={'true' if overlap else 'false'}",
+        ),
+    )
     p = predict_grid(m, hw, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, tp=2, ep=2)), o)
     b = {k: float(v[0]) for k, v in p.breakdown_s.items()}
     layers = sum(b[k] for k in ("gemm", "attention", "memory_bound", "tp_comm", "cp_comm", "ep_comm"))
@@ -123,11 +147,11 @@ def test_unpartnered_pass_budget_when_tp_communication_outlasts_compute():
         off - on = (m - 1) / m x (layers_off - raw)."""
     on, lay_on, raw_on, tp_on = _toy_moe_tp_ep(4e9, True)
     off, lay_off, raw_off, tp_off = _toy_moe_tp_ep(4e9, False)
-    assert tp_off > 0                                     # (a)'s regime: TP alone spills over C (s_tp = 1)
+    assert tp_off > 0  # (a)'s regime: TP alone spills over C (s_tp = 1)
     assert on == pytest.approx(off, rel=1e-9)
     assert lay_on == pytest.approx(raw_on, rel=1e-9) and lay_off == pytest.approx(raw_off, rel=1e-9)
     on, lay_on, raw_on, tp_on = _toy_moe_tp_ep(1.2e10, True)
     off, lay_off, raw_off, tp_off = _toy_moe_tp_ep(1.2e10, False)
-    assert tp_off == 0.0 and tp_on > 0                    # (b)'s regime: t_tp < C < t_tp + s_ep t_ep
+    assert tp_off == 0.0 and tp_on > 0  # (b)'s regime: t_tp < C < t_tp + s_ep t_ep
     m = 2
     assert off - on == pytest.approx((m - 1) / m * (lay_off - raw_off), rel=1e-9) and off > on

@@ -1,5 +1,6 @@
 """`perfmodel calibrate` and `--calibration FILE` (issues 13, 23): fit on every one of a user's rows, each row
 scored out of sample by cross-validation, the file it writes, predictions from it, bad input; the LOSO folds."""
+
 from __future__ import annotations
 
 import csv
@@ -9,19 +10,37 @@ import zlib
 from pathlib import Path
 
 import pytest
-
-from perfmodel import api
-from perfmodel.core import calibration as C
-from perfmodel.analysis import fit as F, uncertainty as U
-from perfmodel.cli import main
-from perfmodel.specs.layout import Layout
-from perfmodel.specs.model import load_model
-from perfmodel.analysis.validate import shipped_sets
 from cli_helpers import run_err, run_json
 
+from perfmodel import api
+from perfmodel.analysis import fit as F
+from perfmodel.analysis import uncertainty as U
+from perfmodel.analysis.validate import shipped_sets
+from perfmodel.cli import main
+from perfmodel.core import calibration as C
+from perfmodel.specs.layout import Layout
+from perfmodel.specs.model import load_model
+
 ROOT = Path(__file__).resolve().parents[1]
-PREDICT = ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4",
-           "--vp", "5", "--gbs", "128", "--seq", "8192"]
+PREDICT = [
+    "predict",
+    "--model",
+    "llama3-70b",
+    "--hardware",
+    "h100-sxm",
+    "--gpus",
+    "64",
+    "--tp",
+    "8",
+    "--pp",
+    "4",
+    "--vp",
+    "5",
+    "--gbs",
+    "128",
+    "--seq",
+    "8192",
+]
 LAY = Layout(gpus=64, gbs=128, seq=8192, tp=8, pp=4, vp=5)
 
 
@@ -38,7 +57,7 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def _is_cal(r: dict) -> bool:         # crc32(run_id) % 4 == 0, written out here rather than imported
+def _is_cal(r: dict) -> bool:  # crc32(run_id) % 4 == 0, written out here rather than imported
     return zlib.crc32(r["run_id"].encode()) % 4 == 0
 
 
@@ -56,12 +75,15 @@ def slow_fit(tmp_path_factory):
     rows = _dense_h100(0.7)[::3]
     csv_path = _write(d / "mine.csv", rows)
     out = d / "mine.toml"
+    import contextlib
     import json as _json
     from io import StringIO
-    import contextlib
+
     buf = StringIO()
     with contextlib.redirect_stdout(buf):
-        rc = main(["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--passes", "1", "--folds", "3", "--json"])
+        rc = main(
+            ["calibrate", str(csv_path), "--out", str(out), "--rounds", "1", "--passes", "1", "--folds", "3", "--json"]
+        )
     assert rc == 0
     return rows, csv_path, out, _json.loads(buf.getvalue())
 
@@ -74,7 +96,7 @@ def test_file_written_with_provenance_fitted_on_every_row(slow_fit):
     assert prov["rows"] == [len(rows)] and prov["fit_rows"] == res["calibration"]["fitted"]["rows"] == len(rows)
     assert res["cross_validated"]["fitted"]["rows"] == len(rows) and prov["cross_validation"].startswith("3-fold")
     assert prov["inputs"] == [str(csv_path.resolve())] and len(prov["inputs_sha256"][0]) == 64
-    for n in C.fitted_names():                          # same shape as calibration.toml: every table, every key
+    for n in C.fitted_names():  # same shape as calibration.toml: every table, every key
         assert set(t[n]) == set(C.shipped_table()[n])
         assert t[n]["value"] == res["constants"][n]["fitted"]
     for n in C.names():
@@ -96,8 +118,11 @@ def test_calibration_flag_changes_predictions_exactly_and_only_for_that_command(
     _, _, out, _ = slow_fit
     with_file = run_json(capsys, [*PREDICT, "--calibration", str(out)])
     assert with_file["calibration"] == str(out.resolve())
-    assert with_file["tokens_per_s_per_gpu"] == api.predict("llama3-70b", "h100-sxm", LAY, consts=C.load_constants(out)).tokens_per_s_per_gpu[0]
-    assert C.active_file() == C.shipped_file()          # restored after the command
+    assert (
+        with_file["tokens_per_s_per_gpu"]
+        == api.predict("llama3-70b", "h100-sxm", LAY, consts=C.load_constants(out)).tokens_per_s_per_gpu[0]
+    )
+    assert C.active_file() == C.shipped_file()  # restored after the command
     plain = run_json(capsys, PREDICT)
     assert plain["tokens_per_s_per_gpu"] == api.predict("llama3-70b", "h100-sxm", LAY).tokens_per_s_per_gpu[0]
     assert plain["tokens_per_s_per_gpu"] != with_file["tokens_per_s_per_gpu"]
@@ -107,6 +132,7 @@ def test_text_output_names_the_calibration_file_by_its_path_from_here(slow_fit, 
     """The text header printed the file's absolute path (README examples carried this machine's paths): below
     the working directory it is printed relative to it; --json keeps the absolute path (test above)."""
     from perfmodel.commands.common import console
+
     _, _, out, _ = slow_fit
     monkeypatch.setattr(console, "_width", 200)
     monkeypatch.chdir(out.parent)
@@ -124,7 +150,9 @@ def test_the_file_carries_its_own_bands_and_predictions_use_them(slow_fit, capsy
     mine = run_json(capsys, [*PREDICT, "--calibration", str(out)])
     assert mine["band"]["source"] == out.name and mine["band"]["group"] == "hopper/dense"
     assert mine["band"]["low_factor"] == bands["hopper/dense"]["low"]
-    assert mine["tokens_per_s_per_gpu_high"] == pytest.approx(mine["tokens_per_s_per_gpu"] * bands["hopper/dense"]["high"])
+    assert mine["tokens_per_s_per_gpu_high"] == pytest.approx(
+        mine["tokens_per_s_per_gpu"] * bands["hopper/dense"]["high"]
+    )
     assert run_json(capsys, PREDICT)["band"]["source"] == "perfmodel/uncertainty.toml"
     cov = res["cross_validated_band_coverage"]
     assert cov["rows"] == res["cross_validated"]["fitted"]["rows"] and 0 <= cov["covered"] <= cov["rows"]
@@ -149,7 +177,9 @@ def test_a_row_never_reaches_its_own_cross_validated_prediction(tmp_path):
     pa = {r.run_id: r.predicted for r in cva.results}
     pb = {r.run_id: r.predicted for r in cvb.results}
     assert pa[rows[5]["run_id"]] == pb[rows[5]["run_id"]]
-    assert {r.run_id: r.measured for r in cvb.results}[rows[5]["run_id"]] != {r.run_id: r.measured for r in cva.results}[rows[5]["run_id"]]
+    assert {r.run_id: r.measured for r in cvb.results}[rows[5]["run_id"]] != {
+        r.run_id: r.measured for r in cva.results
+    }[rows[5]["run_id"]]
     # the folds cover every row once: fold j holds rows j, j + 3, ...
     tr, te = F.fold_sets([a], 3, 1)
     assert [r["run_id"] for r in te[0].rows] == [r["run_id"] for r in rows[1::3]]
@@ -170,21 +200,35 @@ def test_bad_input(tmp_path, capsys, slow_fit):
     assert "file not found" in run_err(capsys, ["calibrate", str(tmp_path / "none.csv")])
     few = _write(tmp_path / "few.csv", _dense_h100()[:8])
     assert "8 predictable row(s); fitting 10 constants needs at least 11" in run_err(
-        capsys, ["calibrate", str(few), "--out", str(tmp_path / "x.toml")])
+        capsys, ["calibrate", str(few), "--out", str(tmp_path / "x.toml")]
+    )
     assert "shipped calibration" in run_err(capsys, ["calibrate", str(csv_path), "--out", str(C.shipped_file())])
     text = out.read_text()
     bad = tmp_path / "bad.toml"
-    for edit, says in ((lambda s: s.replace("[tensor_sustained]\nvalue = ", "[tensor_sustained]\nvalue = 1.7 #"), "tensor_sustained.value: outside its bounds [0.3, 1]"),
-                       (lambda s: s.replace("[ep_overlap]\nvalue = ", "[ep_overlap]\nvalue = -0.1 #"), "ep_overlap.value: outside its bounds [0, 1]"),
-                       (lambda s: s.replace("[gemm_k_half]\nvalue = ", '[gemm_k_half]\nvalue = "big" #'), "gemm_k_half.value: must be a finite number"),
-                       (lambda s: s.replace("[reserved_bytes]\nvalue", "[reserved_bytes]\nworth"), "reserved_bytes: missing"),
-                       (lambda s: s + "\n[[[", "not valid TOML"),
-                       (lambda s: s.replace('[bands."all"]', '[bands."most"]'), 'bands: needs an "all" group'),
-                       (lambda s: s.replace('[bands."all"]\nrows = ', '[bands."all"]\nrows = 1.5 #'), "bands.all: needs rows")):
+    for edit, says in (
+        (
+            lambda s: s.replace("[tensor_sustained]\nvalue = ", "[tensor_sustained]\nvalue = 1.7 #"),
+            "tensor_sustained.value: outside its bounds [0.3, 1]",
+        ),
+        (
+            lambda s: s.replace("[ep_overlap]\nvalue = ", "[ep_overlap]\nvalue = -0.1 #"),
+            "ep_overlap.value: outside its bounds [0, 1]",
+        ),
+        (
+            lambda s: s.replace("[gemm_k_half]\nvalue = ", '[gemm_k_half]\nvalue = "big" #'),
+            "gemm_k_half.value: must be a finite number",
+        ),
+        (lambda s: s.replace("[reserved_bytes]\nvalue", "[reserved_bytes]\nworth"), "reserved_bytes: missing"),
+        (lambda s: s + "\n[[[", "not valid TOML"),
+        (lambda s: s.replace('[bands."all"]', '[bands."most"]'), 'bands: needs an "all" group'),
+        (lambda s: s.replace('[bands."all"]\nrows = ', '[bands."all"]\nrows = 1.5 #'), "bands.all: needs rows"),
+    ):
         bad.write_text(edit(text))
         C.forget()
         assert says in run_err(capsys, [*PREDICT, "--calibration", str(bad)])
-    assert "calibration file not found" in run_err(capsys, ["validate", str(csv_path), "--calibration", str(tmp_path / "no.toml")])
+    assert "calibration file not found" in run_err(
+        capsys, ["validate", str(csv_path), "--calibration", str(tmp_path / "no.toml")]
+    )
     assert C.active_file() == C.shipped_file()
 
 
@@ -205,7 +249,9 @@ def test_calibrate_script_write_declares_its_rows(tmp_path):
     fake = F.Fit(start, start.with_(tensor_sustained=0.8), tuple(C.fitted_names()), 0.2, 0.1, 1, 0)
     cal.write(fake.consts, cal.header(sets, parts, fake, "current"), f)
     t = C.load_table(str(f))
-    assert t["tensor_sustained"]["value"] == 0.8 and t["gemm_k_half"]["value"] == C.shipped_table()["gemm_k_half"]["value"]
+    assert (
+        t["tensor_sustained"]["value"] == 0.8 and t["gemm_k_half"]["value"] == C.shipped_table()["gemm_k_half"]["value"]
+    )
     head = " ".join(ln[2:] for ln in f.read_text().splitlines() if ln.startswith("#"))
     for s, p in zip(sets, parts):
         assert f"({len(p.rows)} of {len(s.rows)} rows)" in head
@@ -218,7 +264,9 @@ def test_loso_families_leave_their_rows_out():
     fams = loso.families(sets, nvidia_by_source=False)
     assert sorted(fams) == ["fp8-lm", "llm-foundry", "maxtext-a3", "nvidia", "simumax-b200", "zero-bubble"]
     by_src = loso.families(sets, nvidia_by_source=True)
-    assert sum(len(s.rows) for n, v in by_src.items() if n.startswith("nvidia: ") for s in v) == len(fams["nvidia"][0].rows)
+    assert sum(len(s.rows) for n, v in by_src.items() if n.startswith("nvidia: ") for s in v) == len(
+        fams["nvidia"][0].rows
+    )
     for name, mine in fams.items():
         train = F.calibration_part([s for n, v in fams.items() if n != name for s in v])
         left = {r["run_id"] for s in mine for r in s.rows}
@@ -254,12 +302,18 @@ def test_loso_refits_without_two_families_see_neither():
     sets = [F.read_set(p) for p in shipped_sets()]
     fams = loso.families(sets, nvidia_by_source=False)
     order = list(fams)
-    assert loso.pair_key("zero-bubble", "nvidia", order) == loso.pair_key("nvidia", "zero-bubble", order) == "nvidia|zero-bubble"
+    assert (
+        loso.pair_key("zero-bubble", "nvidia", order)
+        == loso.pair_key("nvidia", "zero-bubble", order)
+        == "nvidia|zero-bubble"
+    )
     ids = {n: {r["run_id"] for s in v for r in s.rows} for n, v in fams.items()}
     for a, b in (("nvidia", "fp8-lm"), ("llm-foundry", "zero-bubble")):
         seen = {r["run_id"] for s in loso.without_two(fams, a, b) for r in s.rows}
         assert not seen & (ids[a] | ids[b])
-        rest = {r["run_id"] for n, v in fams.items() if n not in (a, b) for s in v for r in s.rows if F.is_calibration(r)}
+        rest = {
+            r["run_id"] for n, v in fams.items() if n not in (a, b) for s in v for r in s.rows if F.is_calibration(r)
+        }
         assert seen == rest and len(seen) > 0
 
 
@@ -269,11 +323,15 @@ def test_unseen_band_with_unchanged_refits_is_the_fitted_band():
     loso = _script("loso")
     sets = [F.read_set(p) for p in shipped_sets()]
     gen = F.generations(sets)
-    fams = {n: v for n, v in loso.families(sets, nvidia_by_source=False).items() if n in ("fp8-lm", "maxtext-a3", "zero-bubble")}
+    fams = {
+        n: v
+        for n, v in loso.families(sets, nvidia_by_source=False).items()
+        if n in ("fp8-lm", "maxtext-a3", "zero-bubble")
+    }
     same = F.Fit(C.constants(), C.constants(), (), 0.0, 0.0, 0, 0)
     cv = loso.unseen_bands(fams, {n: same for n in fams}, gen)
     rep = F.evaluate(F.calibration_part([s for v in fams.values() for s in v]), None)
     name = {s.name: n for n, v in fams.items() for s in v}
-    units = [name[r.dataset] for r in rep.results]           # each family weighs the same (loso.EQUAL_SOURCES)
+    units = [name[r.dataset] for r in rep.results]  # each family weighs the same (loso.EQUAL_SOURCES)
     assert cv == U.fit(F.band_samples(rep, gen), units=units if loso.EQUAL_SOURCES else None)
     assert cv["all"]["rows"] == len(rep.results) > 0

@@ -1,5 +1,6 @@
 """The catalog: parameter counts vs published figures, model FLOPs per token vs source-implied values,
 and a source on every number of every hardware file."""
+
 from __future__ import annotations
 
 import tomllib
@@ -13,10 +14,36 @@ from perfmodel.specs.specfile import catalog_ids, data_dir
 
 HARDWARE_IDS = {"a100-sxm-80gb", "h100-sxm", "h800-sxm", "h200-sxm", "b200", "b300", "gb200-nvl72", "gb300-nvl72"}
 MODEL_IDS = {
-    "deepseek-v3", "gpt-1.7b", "gpt-145b", "gpt-175b", "gpt-18b", "gpt-1t", "gpt-22b", "gpt-3.6b", "gpt-310b",
-    "gpt-39b", "gpt-530b", "gpt-7.5b", "gpt-76b", "gpt-oss-120b", "gpt3-175b", "grok1-314b", "kimi-k2",
-    "llama2-13b", "llama2-70b", "llama2-7b", "llama3-70b", "llama3-8b", "llama3.1-405b", "llama4-maverick",
-    "llama4-scout", "mixtral-8x22b", "mixtral-8x7b", "nemotron4-15b", "nemotron4-340b", "qwen3-235b-a22b",
+    "deepseek-v3",
+    "gpt-1.7b",
+    "gpt-145b",
+    "gpt-175b",
+    "gpt-18b",
+    "gpt-1t",
+    "gpt-22b",
+    "gpt-3.6b",
+    "gpt-310b",
+    "gpt-39b",
+    "gpt-530b",
+    "gpt-7.5b",
+    "gpt-76b",
+    "gpt-oss-120b",
+    "gpt3-175b",
+    "grok1-314b",
+    "kimi-k2",
+    "llama2-13b",
+    "llama2-70b",
+    "llama2-7b",
+    "llama3-70b",
+    "llama3-8b",
+    "llama3.1-405b",
+    "llama4-maverick",
+    "llama4-scout",
+    "mixtral-8x22b",
+    "mixtral-8x7b",
+    "nemotron4-15b",
+    "nemotron4-340b",
+    "qwen3-235b-a22b",
     "qwen3-30b-a3b",
 }
 

@@ -2,6 +2,7 @@
 cites each: Megatron-LM arguments.py @000c4ac, training.py @001b00c, utils.py @00caa53; torchtitan
 metrics.py @00fbaaf, train.py @000204a), plus broken and adversarial ones, and a round trip through a
 row of validation/runs.csv."""
+
 from __future__ import annotations
 
 import csv
@@ -12,17 +13,32 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from cli_helpers import run_err, run_json
-from log_helpers import (LLAMA3_8B_TT_ARGS, args_dump, iteration_line, megatron_args, megatron_log, memory_line,
-                         torchtitan_config, torchtitan_log)
+from log_helpers import (
+    LLAMA3_8B_TT_ARGS,
+    args_dump,
+    iteration_line,
+    megatron_args,
+    megatron_log,
+    memory_line,
+    torchtitan_config,
+    torchtitan_log,
+)
+
 from perfmodel import api
 from perfmodel.analysis.logparse import MAX_LINE, parse_file, parse_text
-from perfmodel.specs.specfile import data_dir
 from perfmodel.analysis.validate import read_csv, validate_rows
+from perfmodel.specs.specfile import data_dir
 
-L70 = dict(tensor_model_parallel_size=4, pipeline_model_parallel_size=4, virtual_pipeline_model_parallel_size=5,
-           context_parallel_size=2, world_size=64, data_parallel_size=2, global_batch_size=128)
+L70 = dict(
+    tensor_model_parallel_size=4,
+    pipeline_model_parallel_size=4,
+    virtual_pipeline_model_parallel_size=5,
+    context_parallel_size=2,
+    world_size=64,
+    data_parallel_size=2,
+    global_batch_size=128,
+)
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "train.log") -> str:
@@ -36,6 +52,7 @@ def write(tmp_path: Path, text: str | bytes, name: str = "train.log") -> str:
 
 # ---- parsing ------------------------------------------------------------------------------------
 
+
 def test_argument_dump_and_intervals_are_read():
     a = megatron_args(**L70)
     log = parse_text(megatron_log(a, [16000.0, 14700.0, 14650.0], tflops=420.0))
@@ -47,7 +64,7 @@ def test_argument_dump_and_intervals_are_read():
     assert list(log.iters) == [10, 20, 30]
     assert list(log.step_s) == [16.0, 14.7, 14.65]
     assert list(log.tflops) == [420.0] * 3
-    assert (log.vocab_unpadded, log.vocab_padded) == (128256, 128512)     # multiple 128 x tp 4 = 512
+    assert (log.vocab_unpadded, log.vocab_padded) == (128256, 128512)  # multiple 128 x tp 4 = 512
     assert log.mem_max_reserved == 70000.0 * 2**20 and log.mem_max_allocated == 60000.0 * 2**20
 
 
@@ -73,27 +90,38 @@ def test_prediction_is_api_predict_of_the_logged_run(tmp_path, capsys):
     assert out["model"] == "llama3-70b" and out["layout"]["vp"] == 5 and out["layout"]["recompute"] == "selective"
     # a Megatron-LM log naming no release: the Megatron-Core defaults, with what the dump states on top
     assert out["stack"] == "megatron-core"
-    assert out["stack_set"] == ["tp_overlap=userbuffers", "dp_grad_reduce_overlap=true", "dp_param_gather_overlap=true",
-                                "sequence_parallel=true", "recompute=selective", "recompute_modules=core_attn",
-                                "fsdp=zero1", "optimizer_shard=dp_cp"]
+    assert out["stack_set"] == [
+        "tp_overlap=userbuffers",
+        "dp_grad_reduce_overlap=true",
+        "dp_param_gather_overlap=true",
+        "sequence_parallel=true",
+        "recompute=selective",
+        "recompute_modules=core_attn",
+        "fsdp=zero1",
+        "optimizer_shard=dp_cp",
+    ]
     frm = {f["feature"]: f["from"] for f in out["stack_features"]}
     assert frm["tp_overlap"] == "log" and frm["attention_kernel"] == "preset" and frm["cuda_graphs"] == "preset"
     lay = api.Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4, vp=5, cp=2, recompute="selective")
     p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="megatron-core", stack_set=tuple(out["stack_set"]))
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
-    assert out["gap"] == pytest.approx((float(p.tokens_per_s_per_gpu[0]) - out["measured"]["tokens_per_s_per_gpu"])
-                                       / out["measured"]["tokens_per_s_per_gpu"])
+    assert out["gap"] == pytest.approx(
+        (float(p.tokens_per_s_per_gpu[0]) - out["measured"]["tokens_per_s_per_gpu"])
+        / out["measured"]["tokens_per_s_per_gpu"]
+    )
     # what-ifs: the two other recompute modes, overlap off, CUDA graphs toggled, the other release presets
     kinds = [w["cause"] for w in out["what_ifs"]]
     assert any("recompute none" in c for c in kinds) and any("recompute full" in c for c in kinds)
     assert any(c.startswith("communication overlap off") for c in kinds)
     assert any(c.startswith("CUDA graphs on") for c in kinds)
     rel = [w for w in out["what_ifs"] if w["kind"] == "release"]
-    assert {w["release"] for w in rel} >= {"nemo-25.09", "dgxc-24.11", "default"} and "megatron-core" not in {w["release"] for w in rel}
+    assert {w["release"] for w in rel} >= {"nemo-25.09", "dgxc-24.11", "default"} and "megatron-core" not in {
+        w["release"] for w in rel
+    }
     d = [w["log_distance"] for w in out["what_ifs"]]
     assert d == sorted(d)
     bubble = [o for o in out["overheads"] if "bubble" in o["part"]]
-    assert bubble and "m 64:" in bubble[0]["label"] and out["micro_batches"] == 64     # 128 / (dp 2 x mbs 1)
+    assert bubble and "m 64:" in bubble[0]["label"] and out["micro_batches"] == 64  # 128 / (dp 2 x mbs 1)
 
 
 def test_verdict_band_is_the_unseen_stack_band_for_a_stack_the_bands_never_saw(tmp_path, capsys):
@@ -101,6 +129,7 @@ def test_verdict_band_is_the_unseen_stack_band_for_a_stack_the_bands_never_saw(t
     the verdict uses the unseen-stack band of the layout's cell (dense, interleaved at vp 5), the band
     `predict --stack megatron-core` prints; a log carrying a fitted release's banner keeps the fitted band."""
     from perfmodel.analysis import uncertainty
+
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert uncertainty.stack_seen("megatron-core") is False and uncertainty.stack_seen("nemo-25.09") is True
@@ -110,13 +139,18 @@ def test_verdict_band_is_the_unseen_stack_band_for_a_stack_the_bands_never_saw(t
     seen = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.09"])
     fitted = uncertainty.band_of("llama3-70b", "h100-sxm")
     assert not seen["band"]["unseen_stack"]
-    assert (seen["band"]["low_factor"], seen["band"]["high_factor"], seen["band"]["group"]) == (fitted.low, fitted.high, fitted.group)
+    assert (seen["band"]["low_factor"], seen["band"]["high_factor"], seen["band"]["group"]) == (
+        fitted.low,
+        fitted.high,
+        fitted.group,
+    )
 
 
 @pytest.mark.parametrize("block", [97, 4096])
 def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
     """Lines and the argument dump spanning read blocks (plain and gzip) give what one block gives."""
     import perfmodel.analysis.logparse as lp
+
     text = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0], tflops=400.0, eval_at=[20])
     whole = parse_text(text)
     f = write(tmp_path, text)
@@ -126,7 +160,12 @@ def test_blocks_of_any_size_parse_the_same(tmp_path, monkeypatch, block):
     for path in (f, str(gz)):
         got = parse_file(path)
         assert got.args == whole.args and list(got.iters) == list(whole.iters)
-        assert list(got.step_s) == list(whole.step_s) and list(got.event_after) == list(whole.event_after) == [0, 0, 1, 0]
+        assert list(got.step_s) == list(whole.step_s) and list(got.event_after) == list(whole.event_after) == [
+            0,
+            0,
+            1,
+            0,
+        ]
         assert got.lines == whole.lines and got.mem_max_reserved == whole.mem_max_reserved
 
 
@@ -135,31 +174,42 @@ def test_torchtitan_blocks_ranks_and_checkpoints(tmp_path, monkeypatch, block):
     """torchtitan steps from two ranks, a checkpoint save after step 30 and a validation after 40, read in
     small blocks (the fast path after the first step) give what one block gives: one interval per step,
     the ones after the save and the validation flagged, memory the max over ranks."""
-    import perfmodel.analysis.logparse as lp
     from log_helpers import torchtitan_step
+
+    import perfmodel.analysis.logparse as lp
+
     text = torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), [], 1, 8, 8192)
     for step in (1, 10, 20, 30, 40, 50):
         text += torchtitan_step(step, 6500.0, 312.0, 40.0, mem_gib=50.0) + "\n"
         text += torchtitan_step(step, 6400.0, 307.0, 39.0, mem_gib=52.25).replace("[rank0]", "[rank7]") + "\n"
         if step == 30:
             text += "[rank0]:[titan] 2026-11-30 10:00:00,000 - root - INFO - Saving the checkpoint (or staging if async is enabled).\n"
-        if step == 40:      # metrics.py log_validation: no tflops / mfu fields
-            text += ("[rank0]:[titan] 2026-11-30 10:00:00,000 - root - INFO - \033[33mvalidate step: 40  \033[32mloss:  6.9000"
-                     "  \033[36mmemory: 50.00GiB(63.10%)  \033[34mtps: 21,000\033[39m\n")
+        if step == 40:  # metrics.py log_validation: no tflops / mfu fields
+            text += (
+                "[rank0]:[titan] 2026-11-30 10:00:00,000 - root - INFO - \033[33mvalidate step: 40  \033[32mloss:  6.9000"
+                "  \033[36mmemory: 50.00GiB(63.10%)  \033[34mtps: 21,000\033[39m\n"
+            )
     whole = parse_text(text)
     assert list(whole.iters) == [1, 10, 20, 30, 40, 50] and list(whole.event_after) == [0, 0, 0, 0, 1, 1]
     assert list(whole.tps) == [6500.0] * 6 and whole.mem_max_reserved == 52.25 * 2**30
     monkeypatch.setattr(lp, "BLOCK", block)
     got = parse_file(write(tmp_path, text))
-    assert (list(got.iters), list(got.event_after), list(got.tps)) == (list(whole.iters), list(whole.event_after),
-                                                                       list(whole.tps))
-    assert got.args == whole.args and got.model_args == whole.model_args and got.mem_max_reserved == whole.mem_max_reserved
+    assert (list(got.iters), list(got.event_after), list(got.tps)) == (
+        list(whole.iters),
+        list(whole.event_after),
+        list(whole.tps),
+    )
+    assert (
+        got.args == whole.args and got.model_args == whole.model_args and got.mem_max_reserved == whole.mem_max_reserved
+    )
 
 
 def test_bridge_memory_line_and_cut_numbers():
     # Megatron-Bridge train_utils.py @031e7de: memory in GB (1e9 bytes) under MEMORY_KEYS names
-    bridge = ("[Rank 0] (after 10 iterations) memory (GB) | mem-allocated-gigabytes: 41.2 | mem-max-allocated-gigabytes: "
-              "55.123 | mem-max-reserved-gigabytes: 61.5 | mem-alloc-retires: 0")
+    bridge = (
+        "[Rank 0] (after 10 iterations) memory (GB) | mem-allocated-gigabytes: 41.2 | mem-max-allocated-gigabytes: "
+        "55.123 | mem-max-reserved-gigabytes: 61.5 | mem-alloc-retires: 0"
+    )
     log = parse_text("\n".join(args_dump(megatron_args(**L70)) + [bridge]) + "\n")
     assert log.mem_max_allocated == pytest.approx(55.123e9) and log.mem_max_reserved == pytest.approx(61.5e9)
     # a file cut inside the last number of its last line: that line is not read (70 of 70000.00 MB would be
@@ -187,10 +237,10 @@ def test_interleaved_ranks_prefixes_and_colours(tmp_path):
 
 def test_truncated_log_keeps_what_was_written(tmp_path, capsys):
     text = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0])
-    cut = text[: text.rindex("| learning rate") - 3]       # the last line broken mid-number
+    cut = text[: text.rindex("| learning rate") - 3]  # the last line broken mid-number
     f = write(tmp_path, cut)
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
-    assert out["measured"]["intervals"] == 3        # the broken line has no 'elapsed time' field left
+    assert out["measured"]["intervals"] == 3  # the broken line has no 'elapsed time' field left
     # a log cut inside the argument dump: every missing field is named in one line
     dump_cut = text[: text.index("num_layers ")]
     err = run_err(capsys, ["check", write(tmp_path, dump_cut, "cut.log"), "--hardware", "h100-sxm"])
@@ -207,39 +257,83 @@ def test_missing_fields_are_named_with_how_to_give_them(tmp_path, capsys):
     assert "tensor_model_parallel_size (give --arg tensor_model_parallel_size=" in err
     assert "world_size (give --gpus N)" in err
     # giving them makes the same log check
-    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--gpus", "64", "--arg",
-                            "tensor_model_parallel_size=4", "--arg", "vocab_size=128256"])
+    out = run_json(
+        capsys,
+        [
+            "check",
+            f,
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "64",
+            "--arg",
+            "tensor_model_parallel_size=4",
+            "--arg",
+            "vocab_size=128256",
+        ],
+    )
     assert out["layout"]["tp"] == 4 and out["model"] == "llama3-70b"
 
 
 def test_precision_from_the_fp8_recipe(tmp_path, capsys):
-    for kw, want in ((dict(fp8="hybrid", fp8_recipe="mxfp8"), "mxfp8"), (dict(fp8="e4m3", fp8_recipe="tensorwise"), "fp8"),
-                     (dict(fp8="e4m3", fp8_recipe="blockwise"), "fp8-block"), (dict(fp4="e2m1"), "nvfp4")):
+    for kw, want in (
+        (dict(fp8="hybrid", fp8_recipe="mxfp8"), "mxfp8"),
+        (dict(fp8="e4m3", fp8_recipe="tensorwise"), "fp8"),
+        (dict(fp8="e4m3", fp8_recipe="blockwise"), "fp8-block"),
+        (dict(fp4="e2m1"), "nvfp4"),
+    ):
         f = write(tmp_path, megatron_log(megatron_args(**{**L70, **kw}), [15000.0] * 3))
         assert run_json(capsys, ["check", f, "--hardware", "b200"])["precision"] == want
 
 
 def test_vp_from_layers_per_virtual_stage(tmp_path, capsys):
-    a = megatron_args(**{**L70, "virtual_pipeline_model_parallel_size": None,
-                         "num_layers_per_virtual_pipeline_stage": 4})       # 80 / (pp 4 x 4) = 5
+    a = megatron_args(
+        **{**L70, "virtual_pipeline_model_parallel_size": None, "num_layers_per_virtual_pipeline_stage": 4}
+    )  # 80 / (pp 4 x 4) = 5
     out = run_json(capsys, ["check", write(tmp_path, megatron_log(a, [15000.0] * 3)), "--hardware", "h100-sxm"])
     assert out["layout"]["vp"] == 5
 
 
 def test_moe_dump_matches_the_catalog(tmp_path, capsys):
-    a = megatron_args(num_layers=32, hidden_size=4096, ffn_hidden_size=14336, num_attention_heads=32,
-                      num_query_groups=8, kv_channels=128, num_experts=8, moe_router_topk=2, moe_ffn_hidden_size=None,
-                      moe_layer_freq=1, expert_model_parallel_size=8, tensor_model_parallel_size=1,
-                      world_size=64, data_parallel_size=64, global_batch_size=256, seq_length=4096)
-    out = run_json(capsys, ["check", write(tmp_path, megatron_log(a, [9000.0] * 3, vocab=32000)), "--hardware", "h100-sxm"])
+    a = megatron_args(
+        num_layers=32,
+        hidden_size=4096,
+        ffn_hidden_size=14336,
+        num_attention_heads=32,
+        num_query_groups=8,
+        kv_channels=128,
+        num_experts=8,
+        moe_router_topk=2,
+        moe_ffn_hidden_size=None,
+        moe_layer_freq=1,
+        expert_model_parallel_size=8,
+        tensor_model_parallel_size=1,
+        world_size=64,
+        data_parallel_size=64,
+        global_batch_size=256,
+        seq_length=4096,
+    )
+    out = run_json(
+        capsys, ["check", write(tmp_path, megatron_log(a, [9000.0] * 3, vocab=32000)), "--hardware", "h100-sxm"]
+    )
     assert out["model"] == "mixtral-8x7b"
-    assert out["layout"]["ep"] == 8 and out["layout"]["etp"] == 1      # expert TP defaults to TP (1)
+    assert out["layout"]["ep"] == 8 and out["layout"]["etp"] == 1  # expert TP defaults to TP (1)
 
 
 def test_unknown_shape_is_built_and_csv_needs_a_model_file(tmp_path, capsys):
-    a = megatron_args(num_layers=24, hidden_size=2048, ffn_hidden_size=5632, num_attention_heads=16,
-                      num_query_groups=16, kv_channels=128, group_query_attention=False, world_size=8, data_parallel_size=8,
-                      global_batch_size=64, seq_length=2048)
+    a = megatron_args(
+        num_layers=24,
+        hidden_size=2048,
+        ffn_hidden_size=5632,
+        num_attention_heads=16,
+        num_query_groups=16,
+        kv_channels=128,
+        group_query_attention=False,
+        world_size=8,
+        data_parallel_size=8,
+        global_batch_size=64,
+        seq_length=2048,
+    )
     f = write(tmp_path, megatron_log(a, [1500.0] * 3, vocab=32000))
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert out["model"] == "log-model" and "built from the dump" in out["model_source"]
@@ -251,9 +345,9 @@ def test_binary_junk_and_huge_lines(tmp_path, capsys):
     rnd = random.Random(7)
     junk = bytes(rnd.randrange(256) for _ in range(20000))
     body = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0]).encode()
-    data = junk + b"\n" + b"\xff\xfe" * (MAX_LINE + 10) + b"\n" + body + b"x" * (3 * MAX_LINE)   # no final newline
+    data = junk + b"\n" + b"\xff\xfe" * (MAX_LINE + 10) + b"\n" + body + b"x" * (3 * MAX_LINE)  # no final newline
     log = parse_file(write(tmp_path, data, "junk.log"))
-    assert list(log.iters) == [10, 20, 30] and log.cut_lines == 1      # the 3 MB tail without a newline
+    assert list(log.iters) == [10, 20, 30] and log.cut_lines == 1  # the 3 MB tail without a newline
     err = run_err(capsys, ["check", write(tmp_path, junk, "only-junk.log"), "--hardware", "h100-sxm"])
     assert "no Megatron-LM / NeMo / Megatron-Bridge or torchtitan training lines" in err
 
@@ -266,7 +360,7 @@ def test_gzip_log_reads_as_the_plain_one(tmp_path, capsys):
     out = run_json(capsys, ["check", str(gz), "--hardware", "h100-sxm"])
     assert out["gzip"] and out["measured"] == plain["measured"]
     # a gzip cut short (copied while still written) keeps the lines read
-    gz.write_bytes(gzip.compress(text.encode())[:-9])     # the trailer and one byte of data
+    gz.write_bytes(gzip.compress(text.encode())[:-9])  # the trailer and one byte of data
     cut = parse_file(str(gz))
     assert cut.framework == "megatron" and cut.gzip_truncated and len(cut.iters) >= 1
 
@@ -274,8 +368,12 @@ def test_gzip_log_reads_as_the_plain_one(tmp_path, capsys):
 def test_inconsistent_logs_are_refused(tmp_path, capsys):
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 3))
     assert "world_size is 64" in run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--gpus", "32"])
-    text = megatron_log(megatron_args(**L70), [15000.0] * 3).replace("global batch size:   128", "global batch size:   256", 1)
-    assert "varies in the log" in run_err(capsys, ["check", write(tmp_path, text, "ramp.log"), "--hardware", "h100-sxm"])
+    text = megatron_log(megatron_args(**L70), [15000.0] * 3).replace(
+        "global batch size:   128", "global batch size:   256", 1
+    )
+    assert "varies in the log" in run_err(
+        capsys, ["check", write(tmp_path, text, "ramp.log"), "--hardware", "h100-sxm"]
+    )
     bad = megatron_log(megatron_args(**{**L70, "data_parallel_size": 4}), [15000.0] * 3)
     assert "data_parallel_size" in run_err(capsys, ["check", write(tmp_path, bad, "dp.log"), "--hardware", "h100-sxm"])
     assert "file not found" in run_err(capsys, ["check", str(tmp_path / "nope.log"), "--hardware", "h100-sxm"])
@@ -284,33 +382,38 @@ def test_inconsistent_logs_are_refused(tmp_path, capsys):
 
 def test_nemo_progress_bar_with_args(tmp_path, capsys):
     # NeMo 2 Lightning progress bar: step timing per refresh, \r-separated; the layout comes from --arg
-    bar = "".join(f"Epoch 0: : {i}it [00:10, reduced_train_loss=6.1, global_step={i}.0, consumed_samples={i * 128}.0, "
-                  f"train_step_timing in s=15.900]\r" for i in range(1, 40))
+    bar = "".join(
+        f"Epoch 0: : {i}it [00:10, reduced_train_loss=6.1, global_step={i}.0, consumed_samples={i * 128}.0, "
+        f"train_step_timing in s=15.900]\r"
+        for i in range(1, 40)
+    )
     f = write(tmp_path, bar)
     err = run_err(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert "NeMo progress-bar log states no layout" in err
     sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
     assert out["framework"] == "nemo" and out["measured"]["step_s"] == pytest.approx(15.9)
-    assert out["measured"]["tflops_per_gpu"] is None          # the progress bar prints no TFLOP/s
+    assert out["measured"]["tflops_per_gpu"] is None  # the progress bar prints no TFLOP/s
     # --model that disagrees with the given shape is used, and said so
-    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--model", "llama3-8b",
-                            *sum((["--arg", s] for s in sets), [])])
+    out = run_json(
+        capsys, ["check", f, "--hardware", "h100-sxm", "--model", "llama3-8b", *sum((["--arg", s] for s in sets), [])]
+    )
     assert out["model"] == "llama3-8b" and any("differs from the dump's shape" in n for n in out["notes"])
 
 
 # ---- torchtitan -----------------------------------------------------------------------------------
+
 
 def test_torchtitan_log(tmp_path, capsys):
     tps = [3000.0, 6000.0, 6500.0, 6550.0, 6520.0, 6480.0]
     f = write(tmp_path, torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), tps, 1, 8, 8192))
     out = run_json(capsys, ["check", f])
     assert out["framework"] == "torchtitan" and out["hardware"] == "h100-sxm"
-    assert out["model"] == "llama3-8b"        # FFN 4096 -> int(2*4*4096/3)=10922 x1.3 -> 14198 -> 14336
+    assert out["model"] == "llama3-8b"  # FFN 4096 -> int(2*4*4096/3)=10922 x1.3 -> 14198 -> 14336
     assert out["layout"]["fsdp"] and out["layout"]["dp"] == 8 and out["layout"]["recompute"] == "selective"
     m = out["measured"]
     # steps 1 and 10 are warm-up; tps is tokens/s per device (metrics.py), so it is the measured throughput
-    steps = [8 * 8192 / (t * 8) for t in (6500, 6550, 6520, 6480)]     # gbs x seq / (tps x gpus)
+    steps = [8 * 8192 / (t * 8) for t in (6500, 6550, 6520, 6480)]  # gbs x seq / (tps x gpus)
     assert m["used"] == 4 and m["step_s"] == pytest.approx(np.median(steps), rel=1e-12)
     assert m["tokens_per_s_per_gpu"] == pytest.approx(8 * 8192 / (np.median(steps) * 8), rel=1e-12)
     assert m["mem_max_reserved_bytes"] == pytest.approx(60.5 * 2**30)
@@ -336,27 +439,47 @@ ROUND_TRIP_ROW = "dgxc250401-l3-70b-h100-64-bf16"
 def _round_trip_log(tmp_path, row: dict, res, banner: str = "") -> str:
     """A Megatron-LM log of `row`: its layout, the recompute validate used, and the stack switches its preset
     sets, stated in the argument dump as Megatron-LM names them."""
+    from perfmodel.analysis.validate import row_stack_spec
     from perfmodel.specs.hardware import load_hardware
     from perfmodel.specs.model import load_model
-    from perfmodel.analysis.validate import row_stack_spec
+
     inferred = res.verdict.split("recompute=")[1].split(" ")[0] if "recompute=" in res.verdict else None
-    spec = row_stack_spec(row, data_dir("validation"), load_model(row["model"]), load_hardware(row["hardware"]),
-                          row["precision"])
+    spec = row_stack_spec(
+        row, data_dir("validation"), load_model(row["model"]), load_hardware(row["hardware"]), row["precision"]
+    )
     f = spec.features
-    assert f.tp_overlap in ("userbuffers", "none") and f.fsdp in ("zero1", "none")    # what a dump can state
+    assert f.tp_overlap in ("userbuffers", "none") and f.fsdp in ("zero1", "none")  # what a dump can state
     gpus, gbs, seq = int(row["gpus"]), int(row["global_batch"]), int(row["seq_len"])
     tp, pp, cp, vp = (int(row[k] or 1) for k in ("tp", "pp", "cp", "vp"))
     step_ms = gbs * seq / (float(row["tokens_per_s_per_gpu"]) * gpus) * 1e3
-    fp8 = {} if row["precision"] == "bf16" else {     # Megatron-LM --fp8-format / --fp8-recipe names
-        "fp8": "hybrid", "fp8_recipe": {"current": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8",
-                                        "blockwise": "blockwise"}[f.fp8_recipe]}
-    a = megatron_args(**fp8, tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp, context_parallel_size=cp,
-                      virtual_pipeline_model_parallel_size=vp if vp > 1 else None, world_size=gpus,
-                      data_parallel_size=gpus // (tp * pp * cp), global_batch_size=gbs, seq_length=seq,
-                      micro_batch_size=int(row["micro_batch"] or 1), recompute_granularity=inferred,
-                      tp_comm_overlap=f.tp_overlap == "userbuffers", overlap_grad_reduce=f.dp_grad_reduce_overlap,
-                      overlap_param_gather=f.dp_param_gather_overlap, sequence_parallel=f.sequence_parallel,
-                      use_distributed_optimizer=f.fsdp == "zero1")
+    fp8 = (
+        {}
+        if row["precision"] == "bf16"
+        else {  # Megatron-LM --fp8-format / --fp8-recipe names
+            "fp8": "hybrid",
+            "fp8_recipe": {"current": "tensorwise", "delayed": "delayed", "mxfp8": "mxfp8", "blockwise": "blockwise"}[
+                f.fp8_recipe
+            ],
+        }
+    )
+    a = megatron_args(
+        **fp8,
+        tensor_model_parallel_size=tp,
+        pipeline_model_parallel_size=pp,
+        context_parallel_size=cp,
+        virtual_pipeline_model_parallel_size=vp if vp > 1 else None,
+        world_size=gpus,
+        data_parallel_size=gpus // (tp * pp * cp),
+        global_batch_size=gbs,
+        seq_length=seq,
+        micro_batch_size=int(row["micro_batch"] or 1),
+        recompute_granularity=inferred,
+        tp_comm_overlap=f.tp_overlap == "userbuffers",
+        overlap_grad_reduce=f.dp_grad_reduce_overlap,
+        overlap_param_gather=f.dp_param_gather_overlap,
+        sequence_parallel=f.sequence_parallel,
+        use_distributed_optimizer=f.fsdp == "zero1",
+    )
     return write(tmp_path, banner + megatron_log(a, [step_ms * 1.3] + [step_ms] * 5), f"{row['run_id']}.log")
 
 
@@ -369,8 +492,10 @@ def test_round_trip_with_validate(tmp_path, capsys):
     assert res.stack == "dgxc-25.04"
     f = _round_trip_log(tmp_path, row, res)
     out_csv = tmp_path / "run.csv"
-    out = run_json(capsys, ["check", f, "--hardware", row["hardware"], "--csv", str(out_csv), "--run-id", "rt",
-                            "--stack", res.stack])
+    out = run_json(
+        capsys,
+        ["check", f, "--hardware", row["hardware"], "--csv", str(out_csv), "--run-id", "rt", "--stack", res.stack],
+    )
     assert out["stack"] == res.stack and out["stack_why"] == "--stack"
     assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(res.predicted, rel=1e-12)
     assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(float(row["tokens_per_s_per_gpu"]), rel=1e-3)
@@ -381,7 +506,9 @@ def test_round_trip_with_validate(tmp_path, capsys):
     assert rows[0]["stack"] == res.stack and rows[0]["stack_set"].split(";") == out["stack_set"]
     v = run_json(capsys, ["validate", str(out_csv)])
     assert v["predicted"] == 1 and v["per_row"][0]["predicted"] == pytest.approx(res.predicted, rel=1e-12)
-    assert v["per_row"][0]["measured"] == pytest.approx(out["measured"]["tokens_per_s_per_gpu"], abs=0.005)   # CSV: 2 decimals
+    assert v["per_row"][0]["measured"] == pytest.approx(
+        out["measured"]["tokens_per_s_per_gpu"], abs=0.005
+    )  # CSV: 2 decimals
     assert math.isclose(v["per_row"][0]["error"], out["gap"], abs_tol=1e-5)
 
 
@@ -408,13 +535,32 @@ def test_container_banner_names_the_preset(tmp_path, capsys):
 def test_stated_switches_set_the_stack(tmp_path, capsys):
     """What the dump states overrides the preset, one feature per Megatron-LM field; a field the dump does
     not print leaves the preset's value (and says so)."""
-    a = megatron_args(**L70, tp_comm_overlap=False, overlap_grad_reduce=False, overlap_param_gather=True,
-                      use_distributed_optimizer=False, accumulate_allreduce_grads_in_fp32=False,
-                      cuda_graph_impl="transformer_engine", cuda_graph_scope="['attn', 'mlp']",
-                      attention_backend="AttnBackend.unfused", recompute_granularity="selective",
-                      recompute_modules="['core_attn', 'mlp']")
-    out = run_json(capsys, ["check", write(tmp_path, megatron_log(a, [15000.0] * 4)), "--hardware", "h100-sxm",
-                            "--stack", "nemo-25.11", "--stack-set", "fusions=none"])
+    a = megatron_args(
+        **L70,
+        tp_comm_overlap=False,
+        overlap_grad_reduce=False,
+        overlap_param_gather=True,
+        use_distributed_optimizer=False,
+        accumulate_allreduce_grads_in_fp32=False,
+        cuda_graph_impl="transformer_engine",
+        cuda_graph_scope="['attn', 'mlp']",
+        attention_backend="AttnBackend.unfused",
+        recompute_granularity="selective",
+        recompute_modules="['core_attn', 'mlp']",
+    )
+    out = run_json(
+        capsys,
+        [
+            "check",
+            write(tmp_path, megatron_log(a, [15000.0] * 4)),
+            "--hardware",
+            "h100-sxm",
+            "--stack",
+            "nemo-25.11",
+            "--stack-set",
+            "fusions=none",
+        ],
+    )
     got = {f["feature"]: (f["value"], f["from"]) for f in out["stack_features"]}
     assert got["tp_overlap"] == ("none", "log") and got["dp_grad_reduce_overlap"] == (False, "log")
     assert got["dp_param_gather_overlap"] == (True, "log") and got["fsdp"] == ("none", "log")
@@ -422,12 +568,13 @@ def test_stated_switches_set_the_stack(tmp_path, capsys):
     assert got["cuda_graphs"] == ("per_layer", "log") and got["attention_kernel"] == ("unfused", "log")
     assert got["recompute_modules"] == (["core_attn", "mlp"], "log")
     assert got["fusions"] == ("none", "--stack-set") and got["pipeline_schedule"][1] == "preset"
-    assert out["stack_set"][-1] == "fusions=none"          # the command's own --stack-set comes last and wins
+    assert out["stack_set"][-1] == "fusions=none"  # the command's own --stack-set comes last and wins
     lay = api.Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4, vp=5, cp=2, recompute="selective")
     p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="nemo-25.11", stack_set=tuple(out["stack_set"]))
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
     # overlap off is a what-if that switches off only what is still on
     from perfmodel.commands.check import NO_OVERLAP
+
     w = next(w for w in out["what_ifs"] if w["kind"] == "overlap")
     still_on = [x for x in NO_OVERLAP if str(got[x.split("=")[0]][0]).lower() != x.split("=")[1]]
     assert "dp_param_gather_overlap=false" in still_on and "tp_overlap=none" not in still_on
@@ -438,10 +585,15 @@ def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
     """Megatron-Bridge (train_utils.py @031e7de) prints the iteration line with a timestamp without
     microseconds and memory in GB, and no Megatron-LM argument dump: every field it lacks is named, and
     given with --arg the run checks like the Megatron-LM one."""
-    lines = [iteration_line(it, 100, 128, ms, 410.0, stamp="2026-11-30 10:00:00")
-             for it, ms in ((10, 18000.0), (20, 15000.0), (30, 15100.0), (40, 14900.0))]
-    lines.insert(1, "[Rank 0] (after 10 iterations) memory (GB) | mem-max-allocated-gigabytes: 60.1 | "
-                    "mem-max-reserved-gigabytes: 66.0 | mem-alloc-retires: 0")
+    lines = [
+        iteration_line(it, 100, 128, ms, 410.0, stamp="2026-11-30 10:00:00")
+        for it, ms in ((10, 18000.0), (20, 15000.0), (30, 15100.0), (40, 14900.0))
+    ]
+    lines.insert(
+        1,
+        "[Rank 0] (after 10 iterations) memory (GB) | mem-max-allocated-gigabytes: 60.1 | "
+        "mem-max-reserved-gigabytes: 66.0 | mem-alloc-retires: 0",
+    )
     f = write(tmp_path, "\n".join(lines) + "\n")
     err = run_err(capsys, ["check", f, "--hardware", "h100-sxm"])
     for name in ("tensor_model_parallel_size", "num_layers", "seq_length", "recompute_granularity", "world_size"):
@@ -449,12 +601,15 @@ def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
     sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
     assert out["model"] == "llama3-70b" and out["measured"]["used"] == 3
-    assert out["measured"]["step_s"] == pytest.approx(15.0) and out["measured"]["mem_max_reserved_bytes"] == pytest.approx(66e9)
+    assert out["measured"]["step_s"] == pytest.approx(15.0) and out["measured"][
+        "mem_max_reserved_bytes"
+    ] == pytest.approx(66e9)
 
 
 # ---- bounded fuzzing: junk between the lines, random bytes, random block sizes ------------------------
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 _BASE = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0], tflops=400.0, eval_at=[30])
@@ -469,11 +624,35 @@ def test_random_bytes_never_raise(data):
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.integers(0, 10**6), st.binary(max_size=200).filter(
-    lambda b: b"\n" not in b and b"\r" not in b and b" ." not in b
-    and not any(w in b.lower() for w in (b"iteration", b"arguments", b"vocab", b"checkpoint", b"valid", b"evaluating",
-                                         b"step:", b"memory (")))), max_size=20),
-       st.integers(1, 5000))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.binary(max_size=200).filter(
+                lambda b: (
+                    b"\n" not in b
+                    and b"\r" not in b
+                    and b" ." not in b
+                    and not any(
+                        w in b.lower()
+                        for w in (
+                            b"iteration",
+                            b"arguments",
+                            b"vocab",
+                            b"checkpoint",
+                            b"valid",
+                            b"evaluating",
+                            b"step:",
+                            b"memory (",
+                        )
+                    )
+                )
+            ),
+        ),
+        max_size=20,
+    ),
+    st.integers(1, 5000),
+)
 def test_junk_lines_between_lines_change_nothing(junk, block):
     """Lines of junk (random bytes holding no marker word nor a 'name ... value' argument shape) inserted
     anywhere, read in any block size: the same dump and the same intervals."""
@@ -487,11 +666,13 @@ def test_junk_lines_between_lines_change_nothing(junk, block):
 
 def parse_blocks_of(data: bytes, block: int):
     from perfmodel.analysis.logparse import parse_blocks
-    return parse_blocks(data[i:i + block] for i in range(0, max(len(data), 1), block))
+
+    return parse_blocks(data[i : i + block] for i in range(0, max(len(data), 1), block))
 
 
 def test_python_entry_point_is_the_json_document(tmp_path, capsys):
     from perfmodel.commands.check import check_log
+
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
     assert check_log(f, "h100-sxm") == run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
 
@@ -499,7 +680,9 @@ def test_python_entry_point_is_the_json_document(tmp_path, capsys):
 def test_restart_with_a_new_dump_uses_the_last_one(tmp_path, capsys):
     """A job restarted with another layout appends a new argument dump: the last dump and only the
     intervals after it are the run checked."""
-    first = megatron_log(megatron_args(**{**L70, "tensor_model_parallel_size": 8, "data_parallel_size": 1}), [20000.0] * 5)
+    first = megatron_log(
+        megatron_args(**{**L70, "tensor_model_parallel_size": 8, "data_parallel_size": 1}), [20000.0] * 5
+    )
     second = megatron_log(megatron_args(**L70), [16000.0, 15000.0, 15200.0, 15100.0])
     out = run_json(capsys, ["check", write(tmp_path, first + second), "--hardware", "h100-sxm"])
     assert out["layout"]["tp"] == 4
@@ -512,32 +695,58 @@ def test_torchtitan_compile_and_async_tp_pick_the_stack(tmp_path, capsys):
     config (parallelism.enable_async_tensor_parallel) is tp_overlap=async_tp; FSDP2 from the shard degree."""
     tps = [3000.0, 6500.0, 6490.0, 6510.0, 6505.0, 6500.0]
     cfg = torchtitan_config(tp=2)
-    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]),
-                                                                   tps, 1, 4, 8192), "eager.log")])
+    out = run_json(
+        capsys,
+        [
+            "check",
+            write(
+                tmp_path,
+                torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), tps, 1, 4, 8192),
+                "eager.log",
+            ),
+        ],
+    )
     assert out["stack"] == "torchtitan-2025" and "compile off" in out["stack_why"]
     assert "fsdp=fsdp2" in out["stack_set"] and "recompute=selective" in out["stack_set"]
-    cfg = {**cfg, "compile": {"enable": True, "components": ["model", "loss"]},
-           "parallelism": {**cfg["parallelism"], "enable_async_tensor_parallel": True}}
-    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]),
-                                                                   tps, 1, 4, 8192), "compiled.log")])
+    cfg = {
+        **cfg,
+        "compile": {"enable": True, "components": ["model", "loss"]},
+        "parallelism": {**cfg["parallelism"], "enable_async_tensor_parallel": True},
+    }
+    out = run_json(
+        capsys,
+        [
+            "check",
+            write(
+                tmp_path,
+                torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), tps, 1, 4, 8192),
+                "compiled.log",
+            ),
+        ],
+    )
     assert out["stack"] == "torchtitan-2025-compile" and "tp_overlap=async_tp" in out["stack_set"]
     lay = api.Layout(gpus=8, gbs=4, seq=8192, tp=2, fsdp=True, recompute="selective")
-    p = api.predict("llama3-8b", "h100-sxm", lay, "bf16", stack="torchtitan-2025-compile", stack_set=tuple(out["stack_set"]))
+    p = api.predict(
+        "llama3-8b", "h100-sxm", lay, "bf16", stack="torchtitan-2025-compile", stack_set=tuple(out["stack_set"])
+    )
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
 
 
 def test_bad_stack_flags_are_one_error(tmp_path, capsys):
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
-    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in \
-        run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.1"])
-    assert "--stack-set: tp_overlaps: unknown stack feature (did you mean 'tp_overlap'?)" in \
-        run_err(capsys, ["check", f, "--hardware", "h100-sxm", "--stack-set", "tp_overlaps=none"])
+    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in run_err(
+        capsys, ["check", f, "--hardware", "h100-sxm", "--stack", "nemo-25.1"]
+    )
+    assert "--stack-set: tp_overlaps: unknown stack feature (did you mean 'tp_overlap'?)" in run_err(
+        capsys, ["check", f, "--hardware", "h100-sxm", "--stack-set", "tp_overlaps=none"]
+    )
 
 
 def test_megatron_cross_entropy_from_the_dump():
     # Megatron's language_module.compute_language_model_loss: only cross_entropy_fusion_impl 'te' keeps the
     # bf16 logits alone; the unfused loss and the 'native' fused one work in fp32
     from perfmodel.commands.check import _Fields, megatron_stack_sets
+
     ce = lambda **a: megatron_stack_sets(_Fields({k: str(v) for k, v in a.items()}, {}), "none", "bf16", [])
     assert ce(cross_entropy_loss_fusion=True, cross_entropy_fusion_impl="te")["cross_entropy"][0] == "te"
     assert ce(cross_entropy_loss_fusion=True, cross_entropy_fusion_impl="native")["cross_entropy"][0] == "fp32"

@@ -1,24 +1,22 @@
 """The CLI in-process (perfmodel.cli.main): every command works with --json, and every bad input exits 2
 with one line naming the field, never a traceback."""
+
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_err, run_json
 
 from perfmodel.cli import main
 from perfmodel.specs.specfile import data_dir
-from cli_helpers import run_err, run_json
 
 LLAMA8B = ["--model", "llama3-8b", "--hardware", "h100-sxm"]
 
 
-
-
-
-
 # ---- commands that work ------------------------------------------------------------------------
+
 
 def test_list(capsys):
     hw = run_json(capsys, ["list", "hardware"])
@@ -48,6 +46,7 @@ def test_show_hardware_never_cuts_a_field_name(capsys, monkeypatch, width, args)
     """`efficiency.scale_out_collective` printed as `efficiency.scale_out_collecti…` at 80-100 columns: the
     field column now keeps every name whole (marked `* ` when overridden) and the source column wraps."""
     from perfmodel.commands.common import console
+
     names = [f["field"] for f in run_json(capsys, ["show", "hardware", *args])["fields"]]
     monkeypatch.setattr(console, "_width", width)
     assert main(["show", "hardware", *args]) == 0
@@ -63,14 +62,20 @@ def test_show_hardware_by_file(capsys):
     assert run_json(capsys, ["show", "hardware", path])["id"] == "b200"
 
 
-@pytest.mark.parametrize("kind,ref,shown", [("hardware", "h100-sxm", "(hardware/h100-sxm.toml)"),
-                                             ("model", "llama3-8b", "(models/llama3-8b.toml)"),
-                                             ("stack", "nemo-25.04", "(stacks/nemo-25.04.toml)")])
+@pytest.mark.parametrize(
+    "kind,ref,shown",
+    [
+        ("hardware", "h100-sxm", "(hardware/h100-sxm.toml)"),
+        ("model", "llama3-8b", "(models/llama3-8b.toml)"),
+        ("stack", "nemo-25.04", "(stacks/nemo-25.04.toml)"),
+    ],
+)
 def test_show_prints_catalog_paths_relative(capsys, monkeypatch, tmp_path, kind, ref, shown):
     """The text output named each catalog file by this machine's absolute path (README examples carried
     /work/main/...): a shipped spec prints its catalog-relative path wherever the command runs; --json
     keeps the absolute path."""
     from perfmodel.commands.common import console
+
     monkeypatch.setattr(console, "_width", 200)
     monkeypatch.chdir(tmp_path)
     assert main(["show", kind, ref]) == 0
@@ -84,6 +89,7 @@ def test_display_path_names_catalog_files_in_a_checkout_and_a_wheel(monkeypatch,
     wheel: site-packages/perfmodel/_data/hardware/x.toml is hardware/x.toml, not perfmodel/_data/...); a
     file of the checkout outside the catalog folders, or outside the working directory, keeps its path."""
     from perfmodel.specs import specfile
+
     repo = data_dir("hardware").parent
     monkeypatch.chdir(tmp_path)
     assert specfile.display_path(repo / "hardware" / "h100-sxm.toml") == "hardware/h100-sxm.toml"
@@ -143,8 +149,23 @@ def test_predict_table(capsys):
 
 
 def test_predict_ignore_memory(capsys):
-    d = run_json(capsys, ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8",
-                          "--gbs", "8", "--seq", "8192", "--ignore-memory"])
+    d = run_json(
+        capsys,
+        [
+            "predict",
+            "--model",
+            "llama3-70b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--gbs",
+            "8",
+            "--seq",
+            "8192",
+            "--ignore-memory",
+        ],
+    )
     assert d["fits"] is False and d["memory_over_bytes"] > 0
 
 
@@ -164,7 +185,14 @@ def test_validate_without_file_uses_shipped_sets(capsys):
     assert main(["validate"]) == 0
     out = capsys.readouterr().out
     assert "rows given" in out and "By measured set" in out
-    for name in ("runs.csv", "llm-foundry.csv", "maxtext-a3.csv", "zero-bubble.csv", "fp8-lm.csv", "simumax-b200-dense.csv"):
+    for name in (
+        "runs.csv",
+        "llm-foundry.csv",
+        "maxtext-a3.csv",
+        "zero-bubble.csv",
+        "fp8-lm.csv",
+        "simumax-b200-dense.csv",
+    ):
         assert name in out
 
 
@@ -180,9 +208,12 @@ def test_validate_table(capsys, tmp_path):
 
 # ---- bad inputs: exit 2, one line, names the field --------------------------------------------
 
+
 def test_unknown_model_did_you_mean(capsys):
-    msg = run_err(capsys, ["predict", "--model", "lama3-8b", "--hardware", "h100-sxm", "--gpus", "8",
-                           "--gbs", "8", "--seq", "4096"])
+    msg = run_err(
+        capsys,
+        ["predict", "--model", "lama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8", "--seq", "4096"],
+    )
     assert "lama3-8b" in msg and "did you mean 'llama3-8b'" in msg
     msg = run_err(capsys, ["show", "hardware", "h100-sxn"])
     assert "did you mean 'h100-sxm'" in msg
@@ -208,10 +239,12 @@ def test_misspelled_field(capsys, tmp_path):
 
 
 def test_negative_field(capsys, tmp_path):
-    path = _model_toml(tmp_path, lambda t: t.replace("value = 4096, source = \"LSKU dim\"",
-                                                     "value = -4096, source = \"LSKU dim\""))
-    msg = run_err(capsys, ["predict", "--model", path, "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8",
-                           "--seq", "4096"])
+    path = _model_toml(
+        tmp_path, lambda t: t.replace('value = 4096, source = "LSKU dim"', 'value = -4096, source = "LSKU dim"')
+    )
+    msg = run_err(
+        capsys, ["predict", "--model", path, "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8", "--seq", "4096"]
+    )
     assert "hidden_size" in msg
 
 
@@ -221,12 +254,15 @@ def test_missing_field(capsys, tmp_path):
     assert "vocab_size" in msg and "missing" in msg
 
 
-@pytest.mark.parametrize("model,args,field", [
-    ("llama3-8b", ["--gpus", "24", "--tp", "3", "--gbs", "24"], "tp"),                 # 32 heads
-    ("llama3-8b", ["--gpus", "8", "--gbs", "12"], "gbs"),                              # dp 8
-    ("llama3-8b", ["--gpus", "12", "--tp", "8", "--gbs", "12"], "gpus"),
-    ("mixtral-8x7b", ["--gpus", "24", "--ep", "3", "--gbs", "24"], "ep"),             # 8 experts
-])
+@pytest.mark.parametrize(
+    "model,args,field",
+    [
+        ("llama3-8b", ["--gpus", "24", "--tp", "3", "--gbs", "24"], "tp"),  # 32 heads
+        ("llama3-8b", ["--gpus", "8", "--gbs", "12"], "gbs"),  # dp 8
+        ("llama3-8b", ["--gpus", "12", "--tp", "8", "--gbs", "12"], "gpus"),
+        ("mixtral-8x7b", ["--gpus", "24", "--ep", "3", "--gbs", "24"], "ep"),  # 8 experts
+    ],
+)
 def test_illegal_layouts(capsys, model, args, field):
     msg = run_err(capsys, ["predict", "--model", model, "--hardware", "h100-sxm", "--seq", "4096", *args])
     assert f"layout: {field}:" in msg
@@ -234,14 +270,32 @@ def test_illegal_layouts(capsys, model, args, field):
 
 @pytest.mark.parametrize("hw,prec", [("a100-sxm-80gb", "fp8"), ("h100-sxm", "nvfp4")])
 def test_precision_not_on_gpu(capsys, hw, prec):
-    msg = run_err(capsys, ["predict", "--model", "llama3-8b", "--hardware", hw, "--gpus", "8", "--gbs", "8",
-                           "--seq", "4096", "--precision", prec])
+    msg = run_err(
+        capsys,
+        [
+            "predict",
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            hw,
+            "--gpus",
+            "8",
+            "--gbs",
+            "8",
+            "--seq",
+            "4096",
+            "--precision",
+            prec,
+        ],
+    )
     assert "precision" in msg and prec in msg and hw in msg
 
 
 def test_layout_does_not_fit(capsys):
-    msg = run_err(capsys, ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8",
-                           "--gbs", "8", "--seq", "8192"])
+    msg = run_err(
+        capsys,
+        ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "8", "--seq", "8192"],
+    )
     assert "memory" in msg and "over the 80.0 GB" in msg and "--ignore-memory" in msg
 
 
@@ -278,9 +332,9 @@ def test_closed_pipe_is_not_an_error():
     """`perfmodel validate --json | head -1`: the reader stops early; exit 0, nothing on stderr."""
     import subprocess
     import sys
+
     for args in (["validate", "--json"], ["validate"]):
-        p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         assert p.stdout is not None and p.stderr is not None
         p.stdout.read(16)
         p.stdout.close()

@@ -6,21 +6,23 @@ all-to-all 0.25 -> 100 GB/s), NIC 50 GB/s (collective 0.8 -> 40 GB/s, all-to-all
 Bus-bandwidth convention (nccl-tests PERFORMANCE.md): all-gather / reduce-scatter move (n-1)/n of the buffer,
 all-reduce 2(n-1)/n. A group spanning domains runs at min(NVLink busbw, k x NIC busbw), k its members per
 domain (NCCL ring, one channel per rail)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_hw
 
 from perfmodel.core import comm
 from perfmodel.core.topology import LEAF, NVLINK, SPINE, cluster_graph, group_path, members_per_domain
-from toy import toy_hw
 
 HW = toy_hw()
 REL = 1e-12
 
 
-@pytest.mark.parametrize("size,stride,k", [(8, 1, 8), (16, 1, 8), (4, 2, 4), (4, 4, 2), (4, 16, 1), (2, 8, 1),
-                                           (8, 3, 2), (3, 0, 3)])
+@pytest.mark.parametrize(
+    "size,stride,k", [(8, 1, 8), (16, 1, 8), (4, 2, 4), (4, 4, 2), (4, 16, 1), (2, 8, 1), (8, 3, 2), (3, 0, 3)]
+)
 def test_members_per_domain(size, stride, k):
     # k = min(size, max(1, 8 // stride)); stride 0 counts as 1
     assert int(members_per_domain(size, stride, 8)) == k
@@ -29,6 +31,7 @@ def test_members_per_domain(size, stride, k):
 def test_latency_term():
     # 8 GPUs in a domain: 10 us * (1 + log2 8) = 40 us; 16 across domains: 20 us * (1 + 4) = 100 us; one GPU: 0
     from perfmodel.core.topology import LEAF, NVLINK
+
     assert float(comm._latency(HW, NVLINK, 8)) == pytest.approx(40e-6, rel=REL)
     assert float(comm._latency(HW, LEAF, 16)) == pytest.approx(100e-6, rel=REL)
     assert float(comm._latency(HW, NVLINK, 1)) == 0.0
@@ -79,7 +82,7 @@ def test_domains_reached_balls_into_bins():
 def test_domains_reached_group_limited():
     # DeepSeek-V3 §2.1.2 node-limited routing. 8 domains, 4 groups (2 domains each), a token's 2 groups
     # reach R = 2 * 8/4 = 4 domains; top-8 over them: 4 (1 - (3/4)^8)
-    assert float(comm.domains_reached(8, 8, 64, 4, 2)) == pytest.approx(4 * (1 - 0.75 ** 8), rel=REL)
+    assert float(comm.domains_reached(8, 8, 64, 4, 2)) == pytest.approx(4 * (1 - 0.75**8), rel=REL)
     # 4 domains, 8 groups (2 per domain), 4 groups picked: a domain is missed when none of its 2 groups is:
     # C(6,4)/C(8,4) = (6/8)(5/7)(4/6)(3/5) = 3/14 -> R = 4 (1 - 3/14) = 22/7; top-8: R (1 - (15/22)^8)
     assert float(comm.domains_reached(8, 4, 64, 8, 4)) == pytest.approx(22 / 7 * (1 - (15 / 22) ** 8), rel=REL)
@@ -99,7 +102,7 @@ def test_moe_dispatch():
 def test_moe_dispatch_group_limited():
     # EP 64 = 8 domains, 4 groups of 2 domains, 2 groups picked, top-8: R = 4 reachable domains,
     # 4 (1 - (3/4)^8) reached; NIC: that * 7/8 * 1e8 / 2.5e10; NVLink: 8 * 7/64 * 1e8 / 1e11 = 0.875 ms
-    reached = 4 * (1 - 0.75 ** 8)
+    reached = 4 * (1 - 0.75**8)
     expect = max(reached * 7 / 8 * 1e8 / 2.5e10, 0.875e-3) + 20e-6 * (1 + 6)
     assert float(comm.moe_dispatch_time(1e8, 8, 64, 1, HW, 256, 4, 2)) == pytest.approx(expect, rel=REL)
 
@@ -118,8 +121,13 @@ def _spine_hw():
     # scalable units of 16 GPUs (2 nodes; a rail's leaf holds 2 GPUs), spine oversubscribed 2:1: a leaf's
     # uplinks carry 2 x 50 / 2 GB/s, 25 GB/s per GPU; a path through the spine adds 5 us per hop
     hw = toy_hw()
-    return hw.model_copy(update={"scale_out": hw.scale_out.model_copy(
-        update={"scalable_unit_gpus": 16, "spine_oversubscription": 2.0, "spine_latency_s": 5e-6})})
+    return hw.model_copy(
+        update={
+            "scale_out": hw.scale_out.model_copy(
+                update={"scalable_unit_gpus": 16, "spine_oversubscription": 2.0, "spine_latency_s": 5e-6}
+            )
+        }
+    )
 
 
 def test_all_to_all_through_an_oversubscribed_spine():
@@ -153,9 +161,13 @@ def test_vectorised_over_groups():
 
 
 def test_cluster_graph():
-    g = cluster_graph(HW, 20)                      # 20 GPUs: domains r // 8 = 0, 1, 2
+    g = cluster_graph(HW, 20)  # 20 GPUs: domains r // 8 = 0, 1, 2
     assert sorted(n[1] for n in g.nodes if n[0] == "nvswitch") == [0, 1, 2]
-    assert g.nodes[("gpu", 17)]["domain"] == 2 and g.nodes[("gpu", 7)]["domain"] == 0 and g.nodes[("gpu", 8)]["domain"] == 1
+    assert (
+        g.nodes[("gpu", 17)]["domain"] == 2
+        and g.nodes[("gpu", 7)]["domain"] == 0
+        and g.nodes[("gpu", 8)]["domain"] == 1
+    )
     # every GPU: NVLink 400 GB/s to its switch, NIC 50 GB/s to its rail leaf (rail r % 8; no unit named: one unit)
     assert g.edges[("gpu", 0), ("nvswitch", 0)]["capacity"] == 4e11
     assert g.edges[("nic", 9), ("leaf", 0, 1)]["capacity"] == 5e10
@@ -179,9 +191,14 @@ def test_group_path():
 
 # a toy cluster with scalable units of 16 GPUs (2 domains) under a 4:1 oversubscribed spine, 5 us extra per
 # spine crossing (hardware.ScaleOut; DGX SuperPOD rail-optimised leaf-spine)
-SPINE_HW = HW.model_copy(update={"scale_out": HW.scale_out.model_copy(update=dict(
-    scalable_unit_gpus=16, spine_oversubscription=4.0, spine_latency_s=5e-6))})
-SPINE_LAT = (20e-6 + 5e-6) * (1 + 5)                # a 32-GPU group crossing the spine: (20 + 5) us x (1 + log2 32)
+SPINE_HW = HW.model_copy(
+    update={
+        "scale_out": HW.scale_out.model_copy(
+            update=dict(scalable_unit_gpus=16, spine_oversubscription=4.0, spine_latency_s=5e-6)
+        )
+    }
+)
+SPINE_LAT = (20e-6 + 5e-6) * (1 + 5)  # a 32-GPU group crossing the spine: (20 + 5) us x (1 + log2 32)
 
 
 def test_group_path_through_the_spine():
@@ -216,7 +233,9 @@ def test_a3_high_spec_reproduces_its_nccl_measurement():
     # Its source, nccl-tests all_gather_perf on 2 x a3-highgpu-8g (16 ranks, 8 per VM): busbw 50 GB/s at 8 GiB.
     # The ring's inter-VM hop uses the 8 GPUs' NIC shares: 8 x 12.5 x 0.5 = 50 GB/s; latency 22 us x (1 + 4)
     from pathlib import Path
+
     from perfmodel.specs.hardware import load_hardware
+
     a3 = load_hardware(str(Path(__file__).resolve().parent.parent / "validation/independent/hardware/gcp-a3-high.toml"))
     nbytes = 8 * 2**30
     t = float(comm.all_gather_time(nbytes, 16, 1, a3))

@@ -4,13 +4,14 @@
 Roofline (Williams et al. 2009): t = max(2MNK / (peak * eff), bytes / (HBM * eff_mem)) + fixed, with
 eff = eff_best * sustained * K/(K + k_half) * M/(M + mn_half) * N/(N + mn_half). Flash attention backward
 does 2.5x the forward FLOPs (Dao 2023, FlashAttention-2 §3.2)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_consts, toy_hw
 
 from perfmodel.core.compute import attention_time, gemm_peak_and_eff, gemm_time, gemm_train_time, memory_time
-from toy import toy_consts, toy_hw
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
@@ -19,9 +20,9 @@ REL = 1e-12
 def test_peak_and_efficiency_per_precision():
     assert gemm_peak_and_eff(HW, "bf16") == (1e15, 0.5, 2.0)
     assert gemm_peak_and_eff(HW, "fp16") == (1e15, 0.5, 2.0)
-    assert gemm_peak_and_eff(HW, "fp8") == (2e15, 0.4, 1.0)          # 1 byte per operand element
+    assert gemm_peak_and_eff(HW, "fp8") == (2e15, 0.4, 1.0)  # 1 byte per operand element
     assert gemm_peak_and_eff(HW, "mxfp8") == (2e15, 0.4, 1.0)
-    assert gemm_peak_and_eff(HW, "nvfp4") == (4e15, 0.25, 0.5)       # half a byte per element
+    assert gemm_peak_and_eff(HW, "nvfp4") == (4e15, 0.25, 0.5)  # half a byte per element
     # no measured FP4 efficiency: the FP8 one stands in
     assert gemm_peak_and_eff(toy_hw(gemm_fp4=None), "nvfp4") == (4e15, 0.4, 0.5)
 

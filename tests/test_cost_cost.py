@@ -1,14 +1,15 @@
 """cost.py: pricing op records, against cases worked by hand on the toy GPU (tests/toy.py). With k_half and
 mn_half 0 the GEMM efficiency is shape-independent: 0.8 sustained x 0.5 (BF16) or 0.4 (FP8), so a GEMM's
 time is max(2MNK / (peak eff), bytes / 0.8 TB/s) + 10 us and the three training shapes differ only in bytes."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 from perfmodel.core import price
 from perfmodel.core.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
-from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 HW, C = toy_hw(), toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
 REL = 1e-12
@@ -47,8 +48,10 @@ def test_bf16_record_ignores_the_recipe_precision():
 
 def test_attention_cores_weighted_by_share():
     # 3e9 FLOPs at 3,000 keys: 20 us fwd, 41.25 us bwd; at 1,000 keys: 25 us, 56.875 us (test_cost_compute)
-    cores = (AttentionCore("global", np.array(3e9), np.array(3000.0), 0.75),
-             AttentionCore("sliding", np.array(3e9), np.array(1000.0), 0.25))
+    cores = (
+        AttentionCore("global", np.array(3e9), np.array(3000.0), 0.75),
+        AttentionCore("sliding", np.array(3e9), np.array(1000.0), 0.25),
+    )
     f, b = price.attention_fwd_bwd(cores, HW, C)
     assert float(f) == pytest.approx(0.75 * 20e-6 + 0.25 * 25e-6, rel=REL)
     assert float(b) == pytest.approx(0.75 * 41.25e-6 + 0.25 * 56.875e-6, rel=REL)
@@ -62,8 +65,11 @@ def test_streams():
 
 
 def _comms():
-    return (Collective("a", "tp", lambda hw: 1e-3, 2, 2), Collective("b", "tp", lambda hw: 2e-3, 1, 3),
-            Collective("c", "ep", lambda hw: 5e-4, 2, 0))
+    return (
+        Collective("a", "tp", lambda hw: 1e-3, 2, 2),
+        Collective("b", "tp", lambda hw: 2e-3, 1, 3),
+        Collective("c", "ep", lambda hw: 5e-4, 2, 0),
+    )
 
 
 def test_comm_raw_per_class():
@@ -74,13 +80,20 @@ def test_comm_raw_per_class():
 
 def test_selective_recompute_of_modules():
     from types import SimpleNamespace
+
     sw = SimpleNamespace(recompute_modules=("core_attn", "mlp"), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
     mlp = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, module="mlp")
     other = Gemm("qkv", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False, module="qkv")
-    layer = Layer("dense", 1, (mlp, other), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
-                  (Stream("act", 8e8, 8e8, 0, 0, "mlp"), Stream("norms", 4e8, 4e8, 0, 0, "layernorm")),
-                  (Collective("x", "tp", lambda hw: 1e-3, 2, 2, "mlp"), Collective("y", "tp", lambda hw: 5e-3, 2, 2)),
-                  (), ())
+    layer = Layer(
+        "dense",
+        1,
+        (mlp, other),
+        (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
+        (Stream("act", 8e8, 8e8, 0, 0, "mlp"), Stream("norms", 4e8, 4e8, 0, 0, "layernorm")),
+        (Collective("x", "tp", lambda hw: 1e-3, 2, 2, "mlp"), Collective("y", "tp", lambda hw: 5e-3, 2, 2)),
+        (),
+        (),
+    )
     t = price.price_layer(layer, HW, "fp8", C, sw)
     # recomputed forward: the mlp GEMM (58.5 us), the attention core (20 us), the mlp stream (1 ms), the mlp
     # collective's 2 forward calls (2 ms); FLOPs: 2 x 100 x 8000 x 1000 x 4 + 3e9
@@ -93,20 +106,32 @@ def test_selective_recompute_reruns_the_fixed_costs_of_its_modules():
     # eager clamp launches under moe_act) runs again in backward; one of another module (2 ms) does not; the
     # GEMM stream carries both either way (3 ms forward)
     from types import SimpleNamespace
+
     sw = SimpleNamespace(recompute_modules=("moe_act",), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
-    layer = Layer("moe", 1, (), (), (), (), (Fixed("clamp", 1e-3, 4e-3, "moe_act"), Fixed("sync", 2e-3, 2e-3, "moe")), ())
+    layer = Layer(
+        "moe", 1, (), (), (), (), (Fixed("clamp", 1e-3, 4e-3, "moe_act"), Fixed("sync", 2e-3, 2e-3, "moe")), ()
+    )
     t = price.price_layer(layer, HW, "bf16", C, sw)
     assert float(t.selective_f) == pytest.approx(1e-3, rel=REL)
     assert float(t.gemm_f) == pytest.approx(3e-3, rel=REL) and float(t.gemm_b) == pytest.approx(6e-3, rel=REL)
     # "moe" covers moe_act (recompute.dropped): both rerun
-    t = price.price_layer(layer, HW, "bf16", C, SimpleNamespace(recompute_modules=("moe",), attn_fwd_factor=1.0,
-                                                              attn_bwd_factor=1.0))
+    t = price.price_layer(
+        layer, HW, "bf16", C, SimpleNamespace(recompute_modules=("moe",), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
+    )
     assert float(t.selective_f) == pytest.approx(3e-3, rel=REL)
 
 
 def test_price_layer():
-    layer = Layer("dense", 1, (G,), (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
-                  (Stream("a", 8e8, 8e8, 0, 0),), _comms(), (Fixed("sync", 1e-3, 2e-3),), ())
+    layer = Layer(
+        "dense",
+        1,
+        (G,),
+        (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
+        (Stream("a", 8e8, 8e8, 0, 0),),
+        _comms(),
+        (Fixed("sync", 1e-3, 2e-3),),
+        (),
+    )
     t = price.price_layer(layer, HW, "fp8", C, toy_sw(toy_dense(), HW, C))
     # GEMM stream: the grouped GEMM (58.5 us fwd, 149.5 us bwd) plus the host sync (1 ms, 2 ms)
     assert float(t.gemm_f) == pytest.approx(58.5e-6 + 1e-3, rel=REL)
@@ -134,6 +159,7 @@ def test_selective_recompute_sums_every_recomputed_gemm():
     # 1.6e9 FLOPs x 4 groups each) and one of another module: the recomputed forward is the sum of both mlp
     # GEMMs, 117 us and 12.8e9 FLOPs, whatever their order among the layer's records
     from types import SimpleNamespace
+
     sw = SimpleNamespace(recompute_modules=("mlp",), attn_fwd_factor=1.0, attn_bwd_factor=1.0)
     fc1, fc2 = (Gemm(n, np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0, module="mlp") for n in ("fc1", "fc2"))
     qkv = Gemm("qkv", np.array(100.0), np.array(8000.0), np.array(1000.0), 1.0, False, module="qkv")
@@ -148,9 +174,10 @@ def test_offloading_every_layer_is_refused():
     # Megatron-Core TransformerConfig.__post_init__: cpu_offloading_num_layers must lie in 0 .. num_layers - 1
     # ("CPU offloading can be done only for layers less than num_layers"): the toy model's 4 layers offload at
     # most 3; 4 is a configuration Megatron refuses, so no price for it
+    from perfmodel.core.predict import Options, predict_grid
     from perfmodel.errors import InputError
     from perfmodel.specs.layout import Layout, LayoutGrid
-    from perfmodel.core.predict import Options, predict_grid
+
     hw = HW.model_copy(update={"memory": HW.memory.model_copy(update={"host_bandwidth": 1e11})})
     lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
     ok = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=("cpu_offload_layers=3",)))

@@ -13,16 +13,17 @@ fp32 LSE 4 x 8/2 x T = 32,768,
 MLP norm input 2,097,152, fc1 input 2,097,152, SwiGLU input 2 x 2 x 4096/2 x T = 16,777,216,
 SwiGLU output 2 x 4096/2 x T = 8,388,608: 38,830,080 in all; selective recompute (Megatron-Core's default
 module core_attn) drops the attention output and the LSE."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
 
-from perfmodel.specs.layout import Layout, LayoutGrid
 from perfmodel.core.memory import layer_activation_bytes, weight_bytes
 from perfmodel.core.predict import Options, predict_grid
 from perfmodel.core.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_moe, toy_sw
+from perfmodel.specs.layout import Layout, LayoutGrid
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
@@ -34,8 +35,9 @@ def _mem(m=None, precision="bf16", grad="bf16", sets=(), **kw):
     lay = dict(gpus=8, gbs=8, seq=2048, tp=2, pp=2)
     lay.update(kw)
     stack_set = (("main_grad_precision=fp32",) if grad == "fp32" else ()) + tuple(sets)
-    p = predict_grid(m or toy_dense(), HW, LayoutGrid.of(Layout(**lay)), Options(precision=precision, consts=C,
-                                                                                 stack_set=stack_set))
+    p = predict_grid(
+        m or toy_dense(), HW, LayoutGrid.of(Layout(**lay)), Options(precision=precision, consts=C, stack_set=stack_set)
+    )
     return {k: float(v[0]) for k, v in p.memory_parts.items()}, {k: float(v[0]) for k, v in p.memory_stages.items()}
 
 
@@ -45,8 +47,9 @@ def test_bytes_per_element():
 
 
 def test_layer_activation_bytes_per_policy():
-    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C,
-                     toy_sw(toy_dense(), HW, C)).layers
+    (layer,) = build(
+        toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C, toy_sw(toy_dense(), HW, C)
+    ).layers
     kept, full = layer_activation_bytes(layer, np.array([0, 1, 2]))
     assert full == pytest.approx(LAYER, rel=REL)
     assert kept == pytest.approx([LAYER, SELECTIVE, INPUT], rel=REL)
@@ -64,9 +67,18 @@ def test_per_rank_memory_1f1b():
     assert stages["first"] == pytest.approx(first, rel=REL)
     assert stages["last"] == pytest.approx(last, rel=REL) and stages["fullest"] == pytest.approx(last, rel=REL)
     assert stages["fullest_rank"] == 1
-    assert parts == pytest.approx({"weights": 63181824, "gradients": 63181824, "dummy_wgrads": DUMMY + DUMMY_HEAD,
-                                   "optimizer": 12 * 15795456, "activations": 2 * LAYER, "logits": 262144000,
-                                   "reserved": 1e9}, rel=REL)
+    assert parts == pytest.approx(
+        {
+            "weights": 63181824,
+            "gradients": 63181824,
+            "dummy_wgrads": DUMMY + DUMMY_HEAD,
+            "optimizer": 12 * 15795456,
+            "activations": 2 * LAYER,
+            "logits": 262144000,
+            "reserved": 1e9,
+        },
+        rel=REL,
+    )
 
 
 def test_dummy_wgrads():
@@ -90,9 +102,9 @@ def test_fp32_grads_and_fp8_weights():
     parts, _ = _mem(grad="fp32")
     assert parts["gradients"] == pytest.approx(4 * 31590912, rel=REL)
     parts, _ = _mem(precision="fp8", sets=("fp8_param_gather=true",))
-    assert parts["weights"] == pytest.approx(31590912, rel=REL)           # fp8_param_gather: 1 B
+    assert parts["weights"] == pytest.approx(31590912, rel=REL)  # fp8_param_gather: 1 B
     parts, _ = _mem(precision="fp8")
-    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)       # the default stack keeps BF16 weights
+    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)  # the default stack keeps BF16 weights
 
 
 def test_fsdp_shards_weights_and_grads():
@@ -117,12 +129,20 @@ def test_cp_all_to_all_saves_the_attention_output_twice():
     lay = LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, tp=2, cp=2))
     full = {}
     for comm in ("p2p", "a2a"):
-        (layer,) = build(toy_dense(), lay, False, 1.0, C, toy_sw(toy_dense(), HW, C, stack_set=(f"cp_comm_type={comm}",))).layers
+        (layer,) = build(
+            toy_dense(), lay, False, 1.0, C, toy_sw(toy_dense(), HW, C, stack_set=(f"cp_comm_type={comm}",))
+        ).layers
         full[comm] = float(layer_activation_bytes(layer, np.array([0]))[1][0])
     assert full["a2a"] - full["p2p"] == pytest.approx(2 * 1024 / 2 * 1024, rel=REL)
     # ... and it belongs to core_attn, which selective recompute drops; without CP there is no all-to-all
-    (layer,) = build(toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C,
-                     toy_sw(toy_dense(), HW, C, stack_set=("cp_comm_type=a2a",))).layers
+    (layer,) = build(
+        toy_dense(),
+        LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)),
+        False,
+        1.0,
+        C,
+        toy_sw(toy_dense(), HW, C, stack_set=("cp_comm_type=a2a",)),
+    ).layers
     assert float(np.ravel(layer_activation_bytes(layer, np.array([0]))[1])[0]) == pytest.approx(LAYER, rel=REL)
 
 
@@ -165,8 +185,9 @@ def test_interleaved_in_flight():
     # + 1) / vp = 5/2, rank 1 3/2 of its 2 layers
     _, st = _mem(vp=2)
     assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2.5 * 2 * LAYER + INPUT + 1e9 + DUMMY, rel=REL)
-    assert st["last"] == pytest.approx(2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 262144000 + 1e9 + DUMMY
-                                       + DUMMY_HEAD, rel=REL)
+    assert st["last"] == pytest.approx(
+        2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 262144000 + 1e9 + DUMMY + DUMMY_HEAD, rel=REL
+    )
 
 
 def test_in_flight_capped_by_microbatches():
@@ -218,6 +239,7 @@ def test_mtp_projection_has_a_dummy_wgrad():
     # linear with gradient-accumulation fusion) is one more weight shape on the last rank: h x 2h = 1024 x 2048
     # elements, a 2 B dummy; the MTP layer's own shapes equal the last kind's, already cached
     from toy import toy_moe
+
     moe = dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1, shared_intermediate_size=1024)
     base, _ = _mem(toy_moe(moe=moe), gpus=1, gbs=2, tp=1, pp=1)
     mtp, _ = _mem(toy_moe(moe=moe, mtp_layers=1), gpus=1, gbs=2, tp=1, pp=1)
@@ -228,7 +250,8 @@ def test_dummy_wgrad_groups_count_only_on_ranks_holding_their_kinds():
     """Groups of GEMM shapes by the kinds holding them: kind 0 (dense) only on rank 0, kind 1 (MoE) on both.
     A group counts on a rank with any of its kinds: (0,) on rank 0 only, (1,) and (0, 1) on both."""
     from perfmodel.core.memory import dummy_wgrad_on
-    cnt = [np.array([[3, 0]]), np.array([[2, 5]])]          # layers of each kind on ranks 0 and 1
+
+    cnt = [np.array([[3, 0]]), np.array([[2, 5]])]  # layers of each kind on ranks 0 and 1
     on = dummy_wgrad_on([(0,), (1,), (0, 1)], cnt)
     assert [o.tolist() for o in on] == [[[True, False]], [[True, True]], [[True, True]]]
 
@@ -236,13 +259,18 @@ def test_dummy_wgrad_groups_count_only_on_ranks_holding_their_kinds():
 def test_fsdp_shards_expert_weights_over_the_expert_data_parallel_group():
     """Mixtral 8x7B on 64 GPUs, tp 1 pp 1 ep 8, FSDP: dense weights over dp = 64, expert weights split by ep = 8
     and sharded over edp = 64 / 8 = 8: bf16 weights per GPU = 2 x (dense / 64 + expert / 8 / 8)."""
+    from perfmodel.core.parallel.dp import param_split
+    from perfmodel.core.predict import Options, predict_grid
     from perfmodel.specs.hardware import load_hardware
     from perfmodel.specs.layout import Layout, LayoutGrid
     from perfmodel.specs.model import load_model
-    from perfmodel.core.parallel.dp import param_split
-    from perfmodel.core.predict import Options, predict_grid
+
     m = load_model("mixtral-8x7b")
     dense, expert = param_split(m)
-    p = predict_grid(m, load_hardware("h100-sxm"), LayoutGrid.of(Layout(gpus=64, gbs=256, seq=4096, ep=8, fsdp=True)),
-                     Options("bf16", stack="megatron-core"))
+    p = predict_grid(
+        m,
+        load_hardware("h100-sxm"),
+        LayoutGrid.of(Layout(gpus=64, gbs=256, seq=4096, ep=8, fsdp=True)),
+        Options("bf16", stack="megatron-core"),
+    )
     assert float(p.memory_parts["weights"][0]) == pytest.approx(2 * (dense / 64 + expert / 8 / 8), rel=1e-9)

@@ -3,6 +3,7 @@
 exposed = (1 - share) t + max(0, share t - window); classes sharing one compute window:
 exposed_k = (1 - share_k) t_k + spill * share_k t_k / sum_j share_j t_j, spill = max(0, sum_j share_j t_j - compute)
 (Wang et al. 2023 for TP overlap with dependent compute; Megatron-Core A2A overlap for EP)."""
+
 from __future__ import annotations
 
 import numpy as np

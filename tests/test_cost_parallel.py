@@ -1,16 +1,17 @@
 """parallel/tp.py, cp.py, ep.py, dp.py and recompute.py against cases worked by hand on the toy cluster and
 toy models (tests/toy.py; collective bandwidths as in tests/test_cost_comm.py: all-gather 200 GB/s inside
 an 8-GPU domain, 40 GB/s per NIC; all-to-all 100 / 25 GB/s; latency 10 / 20 us x (1 + log2 n))."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
 
-from perfmodel.specs.model import load_model
-from perfmodel.specs.layout import Layout, LayoutGrid
 from perfmodel.core.parallel import cp, dp, ep, recompute, tp
 from perfmodel.core.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
+from perfmodel.specs.layout import Layout, LayoutGrid
+from perfmodel.specs.model import load_model
 
 HW = toy_hw()
 REL = 1e-12
@@ -18,19 +19,21 @@ REL = 1e-12
 
 # ---- TP (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.2.2) -------------------------------------
 
+
 def test_sequence_parallel_pair():
     x = tp.sequence_parallel_pair("attn", 8e8, 8)
     # one all-gather of 800 MB over 8 neighbouring ranks: 7/8 * 8e8 / 2e11 + 40 us; 2 calls each way
     assert x.overlap == "tp" and (x.calls_fwd, x.calls_bwd) == (2, 2)
     assert float(x.price(HW)) == pytest.approx(3.54e-3, rel=REL)
-    assert (tp.sequence_parallel_pair("head", 8e8, 8, 1, 1).calls_fwd, ) == (1,)
+    assert (tp.sequence_parallel_pair("head", 8e8, 8, 1, 1).calls_fwd,) == (1,)
 
 
 # ---- CP (Liu et al. 2023, Ring Attention §3) ---------------------------------------------------------
 
+
 def test_kv_width():
-    assert cp.kv_width(toy_dense()) == 2 * 2 * 128          # GQA: K and V of 2 KV heads
-    assert cp.kv_width(toy_mla()) == 8 * (96 + 64)          # MLA: decompressed per-head K (nope + rope) and V
+    assert cp.kv_width(toy_dense()) == 2 * 2 * 128  # GQA: K and V of 2 KV heads
+    assert cp.kv_width(toy_mla()) == 8 * (96 + 64)  # MLA: decompressed per-head K (nope + rope) and V
 
 
 def test_ring_exchange():
@@ -53,7 +56,9 @@ def test_cp_all_to_all_ulysses():
     assert (x.overlap, x.calls_fwd, x.calls_bwd) == ("cp", 1, 1)
     assert float(x.price(HW)) == pytest.approx(0.75 * 20971520 / 1e11 + 30e-6, rel=REL)
     # MLA: q and k of 8 x 96, v and o of 8 x 64 = 2560 per token as well, by a different sum
-    assert float(cp.exchange(toy_mla(), 8192.0, 2.0, 4.0, "a2a").price(HW)) == pytest.approx(0.75 * 20971520 / 1e11 + 30e-6, rel=REL)
+    assert float(cp.exchange(toy_mla(), 8192.0, 2.0, 4.0, "a2a").price(HW)) == pytest.approx(
+        0.75 * 20971520 / 1e11 + 30e-6, rel=REL
+    )
     assert float(cp.exchange(toy_dense(), 8192.0, 2.0, 1.0, "a2a").price(HW)) == 0.0
 
 
@@ -66,8 +71,9 @@ def test_cp_all_gather():
 
 # ---- EP (MoE parallel folding, Liu et al. 2025; DeepEP dispatch) --------------------------------------
 
+
 def test_dispatch_combine():
-    m = toy_moe()                                            # 16 experts, top-2, unrestricted routing
+    m = toy_moe()  # 16 experts, top-2, unrestricted routing
     x = ep.dispatch_combine(m, 1e8, 16, 1)
     # EP 16 = 2 domains: NVLink 2 * 7/16 * 1e8 / 1e11 = 0.875 ms; NIC 2 (1 - 1/4) * 1/2 * 1e8 / 2.5e10 = 3 ms;
     # + 20 us (1 + 4)
@@ -102,6 +108,7 @@ def test_expert_tp_gather():
 # MoE FFN: router 16,384 + 16 experts * 3 * 1024 * 512 (25,165,824) + shared 3 * 1024 * 1024 (3,145,728) = 28,327,936.
 # total = 65,536,000 + 1,024 + 4 * 4,196,352 + 12,582,912 + 3 * 28,327,936 = 179,889,152
 
+
 def test_param_split():
     assert dp.param_split(toy_moe()) == (179889152 - 75497472, 3 * 25165824)
     # one MTP module (DeepSeek-V3 §2.2): 2 norms + 2h x h projection + a MoE block + final norm =
@@ -124,8 +131,8 @@ def _workload(m):
 
 def test_rank_params_moe_pp2():
     m = toy_moe()
-    w = _workload(m)                                   # kinds: [dense, moe]
-    cnt = [np.array([[1.0, 0.0]]), np.array([[1.0, 2.0]])]    # rank 0: layers 0 (dense) and 1; rank 1: 2, 3
+    w = _workload(m)  # kinds: [dense, moe]
+    cnt = [np.array([[1.0, 0.0]]), np.array([[1.0, 2.0]])]  # rank 0: layers 0 (dense) and 1; rank 1: 2, 3
     d, e = dp.rank_params(m, w, cnt, np.array([[0.0, 1.0]]), np.array([[2.0]]))
     # rank 0: 16,779,264 + 7,358,464 + embedding 32,768,000; rank 1: 2 * 7,358,464 + final norm + head
     assert d[0] == pytest.approx([56905728, 14716928 + 1024 + 32768000], rel=REL)
@@ -143,11 +150,11 @@ def test_rank_params_mtp_on_last_rank():
 
 
 def test_rank_params_tied_embeddings():
-    m = toy_dense(tied_embeddings=True)                # layer 15,206,400; embedding 32,768,000
+    m = toy_dense(tied_embeddings=True)  # layer 15,206,400; embedding 32,768,000
     w = _workload(m)
     cnt = [np.array([[4.0]])]
     d, _ = dp.rank_params(m, w, cnt, np.array([[0.0]]), np.array([[1.0]]))
-    assert d[0] == pytest.approx([4 * 15206400 + 32768000 + 1024], rel=REL)          # one shared matrix
+    assert d[0] == pytest.approx([4 * 15206400 + 32768000 + 1024], rel=REL)  # one shared matrix
     cnt = [np.array([[2.0, 2.0]])]
     d, _ = dp.rank_params(m, w, cnt, np.array([[0.0, 1.0]]), np.array([[2.0]]))
     # pp > 1: the last rank keeps its own copy of the tied matrix (Megatron-Core shared embedding)
@@ -189,9 +196,19 @@ def test_grad_and_param_times_hybrid_sharding():
     plain = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 8, 1, 1, 1, 1, HW)
     assert float(same[0]) == pytest.approx(float(plain[0]), rel=REL) == pytest.approx(1.79e-3, rel=REL)
     # per pipeline rank (trailing axis): the same terms broadcast
-    rs2, _ = dp.grad_and_param_times(np.array([[1e8, 2e8]]), np.zeros((1, 2)), 4.0, 2.0, np.array([[32.0]]),
-                                     np.array([[1.0]]), np.array([[1.0]]), np.array([[1.0]]), np.array([[1.0]]), HW,
-                                     hsg=8)
+    rs2, _ = dp.grad_and_param_times(
+        np.array([[1e8, 2e8]]),
+        np.zeros((1, 2)),
+        4.0,
+        2.0,
+        np.array([[32.0]]),
+        np.array([[1.0]]),
+        np.array([[1.0]]),
+        np.array([[1.0]]),
+        np.array([[1.0]]),
+        HW,
+        hsg=8,
+    )
     assert rs2[0, 0] == pytest.approx(3.725e-3, rel=REL)
     assert rs2[0, 1] == pytest.approx(7 / 8 * 8e8 / 2e11 + 4e-5 + 2 * 0.75 * 1e8 / 4e10 + 6e-5, rel=REL)
 
@@ -223,8 +240,19 @@ def test_hybrid_all_reduce_per_pipeline_rank_of_several_layouts():
     # double every bandwidth term: tp 1: 2.0 ms + 20 us + 2.0 ms + 30 us = 4.05 ms; tp 2: 2.02 ms + 7.5 ms
     # + 60 us = 9.58 ms
     col = lambda *v: np.array(v, dtype=float)[:, None]
-    rs, ag = dp.grad_and_param_times(np.array([[1e8, 2e8, 1e8], [1e8, 1e8, 2e8]]), np.zeros((2, 3)), 4.0, 2.0,
-                                     col(8, 8), col(1, 1), col(1, 2), col(1, 1), col(1, 1), HW, hsg=2)
+    rs, ag = dp.grad_and_param_times(
+        np.array([[1e8, 2e8, 1e8], [1e8, 1e8, 2e8]]),
+        np.zeros((2, 3)),
+        4.0,
+        2.0,
+        col(8, 8),
+        col(1, 1),
+        col(1, 2),
+        col(1, 1),
+        col(1, 1),
+        HW,
+        hsg=2,
+    )
     np.testing.assert_allclose(rs, [[2.05e-3, 4.05e-3, 2.05e-3], [4.83e-3, 4.83e-3, 9.58e-3]], rtol=1e-9)
     np.testing.assert_allclose(ag, [[0.52e-3, 1.02e-3, 0.52e-3], [0.52e-3, 0.52e-3, 1.02e-3]], rtol=1e-9)
 
@@ -236,17 +264,20 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
     assert float(rs) == pytest.approx(0.78e-3, rel=REL) and float(ag) == pytest.approx(0.78e-3, rel=REL)
 
 
-
 def test_grad_and_param_times_per_layout():
     # two layouts priced in one call, each on its own group shape: dp*cp 8 with tp 1 (one domain, the 1.79 /
     # 0.915 ms of test_grad_and_param_times' dense part) and dp*cp 2 with tp 8 (two domains, 5.04 / 2.54 ms of
     # test_grad_and_param_times_dense_stride_is_tp); a dense model: no expert collective
     one = np.ones(2)
-    rs, ag = dp.grad_and_param_times(1e8 * one, 0.0 * one, 4.0, 2.0, np.array([8, 2]), one, np.array([1, 8]), one, one, HW)
+    rs, ag = dp.grad_and_param_times(
+        1e8 * one, 0.0 * one, 4.0, 2.0, np.array([8, 2]), one, np.array([1, 8]), one, one, HW
+    )
     assert rs == pytest.approx([1.79e-3, 5.04e-3], rel=REL) and ag == pytest.approx([0.915e-3, 2.54e-3], rel=REL)
+
 
 def test_exposed_time():
     from types import SimpleNamespace
+
     sw = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=True, fsdp_reshard=True)
     rs, ag, stage, nmb = np.array(6.0), np.array(6.0), np.array(3.0), np.array(4.0)
     # distributed optimizer: RS (share 0.5) under 2/3 of a stage (2 s): 3 + (3 - 2) = 4;
@@ -262,6 +293,7 @@ def test_exposed_time():
 
 # ---- recompute (Korthikanti et al. 2022 §5) ------------------------------------------------------------
 
+
 def test_recompute_time_and_flops():
     rec = np.array([recompute.NONE, recompute.SELECTIVE, recompute.FULL])
     assert recompute.time(rec, 3.0, 0.5) == pytest.approx([0.0, 0.5, 3.0])
@@ -274,7 +306,9 @@ def test_optimizer_shard_hand_counts_with_experts():
     optimizer over dp*cp hold 8e9/16 + 6.4e10/8 = 8.5e9; over dp only 8e9/8 + 6.4e10/8 = 9e9; no sharding (torch
     DDP / the local optimizer) 8e9 + 6.4e10 = 7.2e10; hybrid sharding over 4 GPUs: 8e9/4 + 6.4e10/8 = 1e10."""
     from types import SimpleNamespace
+
     from perfmodel.core.parallel import dp
+
     sw = lambda shard, hsg=None: SimpleNamespace(optimizer_shard=shard, hybrid_shard_group=hsg)
     args = (np.array(8e9), np.array(6.4e10), np.array(16.0), np.array(8.0), np.array(2.0))
     assert float(dp.optimizer_shard(*args, np.array(True), sw("none"))) == pytest.approx(8.5e9)
@@ -289,7 +323,9 @@ def test_dualpipe_params_mirror_stages():
     and rank 3 mirror each other (10 + 40 both); rank 1's mirror, rank 2, is not among the columns, so its own
     stage stands in (2 x 20); pp 2: ranks (0, 1, 1) mirror 0 <-> 1; pp 1: no mirror."""
     import numpy as np
+
     from perfmodel.core.parallel.dp import dualpipe_params
+
     p = np.array([[10.0, 20.0, 40.0], [10.0, 20.0, 20.0], [7.0, 7.0, 7.0]])
     rank = np.array([[0, 1, 3], [0, 1, 1], [0, 0, 0]], dtype=float)
     pp = np.array([[4.0], [2.0], [1.0]])

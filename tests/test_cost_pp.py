@@ -1,12 +1,13 @@
 """parallel/pp.py beyond tests/test_pp.py: the interleaving legality rule, the pipeline send/recv cost and the
 ranks whose memory is compared, against cases worked by hand (toy cluster, tests/toy.py)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_hw
 
 from perfmodel.core.parallel import pp
-from toy import toy_hw
 
 
 def test_legal_interleaving():
@@ -23,20 +24,26 @@ def test_p2p_time():
     one = 2097152 / 8e10 + 10e-6
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
     assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 3.0, hw)) == pytest.approx(6 * one, rel=1e-12)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0        # no pipeline
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0  # no pipeline
     # tp 2 x cp 2 x dp 2 = 8 apart: the next domain, over the NIC (40 GB/s)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 2.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 4e10 + 20e-6), rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 2.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(
+        2 * (2097152 / 4e10 + 20e-6), rel=1e-12
+    )
 
 
 def test_p2p_neighbours_just_inside_a_domain():
     # neighbours 2 x 1 x 5 = 10 ranks apart, pp 2: 20 GPUs. A 20-GPU domain holds every pipeline: NVLink at the
     # per-pair rate
     inside = 2 * (2097152 / 8e10 + 10e-6)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=20))) == pytest.approx(inside, rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=20))) == pytest.approx(
+        inside, rel=1e-12
+    )
     # an 11-GPU domain: GPU 0's pipeline (GPUs 0, 10) shares it, but dp rank 1's (GPUs 1, 11) crosses its edge, and
     # the step waits for the slowest pipeline rank: the boundary over the NIC (4e10) + 20 us
     edge = 2 * (2097152 / 4e10 + 20e-6)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=11))) == pytest.approx(edge, rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=11))) == pytest.approx(
+        edge, rel=1e-12
+    )
 
 
 def test_p2p_pipeline_spanning_domains():
@@ -44,8 +51,12 @@ def test_p2p_pipeline_spanning_domains():
     # side of the edge, so the slowest rank's boundary is the NIC's: 2 x (2097152 / 4e10 + 20 us). pp 2 on the same
     # stride fits one domain (8 GPUs): NVLink
     hw = toy_hw()
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 4.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 4e10 + 20e-6), rel=1e-12)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * (2097152 / 8e10 + 10e-6), rel=1e-12)
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 4.0, 1.0, hw)) == pytest.approx(
+        2 * (2097152 / 4e10 + 20e-6), rel=1e-12
+    )
+    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(
+        2 * (2097152 / 8e10 + 10e-6), rel=1e-12
+    )
 
 
 def test_ranks_for_memory():
@@ -79,8 +90,12 @@ def test_memory_ranks_every_distinct_rank():
 
 def test_other_schedules_bubble():
     # stage times max 3 s, sum 10 s over pp 4, vp 1, 8 micro-batches: 1F1B bubble (10 - 3) = 7 s beyond 8 x 3
-    t = lambda sched, p=4: [float(x) for x in pp.schedule_time(np.array(3.0), np.array(10.0), np.array(float(p)),
-                                                               np.array(1.0), np.array(8.0), sched)]
+    t = lambda sched, p=4: [
+        float(x)
+        for x in pp.schedule_time(
+            np.array(3.0), np.array(10.0), np.array(float(p)), np.array(1.0), np.array(8.0), sched
+        )
+    ]
     assert t("1f1b") == pytest.approx([24 + 7, 7])
     # ZB-H1: a third of 1F1B's (Qi et al. 2024 §3)
     assert t("zero_bubble") == pytest.approx([24 + 7 / 3, 7 / 3])
@@ -105,9 +120,10 @@ def test_pairs_decodes_every_distinct_pp_vp_and_its_inverse():
     """The distinct (pp, vp) pairs in order and each layout's index into them, on both key paths: small keys
     (a lookup table, radix = max vp + 1) and large ones (pp * 2^32 + vp)."""
     from perfmodel.core.parallel.pp import _pairs
+
     pairs, inv = _pairs(np.array([2, 2, 4, 2, 1]), np.array([1, 3, 3, 3, 1]))
     assert pairs == [(1, 1), (2, 1), (2, 3), (4, 3)] and inv.tolist() == [1, 2, 3, 2, 0]
-    pairs, inv = _pairs(np.array([16, 16, 32]), np.array([12, 1, 12]))       # pp, vp of two digits
+    pairs, inv = _pairs(np.array([16, 16, 32]), np.array([12, 1, 12]))  # pp, vp of two digits
     assert pairs == [(16, 1), (16, 12), (32, 12)] and inv.tolist() == [1, 0, 2]
     big = 1 << 21
     pairs, inv = _pairs(np.array([big, big, 2 * big, big]), np.array([1, 3, 3, 3]))
@@ -118,6 +134,7 @@ def test_gpipe_holds_every_micro_batch_on_every_rank():
     # GPipe runs all forwards before any backward (Huang et al. 2019 §2.3): nmb in flight on every rank,
     # against 1F1B's pp - rank (4, 3, 2, 1 for pp 4, capped at nmb)
     from perfmodel.core.parallel.pp import in_flight
+
     rank = np.array([0.0, 1.0, 2.0, 3.0])
     assert in_flight(4.0, 1.0, 8.0, rank, "gpipe").tolist() == [8.0, 8.0, 8.0, 8.0]
     assert in_flight(4.0, 1.0, 8.0, rank, "1f1b").tolist() == [4.0, 3.0, 2.0, 1.0]
@@ -128,6 +145,7 @@ def test_mtp_slot_rule_needs_more_slots_than_mtp_layers():
     # slot rule would leave the last chunk 1 - 1 - 1 = -1 layers, so the plain split applies: every chunk
     # non-negative, 61 in all
     from perfmodel.core.parallel.pp import chunk_layers
+
     c = chunk_layers(61, 16, 4, 1)
     assert min(c) >= 0 and sum(c) == 61 and len(c) == 64
 
@@ -139,6 +157,7 @@ def test_p2p_worked_case_zero_bubble_interleaved_row():
     # 300 GB/s x 0.82 = 246 GB/s is above NCCL's per-pair send/recv rate, so 25165824 / 80e9 = 314.6 us, plus the
     # NVLink latency 8.4 us: 323.0 us per chunk boundary each way, 2 vp = 8 of them per micro-batch = 2.584 ms
     from perfmodel.api import load_hardware
+
     hw = load_hardware("a100-sxm-80gb")
     one = 25165824 / 80e9 + 8.4e-6
     got = float(pp.p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 4.0, hw))

@@ -9,14 +9,15 @@ kernel launches (4 GEMMs x fprop, dgrad, wgrad) of 10 us. Per layer, tp = t, T =
   streams:   norms 2 x 4 h Ts + residual 12 h Ts + RoPE 4 x 1280 / t T + SwiGLU 6 x 4096 / t T = 102,760,448 / t B
              forward, twice that backward, at 0.8 x 1e14 B/s; 12 + 20 kernel launches
 Step = (m + pp - 1) stage times (1F1B) + exposed DP + optimizer + 10 ms (Narayanan et al. 2021 §2.2)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from perfmodel.specs.layout import Layout, LayoutGrid
-from perfmodel.core.predict import BREAKDOWN, Options, predict_grid
 from toy import toy_consts, toy_dense, toy_hw
+
+from perfmodel.core.predict import BREAKDOWN, Options, predict_grid
+from perfmodel.specs.layout import Layout, LayoutGrid
 
 HW = toy_hw().model_copy(update={"memory": toy_hw().memory.model_copy(update={"hbm_bandwidth": 1e14})})
 C = toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
@@ -25,7 +26,7 @@ NMM, LAYER_PARAMS, EMB, V = 15204352, 15206400, 32768000, 32000
 SIZE = 0.8 * 1024.5 / 2024.5
 
 
-def gemm(t):            # forward, backward of one layer's 4 GEMMs
+def gemm(t):  # forward, backward of one layer's 4 GEMMs
     f = 2 * 2048 * NMM / t / 4e14
     return f + 4e-5, 2 * f + 8e-5
 
@@ -40,7 +41,7 @@ def mem(t):
     return b / 8e13 + 12e-5, 2 * b / 8e13 + 20e-5
 
 
-def head(t):            # LM head GEMM (BF16) fwd + bwd, logits + loss stream, its TP gather pair (1 + 1 calls)
+def head(t):  # LM head GEMM (BF16) fwd + bwd, logits + loss stream, its TP gather pair (1 + 1 calls)
     sp = 0.0 if t == 1 else 2 * ((t - 1) / t * 2048 * 1024 * 2 / 2e11 + 10e-6 * (1 + np.log2(t)))
     return 6 * 2048 * V * 1024 / t / 4e14 + 3e-5 + (12 * 2048 * V / t + 8 * 1024 * 2048) / 8e13 + 6e-5 + sp
 
@@ -64,7 +65,7 @@ def _predict(opts=None, **kw):
 def test_single_gpu_step_by_hand():
     p = _predict()
     b = {k: float(v[0]) for k, v in p.breakdown_s.items()}
-    m = 2                                               # micro-batches: 2 sequences, mbs 1, dp 1
+    m = 2  # micro-batches: 2 sequences, mbs 1, dp 1
     assert b["gemm"] == pytest.approx(m * 4 * sum(gemm(1)), rel=REL)
     assert b["attention"] == pytest.approx(m * 4 * sum(attn(1)), rel=REL)
     assert b["memory_bound"] == pytest.approx(m * 4 * sum(mem(1)), rel=REL)
@@ -114,7 +115,7 @@ def test_context_parallel_ring_by_hand():
     # K/V once per step, cp - 1 = 1 step (Liu et al. 2023, Ring Attention §3): 1,024 x 2 x 2 KV heads x 128 x 2 B
     # = 1,048,576 B over NVLink at NCCL's per-pair 80 GB/s (below 0.5 x 400 GB/s) + 10 us; forward once, backward twice (K/V and their
     # gradients). 4 layers x 2 micro-batches; cp_overlap 0.25 of it hides under the layer's compute
-    one = 1024 * 512 * 2 / 8e10 + 10e-6                  # NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW)
+    one = 1024 * 512 * 2 / 8e10 + 10e-6  # NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW)
     p = _predict(gpus=2, gbs=2, cp=2)
     raw = float(p.comm_raw_s["cp_comm"][0])
     assert raw == pytest.approx(2 * 4 * (1 + 2) * one, rel=REL)
@@ -123,17 +124,17 @@ def test_context_parallel_ring_by_hand():
 
 # tp 2, pp 2, dp 2 on 8 GPUs, 8 sequences: 4 micro-batches; ranks hold 2 layers, rank 0 the embedding,
 # rank 1 the head. Communication (toy cluster, tests/test_cost_comm.py):
-TP_PAIR = 2048 * 1024 * 2 / 2 / 2e11 + 20e-6        # one SP all-gather over tp 2: 30.48576 us
-TP_LAYER = 2 * (2 + 2) * TP_PAIR                    # attention + MLP pairs, 2 calls forward, 2 backward
-P2P = 2 * (1024 * 1024 * 2 / 8e10 + 10e-6)          # activation forward, gradient backward; peers 4 apart, at
+TP_PAIR = 2048 * 1024 * 2 / 2 / 2e11 + 20e-6  # one SP all-gather over tp 2: 30.48576 us
+TP_LAYER = 2 * (2 + 2) * TP_PAIR  # attention + MLP pairs, 2 calls forward, 2 backward
+P2P = 2 * (1024 * 1024 * 2 / 8e10 + 10e-6)  # activation forward, gradient backward; peers 4 apart, at
 # NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW 8e10, below the toy link's 2e11)
-EMPTY_EXPERT = 0.0    # a dense model runs no expert collective and pays no latency for one (parallel/dp.py)
-PARAMS = (2 * LAYER_PARAMS + EMB) / 2, (2 * LAYER_PARAMS + 1024 + EMB) / 2     # per GPU, ranks 0 and 1
+EMPTY_EXPERT = 0.0  # a dense model runs no expert collective and pays no latency for one (parallel/dp.py)
+PARAMS = (2 * LAYER_PARAMS + EMB) / 2, (2 * LAYER_PARAMS + 1024 + EMB) / 2  # per GPU, ranks 0 and 1
 
 
 def _ranks(t=2, tp_share=0.5, pp_share=0.5):
     layer = sum(gemm(t)) + sum(attn(t)) + sum(mem(t))
-    tp_exposed = (1 - tp_share) * TP_LAYER           # hideable half of 244 us fits under the ~0.6 ms of compute
+    tp_exposed = (1 - tp_share) * TP_LAYER  # hideable half of 244 us fits under the ~0.6 ms of compute
     base = 2 * (layer + tp_exposed)
     r0 = base + embed(t)
     r1 = base + head(t)
@@ -204,9 +205,12 @@ def test_interleaved_bubble():
 
 
 def test_take():
-    p = predict_grid(toy_dense(), HW, LayoutGrid.from_layouts([Layout(gpus=1, gbs=2, seq=2048),
-                                                               Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2)]),
-                     Options(consts=C))
+    p = predict_grid(
+        toy_dense(),
+        HW,
+        LayoutGrid.from_layouts([Layout(gpus=1, gbs=2, seq=2048), Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2)]),
+        Options(consts=C),
+    )
     one = p.take(np.array([1]))
     assert float(one.step_time_s[0]) == float(p.step_time_s[1])
     assert float(one.breakdown_s["pp_comm"][0]) == float(p.breakdown_s["pp_comm"][1])
@@ -251,8 +255,9 @@ def test_async_backward_tp_hides_under_the_column_gemms():
 
 def _moe(**kw):
     from toy import toy_moe
+
     moe = dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1, shared_intermediate_size=1024)
-    return toy_moe(moe=moe, **kw)                   # as toy_moe, all 4 layers MoE
+    return toy_moe(moe=moe, **kw)  # as toy_moe, all 4 layers MoE
 
 
 def test_mtp_head_by_relation():
@@ -278,7 +283,9 @@ def test_optimizer_counts_expert_parameters():
     # distributed optimizer: Adam on 94,970,880 / 2 + 50,331,648, grad passes over 94,970,880 + 50,331,648
     p = predict_grid(_moe(), HW, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, ep=2)), Options(consts=C))
     d, e = 195634176 - 100663296, 100663296 / 2
-    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx((26 * (d / 2 + e) + 8 * (d + e)) / 8e13 + 1e-4, rel=REL)
+    assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(
+        (26 * (d / 2 + e) + 8 * (d + e)) / 8e13 + 1e-4, rel=REL
+    )
 
 
 def test_memory_single_gpu_and_the_fits_boundary():
@@ -292,7 +299,7 @@ def test_memory_single_gpu_and_the_fits_boundary():
     assert float(p.memory_bytes_per_gpu[0]) == pytest.approx(need, rel=REL)
     exact = HW.model_copy(update={"memory": HW.memory.model_copy(update={"hbm_bytes": need})})
     lay = LayoutGrid.of(Layout(gpus=1, gbs=2, seq=2048))
-    assert bool(predict_grid(toy_dense(), exact, lay, Options(consts=C)).fits[0])        # exactly full fits
+    assert bool(predict_grid(toy_dense(), exact, lay, Options(consts=C)).fits[0])  # exactly full fits
     short = HW.model_copy(update={"memory": HW.memory.model_copy(update={"hbm_bytes": need - 1})})
     assert not bool(predict_grid(toy_dense(), short, lay, Options(consts=C)).fits[0])
 
@@ -307,14 +314,15 @@ def test_dp_and_optimizer_from_the_rank_that_finishes_last():
     # DP (bf16 grads and weights, RS + AG, half hideable): dense over dp 8, 2 apart (4 per domain, 2 domains:
     # min(2e11, 4 x 4e10) = 1.6e11, latency 20 us x 4); experts over edp 2, 8 apart (one per domain: 4e10, 40 us)
     one = [7 / 8 * 2 * d[r] / 1.6e11 + 80e-6 + 1 / 2 * 2 * e[r] / 4e10 + 40e-6 for r in (0, 1)]
-    dp = [0.5 * 2 * x for x in one]                 # rank 1 communicates more ...
+    dp = [0.5 * 2 * x for x in one]  # rank 1 communicates more ...
     # optimizer bytes: 26 B per parameter of the shard (dense / 8, experts / 2) + 8 B per parameter held
-    opt_bytes = [26 * (d[r] / 8 + e[r] / 2) + 8 * (d[r] + e[r]) for r in (0, 1)]     # ... rank 0 streams more
+    opt_bytes = [26 * (d[r] / 8 + e[r] / 2) + 8 * (d[r] + e[r]) for r in (0, 1)]  # ... rank 0 streams more
     assert dp[1] > dp[0] and opt_bytes[0] > opt_bytes[1]
     from toy import toy_moe
+
     m = toy_moe(ffn=dict(activation="swiglu", intermediate_size=5120))
     lay = LayoutGrid.of(Layout(gpus=32, gbs=16, seq=2048, tp=2, pp=2, ep=8))
-    for hbm, r in ((6e11, 1), (5.5e11, 0)):         # the two sides of the tie near 5.8e11 B/s
+    for hbm, r in ((6e11, 1), (5.5e11, 0)):  # the two sides of the tie near 5.8e11 B/s
         hw = toy_hw().model_copy(update={"memory": toy_hw().memory.model_copy(update={"hbm_bandwidth": hbm})})
         opt = [b / (0.8 * hbm) + 1e-4 for b in opt_bytes]
         # a near tie (within 6%): a 10% error in either term would pick the other rank
@@ -332,12 +340,17 @@ def test_hybrid_sharding_optimizer_steps_its_group_shard():
     P = 126362624
     want = (26 * P / 4 + 8 * P) / 8e13 + 1e-4
     fsdp = ("fsdp=fsdp2", "fsdp_gather=per_microbatch")
-    hsdp = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=16, gbs=16, seq=2048, fsdp=True)),
-                        Options(consts=C, stack_set=fsdp + ("hybrid_shard_group=4",)))
+    hsdp = predict_grid(
+        toy_dense(),
+        HW,
+        LayoutGrid.of(Layout(gpus=16, gbs=16, seq=2048, fsdp=True)),
+        Options(consts=C, stack_set=fsdp + ("hybrid_shard_group=4",)),
+    )
     assert float(hsdp.memory_parts["optimizer"][0]) == pytest.approx(12 * P / 4, rel=REL)
     assert float(hsdp.breakdown_s["optimizer"][0]) == pytest.approx(want, rel=REL)
-    plain = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, fsdp=True)),
-                         Options(consts=C, stack_set=fsdp))
+    plain = predict_grid(
+        toy_dense(), HW, LayoutGrid.of(Layout(gpus=4, gbs=4, seq=2048, fsdp=True)), Options(consts=C, stack_set=fsdp)
+    )
     assert float(plain.breakdown_s["optimizer"][0]) == pytest.approx(want, rel=REL)
 
 
@@ -351,8 +364,12 @@ def test_optimizer_steps_the_state_each_gpu_holds():
     assert float(p.memory_parts["optimizer"][0]) == pytest.approx(12 * P, rel=REL)
     assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(34 * P / 8e13 + 1e-4, rel=REL)
     # sharded over dp only (not cp): cp 2, dp 1 holds and steps the whole state too
-    p = predict_grid(toy_dense(), HW, LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, cp=2)),
-                     Options(consts=C, stack_set=("optimizer_shard=dp",)))
+    p = predict_grid(
+        toy_dense(),
+        HW,
+        LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, cp=2)),
+        Options(consts=C, stack_set=("optimizer_shard=dp",)),
+    )
     assert float(p.memory_parts["optimizer"][0]) == pytest.approx(12 * P, rel=REL)
     assert float(p.breakdown_s["optimizer"][0]) == pytest.approx(34 * P / 8e13 + 1e-4, rel=REL)
     # the distributed optimizer over dp x cp = 2: half of it each
@@ -379,7 +396,8 @@ def test_activation_offloading_only_without_recompute(rec):
     plain = predict_grid(toy_dense(), hw, lay, Options(consts=C, stack_set=sets))
     assert off.step_time_s[0] > plain.step_time_s[0]
     assert float(plain.memory_parts["activations"][0] - off.memory_parts["activations"][0]) == pytest.approx(
-        4 * 77660160 / 4, rel=REL)
+        4 * 77660160 / 4, rel=REL
+    )
 
 
 def test_dualpipe_holds_two_stages_and_pp_plus_one_microbatches():

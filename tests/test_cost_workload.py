@@ -1,15 +1,16 @@
 """workload.py: the op records of toy models (tests/toy.py) under TP + SP, CP, EP / ETP folding and MLA, each
 field worked by hand from Megatron-Core's shapes (Shoeybi et al. 2019 §3; Korthikanti et al. 2022 §4.1-4.2;
 MoE parallel folding, Liu et al. 2025) and the constants' sources (perfmodel/core/constants.py)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from perfmodel.specs.layout import Layout, LayoutGrid
-from perfmodel.core.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
-from perfmodel.core.software import resolve as _resolve
 from toy import toy_consts, toy_dense, toy_hw, toy_mla, toy_moe, toy_sw
+
+from perfmodel.core.software import resolve as _resolve
+from perfmodel.core.workload import act_bytes_per_width, build, layer_kind_index, mean_keys_value, rope_dims
+from perfmodel.specs.layout import Layout, LayoutGrid
 
 HW, C = toy_hw(), toy_consts()
 REL = 1e-12
@@ -22,13 +23,28 @@ def _build(m, low=False, imb=1.25, **lay):
 
 
 def _shapes(layer):
-    return {g.name: (float(g.M[0] if np.ndim(g.M) else g.M), float(g.N[0]), float(g.K[0]), float(np.asarray(g.count).ravel()[0]),
-                     g.low_precision) for g in layer.gemms}
+    return {
+        g.name: (
+            float(g.M[0] if np.ndim(g.M) else g.M),
+            float(g.N[0]),
+            float(g.K[0]),
+            float(np.asarray(g.count).ravel()[0]),
+            g.low_precision,
+        )
+        for g in layer.gemms
+    }
 
 
 def _streams(layer):
-    return {s.name: (float(np.asarray(s.bytes_fwd).ravel()[0]), float(np.asarray(s.bytes_bwd).ravel()[0]),
-                     s.kernels_fwd, s.kernels_bwd) for s in layer.streams}
+    return {
+        s.name: (
+            float(np.asarray(s.bytes_fwd).ravel()[0]),
+            float(np.asarray(s.bytes_bwd).ravel()[0]),
+            s.kernels_fwd,
+            s.kernels_bwd,
+        )
+        for s in layer.streams
+    }
 
 
 def _saved(layer):
@@ -49,13 +65,15 @@ def _async(layer, name):
 # toy dense at tp 2, seq 2048, mbs 1: T = 2048 GEMM rows, Ts = T / tp = 1024 sequence-parallel rows;
 # h 1024, 8 query heads and 2 KV heads of 128 (q 1024, kv 512), SwiGLU 4096
 
+
 def test_dense_gemm_shapes_tp_sp():
     (layer,) = _build(toy_dense()).layers
     assert _shapes(layer) == {
-        "qkv proj": (2048, (1024 + 512) / 2, 1024, 1, True),      # column-parallel: N / tp
-        "out proj": (2048, 1024, 1024 / 2, 1, True),              # row-parallel: K / tp
+        "qkv proj": (2048, (1024 + 512) / 2, 1024, 1, True),  # column-parallel: N / tp
+        "out proj": (2048, 1024, 1024 / 2, 1, True),  # row-parallel: K / tp
         "mlp up/gate": (2048, 2 * 4096 / 2, 1024, 1, True),
-        "mlp down": (2048, 1024, 4096 / 2, 1, True)}
+        "mlp down": (2048, 1024, 4096 / 2, 1, True),
+    }
 
 
 def test_dense_attention_core():
@@ -72,13 +90,14 @@ def test_dense_attention_core():
 def test_dense_streams():
     (layer,) = _build(toy_dense()).layers
     assert _streams(layer) == {
-        "norms": (2 * 4 * 1024 * 1024, 2 * 2 * 4 * 1024 * 1024, 0.0, 0.0),      # 2 norms x 4 B x h x Ts, bwd 2x
-        "residual adds": (12 * 1024 * 1024, 2 * 12 * 1024 * 1024, 0.0, 0.0),    # 12 B x h x Ts
-        "rope": (4 * 10 * 128 / 2 * 2048, 2 * 4 * 10 * 128 / 2 * 2048, 0.0, 0.0),   # (8 + 2) heads x 128 / tp
+        "norms": (2 * 4 * 1024 * 1024, 2 * 2 * 4 * 1024 * 1024, 0.0, 0.0),  # 2 norms x 4 B x h x Ts, bwd 2x
+        "residual adds": (12 * 1024 * 1024, 2 * 12 * 1024 * 1024, 0.0, 0.0),  # 12 B x h x Ts
+        "rope": (4 * 10 * 128 / 2 * 2048, 2 * 4 * 10 * 128 / 2 * 2048, 0.0, 0.0),  # (8 + 2) heads x 128 / tp
         "activation": (6 * 4096 / 2 * 2048, 2 * 6 * 4096 / 2 * 2048, 0.0, 0.0),  # SwiGLU 6 B per unit of width
         "fp8 casts": (0.0, 0.0, 0.0, 0.0),
-        "wgrad accumulate into main_grad": (0.0, 0.0, 0.0, 0.0),   # fused into the wgrad GEMMs (tests/test_forks.py)
-        "elementwise launches": (0.0, 0.0, 12, 20)}
+        "wgrad accumulate into main_grad": (0.0, 0.0, 0.0, 0.0),  # fused into the wgrad GEMMs (tests/test_forks.py)
+        "elementwise launches": (0.0, 0.0, 12, 20),
+    }
 
 
 def test_fp8_cast_bytes():
@@ -89,8 +108,9 @@ def test_fp8_cast_bytes():
     st = _streams(layer)
     assert st["fp8 casts"] == (6 * 2048 * 4608, 6 * 2048 * 6912, 0.0, 0.0)
     # the other streams as in BF16
-    assert {k: v for k, v in st.items() if k != "fp8 casts"} == \
-        {k: v for k, v in _streams(_build(toy_dense()).layers[0]).items() if k != "fp8 casts"}
+    assert {k: v for k, v in st.items() if k != "fp8 casts"} == {
+        k: v for k, v in _streams(_build(toy_dense()).layers[0]).items() if k != "fp8 casts"
+    }
 
 
 def test_dense_collectives():
@@ -100,8 +120,14 @@ def test_dense_collectives():
     # backward (the output gradient's all-gather), and the input re-gather + dgrad reduce-scatter (2 calls) under
     # the column-parallel GEMM's backward
     one = 4194304 / 2 / 2e11 + 20e-6
-    assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL) and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
-    assert _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL) and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
+    assert (
+        _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL)
+        and _price(layer, "attention TP all-gather + reduce-scatter")[3] == "tp"
+    )
+    assert (
+        _price(layer, "MLP TP all-gather + reduce-scatter")[:3] == pytest.approx((one, 2, 1), rel=REL)
+        and _price(layer, "MLP TP all-gather + reduce-scatter")[3] == "tp"
+    )
     assert _async(layer, "attention TP") == (pytest.approx(one, rel=REL), (0, 2), ("qkv proj",))
     assert _async(layer, "MLP TP") == (pytest.approx(one, rel=REL), (0, 2), ("mlp up/gate",))
     # synchronous backward (tp_bwd_async = false): the pair's 2 + 2 calls, no asynchronous record
@@ -121,14 +147,18 @@ def test_dense_collectives():
 
 def test_dense_saved_bytes():
     (layer,) = _build(toy_dense()).layers
-    sbh = 2 * 1024 * 1024          # one bf16 tensor of Ts x h
+    sbh = 2 * 1024 * 1024  # one bf16 tensor of Ts x h
     assert _saved(layer) == [
-        ("attention norm input", sbh, "input"), ("qkv input", sbh, "layernorm"),
+        ("attention norm input", sbh, "input"),
+        ("qkv input", sbh, "layernorm"),
         ("q, k, v", 2 * (1024 + 512) / 2 * 2048, "qkv"),
         ("attention output", 2 * 1024 / 2 * 2048, "core_attn"),
         ("softmax log-sum-exp", 4 * 8 / 2 * 2048, "core_attn"),
-        ("MLP norm input", sbh, "residual"), ("fc1 input", sbh, "layernorm"),
-        ("activation input", 2 * 2 * 4096 / 2 * 2048, "mlp"), ("activation output", 2 * 4096 / 2 * 2048, "mlp")]
+        ("MLP norm input", sbh, "residual"),
+        ("fc1 input", sbh, "layernorm"),
+        ("activation input", 2 * 2 * 4096 / 2 * 2048, "mlp"),
+        ("activation output", 2 * 4096 / 2 * 2048, "mlp"),
+    ]
 
 
 def test_head_records():
@@ -136,7 +166,7 @@ def test_head_records():
     (g,) = hd.gemms
     assert (float(g.M[0]), float(g.N[0]), float(g.K[0]), g.low_precision) == (2048, 32000 / 2, 1024, False)
     s, acc = hd.streams
-    assert (acc.name, acc.bytes_bwd, acc.kernels_bwd) == ("lm head wgrad accumulate", 0.0, 0.0)   # fused by default
+    assert (acc.name, acc.bytes_bwd, acc.kernels_bwd) == ("lm head wgrad accumulate", 0.0, 0.0)  # fused by default
     # fp32 logits 3 x 4 B per vocab entry of the TP shard, final norm 2 x 4 B per hidden unit; 6 kernels
     assert float(s.bytes_fwd[0]) == pytest.approx(12 * 2048 * 16000 + 8 * 1024 * 2048, rel=REL) and s.kernels_fwd == 6
     (x,) = hd.comms
@@ -154,16 +184,17 @@ def test_head_records():
 # Rows per expert: T * top_k * ep * etp / (tp * E) * imbalance = 2048 * 2 * 4 / 32 * 1.25 = 640;
 # token copies per GPU: Ts * top_k * imbalance = 1024 * 2 * 1.25 = 2560
 
+
 def test_moe_gemm_shapes_ep():
     w = _build(toy_moe(), ep=4)
     assert [l.kind for l in w.layers] == ["dense", "moe"]
     s = _shapes(w.layers[1])
     assert s["expert up/gate"] == (640, 2 * 512, 1024, 16 / 4, True)
     assert s["expert down"] == (640, 1024, 512, 4, True)
-    assert s["router"] == (1024, 16, 1024, 1, False)                  # on the SP shard, BF16
+    assert s["router"] == (1024, 16, 1024, 1, False)  # on the SP shard, BF16
     assert s["shared expert up/gate"] == (2048, 2 * 1024 / 2, 1024, 1, True)
     assert s["shared expert down"] == (2048, 1024, 1024 / 2, 1, True)
-    assert s["qkv proj"] == (2048, (1024 + 2048) / 2, 1024, 1, True)   # MHA: kv = 2 * 8 * 128
+    assert s["qkv proj"] == (2048, (1024 + 2048) / 2, 1024, 1, True)  # MHA: kv = 2 * 8 * 128
 
 
 def test_moe_gemm_shapes_etp_folding():
@@ -190,10 +221,15 @@ def test_moe_collectives():
     layer = _build(toy_moe(), ep=4).layers[1]
     # dispatch: Ts * imbalance * h * 2 B = 2,621,440 B per token set; EP 4 inside one domain:
     # 2 * 3/4 * 2621440 / 1e11 + 10 us * (1 + 2)
-    assert _price(layer, "EP dispatch + combine")[:3] == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2), rel=REL) and _price(layer, "EP dispatch + combine")[3] == "ep"
-    assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(4194304 / 2 / 2e11 + 20e-6, rel=REL)
+    assert (
+        _price(layer, "EP dispatch + combine")[:3] == pytest.approx((2 * 0.75 * 2621440 / 1e11 + 30e-6, 2, 2), rel=REL)
+        and _price(layer, "EP dispatch + combine")[3] == "ep"
+    )
+    assert _price(layer, "shared expert TP all-gather + reduce-scatter")[0] == pytest.approx(
+        4194304 / 2 / 2e11 + 20e-6, rel=REL
+    )
     assert _async(layer, "shared expert TP")[1:] == ((0, 2), ("shared expert up/gate",))
-    assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0        # etp 1
+    assert _price(layer, "expert TP all-gather + reduce-scatter")[0] == 0.0  # etp 1
     (f,) = layer.fixed
     assert (f.seconds_fwd, f.seconds_bwd) == (1e-3, 1e-3)
     # etp 2: the routed tokens gathered over etp: 2560 * 2 * 1024 * 2 B over 2 GPUs: 1/2 * 10485760 / 2e11 + 20 us
@@ -214,13 +250,24 @@ def test_moe_expert_bias_loop():
     # GPU is 2560 token copies x h 1024; 12 B per element forward and 12 B backward (bf16 b*p, add, cat;
     # grad*p + sum, grad*b + sum); 4 local experts -> 2 * 4 + 1 = 9 kernels forward, 4 * 4 = 16 backward,
     # at the eager per-kernel time (toy kernel_fixed_s 10 us: the default stack graphs no full iteration)
-    m = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
-                         shared_intermediate_size=1024, first_dense_layers=1, expert_bias=True))
+    m = toy_moe(
+        moe=dict(
+            num_experts=16,
+            top_k=2,
+            expert_intermediate_size=512,
+            shared_experts=1,
+            shared_intermediate_size=1024,
+            first_dense_layers=1,
+            expert_bias=True,
+        )
+    )
     layer = _build(m, ep=4).layers[1]
     assert _streams(layer)["expert bias (per-expert loop)"] == (12 * 2560 * 1024, 12 * 2560 * 1024, 0.0, 0.0)
     sync, launches = layer.fixed
     assert (sync.seconds_fwd, sync.seconds_bwd) == (1e-3, 1e-3)
-    assert (float(np.ravel(launches.seconds_fwd)[0]), float(np.ravel(launches.seconds_bwd)[0])) == pytest.approx((9e-5, 16e-5), rel=REL)
+    assert (float(np.ravel(launches.seconds_fwd)[0]), float(np.ravel(launches.seconds_bwd)[0])) == pytest.approx(
+        (9e-5, 16e-5), rel=REL
+    )
     # ep 2 x etp 2: 8 local experts; the fc2 output is 2560 x etp 2 rows of partial sums, full h wide
     l2 = _build(m, ep=2, etp=2).layers[1]
     assert _streams(l2)["expert bias (per-expert loop)"][:2] == (12 * 5120 * 1024, 12 * 5120 * 1024)
@@ -236,11 +283,22 @@ def test_moe_expert_bias_loop():
     assert len(_build_sw(m, ("grouped_gemm=cutedsl",), ep=4).layers[1].fixed) == 1
     assert "expert bias (per-expert loop)" not in _streams(_build(toy_moe(), ep=4).layers[1])
     # ... but it serves SwiGLU experts only: a clamped-SwiGLU (quick-GeGLU) model keeps the TEGroupedMLP loop
-    mc = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=1,
-                          shared_intermediate_size=1024, first_dense_layers=1, expert_bias=True),
-                 ffn=dict(activation="clamped_swiglu", intermediate_size=4096))
+    mc = toy_moe(
+        moe=dict(
+            num_experts=16,
+            top_k=2,
+            expert_intermediate_size=512,
+            shared_experts=1,
+            shared_intermediate_size=1024,
+            first_dense_layers=1,
+            expert_bias=True,
+        ),
+        ffn=dict(activation="clamped_swiglu", intermediate_size=4096),
+    )
     assert _streams(_build_sw(mc, ("grouped_gemm=cutedsl",), ep=4).layers[1])["expert bias (per-expert loop)"][:2] == (
-        12 * 2560 * 1024, 12 * 2560 * 1024)
+        12 * 2560 * 1024,
+        12 * 2560 * 1024,
+    )
 
 
 def test_moe_clamped_swiglu_eager_clamp():
@@ -249,38 +307,60 @@ def test_moe_clamped_swiglu_eager_clamp():
     # expert width 512 -> forward 16 B x 2560 x 512 (clamps read 2 + write 2 per half element, cat reads 4 and
     # writes 4 per unit of width), backward 30 B (clamp_backward 8 + 14, split_backward cat 8); launches
     # 4 forward (2 clamps, cat, the offset's host-to-device copy) and 7 backward at the eager 10 us
-    mc = toy_moe(moe=dict(num_experts=16, top_k=2, expert_intermediate_size=512, shared_experts=0,
-                          first_dense_layers=1, expert_bias=False),
-                 ffn=dict(activation="clamped_swiglu", intermediate_size=4096))
+    mc = toy_moe(
+        moe=dict(
+            num_experts=16,
+            top_k=2,
+            expert_intermediate_size=512,
+            shared_experts=0,
+            first_dense_layers=1,
+            expert_bias=False,
+        ),
+        ffn=dict(activation="clamped_swiglu", intermediate_size=4096),
+    )
     layer = _build(mc, ep=4).layers[1]
     assert _streams(layer)["clamp before the activation (eager)"] == (16 * 2560 * 512, 30 * 2560 * 512, 0.0, 0.0)
     (st,) = [s for s in layer.streams if s.name.startswith("clamp")]
-    assert st.module == "moe_act"          # a moe_act recompute reruns the clamps with the activation
+    assert st.module == "moe_act"  # a moe_act recompute reruns the clamps with the activation
     (fx,) = [x for x in layer.fixed if x.name == "clamp launches"]
-    assert (float(np.ravel(fx.seconds_fwd)[0]), float(np.ravel(fx.seconds_bwd)[0])) == pytest.approx((4e-5, 7e-5), rel=REL)
-    assert fx.module == "moe_act"          # ... launches included
+    assert (float(np.ravel(fx.seconds_fwd)[0]), float(np.ravel(fx.seconds_bwd)[0])) == pytest.approx(
+        (4e-5, 7e-5), rel=REL
+    )
+    assert fx.module == "moe_act"  # ... launches included
     assert {x.name: x.module for x in layer.fixed}["MoE routing sync"] == "moe"
     # the fused activation keeps the clamped copy (2 x 512 wide, bf16) beside the fc1 output the clamps keep
     assert ("clamped expert activation input", 2 * 2560 * 2 * 512, "moe_act") in _saved(layer)
     # plain SwiGLU experts have no clamp; nor does a stack outside Megatron-Core (its own expert code), even
     # on the same grouped-GEMM kernel
     assert "clamp before the activation (eager)" not in _streams(_build(toy_moe(), ep=4).layers[1])
-    tt = build(mc, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, ep=4)), False, 1.25, C,
-               _resolve("torchtitan-2025", ("grouped_gemm=te",), mc.id, mc.is_moe, HW, "bf16", C))
+    tt = build(
+        mc,
+        LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, ep=4)),
+        False,
+        1.25,
+        C,
+        _resolve("torchtitan-2025", ("grouped_gemm=te",), mc.id, mc.is_moe, HW, "bf16", C),
+    )
     assert "clamp before the activation (eager)" not in _streams(tt.layers[1])
 
 
 def test_moe_saved_bytes():
     sv = _saved(_build(toy_moe(), ep=4).layers[1])
     sbh = 2 * 1024 * 1024
-    assert sv[2:4] == [("q, k, v", 2 * (1024 + 2048) / 2 * 2048, "qkv"), ("attention output", 2 * 1024 / 2 * 2048, "core_attn")]
-    assert sv[5:] == [("MoE norm input", sbh, "residual"), ("router input", sbh, "layernorm"),
-                      ("permuted tokens", 2 * 2560 * 1024, "moe"),
-                      ("expert activation input", 2 * 2560 * 2 * 512, "moe"),
-                      ("expert activation output", 2 * 2560 * 512, "moe_act"),
-                      ("router logits", 4 * 1024 * 16, "moe"),
-                      ("shared expert activation input", 2 * 2 * 1024 / 2 * 2048, "shared_experts"),
-                      ("shared expert activation output", 2 * 1024 / 2 * 2048, "shared_experts")]
+    assert sv[2:4] == [
+        ("q, k, v", 2 * (1024 + 2048) / 2 * 2048, "qkv"),
+        ("attention output", 2 * 1024 / 2 * 2048, "core_attn"),
+    ]
+    assert sv[5:] == [
+        ("MoE norm input", sbh, "residual"),
+        ("router input", sbh, "layernorm"),
+        ("permuted tokens", 2 * 2560 * 1024, "moe"),
+        ("expert activation input", 2 * 2560 * 2 * 512, "moe"),
+        ("expert activation output", 2 * 2560 * 512, "moe_act"),
+        ("router logits", 4 * 1024 * 16, "moe"),
+        ("shared expert activation input", 2 * 2 * 1024 / 2 * 2048, "shared_experts"),
+        ("shared expert activation output", 2 * 1024 / 2 * 2048, "shared_experts"),
+    ]
 
 
 def test_layer_kind_index():
@@ -290,28 +370,46 @@ def test_layer_kind_index():
 
 # toy MLA at tp 2: 8 heads, q rank 256, kv rank 128, nope 64 + rope 32 = qk 96, v 64
 
+
 def test_mla_shapes():
     layer = _build(toy_mla()).layers[0]
     s = _shapes(layer)
-    assert s["q down"] == (2048, 256, 1024, 1, True)                 # duplicated on every TP rank
+    assert s["q down"] == (2048, 256, 1024, 1, True)  # duplicated on every TP rank
     assert s["q up"] == (2048, 8 * 96 / 2, 256, 1, True)
     assert s["kv down"] == (2048, 128 + 32, 1024, 1, True)
     assert s["kv up"] == (2048, 8 * (64 + 64) / 2, 128, 1, True)
     assert s["out proj"] == (2048, 1024, 8 * 64 / 2, 1, True)
     (a,) = layer.attention
     assert float(a.flops_fwd[0]) == pytest.approx(2 * 8 / 2 * (96 + 64) * 2048 * 1024.5, rel=REL)
-    assert _streams(layer)["rope"][0] == 4 * (8 + 1) * 32 / 2 * 2048       # q heads + the shared k_rope
+    assert _streams(layer)["rope"][0] == 4 * (8 + 1) * 32 / 2 * 2048  # q heads + the shared k_rope
     sv = _saved(layer)
-    assert sv[2:4] == [("q, k, v", 2 * (8 * 96 + 8 * 160) / 2 * 2048, "mla_up_proj"),
-                       ("attention output", 2 * 8 * 64 / 2 * 2048, "core_attn")]
+    assert sv[2:4] == [
+        ("q, k, v", 2 * (8 * 96 + 8 * 160) / 2 * 2048, "mla_up_proj"),
+        ("attention output", 2 * 8 * 64 / 2 * 2048, "core_attn"),
+    ]
     assert sv[5] == ("MLA latents", 2 * (256 + 128 + 32) * 2048, "latents")
-    s0 = _shapes(_build(toy_mla(attention=dict(kind="mla", num_heads=8, num_kv_heads=8, head_dim=128, kv_lora_rank=128,
-                                                qk_nope_head_dim=64, qk_rope_head_dim=32, v_head_dim=64))).layers[0])
+    s0 = _shapes(
+        _build(
+            toy_mla(
+                attention=dict(
+                    kind="mla",
+                    num_heads=8,
+                    num_kv_heads=8,
+                    head_dim=128,
+                    kv_lora_rank=128,
+                    qk_nope_head_dim=64,
+                    qk_rope_head_dim=32,
+                    v_head_dim=64,
+                )
+            )
+        ).layers[0]
+    )
     assert s0["q proj"] == (2048, 8 * 96 / 2, 1024, 1, True) and "q down" not in s0
     # MLA gathers the sequence-sharded input itself before its duplicated down-projections: the attention TP
     # pair (T x h x 2 B = 4,194,304 B over tp 2) keeps both backward calls synchronous, no asynchronous record
     assert _price(layer, "attention TP all-gather + reduce-scatter")[:3] == pytest.approx(
-        (4194304 / 2 / 2e11 + 20e-6, 2, 2), rel=REL)
+        (4194304 / 2 / 2e11 + 20e-6, 2, 2), rel=REL
+    )
     assert not [x for x in layer.comms if x.name.startswith("attention TP") and x.overlap == "tp_async"]
 
 
@@ -383,6 +481,7 @@ def test_cuda_graph_kernel_cost():
 
 def test_attention_head_dim_factor():
     from perfmodel.core.software import head_dim_factor
+
     # FA3 paper (Shah et al. 2024) Fig. 5-6, H100 BF16, 4k: head_dim 64 over 128, forward (causal) / backward
     assert head_dim_factor("cudnn", 64) == (0.701, 0.836)
     assert head_dim_factor("fa3", 64) == (0.725, 0.836)
@@ -398,7 +497,7 @@ def test_attention_head_dim_factor():
     assert b == pytest.approx(0.836 + np.log2(1.5) * 0.164, rel=REL)
     # the record carries the factor of the model's query/key head dimension under the stack's kernel
     (a,) = _build(toy_dense(attention=dict(kind="gqa", num_heads=16, num_kv_heads=2, head_dim=64))).layers[0].attention
-    assert toy_sw(toy_dense(), HW, C).attention == "cudnn"          # the default stack's kernel
+    assert toy_sw(toy_dense(), HW, C).attention == "cudnn"  # the default stack's kernel
     assert (a.dim_factor_fwd, a.dim_factor_bwd) == (0.701, 0.836)
     (a,) = _build(toy_dense()).layers[0].attention
     assert (a.dim_factor_fwd, a.dim_factor_bwd) == (1.0, 1.0)
@@ -409,7 +508,11 @@ def test_declared_gemm_axes_hold():
     has the same M, N, K and count on every layout that agrees on those axes: here 6 layouts that differ only
     in ep and etp (toy MoE, unfused attention too); the expert GEMMs, which declare none, do change."""
     from perfmodel.core.workload import DENSE_AXES
-    lays = [Layout(gpus=16, gbs=16, seq=2048, tp=2, ep=e, etp=x) for e, x in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2))]
+
+    lays = [
+        Layout(gpus=16, gbs=16, seq=2048, tp=2, ep=e, etp=x)
+        for e, x in ((1, 1), (2, 1), (4, 1), (8, 1), (2, 2), (4, 2))
+    ]
     grid = LayoutGrid.from_layouts(lays)
     for stack_set in ((), ("attention_kernel=unfused",)):
         m = toy_moe()
@@ -423,14 +526,15 @@ def test_declared_gemm_axes_hold():
                 assert np.all(v == v[0]), g.name
         moe = w.layers[-1]
         (up,) = [g for g in moe.gemms if g.name == "expert up/gate"]
-        assert up.axes is None and len(set(np.asarray(up.count).tolist())) > 1      # E / ep local experts
+        assert up.axes is None and len(set(np.asarray(up.count).tolist())) > 1  # E / ep local experts
 
 
 def test_gemm_priced_on_declared_axes_equals_every_row():
     """cost._gemm_on prices a declared GEMM on one row per combination and gathers back: bit-identical to
     pricing every row (and a GEMM without declared axes is priced on every row)."""
-    from perfmodel.core.price import _gemm_on, gemm_fwd_bwd
     from perfmodel.core.ops import Gemm
+    from perfmodel.core.price import _gemm_on, gemm_fwd_bwd
+
     M = np.array([2048.0, 1024, 2048, 1024, 2048])
     g = Gemm("qkv proj", M, 1536.0 + 0 * M, 1024.0 + 0 * M, axes=("tp",))
     first, inv = np.array([0, 1]), np.array([0, 1, 0, 1, 0])

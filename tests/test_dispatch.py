@@ -1,5 +1,6 @@
 """MoE token dispatch across scale-up domains: hand-derived cases for the expected number of domains a
 token's expert copies reach (balls into bins) and for node-limited routing (DeepSeek-V3 §2.1.2)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +24,7 @@ def test_node_limited_routing_caps_domains():
     # DeepSeek-V3: 8 groups, 4 per token; EP over 8 nodes -> groups = nodes, 4 reachable:
     # 4 * (1 - (3/4)^8) = 3.5995, and never above the 4-node limit
     d = comm.domains_reached(8, 8, 256, groups=8, group_topk=4)
-    assert d == pytest.approx(4 * (1 - 0.75 ** 8))
+    assert d == pytest.approx(4 * (1 - 0.75**8))
     assert d <= 4
     # over 2 nodes with 8 groups: a node is missed only when none of its 4 groups is picked: C(4,4)/C(8,4)
     d2 = comm.domains_reached(8, 2, 256, groups=8, group_topk=4)
@@ -41,7 +42,8 @@ def test_dispatch_dedup_never_exceeds_plain_all_to_all():
         assert limited <= dedup + 1e-15 <= plain + 2e-15
     # inside one NVLink domain dedup changes nothing
     assert comm.moe_dispatch_time(token_bytes, top_k, 8, 1, hw, 256) == pytest.approx(
-        comm.all_to_all_time(token_bytes * top_k, 8, 1, hw))
+        comm.all_to_all_time(token_bytes * top_k, 8, 1, hw)
+    )
 
 
 def test_collectives_against_nccl_bus_bandwidth_hand_cases():
@@ -50,7 +52,7 @@ def test_collectives_against_nccl_bus_bandwidth_hand_cases():
     hw = load_hardware("h100-sxm")
     nb = 1e9
     su = hw.scale_up.bandwidth * hw.efficiency.scale_up_collective
-    lat_in = hw.scale_up.latency_s * (1 + 3)                       # n = 8: log2 8 = 3
+    lat_in = hw.scale_up.latency_s * (1 + 3)  # n = 8: log2 8 = 3
     assert comm.all_gather_time(nb, 8, 1, hw) == pytest.approx(7 / 8 * nb / su + lat_in)
     nvls = hw.scale_up.bandwidth * hw.efficiency.scale_up_allreduce
     assert comm.all_reduce_time(nb, 8, 1, hw) == pytest.approx(2 * 7 / 8 * nb / nvls + lat_in)

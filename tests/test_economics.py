@@ -1,5 +1,6 @@
 """Economics (TCO, $/token, energy), reliability (Young/Daly, goodput, spares) and the tco/cost/compare
 commands. Properties only: no predicted-throughput values are asserted."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -8,24 +9,37 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_err, run_json
 
 from perfmodel.cli import main
-from perfmodel.economics.tco import BUYERS, COST_KEYS, HOUSEHOLD_J_PER_YEAR, capital_recovery_factor, cost_inputs, run_cost, tco_for, usd_per_gpu_hour
+from perfmodel.economics.reliability import (
+    assess,
+    daly_interval,
+    goodput_fraction,
+    reliability_inputs,
+    system_mtbi_s,
+    young_interval,
+)
+from perfmodel.economics.tco import (
+    BUYERS,
+    COST_KEYS,
+    HOUSEHOLD_J_PER_YEAR,
+    capital_recovery_factor,
+    cost_inputs,
+    run_cost,
+    tco_for,
+    usd_per_gpu_hour,
+)
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import load_hardware
-from perfmodel.economics.reliability import assess, daly_interval, goodput_fraction, reliability_inputs, system_mtbi_s, young_interval
-from cli_helpers import run_err, run_json
 
 ROOT = Path(__file__).resolve().parent.parent
 H100, GB200 = load_hardware("h100-sxm"), load_hardware("gb200-nvl72")
 PRICED = [H100, GB200]
 
 
-
-
-
-
 # ---- TCO ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("hw", PRICED, ids=lambda h: h.id)
 @pytest.mark.parametrize("buyer", BUYERS)
@@ -67,7 +81,7 @@ def test_every_assumption_is_overridable_and_named():
     base = cost_inputs(H100)
     for key in COST_KEYS:
         assert base.sources.get(key), f"{key} has no source"
-        value = getattr(base, key) * 0.9              # keeps every rule (pue >= 1, all-in >= server)
+        value = getattr(base, key) * 0.9  # keeps every rule (pue >= 1, all-in >= server)
         new = cost_inputs(H100, overrides={key: value})
         assert getattr(new, key) == value
         assert new.sources[key] == "--set"
@@ -121,6 +135,7 @@ def test_run_cost_consistency():
 
 # ---- reliability ---------------------------------------------------------------------------------------
 
+
 def test_young_interval_hand_case():
     # C = 60 s checkpoint, MTBF 1 day: sqrt(2 * 60 * 86400) = sqrt(10,368,000) = 3,219.94 s
     assert young_interval(60.0, 86400.0) == pytest.approx(3219.94, abs=0.01)
@@ -167,10 +182,10 @@ def test_nvl72_spares_and_blast_radius():
     g = assess(reliability_inputs(GB200, {"count_hot_spares": False}), 512, 400e9)
     h = assess(reliability_inputs(H100), 512, 400e9)
     assert g.blast_radius_gpus == 72 and h.blast_radius_gpus == 8
-    assert g.units == 8 and g.inputs.used_per_unit == 64          # 64 of 72 GPUs used, 8 hot spares
+    assert g.units == 8 and g.inputs.used_per_unit == 64  # 64 of 72 GPUs used, 8 hot spares
     assert g.spare_units >= 1 and h.spare_units >= 1
     assert g.cost_factor > h.cost_factor > 1
-    hot = assess(reliability_inputs(GB200), 512, 400e9)           # installed hot spares are charged by default
+    hot = assess(reliability_inputs(GB200), 512, 400e9)  # installed hot spares are charged by default
     assert hot.cost_factor == pytest.approx(g.cost_factor * 72 / 64)
     # no spare racks: a rack-wide event waits for its repair
     none = assess(reliability_inputs(GB200, {"spare_units": 0, "count_hot_spares": False}), 512, 400e9)
@@ -185,25 +200,55 @@ def test_unknown_reliability_key():
 
 # ---- commands ------------------------------------------------------------------------------------------
 
+
 def test_tco_json(capsys):
     d = run_json(capsys, ["tco", "--hardware", "gb200-nvl72", "--buyer", "emerging-neocloud"])
     for k in ("usd_per_gpu_hour", "capex_usd_per_gpu", "breakdown_usd_per_gpu_hour", "assumptions"):
         assert k in d
     assert d["usd_per_gpu_hour"] == pytest.approx(sum(d["breakdown_usd_per_gpu_hour"].values()))
-    hi = run_json(capsys, ["tco", "--hardware", "gb200-nvl72", "--buyer", "emerging-neocloud",
-                           "--set", "pue=1.5", "--set", "electricity_usd_per_kwh=0.2"])
+    hi = run_json(
+        capsys,
+        [
+            "tco",
+            "--hardware",
+            "gb200-nvl72",
+            "--buyer",
+            "emerging-neocloud",
+            "--set",
+            "pue=1.5",
+            "--set",
+            "electricity_usd_per_kwh=0.2",
+        ],
+    )
     assert hi["usd_per_gpu_hour"] > d["usd_per_gpu_hour"]
     assert hi["assumptions"]["pue"] == {"value": 1.5, "source": "--set"}
     assert main(["tco", "--hardware", "h100-sxm"]) == 0
 
 
-COST_KEYS_JSON = ("goodput_fraction",) + tuple(f"{k}{end}" for k in ("usd_per_million_tokens", "joules_per_token",
-                  "household_years", "usd_total") for end in ("_nominal", "_after_reliability"))
+COST_KEYS_JSON = ("goodput_fraction",) + tuple(
+    f"{k}{end}"
+    for k in ("usd_per_million_tokens", "joules_per_token", "household_years", "usd_total")
+    for end in ("_nominal", "_after_reliability")
+)
 
 
 def test_cost_measured_json(capsys):
-    d = run_json(capsys, ["cost", "--model", "llama3.1-405b", "--hardware", "h100-sxm", "--gpus", "2304",
-                          "--tokens-per-s-per-gpu", "203.41", "--tokens", "15e12"])
+    d = run_json(
+        capsys,
+        [
+            "cost",
+            "--model",
+            "llama3.1-405b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "2304",
+            "--tokens-per-s-per-gpu",
+            "203.41",
+            "--tokens",
+            "15e12",
+        ],
+    )
     for k in COST_KEYS_JSON:
         assert k in d
     assert 0 < d["goodput_fraction"] <= 1
@@ -216,8 +261,23 @@ def test_cost_measured_json(capsys):
 
 
 def test_cost_predicted_json_and_flags(capsys):
-    args = ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--gbs", "32", "--seq", "8192",
-            "--tp", "2", "--tokens", "1e12"]
+    args = [
+        "cost",
+        "--model",
+        "llama3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "16",
+        "--gbs",
+        "32",
+        "--seq",
+        "8192",
+        "--tp",
+        "2",
+        "--tokens",
+        "1e12",
+    ]
     d = run_json(capsys, args)
     for k in COST_KEYS_JSON:
         assert k in d
@@ -227,20 +287,47 @@ def test_cost_predicted_json_and_flags(capsys):
     assert worse["usd_per_million_tokens_after_reliability"] > d["usd_per_million_tokens_after_reliability"]
     assert main(args) == 0
     capsys.readouterr()
-    assert "--gbs" in run_err(capsys, ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16",
-                                       "--tokens", "1e12"])
+    assert "--gbs" in run_err(
+        capsys, ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--tokens", "1e12"]
+    )
     assert "did you mean" in run_err(capsys, args + ["--set", "mtbi_gpu_day=5"])
 
 
 def test_compare_json(capsys):
-    d = run_json(capsys, ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72",
-                          "--gpus", "64", "--gbs", "128", "--seq", "8192", "--tp", "2", "--no-planner"])
+    d = run_json(
+        capsys,
+        [
+            "compare",
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--hardware",
+            "gb200-nvl72",
+            "--gpus",
+            "64",
+            "--gbs",
+            "128",
+            "--seq",
+            "8192",
+            "--tp",
+            "2",
+            "--no-planner",
+        ],
+    )
     a, b = d["systems"]
     assert (a["hardware"], b["hardware"]) == ("h100-sxm", "gb200-nvl72")
     assert a["perf_per_tco_vs_first_nominal"] == pytest.approx(1.0)
     for o in (a, b):
-        for k in ("tokens_per_s_per_gpu", "mfu", "usd_per_gpu_hour", "usd_per_million_tokens_nominal",
-                  "joules_per_token_nominal", "goodput_fraction", "perf_per_tco_vs_first_nominal"):
+        for k in (
+            "tokens_per_s_per_gpu",
+            "mfu",
+            "usd_per_gpu_hour",
+            "usd_per_million_tokens_nominal",
+            "joules_per_token_nominal",
+            "goodput_fraction",
+            "perf_per_tco_vs_first_nominal",
+        ):
             assert o[k] > 0
     ratio = (b["tokens_per_s_per_gpu"] / b["usd_per_gpu_hour"]) / (a["tokens_per_s_per_gpu"] / a["usd_per_gpu_hour"])
     assert b["perf_per_tco_vs_first_nominal"] == pytest.approx(ratio)
@@ -248,10 +335,11 @@ def test_compare_json(capsys):
 
 # ---- the report, economics alone --------------------------------------------------------------------------
 
+
 def test_cost_report_economics_alone_within_3_percent():
     spec = importlib.util.spec_from_file_location("cost_report", ROOT / "validation" / "cost_report.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["cost_report"] = mod                  # dataclasses look their module up while defining
+    sys.modules["cost_report"] = mod  # dataclasses look their module up while defining
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     res = mod.compute(predict=False)
     exact = [r for r in res if not r["approx"]]

@@ -1,15 +1,16 @@
 """Megatron-LM forks of 2023-24 (FP8-LM, Zero Bubble): facts of their launchers acting through physics."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from toy import toy_consts, toy_dense, toy_hw, toy_sw
 
 from perfmodel.api import Layout
-from perfmodel.specs.layout import LayoutGrid
 from perfmodel.core.predict import Options, predict_grid
-from perfmodel.specs.stack import load_stack
 from perfmodel.core.workload import build
-from toy import toy_consts, toy_dense, toy_hw, toy_sw
+from perfmodel.specs.layout import LayoutGrid
+from perfmodel.specs.stack import load_stack
 
 FP32 = ("main_grad_precision=fp32",)
 UNFUSED = ("grad_accumulation_fusion=false",) + FP32
@@ -35,16 +36,26 @@ def test_unfused_grad_accumulation_reads_and_writes_main_grad_once_per_weight_pe
     head = _stream(w.head.streams, "lm head wgrad accumulate")
     assert float(np.ravel(head.bytes_bwd)[0]) == 10 * 16_000 * 1024 and head.kernels_bwd == 1.0
     # bf16 main_grad: 2 + 2 + 2 B
-    w16 = build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=("grad_accumulation_fusion=false", "main_grad_precision=bf16")))
+    w16 = build(
+        m,
+        grid,
+        False,
+        1.0,
+        c,
+        toy_sw(m, hw, c, stack_set=("grad_accumulation_fusion=false", "main_grad_precision=bf16")),
+    )
     assert float(np.ravel(_stream(w16.layers[0].streams, "wgrad accumulate into main_grad").bytes_bwd)[0]) == 6 * elems
     # fused (Megatron's default): the wgrad GEMM accumulates in its epilogue, no pass
-    fused = _stream(build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=FP32)).layers[0].streams, "wgrad accumulate into main_grad")
+    fused = _stream(
+        build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=FP32)).layers[0].streams,
+        "wgrad accumulate into main_grad",
+    )
     assert (fused.bytes_bwd, fused.kernels_bwd) == (0.0, 0.0)
 
 
 def test_unfused_grad_accumulation_costs_its_hbm_time_every_micro_batch():
     m, c, hw = toy_dense(), toy_consts(), toy_hw()
-    grid = LayoutGrid.of(Layout(gpus=8, gbs=32, seq=2048, tp=2))          # dp 4, 8 micro-batches of 1
+    grid = LayoutGrid.of(Layout(gpus=8, gbs=32, seq=2048, tp=2))  # dp 4, 8 micro-batches of 1
     on = predict_grid(m, hw, grid, Options(consts=c, stack_set=FP32))
     off = predict_grid(m, hw, grid, Options(consts=c, stack_set=UNFUSED))
     # per micro-batch and layer: 10 B x 7,602,176 at 1 TB/s x 0.8 plus 4 kernels of 10 us; 4 layers, 8 micro-batches
@@ -69,7 +80,7 @@ def test_fork_presets_state_their_launchers_gradient_accumulation():
 
 
 def _pp_exposed_share(vp: int, *stack_set: str) -> float:
-    m, c, hw = toy_dense(), toy_consts(), toy_hw()        # toy pp_overlap 0.5
+    m, c, hw = toy_dense(), toy_consts(), toy_hw()  # toy pp_overlap 0.5
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2, pp=2, vp=vp))
     p = predict_grid(m, hw, grid, Options(consts=c, stack_set=stack_set))
     return float(p.breakdown_s["pp_comm"][0] / p.comm_raw_s["pp_comm"][0])

@@ -1,6 +1,7 @@
 """Bounded fuzzing (issue 7): random and mutated spec files into the loaders, random and mutated CSV rows
 into validate. Only InputError may escape a loader (the CLI prints it as one line, exit 2); validate_rows
 never raises. The targets live in fuzz/ (run them standalone for longer, see fuzz/README.md)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -26,8 +27,7 @@ def _load(name: str):
 fs = _load("fuzz_specs")
 fc = _load("fuzz_csv")
 
-BOUNDED = settings(max_examples=100, deadline=None, derandomize=True,
-                   suppress_health_check=list(HealthCheck))
+BOUNDED = settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
 @BOUNDED
@@ -67,10 +67,11 @@ def test_toml_writer_round_trips():
     """The fuzzer's TOML writer must write what tomllib reads back, or mutations test the writer."""
     import math
     import tomllib
+
     for _, doc, suffix in fs.SEEDS:
         if suffix == ".toml":
             assert tomllib.loads(fs.toml_dumps(doc)) == doc
-    odd = {"a b": [1, -2.5, True, "x\"y\\z\n\u00e9"], "t": {"k": {"v": 1}}, "n": math.inf}
+    odd = {"a b": [1, -2.5, True, 'x"y\\z\n\u00e9'], "t": {"k": {"v": 1}}, "n": math.inf}
     assert tomllib.loads(fs.toml_dumps(odd)) == odd
 
 

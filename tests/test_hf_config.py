@@ -3,6 +3,7 @@
 Fixtures under tests/fixtures/hf/<catalog id>/config.json are hand-written copies of the public
 HF configs (values from ../shared/reference/model_arch.md §4 and the sources in its §7).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,19 @@ FIX = Path(__file__).resolve().parent / "fixtures" / "hf"
 
 try:
     from perfmodel.specs.counts import param_counts
-except ImportError:          # counts.py not there (yet): skip the count checks
+except ImportError:  # counts.py not there (yet): skip the count checks
     param_counts = None
 
-CATALOG_FIXTURES = ["llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3",
-                    "kimi-k2", "llama4-scout", "llama4-maverick", "gpt-oss-120b"]
+CATALOG_FIXTURES = [
+    "llama3-8b",
+    "mixtral-8x7b",
+    "qwen3-30b-a3b",
+    "deepseek-v3",
+    "kimi-k2",
+    "llama4-scout",
+    "llama4-maverick",
+    "gpt-oss-120b",
+]
 
 
 def fixture(name: str) -> Path:
@@ -49,10 +58,16 @@ def load_doc(tmp_path: Path, doc: dict | str, **kw) -> ModelSpec:
 def arch(m: ModelSpec) -> dict:
     """The architecture fields (everything that decides counts and FLOPs; not seq_len or metadata)."""
     out = {
-        "num_layers": m.num_layers, "hidden_size": m.hidden_size, "vocab_size": m.vocab_size,
-        "tied_embeddings": m.tied_embeddings, "position_embedding": m.position_embedding,
-        "max_position_embeddings": m.max_position_embeddings, "norm": m.norm,
-        "norms_per_layer": m.norms_per_layer, "final_norm": m.final_norm, "mtp_layers": m.mtp_layers,
+        "num_layers": m.num_layers,
+        "hidden_size": m.hidden_size,
+        "vocab_size": m.vocab_size,
+        "tied_embeddings": m.tied_embeddings,
+        "position_embedding": m.position_embedding,
+        "max_position_embeddings": m.max_position_embeddings,
+        "norm": m.norm,
+        "norms_per_layer": m.norms_per_layer,
+        "final_norm": m.final_norm,
+        "mtp_layers": m.mtp_layers,
         "attention": m.attention.model_dump(),
         "ffn": m.ffn.model_dump(),
         "moe": None,
@@ -84,6 +99,7 @@ def expect_error(tmp_path: Path, doc: dict | str, field: str, *words: str) -> In
 
 # ---- loading against the catalog ----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mid", CATALOG_FIXTURES)
 def test_matches_catalog_architecture(mid):
     if mid not in catalog_ids("models"):
@@ -105,7 +121,7 @@ def test_llama3_8b_fields():
     assert not (a.qkv_bias or a.o_bias) and a.qk_norm == "none" and a.window == 0
     assert (m.ffn.activation, m.ffn.intermediate_size, m.ffn.bias) == ("swiglu", 14336, False)
     assert m.moe is None and not m.tied_embeddings and m.norm == "rmsnorm"
-    assert m.seq_len == 8192                      # max_position_embeddings <= 8192: full context
+    assert m.seq_len == 8192  # max_position_embeddings <= 8192: full context
     assert m.name == "llama llama3-8b"
     assert m.sources["num_layers"] == "config.json num_hidden_layers"
     assert m.path == str(fixture("llama3-8b"))
@@ -131,8 +147,8 @@ def test_mixtral_fields():
     m = load_model(str(fixture("mixtral-8x7b")))
     assert m.ffn.intermediate_size == 0 and m.num_moe_layers == 32
     assert (m.moe.num_experts, m.moe.top_k, m.moe.expert_intermediate_size, m.moe.shared_experts) == (8, 2, 14336, 0)
-    assert m.attention.window == 0                # sliding_window null
-    assert m.seq_len == 4096                      # 32768 context, no rope_scaling: assumed 4096
+    assert m.attention.window == 0  # sliding_window null
+    assert m.seq_len == 4096  # 32768 context, no rope_scaling: assumed 4096
     assert "assumed 4096" in m.sources["seq_len"]
 
 
@@ -141,7 +157,7 @@ def test_qwen3_moe_fields():
     a = m.attention
     assert (a.num_heads, a.num_kv_heads, a.head_dim, a.qk_norm) == (32, 4, 128, "rmsnorm")
     assert (m.moe.num_experts, m.moe.top_k, m.moe.expert_intermediate_size) == (128, 8, 768)
-    assert m.moe.shared_experts == 0 and m.ffn.intermediate_size == 0   # 6144 unused: all layers MoE
+    assert m.moe.shared_experts == 0 and m.ffn.intermediate_size == 0  # 6144 unused: all layers MoE
 
 
 def test_deepseek_v3_fields():
@@ -152,9 +168,9 @@ def test_deepseek_v3_fields():
     e = m.moe
     assert (e.num_experts, e.shared_experts, e.top_k, e.expert_intermediate_size) == (256, 1, 8, 2048)
     assert (e.first_dense_layers, e.interval, e.score_correction_bias) == (3, 1, True)
-    assert (e.route_groups, e.route_group_topk) == (8, 4)      # node-limited routing: n_group / topk_group
+    assert (e.route_groups, e.route_group_topk) == (8, 4)  # node-limited routing: n_group / topk_group
     assert m.num_moe_layers == 58 and m.ffn.intermediate_size == 18432 and m.mtp_layers == 1
-    assert m.seq_len == 4096                      # rope_scaling.original_max_position_embeddings
+    assert m.seq_len == 4096  # rope_scaling.original_max_position_embeddings
     assert "original_max_position_embeddings" in m.sources["seq_len"]
 
 
@@ -162,7 +178,7 @@ def test_kimi_k2_uses_deepseek_v3():
     m = load_model(str(fixture("kimi-k2")))
     assert m.name == "kimi_k2 kimi-k2"
     assert (m.attention.num_heads, m.moe.num_experts, m.moe.first_dense_layers, m.mtp_layers) == (64, 384, 1, 0)
-    assert m.moe.route_groups == 0                 # n_group = 1: routing is unrestricted
+    assert m.moe.route_groups == 0  # n_group = 1: routing is unrestricted
 
 
 def test_llama4_text_config():
@@ -190,6 +206,7 @@ def test_gpt_oss():
 
 
 # ---- conversions of HF conventions ---------------------------------------------------------------
+
 
 def test_defaults_for_optional_keys(tmp_path):
     doc = fixture_doc("llama3-8b")
@@ -220,15 +237,25 @@ def test_id_from_file_stem(tmp_path):
 def test_llama31_seq_len_from_rope_scaling(tmp_path):
     doc = fixture_doc("llama3-8b") | {
         "max_position_embeddings": 131072,
-        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}}
+        "rope_scaling": {
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+            "rope_type": "llama3",
+        },
+    }
     m = load_doc(tmp_path, doc)
     assert (m.seq_len, m.max_position_embeddings) == (8192, 131072)
 
 
 def test_mistral_sliding_window_every_layer(tmp_path):
-    doc = fixture_doc("llama3-8b") | {"model_type": "mistral", "sliding_window": 4096,
-                                      "max_position_embeddings": 32768, "vocab_size": 32000}
+    doc = fixture_doc("llama3-8b") | {
+        "model_type": "mistral",
+        "sliding_window": 4096,
+        "max_position_embeddings": 32768,
+        "vocab_size": 32000,
+    }
     m = load_doc(tmp_path, doc)
     assert m.attention.window == 4096 and m.num_windowed_layers == 32
 
@@ -252,8 +279,12 @@ def test_qwen3_moe_sparse_step(tmp_path):
 
 
 def test_deepseek_v2_lite_style(tmp_path):
-    doc = fixture_doc("deepseek-v3") | {"model_type": "deepseek_v2", "q_lora_rank": None,
-                                        "topk_method": "greedy", "first_k_dense_replace": 1}
+    doc = fixture_doc("deepseek-v3") | {
+        "model_type": "deepseek_v2",
+        "q_lora_rank": None,
+        "topk_method": "greedy",
+        "first_k_dense_replace": 1,
+    }
     del doc["num_nextn_predict_layers"]
     m = load_doc(tmp_path, doc)
     assert m.attention.q_lora_rank == 0 and not m.moe.score_correction_bias and m.mtp_layers == 0
@@ -261,6 +292,7 @@ def test_deepseek_v2_lite_style(tmp_path):
 
 
 # ---- bad input: one InputError naming the file and the HF key ----------------------------------
+
 
 def test_missing_hidden_size(tmp_path):
     doc = fixture_doc("llama3-8b")
@@ -323,7 +355,7 @@ def test_json_not_an_object(tmp_path):
     with pytest.raises(InputError, match="top level"):
         load_doc(tmp_path, "[1, 2, 3]", folder="list")
     with pytest.raises(InputError, match="top level"):
-        from_hf_config([1, 2], "x/config.json", ModelSpec)         # type: ignore[arg-type]
+        from_hf_config([1, 2], "x/config.json", ModelSpec)  # type: ignore[arg-type]
 
 
 def test_text_config_not_an_object(tmp_path):

@@ -7,6 +7,7 @@ and HFU >= MFU, step >= model FLOPs at peak, memory grows with the micro-batch a
 sharding (FSDP, or doubling dp, tp, pp, cp or ep), tokens/s x step = gbs x seq / GPUs, identical input gives
 bit-identical output, vectorised == one-by-one, everything finite.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from perfmodel.core.predict import Options, Prediction, predict_grid
 from perfmodel.specs.hardware import HardwareSpec, load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid, legality
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.core.predict import Options, Prediction, predict_grid
 
 MODELS = ("llama3-8b", "llama3-70b", "mixtral-8x7b", "deepseek-v3")
 HARDWARE = ("h100-sxm", "gb200-nvl72")
@@ -30,14 +31,17 @@ REL = 1e-9
 # PERFMODEL_INVARIANT_EXAMPLES=2000 pytest tests/test_invariants.py explores more (and randomly); the default
 # run is small and derandomized so the suite stays quick and reproducible.
 _EXAMPLES = os.environ.get("PERFMODEL_INVARIANT_EXAMPLES")
-SETTINGS = settings(max_examples=int(_EXAMPLES or 50), deadline=None, derandomize=_EXAMPLES is None,
-                    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(_EXAMPLES or 50),
+    deadline=None,
+    derandomize=_EXAMPLES is None,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
 
 
 def _legal(m: ModelSpec, lay: Layout) -> bool:
     a = m.attention
-    bad = legality(LayoutGrid.of(lay), m.num_layers, a.num_heads, a.num_kv_heads,
-                   m.moe.num_experts if m.moe else None)
+    bad = legality(LayoutGrid.of(lay), m.num_layers, a.num_heads, a.num_kv_heads, m.moe.num_experts if m.moe else None)
     return not any(bool(v[0]) for v in bad.values())
 
 
@@ -62,8 +66,20 @@ def cases(draw, mbs_max: int = 4):
     mbs = draw(st.sampled_from([1, 2, 4][: [1, 2, 4].index(mbs_max) + 1]))
     gbs = dp * mbs_max * draw(st.integers(1, 16))
     seq = draw(st.sampled_from([1024, 2048, 4096, 8192]))
-    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs,
-                 fsdp=draw(st.booleans()), recompute=draw(st.sampled_from(["none", "selective", "full"])))
+    lay = Layout(
+        gpus=gpus,
+        gbs=gbs,
+        seq=seq,
+        tp=tp,
+        pp=pp,
+        vp=vp,
+        cp=cp,
+        ep=ep,
+        etp=etp,
+        mbs=mbs,
+        fsdp=draw(st.booleans()),
+        recompute=draw(st.sampled_from(["none", "selective", "full"])),
+    )
     assume(_legal(m, lay))
     return m, hw, prec, lay
 
@@ -80,9 +96,14 @@ def _scaled(hw: HardwareSpec, section: str, updates: dict[str, float]) -> Hardwa
 
 
 def _all_arrays(p: Prediction) -> dict[str, np.ndarray]:
-    out = {"step_time_s": p.step_time_s, "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu, "mfu": p.mfu,
-           "hfu": p.hfu, "memory_bytes_per_gpu": p.memory_bytes_per_gpu,
-           "model_flops_per_token": p.model_flops_per_token}
+    out = {
+        "step_time_s": p.step_time_s,
+        "tokens_per_s_per_gpu": p.tokens_per_s_per_gpu,
+        "mfu": p.mfu,
+        "hfu": p.hfu,
+        "memory_bytes_per_gpu": p.memory_bytes_per_gpu,
+        "model_flops_per_token": p.model_flops_per_token,
+    }
     out.update({f"memory_parts.{k}": v for k, v in p.memory_parts.items()})
     out.update({f"breakdown_s.{k}": v for k, v in p.breakdown_s.items()})
     return {k: np.broadcast_to(np.asarray(v, dtype=float), p.step_time_s.shape) for k, v in out.items()}
@@ -112,6 +133,7 @@ def test_faster_hardware_is_never_slower(what, case, factor):
 
 # ---- utilisation and compute bounds -------------------------------------------------------------------
 
+
 @SETTINGS
 @given(case=cases())
 def test_mfu_hfu_and_compute_bound(case):
@@ -136,6 +158,7 @@ def test_tokens_times_step_is_tokens_per_gpu(case):
 
 # ---- memory -------------------------------------------------------------------------------------------
 
+
 @SETTINGS
 @given(case=cases(mbs_max=4))
 def test_memory_grows_with_micro_batch(case):
@@ -154,7 +177,7 @@ def test_fsdp_never_needs_more_memory(case):
     assert mem[1] <= mem[0] * (1 + REL), (lay, mem)
 
 
-SHARD = {   # doubling one axis on twice the GPUs (same micro-batches per replica): more sharding, same work
+SHARD = {  # doubling one axis on twice the GPUs (same micro-batches per replica): more sharding, same work
     "dp": lambda L: replace(L, gpus=2 * L.gpus, gbs=2 * L.gbs),
     "tp": lambda L: replace(L, gpus=2 * L.gpus, tp=2 * L.tp),
     "pp": lambda L: replace(L, gpus=2 * L.gpus, pp=2 * L.pp),
@@ -181,6 +204,7 @@ def test_more_sharding_never_needs_more_memory(axis, case):
 
 # ---- determinism, vectorised == one-by-one, finiteness ------------------------------------------------
 
+
 @SETTINGS
 @given(case=cases())
 def test_identical_input_identical_output(case):
@@ -191,10 +215,13 @@ def test_identical_input_identical_output(case):
         assert np.array_equal(a[k], b[k]), k
 
 
-@settings(max_examples=10, deadline=None, derandomize="INV_EXAMPLES" not in __import__("os").environ,
-          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
-@given(model=st.sampled_from(MODELS), hw_id=st.sampled_from(HARDWARE), prec=st.sampled_from(PRECISIONS),
-       data=st.data())
+@settings(
+    max_examples=10,
+    deadline=None,
+    derandomize="INV_EXAMPLES" not in __import__("os").environ,
+    suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+)
+@given(model=st.sampled_from(MODELS), hw_id=st.sampled_from(HARDWARE), prec=st.sampled_from(PRECISIONS), data=st.data())
 def test_vectorised_equals_one_by_one(model, hw_id, prec, data):
     m, hw = load_model(model), load_hardware(hw_id)
     layouts: list[Layout] = []

@@ -1,4 +1,5 @@
 """Activation memory of the pipeline schedules against hand-derived in-flight micro-batch counts."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,8 +18,8 @@ def _activations(pp: int, vp: int) -> float:
 
 def test_1f1b_first_rank_holds_pp_microbatches():
     # non-interleaved 1F1B: pp micro-batches in flight on the first rank (Narayanan et al. 2021 §2.2.1)
-    one = _activations(pp=1, vp=1)          # pp=1: one micro-batch of all 80 layers
-    four = _activations(pp=4, vp=1)         # 4 in flight x 20 layers = 80 layer-micro-batches
+    one = _activations(pp=1, vp=1)  # pp=1: one micro-batch of all 80 layers
+    four = _activations(pp=4, vp=1)  # 4 in flight x 20 layers = 80 layer-micro-batches
     assert four == pytest.approx(one, rel=1e-12)
 
 
@@ -35,19 +36,21 @@ def test_activations_per_layer_match_korthikanti_table2():
     import numpy as np
 
     from perfmodel.core.calibration import constants
-    from perfmodel.specs.layout import LayoutGrid
     from perfmodel.core.memory import layer_activation_bytes
-    from perfmodel.specs.hardware import load_hardware
-    from perfmodel.specs.model import load_model
     from perfmodel.core.workload import build
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import LayoutGrid
+    from perfmodel.specs.model import load_model
 
     m = load_model("gpt3-175b")
     s, b, t = 2048, 1, 8
     h, a = m.hidden_size, m.attention.num_heads
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=s, tp=t, mbs=b))
     from perfmodel.core.software import resolve
-    sw = resolve("megatron-lm-2022", ("attention_kernel=fa2",), m.id, False, load_hardware("a100-sxm-80gb"), "bf16",
-                 constants())
+
+    sw = resolve(
+        "megatron-lm-2022", ("attention_kernel=fa2",), m.id, False, load_hardware("a100-sxm-80gb"), "bf16", constants()
+    )
     assert sw.sequence_parallel
     (layer,) = build(m, grid, False, 1.0, constants(), sw).layers
     kept, full = layer_activation_bytes(layer, np.array(0))

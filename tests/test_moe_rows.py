@@ -1,4 +1,5 @@
 """MoE rows of validation/runs.csv: the model variants and stack facts they are predicted with."""
+
 import csv
 from pathlib import Path
 
@@ -35,11 +36,13 @@ def test_expert_linears_keep_their_quantised_inputs_under_fp8():
     # SwiGLU input (fc1 output) stays BF16. Worked case: Mixtral 8x7B, tp 1, ep 8, mbs 1, seq 4096: top-2
     # copies of 4096 tokens, hidden 4096, expert width 14336 (bytes per layer)
     import numpy as np
+
     from perfmodel.core import workload
     from perfmodel.core.calibration import constants
-    from perfmodel.specs.layout import Layout, LayoutGrid
     from perfmodel.core.predict import Options, software_of
     from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.layout import Layout, LayoutGrid
+
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
     grid = LayoutGrid.from_layouts([Layout(gpus=8, gbs=8, seq=4096, ep=8)])
     sw = software_of(m, hw, Options(precision="fp8"))
@@ -48,6 +51,7 @@ def test_expert_linears_keep_their_quantised_inputs_under_fp8():
         w = workload.build(m, grid, low, 1.0, constants(), sw)
         moe = [layer for layer in w.layers if layer.kind == "moe"][0]
         return {s.name: float(np.ravel(s.nbytes)[0]) for s in moe.saved}
+
     bf, f8 = saved(False), saved(True)
     copies = 4096 * 2
     assert bf["permuted tokens"] == 2 * copies * 4096 and f8["permuted tokens"] == 1 * copies * 4096
@@ -61,11 +65,14 @@ def test_flex_dispatcher_fuses_the_global_permute_into_the_dispatch():
     # into its kernels and keeps only the local one. Worked case on Mixtral 8x7B, ep 8, mbs 1, seq 4096: 8192 token
     # copies x 4096 hidden x (20 - 12) B forward with HybridEP against x 20 B with the all-to-all, backward twice
     import numpy as np
-    from perfmodel.core import constants as K, workload
+
+    from perfmodel.core import constants as K
+    from perfmodel.core import workload
     from perfmodel.core.calibration import constants
+    from perfmodel.core.predict import Options, software_of
     from perfmodel.specs.hardware import load_hardware
     from perfmodel.specs.layout import Layout, LayoutGrid
-    from perfmodel.core.predict import Options, software_of
+
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
     grid = LayoutGrid.from_layouts([Layout(gpus=8, gbs=8, seq=4096, ep=8)])
     c = constants()
@@ -76,6 +83,7 @@ def test_flex_dispatcher_fuses_the_global_permute_into_the_dispatch():
         moe = [layer for layer in workload.build(m, grid, False, 1.0, c, sw).layers if layer.kind == "moe"][0]
         s = [s for s in moe.streams if s.name == "token permute / unpermute"][0]
         return float(np.ravel(s.bytes_fwd)[0]), float(np.ravel(s.bytes_bwd)[0])
+
     copies = 4096 * 2
     assert permute("alltoall") == (20 * copies * 4096, 40 * copies * 4096)
     assert permute("hybridep") == permute("deepep") == (8 * copies * 4096, 16 * copies * 4096)

@@ -1,16 +1,17 @@
 """Issue 23: what the planner recommends must run. Memory on every distinct pipeline rank, TP overlap only
 inside the NVLink domain, impossible measurements refused, ties named, degenerate inputs refused."""
+
 from __future__ import annotations
 
 import pytest
-
 from cli_helpers import run_err, run_json
 from log_helpers import megatron_args, megatron_log
+
 from perfmodel import api
+from perfmodel.analysis.search import equivalents, parallel_axes
 from perfmodel.cli import main
 from perfmodel.specs.hardware import apply_overrides, load_hardware
 from perfmodel.specs.model import load_model
-from perfmodel.analysis.search import equivalents, parallel_axes
 
 DSV3 = dict(gpus=128, gbs=4096, seq=4096, tp=1, pp=32, ep=4, mbs=2, recompute="full")
 
@@ -31,11 +32,16 @@ def test_deepseek_v3_memory_is_checked_on_every_pipeline_rank():
 
 
 def test_size_recommends_a_layout_that_fits_on_its_fullest_rank(capsys):
-    (d,) = run_json(capsys, ["size", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--tokens", "1e9", "--days", "1"])
-    lay = {k: d["layout"][k] for k in ("gpus", "gbs", "seq", "tp", "pp", "vp", "cp", "ep", "etp", "mbs", "fsdp", "recompute")}
+    (d,) = run_json(
+        capsys, ["size", "--model", "deepseek-v3", "--hardware", "h100-sxm", "--tokens", "1e9", "--days", "1"]
+    )
+    lay = {
+        k: d["layout"][k]
+        for k in ("gpus", "gbs", "seq", "tp", "pp", "vp", "cp", "ep", "etp", "mbs", "fsdp", "recompute")
+    }
     p = api.predict("deepseek-v3", "h100-sxm", api.Layout(**lay), "bf16").row(0)
     assert p["fits"] and p["memory_bytes_per_gpu"] == pytest.approx(d["memory_bytes_per_gpu"])
-    assert d["gpus"] > 128            # 128 GPUs (tp1 pp32 ep4) was the old, wrong answer
+    assert d["gpus"] > 128  # 128 GPUs (tp1 pp32 ep4) was the old, wrong answer
 
 
 def _tps(layout, sets=(), hw="h100-sxm", stack_set=()):
@@ -56,15 +62,48 @@ def test_tp_overlap_of_userbuffers_stops_at_the_nvlink_domain():
 
 
 def test_search_for_405b_on_h100_keeps_tp_inside_the_node(capsys):
-    out = run_json(capsys, ["search", "--model", "llama3.1-405b", "--hardware", "h100-sxm", "--gpus", "16384",
-                            "--gbs", "2048", "--seq", "8192", "--top", "3"])
+    out = run_json(
+        capsys,
+        [
+            "search",
+            "--model",
+            "llama3.1-405b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "16384",
+            "--gbs",
+            "2048",
+            "--seq",
+            "8192",
+            "--top",
+            "3",
+        ],
+    )
     assert all(e["layout"]["tp"] <= 8 for e in out["top"])
     assert all(not e["leaves_nvlink_domain"]["tp"] for e in out["top"])
 
 
 def test_predict_flags_and_warns_a_group_that_leaves_the_domain(capsys):
-    args = ["predict", "--model", "llama3.1-405b", "--hardware", "h100-sxm", "--gpus", "2048", "--tp", "16", "--pp", "8",
-            "--vp", "2", "--gbs", "512", "--seq", "8192"]
+    args = [
+        "predict",
+        "--model",
+        "llama3.1-405b",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "2048",
+        "--tp",
+        "16",
+        "--pp",
+        "8",
+        "--vp",
+        "2",
+        "--gbs",
+        "512",
+        "--seq",
+        "8192",
+    ]
     out = run_json(capsys, args)
     assert out["leaves_nvlink_domain"] == {"tp": True, "tp_cp": True, "ep": False}
     assert main(args) == 0
@@ -74,8 +113,15 @@ def test_predict_flags_and_warns_a_group_that_leaves_the_domain(capsys):
 
 def test_check_refuses_an_impossible_measurement(tmp_path, capsys):
     # Llama 3 70B on 64 H100 at 300 ms per step of 128 x 8192 tokens: 54,613 tokens/s/GPU, ~25x the dense peak
-    a = megatron_args(tensor_model_parallel_size=4, pipeline_model_parallel_size=4, virtual_pipeline_model_parallel_size=5,
-                      context_parallel_size=2, world_size=64, data_parallel_size=2, global_batch_size=128)
+    a = megatron_args(
+        tensor_model_parallel_size=4,
+        pipeline_model_parallel_size=4,
+        virtual_pipeline_model_parallel_size=5,
+        context_parallel_size=2,
+        world_size=64,
+        data_parallel_size=2,
+        global_batch_size=128,
+    )
     f = tmp_path / "fast.log"
     f.write_text(megatron_log(a, [300.0] * 5))
     err = run_err(capsys, ["check", str(f), "--hardware", "h100-sxm"])
@@ -83,8 +129,11 @@ def test_check_refuses_an_impossible_measurement(tmp_path, capsys):
 
 
 def test_ties_name_the_layout_with_the_fewest_parallel_axes():
-    lays = [dict(tp=8, pp=8, vp=4, cp=2, ep=1, etp=1, fsdp=False), dict(tp=8, pp=8, vp=1, cp=1, ep=1, etp=1, fsdp=False),
-            dict(tp=8, pp=16, vp=1, cp=1, ep=1, etp=1, fsdp=False)]
+    lays = [
+        dict(tp=8, pp=8, vp=4, cp=2, ep=1, etp=1, fsdp=False),
+        dict(tp=8, pp=8, vp=1, cp=1, ep=1, etp=1, fsdp=False),
+        dict(tp=8, pp=16, vp=1, cp=1, ep=1, etp=1, fsdp=False),
+    ]
     assert [parallel_axes(x) for x in lays] == [4, 2, 2]
     eq = equivalents([100.0, 95.0, 90.0], lays, 0.93)
     # within 0.93x of the leader: #1 and #2 (#3 at 0.90x is not); #2 uses fewer axes
@@ -93,8 +142,24 @@ def test_ties_name_the_layout_with_the_fewest_parallel_axes():
 
 
 def test_size_takes_fix_and_max(capsys):
-    (d,) = run_json(capsys, ["size", "--model", "llama3-70b", "--hardware", "h100-sxm", "--tokens", "1e11", "--gpus", "256",
-                             "--fix", "tp=4", "--max", "pp=4"])
+    (d,) = run_json(
+        capsys,
+        [
+            "size",
+            "--model",
+            "llama3-70b",
+            "--hardware",
+            "h100-sxm",
+            "--tokens",
+            "1e11",
+            "--gpus",
+            "256",
+            "--fix",
+            "tp=4",
+            "--max",
+            "pp=4",
+        ],
+    )
     assert d["layout"]["tp"] == 4 and d["layout"]["pp"] <= 4
     assert d["search_constraints"] == {"fix": {"tp": 4}, "cap": {"pp": 4, "etp": 2}}
     # the sequence defaults to the model's own pre-training length (models/llama3-70b.toml seq_len)
@@ -104,6 +169,22 @@ def test_size_takes_fix_and_max(capsys):
 def test_fewer_tokens_than_one_batch_is_refused(capsys):
     err = run_err(capsys, ["size", "--model", "llama3-8b", "--hardware", "h100-sxm", "--tokens", "1000", "--days", "1"])
     assert "fewer than one global batch" in err
-    err = run_err(capsys, ["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64",
-                           "--seq", "8192", "--tokens", "1e5"])
+    err = run_err(
+        capsys,
+        [
+            "cost",
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--gbs",
+            "64",
+            "--seq",
+            "8192",
+            "--tokens",
+            "1e5",
+        ],
+    )
     assert "fewer than one global batch" in err

@@ -1,14 +1,15 @@
 """Pipeline parallelism: layer splits, stage signatures, schedules and in-flight activations, each against a
 case worked by hand from Narayanan et al. 2021 §2.2 and Megatron-Core's split rules (parallel/pp.py)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from perfmodel.api import Layout, predict
+from perfmodel.core.parallel import pp
 from perfmodel.specs.layout import LayoutGrid, legality
 from perfmodel.specs.model import load_model
-from perfmodel.core.parallel import pp
 
 
 def test_even_split():
@@ -52,10 +53,10 @@ def test_mtp_and_loss_take_layer_slots():
 def test_bridge_map_layout_of_deepseek_v3():
     # Megatron-Bridge recipes/deepseek/deepseek_v3.py layout map, 61 layers + 1 MTP (s = 64 / C slots):
     # [embedding + s decoders], (C - 2) x [s], [s - 3 decoders + mtp + loss]
-    assert pp.chunk_layers(61, 16, 1, 1, "bridge_map") == [4] + [4] * 14 + [1]          # (16, 1): 4 | 4 x 14 | 1
-    assert pp.chunk_layers(61, 4, 4, 1, "bridge_map") == [4] * 15 + [1]                 # (4, 4), GB300 'Et*4|(t*4|)*14tmL'
-    assert pp.chunk_layers(61, 8, 1, 1, "bridge_map") == [8] * 7 + [5]                  # (8, 1): 8 | 8 x 6 | 5
-    assert pp.chunk_layers(61, 4, 1, 1, "bridge_map") == [16, 16, 16, 13]               # (4, 1)
+    assert pp.chunk_layers(61, 16, 1, 1, "bridge_map") == [4] + [4] * 14 + [1]  # (16, 1): 4 | 4 x 14 | 1
+    assert pp.chunk_layers(61, 4, 4, 1, "bridge_map") == [4] * 15 + [1]  # (4, 4), GB300 'Et*4|(t*4|)*14tmL'
+    assert pp.chunk_layers(61, 8, 1, 1, "bridge_map") == [8] * 7 + [5]  # (8, 1): 8 | 8 x 6 | 5
+    assert pp.chunk_layers(61, 4, 1, 1, "bridge_map") == [16, 16, 16, 13]  # (4, 1)
     for p, v in ((16, 1), (4, 4), (8, 1), (4, 1)):
         assert sum(pp.chunk_layers(61, p, v, 1, "bridge_map")) == 61
     # s = 2 leaves no room (H100 pp8 vp4): the presets' own 'Et|(tt|)*30mL', the slot rule
@@ -63,7 +64,7 @@ def test_bridge_map_layout_of_deepseek_v3():
     # without MTP the maps keep their counts (Kimi-K2's map; DeepSeek-V3's with mtp_num_layers unset): the loss
     # beside one decoder layer, where Megatron-Core's own split would give 3 | 4 x 13 | 3 | 3
     assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == [4] * 15 + [1]
-    assert pp.chunk_layers(61, 2, 8, 0, "bridge_map") == [4] * 15 + [1]                 # Kimi-K2 (2, 8)
+    assert pp.chunk_layers(61, 2, 8, 0, "bridge_map") == [4] * 15 + [1]  # Kimi-K2 (2, 8)
     assert pp.chunk_layers(61, 16, 1, 0) == [3] + [4] * 13 + [3, 3]
     # a (pp, vp) the maps do not list (pp2 vp4, pp3) or a layer count 64 / C does not fit: the map has no say
     assert pp.chunk_layers(61, 2, 4, 0, "bridge_map") == pp.chunk_layers(61, 2, 4, 0)
@@ -82,9 +83,11 @@ def test_pipeline_layout_reaches_the_prediction():
     # slowest rank is lighter and the step shorter; the stack feature selects it
     from perfmodel.api import predict
     from perfmodel.specs.layout import Layout
+
     L = Layout(gpus=256, gbs=4096, seq=4096, pp=16, ep=8, mbs=1, recompute="selective")
-    a = predict("deepseek-v3", "b200", L, precision="mxfp8", stack="nemo-26.04",
-                stack_set=("pipeline_layout=module_slots",))
+    a = predict(
+        "deepseek-v3", "b200", L, precision="mxfp8", stack="nemo-26.04", stack_set=("pipeline_layout=module_slots",)
+    )
     b = predict("deepseek-v3", "b200", L, precision="mxfp8", stack="nemo-26.04")
     assert b.breakdown_s["stage_imbalance"][0] < a.breakdown_s["stage_imbalance"][0]
     assert b.step_time_s[0] < a.step_time_s[0]
@@ -94,24 +97,33 @@ def test_deepseek_dense_layers_land_on_the_first_rank():
     m = load_model("deepseek-v3")
     kinds = tuple(0 if not m.is_moe_layer(i) else 1 for i in range(m.num_layers))
     counts = pp.rank_table(kinds, 2, 16, 1)
-    assert counts[0] == (3, 0)                    # the 3 dense first layers, nothing else
+    assert counts[0] == (3, 0)  # the 3 dense first layers, nothing else
     assert counts[1] == (0, 4) and counts[15] == (0, 3)
     sig = pp.signatures(kinds, 2, 16, 1)
     assert sum(n for *_, n in sig) == 16
-    assert {(c, e, h) for c, e, h, _ in sig} == {((3, 0), True, False), ((0, 4), False, False),
-                                                ((0, 3), False, False), ((0, 3), False, True)}
+    assert {(c, e, h) for c, e, h, _ in sig} == {
+        ((3, 0), True, False),
+        ((0, 4), False, False),
+        ((0, 3), False, False),
+        ((0, 3), False, True),
+    }
 
 
-@pytest.mark.parametrize("p,v,m,total", [
-    (4, 1, 8, 11.0),         # 1F1B: (m + pp - 1) t
-    (4, 2, 8, 9.5),          # interleaved: m t + (pp - 1) t / vp
-    (4, 2, 1, 4.0),          # m < pp: pp t + (m - 1) t / vp -- interleaving buys nothing
-    (4, 4, 2, 4.25),         # m < pp: 4 + 1/4
-    (1, 1, 8, 8.0),          # no pipeline
-])
+@pytest.mark.parametrize(
+    "p,v,m,total",
+    [
+        (4, 1, 8, 11.0),  # 1F1B: (m + pp - 1) t
+        (4, 2, 8, 9.5),  # interleaved: m t + (pp - 1) t / vp
+        (4, 2, 1, 4.0),  # m < pp: pp t + (m - 1) t / vp -- interleaving buys nothing
+        (4, 4, 2, 4.25),  # m < pp: 4 + 1/4
+        (1, 1, 8, 8.0),  # no pipeline
+    ],
+)
 def test_schedule_equal_stages(p, v, m, total):
     t = 1.0
-    got, bubble = pp.schedule_time(np.array(t), np.array(p * t), np.array(float(p)), np.array(float(v)), np.array(float(m)))
+    got, bubble = pp.schedule_time(
+        np.array(t), np.array(p * t), np.array(float(p)), np.array(float(v)), np.array(float(m))
+    )
     assert float(got) == pytest.approx(total) and float(bubble) == pytest.approx(total - m * t)
 
 
@@ -133,9 +145,13 @@ def test_in_flight_per_rank():
 
 
 def test_interleaving_needs_microbatches_multiple_of_pp():
-    g = LayoutGrid.from_layouts([Layout(gpus=16, gbs=3, seq=4096, tp=8, pp=2, vp=2),
-                                 Layout(gpus=16, gbs=4, seq=4096, tp=8, pp=2, vp=2),
-                                 Layout(gpus=16, gbs=3, seq=4096, tp=8, pp=2, vp=1)])
+    g = LayoutGrid.from_layouts(
+        [
+            Layout(gpus=16, gbs=3, seq=4096, tp=8, pp=2, vp=2),
+            Layout(gpus=16, gbs=4, seq=4096, tp=8, pp=2, vp=2),
+            Layout(gpus=16, gbs=3, seq=4096, tp=8, pp=2, vp=1),
+        ]
+    )
     bad = legality(g, 80, 64, 8, None)["interleave"]
     assert bad.tolist() == [True, False, False]
 
@@ -150,7 +166,11 @@ def test_fewer_microbatches_than_stages_is_not_bubble_free():
 def test_last_stage_carries_the_head():
     """pp=2: the last rank holds the LM head, loss and MTP; its stage is the slower one and the step's
     stage_imbalance is positive (the even average would hide it)."""
-    p = predict("deepseek-v3", "gb200-nvl72", Layout(gpus=256, gbs=1024, seq=4096, pp=2, ep=64), ).row(0)
+    p = predict(
+        "deepseek-v3",
+        "gb200-nvl72",
+        Layout(gpus=256, gbs=1024, seq=4096, pp=2, ep=64),
+    ).row(0)
     assert p["breakdown_s"]["stage_imbalance"] > 0
     step = sum(p["breakdown_s"].values())
     assert step == pytest.approx(p["step_time_s"], rel=1e-12)
@@ -165,12 +185,20 @@ def test_gpipe_holds_every_microbatch():
     assert [float(pp.in_flight(p, v, m, r, "1f1b")) for r in range(4)] == [4, 3, 2, 1]
     # ... and through memory.py: toy dense, 8 GPUs at tp 2, pp 2, 8 micro-batches of 1 sequence: rank 0 holds
     # 8 x its 2 layers' 38,830,080 B instead of 2 x
-    from perfmodel.specs.layout import Layout, LayoutGrid
-    from perfmodel.core.predict import Options, predict_grid
     from toy import toy_consts, toy_dense, toy_hw
+
+    from perfmodel.core.predict import Options, predict_grid
+    from perfmodel.specs.layout import Layout, LayoutGrid
+
     lay = LayoutGrid.of(Layout(gpus=8, gbs=16, seq=2048, tp=2, pp=2))
-    act = {s: float(predict_grid(toy_dense(), toy_hw(), lay, Options(consts=toy_consts(), stack_set=(
-        f"pipeline_schedule={s}",))).memory_stages["first"][0]) for s in ("1f1b", "gpipe")}
+    act = {
+        s: float(
+            predict_grid(
+                toy_dense(), toy_hw(), lay, Options(consts=toy_consts(), stack_set=(f"pipeline_schedule={s}",))
+            ).memory_stages["first"][0]
+        )
+        for s in ("1f1b", "gpipe")
+    }
     assert act["gpipe"] - act["1f1b"] == pytest.approx((8 - 2) * 2 * 38830080, rel=1e-12)
 
 
@@ -179,4 +207,4 @@ def test_bridge_map_never_leaves_a_chunk_without_layers():
     model on 16 chunks (s = 48 / 16 = 3) would get [3] x 15 + [0], so it takes Megatron-Core's split instead."""
     assert pp.chunk_layers(45, 16, 1, 0, "bridge_map") == pp.chunk_layers(45, 16, 1, 0)
     assert min(pp.chunk_layers(45, 16, 1, 0, "bridge_map")) > 0
-    assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == [4] * 15 + [1]       # s = 4: the map
+    assert pp.chunk_layers(61, 16, 1, 0, "bridge_map") == [4] * 15 + [1]  # s = 4: the map

@@ -1,14 +1,15 @@
 """Properties of the cost model checked against hand-derived cases and published observations."""
+
 import numpy as np
 import pytest
 
 from perfmodel.api import Layout, LayoutGrid, predict, predict_many
 from perfmodel.core.calibration import constants
 from perfmodel.core.compute import gemm_time
+from perfmodel.core.workload import attention_gemms, mlp_gemms
 from perfmodel.specs.counts import param_counts
 from perfmodel.specs.hardware import load_hardware
 from perfmodel.specs.model import load_model
-from perfmodel.core.workload import attention_gemms, mlp_gemms
 
 
 def test_gpt3_tp4_beats_tp8_on_h100():
@@ -17,15 +18,23 @@ def test_gpt3_tp4_beats_tp8_on_h100():
     tp4 = predict("gpt3-175b", "h100-sxm", Layout(tp=4, **kw)).row(0)
     tp8 = predict("gpt3-175b", "h100-sxm", Layout(tp=8, **kw)).row(0)
     assert tp4["tokens_per_s_per_gpu"] > tp8["tokens_per_s_per_gpu"]
-    assert tp4["breakdown_s"]["gemm"] < tp8["breakdown_s"]["gemm"]      # shorter K is less efficient
+    assert tp4["breakdown_s"]["gemm"] < tp8["breakdown_s"]["gemm"]  # shorter K is less efficient
 
 
 def test_gemm_time_hand_case():
     """Roofline by hand: 2MNK / (peak * eff_best * sustained * size factors) + fixed cost."""
     hw, c = load_hardware("h100-sxm"), constants()
     M = N = K = 8192
-    eff = (hw.efficiency.gemm_bf16 * c.tensor_sustained * K / (K + c.gemm_k_half)
-           * M / (M + c.gemm_mn_half) * N / (N + c.gemm_mn_half))
+    eff = (
+        hw.efficiency.gemm_bf16
+        * c.tensor_sustained
+        * K
+        / (K + c.gemm_k_half)
+        * M
+        / (M + c.gemm_mn_half)
+        * N
+        / (N + c.gemm_mn_half)
+    )
     expect = 2 * M * N * K / (hw.peak_flops.bf16 * eff) + c.kernel_fixed_s
     assert float(gemm_time(M, N, K, hw, "bf16", c)) == pytest.approx(expect, rel=1e-12)
 
@@ -37,6 +46,7 @@ def test_workload_gemms_match_matmul_params(mid):
     T, one = np.array([1.0]), np.array([1.0])
     attn = sum(float(g.N[0] * g.K[0] * g.count) for g in attention_gemms(m, T, one))
     from perfmodel.specs.counts import attention_params
+
     assert attn == attention_params(m)[1]
     if m.num_dense_ffn_layers:
         mlp = sum(float(g.N[0] * g.K[0]) for g in mlp_gemms(m, T, m.ffn.intermediate_size, one))
@@ -45,7 +55,10 @@ def test_workload_gemms_match_matmul_params(mid):
 
 def test_vectorised_equals_single():
     m = "llama3-8b"
-    lays = [Layout(gpus=16, gbs=64, seq=8192, tp=t, pp=p, cp=c, mbs=1) for t, p, c in ((1, 1, 2), (2, 2, 1), (4, 1, 1), (1, 2, 1))]
+    lays = [
+        Layout(gpus=16, gbs=64, seq=8192, tp=t, pp=p, cp=c, mbs=1)
+        for t, p, c in ((1, 1, 2), (2, 2, 1), (4, 1, 1), (1, 2, 1))
+    ]
     many = predict_many(m, "h100-sxm", LayoutGrid.from_layouts(lays))
     for i, lay in enumerate(lays):
         one = predict(m, "h100-sxm", lay)
@@ -75,6 +88,7 @@ def test_full_recompute_costs_time_and_saves_memory():
 def test_moe_all_to_all_cheaper_inside_nvl72():
     """cost_report.md: a 64-GPU all-to-all is far faster inside one NVL72 than across 64 H100s."""
     from perfmodel.core import comm
+
     h100, gb200 = load_hardware("h100-sxm"), load_hardware("gb200-nvl72")
     nbytes = 1e9
     assert comm.all_to_all_time(nbytes, 64, 1, gb200) * 5 < comm.all_to_all_time(nbytes, 64, 1, h100)
@@ -91,13 +105,25 @@ def test_factorised_grid_equals_one_layout_at_a_time():
     first layers, gets what it gets alone, to 1e-12."""
     from perfmodel.specs.layout import legality
     from perfmodel.specs.model import load_model
+
     m = load_model("deepseek-v3")
     rng = np.random.default_rng(3)
     n = 400
     pick = lambda v: rng.choice(np.array(v, dtype=np.int64), n)
-    g = LayoutGrid(gpus=np.full(n, 1024), gbs=np.full(n, 4096), seq=pick([2048, 4096]), tp=pick([1, 2, 4, 8]),
-                   pp=pick([1, 2, 4, 8, 16]), vp=pick([1, 2]), cp=pick([1, 2]), ep=pick([8, 16, 32, 64]),
-                   etp=pick([1, 2]), mbs=pick([1, 2]), fsdp=rng.random(n) < 0.2, recompute=pick([0, 1, 2]))
+    g = LayoutGrid(
+        gpus=np.full(n, 1024),
+        gbs=np.full(n, 4096),
+        seq=pick([2048, 4096]),
+        tp=pick([1, 2, 4, 8]),
+        pp=pick([1, 2, 4, 8, 16]),
+        vp=pick([1, 2]),
+        cp=pick([1, 2]),
+        ep=pick([8, 16, 32, 64]),
+        etp=pick([1, 2]),
+        mbs=pick([1, 2]),
+        fsdp=rng.random(n) < 0.2,
+        recompute=pick([0, 1, 2]),
+    )
     a = m.attention
     ok = ~np.any(np.stack(list(legality(g, m.num_layers, a.num_heads, a.num_kv_heads, m.moe.num_experts).values())), 0)
     g = g.take(np.flatnonzero(ok)[:120])

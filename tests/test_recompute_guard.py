@@ -1,15 +1,15 @@
 """Selective recompute on a stack that names no recompute modules (torchtitan's op-level SAC, Composer's block
 checkpointing): refused by predict, skipped by the planner, never inferred by validate."""
-import numpy as np
+
 import pytest
 
+from perfmodel.analysis.search import search
+from perfmodel.analysis.validate import _mode_fits, _mode_grid, _predict_row
+from perfmodel.core.predict import Options, predict_grid
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid
 from perfmodel.specs.model import load_model
-from perfmodel.core.predict import Options, predict_grid
-from perfmodel.analysis.search import search
-from perfmodel.analysis.validate import _mode_fits, _mode_grid, _predict_row
 
 
 def _setup():
@@ -35,7 +35,7 @@ def test_search_skips_selective_without_modules():
     assert res.top is not None and 1 not in set(res.top.layouts.recompute.tolist())
     assert set(res.space.recompute.tolist()) == {0, 2}
     with_mods = search(m, hw, 8, 64, 4096, Options(stack="torchtitan-2025", stack_set=("recompute_modules=core_attn",)))
-    assert with_mods.legal == res.legal * 3 // 2            # none / full -> none / selective / full
+    assert with_mods.legal == res.legal * 3 // 2  # none / full -> none / selective / full
 
 
 def test_validate_never_infers_selective_without_modules():

@@ -11,6 +11,7 @@ The two measurements at full scale (a 100,000-row CSV and a 10.8M-layout search,
 peak-memory bound) are slow and opt-in: set PERFMODEL_SCALE_TEST=1 to run them. Figures:
 benchmarks/README.md.
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,17 +31,30 @@ from perfmodel.analysis import search as S
 from perfmodel.analysis import validate as V
 from perfmodel.api import load_hardware, load_model
 from perfmodel.cli import main
-from perfmodel.errors import InputError
 from perfmodel.core.predict import Options
+from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = data_dir("validation") / "runs.csv"
-SCALE = pytest.mark.skipif(not os.environ.get("PERFMODEL_SCALE_TEST"),
-                           reason="full-scale measurement (~10 s); set PERFMODEL_SCALE_TEST=1 to run")
+SCALE = pytest.mark.skipif(
+    not os.environ.get("PERFMODEL_SCALE_TEST"),
+    reason="full-scale measurement (~10 s); set PERFMODEL_SCALE_TEST=1 to run",
+)
 # a 10.8M-layout search: ~8 s on one core, long enough to interrupt
-BIG_SEARCH = ["search", "--model", "qwen3-235b-a22b", "--hardware", "gb200-nvl72", "--gpus", "24576",
-              "--gbs", "24576", "--seq", "32768"]
+BIG_SEARCH = [
+    "search",
+    "--model",
+    "qwen3-235b-a22b",
+    "--hardware",
+    "gb200-nvl72",
+    "--gpus",
+    "24576",
+    "--gbs",
+    "24576",
+    "--seq",
+    "32768",
+]
 
 
 def _bits(x: float) -> str:
@@ -57,22 +71,37 @@ def _per_row_reference(rows: list[dict], base: Path) -> tuple[list[tuple], list[
             published = bool((row.get("recompute") or "").strip())
             p, inferred = V._predict_row(model, hw, lay, opts, published)
             # a layout that fits with no recompute mode is refused (validate's rule, applied to this row alone)
-            why = V._cannot_fit(V._Row(rid, "", model, hw, lay, opts, 0.0, published, "", None), V._Scored(p, 0, inferred))
+            why = V._cannot_fit(
+                V._Row(rid, "", model, hw, lay, opts, 0.0, published, "", None), V._Scored(p, 0, inferred)
+            )
             if why:
                 raise ValueError(why)
         except (InputError, ValueError, KeyError) as exc:
             unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
             continue
-        err = (float(p.tokens_per_s_per_gpu[0]) - float(row["tokens_per_s_per_gpu"])) / float(row["tokens_per_s_per_gpu"])
+        err = (float(p.tokens_per_s_per_gpu[0]) - float(row["tokens_per_s_per_gpu"])) / float(
+            row["tokens_per_s_per_gpu"]
+        )
         cause = V.likely_cause(p) if err > 0.25 else ""
-        out.append((rid, _bits(p.tokens_per_s_per_gpu[0]), _bits(p.mfu[0]), bool(p.fits[0]),
-                    {k: _bits(v[0]) for k, v in p.breakdown_s.items()}, inferred, cause))
+        out.append(
+            (
+                rid,
+                _bits(p.tokens_per_s_per_gpu[0]),
+                _bits(p.mfu[0]),
+                bool(p.fits[0]),
+                {k: _bits(v[0]) for k, v in p.breakdown_s.items()},
+                inferred,
+                cause,
+            )
+        )
     return out, unsupported
 
 
 def _summary(rep: V.Report) -> list[tuple]:
-    return [(r.run_id, _bits(r.predicted), _bits(r.mfu), r.fits, {k: _bits(v) for k, v in r.breakdown.items()})
-            for r in rep.results]
+    return [
+        (r.run_id, _bits(r.predicted), _bits(r.mfu), r.fits, {k: _bits(v) for k, v in r.breakdown.items()})
+        for r in rep.results
+    ]
 
 
 def _write_big_csv(path: Path, n: int) -> None:
@@ -86,17 +115,18 @@ def _write_big_csv(path: Path, n: int) -> None:
 
 # ---- validation ---------------------------------------------------------------------------------------
 
+
 def test_batched_validation_is_bit_identical_to_per_row():
     rows = V.read_csv(RUNS)
     ref, ref_unsupported = _per_row_reference(rows, RUNS.parent)
     rep = V.validate_file(RUNS)
     assert rep.given == len(rows) and rep.unsupported == ref_unsupported
-    assert [r.run_id for r in rep.results] == [x[0] for x in ref]            # row order kept
+    assert [r.run_id for r in rep.results] == [x[0] for x in ref]  # row order kept
     assert _summary(rep) == [x[:5] for x in ref]
     for r, (_, _, _, _, _, inferred, cause) in zip(rep.results, ref):
         assert (f"recompute={inferred} inferred" in r.verdict) == bool(inferred), r.verdict
         assert cause in r.verdict
-    assert any("inferred" in r.verdict for r in rep.results)                # the recompute path is exercised
+    assert any("inferred" in r.verdict for r in rep.results)  # the recompute path is exercised
 
 
 def test_chunk_size_does_not_change_results():
@@ -112,7 +142,7 @@ def test_group_failure_falls_back_to_rows(monkeypatch):
     rows = [r for r in V.read_csv(RUNS) if r["model"] == "llama3-70b" and r["hardware"] == "h100-sxm"][:6]
     assert len(rows) >= 3
     bad_id = rows[1]["run_id"]
-    rows[1] = {**rows[1], "global_batch": str(int(rows[1]["global_batch"]) * 1024)}   # a gbs no other row has
+    rows[1] = {**rows[1], "global_batch": str(int(rows[1]["global_batch"]) * 1024)}  # a gbs no other row has
     bad_gbs = int(rows[1]["global_batch"])
     real = V.predict_grid
 
@@ -133,12 +163,12 @@ def test_spec_cells_loaded_once(monkeypatch):
     monkeypatch.setattr(V, "load_model", lambda ref: calls.append(ref) or real(ref))
     rows = V.read_csv(RUNS)
     V.validate_rows(rows, RUNS.parent)
-    assert calls and len(calls) == len(set(calls))          # each distinct model cell loaded once
+    assert calls and len(calls) == len(set(calls))  # each distinct model cell loaded once
 
 
 def test_streamed_csv_matches_read_csv(tmp_path):
     p = tmp_path / "runs.csv"
-    text = RUNS.read_text(encoding="utf-8").replace("\n", "\n\n", 5)         # blank lines are skipped
+    text = RUNS.read_text(encoding="utf-8").replace("\n", "\n\n", 5)  # blank lines are skipped
     p.write_text(text, encoding="utf-8")
     assert V.count_rows(p) == len(V.read_csv(p)) == len(list(V.iter_csv(p))) == len(V.read_csv(RUNS))
 
@@ -178,7 +208,7 @@ def test_small_chunks_give_the_same_search(monkeypatch, mid, hid, gpus, gbs, seq
     m, hw, opts = load_model(mid), load_hardware(hid), Options("bf16")
     ref = S.search(m, hw, gpus, gbs, seq, opts, keep_scores=True)
     monkeypatch.setattr(S, "ENUM_ROWS", 300)
-    monkeypatch.setattr(S, "SCORE_CHUNK", 600)              # > 8 chunks: top K and front re-pruned
+    monkeypatch.setattr(S, "SCORE_CHUNK", 600)  # > 8 chunks: top K and front re-pruned
     calls: list[tuple[int, int]] = []
     got = S.search(m, hw, gpus, gbs, seq, opts, keep_scores=True, on_chunk=lambda d, t: calls.append((d, t)))
     assert (got.legal, got.fits) == (ref.legal, ref.fits)
@@ -193,6 +223,7 @@ def test_small_chunks_give_the_same_search(monkeypatch, mid, hid, gpus, gbs, seq
 
 # ---- Ctrl-C -------------------------------------------------------------------------------------------
 
+
 def _assert_clean_interrupt(rc: int, out: str, err: str) -> str:
     assert rc == 130, (rc, err[-2000:])
     assert "Traceback" not in out + err, err[-2000:]
@@ -204,6 +235,7 @@ def _assert_clean_interrupt(rc: int, out: str, err: str) -> str:
 
 def test_search_interrupt_message(capsys, monkeypatch):
     import perfmodel.commands.search as cmd
+
     real = cmd.search
 
     def interrupted_at_2(*a, on_chunk=None, **kw):
@@ -211,11 +243,26 @@ def test_search_interrupt_message(capsys, monkeypatch):
             on_chunk(done, total)
             if done == 2:
                 raise KeyboardInterrupt
+
         return real(*a, on_chunk=cb, **kw)
 
     monkeypatch.setattr(cmd, "search", interrupted_at_2)
-    rc = main(["search", "--model", "deepseek-v3", "--hardware", "gb200-nvl72", "--gpus", "256", "--gbs", "1024",
-               "--seq", "4096", "--json"])
+    rc = main(
+        [
+            "search",
+            "--model",
+            "deepseek-v3",
+            "--hardware",
+            "gb200-nvl72",
+            "--gpus",
+            "256",
+            "--gbs",
+            "1024",
+            "--seq",
+            "4096",
+            "--json",
+        ]
+    )
     out = capsys.readouterr()
     line = _assert_clean_interrupt(rc, out.out, out.err)
     assert line.startswith("interrupted after 2 of ") and line.endswith("chunks; no results written"), line
@@ -223,6 +270,7 @@ def test_search_interrupt_message(capsys, monkeypatch):
 
 def test_validate_interrupt_message(capsys, monkeypatch, tmp_path):
     import perfmodel.commands.validate as cmd
+
     path = tmp_path / "big.csv"
     _write_big_csv(path, 2500)
     real = cmd.validate_rows
@@ -231,6 +279,7 @@ def test_validate_interrupt_message(capsys, monkeypatch, tmp_path):
         def cb(n: int) -> None:
             progress(n)
             raise KeyboardInterrupt
+
         return real(rows, base, progress=cb, **kw)
 
     monkeypatch.setattr(cmd, "validate_rows", interrupted)
@@ -254,10 +303,16 @@ def _sigint_while_working(args: list[str], tmp: Path) -> tuple[int, str, str]:
     would hand it down ignored."""
     cache = tmp / "cache"
     cache.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "perfmodel", *args], cwd=ROOT,
-                         env=_child_env(PERFMODEL_CACHE_DIR=str(cache)), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 300        # a bound on waiting, not a speed target: the asserts then fail
+    p = subprocess.Popen(
+        [sys.executable, "-m", "perfmodel", *args],
+        cwd=ROOT,
+        env=_child_env(PERFMODEL_CACHE_DIR=str(cache)),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 300  # a bound on waiting, not a speed target: the asserts then fail
     while p.poll() is None and not any(cache.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.002)
     p.send_signal(signal.SIGINT)
@@ -298,7 +353,7 @@ sys.argv = ["perfmodel", "predict", "--model", "llama3-8b", "--hardware", "h100-
             "--seq", "4096"]
 """
 ENTRIES = {
-    "console script": "from perfmodel.__main__ import run\nsys.exit(run())",        # pyproject.toml [project.scripts]
+    "console script": "from perfmodel.__main__ import run\nsys.exit(run())",  # pyproject.toml [project.scripts]
     "python -m perfmodel": "import runpy\nrunpy.run_module('perfmodel', run_name='__main__', alter_sys=True)",
 }
 
@@ -308,20 +363,35 @@ ENTRIES = {
 @pytest.mark.parametrize("entry", list(ENTRIES))
 def test_sigint_during_start_up_imports(entry, module):
     """Ctrl-C while the CLI is still importing: one line, exit 130, no traceback, from every entry point."""
-    r = subprocess.run([sys.executable, "-c", _INTERRUPT_ON_IMPORT.format(module=module) + ENTRIES[entry]],
-                       cwd=ROOT, env=_child_env(), capture_output=True, text=True, timeout=120,
-                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    r = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_ON_IMPORT.format(module=module) + ENTRIES[entry]],
+        cwd=ROOT,
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert _assert_clean_interrupt(r.returncode, r.stdout, r.stderr) == "interrupted"
 
 
 # ---- full scale (opt-in) ------------------------------------------------------------------------------
 
+
 def _child_stats(code: str) -> dict:
     """Run `code` in a fresh interpreter that prints a JSON dict; add its peak RSS in MB."""
-    wrapped = code + "\nimport resource, json as _j\nprint(_j.dumps({**STATS, 'rss_mb': " \
-                     "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))"
-    r = subprocess.run([sys.executable, "-c", wrapped], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wrapped = (
+        code + "\nimport resource, json as _j\nprint(_j.dumps({**STATS, 'rss_mb': "
+        "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", wrapped],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -338,7 +408,7 @@ STATS = {{"seconds": dt, "given": rep.given, "results": len(rep.results), "unsup
 """)
     # its seconds are benchmarks/README.md's figure, not asserted (no timed tests)
     assert st["given"] == 100_000 and st["results"] + st["unsupported"] == 100_000
-    assert st["rss_mb"] < 600, st          # ~1.7 kB of results per row; the CSV itself is never held
+    assert st["rss_mb"] < 600, st  # ~1.7 kB of results per row; the CSV itself is never held
 
 
 @SCALE
@@ -353,4 +423,4 @@ t = time.perf_counter(); r = search(m, hw, 24576, 24576, 32768, Options("bf16"))
 STATS = {"seconds": dt, "legal": r.legal}
 """)
     assert st["legal"] >= 10_000_000, st
-    assert st["rss_mb"] < 300, st          # ~190 MB measured; the space held at once took 335 MB
+    assert st["rss_mb"] < 300, st  # ~190 MB measured; the space held at once took 335 MB

@@ -1,19 +1,34 @@
 """perfmodel scaling: weak keeps the per-GPU batch, strong keeps the global batch, strong scaling of a fixed
 layout never gains tokens/s/GPU, goodput falls with size, the plot is written, 100,000 GPUs work."""
+
 from __future__ import annotations
 
 import pytest
+from cli_helpers import run_err, run_json
 
+from perfmodel.analysis.scaling import global_batch, parse_gpu_list, scaling
+from perfmodel.core.predict import Options
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import load_hardware
 from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import load_model
-from perfmodel.core.predict import Options
-from perfmodel.analysis.scaling import global_batch, parse_gpu_list, scaling
-from cli_helpers import run_err, run_json
 
-L70 = ["--model", "llama3-70b", "--hardware", "h100-sxm", "--seq", "8192", "--tp", "4", "--pp", "4", "--vp", "5",
-       "--cp", "2"]
+L70 = [
+    "--model",
+    "llama3-70b",
+    "--hardware",
+    "h100-sxm",
+    "--seq",
+    "8192",
+    "--tp",
+    "4",
+    "--pp",
+    "4",
+    "--vp",
+    "5",
+    "--cp",
+    "2",
+]
 
 
 def test_gpu_list_parsing():
@@ -29,7 +44,7 @@ def test_gpu_list_parsing():
 def test_global_batch_rules():
     assert global_batch("weak", 128, 64, 2048) == 4096
     assert global_batch("strong", 128, 64, 2048) == 128
-    assert global_batch("weak", 252, 576, 1000) is None        # not a whole number of sequences
+    assert global_batch("weak", 252, 576, 1000) is None  # not a whole number of sequences
 
 
 def test_weak_keeps_per_gpu_batch_and_layout(capsys):
@@ -39,7 +54,7 @@ def test_weak_keeps_per_gpu_batch_and_layout(capsys):
     for p in pts:
         assert p["ok"]
         L = p["layout"]
-        assert p["gbs"] / p["gpus"] == 128 / 64                   # sequences per GPU held
+        assert p["gbs"] / p["gpus"] == 128 / 64  # sequences per GPU held
         assert (L["tp"], L["pp"], L["vp"], L["cp"]) == (4, 4, 5, 2)
         assert L["dp"] == p["gpus"] // (4 * 4 * 2)
         assert p["joules_per_token_nominal"] > 0 and p["usd_per_million_tokens_nominal"] > 0
@@ -83,15 +98,31 @@ def test_plot_written(tmp_path, capsys):
 
 
 def test_100k_gpus_with_planner_and_unpriced_hardware(capsys):
-    d = run_json(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "b200", "--gpus", "1000,10000,100000",
-                          "--gbs", "2000", "--seq", "8192", "--search", "--no-measured"])
+    d = run_json(
+        capsys,
+        [
+            "scaling",
+            "--model",
+            "llama3-70b",
+            "--hardware",
+            "b200",
+            "--gpus",
+            "1000,10000,100000",
+            "--gbs",
+            "2000",
+            "--seq",
+            "8192",
+            "--search",
+            "--no-measured",
+        ],
+    )
     pts = d["points"]
     assert all(p["ok"] for p in pts), [p["reason"] for p in pts]
     assert pts[-1]["gpus"] == 100000 and pts[-1]["gbs"] == 200000
-    assert all(p["usd_per_million_tokens_nominal"] is None for p in pts)   # b200 has no sourced price
-    assert all(p["joules_per_token_nominal"] > 0 for p in pts)              # energy needs only power
+    assert all(p["usd_per_million_tokens_nominal"] is None for p in pts)  # b200 has no sourced price
+    assert all(p["joules_per_token_nominal"] > 0 for p in pts)  # energy needs only power
     assert pts[-1]["goodput_fraction"] < pts[0]["goodput_fraction"]
-    assert pts[-1]["interruptions_per_day"] > 20                     # ~1 per hour at 100k GPUs
+    assert pts[-1]["interruptions_per_day"] > 20  # ~1 per hour at 100k GPUs
 
 
 def test_fixed_layout_that_does_not_divide_is_reported_per_size(capsys):
@@ -103,15 +134,20 @@ def test_fixed_layout_that_does_not_divide_is_reported_per_size(capsys):
 def test_bad_input(capsys):
     run_err(capsys, ["scaling", *L70, "--gpus", "64,abc", "--gbs", "128"])
     run_err(capsys, ["scaling", *L70, "--gpus", "64", "--gbs", "128", "--profile", "nope"])
-    run_err(capsys, ["scaling", "--model", "llama3-70x", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128",
-                     "--seq", "8192"])
+    run_err(
+        capsys,
+        ["scaling", "--model", "llama3-70x", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128", "--seq", "8192"],
+    )
 
 
-@pytest.mark.parametrize("model,seq,gpus,gbs0", [
-    ("llama3-70b", 8192, [64, 128, 256, 512, 1024, 2048], 128),
-    ("llama3.1-405b", 8192, [576, 1152, 2304], 252),
-    ("gpt3-175b", 2048, [128, 256, 512, 1024, 2048], 256),
-])
+@pytest.mark.parametrize(
+    "model,seq,gpus,gbs0",
+    [
+        ("llama3-70b", 8192, [64, 128, 256, 512, 1024, 2048], 128),
+        ("llama3.1-405b", 8192, [576, 1152, 2304], 252),
+        ("gpt3-175b", 2048, [128, 256, 512, 1024, 2048], 256),
+    ],
+)
 def test_report_weak_scaling_shapes_reproduced(model, seq, gpus, gbs0):
     """The README's reproduction tables (validation/scaling_tables.py): every measured DGXC layout is
     predicted flat from the smallest to the largest size, as measured (Llama 3 70B BF16 54.2% -> 53.4%,
@@ -119,6 +155,7 @@ def test_report_weak_scaling_shapes_reproduced(model, seq, gpus, gbs0):
     (30% for the FSDP layouts, whose recompute the sources do not state: GPT-3 175B FP8 tp1 pp1 FSDP is
     over-predicted by 17-24%, a known miss named in the README)."""
     from perfmodel.analysis.scaling import measured_series
+
     series = measured_series(load_model(model), load_hardware("h100-sxm"), seq, gpus, gbs0)
     dgxc = [s for s in series if s["release"].startswith("DGXC") and not s["fsdp"]]
     assert len(dgxc) >= 2
@@ -144,13 +181,25 @@ def test_table_never_drops_columns(capsys, monkeypatch, width):
     """A pipe or an 80-column terminal gets two tables instead of squeezed, cut or ellipsised columns."""
     from perfmodel.cli import main
     from perfmodel.commands.common import console
+
     monkeypatch.setattr(console, "width", width)
     assert main(["scaling", *L70, "--gpus", "64,128,...,2048", "--gbs", "128", "--attention", "full"]) == 0
     out = capsys.readouterr().out
     assert "…" not in out
     assert max(len(l) for l in out.splitlines()) <= width
-    for head in ("layout", "tok/s/GPU", "MFU", "DP", "bubble", "goodput", "$/Mtok", "J/tok", "tp4 pp4 vp5 cp2 dp64",
-                 "DGXC v24.11.1", "MFU meas."):
+    for head in (
+        "layout",
+        "tok/s/GPU",
+        "MFU",
+        "DP",
+        "bubble",
+        "goodput",
+        "$/Mtok",
+        "J/tok",
+        "tp4 pp4 vp5 cp2 dp64",
+        "DGXC v24.11.1",
+        "MFU meas.",
+    ):
         assert head in out, head
     assert ("what grows, goodput, cost" in out) == (width < 120)
 
@@ -158,20 +207,56 @@ def test_table_never_drops_columns(capsys, monkeypatch, width):
 def test_search_with_layout_flags_or_constraints(capsys):
     line = run_err(capsys, ["scaling", *L70, "--gpus", "64,128", "--gbs", "128", "--search"])
     assert "--fix" in line and "--tp" in line
-    run_err(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--gbs", "128",
-                     "--seq", "8192", "--fix", "tp=8"])                      # --fix without --search
-    d = run_json(capsys, ["scaling", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64,128",
-                          "--gbs", "128", "--seq", "8192", "--search", "--fix", "tp=8", "--max", "pp=4",
-                          "--no-measured"])
+    run_err(
+        capsys,
+        [
+            "scaling",
+            "--model",
+            "llama3-70b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "64",
+            "--gbs",
+            "128",
+            "--seq",
+            "8192",
+            "--fix",
+            "tp=8",
+        ],
+    )  # --fix without --search
+    d = run_json(
+        capsys,
+        [
+            "scaling",
+            "--model",
+            "llama3-70b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "64,128",
+            "--gbs",
+            "128",
+            "--seq",
+            "8192",
+            "--search",
+            "--fix",
+            "tp=8",
+            "--max",
+            "pp=4",
+            "--no-measured",
+        ],
+    )
     assert all(p["ok"] and p["layout"]["tp"] == 8 and p["layout"]["pp"] <= 4 for p in d["points"])
 
 
 def test_measured_rows_match_the_whole_layout():
     """A measured FSDP or other-micro-batch run is not attached to a fixed layout that differs only there."""
     m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
-    base = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2)        # the DGXC FP8 run is tp1 pp1 mbs2 + FSDP
+    base = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2)  # the DGXC FP8 run is tp1 pp1 mbs2 + FSDP
     res = scaling(m, hw, [128, 512], "weak", base, Options("fp8"), measured=None)
     from perfmodel.analysis.scaling import attach_measured, load_runs
+
     attach_measured(res.points, load_runs(), m, hw, Options("fp8"), base, "weak", False)
     assert not any(p.measured for p in res.points)
     fsdp = Layout(gpus=128, gbs=256, seq=2048, tp=1, pp=1, mbs=2, fsdp=True)
@@ -181,20 +266,33 @@ def test_measured_rows_match_the_whole_layout():
 
 def test_plot_has_what_grows_panel(tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
+
     from perfmodel.analysis.scaling import plot
+
     m, hw = load_model("gpt3-175b"), load_hardware("h100-sxm")
-    res = scaling(m, hw, [128, 512, 2048], "strong", Layout(gpus=128, gbs=256, seq=2048, tp=4, pp=8, vp=12),
-                  Options("bf16"))
+    res = scaling(
+        m, hw, [128, 512, 2048], "strong", Layout(gpus=128, gbs=256, seq=2048, tp=4, pp=8, vp=12), Options("bf16")
+    )
     seen = {}
     orig = plt.Figure.savefig
 
     def grab(fig, *a, **k):
-        seen["axes"] = [(ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), ax.get_xscale(),
-                         [t.get_text() for t in ax.get_legend().get_texts()]) for ax in fig.axes]
+        seen["axes"] = [
+            (
+                ax.get_title(),
+                ax.get_xlabel(),
+                ax.get_ylabel(),
+                ax.get_xscale(),
+                [t.get_text() for t in ax.get_legend().get_texts()],
+            )
+            for ax in fig.axes
+        ]
         seen["title"] = fig._suptitle.get_text()
         return orig(fig, *a, **k)
+
     plt.Figure.savefig = grab
     try:
         plot(res, tmp_path / "s.png")
@@ -210,12 +308,27 @@ def test_plot_has_what_grows_panel(tmp_path):
 def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     """--search draws a progress bar per size on stderr when it is a terminal, and nothing otherwise."""
     import io
+
     from perfmodel.cli import main
     from perfmodel.commands import common
-    args = ["scaling", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "64", "--seq",
-            "4096", "--search", "--no-measured"]
+
+    args = [
+        "scaling",
+        "--model",
+        "llama3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "8,16",
+        "--gbs",
+        "64",
+        "--seq",
+        "4096",
+        "--search",
+        "--no-measured",
+    ]
     assert main(args) == 0
-    assert capsys.readouterr().err == ""                      # a pipe: no bar
+    assert capsys.readouterr().err == ""  # a pipe: no bar
     tty = io.StringIO()
     real = common.Console
     monkeypatch.setattr(common, "Console", lambda **k: real(file=tty, force_terminal=True, width=100))
@@ -224,4 +337,4 @@ def test_progress_bar_only_on_a_terminal(capsys, monkeypatch):
     capsys.readouterr()
     drawn = len(tty.getvalue())
     assert main([*args, "--json"]) == 0 and capsys.readouterr().out.startswith("{")
-    assert len(tty.getvalue()) == drawn                       # --json: no bar even on a terminal
+    assert len(tty.getvalue()) == drawn  # --json: no bar even on a terminal

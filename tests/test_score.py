@@ -4,6 +4,7 @@ score_product restates the glue of predict._stages, predict._step_end and memory
 product's axes (base rows x fsdp x recompute); these tests fail when either side's physics changes
 without the other. Each case: base rows sampled from the planner's own enumeration (every rule applied),
 crossed with every fsdp x recompute choice, and predicted both ways."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,23 +28,50 @@ CASES = [
     ("deepseek-v3", "h100-sxm", 1024, 2048, 4096, Options("fp8", stack="hai-llm-2024")),
     ("llama3.1-405b", "h100-sxm", 2048, 1024, 8192, Options("fp8")),
     ("llama3-70b", "h100-sxm", 256, 256, 8192, Options("bf16", stack="megatron-core")),
-    ("llama3-70b", "h100-sxm", 256, 256, 8192, Options("bf16", stack="torchtitan-2025",
-                                                       stack_set=("recompute_modules=layernorm,mlp",))),
-    ("llama3-70b", "h100-sxm", 256, 256, 8192,
-     Options("bf16", stack="torchtitan-2025", stack_set=("fsdp_gather=per_step", "reshard_after_forward=false",
-                                                   "recompute_modules=core_attn"))),
-    ("llama3-8b", "a100-sxm-80gb", 64, 512, 4096, Options("bf16", stack="zero-bubble-2024",
-                                                        stack_set=("pipeline_schedule=zero_bubble",))),
+    (
+        "llama3-70b",
+        "h100-sxm",
+        256,
+        256,
+        8192,
+        Options("bf16", stack="torchtitan-2025", stack_set=("recompute_modules=layernorm,mlp",)),
+    ),
+    (
+        "llama3-70b",
+        "h100-sxm",
+        256,
+        256,
+        8192,
+        Options(
+            "bf16",
+            stack="torchtitan-2025",
+            stack_set=("fsdp_gather=per_step", "reshard_after_forward=false", "recompute_modules=core_attn"),
+        ),
+    ),
+    (
+        "llama3-8b",
+        "a100-sxm-80gb",
+        64,
+        512,
+        4096,
+        Options("bf16", stack="zero-bubble-2024", stack_set=("pipeline_schedule=zero_bubble",)),
+    ),
     ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("fsdp=zero2",))),
-    ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("power_limit_w=500",))),   # a power cap
+    ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("power_limit_w=500",))),  # a power cap
     ("mixtral-8x22b", "h100-sxm", 256, 256, 4096, Options("fp8", routing="balanced")),
     ("gpt-oss-120b", "b200", 64, 512, 8192, Options("mxfp8")),
     ("qwen3-30b-a3b", "gb300-nvl72", 72, 576, 4096, Options("bf16", stack="nemo-25.11")),
     # activation CPU offloading (Megatron-Bridge Llama 3 70B GB200 FP8 preset: 40 layers at pp = 1), TE's fused
     # cross-entropy and dummy wgrads; hybrid sharding over 8 GPUs (FSDP2 HSDP)
     ("llama3-70b", "gb200-nvl72", 144, 288, 8192, Options("fp8", stack="nemo-25.11")),
-    ("llama3-70b", "h100-sxm", 128, 256, 8192, Options("bf16", stack="torchtitan-2025",
-                                                       stack_set=("hybrid_shard_group=8", "recompute_modules=core_attn"))),
+    (
+        "llama3-70b",
+        "h100-sxm",
+        128,
+        256,
+        8192,
+        Options("bf16", stack="torchtitan-2025", stack_set=("hybrid_shard_group=8", "recompute_modules=core_attn")),
+    ),
     # the optimizer sharded over dp only (not cp) and FSDP's shard: the optimizer step differs per fsdp choice
     ("gpt3-175b", "h100-sxm", 128, 256, 2048, Options("bf16", stack="nemo-megatron-24.05")),
     # GPipe: every micro-batch's activations in flight
@@ -65,11 +93,14 @@ def test_score_product_equals_predict_grid(case):
     m, hw = load_model(mid), load_hardware(hid)
     s, base = _sample(m, gpus, gbs, seq, 400, case)
     sc = score_product(m, hw, gpus, gbs, seq, base, s.fsdp, s.recompute, opts)
-    grid = S._expand(s, base)                  # the same layouts, one per row, in the product's order
+    grid = S._expand(s, base)  # the same layouts, one per row, in the product's order
     assert sc.step_time_s.shape == (len(base["tp"]), len(s.fsdp), len(s.recompute))
     p = predict_grid(m, hw, grid, opts)
-    for name, a, b in (("step", sc.step_time_s, p.step_time_s), ("tokens/s", sc.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu),
-                       ("memory", sc.memory_bytes_per_gpu, p.memory_bytes_per_gpu)):
+    for name, a, b in (
+        ("step", sc.step_time_s, p.step_time_s),
+        ("tokens/s", sc.tokens_per_s_per_gpu, p.tokens_per_s_per_gpu),
+        ("memory", sc.memory_bytes_per_gpu, p.memory_bytes_per_gpu),
+    ):
         a = a.ravel()
         assert np.all(np.isfinite(a)), name
         rel = np.abs(a - b) / np.abs(b)
@@ -77,8 +108,10 @@ def test_score_product_equals_predict_grid(case):
     assert np.array_equal(sc.fits.ravel(), p.fits)
 
 
-@pytest.mark.parametrize("mid, hid, gpus, gbs, seq", [("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096),
-                                                     ("llama3-70b", "h100-sxm", 256, 256, 8192)])
+@pytest.mark.parametrize(
+    "mid, hid, gpus, gbs, seq",
+    [("deepseek-v3", "gb200-nvl72", 2048, 8192, 4096), ("llama3-70b", "h100-sxm", 256, 256, 8192)],
+)
 def test_score_product_equals_predict_grid_uneven_vp(mid, hid, gpus, gbs, seq):
     """search --uneven-vp: interleaved layouts whose chunks hold unequal layer counts (MTP slots too)."""
     m, hw = load_model(mid), load_hardware(hid)
@@ -109,8 +142,11 @@ def test_kernel_equals_numpy_tail(case):
     s, base = _sample(m, gpus, gbs, seq, 400, 100 + case)
     a = score_product(m, hw, gpus, gbs, seq, base, s.fsdp, s.recompute, opts, kernel=False)
     b = score_product(m, hw, gpus, gbs, seq, base, s.fsdp, s.recompute, opts, kernel=True)
-    for x, y in ((a.step_time_s, b.step_time_s), (a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu),
-                 (a.memory_bytes_per_gpu, b.memory_bytes_per_gpu)):
+    for x, y in (
+        (a.step_time_s, b.step_time_s),
+        (a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu),
+        (a.memory_bytes_per_gpu, b.memory_bytes_per_gpu),
+    ):
         assert np.array_equal(x, y), float((abs(x - y) / abs(x)).max())
 
 
@@ -125,9 +161,22 @@ def test_search_tables_shared_across_chunks(monkeypatch):
     for kernel in kernels:
         for step in (97, 1000):
             cache: dict = {}
-            parts = [score_product(m, hw, 64, 256, 4096, {k: v[lo:lo + step] for k, v in base.items()}, s.fsdp,
-                                   s.recompute, Options("bf16"), kernel=kernel, cache=cache)
-                     for lo in range(0, len(base["tp"]), step)]
+            parts = [
+                score_product(
+                    m,
+                    hw,
+                    64,
+                    256,
+                    4096,
+                    {k: v[lo : lo + step] for k, v in base.items()},
+                    s.fsdp,
+                    s.recompute,
+                    Options("bf16"),
+                    kernel=kernel,
+                    cache=cache,
+                )
+                for lo in range(0, len(base["tp"]), step)
+            ]
             assert np.array_equal(np.concatenate([p.step_time_s for p in parts]), ref.step_time_s)
             assert np.array_equal(np.concatenate([p.memory_bytes_per_gpu for p in parts]), ref.memory_bytes_per_gpu)
             # every combination priced once: the table holds exactly the distinct (tp, cp, ep, etp, mbs)
@@ -139,8 +188,13 @@ def test_kernel_switch(monkeypatch):
     """PERFMODEL_KERNEL=numpy never uses the kernel; otherwise a search turns to it once it pays (or at once
     with =numba), where numba is installed."""
     from perfmodel.core import score
-    for env, scored, want in (("numpy", 10**9, False), ("auto", 0, False), ("auto", score.KERNEL_PAYS_LAYOUTS, True),
-                              ("numba", 0, True)):
+
+    for env, scored, want in (
+        ("numpy", 10**9, False),
+        ("auto", 0, False),
+        ("auto", score.KERNEL_PAYS_LAYOUTS, True),
+        ("numba", 0, True),
+    ):
         monkeypatch.setenv(score.KERNEL_ENV, env)
         monkeypatch.delitem(sys.modules, "perfmodel.core.kernel", raising=False)
         assert score.use_kernel(scored) == (want and importlib.util.find_spec("numba") is not None)
@@ -151,13 +205,14 @@ def test_search_same_on_both_tails(monkeypatch):
     pytest.importorskip("numba")
     from dataclasses import fields as dc_fields
 
-    from perfmodel.specs.layout import LayoutGrid
     from perfmodel.core import score
+    from perfmodel.specs.layout import LayoutGrid
+
     m, hw = load_model("qwen3-30b-a3b"), load_hardware("h100-sxm")
     out = []
     for tail in ("numpy", "numba"):
         monkeypatch.setenv(score.KERNEL_ENV, tail)
-        monkeypatch.setattr(S, "SCORE_CHUNK", 5000)             # many chunks: the shared tables are exercised
+        monkeypatch.setattr(S, "SCORE_CHUNK", 5000)  # many chunks: the shared tables are exercised
         r = S.search(m, hw, 64, 512, 4096, Options("bf16"), top_k=50)
         out.append(r)
     a, b = out

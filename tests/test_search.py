@@ -1,4 +1,5 @@
 """The parallelism planner (perfmodel/analysis/search.py, `perfmodel search`, `perfmodel recipes`)."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,9 +14,9 @@ from perfmodel.analysis import search as S
 from perfmodel.api import check, load_hardware, load_model
 from perfmodel.cli import main
 from perfmodel.commands.search import command as search_cmd
+from perfmodel.core.predict import Options, predict_grid
 from perfmodel.errors import InputError
 from perfmodel.specs.layout import RECOMPUTE, Layout, LayoutGrid
-from perfmodel.core.predict import Options, predict_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 OPTS = Options("bf16")
@@ -45,18 +46,24 @@ def test_returned_layouts_are_legal_and_fit(case, request):
         assert p.fits.all()
         assert not S.illegal(m, p.layouts).any()
         for lay in _layouts(p):
-            check(m, lay)                          # raises on any broken rule
+            check(m, lay)  # raises on any broken rule
             assert lay.gpus * 0 + lay.tp * lay.pp * lay.cp * lay.dp == lay.gpus
-    assert np.all(np.diff(r.top_values) <= 0)       # best first
+    assert np.all(np.diff(r.top_values) <= 0)  # best first
     assert r.evaluated >= r.legal >= r.fits >= r.top.layouts.n
 
 
 def test_best_beats_hand_picked_layouts(small):
     m, hw, r = small
     best = float(r.top.tokens_per_s_per_gpu[0])
-    hand = [Layout(8, 128, 8192, tp=8), Layout(8, 128, 8192, tp=4, pp=2), Layout(8, 128, 8192, tp=2, mbs=1),
-            Layout(8, 128, 8192, tp=1, pp=2, vp=4, recompute="selective"), Layout(8, 128, 8192, tp=2, cp=2, mbs=2),
-            Layout(8, 128, 8192, tp=1, fsdp=True, recompute="full"), Layout(8, 128, 8192, tp=4, pp=2, vp=2, mbs=2)]
+    hand = [
+        Layout(8, 128, 8192, tp=8),
+        Layout(8, 128, 8192, tp=4, pp=2),
+        Layout(8, 128, 8192, tp=2, mbs=1),
+        Layout(8, 128, 8192, tp=1, pp=2, vp=4, recompute="selective"),
+        Layout(8, 128, 8192, tp=2, cp=2, mbs=2),
+        Layout(8, 128, 8192, tp=1, fsdp=True, recompute="full"),
+        Layout(8, 128, 8192, tp=4, pp=2, vp=2, mbs=2),
+    ]
     p = predict_grid(m, hw, LayoutGrid.from_layouts(hand), OPTS)
     assert p.fits.any()
     assert best >= p.tokens_per_s_per_gpu[p.fits].max() * (1 - 1e-12)
@@ -80,8 +87,14 @@ def test_staged_enumeration_equals_filtered_product(moe):
     prod = np.array(list(itertools.product(*axes)), dtype=np.int64)
     assert len(prod) == r.evaluated
     n = len(prod)
-    g = LayoutGrid(np.full(n, s.gpus), np.full(n, s.gbs), np.full(n, s.seq), *[prod[:, i] for i in range(7)],
-                   prod[:, 7].astype(bool), prod[:, 8])
+    g = LayoutGrid(
+        np.full(n, s.gpus),
+        np.full(n, s.gbs),
+        np.full(n, s.seq),
+        *[prod[:, i] for i in range(7)],
+        prod[:, 7].astype(bool),
+        prod[:, 8],
+    )
     ok = ~S.illegal(m, g) & ((g.vp == 1) | S._balanced_chunks(m, g.pp * g.vp))
     assert int(ok.sum()) == r.legal
 
@@ -94,8 +107,10 @@ def test_fix_and_max_are_honoured():
         assert lay.tp == 2 and lay.pp <= 2 and lay.ep <= 4 and lay.recompute == "selective"
 
 
-@pytest.mark.parametrize("fix,cap", [(["tpp=2"], []), ([], ["ppx=4"]), (["tp"], []), (["tp=x"], []),
-                                     (["recompute=partial"], []), ([], ["fsdp=1"])])
+@pytest.mark.parametrize(
+    "fix,cap",
+    [(["tpp=2"], []), ([], ["ppx=4"]), (["tp"], []), (["tp=x"], []), (["recompute=partial"], []), ([], ["fsdp=1"])],
+)
 def test_bad_constraints_raise_input_error(fix, cap):
     with pytest.raises(InputError):
         S.parse_constraints(fix, cap)
@@ -114,8 +129,24 @@ def test_cli_bad_input_exits_2(capsys):
 
 
 def test_json_output_keys():
-    res = CliRunner().invoke(search_cmd, ["--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "128",
-                                          "--seq", "8192", "--top", "3", "--json"])
+    res = CliRunner().invoke(
+        search_cmd,
+        [
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--gbs",
+            "128",
+            "--seq",
+            "8192",
+            "--top",
+            "3",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     d = json.loads(res.output)
     for k in ("evaluated", "legal", "seconds", "top", "pareto_memory", "why_winner"):
@@ -128,8 +159,21 @@ def test_json_output_keys():
 
 
 def test_gpu_list_front_and_objectives():
-    args = ["--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "128", "--seq", "8192",
-            "--top", "2", "--json"]
+    args = [
+        "--model",
+        "llama3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "8,16",
+        "--gbs",
+        "128",
+        "--seq",
+        "8192",
+        "--top",
+        "2",
+        "--json",
+    ]
     d = json.loads(CliRunner().invoke(search_cmd, args).output)
     assert [r["gpus"] for r in d["pareto_gpus"]] == [8, 16] and d["pareto_gpus"][0]["pareto"]
     for obj in ("cost", "energy"):
@@ -148,10 +192,14 @@ def test_pareto_front_is_non_dominated(small):
 
 
 def test_recipes_rank_and_compare():
-    from perfmodel.commands.recipes import check_rows, summary
     from perfmodel.analysis.validate import read_csv
-    rows = [r for r in read_csv(ROOT / "validation" / "runs.csv") if r["model"] in ("llama3-8b", "qwen3-30b-a3b")
-            and int(r["gpus"]) <= 16][:4]
+    from perfmodel.commands.recipes import check_rows, summary
+
+    rows = [
+        r
+        for r in read_csv(ROOT / "validation" / "runs.csv")
+        if r["model"] in ("llama3-8b", "qwen3-30b-a3b") and int(r["gpus"]) <= 16
+    ][:4]
     assert rows
     checks, _, _ = check_rows(rows, ROOT / "validation", top_k=10)
     for c in checks:
@@ -166,8 +214,9 @@ def test_recipes_fill_an_unpublished_recompute_without_selective_on_a_stack_that
     """`perfmodel recipes` with no arguments stopped at the AutoModel rows: their recompute cell is empty, and
     filling it tried selective on automodel-2025, whose stack names no selective modules, which predict refuses
     (check_recompute). The fill now tries only the modes the stack can run, and the row is compared."""
-    from perfmodel.commands.recipes import check_rows
     from perfmodel.analysis.validate import read_csv
+    from perfmodel.commands.recipes import check_rows
+
     rows = [r for r in read_csv(ROOT / "validation" / "runs.csv") if r["run_id"] == "am-l3-70b-h100-64-bf16"]
     assert rows and not rows[0]["recompute"].strip()
     checks, skipped, _ = check_rows(rows, ROOT / "validation", top_k=10)
@@ -187,6 +236,7 @@ def test_uneven_vp_adds_the_interleavings_whose_chunks_are_not_evenly_filled():
     vp 3 (12 chunks; 32 + e for e <= 3 slots is never a multiple of 12), legal in Megatron-Core with an
     explicit layout; every default layout is still among them, and each added one has vp > 1."""
     from perfmodel.analysis.search import Constraints, space, structural
+
     m = load_model("llama3-8b")
     even = structural(m, space(m, 64, 512, 4096))
     every = structural(m, space(m, 64, 512, 4096, Constraints(uneven_vp=True)))

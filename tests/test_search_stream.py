@@ -1,5 +1,6 @@
 """The planner's streaming selection (search._top, search._undominated): the running top K and Pareto
 front equal those of one pass over every scored layout, whatever the chunking."""
+
 from __future__ import annotations
 
 from dataclasses import fields
@@ -9,8 +10,8 @@ import pytest
 
 from perfmodel.analysis import search as S
 from perfmodel.api import load_hardware, load_model
-from perfmodel.specs.layout import LayoutGrid
 from perfmodel.core.predict import Options, predict_grid
+from perfmodel.specs.layout import LayoutGrid
 
 OPTS = Options("bf16")
 
@@ -18,7 +19,7 @@ OPTS = Options("bf16")
 def test_top_breaks_ties_by_position():
     v = np.array([5.0, 3.0, 5.0, 5.0, 1.0, 7.0])
     assert S._top(v, 1).tolist() == [5]
-    assert S._top(v, 2).tolist() == [5, 0]           # three 5s tie for second place: the earliest wins
+    assert S._top(v, 2).tolist() == [5, 0]  # three 5s tie for second place: the earliest wins
     assert S._top(v, 3).tolist() == [5, 0, 2]
     assert S._top(v, 10).tolist() == [5, 0, 2, 3, 1, 4]
 
@@ -26,15 +27,17 @@ def test_top_breaks_ties_by_position():
 def test_undominated_against_a_hand_front():
     # front by throughput descending, headroom ascending: (10, 1), (8, 3), (5, 6)
     ft, fh = np.array([10.0, 8.0, 5.0]), np.array([1.0, 3.0, 6.0])
-    cases = [((11, 0), True),     # faster than every front point
-             ((10, 1), False),    # equal to a front point
-             ((10, 2), True),     # as fast as (10, 1), more headroom
-             ((8, 2), False),     # dominated by (8, 3)
-             ((9, 2), True),      # (10, 1) has less headroom, (8, 3) is slower
-             ((8, 3), False),     # equal
-             ((4, 6), False),     # dominated by (5, 6)
-             ((4, 7), True),      # more headroom than any front point
-             ((6, 4), True)]      # (8, 3) has less headroom, (5, 6) is slower
+    cases = [
+        ((11, 0), True),  # faster than every front point
+        ((10, 1), False),  # equal to a front point
+        ((10, 2), True),  # as fast as (10, 1), more headroom
+        ((8, 2), False),  # dominated by (8, 3)
+        ((9, 2), True),  # (10, 1) has less headroom, (8, 3) is slower
+        ((8, 3), False),  # equal
+        ((4, 6), False),  # dominated by (5, 6)
+        ((4, 7), True),  # more headroom than any front point
+        ((6, 4), True),
+    ]  # (8, 3) has less headroom, (5, 6) is slower
     t, h = (np.array([c[0][i] for c in cases], dtype=float) for i in (0, 1))
     assert S._undominated(ft, fh, t, h).tolist() == [c[1] for c in cases]
     assert S._undominated(np.zeros(0), np.zeros(0), t, h).all()
@@ -59,13 +62,18 @@ def _same(a: LayoutGrid, b: LayoutGrid) -> bool:
 
 
 @pytest.mark.parametrize("chunk", [700, S.SCORE_CHUNK])
-@pytest.mark.parametrize("job", [("mixtral-8x7b", "h100-sxm", 16, 256, 4096, "throughput", 10),
-                                 ("llama3-70b", "h100-sxm", 64, 128, 8192, "cost", 3000),
-                                 ("gpt-oss-120b", "b200", 64, 256, 4096, "energy", 1)])
+@pytest.mark.parametrize(
+    "job",
+    [
+        ("mixtral-8x7b", "h100-sxm", 16, 256, 4096, "throughput", 10),
+        ("llama3-70b", "h100-sxm", 64, 128, 8192, "cost", 3000),
+        ("gpt-oss-120b", "b200", 64, 256, 4096, "energy", 1),
+    ],
+)
 def test_streamed_selection_equals_one_pass(job, chunk, monkeypatch):
     mid, hid, gpus, gbs, seq, objective, top_k = job
     m, hw = load_model(mid), load_hardware(hid)
-    monkeypatch.setattr(S, "SCORE_CHUNK", chunk)          # many chunks: the merge across chunks is exercised
+    monkeypatch.setattr(S, "SCORE_CHUNK", chunk)  # many chunks: the merge across chunks is exercised
     r = S.search(m, hw, gpus, gbs, seq, OPTS, objective, top_k)
     top, front = _one_pass(m, hw, gpus, gbs, seq, objective, top_k)
     assert r.top is not None and r.pareto is not None

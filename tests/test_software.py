@@ -1,4 +1,5 @@
 """Stack features acting through physics (perfmodel/core/software.py, workload.py): hand-derived cases."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,12 +7,12 @@ import pytest
 
 from perfmodel.api import Layout
 from perfmodel.core.calibration import constants
-from perfmodel.specs.hardware import load_hardware
-from perfmodel.specs.layout import LayoutGrid
-from perfmodel.specs.model import load_model
 from perfmodel.core.predict import Options, predict_grid
 from perfmodel.core.software import resolve
 from perfmodel.core.workload import build
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.layout import LayoutGrid
+from perfmodel.specs.model import load_model
 
 H100 = load_hardware("h100-sxm")
 
@@ -55,11 +56,12 @@ def test_power_cap_below_tdp_lowers_the_tensor_clock():
     # tensor peaks scaled by it (hardware.at_clock: GEMM and attention slower, HBM and network unchanged),
     # MFU still counts the nominal peak. At or above the TDP the cap changes nothing (factor 1)
     from perfmodel.core.calibration import constants
+    from perfmodel.core.predict import Options, predict_grid
+    from perfmodel.core.software import resolve
     from perfmodel.specs.hardware import load_hardware
     from perfmodel.specs.layout import Layout, LayoutGrid
     from perfmodel.specs.model import load_model
-    from perfmodel.core.predict import Options, predict_grid
-    from perfmodel.core.software import resolve
+
     h100, c = load_hardware("h100-sxm"), constants()
     sw = resolve("megatron-core", ("power_limit_w=350",), "llama3-8b", False, h100, "bf16", c)
     assert sw.power_factor == pytest.approx(0.5 ** (1 / 3))
@@ -67,7 +69,9 @@ def test_power_cap_below_tdp_lowers_the_tensor_clock():
     assert slow.peak("bf16") == pytest.approx(h100.peak("bf16") * 0.5 ** (1 / 3))
     assert slow.memory.hbm_bandwidth == h100.memory.hbm_bandwidth and h100.at_clock(1.0) is h100
     for w in ("700", "1000"):
-        assert resolve("megatron-core", (f"power_limit_w={w}",), "llama3-8b", False, h100, "bf16", c).power_factor == 1.0
+        assert (
+            resolve("megatron-core", (f"power_limit_w={w}",), "llama3-8b", False, h100, "bf16", c).power_factor == 1.0
+        )
     m, lay = load_model("llama3-8b"), LayoutGrid.of(Layout(gpus=8, gbs=64, seq=4096, tp=1))
     full = predict_grid(m, h100, lay, Options(stack="megatron-core"))
     capped = predict_grid(m, h100, lay, Options(stack="megatron-core", stack_set=("power_limit_w=350",)))

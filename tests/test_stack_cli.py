@@ -1,24 +1,41 @@
 """Stacks on the command line: --stack and --stack-set reach every predicting command and are named in its
 output; `releases` predicts each release's rows with that release's own preset, and its like-for-like pairs are
 identical configurations. (The deprecated --profile alias and `profiles` command were removed in issue 24.)"""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_err, run_json
 
 from perfmodel import api
-from perfmodel.cli import main
-from perfmodel.errors import InputError
 from perfmodel.analysis.releases import config_key
-from perfmodel.specs.stack import load_stack, stack_for_row, stack_ids
 from perfmodel.analysis.validate import read_csv, validate_rows
-from cli_helpers import run_err, run_json
+from perfmodel.cli import main
+from perfmodel.specs.stack import load_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 CSV = ROOT / "validation" / "runs.csv"
-PRED = ["predict", "--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4",
-        "--vp", "5", "--gbs", "128", "--seq", "8192"]
+PRED = [
+    "predict",
+    "--model",
+    "llama3-70b",
+    "--hardware",
+    "h100-sxm",
+    "--gpus",
+    "64",
+    "--tp",
+    "8",
+    "--pp",
+    "4",
+    "--vp",
+    "5",
+    "--gbs",
+    "128",
+    "--seq",
+    "8192",
+]
 LAY = api.Layout(gpus=64, gbs=128, seq=8192, tp=8, pp=4, vp=5)
 
 
@@ -30,8 +47,10 @@ def test_predict_names_the_stack_and_equals_api_predict(capsys):
     d = run_json(capsys, PRED)
     assert (d["stack"], d["stack_set"]) == ("default", []) and d["stack_name"] == load_stack("default").name
     assert d["tokens_per_s_per_gpu"] == _tps()
-    d = run_json(capsys, [*PRED, "--stack", "nemo-24.07", "--stack-set", "cuda_graphs=per_layer",
-                          "--stack-set", "tp_overlap=none"])
+    d = run_json(
+        capsys,
+        [*PRED, "--stack", "nemo-24.07", "--stack-set", "cuda_graphs=per_layer", "--stack-set", "tp_overlap=none"],
+    )
     assert (d["stack"], d["stack_set"]) == ("nemo-24.07", ["cuda_graphs=per_layer", "tp_overlap=none"])
     assert d["tokens_per_s_per_gpu"] == _tps(stack="nemo-24.07", stack_set=("cuda_graphs=per_layer", "tp_overlap=none"))
 
@@ -44,36 +63,133 @@ def test_predict_header_states_stack_and_overrides(capsys):
 
 def test_stack_file_and_bad_stack_inputs(capsys, tmp_path):
     f = tmp_path / "mine.toml"
-    f.write_text('name = "mine"\nfamily = "megatron-core"\nbase = "nemo-25.11"\nbase_source = "test"\n'
-                 '[features]\ncuda_graphs = { value = "none", source = "my run" }\n')
+    f.write_text(
+        'name = "mine"\nfamily = "megatron-core"\nbase = "nemo-25.11"\nbase_source = "test"\n'
+        '[features]\ncuda_graphs = { value = "none", source = "my run" }\n'
+    )
     d = run_json(capsys, [*PRED, "--stack", str(f)])
-    assert d["stack"] == "mine" and d["tokens_per_s_per_gpu"] == _tps(stack="nemo-25.11", stack_set=("cuda_graphs=none",))
-    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in run_err(capsys, [*PRED, "--stack", "nemo-25.1"])
-    assert "--stack-set: cuda_graph: unknown stack feature (did you mean 'cuda_graphs'?)" in \
-        run_err(capsys, [*PRED, "--stack-set", "cuda_graph=none"])
+    assert d["stack"] == "mine" and d["tokens_per_s_per_gpu"] == _tps(
+        stack="nemo-25.11", stack_set=("cuda_graphs=none",)
+    )
+    assert "--stack: nemo-25.1: unknown stacks id (did you mean 'nemo-25.11'?)" in run_err(
+        capsys, [*PRED, "--stack", "nemo-25.1"]
+    )
+    assert "--stack-set: cuda_graph: unknown stack feature (did you mean 'cuda_graphs'?)" in run_err(
+        capsys, [*PRED, "--stack-set", "cuda_graph=none"]
+    )
     assert "--stack-set: tp_overlap: must be one of" in run_err(capsys, [*PRED, "--stack-set", "tp_overlap=sometimes"])
     assert "--stack-set: tp_overlap: expects FEATURE=VALUE" in run_err(capsys, [*PRED, "--stack-set", "tp_overlap"])
     assert "No such option '--profile'" in run_err(capsys, [*PRED, "--profile", "nemo-25.11"])
 
 
-NO_OVERLAP = ("tp_overlap=none", "dp_grad_reduce_overlap=false", "dp_param_gather_overlap=false",
-              "moe_a2a_overlap=false")
+NO_OVERLAP = (
+    "tp_overlap=none",
+    "dp_grad_reduce_overlap=false",
+    "dp_param_gather_overlap=false",
+    "moe_a2a_overlap=false",
+)
 
 
-@pytest.mark.parametrize("args,key", [
-    (["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096",
-      "--top", "1"], lambda d: d["top"][0]["prediction"]["tokens_per_s_per_gpu"]),
-    (["scaling", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8,16", "--gbs", "64", "--seq", "4096",
-      "--no-measured"], lambda d: d["points"][0]["tokens_per_s_per_gpu"]),
-    (["size", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "64", "--tokens", "1e12"],
-     lambda d: d[0]["tokens_per_s_per_gpu"]),
-    (["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72", "--gpus", "64",
-      "--gbs", "128", "--seq", "4096"], lambda d: d["systems"][0]["tokens_per_s_per_gpu"]),
-    (["sensitivity", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "2", "--gbs", "64",
-      "--seq", "4096"], lambda d: d["base"]["tokens_per_s_per_gpu"]),
-    (["cost", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "2", "--gbs", "64",
-      "--seq", "4096", "--tokens", "1e12"], lambda d: d["tokens_per_s_per_gpu"]),
-])
+@pytest.mark.parametrize(
+    "args,key",
+    [
+        (
+            [
+                "search",
+                "--model",
+                "llama3-8b",
+                "--hardware",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--gbs",
+                "64",
+                "--seq",
+                "4096",
+                "--top",
+                "1",
+            ],
+            lambda d: d["top"][0]["prediction"]["tokens_per_s_per_gpu"],
+        ),
+        (
+            [
+                "scaling",
+                "--model",
+                "llama3-8b",
+                "--hardware",
+                "h100-sxm",
+                "--gpus",
+                "8,16",
+                "--gbs",
+                "64",
+                "--seq",
+                "4096",
+                "--no-measured",
+            ],
+            lambda d: d["points"][0]["tokens_per_s_per_gpu"],
+        ),
+        (
+            ["size", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "64", "--tokens", "1e12"],
+            lambda d: d[0]["tokens_per_s_per_gpu"],
+        ),
+        (
+            [
+                "compare",
+                "--model",
+                "llama3-8b",
+                "--hardware",
+                "h100-sxm",
+                "--hardware",
+                "gb200-nvl72",
+                "--gpus",
+                "64",
+                "--gbs",
+                "128",
+                "--seq",
+                "4096",
+            ],
+            lambda d: d["systems"][0]["tokens_per_s_per_gpu"],
+        ),
+        (
+            [
+                "sensitivity",
+                "--model",
+                "llama3-8b",
+                "--hardware",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--tp",
+                "2",
+                "--gbs",
+                "64",
+                "--seq",
+                "4096",
+            ],
+            lambda d: d["base"]["tokens_per_s_per_gpu"],
+        ),
+        (
+            [
+                "cost",
+                "--model",
+                "llama3-8b",
+                "--hardware",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--tp",
+                "2",
+                "--gbs",
+                "64",
+                "--seq",
+                "4096",
+                "--tokens",
+                "1e12",
+            ],
+            lambda d: d["tokens_per_s_per_gpu"],
+        ),
+    ],
+)
 def test_stack_on_every_planning_command(capsys, args, key):
     """--stack / --stack-set reach the prediction wherever a layout is predicted and are named in --json;
     overlap off is slower; a bad feature is one error line."""
@@ -83,7 +199,7 @@ def test_stack_on_every_planning_command(capsys, args, key):
     named = off[0] if isinstance(off, list) else off
     assert named["stack"] == "default" and named["stack_set"] == list(NO_OVERLAP)
     assert key(off) < key(base)
-    fa2 = run_json(capsys, [*args, "--stack", "nemo-25.11", "--stack-set", "attention_kernel=fa2"])   # FA2 on Hopper
+    fa2 = run_json(capsys, [*args, "--stack", "nemo-25.11", "--stack-set", "attention_kernel=fa2"])  # FA2 on Hopper
     assert (fa2[0] if isinstance(fa2, list) else fa2)["stack"] == "nemo-25.11" and key(fa2) < key(base)
     run_err(capsys, [*args, "--stack-set", "nope=1"])
 
@@ -91,8 +207,9 @@ def test_stack_on_every_planning_command(capsys, args, key):
 def test_releases_predict_each_row_with_its_own_stack(capsys):
     """GPT-3 175B on 128 H100 BF16: each DGXC release's rows predicted exactly as validate predicts them
     (its own preset), and the like-for-like pair is two rows of one configuration."""
-    d = run_json(capsys, ["releases", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128",
-                          "--precision", "bf16"])
+    d = run_json(
+        capsys, ["releases", "--model", "gpt3-175b", "--hardware", "h100-sxm", "--gpus", "128", "--precision", "bf16"]
+    )
     assert [r["release"] for r in d["releases"]] == ["DGXC v24.11.1", "DGXC v25.04.01"]
     rows = {r["run_id"]: r for r in read_csv(CSV)}
     for r in d["rows"]:
@@ -124,12 +241,30 @@ def test_validate_has_no_profile_switch(capsys):
     assert "--stack" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("args", [
-    ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096", "--top", "1"],
-    ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "search",
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--gbs",
+            "64",
+            "--seq",
+            "4096",
+            "--top",
+            "1",
+        ],
+        ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64", "--seq", "4096"],
+    ],
+)
 def test_search_and_compare_headers_state_the_stack(capsys, monkeypatch, args):
     from perfmodel.commands import common
+
     monkeypatch.setattr(common.console, "width", 300)
     assert main([*args, "--stack", "nemo-25.09", "--stack-set", "cuda_graphs=none"]) == 0
     out = capsys.readouterr().out

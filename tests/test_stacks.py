@@ -1,27 +1,45 @@
 """Software-stack presets (perfmodel/specs/stack.py, stacks/*.toml): schema, sources, overrides, row mapping,
 and `validate` over every shipped set."""
+
 from __future__ import annotations
 
-import re
 import csv
 import json
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from perfmodel.analysis.validate import shipped_sets
 from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir
 from perfmodel.specs.stack import FEATURES, Features, apply_overrides, load_stack, stack_for_row, stack_ids
-from perfmodel.analysis.validate import shipped_sets
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = {"megatron-core", "llm-foundry-2023", "maxtext-gpu-2024", "torchtitan-2025"}
-REQUIRED_PRESETS = {"nemo-24.07", "dgxc-24.11", "nemo-25.04", "dgxc-25.05", "nemo-25.09", "nemo-25.11", "nemo-26.02",
-                    "nemo-26.04", "megatron-lm-2021", "megatron-lm-2022", "megatron-deepspeed-2023",
-                    "llm-foundry-2023", "maxtext-gpu-2024", "torchtitan-2025", "torchtitan-2025-compile",
-                    "zero-bubble-2024", "fp8-lm-2023", "simumax-b200-2025", "default"}
+REQUIRED_PRESETS = {
+    "nemo-24.07",
+    "dgxc-24.11",
+    "nemo-25.04",
+    "dgxc-25.05",
+    "nemo-25.09",
+    "nemo-25.11",
+    "nemo-26.02",
+    "nemo-26.04",
+    "megatron-lm-2021",
+    "megatron-lm-2022",
+    "megatron-deepspeed-2023",
+    "llm-foundry-2023",
+    "maxtext-gpu-2024",
+    "torchtitan-2025",
+    "torchtitan-2025-compile",
+    "zero-bubble-2024",
+    "fp8-lm-2023",
+    "simumax-b200-2025",
+    "default",
+}
 
 
 def _write(tmp_path: Path, text: str, name: str = "s.toml") -> str:
@@ -36,12 +54,13 @@ def _full_features() -> str:
     lines = ["[features]"]
     for f in FEATURES:
         v = mc.value(f)
-        tv = "\"none\"" if v is None else json.dumps(list(v) if isinstance(v, tuple) else v)
+        tv = '"none"' if v is None else json.dumps(list(v) if isinstance(v, tuple) else v)
         lines.append(f'{f} = {{ value = {tv}, source = "test" }}')
     return "\n".join(lines) + "\n"
 
 
 # ---- every shipped preset ------------------------------------------------------------------------
+
 
 def test_required_presets_ship():
     assert REQUIRED_PRESETS <= set(stack_ids())
@@ -56,9 +75,9 @@ def test_every_preset_loads_and_every_feature_has_a_source(sid):
         assert s.origin[f].split(":")[0] in ("stated", "inherited", "unstated", "per_model")
     for rule in s.per_model:
         assert set(rule.values) == set(rule.sources) and all(v.strip() for v in rule.sources.values())
-    if s.family != sid:              # a release preset names an existing family preset
+    if s.family != sid:  # a release preset names an existing family preset
         assert s.family in FAMILIES
-    else:                            # a family preset states every feature itself
+    else:  # a family preset states every feature itself
         assert set(s.origin.values()) == {"stated"}
 
 
@@ -71,10 +90,15 @@ def test_unstated_takes_the_family_default_and_says_so():
     assert load_stack("nemo-26.04").origin["attention_kernel"] == "unstated:megatron-core"
     # the family default keeps its per-hardware rule: Transformer Engine prefers cuDNN only on sm90+
     a100 = rel.for_model("gpt3-175b", False, "a100-sxm-80gb")
-    assert a100.value("attention_kernel") == "fa2" and "family rule of megatron-core" in a100.sources["attention_kernel"]
+    assert (
+        a100.value("attention_kernel") == "fa2" and "family rule of megatron-core" in a100.sources["attention_kernel"]
+    )
     assert rel.for_model("gpt3-175b", False, "h100-sxm").value("attention_kernel") == "cudnn"
     # a preset that states the feature is not touched by the family's rule
-    assert load_stack("megatron-lm-2021").for_model("gpt3-175b", False, "a100-sxm-80gb").value("attention_kernel") == "unfused"
+    assert (
+        load_stack("megatron-lm-2021").for_model("gpt3-175b", False, "a100-sxm-80gb").value("attention_kernel")
+        == "unfused"
+    )
 
 
 def test_base_inheritance_records_the_base():
@@ -93,11 +117,13 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     b200 = s.for_model("deepseek-v3", True, "b200")
     assert (b200.value("moe_dispatcher"), b200.value("moe_a2a_overlap")) == ("alltoall", False)
     assert b200.value("recompute_modules") == ("mla_up_proj",)
-    assert s.for_model("llama3-70b", False, "h100-sxm") is s          # no rule matches: the preset itself
+    assert s.for_model("llama3-70b", False, "h100-sxm") is s  # no rule matches: the preset itself
     n = load_stack("nemo-26.04")
     # a later release's rule replaces the base's: 25.09 ran DeepEP with the A2A overlapped on H100, 26.04 HybridEP without
-    assert (n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_dispatcher"),
-            n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_a2a_overlap")) == ("hybridep", False)
+    assert (
+        n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_dispatcher"),
+        n.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("moe_a2a_overlap"),
+    ) == ("hybridep", False)
     assert n.for_model("qwen3-235b-a22b", True, "h100-sxm", "bf16").value("moe_a2a_overlap") is True
     assert n.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("moe_dispatcher") == "alltoall"
     # 26.02-26.04 generation (f0e2c37e): no expert all-to-all overlap for DeepSeek-V3; the FP8-MX overlap,
@@ -106,7 +132,11 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     assert n.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is False
     s6 = load_stack("nemo-26.06")
     g6 = s6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8")
-    assert (g6.value("moe_a2a_overlap"), g6.value("grouped_gemm"), g6.value("cuda_graphs")) == (True, "cutedsl", "full_iteration")
+    assert (g6.value("moe_a2a_overlap"), g6.value("grouped_gemm"), g6.value("cuda_graphs")) == (
+        True,
+        "cutedsl",
+        "full_iteration",
+    )
     assert s6.for_model("deepseek-v3", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
     assert s6.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute") == "none"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "bf16").value("fsdp") == "megatron_fsdp"
@@ -121,11 +151,21 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
     assert n.for_model("gpt-oss-120b", True, "b300", "bf16").value("moe_dispatcher") == "hybridep"
     assert n.for_model("gpt-oss-120b", True, "b200", "bf16").value("moe_dispatcher") == "alltoall"
     mx = n.for_model("gpt-oss-120b", True, "gb300-nvl72", "mxfp8")
-    assert (mx.value("cuda_graphs"), mx.value("grouped_gemm"), mx.value("recompute")) == ("full_iteration", "cutedsl", "none")
-    assert n.for_model("gpt-oss-120b", True, "b300", "mxfp8").value("cuda_graphs") == "per_layer"   # commented out for B300
+    assert (mx.value("cuda_graphs"), mx.value("grouped_gemm"), mx.value("recompute")) == (
+        "full_iteration",
+        "cutedsl",
+        "none",
+    )
+    assert (
+        n.for_model("gpt-oss-120b", True, "b300", "mxfp8").value("cuda_graphs") == "per_layer"
+    )  # commented out for B300
     q = load_stack("nemo-26.06")
     g = q.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8")
-    assert (g.value("cuda_graphs"), g.value("moe_a2a_overlap"), g.value("grouped_gemm")) == ("full_iteration", True, "cutedsl")
+    assert (g.value("cuda_graphs"), g.value("moe_a2a_overlap"), g.value("grouped_gemm")) == (
+        "full_iteration",
+        True,
+        "cutedsl",
+    )
     # the rule is the 26.06 release's: 26.04 keeps the partial TE graphs, and 26.06 H100 FP8 is untouched
     assert n.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("cuda_graphs") == "per_layer"
     assert q.for_model("qwen3-30b-a3b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is False
@@ -151,8 +191,16 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
 def test_distinct_stacks_differ_where_their_sources_differ():
     # the independent SimuMax launches switch every overlap off; NVIDIA's recipes switch them on
     smx, nemo = load_stack("simumax-b200-2025"), load_stack("nemo-25.09")
-    assert (smx.value("tp_overlap"), smx.value("dp_grad_reduce_overlap"), smx.value("grad_reduce_precision")) == ("none", False, "fp32")
-    assert (nemo.value("tp_overlap"), nemo.value("dp_grad_reduce_overlap"), nemo.value("grad_reduce_precision")) == ("userbuffers", True, "bf16")
+    assert (smx.value("tp_overlap"), smx.value("dp_grad_reduce_overlap"), smx.value("grad_reduce_precision")) == (
+        "none",
+        False,
+        "fp32",
+    )
+    assert (nemo.value("tp_overlap"), nemo.value("dp_grad_reduce_overlap"), nemo.value("grad_reduce_precision")) == (
+        "userbuffers",
+        True,
+        "bf16",
+    )
     assert load_stack("megatron-lm-2021").value("sequence_parallel") is False
     assert load_stack("megatron-lm-2022").value("sequence_parallel") is True
     assert load_stack("torchtitan-2025-compile").value("fusions") == "torch_compile"
@@ -161,26 +209,60 @@ def test_distinct_stacks_differ_where_their_sources_differ():
 
 # ---- schema errors name the field ----------------------------------------------------------------
 
-@pytest.mark.parametrize("edit, field, reason", [
-    (lambda t: t.replace('tp_overlap = { value = "none"', 'tp_overlap = { value = "sometimes"'),
-     "features.tp_overlap", "must be one of 'none', 'bulk'"),
-    (lambda t: t.replace('sequence_parallel = { value = false, source = "test" }', 'sequence_parallel = { value = false }'),
-     "features.sequence_parallel.source", "every feature names its source"),
-    (lambda t: t.replace('sequence_parallel = { value = false, source = "test" }', 'sequence_parallel = { value = false, source = " " }'),
-     "features.sequence_parallel.source", "every feature names its source"),
-    (lambda t: t.replace("tp_overlap =", "tp_overlapp ="), "features.tp_overlapp", "did you mean 'tp_overlap'"),
-    (lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("cuda_graphs")), "features.cuda_graphs",
-     "required field is missing"),
-    (lambda t: t.replace('cuda_graphs = { value = "none", source = "test" }', 'cuda_graphs = { unstated = true }'),
-     "features.cuda_graphs", "its own family"),
-    (lambda t: t.replace('power_limit_w = { value = "none"', 'power_limit_w = { value = -5'),
-     "features.power_limit_w", "must be more than 0"),
-    (lambda t: re.sub(r'recompute_modules = \{ value = \[[^\]]*\]', 'recompute_modules = { value = ["attn_everything"]', t, 1),
-     "features.recompute_modules.0", "must be one of 'core_attn'"),
-])
+
+@pytest.mark.parametrize(
+    "edit, field, reason",
+    [
+        (
+            lambda t: t.replace('tp_overlap = { value = "none"', 'tp_overlap = { value = "sometimes"'),
+            "features.tp_overlap",
+            "must be one of 'none', 'bulk'",
+        ),
+        (
+            lambda t: t.replace(
+                'sequence_parallel = { value = false, source = "test" }', "sequence_parallel = { value = false }"
+            ),
+            "features.sequence_parallel.source",
+            "every feature names its source",
+        ),
+        (
+            lambda t: t.replace(
+                'sequence_parallel = { value = false, source = "test" }',
+                'sequence_parallel = { value = false, source = " " }',
+            ),
+            "features.sequence_parallel.source",
+            "every feature names its source",
+        ),
+        (lambda t: t.replace("tp_overlap =", "tp_overlapp ="), "features.tp_overlapp", "did you mean 'tp_overlap'"),
+        (
+            lambda t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("cuda_graphs")),
+            "features.cuda_graphs",
+            "required field is missing",
+        ),
+        (
+            lambda t: t.replace(
+                'cuda_graphs = { value = "none", source = "test" }', "cuda_graphs = { unstated = true }"
+            ),
+            "features.cuda_graphs",
+            "its own family",
+        ),
+        (
+            lambda t: t.replace('power_limit_w = { value = "none"', "power_limit_w = { value = -5"),
+            "features.power_limit_w",
+            "must be more than 0",
+        ),
+        (
+            lambda t: re.sub(
+                r"recompute_modules = \{ value = \[[^\]]*\]", 'recompute_modules = { value = ["attn_everything"]', t, 1
+            ),
+            "features.recompute_modules.0",
+            "must be one of 'core_attn'",
+        ),
+    ],
+)
 def test_schema_errors_name_the_field(tmp_path, edit, field, reason):
     text = 'name = "t"\nfamily = "s"\n' + _full_features()
-    assert load_stack(_write(tmp_path, text)).id == "s"            # the unedited file is valid
+    assert load_stack(_write(tmp_path, text)).id == "s"  # the unedited file is valid
     with pytest.raises(InputError) as e:
         load_stack(_write(tmp_path, edit(text)))
     assert e.value.field == field and reason in e.value.reason
@@ -194,41 +276,69 @@ def test_release_file_errors(tmp_path):
         load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-corr"\n'))
     assert e.value.field == "family" and "megatron-core" in e.value.reason
     with pytest.raises(InputError) as e:
-        load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\nbase_source = "x"\n'
-                                    '[[per_model]]\nmatch = { vendor = "x" }\nfsdp = { value = "zero1", source = "y" }\n'))
+        load_stack(
+            _write(
+                tmp_path,
+                'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\nbase_source = "x"\n'
+                '[[per_model]]\nmatch = { vendor = "x" }\nfsdp = { value = "zero1", source = "y" }\n',
+            )
+        )
     assert e.value.field == "vendor" and "unknown field" in e.value.reason
     # a release file: base + one stated feature + one unstated feature
-    s = load_stack(_write(tmp_path, 'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\nbase_source = "x"\n'
-                                    '[features]\ncuda_graphs = { value = "full_iteration", source = "doc" }\n'
-                                    'tp_overlap = { unstated = true, note = "n/a" }\n'))
+    s = load_stack(
+        _write(
+            tmp_path,
+            'name = "t"\nfamily = "megatron-core"\nbase = "nemo-25.09"\nbase_source = "x"\n'
+            '[features]\ncuda_graphs = { value = "full_iteration", source = "doc" }\n'
+            'tp_overlap = { unstated = true, note = "n/a" }\n',
+        )
+    )
     assert (s.value("cuda_graphs"), s.origin["cuda_graphs"]) == ("full_iteration", "stated")
     assert (s.value("tp_overlap"), s.origin["tp_overlap"]) == ("none", "unstated:megatron-core")
 
 
 # ---- --stack-set overrides ------------------------------------------------------------------------
 
+
 def test_overrides_set_values_and_record_their_origin():
     base = load_stack("nemo-25.09")
-    s = apply_overrides(base, ["tp_overlap=none", "dp_grad_reduce_overlap=false", "recompute_modules=core_attn,mlp",
-                               "power_limit_w=700", "hybrid_shard_group=8"])
+    s = apply_overrides(
+        base,
+        [
+            "tp_overlap=none",
+            "dp_grad_reduce_overlap=false",
+            "recompute_modules=core_attn,mlp",
+            "power_limit_w=700",
+            "hybrid_shard_group=8",
+        ],
+    )
     assert (s.value("tp_overlap"), s.value("dp_grad_reduce_overlap")) == ("none", False)
     assert s.value("recompute_modules") == ("core_attn", "mlp")
     assert (s.value("power_limit_w"), s.value("hybrid_shard_group")) == (700.0, 8)
     assert s.origin["tp_overlap"] == "--stack-set" and s.sources["tp_overlap"] == "--stack-set tp_overlap=none"
-    assert s.value("fsdp") == base.value("fsdp") and base.value("tp_overlap") == "userbuffers"   # others, and the original, unchanged
+    assert (
+        s.value("fsdp") == base.value("fsdp") and base.value("tp_overlap") == "userbuffers"
+    )  # others, and the original, unchanged
     assert apply_overrides(base, []) is base
 
 
-@pytest.mark.parametrize("item, field, reason", [
-    ("tp_overlap=maybe", "tp_overlap", "must be one of 'none', 'bulk'"),
-    ("tp_overlapp=none", "tp_overlapp", "did you mean 'tp_overlap'"),
-    ("sequence_parallel=perhaps", "sequence_parallel", "true or false"),
-    ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
-    ("power_limit_w=inf", "power_limit_w", "finite"),
-    ("power_limit_w=-1", "power_limit_w", "must be more than 0"),
-    ("cpu_offload_layers=\u00b2", "cpu_offload_layers", "non-negative integer"),   # str.isdigit accepts a superscript
-    ("tp_overlap", "tp_overlap", "FEATURE=VALUE"),
-])
+@pytest.mark.parametrize(
+    "item, field, reason",
+    [
+        ("tp_overlap=maybe", "tp_overlap", "must be one of 'none', 'bulk'"),
+        ("tp_overlapp=none", "tp_overlapp", "did you mean 'tp_overlap'"),
+        ("sequence_parallel=perhaps", "sequence_parallel", "true or false"),
+        ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
+        ("power_limit_w=inf", "power_limit_w", "finite"),
+        ("power_limit_w=-1", "power_limit_w", "must be more than 0"),
+        (
+            "cpu_offload_layers=\u00b2",
+            "cpu_offload_layers",
+            "non-negative integer",
+        ),  # str.isdigit accepts a superscript
+        ("tp_overlap", "tp_overlap", "FEATURE=VALUE"),
+    ],
+)
 def test_bad_overrides_name_the_field(item, field, reason):
     with pytest.raises(InputError) as e:
         apply_overrides(load_stack("nemo-25.09"), [item])
@@ -236,6 +346,7 @@ def test_bad_overrides_name_the_field(item, field, reason):
 
 
 # ---- rows -> presets --------------------------------------------------------------------------------
+
 
 def test_stack_for_row_maps_every_shipped_row_to_an_existing_preset():
     ids = set(stack_ids())
@@ -247,35 +358,52 @@ def test_stack_for_row_maps_every_shipped_row_to_an_existing_preset():
                 assert sid in ids, (path.name, row["software"])
                 seen.add((path.name, sid))
     # each independent set maps to its own preset, never to the NVIDIA default
-    assert {s for f, s in seen if f != "runs.csv"} == {"llm-foundry-2023", "maxtext-gpu-2024", "zero-bubble-2024",
-                                                        "fp8-lm-2023", "simumax-b200-2025"}
+    assert {s for f, s in seen if f != "runs.csv"} == {
+        "llm-foundry-2023",
+        "maxtext-gpu-2024",
+        "zero-bubble-2024",
+        "fp8-lm-2023",
+        "simumax-b200-2025",
+    }
 
 
-@pytest.mark.parametrize("framework, software, sid", [
-    ("megatron", "NeMo 26.04.01", "nemo-26.04"),                     # longest label wins over none
-    ("megatron", "NeMo 26.08", "nemo-26.06"),
-    ("megatron", "DGXC v25.05.04 (NeMo 25.04.01)", "dgxc-25.05"),
-    ("megatron", "NeMo 25.04", "nemo-25.04"),
-    ("maxtext", "DGXC v24.11.1 (MaxText 2024.12.09)", "dgxc-24.11-maxtext"),
-    ("megatron", "my fork 2019", "megatron-core"),                   # unknown release: the framework's defaults
-    ("other", "something else", "default"),
-    ("maxtext", "NeMo 25.09", "maxtext-gpu-2024"),                   # a label only counts for its frameworks
-])
+@pytest.mark.parametrize(
+    "framework, software, sid",
+    [
+        ("megatron", "NeMo 26.04.01", "nemo-26.04"),  # longest label wins over none
+        ("megatron", "NeMo 26.08", "nemo-26.06"),
+        ("megatron", "DGXC v25.05.04 (NeMo 25.04.01)", "dgxc-25.05"),
+        ("megatron", "NeMo 25.04", "nemo-25.04"),
+        ("maxtext", "DGXC v24.11.1 (MaxText 2024.12.09)", "dgxc-24.11-maxtext"),
+        ("megatron", "my fork 2019", "megatron-core"),  # unknown release: the framework's defaults
+        ("other", "something else", "default"),
+        ("maxtext", "NeMo 25.09", "maxtext-gpu-2024"),  # a label only counts for its frameworks
+    ],
+)
 def test_stack_for_row_examples(framework, software, sid):
     assert stack_for_row(framework, software) == sid
 
 
 # ---- validate over every shipped set ----------------------------------------------------------------
 
+
 def test_validate_without_file_covers_every_shipped_set(capsys):
     assert main(["validate", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     names = {p.name for p in shipped_sets()}
-    assert names == {"runs.csv", "llm-foundry.csv", "maxtext-a3.csv", "zero-bubble.csv", "fp8-lm.csv",
-                     "simumax-b200-dense.csv"}
+    assert names == {
+        "runs.csv",
+        "llm-foundry.csv",
+        "maxtext-a3.csv",
+        "zero-bubble.csv",
+        "fp8-lm.csv",
+        "simumax-b200-dense.csv",
+    }
     assert set(d["sets"]) == names == {r["dataset"] for r in d["per_row"]}
     for name, g in d["sets"].items():
-        with (data_dir("validation") / ("" if name == "runs.csv" else "independent") / name).open(encoding="utf-8") as fh:
+        with (data_dir("validation") / ("" if name == "runs.csv" else "independent") / name).open(
+            encoding="utf-8"
+        ) as fh:
             given = sum(1 for _ in csv.DictReader(fh))
         assert g["rows"] == sum(r["dataset"] == name for r in d["per_row"]) and 0 < g["rows"] <= given
     assert all(r["stack"] in stack_ids() for r in d["per_row"])
@@ -295,7 +423,10 @@ def test_stack_cell_overrides_the_mapping_and_bad_ones_are_unsupported(tmp_path,
         rows = list(csv.DictReader(fh))[:2]
     rows = rows + [dict(rows[0]), dict(rows[0])]
     rows[0]["stack"], rows[1]["stack"] = "megatron-lm-2021", "nemo-99"
-    rows[2]["stack_set"], rows[3]["stack_set"] = "tp_overlap=userbuffers; cuda_graphs=full_iteration", "tp_overlap=sometimes"
+    rows[2]["stack_set"], rows[3]["stack_set"] = (
+        "tp_overlap=userbuffers; cuda_graphs=full_iteration",
+        "tp_overlap=sometimes",
+    )
     rows[2]["run_id"], rows[3]["run_id"] = "with-set", "bad-set"
     out = tmp_path / "zb.csv"
     with out.open("w", newline="", encoding="utf-8") as fh:
@@ -307,21 +438,29 @@ def test_stack_cell_overrides_the_mapping_and_bad_ones_are_unsupported(tmp_path,
         (tmp_path / "models" / f.name).write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
     assert main(["validate", str(out), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert [(r["run_id"], r["stack"]) for r in d["per_row"]] == [(rows[0]["run_id"], "megatron-lm-2021"),
-                                                                  ("with-set", "zero-bubble-2024")]
+    assert [(r["run_id"], r["stack"]) for r in d["per_row"]] == [
+        (rows[0]["run_id"], "megatron-lm-2021"),
+        ("with-set", "zero-bubble-2024"),
+    ]
     reasons = [u["reason"] for u in d["unsupported"]]
     assert len(reasons) == 2 and "nemo-99" in reasons[0] and "tp_overlap: must be one of" in reasons[1]
     # the resolved stack of a row: preset, its per-model rules, then the row's stack_set
     from perfmodel.analysis.validate import row_stack_spec
-    from perfmodel.specs.model import load_model
     from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.model import load_model
+
     m, hw = load_model(str(tmp_path / rows[2]["model"])), load_hardware(rows[2]["hardware"])
     spec = row_stack_spec(rows[2], tmp_path, m, hw, "bf16")
-    assert (spec.id, spec.value("tp_overlap"), spec.value("cuda_graphs")) == ("zero-bubble-2024", "userbuffers", "full_iteration")
+    assert (spec.id, spec.value("tp_overlap"), spec.value("cuda_graphs")) == (
+        "zero-bubble-2024",
+        "userbuffers",
+        "full_iteration",
+    )
     assert spec.origin["cuda_graphs"] == "--stack-set" and spec.value("attention_kernel") == "fa2"
 
 
 # ---- commands ---------------------------------------------------------------------------------------
+
 
 def test_list_and_show_stack(capsys):
     assert main(["list", "stacks", "--json"]) == 0
@@ -360,7 +499,11 @@ def test_default_is_the_newest_release_with_every_published_overlap():
     assert d.base == "nemo-26.06" and d.date >= max(s.date for s in nvidia)
     f = d.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").features
     assert (f.cuda_graphs, f.grouped_gemm, f.moe_a2a_overlap, f.moe_dispatcher) == (
-        "full_iteration", "cutedsl", True, "hybridep")
+        "full_iteration",
+        "cutedsl",
+        True,
+        "hybridep",
+    )
     # ... which the 26.04 base it replaced did not have
     f4 = load_stack("nemo-26.04").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").features
     assert (f4.cuda_graphs, f4.grouped_gemm) != ("full_iteration", "cutedsl")
@@ -375,16 +518,24 @@ def test_nemo_2606_qwen3_235b_mxfp8_on_gb_runs_the_whole_iteration_hybridep_path
     for hw in ("gb200-nvl72", "gb300-nvl72"):
         f = s.for_model("qwen3-235b-a22b", True, hw, "mxfp8").features
         assert (f.cuda_graphs, f.moe_a2a_overlap, f.grouped_gemm, f.moe_dispatcher) == (
-            "full_iteration", True, "cutedsl", "hybridep")
+            "full_iteration",
+            True,
+            "cutedsl",
+            "hybridep",
+        )
     # not BF16, not HGX B300, not the 26.04 release
     assert s.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").features.cuda_graphs == "per_layer"
     assert s.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").features.cuda_graphs != "full_iteration"
-    assert load_stack("nemo-26.04").for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8").features.cuda_graphs == "per_layer"
+    assert (
+        load_stack("nemo-26.04").for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8").features.cuda_graphs
+        == "per_layer"
+    )
 
 
 def test_mla_on_blackwell_in_the_25_04_containers_runs_unfused_attention():
     # TE PR #1797 (2.5.0) / cuDNN 9.11: fused MLA training (head_dim_qk 192 != head_dim_v 128) on sm100 arrived
-    # after NeMo 25.04; Hopper has it since cuDNN 9.5. The rule is the DGXC v25.05 preset's (NeMo 25.04 containers); nemo-25.07, built on nemo-25.04, does not get it.
+    # after NeMo 25.04; Hopper has it since cuDNN 9.5. The rule is the DGXC v25.05 preset's (NeMo 25.04
+    # containers); nemo-25.07, built on nemo-25.04, does not get it.
     for sid in ("dgxc-25.05",):
         s = load_stack(sid)
         gb = s.for_model("deepseek-v3", True, "gb200-nvl72", "bf16")
@@ -394,21 +545,35 @@ def test_mla_on_blackwell_in_the_25_04_containers_runs_unfused_attention():
         # only MLA: other models on GB200 keep the release's kernel
         assert s.for_model("mixtral-8x7b", True, "gb200-nvl72", "fp8").value("attention_kernel") != "unfused"
     # later releases (TE >= 2.5) are untouched
-    assert load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("attention_kernel") != "unfused"
-    assert load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("attention_kernel") != "unfused"
+    assert (
+        load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("attention_kernel")
+        != "unfused"
+    )
+    assert (
+        load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("attention_kernel")
+        != "unfused"
+    )
 
 
 def test_deepseek_v3_26_02_runs_the_26_04_presets():
     # the 26.02 DeepSeek-V3 rows run the f0e2c37e V1/V2 layouts, as 26.04's: every feature resolves the same
     a, b = load_stack("nemo-26.02"), load_stack("nemo-26.04")
-    for hw, prec in (("gb300-nvl72", "mxfp8"), ("gb200-nvl72", "mxfp8"), ("b300", "mxfp8"), ("b200", "mxfp8"),
-                     ("h100-sxm", "fp8"), ("gb300-nvl72", "bf16")):
+    for hw, prec in (
+        ("gb300-nvl72", "mxfp8"),
+        ("gb200-nvl72", "mxfp8"),
+        ("b300", "mxfp8"),
+        ("b200", "mxfp8"),
+        ("h100-sxm", "fp8"),
+        ("gb300-nvl72", "bf16"),
+    ):
         x, y = a.for_model("deepseek-v3", True, hw, prec), b.for_model("deepseek-v3", True, hw, prec)
         assert all(x.value(f) == y.value(f) for f in FEATURES), (hw, prec)
     g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
     assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
     # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's
-    assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute_modules") == ("mlp", "moe_act")
+    assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value(
+        "recompute_modules"
+    ) == ("mlp", "moe_act")
 
 
 def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
@@ -420,6 +585,9 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
             assert s.for_model(model, True, "b200", "mxfp8").value("pipeline_layout") == "bridge_map"
         assert s.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("pipeline_layout") == "module_slots"
         assert s.for_model("gpt-530b", False, "a100-sxm-80gb", "bf16").value("pipeline_layout") == "module_slots"
-    assert load_stack("nemo-25.04").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("pipeline_layout") == "module_slots"
+    assert (
+        load_stack("nemo-25.04").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("pipeline_layout")
+        == "module_slots"
+    )
     k = load_stack("nemo-26.04").for_model("kimi-k2", True, "gb300-nvl72", "mxfp8")
     assert (k.value("moe_dispatcher"), k.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))

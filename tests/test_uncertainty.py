@@ -2,6 +2,7 @@
 
 The predictor is refitted from time to time, so the stored numbers are checked only loosely (file present,
 groups, low <= 1 <= high, coverage near 80%); the coverage of a fresh fit is measured by the script."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_helpers import run_json
 
 from perfmodel.analysis import uncertainty as U
-from cli_helpers import run_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,10 +46,13 @@ def test_stored_file_is_sane():
     # the unseen-stack bands (validation/uncertainty.py --fits): low / high are the cross-validated percentiles
     # with the group's jackknife spread in quadrature, each side apart
     for g, v in d.get("unseen", {}).items():
-        cells = {U.unseen_cell(m, vp) for m in (False, True) for vp in (1, 2)}     # width-model cells: any rows
+        cells = {U.unseen_cell(m, vp) for m in (False, True) for vp in (1, 2)}  # width-model cells: any rows
         assert v["rows"] >= (0 if g in cells else 1 if g == U.ALL else d["min_rows"]) and v["log_jackknife"] >= 0, g
         lo, hi = U.widened(min(v["log_p10"], 0), max(v["log_p90"], 0), -v["log_jackknife"], v["log_jackknife"])
-        assert (v["low"], v["high"]) == (pytest.approx(math.exp(lo), abs=2e-5), pytest.approx(math.exp(hi), abs=2e-5)), g
+        assert (v["low"], v["high"]) == (
+            pytest.approx(math.exp(lo), abs=2e-5),
+            pytest.approx(math.exp(hi), abs=2e-5),
+        ), g
 
 
 def test_fresh_fit_coverage_near_80_percent(fresh):
@@ -97,8 +101,24 @@ def test_band_directions():
     assert b.inverse(10)[0] == pytest.approx(8) and b.inverse(10)[1] == pytest.approx(12.5)
 
 
-PRED = ["--model", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4", "--vp", "5",
-        "--gbs", "128", "--seq", "8192"]
+PRED = [
+    "--model",
+    "llama3-70b",
+    "--hardware",
+    "h100-sxm",
+    "--gpus",
+    "64",
+    "--tp",
+    "8",
+    "--pp",
+    "4",
+    "--vp",
+    "5",
+    "--gbs",
+    "128",
+    "--seq",
+    "8192",
+]
 
 
 def test_predict_json_band(capsys):
@@ -107,20 +127,39 @@ def test_predict_json_band(capsys):
         assert d[f"{k}_low"] <= d[k] <= d[f"{k}_high"], k
     assert d["tokens_per_s_per_gpu_high"] > d["tokens_per_s_per_gpu_low"]
     # step time is inverse to throughput: the slow end of one is the long end of the other
-    assert d["step_time_s_high"] * d["tokens_per_s_per_gpu_low"] == pytest.approx(d["step_time_s"] * d["tokens_per_s_per_gpu"])
+    assert d["step_time_s_high"] * d["tokens_per_s_per_gpu_low"] == pytest.approx(
+        d["step_time_s"] * d["tokens_per_s_per_gpu"]
+    )
     assert d["band"]["group"] == "hopper/dense"
 
 
 def test_predict_table_shows_range(capsys):
     from perfmodel.cli import main
+
     assert main(["predict", *PRED]) == 0
     out = capsys.readouterr().out
     assert "80% band" in out and "–" in out
 
 
 def test_search_json_band(capsys):
-    d = run_json(capsys, ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--gbs", "64",
-                          "--seq", "4096", "--top", "3"])
+    d = run_json(
+        capsys,
+        [
+            "search",
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "8",
+            "--gbs",
+            "64",
+            "--seq",
+            "4096",
+            "--top",
+            "3",
+        ],
+    )
     assert d["band"]["low_factor"] <= 1 <= d["band"]["high_factor"]
     for e in d["top"]:
         p = e["prediction"]
@@ -129,8 +168,29 @@ def test_search_json_band(capsys):
 
 
 def test_compare_json_band(capsys):
-    d = run_json(capsys, ["compare", "--model", "llama3-8b", "--hardware", "h100-sxm", "--hardware", "gb200-nvl72",
-                          "--gpus", "64", "--gbs", "128", "--seq", "4096", "--no-planner", "--tp", "1", "--pp", "1"])
+    d = run_json(
+        capsys,
+        [
+            "compare",
+            "--model",
+            "llama3-8b",
+            "--hardware",
+            "h100-sxm",
+            "--hardware",
+            "gb200-nvl72",
+            "--gpus",
+            "64",
+            "--gbs",
+            "128",
+            "--seq",
+            "4096",
+            "--no-planner",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+        ],
+    )
     for s in d["systems"]:
         for k in ("usd_per_million_tokens_nominal", "usd_per_million_tokens_after_reliability"):
             assert s[f"{k}_low"] <= s[k] <= s[f"{k}_high"]
@@ -164,12 +224,15 @@ def test_parameter_spread_and_widening_by_hand():
 
 # ---- a stack the bands were not fitted on: the row's jackknife spread and the unseen-stack band ----------
 
+
 def test_jackknife_spread_by_hand():
     # three source families left out in turn; row 0's prediction moves by ln factors +0.1, -0.1, 0 across the three
     # refits: mean 0, sum of squares 0.02, jackknife variance (n-1)/n x 0.02 = 0.01333, sd 0.11547, times
     # z_0.9 = 1.28155 -> 0.14798. Row 1 does not depend on any constant that moved (shifts 0): no width from them
     s = U.jackknife_spread([[0.1, 0.0], [-0.1, 0.0], [0.0, 0.0]])
-    assert s[0] == pytest.approx(1.2815516 * math.sqrt(2 / 3 * 0.02), rel=1e-6) and s[0] == pytest.approx(0.14798, abs=1e-5)
+    assert s[0] == pytest.approx(1.2815516 * math.sqrt(2 / 3 * 0.02), rel=1e-6) and s[0] == pytest.approx(
+        0.14798, abs=1e-5
+    )
     assert s[1] == 0.0
     # a common shift of every refit is no spread (the refits agree); one refit alone gives none either
     assert U.jackknife_spread([[0.05], [0.05], [0.05]]) == [pytest.approx(0.0)]
@@ -189,7 +252,7 @@ def test_jackknife_spread_never_narrower_with_more_spread():
 def test_combined_and_widened_monotone():
     # two independent causes, each side in quadrature: (-0.3, 0.4) and (-0.4, 0) -> (-0.5, 0.4)
     assert U.combined([(-0.3, 0.4)], [(-0.4, 0.0)]) == [pytest.approx((-0.5, 0.4))]
-    assert U.combined([(0.0, 0.0)], [(0.0, 0.0)]) == [(0.0, 0.0)]      # no cause, no width
+    assert U.combined([(0.0, 0.0)], [(0.0, 0.0)]) == [(0.0, 0.0)]  # no cause, no width
     # more spread never narrows the band: lo falls and hi rises as |down| and up grow
     lo0, hi0 = U.widened(-0.1, 0.08)
     prev = (lo0, hi0)
@@ -206,17 +269,19 @@ def test_combined_and_widened_monotone():
 
 def test_band_of_unseen(tmp_path):
     f = tmp_path / "u.toml"
-    f.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
-                 '[unseen."hopper/dense"]\nrows = 12\nlog_p10 = -0.2\nlog_p90 = 0.15\nlow = 0.8\nhigh = 1.2\n'
-                 '[unseen."all"]\nrows = 30\nlog_p10 = -0.3\nlog_p90 = 0.2\nlow = 0.7\nhigh = 1.25\n')
+    f.write_text(
+        '[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
+        '[unseen."hopper/dense"]\nrows = 12\nlog_p10 = -0.2\nlog_p90 = 0.15\nlow = 0.8\nhigh = 1.2\n'
+        '[unseen."all"]\nrows = 30\nlog_p10 = -0.3\nlog_p90 = 0.2\nlow = 0.7\nhigh = 1.25\n'
+    )
     U.load.cache_clear()
     b = U.band_of("llama3-8b", "h100-sxm", str(f), unseen=True)
     assert (b.low, b.high, b.group, b.rows) == (0.8, 1.2, "unseen:hopper/dense", 12)
     assert U.band_of("deepseek-v3", "b200", str(f), unseen=True).group == "unseen:all"
-    assert U.band_of("llama3-8b", "h100-sxm", str(f)).group == "all"          # a stack the fit saw
+    assert U.band_of("llama3-8b", "h100-sxm", str(f)).group == "all"  # a stack the fit saw
     g = tmp_path / "no_unseen.toml"
     g.write_text('[groups."all"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n')
-    assert U.band_of("llama3-8b", "h100-sxm", str(g), unseen=True).group == "all"   # no [unseen]: the fitted band
+    assert U.band_of("llama3-8b", "h100-sxm", str(g), unseen=True).group == "all"  # no [unseen]: the fitted band
     U.load.cache_clear()
 
 
@@ -226,7 +291,9 @@ def test_weighted_quantiles_by_hand():
     assert U.weighted_quantiles([0.0, 1.0], [3.0, 1.0], [0.6]) == [pytest.approx(0.6)]
     assert U.weighted_quantiles([1.0, 0.0], [1.0, 1.0], [0.6]) == [pytest.approx(0.8)]
     x = np.random.default_rng(1).normal(size=37)
-    assert U.weighted_quantiles(x, [2.0] * 37, [0.1, 0.9]) == pytest.approx(list(np.percentile(x, [10, 90], method="weibull")))
+    assert U.weighted_quantiles(x, [2.0] * 37, [0.1, 0.9]) == pytest.approx(
+        list(np.percentile(x, [10, 90], method="weibull"))
+    )
 
 
 def test_fit_units_weigh_each_source_the_same():
@@ -241,10 +308,13 @@ def test_fit_units_weigh_each_source_the_same():
     assert eq["log_p90"] == pytest.approx(0.3) and eq["rows"] == rows["rows"] == 22
     # 10th: by rows position 0.1 x 23 = 2.3 -> 0.0013; equal sources, A's k-th row sits at C / (W (1 + 1/n)) =
     # (k / 20) / (2 x 23 / 22), 0.1 at k = 4.18 -> 0.003 + 0.18 x 0.001
-    assert rows["log_p10"] == pytest.approx(0.0013) and eq["log_p10"] == pytest.approx(0.003 + (0.1 * 2 * 23 / 22 * 20 - 4) * 0.001)
+    assert rows["log_p10"] == pytest.approx(0.0013) and eq["log_p10"] == pytest.approx(
+        0.003 + (0.1 * 2 * 23 / 22 * 20 - 4) * 0.001
+    )
 
 
 # ---- the unseen-stack band's width model (uncertainty.fit_scaled) and the band the commands print ---------------
+
 
 def test_fit_scaled_interleaving_doubles_the_width():
     """Dense rows at |e| = 0.05 and interleaved rows at |e| = 0.101: ln(|e| + 0.001) differs by ln 2 exactly, so the
@@ -281,10 +351,12 @@ def test_fit_scaled_families_weigh_the_same():
 
 def _bands_file(tmp_path, stacks: str | None) -> Path:
     f = tmp_path / "u.toml"
-    f.write_text((f"stacks = {stacks}\n" if stacks else "")
-                 + '[groups."all"]\nrows = 40\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
-                   '[unseen."dense"]\nrows = 50\nlog_p10 = -0.05\nlog_p90 = 0.06\nlow = 0.94\nhigh = 1.07\n'
-                   '[unseen."dense/interleaved"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.88\nhigh = 1.13\n')
+    f.write_text(
+        (f"stacks = {stacks}\n" if stacks else "")
+        + '[groups."all"]\nrows = 40\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.9\nhigh = 1.1\n'
+        '[unseen."dense"]\nrows = 50\nlog_p10 = -0.05\nlog_p90 = 0.06\nlow = 0.94\nhigh = 1.07\n'
+        '[unseen."dense/interleaved"]\nrows = 20\nlog_p10 = -0.1\nlog_p90 = 0.1\nlow = 0.88\nhigh = 1.13\n'
+    )
     return f
 
 
@@ -312,24 +384,58 @@ def test_stack_seen_follows_the_base_chain(tmp_path):
 def test_predict_prints_the_unseen_band_for_an_unseen_stack(tmp_path, monkeypatch, capsys):
     f = _bands_file(tmp_path, '["nemo-25.09"]')
     monkeypatch.setattr(U, "FILE", f)
-    args = ["predict", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "1", "--pp", "2",
-            "--vp", "2", "--gbs", "64", "--seq", "4096"]
+    args = [
+        "predict",
+        "--model",
+        "llama3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "8",
+        "--tp",
+        "1",
+        "--pp",
+        "2",
+        "--vp",
+        "2",
+        "--gbs",
+        "64",
+        "--seq",
+        "4096",
+    ]
     seen = run_json(capsys, args + ["--stack", "nemo-25.11"])
     assert seen["band"]["group"] == "all" and seen["band"]["unseen_stack"] is False
     new = run_json(capsys, args + ["--stack", "torchtitan-2025"])
     assert new["band"]["group"] == "unseen:dense/interleaved" and new["band"]["unseen_stack"] is True
     t = new["tokens_per_s_per_gpu"]
-    assert (new["tokens_per_s_per_gpu_low"], new["tokens_per_s_per_gpu_high"]) == (pytest.approx(0.88 * t),
-                                                                                   pytest.approx(1.13 * t))
+    assert (new["tokens_per_s_per_gpu_low"], new["tokens_per_s_per_gpu_high"]) == (
+        pytest.approx(0.88 * t),
+        pytest.approx(1.13 * t),
+    )
 
 
 def test_search_bands_follow_each_layouts_interleaving(tmp_path, monkeypatch, capsys):
     """On a stack no row of which fitted the bands, every top layout carries the unseen-stack cell of its own vp."""
     monkeypatch.setattr(U, "FILE", _bands_file(tmp_path, '["nemo-25.09"]'))
-    args = ["search", "--model", "llama3-8b", "--hardware", "h100-sxm", "--gpus", "16", "--gbs", "64", "--seq", "4096",
-            "--stack", "torchtitan-2025", "--top", "8"]
+    args = [
+        "search",
+        "--model",
+        "llama3-8b",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "16",
+        "--gbs",
+        "64",
+        "--seq",
+        "4096",
+        "--stack",
+        "torchtitan-2025",
+        "--top",
+        "8",
+    ]
     top = []
-    for extra in ([], ["--fix", "pp=2"]):          # the best layouts: not interleaved; at pp 2: interleaved
+    for extra in ([], ["--fix", "pp=2"]):  # the best layouts: not interleaved; at pp 2: interleaved
         d = run_json(capsys, args + extra)
         assert d["band"] == d["top"][0]["band"]
         top += d["top"]

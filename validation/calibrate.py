@@ -10,6 +10,7 @@ of predicted vs measured tokens/s/GPU; held-out rows are never seen by the fit (
 `perfmodel calibrate` runs on a user's own runs. --write stores the values and rewrites the file's
 header to declare the rows it was fitted on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from perfmodel.analysis import fit as F  # noqa: E402
-from perfmodel.core.calibration import _FILE, constants, fitted_names, priors, shipped_table  # noqa: E402
 from perfmodel.analysis.validate import shipped_sets  # noqa: E402
+from perfmodel.core.calibration import _FILE, constants, fitted_names, priors, shipped_table  # noqa: E402
 
 
 def _rel(p: Path) -> str:
@@ -36,18 +37,20 @@ def _rel(p: Path) -> str:
 def header(sets: list[F.RunSet], cal: list[F.RunSet], fit: F.Fit, start: str) -> str:
     """The calibration.toml header: what the values were fitted on, when, and how."""
     used = ", ".join(f"{_rel(s.path)} ({len(c.rows)} of {len(s.rows)} rows)" for s, c in zip(sets, cal))
-    lines = ["Global efficiency constants of the cost model. Each is a physical quantity, not a per-row factor.",
-             "`fit = true` marks the ones fitted by validation/calibrate.py (perfmodel/analysis/fit.py) on the CALIBRATION split",
-             "(rows whose run_id hashes into split 0 of 4: crc32(run_id) % 4 == 0, perfmodel/analysis/validate.py",
-             f"`calibration_split`) of every measured set together: {used}.",
-             f"Fitted {_dt.date.today().isoformat()}: coordinate search from the {start} values ({fit.passes} passes of "
-             f"{fit.rounds} rounds),",
-             f"mean |ln(predicted / measured)| {fit.start_objective:.4f} -> {fit.objective:.4f}. Accuracy is reported",
-             "on the held-out rows as well as on all rows.",
-             "`value` is what the model uses; `prior` is the physically motivated starting point with its source."]
+    lines = [
+        "Global efficiency constants of the cost model. Each is a physical quantity, not a per-row factor.",
+        "`fit = true` marks the ones fitted by validation/calibrate.py (perfmodel/analysis/fit.py) on the CALIBRATION split",
+        "(rows whose run_id hashes into split 0 of 4: crc32(run_id) % 4 == 0, perfmodel/analysis/validate.py",
+        f"`calibration_split`) of every measured set together: {used}.",
+        f"Fitted {_dt.date.today().isoformat()}: coordinate search from the {start} values ({fit.passes} passes of "
+        f"{fit.rounds} rounds),",
+        f"mean |ln(predicted / measured)| {fit.start_objective:.4f} -> {fit.objective:.4f}. Accuracy is reported",
+        "on the held-out rows as well as on all rows.",
+        "`value` is what the model uses; `prior` is the physically motivated starting point with its source.",
+    ]
     words: list[str] = []
     out: list[str] = []
-    for ln in lines:                  # wrap at ~110 columns
+    for ln in lines:  # wrap at ~110 columns
         for w in ln.split(" "):
             if words and len(" ".join(words + [w])) > 108:
                 out.append("# " + " ".join(words))
@@ -73,10 +76,18 @@ def main() -> None:
     ap.add_argument("--csv", action="append", help="measured-run file (repeatable) [default: every shipped set]")
     ap.add_argument("--write", action="store_true", help=f"store the values in {_rel(_FILE)}")
     ap.add_argument("--rounds", type=int, default=F.ROUNDS, help="coordinate-search rounds per pass")
-    ap.add_argument("--passes", type=int, default=F.MAX_PASSES,
-                    help=f"most passes (the search restarts from its result while a pass gains >= {F.PASS_GAIN:g})")
-    ap.add_argument("--start", choices=("current", "prior"), default="current",
-                    help="start from calibration.toml's values (default) or from every constant's prior")
+    ap.add_argument(
+        "--passes",
+        type=int,
+        default=F.MAX_PASSES,
+        help=f"most passes (the search restarts from its result while a pass gains >= {F.PASS_GAIN:g})",
+    )
+    ap.add_argument(
+        "--start",
+        choices=("current", "prior"),
+        default="current",
+        help="start from calibration.toml's values (default) or from every constant's prior",
+    )
     a = ap.parse_args()
     sets = [F.read_set(p) for p in (a.csv or shipped_sets())]
     cal = F.calibration_part(sets)
@@ -86,7 +97,9 @@ def main() -> None:
     fit = F.search(cal, start, fitted_names(), a.rounds, a.passes, log=lambda m: print(m, flush=True))
     print(f"{fit.evaluations} objective evaluations in {fit.passes} passes")
     for n in fitted_names():
-        print(f"  {n} = {getattr(fit.consts, n):.4g}  (start {getattr(start, n):.4g}, prior {shipped_table()[n]['prior']})")
+        print(
+            f"  {n} = {getattr(fit.consts, n):.4g}  (start {getattr(start, n):.4g}, prior {shipped_table()[n]['prior']})"
+        )
     if a.write:
         write(fit.consts, header(sets, cal, fit, a.start))
         print(f"written to {_FILE}")

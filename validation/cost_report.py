@@ -10,6 +10,7 @@ with the relative difference (perfmodel - report) / report. Figures the report m
 
     python validation/cost_report.py [--json] [--no-predict]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,13 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from perfmodel.specs.counts import param_counts  # noqa: E402
-from perfmodel.economics.tco import HOUSEHOLD_J_PER_YEAR, TCO, run_cost, tco_for  # noqa: E402
-from perfmodel.specs.hardware import load_hardware  # noqa: E402
-from perfmodel.specs.layout import LayoutGrid  # noqa: E402
+from perfmodel.analysis.validate import read_csv, row_inputs  # noqa: E402
 from perfmodel.core.predict import Options, predict_grid  # noqa: E402
 from perfmodel.economics.reliability import assess, reliability_inputs  # noqa: E402
-from perfmodel.analysis.validate import read_csv, row_inputs  # noqa: E402
+from perfmodel.economics.tco import HOUSEHOLD_J_PER_YEAR, TCO, run_cost, tco_for  # noqa: E402
+from perfmodel.specs.counts import param_counts  # noqa: E402
+from perfmodel.specs.hardware import load_hardware  # noqa: E402
+from perfmodel.specs.layout import LayoutGrid  # noqa: E402
 
 CSV = ROOT / "validation" / "runs.csv"
 TOLERANCE = 0.03
@@ -39,27 +40,44 @@ TOLERANCE = 0.03
 @dataclass(frozen=True)
 class Run:
     """The throughput behind a figure: measured (a CSV row, or the report's MFU) and the layout to predict."""
+
     key: str
-    measured_row: str                # run_id whose tokens_per_s_per_gpu is the measured throughput
-    predict_row: str | None = None   # run_id whose layout is predicted end to end (default: measured_row)
-    precision: str | None = None     # override the predict row's precision
+    measured_row: str  # run_id whose tokens_per_s_per_gpu is the measured throughput
+    predict_row: str | None = None  # run_id whose layout is predicted end to end (default: measured_row)
+    precision: str | None = None  # override the predict row's precision
     report_mfu: float | None = None  # use the report's MFU instead: tokens/s = MFU x peak / FLOPs per token,
     #                                  FLOPs per token from measured_row's own (source_mfu, throughput) pair
     note: str = ""
 
 
 RUNS = [
-    Run("gpt3_fp8", "dgxc250401-gpt3-175b-h100-256-fp8", "dgxc250401-gpt3-175b-h100-128-bf16", "fp8",
+    Run(
+        "gpt3_fp8",
+        "dgxc250401-gpt3-175b-h100-256-fp8",
+        "dgxc250401-gpt3-175b-h100-128-bf16",
+        "fp8",
         note="no 128-GPU FP8 Megatron row: the 256-GPU row of the same release (weak scaling, MFU 38.8% vs the report's "
-             "39.5%); end to end predicts the report's 128-GPU TP4 layout in FP8"),
-    Run("gpt3_bf16", "dgxc250401-gpt3-175b-h100-128-bf16",
-        note="the report's 'Dec 2024' BF16 MFU 54% matches this DGXC 25.04.01 row (53.5%), not v24.11.1 (49.9%)"),
-    Run("gpt3_fp8_early", "dgxc241101-gpt3-175b-h100-128-fp8-paxml",
-        note="the report's early FP8 MFU 29.5% matches this PaxML row (29.8%); end to end predicts today's software"),
+        "39.5%); end to end predicts the report's 128-GPU TP4 layout in FP8",
+    ),
+    Run(
+        "gpt3_bf16",
+        "dgxc250401-gpt3-175b-h100-128-bf16",
+        note="the report's 'Dec 2024' BF16 MFU 54% matches this DGXC 25.04.01 row (53.5%), not v24.11.1 (49.9%)",
+    ),
+    Run(
+        "gpt3_fp8_early",
+        "dgxc241101-gpt3-175b-h100-128-fp8-paxml",
+        note="the report's early FP8 MFU 29.5% matches this PaxML row (29.8%); end to end predicts today's software",
+    ),
     Run("l405_bf16", "dgxc241101-l31-405b-h100-2304-bf16"),
     Run("l70_bf16", "dgxc241101-l3-70b-h100-2048-bf16"),
-    Run("l70_fp8_64", "dgxc241101-l3-70b-h100-64-bf16", "dgxc250401-l3-70b-h100-64-fp8", report_mfu=0.381,
-        note="no v24.11.1 FP8 64-GPU row: the report's FP8 MFU 38.1% x FP8 peak / FLOPs per token of the BF16 64-GPU row"),
+    Run(
+        "l70_fp8_64",
+        "dgxc241101-l3-70b-h100-64-bf16",
+        "dgxc250401-l3-70b-h100-64-fp8",
+        report_mfu=0.381,
+        note="no v24.11.1 FP8 64-GPU row: the report's FP8 MFU 38.1% x FP8 peak / FLOPs per token of the BF16 64-GPU row",
+    ),
     Run("l70_fp8_2048", "dgxc241101-l3-70b-h100-2048-fp8"),
     Run("dsv3_h100", "dgxc250504-dsv3-h100-1024-bf16"),
     Run("dsv3_gb200", "dgxc250504-dsv3-gb200-128-bf16"),
@@ -93,8 +111,12 @@ def throughputs(predict: bool = True) -> dict[str, Throughput]:
         pm, phw, play, popts = row_inputs(prow, CSV.parent)
         if run.precision:
             popts = Options(precision=run.precision, attention=popts.attention, routing=popts.routing)
-        predicted = float(predict_grid(pm, phw, LayoutGrid.of(play), popts).tokens_per_s_per_gpu[0]) if predict else None
-        out[run.key] = Throughput(run.key, m, hw, play.gpus if run.predict_row else lay.gpus, measured, predicted, run.note)
+        predicted = (
+            float(predict_grid(pm, phw, LayoutGrid.of(play), popts).tokens_per_s_per_gpu[0]) if predict else None
+        )
+        out[run.key] = Throughput(
+            run.key, m, hw, play.gpus if run.predict_row else lay.gpus, measured, predicted, run.note
+        )
     return out
 
 
@@ -104,8 +126,8 @@ class Figure:
     name: str
     report: float
     fmt: str
-    fn: Callable[[Callable[[str], float]], float]    # gets tps(key) -> tokens/s/GPU
-    approx: bool = False                             # the report says "about" / "~" or it is derived
+    fn: Callable[[Callable[[str], float]], float]  # gets tps(key) -> tokens/s/GPU
+    approx: bool = False  # the report says "about" / "~" or it is derived
     uses_throughput: bool = True
     note: str = ""
 
@@ -141,68 +163,174 @@ def figures_spec(meta: dict[str, Throughput]) -> list[Figure]:
         return r.mtbi_s / 3600
 
     G, C = "GPT-3 175B, 128 H100", "cost and power"
-    L405, L70, DS, MAV, REL = "Llama 3.1 405B", "Llama 3 70B", "DeepSeek-V3 (May 2025)", "Llama 4 Maverick FP8", "reliability"
+    L405, L70, DS, MAV, REL = (
+        "Llama 3.1 405B",
+        "Llama 3 70B",
+        "DeepSeek-V3 (May 2025)",
+        "Llama 4 Maverick FP8",
+        "reliability",
+    )
     return [
-        Figure(C, "H100 $/GPU-hour (hyperscaler)", 1.42, "{:.3f}", lambda t: th.usd_per_gpu_hour, uses_throughput=False),
+        Figure(
+            C, "H100 $/GPU-hour (hyperscaler)", 1.42, "{:.3f}", lambda t: th.usd_per_gpu_hour, uses_throughput=False
+        ),
         Figure(C, "GB200 $/GPU-hour (derived 1.6 x 1.42)", 2.272, "{:.3f}", lambda t: tg.usd_per_gpu_hour, True, False),
-        Figure(C, "GB200/H100 all-in capex per GPU (report 1.6-1.7x)", 54167 / 31250, "{:.3f}",
-               lambda t: tg.capex_usd_per_gpu / th.capex_usd_per_gpu, False, False),
-        Figure(C, "GB200/H100 TCO per GPU-hour (~1.6x)", 1.6, "{:.3f}", lambda t: tg.usd_per_gpu_hour / th.usd_per_gpu_hour,
-               True, False),
-        Figure(C, "H100 all-in utility power, kW (derived)", 1.79, "{:.3f}", lambda t: th.utility_w_per_gpu / 1000, True, False),
-        Figure(C, "US household average power, W", 1232, "{:.0f}", lambda t: HOUSEHOLD_J_PER_YEAR / (8760 * 3600), False, False),
+        Figure(
+            C,
+            "GB200/H100 all-in capex per GPU (report 1.6-1.7x)",
+            54167 / 31250,
+            "{:.3f}",
+            lambda t: tg.capex_usd_per_gpu / th.capex_usd_per_gpu,
+            False,
+            False,
+        ),
+        Figure(
+            C,
+            "GB200/H100 TCO per GPU-hour (~1.6x)",
+            1.6,
+            "{:.3f}",
+            lambda t: tg.usd_per_gpu_hour / th.usd_per_gpu_hour,
+            True,
+            False,
+        ),
+        Figure(
+            C,
+            "H100 all-in utility power, kW (derived)",
+            1.79,
+            "{:.3f}",
+            lambda t: th.utility_w_per_gpu / 1000,
+            True,
+            False,
+        ),
+        Figure(
+            C,
+            "US household average power, W",
+            1232,
+            "{:.0f}",
+            lambda t: HOUSEHOLD_J_PER_YEAR / (8760 * 3600),
+            False,
+            False,
+        ),
         Figure(G, "FP8 $ per 1M tokens (Dec 2024)", 0.542, "{:.4f}", lambda t: usd_m(th, t("gpt3_fp8"))),
         Figure(G, "FP8 300B tokens, $k (Dec 2024)", 162, "{:.1f}", lambda t: usd_m(th, t("gpt3_fp8")) * 300e3 / 1e3),
         Figure(G, "FP8 $ per 1M tokens (early 2024)", 0.72, "{:.4f}", lambda t: usd_m(th, t("gpt3_fp8_early"))),
-        Figure(G, "FP8 300B tokens, $k (early 2024)", 218, "{:.1f}", lambda t: usd_m(th, t("gpt3_fp8_early")) * 300e3 / 1e3),
+        Figure(
+            G, "FP8 300B tokens, $k (early 2024)", 218, "{:.1f}", lambda t: usd_m(th, t("gpt3_fp8_early")) * 300e3 / 1e3
+        ),
         Figure(G, "FP8 utility J/token", 2.46, "{:.3f}", lambda t: jpt(th, t("gpt3_fp8"))),
         Figure(G, "BF16 utility J/token", 3.63, "{:.3f}", lambda t: jpt(th, t("gpt3_bf16"))),
-        Figure(G, "FP8 tokens per household-year, billions", 15.8, "{:.2f}",
-               lambda t: HOUSEHOLD_J_PER_YEAR / jpt(th, t("gpt3_fp8")) / 1e9),
+        Figure(
+            G,
+            "FP8 tokens per household-year, billions",
+            15.8,
+            "{:.2f}",
+            lambda t: HOUSEHOLD_J_PER_YEAR / jpt(th, t("gpt3_fp8")) / 1e9,
+        ),
         Figure(G, "300B tokens FP8, household-years", 19, "{:.1f}", lambda t: hh_years(th, t("gpt3_fp8"), 300e9)),
         Figure(G, "300B tokens BF16, household-years", 28, "{:.1f}", lambda t: hh_years(th, t("gpt3_bf16"), 300e9)),
         Figure(L405, "BF16 2,304 GPUs: $ per 1M tokens", 1.95, "{:.4f}", lambda t: usd_m(th, t("l405_bf16"))),
         Figure(L405, "15T tokens, $M", 29.1, "{:.2f}", lambda t: usd_m(th, t("l405_bf16")) * 15e6 / 1e6),
         Figure(L405, "utility J/token", 8.8, "{:.2f}", lambda t: jpt(th, t("l405_bf16"))),
-        Figure(L405, "tokens per household-year, billions", 4.4, "{:.2f}",
-               lambda t: HOUSEHOLD_J_PER_YEAR / jpt(th, t("l405_bf16")) / 1e9),
-        Figure(L405, "15T tokens, household-years (~3,400)", 3400, "{:.0f}", lambda t: hh_years(th, t("l405_bf16"), 15e12), True),
+        Figure(
+            L405,
+            "tokens per household-year, billions",
+            4.4,
+            "{:.2f}",
+            lambda t: HOUSEHOLD_J_PER_YEAR / jpt(th, t("l405_bf16")) / 1e9,
+        ),
+        Figure(
+            L405,
+            "15T tokens, household-years (~3,400)",
+            3400,
+            "{:.0f}",
+            lambda t: hh_years(th, t("l405_bf16"), 15e12),
+            True,
+        ),
         Figure(L70, "405B / 70B cost per token (BF16)", 5.4, "{:.3f}", lambda t: t("l70_bf16") / t("l405_bf16")),
-        Figure(L70, "FP8 15T tokens on 64 GPUs, household-years", 440, "{:.0f}", lambda t: hh_years(th, t("l70_fp8_64"), 15e12)),
-        Figure(L70, "FP8 15T tokens on 2,048 GPUs, household-years", 472, "{:.0f}",
-               lambda t: hh_years(th, t("l70_fp8_2048"), 15e12)),
+        Figure(
+            L70,
+            "FP8 15T tokens on 64 GPUs, household-years",
+            440,
+            "{:.0f}",
+            lambda t: hh_years(th, t("l70_fp8_64"), 15e12),
+        ),
+        Figure(
+            L70,
+            "FP8 15T tokens on 2,048 GPUs, household-years",
+            472,
+            "{:.0f}",
+            lambda t: hh_years(th, t("l70_fp8_2048"), 15e12),
+        ),
         Figure(DS, "H100 $ per 1M tokens", 0.626, "{:.4f}", lambda t: usd_m(th, t("dsv3_h100"))),
-        Figure(DS, "GB200 $ per 1M tokens (less certain)", 0.684, "{:.4f}", lambda t: usd_m(tg, t("dsv3_gb200")), True,
-               note="paywalled part; with the DGXC rows the report's GB200 figures imply $2.36/GPU-h here but "
-                    "$2.28/GPU-h for Maverick ($0.061 x 10,365 tok/s), 3.7% apart; perfmodel's $2.24 follows the "
-                    "report's TCO ratio ~1.6x and the Maverick figure"),
-        Figure(DS, "GB200 / H100 tokens/s/GPU (DGXC May data ~1.5x)", 1.5, "{:.3f}",
-               lambda t: t("dsv3_gb200") / t("dsv3_h100"), True),
+        Figure(
+            DS,
+            "GB200 $ per 1M tokens (less certain)",
+            0.684,
+            "{:.4f}",
+            lambda t: usd_m(tg, t("dsv3_gb200")),
+            True,
+            note="paywalled part; with the DGXC rows the report's GB200 figures imply $2.36/GPU-h here but "
+            "$2.28/GPU-h for Maverick ($0.061 x 10,365 tok/s), 3.7% apart; perfmodel's $2.24 follows the "
+            "report's TCO ratio ~1.6x and the Maverick figure",
+        ),
+        Figure(
+            DS,
+            "GB200 / H100 tokens/s/GPU (DGXC May data ~1.5x)",
+            1.5,
+            "{:.3f}",
+            lambda t: t("dsv3_gb200") / t("dsv3_h100"),
+            True,
+        ),
         Figure(MAV, "H100 $ per 1M tokens", 0.093, "{:.4f}", lambda t: usd_m(th, t("mav_h100"))),
         Figure(MAV, "GB200 $ per 1M tokens", 0.061, "{:.4f}", lambda t: usd_m(tg, t("mav_gb200"))),
         Figure(MAV, "GB200 / H100 tokens/s/GPU (2.4x)", 2.4, "{:.3f}", lambda t: t("mav_gb200") / t("mav_h100"), True),
-        Figure(REL, "Maverick: GB200 cost advantage, nominal (derived 0.093/0.061 - 1)", 0.093 / 0.061 - 1, "{:.1%}",
-               lambda t: mav_advantage(t, False, False), True),
+        Figure(
+            REL,
+            "Maverick: GB200 cost advantage, nominal (derived 0.093/0.061 - 1)",
+            0.093 / 0.061 - 1,
+            "{:.1%}",
+            lambda t: mav_advantage(t, False, False),
+            True,
+        ),
         Figure(REL, "... counting spare racks (~30%)", 0.3, "{:.1%}", lambda t: mav_advantage(t, True, False), True),
-        Figure(REL, "... and in-rack hot spares as training cost (~20%)", 0.2, "{:.1%}",
-               lambda t: mav_advantage(t, True, True), True,
-               note="advantage = H100 $/token / GB200 $/token - 1, 512-GPU DGXC runs; spares: one spare unit per job "
-                    "(rack: 1 per 8 racks = 12.5%, server: 1 per 64 = 1.6%) and Daly goodput; the report does not state "
-                    "its job size or spare ratio"),
-        Figure(REL, "Meta 16K H100: hours between interruptions (54 d x 24 / 466)", 54 * 24 / 466, "{:.2f}",
-               meta_interval_h, True, False,
-               note="default H100 MTBI 3,500 GPU-days (middle of the report's 2,000-5,000); Meta's run implies ~1,900: "
-                    "`--mtbi-gpu-days 1900` reproduces it"),
+        Figure(
+            REL,
+            "... and in-rack hot spares as training cost (~20%)",
+            0.2,
+            "{:.1%}",
+            lambda t: mav_advantage(t, True, True),
+            True,
+            note="advantage = H100 $/token / GB200 $/token - 1, 512-GPU DGXC runs; spares: one spare unit per job "
+            "(rack: 1 per 8 racks = 12.5%, server: 1 per 64 = 1.6%) and Daly goodput; the report does not state "
+            "its job size or spare ratio",
+        ),
+        Figure(
+            REL,
+            "Meta 16K H100: hours between interruptions (54 d x 24 / 466)",
+            54 * 24 / 466,
+            "{:.2f}",
+            meta_interval_h,
+            True,
+            False,
+            note="default H100 MTBI 3,500 GPU-days (middle of the report's 2,000-5,000); Meta's run implies ~1,900: "
+            "`--mtbi-gpu-days 1900` reproduces it",
+        ),
     ]
 
 
 NOT_REPRODUCED = [
     ("DeepSeek-V3 July 2025: GB200 2.5x H100, $0.307 vs $0.468, perf/TCO 1.5x", "no July 2025 DGXC rows in runs.csv"),
-    ("DeepSeek-V3 Dec 2025 projection: 4.7x H100 at 42% MFU, $4.5M -> $2.5M for 14.8T tokens, J/token 4x lower",
-     "a projection, not a measurement"),
-    ("GPT-3 175B BF16 34% -> 54% MFU, FP8 29.5% -> 39.5% (throughput over time)", "throughput, not economics: see `perfmodel validate`"),
+    (
+        "DeepSeek-V3 Dec 2025 projection: 4.7x H100 at 42% MFU, $4.5M -> $2.5M for 14.8T tokens, J/token 4x lower",
+        "a projection, not a measurement",
+    ),
+    (
+        "GPT-3 175B BF16 34% -> 54% MFU, FP8 29.5% -> 39.5% (throughput over time)",
+        "throughput, not economics: see `perfmodel validate`",
+    ),
     ("GB200 training 2.2x more power efficient", "the workload and software date are not stated"),
 ]
+
 
 def compute(predict: bool = True, meta: dict[str, Throughput] | None = None) -> list[dict]:
     """Every figure: report value, economics-alone value and end-to-end value with relative differences."""
@@ -213,10 +341,21 @@ def compute(predict: bool = True, meta: dict[str, Throughput] | None = None) -> 
         e2e: float | None = econ
         if f.uses_throughput:
             e2e = f.fn(lambda k: meta[k].predicted) if predict else None  # type: ignore[arg-type,return-value]
-        out.append({"section": f.section, "figure": f.name, "report": f.report, "approx": f.approx,
-                    "economics": econ, "economics_diff": econ / f.report - 1,
-                    "end_to_end": e2e, "end_to_end_diff": None if e2e is None else e2e / f.report - 1,
-                    "uses_throughput": f.uses_throughput, "note": f.note, "fmt": f.fmt})
+        out.append(
+            {
+                "section": f.section,
+                "figure": f.name,
+                "report": f.report,
+                "approx": f.approx,
+                "economics": econ,
+                "economics_diff": econ / f.report - 1,
+                "end_to_end": e2e,
+                "end_to_end_diff": None if e2e is None else e2e / f.report - 1,
+                "uses_throughput": f.uses_throughput,
+                "note": f.note,
+                "fmt": f.fmt,
+            }
+        )
     return out
 
 
@@ -228,10 +367,18 @@ def main(argv: list[str] | None = None) -> int:
     meta = throughputs(not a.no_predict)
     res = compute(not a.no_predict, meta)
     if a.json:
-        print(json.dumps({"figures": [{k: v for k, v in r.items() if k != "fmt"} for r in res],
-                          "throughputs": {k: {"measured": v.measured, "predicted": v.predicted, "note": v.note}
-                                          for k, v in meta.items()},
-                          "not_reproduced": [{"figure": f, "reason": r} for f, r in NOT_REPRODUCED]}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "figures": [{k: v for k, v in r.items() if k != "fmt"} for r in res],
+                    "throughputs": {
+                        k: {"measured": v.measured, "predicted": v.predicted, "note": v.note} for k, v in meta.items()
+                    },
+                    "not_reproduced": [{"figure": f, "reason": r} for f, r in NOT_REPRODUCED],
+                },
+                indent=2,
+            )
+        )
         return 0
     pct = lambda x: "-" if x is None or not math.isfinite(x) else f"{x:+.1%}"
     print(f"{'figure':<66} {'report':>9} {'econ.':>9} {'diff':>7}  {'e2e':>9} {'diff':>7}")
@@ -247,8 +394,10 @@ def main(argv: list[str] | None = None) -> int:
         mark = " " if ok else ("~" if r["approx"] else "!")
         misses += not ok and not r["approx"]
         name = ("~ " if r["approx"] else "  ") + r["figure"]
-        print(f"{name:<66} {fmt.format(r['report']):>9} {fmt.format(r['economics']):>9} {pct(r['economics_diff']):>7}{mark} "
-              f"{e2e:>9} {pct(r['end_to_end_diff']):>7}")
+        print(
+            f"{name:<66} {fmt.format(r['report']):>9} {fmt.format(r['economics']):>9} {pct(r['economics_diff']):>7}{mark} "
+            f"{e2e:>9} {pct(r['end_to_end_diff']):>7}"
+        )
     notes = [r for r in res if r["note"]]
     if notes:
         print("\nnotes:")
@@ -261,8 +410,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\nnot reproduced (not enough inputs):")
     for f, reason in NOT_REPRODUCED:
         print(f"  - {f}: {reason}")
-    print(f"\nexact figures outside {TOLERANCE:.0%} from economics alone: {misses}  (~ = approximate or derived in the report; "
-          f"! = exact figure missed)")
+    print(
+        f"\nexact figures outside {TOLERANCE:.0%} from economics alone: {misses}  (~ = approximate or derived in the report; "
+        f"! = exact figure missed)"
+    )
     return 0
 
 

@@ -6,6 +6,7 @@ DGXC recipes count it; measured MFU recomputed from measured tokens/s/GPU) measu
 
 Rerun after any change of the cost model or the calibration; tests/test_scaling.py checks the shapes
 (flat from the smallest to the largest size, levels within 10% of every measured cell)."""
+
 from __future__ import annotations
 
 import sys
@@ -13,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from perfmodel.analysis.scaling import measured_series  # noqa: E402
 from perfmodel.specs.hardware import load_hardware  # noqa: E402
 from perfmodel.specs.model import load_model  # noqa: E402
-from perfmodel.analysis.scaling import measured_series  # noqa: E402
 
 # (title, model, seq, GPU counts, global batch at the first count): the report's three weak-scaling figures
 STUDIES = [
@@ -29,9 +30,12 @@ HARDWARE = "h100-sxm"
 def table(title: str, model: str, seq: int, gpus: list[int], gbs0: int) -> str:
     series = measured_series(load_model(model), load_hardware(HARDWARE), seq, gpus, gbs0)
     pct = lambda v: "–" if v is None else f"{100 * v:.1f}%"
-    lines = [f"{title}: MFU (full attention), **measured** / predicted", "",
-             "| layout, release | " + " | ".join(f"{n:,}" for n in gpus) + " |",
-             "|---|" + "---|" * len(gpus)]
+    lines = [
+        f"{title}: MFU (full attention), **measured** / predicted",
+        "",
+        "| layout, release | " + " | ".join(f"{n:,}" for n in gpus) + " |",
+        "|---|" + "---|" * len(gpus),
+    ]
     for s in series:
         cells = [(f"**{pct(m)}**" if m is not None else "–") + f" / {pct(p)}" for m, p in (s["mfu"][n] for n in gpus)]
         lines.append(f"| {s['precision'].upper()} {s['layout']}, {s['release']} | " + " | ".join(cells) + " |")

@@ -13,6 +13,7 @@ the coverage of the held-out rows is the honest figure. The rows are those the c
 is that of every stack measured in its regime (hardware generation x op class), not NVIDIA's recipes alone;
 coverage is reported per set as well.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,9 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from perfmodel.core import calibration as C
-from perfmodel.analysis import fit as F, uncertainty as U  # noqa: E402
+from perfmodel.analysis import fit as F  # noqa: E402
+from perfmodel.analysis import uncertainty as U
 from perfmodel.analysis.validate import merge, shipped_sets, validate_file  # noqa: E402
+from perfmodel.core import calibration as C
 
 COMMAND = "python3 validation/uncertainty.py --write"
 CSV = ROOT / "validation" / "runs.csv"
@@ -38,8 +40,10 @@ CSV = ROOT / "validation" / "runs.csv"
 def samples(report, gen: dict[str, str]) -> list[tuple[str, str, float, bool]]:
     """(family, op class, ln(measured/predicted), calibration?) per predicted row; `gen`: hardware id ->
     generation (perfmodel.analysis.fit.generations: the independent sets' own hardware files included)."""
-    return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted), r.calibration)
-            for r in report.results]
+    return [
+        (gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted), r.calibration)
+        for r in report.results
+    ]
 
 
 def measure(csv: str | Path | list | None = None, min_rows: int = U.MIN_ROWS) -> dict:
@@ -60,12 +64,18 @@ def measure(csv: str | Path | list | None = None, min_rows: int = U.MIN_ROWS) ->
     for r, (f, k, x, cal) in zip(rep.results, s):
         if not cal:
             by_set.setdefault(r.dataset, []).append((f, k, x))
-    return {"groups": groups, "coverage": {k: v["coverage"] for k, v in cov.items()},
-            "stacks": sorted({r.stack for r in rep.results if r.calibration and r.stack}),
-            "rows": {k: v["rows"] for k, v in cov.items()}, "coverage_by_group": per,
-            "held_out_by_set": {d: U.coverage(groups, v) for d, v in by_set.items()},
-            "csv": [str(Path(f).resolve().relative_to(ROOT)) if Path(f).resolve().is_relative_to(ROOT) else str(f)
-                    for f in files]}
+    return {
+        "groups": groups,
+        "coverage": {k: v["coverage"] for k, v in cov.items()},
+        "stacks": sorted({r.stack for r in rep.results if r.calibration and r.stack}),
+        "rows": {k: v["rows"] for k, v in cov.items()},
+        "coverage_by_group": per,
+        "held_out_by_set": {d: U.coverage(groups, v) for d, v in by_set.items()},
+        "csv": [
+            str(Path(f).resolve().relative_to(ROOT)) if Path(f).resolve().is_relative_to(ROOT) else str(f)
+            for f in files
+        ],
+    }
 
 
 def unseen(fits: str | Path) -> dict:
@@ -74,12 +84,15 @@ def unseen(fits: str | Path) -> dict:
     cut into groups as the bands are; their coverage of the held-out rows (scored with the shipped constants)."""
     sys.path.insert(0, str(ROOT / "validation"))
     import loso  # noqa: E402  (validation/loso.py: the families and their refits)
+
     run = json.loads(Path(fits).read_text())
     sets = [F.read_set(p) for p in shipped_sets()]
-    gen, fams = F.generations(sets), loso.families(sets, False)
+    fams = loso.families(sets, False)
     missing = sorted(set(fams) - set(run.get("families", {}))) + ([] if "in_fit" in run else ["in_fit"])
     if missing:
-        raise SystemExit(f"{fits}: no refit for {', '.join(missing)} (run python3 validation/loso.py --json on these sets)")
+        raise SystemExit(
+            f"{fits}: no refit for {', '.join(missing)} (run python3 validation/loso.py --json on these sets)"
+        )
     without = {t: loso._search([], C.priors(), run["rounds"], run["max_passes"], run["families"][t]) for t in fams}
     model = loso.unseen_scaled(fams, without)
     # the row's own jackknife spread (uncertainty.jackknife_spread: its prediction across the six refits, against
@@ -99,16 +112,29 @@ def unseen(fits: str | Path) -> dict:
             j = float(np.median(by.get(c) or every))
             lo, hi = U.scaled_band(model, moe, vp)
             wlo, whi = U.widened(lo, hi, -j, j)
-            groups[c] = {"rows": len(by.get(c, [])), "log_p10": lo, "log_p90": hi, "log_jackknife": j,
-                         "low": math.exp(wlo), "high": math.exp(whi)}
+            groups[c] = {
+                "rows": len(by.get(c, [])),
+                "log_p10": lo,
+                "log_p90": hi,
+                "log_jackknife": j,
+                "low": math.exp(wlo),
+                "high": math.exp(whi),
+            }
     held = F.held_out_part(sets)
     hrep = F.evaluate(held, None)
     cells = [groups[U.unseen_cell(r.moe, v)] for r, v in zip(hrep.results, loso.vps(held, hrep))]
-    hits = sum(int(U.inside(math.log(g["low"]), math.log(g["high"]), U.log_ratio(r.measured, r.predicted)))
-               for r, g in zip(hrep.results, cells))
+    hits = sum(
+        int(U.inside(math.log(g["low"]), math.log(g["high"]), U.log_ratio(r.measured, r.predicted)))
+        for r, g in zip(hrep.results, cells)
+    )
     n = len(hrep.results)
-    return {"groups": groups, "model": model, "held_out_coverage": hits / n if n else None, "held_out_rows": n,
-            "fits": Path(fits).name}
+    return {
+        "groups": groups,
+        "model": model,
+        "held_out_coverage": hits / n if n else None,
+        "held_out_rows": n,
+        "fits": Path(fits).name,
+    }
 
 
 def toml_text(m: dict) -> str:
@@ -138,26 +164,44 @@ def toml_text(m: dict) -> str:
         lines.append(f"{k} = {m['coverage'][k]:.4f}")
     lines += ["", "[rows]"] + [f"{k} = {m['rows'][k]}" for k in ("held_out", "calibration", "all")]
     for g, d in m["groups"].items():
-        lines += ["", f'[groups."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
-                  f"log_p90 = {d['log_p90']:.5f}", f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
+        lines += [
+            "",
+            f'[groups."{g}"]',
+            f"rows = {d['rows']}",
+            f"log_p10 = {d['log_p10']:.5f}",
+            f"log_p90 = {d['log_p90']:.5f}",
+            f"low = {d['low']:.5f}",
+            f"high = {d['high']:.5f}",
+        ]
     if "unseen" in m:
         u = m["unseen"]
-        lines += ["", "# A stack the fit never saw (uncertainty.band_of(..., unseen=True)): cross-validated residuals, each",
-                  "# source family's calibration rows predicted with the constants refitted without that family (the",
-                  f"# single refits of `python3 validation/loso.py --json`, {u['fits']}), each family weighing the same;",
-                  "# width exp(coef . (1, moe, vp > 1)) (uncertainty.fit_scaled), log_p10 / log_p90 = the scaled",
-                  "# quantiles times it; low / high add in quadrature log_jackknife, the cell's median z x jackknife",
-                  "# spread of a row's prediction across those refits.",
-                  "[unseen_model]",
-                  "coef = [" + ", ".join(f"{c:.5f}" for c in u["model"]["coef"]) + "]",
-                  f"log_q10 = {u['model']['log_q10']:.5f}", f"log_q90 = {u['model']['log_q90']:.5f}",
-                  f"rows = {u['model']['rows']}",
-                  f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows.",
-                  f"# Regenerate with `{COMMAND} --fits LOSO.json` (without --fits the file has no [unseen] bands)."]
+        lines += [
+            "",
+            "# A stack the fit never saw (uncertainty.band_of(..., unseen=True)): cross-validated residuals, each",
+            "# source family's calibration rows predicted with the constants refitted without that family (the",
+            f"# single refits of `python3 validation/loso.py --json`, {u['fits']}), each family weighing the same;",
+            "# width exp(coef . (1, moe, vp > 1)) (uncertainty.fit_scaled), log_p10 / log_p90 = the scaled",
+            "# quantiles times it; low / high add in quadrature log_jackknife, the cell's median z x jackknife",
+            "# spread of a row's prediction across those refits.",
+            "[unseen_model]",
+            "coef = [" + ", ".join(f"{c:.5f}" for c in u["model"]["coef"]) + "]",
+            f"log_q10 = {u['model']['log_q10']:.5f}",
+            f"log_q90 = {u['model']['log_q90']:.5f}",
+            f"rows = {u['model']['rows']}",
+            f"# Held-out coverage with the shipped constants: {u['held_out_coverage']:.4f} of {u['held_out_rows']} rows.",
+            f"# Regenerate with `{COMMAND} --fits LOSO.json` (without --fits the file has no [unseen] bands).",
+        ]
         for g, d in u["groups"].items():
-            lines += ["", f'[unseen."{g}"]', f"rows = {d['rows']}", f"log_p10 = {d['log_p10']:.5f}",
-                      f"log_p90 = {d['log_p90']:.5f}", f"log_jackknife = {d['log_jackknife']:.5f}",
-                      f"low = {d['low']:.5f}", f"high = {d['high']:.5f}"]
+            lines += [
+                "",
+                f'[unseen."{g}"]',
+                f"rows = {d['rows']}",
+                f"log_p10 = {d['log_p10']:.5f}",
+                f"log_p90 = {d['log_p90']:.5f}",
+                f"log_jackknife = {d['log_jackknife']:.5f}",
+                f"low = {d['low']:.5f}",
+                f"high = {d['high']:.5f}",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -166,8 +210,11 @@ def main() -> None:
     ap.add_argument("--csv", action="append", help="measured-run file (repeatable) [default: every shipped set]")
     ap.add_argument("--write", action="store_true", help=f"store the bands in {U.FILE.relative_to(ROOT)}")
     ap.add_argument("--json", action="store_true", help="print the measurement as JSON")
-    ap.add_argument("--fits", metavar="LOSO_JSON", help="also fit the unseen-stack bands from the single refits of a "
-                    "`python3 validation/loso.py --json` run")
+    ap.add_argument(
+        "--fits",
+        metavar="LOSO_JSON",
+        help="also fit the unseen-stack bands from the single refits of a `python3 validation/loso.py --json` run",
+    )
     a = ap.parse_args()
     m = measure(a.csv)
     if a.fits:
@@ -190,15 +237,22 @@ def main() -> None:
             print(f"  {d:42s} {c['coverage']:6.1%}  of {c['rows']} rows")
         if "unseen" in m:
             u = m["unseen"]
-            print("unseen-stack band per cell (width model on the cross-validated residuals of the refits without "
-                  "each family)")
+            print(
+                "unseen-stack band per cell (width model on the cross-validated residuals of the refits without "
+                "each family)"
+            )
             for g, d in u["groups"].items():
-                print(f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}   (jackknife {d['log_jackknife']:.3f})")
+                print(
+                    f"  {g:22s} {d['rows']:5d} {d['low']:7.3f} {d['high']:7.3f}   (jackknife {d['log_jackknife']:.3f})"
+                )
             print(f"  held-out coverage {u['held_out_coverage']:6.1%}  of {u['held_out_rows']} rows")
     if a.write:
         if not a.fits:
-            print("no --fits: the file gets no [unseen] bands (uncertainty.band_of(..., unseen=True) falls back to "
-                  "the fitted ones)", file=sys.stderr)
+            print(
+                "no --fits: the file gets no [unseen] bands (uncertainty.band_of(..., unseen=True) falls back to "
+                "the fitted ones)",
+                file=sys.stderr,
+            )
         U.FILE.write_text(toml_text(m), encoding="utf-8")
         print(f"wrote {U.FILE.relative_to(ROOT)}", file=sys.stderr)
 

@@ -15,14 +15,15 @@ every command refuses the same cases with the same sentence.
 - Context: a sequence longer than the model's max_position_embeddings is a warning, not an error (long-context
   training extends RoPE, e.g. Llama 3.1's x16 from 8,192 to 131,072), so the command goes on and says so.
 """
+
 from __future__ import annotations
 
-from perfmodel.specs.counts import flops_per_token
 from perfmodel.errors import InputError
+from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec
 from perfmodel.specs.model import ModelSpec
 
-GB = 1e9          # every table prints memory in GB = 1e9 bytes (HBM is sold in these units: 80 GB H100)
+GB = 1e9  # every table prints memory in GB = 1e9 bytes (HBM is sold in these units: 80 GB H100)
 
 
 def gb(x: float) -> str:
@@ -31,8 +32,9 @@ def gb(x: float) -> str:
 
 def memory_reason(memory_bytes: float, hbm_bytes: float, hw_id: str) -> str:
     """'needs 131.7 GB per GPU, 51.7 GB over the 80.0 GB of HBM on h100-sxm'."""
-    return (f"needs {gb(memory_bytes)} per GPU, {gb(memory_bytes - hbm_bytes)} over the {gb(hbm_bytes)} of HBM "
-            f"on {hw_id}")
+    return (
+        f"needs {gb(memory_bytes)} per GPU, {gb(memory_bytes - hbm_bytes)} over the {gb(hbm_bytes)} of HBM on {hw_id}"
+    )
 
 
 def min_flops_per_token(model: ModelSpec, seq: int) -> float:
@@ -49,13 +51,14 @@ def max_dense_peak(hw: HardwareSpec) -> tuple[float, str]:
             v = hw.peak(p)
         except InputError:
             continue
-        if v > best[0]:                  # the first precision of a tie (fp8 before fp8-block)
+        if v > best[0]:  # the first precision of a tie (fp8 before fp8-block)
             best = (v, p)
     return best
 
 
-def implausible_throughput(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int,
-                           precision: str | None = None) -> str | None:
+def implausible_throughput(
+    model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int, precision: str | None = None
+) -> str | None:
     """Why a measured tokens/s/GPU is impossible (implied MFU above 100% of the dense peak), else None.
     precision None: the GPU's fastest precision (never refuses a run because its precision was not given)."""
     if precision is None:
@@ -66,16 +69,19 @@ def implausible_throughput(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_
     mfu = tokens_per_s_per_gpu * fpt / peak
     if mfu <= 1.0:
         return None
-    return (f"{tokens_per_s_per_gpu:,.6g} tokens/s/GPU implies an MFU of {mfu:,.0%} of the {precision} dense peak "
-            f"({peak / 1e12:,.0f} TFLOP/s, {fpt / 1e9:,.1f} GFLOP per token at seq {seq:,}): impossible above 100%, "
-            f"at most {peak / fpt:,.0f} tokens/s/GPU (a cluster total typed as per-GPU?)")
+    return (
+        f"{tokens_per_s_per_gpu:,.6g} tokens/s/GPU implies an MFU of {mfu:,.0%} of the {precision} dense peak "
+        f"({peak / 1e12:,.0f} TFLOP/s, {fpt / 1e9:,.1f} GFLOP per token at seq {seq:,}): impossible above 100%, "
+        f"at most {peak / fpt:,.0f} tokens/s/GPU (a cluster total typed as per-GPU?)"
+    )
 
 
-LOW_MFU = 0.01      # a measured run below 1% MFU is warned: training at that rate is a unit slip or a broken run
+LOW_MFU = 0.01  # a measured run below 1% MFU is warned: training at that rate is a unit slip or a broken run
 
 
-def low_mfu_warning(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int,
-                    precision: str | None = None) -> str | None:
+def low_mfu_warning(
+    model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int, precision: str | None = None
+) -> str | None:
     """A warning when a measured tokens/s/GPU implies an MFU below LOW_MFU (1%) of the dense peak (causal
     attention, the larger MFU of the two conventions), else None: predicted and reported, but the unit is
     suspect (tokens/s of one GPU typed as per second of a step? a per-GPU figure divided by the GPU count?)."""
@@ -83,12 +89,15 @@ def low_mfu_warning(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: fl
     mfu = tokens_per_s_per_gpu * float(flops_per_token(model, seq, "causal", mtp=True)) / peak
     if mfu >= LOW_MFU:
         return None
-    return (f"{tokens_per_s_per_gpu:,.6g} tokens/s/GPU implies an MFU of {mfu:.2%} (below {LOW_MFU:.0%}): predicted as "
-            "given, but check the unit (tokens/s per GPU, not per cluster divided again; seconds, not ms)")
+    return (
+        f"{tokens_per_s_per_gpu:,.6g} tokens/s/GPU implies an MFU of {mfu:.2%} (below {LOW_MFU:.0%}): predicted as "
+        "given, but check the unit (tokens/s per GPU, not per cluster divided again; seconds, not ms)"
+    )
 
 
-def check_measured_throughput(model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int,
-                              flag: str, precision: str | None = None) -> None:
+def check_measured_throughput(
+    model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int, flag: str, precision: str | None = None
+) -> None:
     """InputError naming `flag` when a measured throughput is impossible (implausible_throughput)."""
     why = implausible_throughput(model, hw, tokens_per_s_per_gpu, seq, precision)
     if why:
@@ -100,15 +109,18 @@ def context_warning(model: ModelSpec, seq: int) -> str | None:
     ctx = model.max_position_embeddings
     if seq <= ctx:
         return None
-    return (f"seq {seq:,} is {seq / ctx:.3g}x {model.id}'s maximum context ({ctx:,} tokens, max_position_embeddings): "
-            "predicted as given (rule: above the maximum context perfmodel warns and goes on; long-context "
-            "training extends RoPE)")
+    return (
+        f"seq {seq:,} is {seq / ctx:.3g}x {model.id}'s maximum context ({ctx:,} tokens, max_position_embeddings): "
+        "predicted as given (rule: above the maximum context perfmodel warns and goes on; long-context "
+        "training extends RoPE)"
+    )
 
 
 def domain_flags(hw: HardwareSpec, layout) -> dict[str, bool]:
     """{"tp", "tp_cp", "ep"}: True where that group of `layout` (a Layout or a layout dict) leaves the NVLink
     domain (topology.domain_exits)."""
     from perfmodel.core.topology import domain_exits
+
     get = (lambda k: layout[k]) if isinstance(layout, dict) else (lambda k: getattr(layout, k))
     return {k: bool(v) for k, v in domain_exits(hw, get("tp"), get("cp"), get("ep"), get("etp")).items()}
 
@@ -124,13 +136,19 @@ def domain_warning(hw: HardwareSpec, layout, tp_overlap_scale_up: bool = False) 
     D = hw.scale_up.domain_size
     parts = []
     if flags["tp"]:
-        parts.append(f"tp {get('tp')} spans {-(-get('tp') // D)} NVLink domains: its collectives cross the scale-out "
-                     "network" + (" and the stack's TP overlap (NVLink only) hides none of them" if tp_overlap_scale_up else ""))
+        parts.append(
+            f"tp {get('tp')} spans {-(-get('tp') // D)} NVLink domains: its collectives cross the scale-out "
+            "network" + (" and the stack's TP overlap (NVLink only) hides none of them" if tp_overlap_scale_up else "")
+        )
     elif flags["tp_cp"]:
-        parts.append(f"tp x cp = {get('tp') * get('cp')} spans more than one NVLink domain: the CP ring crosses the "
-                     "scale-out network")
+        parts.append(
+            f"tp x cp = {get('tp') * get('cp')} spans more than one NVLink domain: the CP ring crosses the "
+            "scale-out network"
+        )
     if flags["ep"]:
-        parts.append(f"ep {get('ep')} spans more than one NVLink domain: MoE dispatch / combine cross the scale-out network")
+        parts.append(
+            f"ep {get('ep')} spans more than one NVLink domain: MoE dispatch / combine cross the scale-out network"
+        )
     return f"{hw.id} has {D} GPUs per NVLink domain; " + "; ".join(parts) + " (priced so)"
 
 
@@ -140,6 +158,10 @@ def check_tokens_cover_a_batch(tokens: float, gbs: int, seq: int, flag: str = "-
     "$0" and "0.0 days"."""
     batch = float(gbs) * float(seq)
     if tokens < batch:
-        raise InputError(flag, "tokens", f"{tokens:,.6g} tokens are fewer than one global batch ({gbs:,} sequences x "
-                                         f"{seq:,} tokens = {batch:,.0f} tokens): a run trains at least one step; give "
-                                         f"--tokens of at least {batch:,.0f}")
+        raise InputError(
+            flag,
+            "tokens",
+            f"{tokens:,.6g} tokens are fewer than one global batch ({gbs:,} sequences x "
+            f"{seq:,} tokens = {batch:,.0f} tokens): a run trains at least one step; give "
+            f"--tokens of at least {batch:,.0f}",
+        )

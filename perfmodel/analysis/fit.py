@@ -12,6 +12,7 @@ tries x(1-s), x/(1-s), x(1-s/2), x/(1-s/2), clipped to its calibration.BOUNDS; a
 lowers the objective by more than 1e-5), s = 0.35 shrinking by 0.6 per round: deterministic and
 dependency-free (Hooke & Jeeves 1961, pattern search without the pattern move).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -20,23 +21,33 @@ from typing import Callable, Iterable
 
 import numpy as np
 
+from perfmodel.analysis import uncertainty as U
+from perfmodel.analysis.validate import (
+    Report,
+    calibration_split,
+    merge,
+    read_csv,
+    validate_rows,
+)
+from perfmodel.analysis.validate import (
+    _resolve_ref as resolve_ref,
+)
 from perfmodel.core.calibration import BANDS, PROVENANCE, Constants, bounds, names
 from perfmodel.errors import InputError
-from perfmodel.analysis import uncertainty as U
 from perfmodel.specs.hardware import load_hardware
-from perfmodel.analysis.validate import Report, _resolve_ref as resolve_ref, calibration_split, merge, read_csv, validate_rows
 
-STEP0 = 0.35          # first relative step
-SHRINK = 0.6          # step factor per round
-MIN_GAIN = 1e-5       # objective drop a step must bring to be kept
+STEP0 = 0.35  # first relative step
+SHRINK = 0.6  # step factor per round
+MIN_GAIN = 1e-5  # objective drop a step must bring to be kept
 ROUNDS = 5
-MAX_PASSES = 4        # restarts of the search from its own result (step back at STEP0) ...
-PASS_GAIN = 1e-3      # ... while a pass lowers the objective by at least this
+MAX_PASSES = 4  # restarts of the search from its own result (step back at STEP0) ...
+PASS_GAIN = 1e-3  # ... while a pass lowers the objective by at least this
 
 
 @dataclass(frozen=True)
 class RunSet:
     """The rows of one measured-runs CSV (validation/README.md schema), every row with a run_id."""
+
     path: Path
     rows: tuple[dict, ...]
 
@@ -55,8 +66,10 @@ class RunSet:
 def read_set(path: str | Path) -> RunSet:
     """A CSV as a RunSet; rows without run_id are named row<line>, the name `validate` reports them by."""
     rows = read_csv(path)
-    return RunSet(Path(path), tuple(r if (r.get("run_id") or "").strip() else {**r, "run_id": f"row{i + 2}"}
-                                    for i, r in enumerate(rows)))
+    return RunSet(
+        Path(path),
+        tuple(r if (r.get("run_id") or "").strip() else {**r, "run_id": f"row{i + 2}"} for i, r in enumerate(rows)),
+    )
 
 
 def is_calibration(row: dict) -> bool:
@@ -92,17 +105,22 @@ def objective(sets: list[RunSet], consts: Constants) -> float:
 class Fit:
     start: Constants
     consts: Constants
-    names: tuple[str, ...]         # the constants searched
+    names: tuple[str, ...]  # the constants searched
     start_objective: float
     objective: float
     evaluations: int
     rounds: int
-    inert: tuple[str, ...] = ()    # searched constants no trial value changed the objective of (not identified)
+    inert: tuple[str, ...] = ()  # searched constants no trial value changed the objective of (not identified)
     passes: int = 1
 
 
-def coordinate_search(sets: list[RunSet], start: Constants, names: Iterable[str], rounds: int = ROUNDS,
-                      log: Callable[[str], None] | None = None) -> Fit:
+def coordinate_search(
+    sets: list[RunSet],
+    start: Constants,
+    names: Iterable[str],
+    rounds: int = ROUNDS,
+    log: Callable[[str], None] | None = None,
+) -> Fit:
     """Minimise `objective(sets, .)` over `names` from `start`, each inside calibration.bounds. `sets` is
     everything the objective sees: pass the calibration split only (calibration_part)."""
     names = tuple(names)
@@ -134,8 +152,14 @@ def coordinate_search(sets: list[RunSet], start: Constants, names: Iterable[str]
     return Fit(start, c, names, first, best, evals, rounds, tuple(n for n in names if n not in felt))
 
 
-def search(sets: list[RunSet], start: Constants, names: Iterable[str], rounds: int = ROUNDS,
-           max_passes: int = MAX_PASSES, log: Callable[[str], None] | None = None) -> Fit:
+def search(
+    sets: list[RunSet],
+    start: Constants,
+    names: Iterable[str],
+    rounds: int = ROUNDS,
+    max_passes: int = MAX_PASSES,
+    log: Callable[[str], None] | None = None,
+) -> Fit:
     """coordinate_search restarted from its own result, its step back at STEP0, while a pass lowers the
     objective by at least PASS_GAIN (at most `max_passes` passes). One pass moves a constant by at most
     ~4.8x (the shrinking steps' sum), so a start far from the optimum (the priors: kernel_fixed_s 4e-6 vs
@@ -158,12 +182,18 @@ def attribution(sets: list[RunSet], fit: Fit) -> dict[str, dict]:
     for n in fit.names:
         a, b = getattr(fit.start, n), getattr(fit.consts, n)
         rev = fit.objective if a == b else objective(sets, fit.consts.with_(**{n: a}))
-        out[n] = {"start": a, "fitted": b, "moved": (b - a) / a if a else (0.0 if a == b else float("inf")),
-                  "objective_reverted": rev, "explains": rev - fit.objective}
+        out[n] = {
+            "start": a,
+            "fitted": b,
+            "moved": (b - a) / a if a else (0.0 if a == b else float("inf")),
+            "objective_reverted": rev,
+            "explains": rev - fit.objective,
+        }
     return out
 
 
 # ---- uncertainty-band samples (perfmodel/analysis/uncertainty.py groups: hardware generation x op class) --------
+
 
 def generations(sets: Iterable[RunSet]) -> dict[str, str]:
     """Hardware id -> generation (the band family) for every hardware cell of the sets that loads."""
@@ -173,17 +203,20 @@ def generations(sets: Iterable[RunSet]) -> dict[str, str]:
             try:
                 hw = load_hardware(resolve_ref(cell, s.base))
             except ValueError:
-                continue                    # validate reports its rows as unsupported
+                continue  # validate reports its rows as unsupported
             gen[hw.id] = U.family(hw)
     return gen
 
 
 def band_samples(report: Report, gen: dict[str, str]) -> list[tuple[str, str, float]]:
     """(generation, op class, ln(measured / predicted)) per predicted row, as uncertainty.fit takes them."""
-    return [(gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted)) for r in report.results]
+    return [
+        (gen[r.hardware], "moe" if r.moe else "dense", U.log_ratio(r.measured, r.predicted)) for r in report.results
+    ]
 
 
 # ---- calibration files (the shape of calibration.toml plus [provenance]) ----------------------------
+
 
 def _toml_value(v: object) -> str:
     if isinstance(v, bool):
@@ -201,8 +234,9 @@ def _toml_value(v: object) -> str:
     raise TypeError(f"no TOML for {type(v).__name__}")
 
 
-def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict, header: str,
-                     bands: dict[str, dict] | None = None) -> str:
+def calibration_text(
+    base: dict[str, dict], consts: Constants, provenance: dict, header: str, bands: dict[str, dict] | None = None
+) -> str:
     """A calibration file: `header` as comments, [provenance], then every constant's table from `base`
     (the calibration the fit started from: prior, fit, unit, meaning, source) with its value replaced
     (full precision, so predictions from the file equal those of the fit), then its uncertainty bands
@@ -220,7 +254,7 @@ def calibration_text(base: dict[str, dict], consts: Constants, provenance: dict,
 
 # ---- a user's own runs: fit on all of them, score each out of sample -------------------------------
 
-CV_FOLDS = 5           # folds of a user calibration's cross-validation (leave-one-out below this many rows)
+CV_FOLDS = 5  # folds of a user calibration's cross-validation (leave-one-out below this many rows)
 
 
 def cv_folds(folds: int, rows: int) -> int:
@@ -242,8 +276,15 @@ def fold_sets(sets: list[RunSet], k: int, j: int) -> tuple[list[RunSet], list[Ru
     return train, test
 
 
-def cross_validate(sets: list[RunSet], start: Constants, names: Iterable[str], k: int, rounds: int = ROUNDS,
-                   passes: int = MAX_PASSES, log: Callable[[str], None] | None = None) -> tuple[Report, list[int]]:
+def cross_validate(
+    sets: list[RunSet],
+    start: Constants,
+    names: Iterable[str],
+    k: int,
+    rounds: int = ROUNDS,
+    passes: int = MAX_PASSES,
+    log: Callable[[str], None] | None = None,
+) -> tuple[Report, list[int]]:
     """Every row predicted by constants fitted without its fold (fold_sets, k folds), each fold's fit the same
     search as the whole fit's (from `start`, `rounds` rounds, up to `passes` passes), so nothing of a row
     reaches its own prediction. Returns the merged report of the held-out predictions and each result's fold."""
@@ -277,20 +318,27 @@ def fold_coverage(samples: list[tuple[str, str, float]], fold_of: list[int]) -> 
 @dataclass(frozen=True)
 class UserCalibration:
     """What `perfmodel calibrate` computes: the fit on all rows, the cross-validated predictions, the bands."""
+
     sets: list[RunSet]
     fit: Fit
-    start_report: Report          # every row with the start constants
-    fitted_report: Report         # every row with the fitted constants (in sample)
-    cv_report: Report             # every row with constants fitted without its fold (out of sample)
+    start_report: Report  # every row with the start constants
+    fitted_report: Report  # every row with the fitted constants (in sample)
+    cv_report: Report  # every row with constants fitted without its fold (out of sample)
     folds: int
     bands: dict[str, dict]
-    coverage: dict                # of the cross-validated residuals by bands fitted on the other folds
+    coverage: dict  # of the cross-validated residuals by bands fitted on the other folds
     attribution: dict[str, dict]
 
 
-def calibrate_runs(sets: list[RunSet], start: Constants, names: Iterable[str], rounds: int = ROUNDS,
-                   passes: int = MAX_PASSES, folds: int = CV_FOLDS,
-                   log: Callable[[str], None] | None = None) -> UserCalibration:
+def calibrate_runs(
+    sets: list[RunSet],
+    start: Constants,
+    names: Iterable[str],
+    rounds: int = ROUNDS,
+    passes: int = MAX_PASSES,
+    folds: int = CV_FOLDS,
+    log: Callable[[str], None] | None = None,
+) -> UserCalibration:
     """A user's own runs: the constants fitted on every row (there is no split to keep: no accuracy is
     reported on these rows by perfmodel itself), each row then predicted out of sample by min(folds, rows)-fold
     cross-validation (leave-one-out for fewer rows than `folds`; every fold refitted from `start` as the whole
@@ -301,15 +349,22 @@ def calibrate_runs(sets: list[RunSet], start: Constants, names: Iterable[str], r
     n = len(start_rep.results)
     need = len(names) + 1
     if n < need:
-        first = f" ({len(start_rep.unsupported)} row(s) not predicted, first: {start_rep.unsupported[0]['reason']})" \
-            if start_rep.unsupported else ""
-        raise InputError(", ".join(s.name for s in sets), "rows",
-                         f"{n} predictable row(s); fitting {len(names)} constants needs at least {need}{first}")
+        first = (
+            f" ({len(start_rep.unsupported)} row(s) not predicted, first: {start_rep.unsupported[0]['reason']})"
+            if start_rep.unsupported
+            else ""
+        )
+        raise InputError(
+            ", ".join(s.name for s in sets),
+            "rows",
+            f"{n} predictable row(s); fitting {len(names)} constants needs at least {need}{first}",
+        )
     f = search(sets, start, names, rounds, passes, log)
     fitted = evaluate(sets, f.consts)
     k = cv_folds(folds, sum(len(s.rows) for s in sets))
     cv, fold_of = cross_validate(sets, start, names, k, rounds, passes, log)
     gen = generations(sets)
     samples = band_samples(cv, gen)
-    return UserCalibration(sets, f, start_rep, fitted, cv, k, U.fit(samples), fold_coverage(samples, fold_of),
-                           attribution(sets, f))
+    return UserCalibration(
+        sets, f, start_rep, fitted, cv, k, U.fit(samples), fold_coverage(samples, fold_of), attribution(sets, f)
+    )

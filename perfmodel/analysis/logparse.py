@@ -44,6 +44,7 @@ each block is searched for the words in C, and once a Megatron or torchtitan log
 one regex pass per block reads its interval lines. Memory is bounded: the per-interval numbers are arrays
 (34 bytes per interval), a block is BLOCK bytes.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,9 +58,9 @@ from typing import BinaryIO, Iterable, Iterator
 
 from perfmodel.errors import InputError
 
-BLOCK = 1 << 22             # 4 MiB read at a time
-MAX_LINE = 1 << 20          # a longer line is cut here (its tail is dropped)
-DEDUP_WINDOW = 256          # iterations remembered to drop the same interval printed by several ranks
+BLOCK = 1 << 22  # 4 MiB read at a time
+MAX_LINE = 1 << 20  # a longer line is cut here (its tail is dropped)
+DEDUP_WINDOW = 256  # iterations remembered to drop the same interval printed by several ranks
 
 NAN = float("nan")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
@@ -70,35 +71,58 @@ ARG_END = b"-------------------- end of arguments"
 ARG_LINE = re.compile(rb"\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} (.*?)\s*$")
 
 # every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
-MEG_ITER = re.compile(rb"iteration\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
-                      rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
-                      rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?")
+MEG_ITER = re.compile(
+    rb"iteration\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
+    rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?"
+)
 # a Megatron block is scanned once for 'iteration': an interval line matches in full, any other line naming
 # an iteration (evaluation, checkpoint save, memory report) matches the bare word and is parsed as a line
-MEG_SCAN = re.compile(rb"iteration(?:\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
-                      rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
-                      rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?)?")
+MEG_SCAN = re.compile(
+    rb"iteration(?:\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
+    rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?)?"
+)
 MEG_RARE = (b"-- arguments --", b"padded vocab")
-MEG_MEM_MB = re.compile(rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
-                        rb" \| max reserved: ([0-9.]+)(?= \||\s*$|\[Rank)")
+MEG_MEM_MB = re.compile(
+    rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
+    rb" \| max reserved: ([0-9.]+)(?= \||\s*$|\[Rank)"
+)
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
 BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)(?= \||\s*$)")
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
 NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([0-9.]+)[,\]]")
 
-TT_STEP = re.compile(rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
-                     rb"\(([0-9.]+)%\)\s+tps:\s*([0-9,]+)\s+tflops:\s*([0-9,.]+)\s+mfu:\s*([0-9.]+)%")
-_A = rb"(?:\x1b\[[0-9;]*m)*"          # colour codes between the fields
+TT_STEP = re.compile(
+    rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
+    rb"\(([0-9.]+)%\)\s+tps:\s*([0-9,]+)\s+tflops:\s*([0-9,.]+)\s+mfu:\s*([0-9.]+)%"
+)
+_A = rb"(?:\x1b\[[0-9;]*m)*"  # colour codes between the fields
 # one pass finds the training step lines and the 'validate step:' lines (no tflops/mfu there; told apart
 # by the word before 'step:'); checkpoint saves are found by their word; a restart shows as steps going back
-TT_SCAN = re.compile(rb"step:\s*(\d+)\s+" + _A + rb"loss:\s*\S+\s+" + _A + rb"(?:grad_norm:\s*\S+\s+" + _A
-                     + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+" + _A + rb"tps:\s*([0-9,]+)"
-                     + rb"(?:\s+" + _A + rb"tflops:\s*([0-9,.]+)\s+" + _A + rb"mfu:\s*([0-9.]+)%)?")
+TT_SCAN = re.compile(
+    rb"step:\s*(\d+)\s+"
+    + _A
+    + rb"loss:\s*\S+\s+"
+    + _A
+    + rb"(?:grad_norm:\s*\S+\s+"
+    + _A
+    + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+"
+    + _A
+    + rb"tps:\s*([0-9,]+)"
+    + rb"(?:\s+"
+    + _A
+    + rb"tflops:\s*([0-9,.]+)\s+"
+    + _A
+    + rb"mfu:\s*([0-9.]+)%)?"
+)
 TT_RARE = (b"checkpoint",)
 TT_ARGS = re.compile(rb"Running with args: (\{.*\})")
 TT_BUILD = re.compile(rb"Building (\S+) (\S+) with (\w+)\((.*)\)")
-TT_TRAINER = re.compile(rb"local batch size (\d+), global batch size (-?\d+), gradient accumulation steps (\d+), "
-                        rb"sequence length (\d+)")
+TT_TRAINER = re.compile(
+    rb"local batch size (\d+), global batch size (-?\d+), gradient accumulation steps (\d+), "
+    rb"sequence length (\d+)"
+)
 TT_MESH = re.compile(rb"Building (\d+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
@@ -107,18 +131,47 @@ KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
 
 # Only lines holding one of these words are parsed (each block is searched once per word, in C); the set
 # narrows to the framework's own words once the log's framework is known.
-MARKS_ALL = (b"-- arguments --", b"iteration", b"padded vocab", b"step:", b"train_step_timing", b"checkpoint",
-             b"Running with args", b"device mesh with", b"Building ", b"Trainer is initialized", b"capacity: ",
-             b"Evaluating on", b"memory (", b"== ", b"NVIDIA Release ")
-MARKS = {"megatron": (b"-- arguments --", b"iteration", b"padded vocab"),
-         "torchtitan": (b"step:", b"checkpoint", b"Running with args", b"device mesh with", b"Building ",
-                        b"Trainer is initialized", b"capacity: "),
-         "nemo": (b"train_step_timing", b"-- arguments --", b"checkpoint")}
+MARKS_ALL = (
+    b"-- arguments --",
+    b"iteration",
+    b"padded vocab",
+    b"step:",
+    b"train_step_timing",
+    b"checkpoint",
+    b"Running with args",
+    b"device mesh with",
+    b"Building ",
+    b"Trainer is initialized",
+    b"capacity: ",
+    b"Evaluating on",
+    b"memory (",
+    b"== ",
+    b"NVIDIA Release ",
+)
+MARKS = {
+    "megatron": (b"-- arguments --", b"iteration", b"padded vocab"),
+    "torchtitan": (
+        b"step:",
+        b"checkpoint",
+        b"Running with args",
+        b"device mesh with",
+        b"Building ",
+        b"Trainer is initialized",
+        b"capacity: ",
+    ),
+    "nemo": (b"train_step_timing", b"-- arguments --", b"checkpoint"),
+}
 ARG_LINE_M = re.compile(rb"^[^\n]*?\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} ([^\n]*?)[ \t]*$", re.M)
 
 # lines that start an evaluation or a checkpoint save: the interval logged next may include it
-EVENT_WORDS = (b"validation loss at", b"saving checkpoint", b"saving the checkpoint", b"validate step:",
-               b"evaluating on", b"save-checkpoint")
+EVENT_WORDS = (
+    b"validation loss at",
+    b"saving checkpoint",
+    b"saving the checkpoint",
+    b"validate step:",
+    b"evaluating on",
+    b"save-checkpoint",
+)
 
 
 @dataclass
@@ -127,32 +180,33 @@ class ParsedLog:
     config; `iters`/`step_s`/`tflops`/`tps`: one entry per logged interval, in log order; `flagged`: 1 where
     the interval is warm-up (first WARMUP iterations after a start) or may include an evaluation or a
     checkpoint save."""
-    framework: str = ""                      # megatron | torchtitan | nemo | "" (nothing recognised)
+
+    framework: str = ""  # megatron | torchtitan | nemo | "" (nothing recognised)
     args: dict[str, str] = field(default_factory=dict)
-    model_args: dict[str, str] = field(default_factory=dict)   # torchtitan 'Building ... with X(...)'
+    model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
     model_name: str = ""
     iters: array = field(default_factory=lambda: array("q"))
     step_s: array = field(default_factory=lambda: array("d"))
-    tflops: array = field(default_factory=lambda: array("d"))   # NaN where not logged
-    tps: array = field(default_factory=lambda: array("d"))      # torchtitan tokens/s/device; NaN otherwise
-    event_after: array = field(default_factory=lambda: array("b"))   # 1: an eval/checkpoint preceded it
-    starts: array = field(default_factory=lambda: array("b"))        # 1: first interval of a (re)start
+    tflops: array = field(default_factory=lambda: array("d"))  # NaN where not logged
+    tps: array = field(default_factory=lambda: array("d"))  # torchtitan tokens/s/device; NaN otherwise
+    event_after: array = field(default_factory=lambda: array("b"))  # 1: an eval/checkpoint preceded it
+    starts: array = field(default_factory=lambda: array("b"))  # 1: first interval of a (re)start
     gbs_logged: set[int] = field(default_factory=set)
-    mem_max_allocated: float = 0.0           # bytes, max over ranks and reports
+    mem_max_allocated: float = 0.0  # bytes, max over ranks and reports
     mem_max_reserved: float = 0.0
     mem_unit: str = ""
     vocab_unpadded: int = 0
     vocab_padded: int = 0
-    trainer: dict[str, int] = field(default_factory=dict)     # torchtitan 'Trainer is initialized with ...'
+    trainer: dict[str, int] = field(default_factory=dict)  # torchtitan 'Trainer is initialized with ...'
     mesh_world: int = 0
-    device_name: str = ""                    # torchtitan 'CUDA capacity: NVIDIA H100 80GB HBM3 with ...'
-    container: str = ""                      # NGC banner '== NeMo Framework ==' (the product name)
-    container_release: str = ""              # ... 'NVIDIA Release 25.09 (build N)'
+    device_name: str = ""  # torchtitan 'CUDA capacity: NVIDIA H100 80GB HBM3 with ...'
+    container: str = ""  # NGC banner '== NeMo Framework ==' (the product name)
+    container_release: str = ""  # ... 'NVIDIA Release 25.09 (build N)'
     lines: int = 0
     cut_lines: int = 0
-    last_line_cut: bool = False              # the file does not end with a line end (cut while written)
-    dumps: int = 0                           # argument dumps seen (a restart prints another)
-    last_dump_at: int = 0                    # intervals logged before the last argument dump (an earlier start)
+    last_line_cut: bool = False  # the file does not end with a line end (cut while written)
+    dumps: int = 0  # argument dumps seen (a restart prints another)
+    last_dump_at: int = 0  # intervals logged before the last argument dump (an earlier start)
     gzip: bool = False
     gzip_truncated: bool = False
 
@@ -198,7 +252,7 @@ def gunzip_blocks(fh: BinaryIO, stats: ParsedLog | None = None) -> Iterator[byte
             if out:
                 yield out
             chunk = d.unconsumed_tail
-            if d.eof:                          # next member, if any
+            if d.eof:  # next member, if any
                 rest = d.unused_data
                 d = zlib.decompressobj(16 + zlib.MAX_WBITS)
                 chunk = rest + chunk if rest else chunk
@@ -222,25 +276,25 @@ def line_blocks(blocks: Iterable[bytes], stats: ParsedLog | None = None) -> Iter
     for block in blocks:
         if b"\r" in block:
             block = block.replace(b"\r", b"\n")
-        if skipping:                          # the tail of a line already cut
+        if skipping:  # the tail of a line already cut
             i = block.find(b"\n")
             if i < 0:
                 continue
-            block, skipping = block[i + 1:], False
+            block, skipping = block[i + 1 :], False
         data = carry + block if carry else block
         i = data.rfind(b"\n")
         if i < 0:
             carry = data
         else:
-            carry = data[i + 1:]
-            yield data[:i + 1]
+            carry = data[i + 1 :]
+            yield data[: i + 1]
         if len(carry) > MAX_LINE:
             if stats is not None:
                 stats.cut_lines += 1
             yield carry[:MAX_LINE] + b"\n"
             carry, skipping = b"", True
     if carry and not skipping and stats is not None:
-        stats.last_line_cut = True     # no line end: the file was cut while written; its last line is not read
+        stats.last_line_cut = True  # no line end: the file was cut while written; its last line is not read
 
 
 def _f(b: bytes) -> float:
@@ -268,13 +322,13 @@ class _Parser:
 
     def _interval(self, it: int, step: float, tflops: float, tps: float) -> None:
         L = self.log
-        if it in self.recent_set:          # the same interval from another rank (or a repeated print)
+        if it in self.recent_set:  # the same interval from another rank (or a repeated print)
             return
         if len(self.recent) == self.recent.maxlen:
             self.recent_set.discard(self.recent[0])
         self.recent.append(it)
         self.recent_set.add(it)
-        if it < self.last_iter:            # iterations went back: a resumed job appended to the log
+        if it < self.last_iter:  # iterations went back: a resumed job appended to the log
             self.new_start = True
         self.last_iter = it
         L.iters.append(it)
@@ -307,7 +361,7 @@ class _Parser:
                 continue
             e = data.find(b"\n", s)
             e = len(data) if e < 0 else e
-            self.line(data[s:min(e, s + MAX_LINE)])
+            self.line(data[s : min(e, s + MAX_LINE)])
             if self.in_dump:
                 pos = self._dump(data, e)
 
@@ -316,7 +370,7 @@ class _Parser:
         s = data.rfind(b"\n", 0, p) + 1
         e = data.find(b"\n", p)
         e = len(data) if e < 0 else e
-        self.line(data[s:min(e, s + MAX_LINE)])
+        self.line(data[s : min(e, s + MAX_LINE)])
         return e
 
     def _block_megatron(self, data: bytes) -> None:
@@ -348,7 +402,7 @@ class _Parser:
                 gbs_seen.add(g)
                 self.log.gbs_logged.add(int(g))
             self._interval(int(it), float(ms) / 1e3, float(tf) if tf else NAN, NAN)
-            e = data.find(b"\n", m.end())      # the rest of an interval line names iterations again
+            e = data.find(b"\n", m.end())  # the rest of an interval line names iterations again
             pos = len(data) if e < 0 else e
         for r in rare[ri:]:
             if r >= pos:
@@ -374,15 +428,15 @@ class _Parser:
                 if p < pos:
                     continue
             step, gib, _, tps, tflops, _ = m.groups()
-            if tflops is None:              # no tflops: a 'validate step:' line (or a cut one)
-                if data[max(0, p - 9):p] == b"validate ":
+            if tflops is None:  # no tflops: a 'validate step:' line (or a cut one)
+                if data[max(0, p - 9) : p] == b"validate ":
                     self.pending_event = True
                 continue
             g = float(gib)
-            if g > mem:                     # max over ranks
+            if g > mem:  # max over ranks
                 mem = g
             it = int(step)
-            if it in recent:                # the same step printed by another rank
+            if it in recent:  # the same step printed by another rank
                 continue
             self._interval(it, NAN, float(tflops.replace(b",", b"")), float(tps.replace(b",", b"")))
         L.mem_max_reserved = mem * 2**30
@@ -394,7 +448,7 @@ class _Parser:
         """Argument lines from `start` to the end-of-dump line (or the block's end: the dump goes on in
         the next block); returns where scanning resumes."""
         end = data.find(ARG_END, start)
-        region = data[start:end if end >= 0 else len(data)]
+        region = data[start : end if end >= 0 else len(data)]
         if b"\x1b" in region:
             region = ANSI.sub(b"", region)
         for m in ARG_LINE_M.finditer(region):
@@ -444,7 +498,7 @@ class _Parser:
                 return
         if b"memory (" in raw:
             found = False
-            for m in MEG_MEM_MB.finditer(raw):        # two ranks' reports may share a line (unbuffered writes)
+            for m in MEG_MEM_MB.finditer(raw):  # two ranks' reports may share a line (unbuffered writes)
                 L.mem_max_allocated = max(L.mem_max_allocated, float(m.group(2)) * 2**20)
                 L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(4)) * 2**20)
                 L.mem_unit = L.mem_unit or "MB (2^20 bytes)"
@@ -504,8 +558,12 @@ class _Parser:
         if b"Trainer is initialized" in raw:
             m = TT_TRAINER.search(raw)
             if m:
-                L.trainer = {"local_batch_size": int(m.group(1)), "global_batch_size": int(m.group(2)),
-                             "gradient_accumulation_steps": int(m.group(3)), "seq_len": int(m.group(4))}
+                L.trainer = {
+                    "local_batch_size": int(m.group(1)),
+                    "global_batch_size": int(m.group(2)),
+                    "gradient_accumulation_steps": int(m.group(3)),
+                    "seq_len": int(m.group(4)),
+                }
                 return
         low = raw.lower()
         if any(w in low for w in EVENT_WORDS):

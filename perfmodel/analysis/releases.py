@@ -5,6 +5,7 @@ perfmodel/specs/stack.py); nothing here is fitted.
 its rows predicted with each row's own stack (as `validate` does), and the model-free like-for-like speedup
 over the previous release that ran the same configuration.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,9 +13,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from perfmodel.errors import InputError, did_you_mean
-
 # ---- releases in the measured rows --------------------------------------------------------------------
+
 
 def release_of(row: dict) -> str:
     """`software` column up to the container note: 'DGXC v24.11.1 (NeMo 24.09)' -> 'DGXC v24.11.1'."""
@@ -25,8 +25,25 @@ def rows_of_release(rows: Iterable[dict], release: str) -> list[dict]:
     return [r for r in rows if release_of(r) == release]
 
 
-CONFIG_COLUMNS = ("framework", "model", "hardware", "gpus", "precision", "seq_len", "global_batch", "micro_batch", "tp", "pp",
-                  "vp", "cp", "ep", "etp", "fsdp", "recompute", "moe_routing")
+CONFIG_COLUMNS = (
+    "framework",
+    "model",
+    "hardware",
+    "gpus",
+    "precision",
+    "seq_len",
+    "global_batch",
+    "micro_batch",
+    "tp",
+    "pp",
+    "vp",
+    "cp",
+    "ep",
+    "etp",
+    "fsdp",
+    "recompute",
+    "moe_routing",
+)
 
 
 def config_key(row: dict) -> tuple:
@@ -36,7 +53,7 @@ def config_key(row: dict) -> tuple:
     return tuple((row.get(k) or "").strip() or ("0" if k == "fsdp" else "") for k in CONFIG_COLUMNS)
 
 
-SERIES_PREFIX = {"DGXC": "dgxc", "NeMo": "nemo"}      # release label prefix -> series name
+SERIES_PREFIX = {"DGXC": "dgxc", "NeMo": "nemo"}  # release label prefix -> series name
 
 
 def series_of(release: str) -> str | None:
@@ -47,21 +64,29 @@ def series_of(release: str) -> str | None:
     return SERIES_PREFIX[head]
 
 
-def _filter(rows: list[dict], model: str | None, hardware: str | None, precision: str | None,
-            gpus: int | None) -> list[dict]:
+def _filter(
+    rows: list[dict], model: str | None, hardware: str | None, precision: str | None, gpus: int | None
+) -> list[dict]:
     want = {"model": model, "hardware": hardware, "precision": precision, "gpus": str(gpus) if gpus else None}
     return [r for r in rows if all(not v or (r.get(k) or "").strip() == v for k, v in want.items())]
 
 
-def release_series(rows: list[dict], base: Path, series: str | None = None, model: str | None = None,
-                   hardware: str | None = None, precision: str | None = None,
-                   gpus: int | None = None) -> dict[str, Any]:
+def release_series(
+    rows: list[dict],
+    base: Path,
+    series: str | None = None,
+    model: str | None = None,
+    hardware: str | None = None,
+    precision: str | None = None,
+    gpus: int | None = None,
+) -> dict[str, Any]:
     """Per software release of a series (DGXC recipes, NeMo containers), by date: its rows (after the
     filters), each predicted with its own stack preset (validate's stack_for_row, or the row's `stack`
     cell), measured / predicted tokens/s/GPU (geometric mean), MAPE, and the like-for-like measured speedup
     over the previous release of the series that ran the same configuration (config_key: model, hardware,
     GPUs, precision, batch, layout); and every row (MFU in the full-attention convention the DGXC recipes use)."""
     from perfmodel.analysis.validate import validate_rows
+
     sel = _filter(rows, model, hardware, precision, gpus)
     groups: dict[str, list[dict]] = {}
     for r in sel:
@@ -72,7 +97,7 @@ def release_series(rows: list[dict], base: Path, series: str | None = None, mode
     order = sorted(groups, key=lambda k: (min((r.get("date") or "").strip() for r in groups[k]), k))
     out_rel: list[dict[str, Any]] = []
     out_rows: list[dict[str, Any]] = []
-    seen: dict[tuple[str, tuple], tuple[str, float, str]] = {}      # (series, config) -> (release, measured, run_id)
+    seen: dict[tuple[str, tuple], tuple[str, float, str]] = {}  # (series, config) -> (release, measured, run_id)
     for rel in order:
         rr = groups[rel]
         ser = series_of(rel) or ""
@@ -87,26 +112,47 @@ def release_series(rows: list[dict], base: Path, series: str | None = None, mode
                 like.append(r.measured / prev[1])
                 pairs.append((prev[2], r.run_id))
             full = _full_over_causal(r.model, int((row.get("seq_len") or "0").strip() or 0))
-            out_rows.append({"release": rel, "stack": r.stack, "date": (row.get("date") or "").strip(),
-                             "run_id": r.run_id, "model": r.model, "hardware": r.hardware, "gpus": r.gpus,
-                             "precision": r.precision, "layout": _layout_text(row), "measured": r.measured,
-                             "source_mfu": _float_or_none(row.get("source_mfu")),
-                             "measured_mfu_full": r.mfu * r.measured / r.predicted * full,
-                             "predicted": r.predicted, "mfu_full": r.mfu * full})
+            out_rows.append(
+                {
+                    "release": rel,
+                    "stack": r.stack,
+                    "date": (row.get("date") or "").strip(),
+                    "run_id": r.run_id,
+                    "model": r.model,
+                    "hardware": r.hardware,
+                    "gpus": r.gpus,
+                    "precision": r.precision,
+                    "layout": _layout_text(row),
+                    "measured": r.measured,
+                    "source_mfu": _float_or_none(row.get("source_mfu")),
+                    "measured_mfu_full": r.mfu * r.measured / r.predicted * full,
+                    "predicted": r.predicted,
+                    "mfu_full": r.mfu * full,
+                }
+            )
         for r in d:
             seen[(ser, config_key(by_id.get(r.run_id, {})))] = (rel, r.measured, r.run_id)
         ratios = [r.measured / r.predicted for r in d]
-        out_rel.append({
-            "release": rel, "series": ser, "stacks": sorted({r.stack for r in d}),
-            "date": min((r.get("date") or "").strip() for r in rr),
-            "rows": len(d), "hardware": sorted({r.hardware for r in d}),
-            "measured_over_predicted": float(np.exp(np.mean(np.log(ratios)))) if ratios else None,
-            "mape": float(np.mean(np.abs([r.error for r in d]))) if d else None,
-            "like_for_like_pairs": len(like), "like_for_like_run_ids": pairs,
-            "like_for_like_speedup": float(np.exp(np.mean(np.log(like)))) if like else None,
-        })
-    return {"filters": {"series": series, "model": model, "hardware": hardware, "precision": precision, "gpus": gpus},
-            "releases": out_rel, "rows": out_rows}
+        out_rel.append(
+            {
+                "release": rel,
+                "series": ser,
+                "stacks": sorted({r.stack for r in d}),
+                "date": min((r.get("date") or "").strip() for r in rr),
+                "rows": len(d),
+                "hardware": sorted({r.hardware for r in d}),
+                "measured_over_predicted": float(np.exp(np.mean(np.log(ratios)))) if ratios else None,
+                "mape": float(np.mean(np.abs([r.error for r in d]))) if d else None,
+                "like_for_like_pairs": len(like),
+                "like_for_like_run_ids": pairs,
+                "like_for_like_speedup": float(np.exp(np.mean(np.log(like)))) if like else None,
+            }
+        )
+    return {
+        "filters": {"series": series, "model": model, "hardware": hardware, "precision": precision, "gpus": gpus},
+        "releases": out_rel,
+        "rows": out_rows,
+    }
 
 
 def _full_over_causal(model_id: str, seq: int) -> float:
@@ -114,6 +160,7 @@ def _full_over_causal(model_id: str, seq: int) -> float:
     validate computes: the ratio of model FLOPs per token (counts.flops_per_token)."""
     from perfmodel.specs.counts import flops_per_token
     from perfmodel.specs.model import load_model
+
     m = load_model(model_id)
     return float(flops_per_token(m, seq, "full")) / float(flops_per_token(m, seq, "causal"))
 

@@ -20,6 +20,7 @@ all-in IT power; cost = tokens per US dollar of GPU-hours. For one hardware type
 same layouts identically (per-GPU power and price are constants); they differ in the value shown and
 across hardware.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,24 +29,25 @@ from typing import Callable, Iterable, Iterator, Literal
 
 import numpy as np
 
+from perfmodel.core.parallel.recompute import SELECTIVE
+from perfmodel.core.predict import Options, Prediction, check_recompute, predict_grid, software_of
+from perfmodel.core.score import prime, score_product, use_kernel
 from perfmodel.economics.tco import usd_per_gpu_hour
 from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import HardwareSpec
 from perfmodel.specs.layout import RECOMPUTE, Layout, LayoutGrid, legality
 from perfmodel.specs.model import ModelSpec
-from perfmodel.core.parallel.recompute import SELECTIVE
-from perfmodel.core.predict import Options, Prediction, check_recompute, predict_grid, software_of
-from perfmodel.core.score import prime, score_product, use_kernel
 
 Objective = Literal["throughput", "cost", "energy"]
 OBJECTIVES: tuple[str, ...] = ("throughput", "cost", "energy")
 AXES: tuple[str, ...] = ("tp", "pp", "vp", "cp", "ep", "etp", "dp", "mbs", "fsdp", "recompute")
 MBS_CHOICES: tuple[int, ...] = (1, 2, 4, 8, 16)
-SCORE_CHUNK = 1 << 17        # layouts per score_product call: big enough to amortise Python, small enough for memory
+SCORE_CHUNK = 1 << 17  # layouts per score_product call: big enough to amortise Python, small enough for memory
 _INT_COLS = ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")
 
 
 # ---- constraints -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Constraints:
@@ -53,6 +55,7 @@ class Constraints:
     layers do not fill the pp*vp chunks evenly too (legal in Megatron-Core with an explicit
     pipeline_model_parallel_layout; off by default: ~3.8x the layouts of a DeepSeek-V3 search, and on the
     benchmark jobs never the best)."""
+
     fix: dict[str, int] = field(default_factory=dict)
     cap: dict[str, int] = field(default_factory=dict)
     uneven_vp: bool = False
@@ -61,7 +64,9 @@ class Constraints:
 def _axis_value(axis: str, text: str, where: str) -> int:
     if axis == "recompute":
         if text not in RECOMPUTE:
-            raise InputError(where, axis, f"must be one of {', '.join(RECOMPUTE)} (got {text!r}){did_you_mean(text, RECOMPUTE)}")
+            raise InputError(
+                where, axis, f"must be one of {', '.join(RECOMPUTE)} (got {text!r}){did_you_mean(text, RECOMPUTE)}"
+            )
         return RECOMPUTE[text]
     if axis == "fsdp" and text.lower() in ("true", "false", "yes", "no", "on", "off"):
         return int(text.lower() in ("true", "yes", "on"))
@@ -70,12 +75,15 @@ def _axis_value(axis: str, text: str, where: str) -> int:
     except ValueError:
         raise InputError(where, axis, f"must be an integer (got {text!r})") from None
     if val < (0 if axis == "fsdp" else 1) or (axis == "fsdp" and val > 1):
-        raise InputError(where, axis, f"{'must be 0 or 1' if axis == 'fsdp' else 'must be a positive integer'} (got {val})")
+        raise InputError(
+            where, axis, f"{'must be 0 or 1' if axis == 'fsdp' else 'must be a positive integer'} (got {val})"
+        )
     return val
 
 
-def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tuple[str, ...] = (),
-                      uneven_vp: bool = False) -> Constraints:
+def parse_constraints(
+    fix: list[str] | tuple[str, ...] = (), cap: list[str] | tuple[str, ...] = (), uneven_vp: bool = False
+) -> Constraints:
     """['tp=4', 'recompute=full'], ['pp=8'] -> Constraints; unknown axes raise InputError with a suggestion."""
     out: dict[str, dict[str, int]] = {"--fix": {}, "--max": {}}
     for where, items in (("--fix", fix), ("--max", cap)):
@@ -93,18 +101,21 @@ def parse_constraints(fix: list[str] | tuple[str, ...] = (), cap: list[str] | tu
                 if where == "--max" and axis in ("fsdp", "recompute"):
                     raise InputError(where, axis, "cannot be capped; use --fix")
                 val = _axis_value(axis, text, where)
-                if axis in out[where] and out[where][axis] != val:       # two answers to one question
-                    raise InputError(where, axis, f"given twice with different values ({out[where][axis]} and {val}): "
-                                                  "give it once")
+                if axis in out[where] and out[where][axis] != val:  # two answers to one question
+                    raise InputError(
+                        where, axis, f"given twice with different values ({out[where][axis]} and {val}): give it once"
+                    )
                 out[where][axis] = val
     for axis, v in out["--fix"].items():
         if axis in out["--max"] and v > out["--max"][axis]:
-            raise InputError("--fix / --max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: "
-                                                    "drop one")
+            raise InputError(
+                "--fix / --max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: drop one"
+            )
     return Constraints(fix=out["--fix"], cap=out["--max"], uneven_vp=uneven_vp)
 
 
 # ---- enumeration -----------------------------------------------------------------------------------
+
 
 def _divisors(n: int) -> np.ndarray:
     r = np.arange(1, int(n) + 1, dtype=np.int64)
@@ -122,6 +133,7 @@ def _select(axis: str, values: np.ndarray, c: Constraints) -> np.ndarray:
 @dataclass(frozen=True)
 class Space:
     """Candidate values per axis; the search is their product, pruned rule by rule."""
+
     gpus: int
     gbs: int
     seq: int
@@ -145,10 +157,16 @@ class Space:
 
     def contains(self, lay: Layout) -> bool:
         """Whether a layout is one of this space's candidates (before the legality rules)."""
-        return (lay.gpus == self.gpus and lay.gbs == self.gbs and lay.seq == self.seq
-                and all(int(getattr(lay, a)) in getattr(self, a) for a in _INT_COLS)
-                and int(lay.fsdp) in self.fsdp and RECOMPUTE[lay.recompute] in self.recompute
-                and (self.dp_fix is None or lay.dp == self.dp_fix) and (self.dp_cap is None or lay.dp <= self.dp_cap))
+        return (
+            lay.gpus == self.gpus
+            and lay.gbs == self.gbs
+            and lay.seq == self.seq
+            and all(int(getattr(lay, a)) in getattr(self, a) for a in _INT_COLS)
+            and int(lay.fsdp) in self.fsdp
+            and RECOMPUTE[lay.recompute] in self.recompute
+            and (self.dp_fix is None or lay.dp == self.dp_fix)
+            and (self.dp_cap is None or lay.dp <= self.dp_cap)
+        )
 
 
 def _check_positive(name: str, v: int) -> None:
@@ -163,7 +181,9 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     div = _divisors(gpus)
     tp = div[(a.num_heads % div == 0) & ((a.num_kv_heads % div == 0) | (div % a.num_kv_heads == 0))]
     pp = div[div <= model.num_layers]
-    vp_max = (model.num_layers + VP_SLACK + model.mtp_layers) // max(1, int(_select("pp", pp, c).min(initial=model.num_layers)))
+    vp_max = (model.num_layers + VP_SLACK + model.mtp_layers) // max(
+        1, int(_select("pp", pp, c).min(initial=model.num_layers))
+    )
     vp = np.arange(1, max(1, vp_max) + 1, dtype=np.int64)
     cp = div[(div == 1) | (seq % (2 * div) == 0)]
     if model.moe:
@@ -175,12 +195,21 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     # a pinned value no layout can take is the user's error, named with its rule (not "nothing fits")
     kv = a.num_kv_heads
     rules = {
-        "tp": (tp, f"tp must divide the {gpus:,} GPUs and the {a.num_heads} attention heads, and divide or be a "
-                   f"multiple of the {kv} KV heads"),
+        "tp": (
+            tp,
+            f"tp must divide the {gpus:,} GPUs and the {a.num_heads} attention heads, and divide or be a "
+            f"multiple of the {kv} KV heads",
+        ),
         "pp": (pp, f"pp must divide the {gpus:,} GPUs and be at most the {model.num_layers} layers"),
         "cp": (cp, f"cp must divide the {gpus:,} GPUs and seq {seq:,} must be divisible by 2 x cp"),
-        "ep": (ep, (f"ep must divide the {gpus:,} GPUs and the {model.moe.num_experts} experts" if model.moe
-                    else f"{model.id} is dense: ep must be 1")),
+        "ep": (
+            ep,
+            (
+                f"ep must divide the {gpus:,} GPUs and the {model.moe.num_experts} experts"
+                if model.moe
+                else f"{model.id} is dense: ep must be 1"
+            ),
+        ),
         "etp": (etp, f"etp must divide the {gpus:,} GPUs" if model.moe else f"{model.id} is dense: etp must be 1"),
         "mbs": (mbs, f"mbs must divide the global batch {gbs:,} and be one of {', '.join(map(str, MBS_CHOICES))}"),
     }
@@ -188,12 +217,28 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
         if axis in c.fix and c.fix[axis] not in vals:
             raise InputError("--fix", f"{axis}={c.fix[axis]}", f"no layout can take it: {rule}")
     if "dp" in c.fix and (gpus % c.fix["dp"] or gbs % c.fix["dp"]):
-        raise InputError("--fix", f"dp={c.fix['dp']}", f"no layout can take it: dp must divide the {gpus:,} GPUs "
-                                                       f"and the global batch {gbs:,}")
-    return Space(gpus, gbs, seq, _select("tp", tp, c), _select("pp", pp, c), _select("vp", vp, c),
-                 _select("cp", cp, c), _select("ep", ep, c), _select("etp", etp, c), _select("mbs", mbs, c),
-                 _select("fsdp", np.array([0, 1]), c), _select("recompute", np.array([0, 1, 2]), c),
-                 c.fix.get("dp"), c.cap.get("dp"), c.uneven_vp)
+        raise InputError(
+            "--fix",
+            f"dp={c.fix['dp']}",
+            f"no layout can take it: dp must divide the {gpus:,} GPUs and the global batch {gbs:,}",
+        )
+    return Space(
+        gpus,
+        gbs,
+        seq,
+        _select("tp", tp, c),
+        _select("pp", pp, c),
+        _select("vp", vp, c),
+        _select("cp", cp, c),
+        _select("ep", ep, c),
+        _select("etp", etp, c),
+        _select("mbs", mbs, c),
+        _select("fsdp", np.array([0, 1]), c),
+        _select("recompute", np.array([0, 1, 2]), c),
+        c.fix.get("dp"),
+        c.cap.get("dp"),
+        c.uneven_vp,
+    )
 
 
 Cols = dict[str, np.ndarray]
@@ -258,10 +303,10 @@ def structural_blocks(model: ModelSpec, s: Space, rows: int | None = None) -> It
     pre = _prefix(model, s)
     step = max(1, (rows or ENUM_ROWS) // max(1, len(s.ep) * len(s.etp) * len(s.mbs)))
     for lo in range(0, len(pre["tp"]), step):
-        cols = {k: v[lo:lo + step] for k, v in pre.items()}
+        cols = {k: v[lo : lo + step] for k, v in pre.items()}
         cols = _cross(cols, "ep", s.ep)
         cols = _cross(cols, "etp", s.etp)
-        fold = g // cols["pp"]                                   # tp*cp*dp: the GPUs experts fold over
+        fold = g // cols["pp"]  # tp*cp*dp: the GPUs experts fold over
         cols = _keep(cols, fold % (cols["ep"] * cols["etp"]) == 0)
         cols = _cross(cols, "mbs", s.mbs)
         dp = g // (cols["tp"] * cols["cp"] * cols["pp"])
@@ -278,16 +323,28 @@ def structural(model: ModelSpec, s: Space) -> Cols:
     stage so the full product is never materialised. fsdp and recompute are crossed in later, per chunk.
     All rows at once: the search itself streams `structural_blocks` instead."""
     blocks = list(structural_blocks(model, s))
-    return {k: np.concatenate([b[k] for b in blocks]) if blocks else np.zeros(0, np.int64)
-            for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")}
+    return {
+        k: np.concatenate([b[k] for b in blocks]) if blocks else np.zeros(0, np.int64)
+        for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")
+    }
 
 
 def _grid(s: Space, cols: Cols) -> LayoutGrid:
     m = len(cols["tp"])
-    return LayoutGrid(gpus=np.full(m, s.gpus, np.int64), gbs=np.full(m, s.gbs, np.int64),
-                      seq=np.full(m, s.seq, np.int64), tp=cols["tp"], pp=cols["pp"], vp=cols["vp"],
-                      cp=cols["cp"], ep=cols["ep"], etp=cols["etp"], mbs=cols["mbs"],
-                      fsdp=cols["fsdp"].astype(bool), recompute=cols["recompute"])
+    return LayoutGrid(
+        gpus=np.full(m, s.gpus, np.int64),
+        gbs=np.full(m, s.gbs, np.int64),
+        seq=np.full(m, s.seq, np.int64),
+        tp=cols["tp"],
+        pp=cols["pp"],
+        vp=cols["vp"],
+        cp=cols["cp"],
+        ep=cols["ep"],
+        etp=cols["etp"],
+        mbs=cols["mbs"],
+        fsdp=cols["fsdp"].astype(bool),
+        recompute=cols["recompute"],
+    )
 
 
 def _expand(s: Space, cols: Cols) -> LayoutGrid:
@@ -301,7 +358,7 @@ def chunks(s: Space, base: Cols, size: int = SCORE_CHUNK) -> Iterator[LayoutGrid
     n = len(base["tp"])
     step = max(1, size // extra)
     for lo in range(0, n, step):
-        yield _expand(s, {k: v[lo:lo + step] for k, v in base.items()})
+        yield _expand(s, {k: v[lo : lo + step] for k, v in base.items()})
 
 
 def _rechunk(blocks: Iterable[Cols], step: int) -> Iterator[Cols]:
@@ -317,7 +374,7 @@ def _rechunk(blocks: Iterable[Cols], step: int) -> Iterator[Cols]:
         cols = {k: np.concatenate([h[k] for h in held]) for k in b}
         lo = 0
         while n - lo >= step:
-            yield {k: v[lo:lo + step] for k, v in cols.items()}
+            yield {k: v[lo : lo + step] for k, v in cols.items()}
             lo += step
         held = [{k: v[lo:] for k, v in cols.items()}]
         n -= lo
@@ -352,32 +409,38 @@ def illegal(model: ModelSpec, grid: LayoutGrid) -> np.ndarray:
 
 # ---- objective -------------------------------------------------------------------------------------
 
+
 def objective_scale(hw: HardwareSpec, objective: str) -> float:
     """Multiply tokens/s/GPU by this to get the objective (higher is better)."""
     if objective == "throughput":
         return 1.0
     if objective == "energy":
-        return 1.0 / hw.power.allin_w_per_gpu                     # tokens per joule
+        return 1.0 / hw.power.allin_w_per_gpu  # tokens per joule
     if objective == "cost":
-        return 3600.0 / usd_per_gpu_hour(hw)                      # tokens per USD (perfmodel.economics.tco TCO)
-    raise InputError("--objective", "objective", f"unknown objective{did_you_mean(objective, OBJECTIVES)}; one of {', '.join(OBJECTIVES)}")
+        return 3600.0 / usd_per_gpu_hour(hw)  # tokens per USD (perfmodel.economics.tco TCO)
+    raise InputError(
+        "--objective",
+        "objective",
+        f"unknown objective{did_you_mean(objective, OBJECTIVES)}; one of {', '.join(OBJECTIVES)}",
+    )
 
 
 # ---- the search ------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SearchResult:
     gpus: int
     objective: str
-    evaluated: int              # layouts in the candidate space (product of the axis values)
-    legal: int                  # layouts passing every legality rule: all scored by the cost model
-    fits: int                   # legal layouts whose predicted memory fits in HBM
+    evaluated: int  # layouts in the candidate space (product of the axis values)
+    legal: int  # layouts passing every legality rule: all scored by the cost model
+    fits: int  # legal layouts whose predicted memory fits in HBM
     seconds: float
-    top: Prediction | None      # best K fitting layouts, best first
-    top_values: np.ndarray      # their objective values
-    pareto: Prediction | None   # throughput vs memory-headroom front, by throughput descending
+    top: Prediction | None  # best K fitting layouts, best first
+    top_values: np.ndarray  # their objective values
+    pareto: Prediction | None  # throughput vs memory-headroom front, by throughput descending
     space: Space
-    scores: np.ndarray | None = None   # objective of every fitting layout (keep_scores=True), unsorted
+    scores: np.ndarray | None = None  # objective of every fitting layout (keep_scores=True), unsorted
 
     def rank_of(self, value: float) -> int:
         """1 + number of fitting candidates strictly better than `value` (needs keep_scores)."""
@@ -412,7 +475,7 @@ def _undominated(front_t: np.ndarray, front_h: np.ndarray, thr: np.ndarray, head
     whose largest headroom is its last. O(n log f), no sort of the points."""
     if front_t.size == 0:
         return np.ones(thr.shape, bool)
-    cnt = np.searchsorted(-front_t, -thr, side="right")          # front points with t >= thr
+    cnt = np.searchsorted(-front_t, -thr, side="right")  # front points with t >= thr
     return (cnt == 0) | (front_h[np.maximum(cnt - 1, 0)] < headroom)
 
 
@@ -422,17 +485,27 @@ def _top(values: np.ndarray, k: int) -> np.ndarray:
     if values.size > k:
         kth = -np.partition(-values, k - 1)[k - 1]
         idx = np.flatnonzero(values >= kth)
-        if idx.size > k:                      # ties at the k-th value: the earliest ones
+        if idx.size > k:  # ties at the k-th value: the earliest ones
             above = idx[values[idx] > kth]
-            idx = np.sort(np.concatenate([above, idx[values[idx] == kth][:k - above.size]]))
+            idx = np.sort(np.concatenate([above, idx[values[idx] == kth][: k - above.size]]))
     else:
         idx = np.arange(values.size)
     return idx[np.argsort(-values[idx], kind="stable")]
 
 
-def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, opts: Options,
-           objective: str = "throughput", top_k: int = 10, constraints: Constraints = Constraints(),
-           keep_scores: bool = False, on_chunk: Callable[[int, int], None] | None = None) -> SearchResult:
+def search(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    gpus: int,
+    gbs: int,
+    seq: int,
+    opts: Options,
+    objective: str = "throughput",
+    top_k: int = 10,
+    constraints: Constraints = Constraints(),
+    keep_scores: bool = False,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> SearchResult:
     """Score every legal layout; keep the best `top_k` that fit and the throughput/headroom front.
     `on_chunk(done, total)` is called after each scored chunk (progress bars).
 
@@ -447,7 +520,7 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     hw.peak(opts.precision)
     s = space(model, gpus, gbs, seq, constraints)
     sw = software_of(model, hw, opts)
-    if not sw.recompute_modules:                               # selective would be a duplicate of none
+    if not sw.recompute_modules:  # selective would be a duplicate of none
         kept = s.recompute[s.recompute != SELECTIVE]
         if not kept.size:
             check_recompute(sw, s.recompute)
@@ -457,17 +530,18 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     # a progress bar needs the number of chunks: one extra, storeless enumeration pass (a few % of the time)
     nchunks = -(-sum(len(b["tp"]) for b in structural_blocks(model, s)) // step) if on_chunk else 0
     legal = fits = 0
-    top_g: LayoutGrid | None = None           # running best top_k, best first
+    top_g: LayoutGrid | None = None  # running best top_k, best first
     top_v = np.zeros(0)
-    front_g: LayoutGrid | None = None         # running front, throughput descending
+    front_g: LayoutGrid | None = None  # running front, throughput descending
     front_t = front_h = np.zeros(0)
     scores: list[np.ndarray] = []
     # memory stays bounded: the base rows are streamed block by block, and only the running top K and
     # Pareto front are kept
-    tables: dict = {}                                  # the per-combination prices, shared by the chunks
+    tables: dict = {}  # the per-combination prices, shared by the chunks
     scored = 0
+
     def primed(blocks: Iterable[Cols]) -> Iterator[Cols]:
-        for b in blocks:                               # each block's prices at once, before its chunks
+        for b in blocks:  # each block's prices at once, before its chunks
             prime(model, hw, gpus, gbs, seq, b, s.recompute, opts, tables)
             yield b
 
@@ -476,7 +550,7 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
         # product base x fsdp x recompute is scored on its axes (score.py), equal to predict_grid
         sc = score_product(model, hw, gpus, gbs, seq, cols, s.fsdp, s.recompute, opts, use_kernel(scored), tables)
         scored += sc.step_time_s.size
-        fc = _cross(cols, "fsdp", s.fsdp)                  # the rule on base rows x fsdp (recompute does not enter)
+        fc = _cross(cols, "fsdp", s.fsdp)  # the rule on base rows x fsdp (recompute does not enter)
         dup = _fsdp_duplicate(_grid(s, {**fc, "recompute": np.zeros(len(fc["tp"]), np.int64)}))
         ok = np.broadcast_to(~dup.reshape(len(cols["tp"]), len(s.fsdp), 1), sc.step_time_s.shape)
         legal += int(np.count_nonzero(ok))
@@ -494,7 +568,7 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
                 g_new = _product_layouts(s, cols, idx[sel])
                 g_all = g_new if top_g is None else LayoutGrid.concat([top_g, g_new])
                 v_all = np.concatenate([top_v, val[sel]])
-                keep = _order(v_all)[:top_k]                   # <= 2K values; the running ones first
+                keep = _order(v_all)[:top_k]  # <= 2K values; the running ones first
                 top_g, top_v = g_all.take(keep), v_all[keep]
             # Pareto front: merge only the points the running front does not dominate
             head = sc.hbm_bytes - sc.memory_bytes_per_gpu.ravel()[idx]
@@ -512,15 +586,27 @@ def search(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, op
     if top_g is not None and front_g is not None:
         top = predict_grid(model, hw, top_g, opts)
         top_values = top.tokens_per_s_per_gpu * scale
-        o = _order(top_values)                                     # re-sort on the fresh prediction
+        o = _order(top_values)  # re-sort on the fresh prediction
         if (o != np.arange(o.size)).any():
             top, top_values = predict_grid(model, hw, top.layouts.take(o), opts), top_values[o]
         pareto = predict_grid(model, hw, front_g, opts)
-    return SearchResult(gpus, objective, s.size, legal, fits, time.perf_counter() - t0, top, top_values, pareto, s,
-                        np.concatenate(scores) if keep_scores and scores else (np.zeros(0) if keep_scores else None))
+    return SearchResult(
+        gpus,
+        objective,
+        s.size,
+        legal,
+        fits,
+        time.perf_counter() - t0,
+        top,
+        top_values,
+        pareto,
+        s,
+        np.concatenate(scores) if keep_scores and scores else (np.zeros(0) if keep_scores else None),
+    )
 
 
 # ---- explanation -----------------------------------------------------------------------------------
+
 
 def layout_diff(a: Layout, b: Layout) -> dict[str, tuple]:
     """Axes on which two layouts differ: {axis: (a's value, b's value)}."""
@@ -535,21 +621,28 @@ def why_better(a: Prediction, i: int, b: Prediction, j: int) -> dict:
     diffs = {k: float(b.breakdown_s[k][j] - a.breakdown_s[k][i]) for k in a.breakdown_s}
     term = max(diffs, key=lambda k: diffs[k])
     pays = min(diffs, key=lambda k: diffs[k])
-    return {"term": term, "term_saving_s": diffs[term], "pays": pays, "pays_s": -diffs[pays],
-            "step_time_s": [float(a.step_time_s[i]), float(b.step_time_s[j])], "differences_s": diffs,
-            "axes": {k: list(v) for k, v in layout_diff(a.layouts.layout(i), b.layouts.layout(j)).items()}}
+    return {
+        "term": term,
+        "term_saving_s": diffs[term],
+        "pays": pays,
+        "pays_s": -diffs[pays],
+        "step_time_s": [float(a.step_time_s[i]), float(b.step_time_s[j])],
+        "differences_s": diffs,
+        "axes": {k: list(v) for k, v in layout_diff(a.layouts.layout(i), b.layouts.layout(j)).items()},
+    }
 
 
 def describe_why(w: dict) -> str:
     """One sentence from why_better's dict."""
     axes = ", ".join(f"{k} {b}->{a}" for k, (a, b) in w["axes"].items()) or "no axis"
-    def ms(s: float) -> str:             # 1,100 ms, not 1.1e+03 ms
+
+    def ms(s: float) -> str:  # 1,100 ms, not 1.1e+03 ms
         return f"{s * 1e3:,.0f}" if s >= 0.1 else f"{s * 1e3:.3g}"
+
     text = f"{w['term']} is {ms(w['term_saving_s'])} ms shorter per step"
-    if w["pays_s"] > 1e-6:               # not float noise (a term equal in both layouts)
+    if w["pays_s"] > 1e-6:  # not float noise (a term equal in both layouts)
         text += f" (while {w['pays']} is {ms(w['pays_s'])} ms longer)"
-    return (f"{text}; step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s; "
-            f"from the slower layout: {axes}")
+    return f"{text}; step {w['step_time_s'][0]:.4g} s vs {w['step_time_s'][1]:.4g} s; from the slower layout: {axes}"
 
 
 # ---- ties ------------------------------------------------------------------------------------------
@@ -577,9 +670,15 @@ def equivalents(values: np.ndarray, layouts: list, low: float) -> dict | None:
     if tied.size < 2:
         return None
     axes = [parallel_axes(layouts[i]) for i in tied]
-    pick = int(tied[int(np.argmin(axes))])          # np.argmin: the first (fastest) of the fewest
-    return {"ranks": [int(i) + 1 for i in tied], "within_factor": float(low), "suggestion": pick + 1,
-            "suggestion_axes": parallel_axes(layouts[pick]),
-            "why": (f"{tied.size} layouts are within the 80% band of #1 (predicted >= {low:.2f}x its throughput): "
-                    f"the model cannot rank them; #{pick + 1} uses the fewest parallel axes "
-                    f"({parallel_axes(layouts[pick])})")}
+    pick = int(tied[int(np.argmin(axes))])  # np.argmin: the first (fastest) of the fewest
+    return {
+        "ranks": [int(i) + 1 for i in tied],
+        "within_factor": float(low),
+        "suggestion": pick + 1,
+        "suggestion_axes": parallel_axes(layouts[pick]),
+        "why": (
+            f"{tied.size} layouts are within the 80% band of #1 (predicted >= {low:.2f}x its throughput): "
+            f"the model cannot rank them; #{pick + 1} uses the fewest parallel axes "
+            f"({parallel_axes(layouts[pick])})"
+        ),
+    }

@@ -36,6 +36,7 @@ Method:
   bubble means the batch is too small for the cluster, the *_comm terms communication, recompute memory;
   "compute" when that term is under COMPUTE_BOUND_OVERHEAD of the step.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,41 +45,53 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping
 
 from perfmodel.analysis.checks import check_tokens_cover_a_batch
-from perfmodel.specs.counts import param_counts
-from perfmodel.economics.job import Job, job_of, priced_tco
-from perfmodel.economics.tco import TCO, RunCost
-from perfmodel.errors import InputError
-from perfmodel.specs.hardware import HardwareSpec, load_hardware
-from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.core.predict import Options
-from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
 from perfmodel.analysis.search import Constraints, SearchResult, equivalents, parse_constraints, search
 from perfmodel.analysis.uncertainty import band_for, with_band
+from perfmodel.core.predict import Options
+from perfmodel.economics.job import Job, job_of, priced_tco
+from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
+from perfmodel.economics.tco import TCO, RunCost
+from perfmodel.errors import InputError
+from perfmodel.specs.counts import param_counts
+from perfmodel.specs.hardware import HardwareSpec, load_hardware
+from perfmodel.specs.model import ModelSpec, load_model
 
 Mode = Literal["days", "budget", "gpus"]
 DEFAULT_SEQ = 4096
 # Llama 3 405B's main-stage batch: 16M tokens per step (Dubey et al. 2024, "The Llama 3 Herd of Models" §3.4.1)
-DEFAULT_BATCH_TOKENS = 2 ** 24
-MAX_GPUS = 2 ** 20            # sizes beyond a million GPUs are not searched
+DEFAULT_BATCH_TOKENS = 2**24
+MAX_GPUS = 2**20  # sizes beyond a million GPUs are not searched
 SIZE_CONSTRAINTS = Constraints(cap={"etp": 2})
-MEMORY_FIT_SHARE = 0.05       # below this share of legal layouts fitting in HBM, memory is the limit
+MEMORY_FIT_SHARE = 0.05  # below this share of legal layouts fitting in HBM, memory is the limit
 COMPUTE_BOUND_OVERHEAD = 0.05  # largest non-compute term under this share of the step: compute-bound
 COMPUTE_TERMS = ("gemm", "attention", "memory_bound", "embedding_head_mtp")
-LIMIT_OF_TERM = {             # breakdown_s term -> what limits the run
-    "pipeline_bubble": "batch size", "stage_imbalance": "pipeline stage balance",
-    "tp_comm": "communication", "cp_comm": "communication", "ep_comm": "communication",
-    "pp_comm": "communication", "dp_comm": "communication", "recompute": "memory",
-    "optimizer": "per-step overhead", "step_overhead": "per-step overhead",
+LIMIT_OF_TERM = {  # breakdown_s term -> what limits the run
+    "pipeline_bubble": "batch size",
+    "stage_imbalance": "pipeline stage balance",
+    "tp_comm": "communication",
+    "cp_comm": "communication",
+    "ep_comm": "communication",
+    "pp_comm": "communication",
+    "dp_comm": "communication",
+    "recompute": "memory",
+    "optimizer": "per-step overhead",
+    "step_overhead": "per-step overhead",
 }
 TERM_TEXT = {
-    "pipeline_bubble": "pipeline bubble (few micro-batches per step)", "stage_imbalance": "pipeline stage imbalance",
-    "tp_comm": "tensor-parallel communication", "cp_comm": "context-parallel communication",
-    "ep_comm": "expert all-to-all", "pp_comm": "pipeline send/receive", "dp_comm": "data-parallel gradient sync",
-    "recompute": "activation recompute", "optimizer": "optimizer step", "step_overhead": "fixed per-step overhead",
+    "pipeline_bubble": "pipeline bubble (few micro-batches per step)",
+    "stage_imbalance": "pipeline stage imbalance",
+    "tp_comm": "tensor-parallel communication",
+    "cp_comm": "context-parallel communication",
+    "ep_comm": "expert all-to-all",
+    "pp_comm": "pipeline send/receive",
+    "dp_comm": "data-parallel gradient sync",
+    "recompute": "activation recompute",
+    "optimizer": "optimizer step",
+    "step_overhead": "fixed per-step overhead",
 }
 
 
-LADDER_STEPS = 8             # candidate sizes per doubling above 2 x LADDER_STEPS units
+LADDER_STEPS = 8  # candidate sizes per doubling above 2 x LADDER_STEPS units
 # --budget: a candidate between two doublings is taken to run at most this factor more tokens/s/GPU than the
 # better of the two (every candidate up to 2,048-32,768 units planned, 2026-11-30: at most 2.6% more, on
 # Llama 3 70B, Llama 3 8B, Mixtral 8x22B and DeepSeek-V3 on H100, Llama 3.1 405B and DeepSeek-V3 on GB200 NVL72)
@@ -89,8 +102,8 @@ def ladder(limit: int) -> list[int]:
     """Candidate unit counts up to `limit`: 1..2*LADDER_STEPS, then m x 2^j for m in LADDER_STEPS..2*LADDER_STEPS-1."""
     out = set(range(1, min(limit, 2 * LADDER_STEPS) + 1))
     j = 1
-    while LADDER_STEPS * 2 ** j <= limit:
-        out.update(m * 2 ** j for m in range(LADDER_STEPS, 2 * LADDER_STEPS) if m * 2 ** j <= limit)
+    while LADDER_STEPS * 2**j <= limit:
+        out.update(m * 2**j for m in range(LADDER_STEPS, 2 * LADDER_STEPS) if m * 2**j <= limit)
         j += 1
     return sorted(out)
 
@@ -103,14 +116,15 @@ def default_gbs(seq: int) -> int:
 @dataclass
 class Point:
     """One cluster size, evaluated."""
+
     units: int
     gpus: int
     result: SearchResult
-    tps: float | None = None               # best layout's tokens/s/GPU (None: nothing fits)
+    tps: float | None = None  # best layout's tokens/s/GPU (None: nothing fits)
     rel: Reliability | None = None
-    job: Job | None = None                 # the job's economics at this size (economics/job.py)
-    days: float = math.inf                 # wall-clock days after goodput
-    usd: float | None = None               # whole run after reliability (None: no price)
+    job: Job | None = None  # the job's economics at this size (economics/job.py)
+    days: float = math.inf  # wall-clock days after goodput
+    usd: float | None = None  # whole run after reliability (None: no price)
     why_not: str = ""
 
     @property
@@ -124,13 +138,13 @@ class Sizer:
     hw: HardwareSpec
     tokens: float
     opts: Options
-    seq: int | None = None               # None: the model's pre-training sequence length (ModelSpec.seq_len)
+    seq: int | None = None  # None: the model's pre-training sequence length (ModelSpec.seq_len)
     gbs: int | None = None
     buyer: str = "hyperscaler"
     cost_over: Mapping[str, float] = field(default_factory=dict)
     rel_over: Mapping[str, Any] = field(default_factory=dict)
     constraints: Constraints = SIZE_CONSTRAINTS
-    on_size: Callable[[int], None] | None = None     # called with each size's GPU count after it is planned
+    on_size: Callable[[int], None] | None = None  # called with each size's GPU count after it is planned
 
     def __post_init__(self) -> None:
         if not (self.tokens > 0 and math.isfinite(self.tokens)):
@@ -145,7 +159,7 @@ class Sizer:
         check_tokens_cover_a_batch(self.tokens, self.gbs, self.seq)
         self.hw.peak(self.opts.precision)
         self.ri = reliability_inputs(self.hw, dict(self.rel_over))
-        self.unit_gpus = self.ri.used_per_unit           # GPUs of a unit the job trains on (NVL72: 64 of 72)
+        self.unit_gpus = self.ri.used_per_unit  # GPUs of a unit the job trains on (NVL72: 64 of 72)
         self.params = float(param_counts(self.model).total)
         self.tco, self.price_note = self._tco()
         self.points: dict[int, Point] = {}
@@ -155,8 +169,11 @@ class Sizer:
         """The TCO, or for hardware without a sourced price one with a placeholder capex, used only for
         energy (utility power does not depend on capex; every $ figure is then withheld)."""
         t, priced = priced_tco(self.hw, self.buyer, self.cost_over)
-        return t, ("" if priced else f"no sourced price for {self.hw.id} (no capex in its [cost]); "
-                                     "pass --set allin_capex_usd_per_gpu=USD")
+        return t, (
+            ""
+            if priced
+            else f"no sourced price for {self.hw.id} (no capex in its [cost]); pass --set allin_capex_usd_per_gpu=USD"
+        )
 
     @property
     def priced(self) -> bool:
@@ -178,8 +195,11 @@ class Sizer:
             self.on_size(gpus)
         pt = Point(units, gpus, res)
         if res.top is None:
-            pt.why_not = ("no layout fits in HBM" if res.legal else
-                          f"no legal layout (gbs {self.gbs} and the model's shape do not divide over {gpus:,} GPUs)")
+            pt.why_not = (
+                "no layout fits in HBM"
+                if res.legal
+                else f"no legal layout (gbs {self.gbs} and the model's shape do not divide over {gpus:,} GPUs)"
+            )
         else:
             pt.tps = float(res.top.tokens_per_s_per_gpu[0])
             pt.job = self._job(pt.tps, gpus)
@@ -216,7 +236,7 @@ class Sizer:
         """Smallest size meeting `days` (and its one-unit-smaller neighbour, None when it is one unit)."""
         if not (days > 0 and math.isfinite(days)):
             raise InputError("--days", "days", f"must be a positive number (got {days})")
-        meets = lambda p: p.ok and p.days <= days          # noqa: E731
+        meets = lambda p: p.ok and p.days <= days  # noqa: E731
         lo = 0
         for k in self._doubling():
             if meets(self.at(k)):
@@ -225,11 +245,18 @@ class Sizer:
             lo = k
         else:
             best = min((p for p in self.points.values() if p.ok), key=lambda p: p.days, default=None)
-            got = (f"the fastest size tried is {best.days:,.1f} days on {best.gpus:,} GPUs" if best
-                   else "no size tried fits the model")
-            raise InputError("--days", "days", f"a {days:g}-day deadline is out of reach on {self.hw.id} up to "
-                                              f"{MAX_GPUS:,} GPUs: {got} (doubling from one {self.ri_unit})")
-        for k in self._between(lo, hi):                     # lo missed, hi meets: first candidate between
+            got = (
+                f"the fastest size tried is {best.days:,.1f} days on {best.gpus:,} GPUs"
+                if best
+                else "no size tried fits the model"
+            )
+            raise InputError(
+                "--days",
+                "days",
+                f"a {days:g}-day deadline is out of reach on {self.hw.id} up to "
+                f"{MAX_GPUS:,} GPUs: {got} (doubling from one {self.ri_unit})",
+            )
+        for k in self._between(lo, hi):  # lo missed, hi meets: first candidate between
             if meets(self.at(k)):
                 hi = k
                 break
@@ -274,17 +301,17 @@ class Sizer:
             raise InputError("--budget", "budget", f"must be a positive number of US dollars (got {usd})")
         if not self.priced:
             raise InputError("--budget", self.hw.id, self.price_note)
-        within = lambda p: p.ok and p.usd is not None and p.usd <= usd   # noqa: E731
-        faster = lambda p, q: q is None or (p.days, p.units) < (q.days, q.units)   # noqa: E731
+        within = lambda p: p.ok and p.usd is not None and p.usd <= usd  # noqa: E731
+        faster = lambda p, q: q is None or (p.days, p.units) < (q.days, q.units)  # noqa: E731
         doublings = self._doublings_to_peak()
         bounds = self._between_bounds(doublings)
         best: Point | None = None
         for p in self.points.values():
             if within(p) and faster(p, best):
                 best = p
-        for k, days_lo, usd_lo in sorted(bounds, key=lambda c: (c[1], c[0])):   # most promising first
+        for k, days_lo, usd_lo in sorted(bounds, key=lambda c: (c[1], c[0])):  # most promising first
             if best is not None and days_lo >= best.days:
-                break                                        # neither this nor any later one can be faster
+                break  # neither this nor any later one can be faster
             if usd_lo <= usd:
                 p = self.at(k)
                 if within(p) and faster(p, best):
@@ -292,17 +319,23 @@ class Sizer:
         if best is not None:
             return best
         cheapest = min((p for p in self.points.values() if p.ok), key=lambda p: p.usd or math.inf, default=None)
-        for k, _, usd_lo in sorted(bounds, key=lambda c: (c[2], c[0])):         # a cheaper size in between?
+        for k, _, usd_lo in sorted(bounds, key=lambda c: (c[2], c[0])):  # a cheaper size in between?
             if cheapest is None or cheapest.usd is None or usd_lo >= cheapest.usd:
                 break
             p = self.at(k)
             if p.ok and p.usd is not None and p.usd < cheapest.usd:
                 cheapest = p
         if cheapest is None or cheapest.usd is None:
-            raise InputError("--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: no size tried fits the model")
-        raise InputError("--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: the cheapest size is "
-                                              f"{self._size_text(cheapest)}, ${cheapest.usd:,.0f} and "
-                                              f"{cheapest.days:,.1f} days{self._why_dearer_below(cheapest)}")
+            raise InputError(
+                "--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: no size tried fits the model"
+            )
+        raise InputError(
+            "--budget",
+            "budget",
+            f"${usd:,.0f} is too small on {self.hw.id}: the cheapest size is "
+            f"{self._size_text(cheapest)}, ${cheapest.usd:,.0f} and "
+            f"{cheapest.days:,.1f} days{self._why_dearer_below(cheapest)}",
+        )
 
     def _size_text(self, p: Point) -> str:
         return f"{p.units:,} {self.ri_unit}{'s' if p.units != 1 else ''} ({p.gpus:,} GPUs)"
@@ -316,12 +349,14 @@ class Sizer:
         pow2 = [p for p in smaller if p.units & (p.units - 1) == 0]
         s = max(pow2 or smaller, key=lambda p: p.units)
         assert s.rel is not None and s.tps is not None and s.usd is not None
-        return (f"; fewer GPUs cost more, not less: {self._size_text(s)} cost ${s.usd:,.0f} at {s.tps:,.0f} vs "
-                f"{c.tps:,.0f} tokens/s/GPU, goodput {s.rel.goodput_fraction:.1%} vs {c.rel.goodput_fraction:.1%} "
-                f"and {s.rel.cost_factor:.3f} vs {c.rel.cost_factor:.3f} GPUs paid per training GPU "
-                f"({s.rel.spare_units} vs {c.rel.spare_units} spare {self.ri_unit}"
-                f"{'s' if max(s.rel.spare_units, c.rel.spare_units) > 1 else ''}), as $ = tokens / "
-                "(tokens/s/GPU x goodput) x GPUs paid per training GPU x $/GPU-hour")
+        return (
+            f"; fewer GPUs cost more, not less: {self._size_text(s)} cost ${s.usd:,.0f} at {s.tps:,.0f} vs "
+            f"{c.tps:,.0f} tokens/s/GPU, goodput {s.rel.goodput_fraction:.1%} vs {c.rel.goodput_fraction:.1%} "
+            f"and {s.rel.cost_factor:.3f} vs {c.rel.cost_factor:.3f} GPUs paid per training GPU "
+            f"({s.rel.spare_units} vs {c.rel.spare_units} spare {self.ri_unit}"
+            f"{'s' if max(s.rel.spare_units, c.rel.spare_units) > 1 else ''}), as $ = tokens / "
+            "(tokens/s/GPU x goodput) x GPUs paid per training GPU x $/GPU-hour"
+        )
 
     def for_gpus(self, gpus: int) -> Point:
         if gpus < 1:
@@ -373,8 +408,14 @@ class Sizer:
         else:
             what = LIMIT_OF_TERM.get(term, term)
             text = f"{what}: {overhead} of the step (kernels {compute:.0%})"
-        return {"limit": what, "term": term, "term_share": share, "compute_share": compute,
-                "fits_share": fit_share, "text": text}
+        return {
+            "limit": what,
+            "term": term,
+            "term_share": share,
+            "compute_share": compute,
+            "fits_share": fit_share,
+            "text": text,
+        }
 
     def report(self, p: Point, mode: Mode, target: float, smaller: Point | None = None) -> dict[str, Any]:
         """JSON-ready dict of one sized system."""
@@ -382,47 +423,90 @@ class Sizer:
         rel, top = p.rel, p.result.top
         assert top is not None
         row = top.row(0)
-        band = band_for(self.model, self.hw, self.opts.stack, int(row["layout"]["vp"]))   # the unseen-stack band follows vp
+        band = band_for(
+            self.model, self.hw, self.opts.stack, int(row["layout"]["vp"])
+        )  # the unseen-stack band follows vp
         assert p.job is not None
         rc, nominal = p.job.after_reliability, p.job.nominal
         gpu_unit = self.ri.gpus_per_unit
         d: dict[str, Any] = {
-            "hardware": self.hw.id, "name": self.hw.display_name(), "hardware_overridden": list(self.hw.overridden),
-            "model": self.model.id, "tokens": self.tokens,
-            "target": {"mode": mode, "value": target}, "precision": self.opts.precision, "seq": self.seq,
-            "gbs": self.gbs, "gbs_tokens": self.gbs * self.seq,
-            "unit": {"name": self.ri_unit, "gpus": gpu_unit, "job_gpus": self.unit_gpus,
-                     "hot_spare_gpus": gpu_unit - self.unit_gpus},
-            "units": p.units, "spare_units": rel.spare_units, "gpus": p.gpus,
-            "gpus_installed": (p.units + rel.spare_units) * gpu_unit, "gpus_paid": rel.gpus_charged,
+            "hardware": self.hw.id,
+            "name": self.hw.display_name(),
+            "hardware_overridden": list(self.hw.overridden),
+            "model": self.model.id,
+            "tokens": self.tokens,
+            "target": {"mode": mode, "value": target},
+            "precision": self.opts.precision,
+            "seq": self.seq,
+            "gbs": self.gbs,
+            "gbs_tokens": self.gbs * self.seq,
+            "unit": {
+                "name": self.ri_unit,
+                "gpus": gpu_unit,
+                "job_gpus": self.unit_gpus,
+                "hot_spare_gpus": gpu_unit - self.unit_gpus,
+            },
+            "units": p.units,
+            "spare_units": rel.spare_units,
+            "gpus": p.gpus,
+            "gpus_installed": (p.units + rel.spare_units) * gpu_unit,
+            "gpus_paid": rel.gpus_charged,
             "spares": "charged" if self.ri.count_hot_spares else "excluded",
             "spares_text": spares_text(self.ri, self.ri_unit),
-            "layout": row["layout"], "tokens_per_s_per_gpu": p.tps, "mfu": row["mfu"], "step_time_s": row["step_time_s"],
-            "memory_bytes_per_gpu": row["memory_bytes_per_gpu"], "cluster_tokens_per_s": p.tps * p.gpus,
-            "goodput_fraction": rel.goodput_fraction, "wall_days_after_reliability": p.days,
+            "layout": row["layout"],
+            "tokens_per_s_per_gpu": p.tps,
+            "mfu": row["mfu"],
+            "step_time_s": row["step_time_s"],
+            "memory_bytes_per_gpu": row["memory_bytes_per_gpu"],
+            "cluster_tokens_per_s": p.tps * p.gpus,
+            "goodput_fraction": rel.goodput_fraction,
+            "wall_days_after_reliability": p.days,
             "wall_days_nominal": nominal.wall_days,
-            "priced": self.priced, "price_note": self.price_note,
+            "priced": self.priced,
+            "price_note": self.price_note,
             "usd_per_gpu_hour": self.tco.usd_per_gpu_hour if self.priced else None,
-            **{k: (v if self.priced or not k.startswith("usd") else None)
-               for k, v in {**nominal.to_dict("_nominal"), **rc.to_dict("_after_reliability")}.items()
-               if not k.startswith("wall_days")},
-            "limit": self.limit(p), "band": band.to_dict(),
+            **{
+                k: (v if self.priced or not k.startswith("usd") else None)
+                for k, v in {**nominal.to_dict("_nominal"), **rc.to_dict("_after_reliability")}.items()
+                if not k.startswith("wall_days")
+            },
+            "limit": self.limit(p),
+            "band": band.to_dict(),
         }
         # 80% band (perfmodel/analysis/uncertainty.py): throughput and MFU scale with it; days, $ and energy inversely
         for k in ("tokens_per_s_per_gpu", "mfu", "cluster_tokens_per_s"):
             with_band(d, k, band.throughput(d[k]))
-        for k in ("step_time_s", "wall_days_after_reliability", "usd_total_after_reliability",
-                  "usd_per_million_tokens_after_reliability", "mwh_after_reliability", "household_years_after_reliability"):
+        for k in (
+            "step_time_s",
+            "wall_days_after_reliability",
+            "usd_total_after_reliability",
+            "usd_per_million_tokens_after_reliability",
+            "mwh_after_reliability",
+            "household_years_after_reliability",
+        ):
             with_band(d, k, band.inverse(d[k]) if d[k] is not None else (None, None))
         if mode == "days":
-            d["smaller"] = None if smaller is None else {
-                "units": smaller.units, "gpus": smaller.gpus,
-                "wall_days_after_reliability": smaller.days if smaller.ok else None,
-                "why_not": smaller.why_not or f"{smaller.days:,.1f} days > {target:g}"}
-        d["tried"] = [{"units": q.units, "gpus": q.gpus, "tokens_per_s_per_gpu": q.tps,
-                       "wall_days_after_reliability": q.days if q.ok else None, "usd_total_after_reliability": q.usd,
-                       "why_not": q.why_not or None}
-                      for q in sorted(self.points.values(), key=lambda q: q.units)]
+            d["smaller"] = (
+                None
+                if smaller is None
+                else {
+                    "units": smaller.units,
+                    "gpus": smaller.gpus,
+                    "wall_days_after_reliability": smaller.days if smaller.ok else None,
+                    "why_not": smaller.why_not or f"{smaller.days:,.1f} days > {target:g}",
+                }
+            )
+        d["tried"] = [
+            {
+                "units": q.units,
+                "gpus": q.gpus,
+                "tokens_per_s_per_gpu": q.tps,
+                "wall_days_after_reliability": q.days if q.ok else None,
+                "usd_total_after_reliability": q.usd,
+                "why_not": q.why_not or None,
+            }
+            for q in sorted(self.points.values(), key=lambda q: q.units)
+        ]
         d["equivalent"] = self.equivalent(p, band.low)
         d["search_constraints"] = {"fix": dict(self.constraints.fix), "cap": dict(self.constraints.cap)}
         d["search_seconds"] = self.searches_s
@@ -433,21 +517,44 @@ def size_constraints(fix: tuple[str, ...] | list[str] = (), cap: tuple[str, ...]
     """The planner's space at every size: the user's --fix / --max (search.parse_constraints) over
     SIZE_CONSTRAINTS (a cap the user gives on the same axis wins)."""
     user = parse_constraints(fix, cap)
-    return Constraints(fix=dict(user.fix), cap={**{k: v for k, v in SIZE_CONSTRAINTS.cap.items() if k not in user.fix},
-                                                 **user.cap})
+    return Constraints(
+        fix=dict(user.fix), cap={**{k: v for k, v in SIZE_CONSTRAINTS.cap.items() if k not in user.fix}, **user.cap}
+    )
 
 
-def size(model: ModelSpec | str, hw: HardwareSpec | str, tokens: float, mode: Mode, target: float, opts: Options,
-         seq: int | None = None, gbs: int | None = None, buyer: str = "hyperscaler",
-         cost_over: Mapping[str, float] | None = None, rel_over: Mapping[str, Any] | None = None,
-         on_size: Callable[[int], None] | None = None, constraints: Constraints = SIZE_CONSTRAINTS) -> dict[str, Any]:
+def size(
+    model: ModelSpec | str,
+    hw: HardwareSpec | str,
+    tokens: float,
+    mode: Mode,
+    target: float,
+    opts: Options,
+    seq: int | None = None,
+    gbs: int | None = None,
+    buyer: str = "hyperscaler",
+    cost_over: Mapping[str, float] | None = None,
+    rel_over: Mapping[str, Any] | None = None,
+    on_size: Callable[[int], None] | None = None,
+    constraints: Constraints = SIZE_CONSTRAINTS,
+) -> dict[str, Any]:
     """Size one system for a deadline (mode "days"), a budget in USD ("budget") or a GPU count ("gpus").
     `model` and `hw` are specs or catalog ids / spec files, as the CLI takes them; `seq` None: the model's
     pre-training sequence length (ModelSpec.seq_len); `constraints`: the planner's space (size_constraints)."""
     model, hw = load_model(model), load_hardware(hw)
     seq = model.seq_len if seq is None else seq
-    s = Sizer(model, hw, tokens, opts, seq, gbs, buyer, dict(cost_over or {}), dict(rel_over or {}),
-              constraints=constraints, on_size=on_size)
+    s = Sizer(
+        model,
+        hw,
+        tokens,
+        opts,
+        seq,
+        gbs,
+        buyer,
+        dict(cost_over or {}),
+        dict(rel_over or {}),
+        constraints=constraints,
+        on_size=on_size,
+    )
     smaller = None
     if mode == "days":
         p, smaller = s.for_days(target)

@@ -23,6 +23,7 @@ What the band is not: it holds for layouts like the measured ones (published rec
 What-if hardware (`--set`, `base =` files) keeps its family's band, which does not cover the error of the
 what-if itself.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,20 +39,23 @@ import numpy as np
 from perfmodel.specs.hardware import HardwareSpec, load_hardware
 from perfmodel.specs.model import ModelSpec, load_model
 
-FILE = Path(__file__).resolve().parents[1] / "uncertainty.toml"      # perfmodel/uncertainty.toml
-QUANTILES = (0.10, 0.90)        # an 80% central band
-MIN_ROWS = 10                   # calibration rows a group needs for its own percentiles
+FILE = Path(__file__).resolve().parents[1] / "uncertainty.toml"  # perfmodel/uncertainty.toml
+QUANTILES = (0.10, 0.90)  # an 80% central band
+MIN_ROWS = 10  # calibration rows a group needs for its own percentiles
 ALL = "all"
 
 
 @dataclass(frozen=True)
 class Band:
     """Multiplicative band on throughput: measured / predicted lies in [low, high] for ~80% of runs."""
-    low: float                  # factor <= 1
-    high: float                 # factor >= 1
-    group: str                  # the group whose spread was used, e.g. "hopper/dense" or "all"
-    rows: int                   # calibration rows behind it
-    source: str = "perfmodel/uncertainty.toml"   # the file the band comes from (a `perfmodel calibrate` file has its own)
+
+    low: float  # factor <= 1
+    high: float  # factor >= 1
+    group: str  # the group whose spread was used, e.g. "hopper/dense" or "all"
+    rows: int  # calibration rows behind it
+    source: str = (
+        "perfmodel/uncertainty.toml"  # the file the band comes from (a `perfmodel calibrate` file has its own)
+    )
 
     def throughput(self, v: float) -> tuple[float, float]:
         """(low, high) of a quantity proportional to throughput: tokens/s/GPU, MFU, HFU."""
@@ -67,8 +71,15 @@ class Band:
         return self.group.startswith("unseen:")
 
     def to_dict(self) -> dict:
-        return {"low_factor": self.low, "high_factor": self.high, "group": self.group, "calibration_rows": self.rows,
-                "coverage_target": QUANTILES[1] - QUANTILES[0], "source": self.source, "unseen_stack": self.unseen}
+        return {
+            "low_factor": self.low,
+            "high_factor": self.high,
+            "group": self.group,
+            "calibration_rows": self.rows,
+            "coverage_target": QUANTILES[1] - QUANTILES[0],
+            "source": self.source,
+            "unseen_stack": self.unseen,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "Band":
@@ -78,10 +89,14 @@ class Band:
     def line(self) -> str:
         """The one line a command prints under its table: which band, on what."""
         if self.unseen:
-            return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x, unseen-stack band for "
-                    f"{self.group.removeprefix('unseen:')} (no row of this stack fitted the bands; {self.source})")
-        return (f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x on {self.group} validation runs "
-                f"({self.rows} calibration rows, {self.source})")
+            return (
+                f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x, unseen-stack band for "
+                f"{self.group.removeprefix('unseen:')} (no row of this stack fitted the bands; {self.source})"
+            )
+        return (
+            f"80% band: measured/predicted {self.low:.2f}-{self.high:.2f}x on {self.group} validation runs "
+            f"({self.rows} calibration rows, {self.source})"
+        )
 
 
 def family(hw: HardwareSpec) -> str:
@@ -99,6 +114,7 @@ def group_chain(fam: str, kind: str) -> list[str]:
 
 # ---- fitting (validation/uncertainty.py) ----------------------------------------------------------
 
+
 def log_ratio(measured: float, predicted: float) -> float:
     return math.log(measured / predicted)
 
@@ -114,8 +130,12 @@ def weighted_quantiles(vals: Sequence[float], weights: Sequence[float], qs: Sequ
     return [float(np.interp(q, p, v)) for q in qs]
 
 
-def fit(samples: Iterable[tuple[str, str, float]], min_rows: int = MIN_ROWS,
-        quantiles: Sequence[float] = QUANTILES, units: Sequence[str] | None = None) -> dict[str, dict]:
+def fit(
+    samples: Iterable[tuple[str, str, float]],
+    min_rows: int = MIN_ROWS,
+    quantiles: Sequence[float] = QUANTILES,
+    units: Sequence[str] | None = None,
+) -> dict[str, dict]:
     """samples: (family, op class, ln(measured/predicted)) of the calibration rows ->
     {group: {rows, log_p10, log_p90, low, high}} for every group with at least `min_rows` rows
     (and always "all"). `units` (one per sample, e.g. its source family): within each group every unit weighs
@@ -136,8 +156,13 @@ def fit(samples: Iterable[tuple[str, str, float]], min_rows: int = MIN_ROWS,
             count[u] = count.get(u, 0) + 1
         # Hyndman & Fan 1996 definition 6 (p_k = k / (n+1)): unbiased coverage for a new draw (Wilks 1941)
         lo, hi = weighted_quantiles(vals, [1.0 / count[u] for _, u in pairs], quantiles)
-        out[g] = {"rows": len(vals), "log_p10": lo, "log_p90": hi,
-                  "low": math.exp(min(lo, 0.0)), "high": math.exp(max(hi, 0.0))}
+        out[g] = {
+            "rows": len(vals),
+            "log_p10": lo,
+            "log_p90": hi,
+            "low": math.exp(min(lo, 0.0)),
+            "high": math.exp(max(hi, 0.0)),
+        }
     return out
 
 
@@ -154,8 +179,11 @@ def inside(lo: float, hi: float, r: float) -> bool:
     return lo - 1e-12 <= r <= hi + 1e-12
 
 
-def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]],
-             spreads: Sequence[tuple[float, float]] | None = None) -> dict:
+def coverage(
+    groups: dict[str, dict],
+    samples: Iterable[tuple[str, str, float]],
+    spreads: Sequence[tuple[float, float]] | None = None,
+) -> dict:
     """Share of samples (family, op class, ln ratio) whose measured value lies inside its band; `spreads`, one
     (down, up) per sample (parameter_spread), widens each sample's band by the constants its fit left open."""
     hits = n = 0
@@ -176,9 +204,11 @@ def coverage(groups: dict[str, dict], samples: Iterable[tuple[str, str, float]],
 # each side apart (independent inputs: GUM, JCGM 100:2008 §5.1.2), and the result is added in quadrature to the
 # band's own spread, which was measured on rows that do not depend on those constants.
 
+
 def unidentified_points(names: Iterable[str], quantiles: Sequence[float] = QUANTILES) -> list[tuple[str, float, float]]:
     """(name, low point, high point) of each constant: its bounds' quantiles for a uniform distribution."""
     from perfmodel.core.calibration import bounds
+
     out = []
     for n in names:
         lo, hi = bounds(n)
@@ -223,6 +253,7 @@ def widened(lo: float, hi: float, down: float = 0.0, up: float = 0.0) -> tuple[f
 # (n - 1) / n sum_T (s_T - mean s)^2 (Quenouille-Tukey; Efron & Stein 1981) is added in quadrature, at the
 # z of the band's quantiles (z_0.9 = 1.2816), to both sides (`jackknife_spread`).
 
+
 def jackknife_spread(shifts: Sequence[Sequence[float]], quantiles: Sequence[float] = QUANTILES) -> list[float]:
     """shifts[t][i]: ln(prediction of row i with the constants refitted without source t / with all of them) ->
     per row z x the jackknife standard deviation sqrt((n-1)/n sum_t (s_t - mean)^2), z the normal quantile of
@@ -238,8 +269,10 @@ def jackknife_spread(shifts: Sequence[Sequence[float]], quantiles: Sequence[floa
 
 def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
     """Per-row (down <= 0, up >= 0) spreads of independent causes combined in quadrature, each side apart."""
-    return [(-math.sqrt(sum(s[i][0] ** 2 for s in spreads)), math.sqrt(sum(s[i][1] ** 2 for s in spreads)))
-            for i in range(len(spreads[0]) if spreads else 0)]
+    return [
+        (-math.sqrt(sum(s[i][0] ** 2 for s in spreads)), math.sqrt(sum(s[i][1] ** 2 for s in spreads)))
+        for i in range(len(spreads[0]) if spreads else 0)
+    ]
 
 
 # ---- the unseen-stack band's width as a function of the row (heteroscedastic, location-scale) --------------
@@ -258,7 +291,7 @@ def combined(*spreads: Sequence[tuple[float, float]]) -> list[tuple[float, float
 # do not know comes in through the unidentified constants' spread (`parameter_spread`).
 
 SCALE_FEATURES = ("moe", "interleaved")
-ABS_FLOOR = 1e-3      # ln|e| of an exact prediction is -inf: |e| below 0.1% (under any measurement's resolution)
+ABS_FLOOR = 1e-3  # ln|e| of an exact prediction is -inf: |e| below 0.1% (under any measurement's resolution)
 
 
 def scale_row(moe: bool, vp: int) -> list[float]:
@@ -271,8 +304,12 @@ def unseen_cell(moe: bool, vp: int) -> str:
     return ("moe" if moe else "dense") + ("/interleaved" if vp > 1 else "")
 
 
-def fit_scaled(samples: Sequence[tuple[bool, int, float]], units: Sequence[str],
-               quantiles: Sequence[float] = QUANTILES, min_rows: int = MIN_ROWS) -> dict:
+def fit_scaled(
+    samples: Sequence[tuple[bool, int, float]],
+    units: Sequence[str],
+    quantiles: Sequence[float] = QUANTILES,
+    min_rows: int = MIN_ROWS,
+) -> dict:
     """samples: (moe, vp, ln(measured / predicted)) of cross-validated residuals, one unit (source family) each ->
     {"coef": [b0, b_moe, b_interleaved], "log_q10", "log_q90" (type-6 quantiles of e / s(x), each unit weighing
     the same), "rows"}; s(x) = exp(x . coef); a feature fewer than `min_rows` rows have: coefficient 0."""
@@ -285,7 +322,7 @@ def fit_scaled(samples: Sequence[tuple[bool, int, float]], units: Sequence[str],
     used = [0] + [j for j in range(1, x.shape[1]) if x[:, j].sum() >= min_rows]
     coef = np.zeros(x.shape[1])
     coef[used] = np.linalg.lstsq(x[:, used] * w[:, None], np.log(np.abs(e) + ABS_FLOOR) * w, rcond=None)[0]
-    lo, hi = weighted_quantiles(list(e / np.exp(x @ coef)), list(w ** 2), quantiles)
+    lo, hi = weighted_quantiles(list(e / np.exp(x @ coef)), list(w**2), quantiles)
     return {"coef": [float(c) for c in coef], "log_q10": lo, "log_q90": hi, "rows": len(e)}
 
 
@@ -297,13 +334,16 @@ def scaled_band(model: dict, moe: bool, vp: int) -> tuple[float, float]:
 
 # ---- reading the stored bands ---------------------------------------------------------------------
 
+
 @lru_cache(maxsize=4)
 def load(path: str = str(FILE)) -> dict:
     """uncertainty.toml as a dict (groups, coverage, provenance); no file -> one wide fallback band."""
     p = Path(path)
     if not p.is_file():
-        return {"groups": {ALL: {"rows": 0, "log_p10": math.log(0.7), "log_p90": math.log(1.3),
-                                 "low": 0.7, "high": 1.3}}, "missing": True}
+        return {
+            "groups": {ALL: {"rows": 0, "log_p10": math.log(0.7), "log_p90": math.log(1.3), "low": 0.7, "high": 1.3}},
+            "missing": True,
+        }
     return tomllib.loads(p.read_text(encoding="utf-8"))
 
 
@@ -313,8 +353,9 @@ def band(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None
     return b.low, b.high, b.group
 
 
-def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None, unseen: bool = False,
-            vp: int = 1) -> Band:
+def band_of(
+    model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = None, unseen: bool = False, vp: int = 1
+) -> Band:
     """The band of `path` (an uncertainty.toml), else of the predictor in use: a calibration file written by
     `perfmodel calibrate` carries bands fitted on its own calibration rows with its constants; the shipped
     calibration uses perfmodel/uncertainty.toml. `unseen`: the band for a software stack of a family the fit
@@ -332,6 +373,7 @@ def band_of(model: str | ModelSpec, hw: str | HardwareSpec, path: str | None = N
             return Band(b.low, b.high, f"unseen:{b.group}", b.rows, b.source)
     if path is None:
         from perfmodel.core import calibration
+
         own = calibration.table().get("bands")
         if own:
             return lookup(own, family(h), op_class(m), calibration.active_file().name)
@@ -348,6 +390,7 @@ def stack_seen(stack: str | None, path: str | None = None) -> bool | None:
         return None
     from perfmodel.specs.specfile import data_dir, resolve
     from perfmodel.specs.stack import DEFAULT_STACK, load_stack
+
     ref = stack or DEFAULT_STACK
     if resolve(ref, "stacks").resolve().parent != data_dir("stacks").resolve():
         return False
@@ -364,6 +407,7 @@ def band_for(model: str | ModelSpec, hw: str | HardwareSpec, stack: str | None =
     """The band the commands print: a `perfmodel calibrate` file's own bands when one is in use; else the fitted
     band when the stack's rows (or its base's) fitted it, and the unseen-stack band for any other stack."""
     from perfmodel.core import calibration
+
     if calibration.table().get("bands") or stack_seen(stack) is not False:
         return band_of(model, hw)
     return band_of(model, hw, unseen=True, vp=vp)

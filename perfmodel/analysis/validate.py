@@ -4,6 +4,7 @@ For each row: predicted vs measured tokens/s/GPU and the signed error (pred - me
 MAPE, median and p90 absolute error, worst rows, bias per group, coverage with every unsupported row
 and its reason. Rows measured far below their prediction get the most likely cause from the breakdown.
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,11 +19,11 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 
 from perfmodel.analysis.checks import implausible_throughput, memory_reason, min_flops_per_token
+from perfmodel.core.predict import Options, Prediction, predict_grid, software_of
 from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
-from perfmodel.specs.layout import default_etp, Layout, LayoutGrid, check_layout
+from perfmodel.specs.layout import Layout, LayoutGrid, check_layout, default_etp
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.core.predict import Options, Prediction, predict_grid, software_of
 from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_for_row
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
@@ -36,13 +37,24 @@ COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("precision", "-", "required", ", ".join(PRECISIONS)),
     ("seq_len", "tokens", "required", "positive integer"),
     ("global_batch", "sequences", "required", "positive integer"),
-    ("tokens_per_s_per_gpu", "tokens/s per GPU", "required unless step_time_s",
-     "positive number; implied MFU at most 100% of the precision's dense peak"),
-    ("step_time_s", "s", "used when tokens_per_s_per_gpu is absent or empty",
-     "positive number: one optimizer step over global_batch x seq_len tokens"),
+    (
+        "tokens_per_s_per_gpu",
+        "tokens/s per GPU",
+        "required unless step_time_s",
+        "positive number; implied MFU at most 100% of the precision's dense peak",
+    ),
+    (
+        "step_time_s",
+        "s",
+        "used when tokens_per_s_per_gpu is absent or empty",
+        "positive number: one optimizer step over global_batch x seq_len tokens",
+    ),
     ("run_id", "-", "row<line>", "unique within the file"),
-    ("tp", "-", "1", "positive integer"), ("pp", "-", "1", "positive integer"), ("vp", "-", "1", "positive integer"),
-    ("cp", "-", "1", "positive integer"), ("ep", "-", "1", "positive integer (1 for dense models)"),
+    ("tp", "-", "1", "positive integer"),
+    ("pp", "-", "1", "positive integer"),
+    ("vp", "-", "1", "positive integer"),
+    ("cp", "-", "1", "positive integer"),
+    ("ep", "-", "1", "positive integer (1 for dense models)"),
     ("etp", "-", "tp (MoE), 1 (dense)", "positive integer"),
     ("micro_batch", "sequences", "1", "positive integer"),
     ("fsdp", "-", "0", "0 or 1"),
@@ -54,7 +66,7 @@ CALIBRATION_SPLITS = 4
 # Rows parsed and predicted together: large enough that each (model, hardware, options) group is one
 # predict_grid call over many layouts, small enough to bound memory on files of any length.
 CHUNK_ROWS = 20_000
-PROGRESS_EVERY = 1000        # rows read between progress calls (a chunk is one step of several seconds)
+PROGRESS_EVERY = 1000  # rows read between progress calls (a chunk is one step of several seconds)
 
 
 def calibration_split(run_id: str) -> bool:
@@ -72,20 +84,20 @@ class RowResult:
     gpus: int
     measured: float
     predicted: float
-    error: float            # signed relative error of the prediction
+    error: float  # signed relative error of the prediction
     calibration: bool
     moe: bool
     verdict: str
     breakdown: dict[str, float]
     mfu: float
     fits: bool
-    stack: str = ""                    # software-stack preset of the row (its `stack` cell, else stack_for_row);
+    stack: str = ""  # software-stack preset of the row (its `stack` cell, else stack_for_row);
     #                                    its `stack_set` overrides are in the CSV (row_stack_spec resolves both)
-    dataset: str = ""                  # the measured-run file the row came from
+    dataset: str = ""  # the measured-run file the row came from
     mem_measured: float | None = None  # peak_mem_allocated_bytes where the source measured it
     mem_predicted: float | None = None
-    mem_error: float | None = None     # (predicted - measured) / measured memory per GPU
-    causes: list[dict] = field(default_factory=list)   # ranked explanations of a slow run (explain_slow)
+    mem_error: float | None = None  # (predicted - measured) / measured memory per GPU
+    causes: list[dict] = field(default_factory=list)  # ranked explanations of a slow run (explain_slow)
 
 
 @dataclass
@@ -100,8 +112,13 @@ class Report:
         if not rs:
             return {"rows": 0, "mape": None, "median_ape": None, "p90_ape": None, "bias": None}
         ape = np.abs([r.error for r in rs])
-        return {"rows": len(rs), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
-                "p90_ape": float(np.percentile(ape, 90)), "bias": float(np.mean([r.error for r in rs]))}
+        return {
+            "rows": len(rs),
+            "mape": float(ape.mean()),
+            "median_ape": float(np.median(ape)),
+            "p90_ape": float(np.percentile(ape, 90)),
+            "bias": float(np.mean([r.error for r in rs])),
+        }
 
     def memory_stats(self, rows: Iterable[RowResult] | None = None) -> dict:
         """Memory per GPU against measured peak allocated, over the rows that carry it."""
@@ -114,9 +131,16 @@ class Report:
     def by(self, key: str) -> dict[str, dict]:
         groups: dict[str, list[RowResult]] = {}
         for r in self.results:
-            k = {"hardware": r.hardware, "model": r.model, "source": r.source, "precision": r.precision,
-                 "kind": "moe" if r.moe else "dense", "split": "calibration" if r.calibration else "held-out",
-                 "stack": r.stack, "dataset": r.dataset}[key]
+            k = {
+                "hardware": r.hardware,
+                "model": r.model,
+                "source": r.source,
+                "precision": r.precision,
+                "kind": "moe" if r.moe else "dense",
+                "split": "calibration" if r.calibration else "held-out",
+                "stack": r.stack,
+                "dataset": r.dataset,
+            }[key]
             groups.setdefault(k, []).append(r)
         return {k: self.stats(v) for k, v in sorted(groups.items())}
 
@@ -160,12 +184,12 @@ def _resolve_ref(ref: str, base: Path) -> str:
     try:
         if ("/" in ref or ref.endswith((".toml", ".json"))) and p.exists():
             return str(p)
-    except (OSError, ValueError):        # a name the filesystem can't take: resolve() reports it
+    except (OSError, ValueError):  # a name the filesystem can't take: resolve() reports it
         pass
     return ref
 
 
-_COLUMN_OF = {"gbs": "global_batch", "seq": "seq_len", "mbs": "micro_batch"}   # layout field -> CSV column
+_COLUMN_OF = {"gbs": "global_batch", "seq": "seq_len", "mbs": "micro_batch"}  # layout field -> CSV column
 
 
 SpecCache = dict[tuple[str, str], Any]
@@ -182,7 +206,9 @@ def _spec(kind: str, ref: str, base: Path, cache: SpecCache | None) -> Any:
     return hit
 
 
-def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
+def row_inputs(
+    row: dict, base: Path, specs: SpecCache | None = None
+) -> tuple[ModelSpec, HardwareSpec, Layout, Options]:
     """One CSV row -> (model, hardware, layout, options); raises ValueError/InputError with the reason.
     `specs`: a dict shared across the rows of one file, to load each model / hardware cell once."""
     for k in REQUIRED:
@@ -194,22 +220,33 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     hw = _spec("hardware", _cell(row, "hardware"), base, specs)
     prec = _cell(row, "precision")
     if prec not in PRECISIONS:
-        raise ValueError(f"precision: unknown precision {_short(prec)}{did_you_mean(prec, PRECISIONS)}; "
-                         f"one of {', '.join(PRECISIONS)}")
+        raise ValueError(
+            f"precision: unknown precision {_short(prec)}{did_you_mean(prec, PRECISIONS)}; "
+            f"one of {', '.join(PRECISIONS)}"
+        )
     tp = _int(row, "tp", 1)
     rec = _cell(row, "recompute") or "none"
-    lay = Layout(gpus=_int(row, "gpus"), gbs=_int(row, "global_batch"), seq=_int(row, "seq_len"),
-                 tp=tp, pp=_int(row, "pp", 1), vp=_int(row, "vp", 1), cp=_int(row, "cp", 1),
-                 ep=_int(row, "ep", 1), etp=_int(row, "etp", 1),
-                 mbs=_int(row, "micro_batch", 1), fsdp=bool(_int(row, "fsdp", 0)),
-                 recompute=rec)  # type: ignore[arg-type]
-    positive = all(getattr(lay, f) >= 1 for f in ("gpus", "tp", "pp", "cp", "ep", "etp"))   # else check_layout says
-    if positive and _int(row, "etp") is None:       # one rule with predict: layout.default_etp
+    lay = Layout(
+        gpus=_int(row, "gpus"),
+        gbs=_int(row, "global_batch"),
+        seq=_int(row, "seq_len"),
+        tp=tp,
+        pp=_int(row, "pp", 1),
+        vp=_int(row, "vp", 1),
+        cp=_int(row, "cp", 1),
+        ep=_int(row, "ep", 1),
+        etp=_int(row, "etp", 1),
+        mbs=_int(row, "micro_batch", 1),
+        fsdp=bool(_int(row, "fsdp", 0)),
+        recompute=rec,
+    )  # type: ignore[arg-type]
+    positive = all(getattr(lay, f) >= 1 for f in ("gpus", "tp", "pp", "cp", "ep", "etp"))  # else check_layout says
+    if positive and _int(row, "etp") is None:  # one rule with predict: layout.default_etp
         lay = Layout(**{**lay.__dict__, "etp": default_etp(model.is_moe, lay.tp, lay.cp, lay.dp, lay.ep)})
     a = model.attention
     try:
         check_layout(lay, model.num_layers, a.num_heads, a.num_kv_heads, model.moe.num_experts if model.moe else None)
-    except InputError as exc:            # name the CSV column where it differs from the layout field
+    except InputError as exc:  # name the CSV column where it differs from the layout field
         if exc.where == "layout" and exc.field in _COLUMN_OF:
             raise InputError("layout", f"{exc.field} (column {_COLUMN_OF[exc.field]})", exc.reason) from None
         raise
@@ -217,9 +254,12 @@ def row_inputs(row: dict, base: Path, specs: SpecCache | None = None) -> tuple[M
     # the row's stack reaches the cost model: its preset (or stack file relative to the CSV) and its
     # stack_set overrides
     cell = _cell(row, "stack")
-    opts = Options(precision=prec, routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real",
-                   stack=_resolve_ref(cell, base) if cell else stack_for_row(_cell(row, "framework"), _cell(row, "software")),
-                   stack_set=tuple(_stack_sets(row)))
+    opts = Options(
+        precision=prec,
+        routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real",
+        stack=_resolve_ref(cell, base) if cell else stack_for_row(_cell(row, "framework"), _cell(row, "software")),
+        stack_set=tuple(_stack_sets(row)),
+    )
     hw.peak(prec)
     return model, hw, lay, opts
 
@@ -255,8 +295,9 @@ def _mode_grid(grid: LayoutGrid, selective: bool) -> LayoutGrid:
     """`grid` under none, selective and full, n rows each; without selective modules its block is scored as
     none and never taken (`_mode_fits`)."""
     n = grid.n
-    return LayoutGrid.concat([replace(grid, recompute=np.full(n, k if (k != 1 or selective) else 0, np.int64))
-                              for k in range(3)])
+    return LayoutGrid.concat(
+        [replace(grid, recompute=np.full(n, k if (k != 1 or selective) else 0, np.int64)) for k in range(3)]
+    )
 
 
 def _mode_fits(p: Prediction, n: int, selective: bool) -> np.ndarray:
@@ -300,17 +341,20 @@ def _cause(b: dict[str, float], step: float) -> str:
     """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
     predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
     unsupported features such as attention sinks), so name the largest kernel class instead."""
-    comm = {k: v for k, v in b.items() if k not in _KERNELS and not k.endswith("_raw")}   # raw: before overlap
+    comm = {k: v for k, v in b.items() if k not in _KERNELS and not k.endswith("_raw")}  # raw: before overlap
     k = max(comm, key=comm.get)  # type: ignore[arg-type]
     if comm[k] >= 0.10 * step:
         return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
     kern = max(_KERNELS, key=lambda n: b.get(n, 0.0))
-    return (f"kernel-bound prediction (no overhead above 10%): slower kernels than modelled, "
-            f"most likely {kern} ({b.get(kern, 0.0) / step:.0%} of the step)")
+    return (
+        f"kernel-bound prediction (no overhead above 10%): slower kernels than modelled, "
+        f"most likely {kern} ({b.get(kern, 0.0) / step:.0%} of the step)"
+    )
 
 
 class _Row(NamedTuple):
     """A parsed, supported row waiting for its prediction (the CSV dict itself is not kept)."""
+
     rid: str
     source: str
     model: ModelSpec
@@ -318,14 +362,15 @@ class _Row(NamedTuple):
     lay: Layout
     opts: Options
     measured: float
-    published: bool          # the source states the recompute mode
+    published: bool  # the source states the recompute mode
     stack: str
     mem_measured: float | None
-    mbs_published: bool = True   # the source states the micro-batch size
+    mbs_published: bool = True  # the source states the micro-batch size
 
 
 class _Scored(NamedTuple):
     """Where a row's prediction lies: index `i` of prediction `p`, and the recompute mode inferred."""
+
     p: Prediction
     i: int
     inferred: str
@@ -380,50 +425,67 @@ def _cannot_fit(r: _Row, s: _Scored) -> str | None:
     if bool(_could_fit(s.p)[s.i]):
         return None
     p, i = s.p, s.i
-    if r.lay.recompute != "full" and s.inferred != "full":     # published lighter mode: does full fit?
+    if r.lay.recompute != "full" and s.inferred != "full":  # published lighter mode: does full fit?
         p, i = predict_grid(r.model, r.hw, LayoutGrid.of(replace(r.lay, recompute="full")), r.opts), 0
         if bool(_could_fit(p)[0]):
             return None
-    return ("memory: does not fit in HBM with any recompute mode: with full recompute it "
-            + memory_reason(float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id))
+    return "memory: does not fit in HBM with any recompute mode: with full recompute it " + memory_reason(
+        float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id
+    )
 
 
-SLOW_ERROR = 0.25          # predicted this much above measured: the row "underperforms" and gets ranked causes
-CAUSES_SHOWN = 3           # in the verdict text (all in RowResult.causes / --json)
+SLOW_ERROR = 0.25  # predicted this much above measured: the row "underperforms" and gets ranked causes
+CAUSES_SHOWN = 3  # in the verdict text (all in RowResult.causes / --json)
 # stack variants that explain a slow run: communication not overlapped (the row's stack with every overlap
 # switch off), and, for a Megatron-family stack, an early-2024 one (the NeMo-Megatron 24.05 preset); each
 # (text, stack or None = the row's own, --stack-set overrides appended to the row's)
-NO_OVERLAP = ("tp_overlap=none", "dp_grad_reduce_overlap=false", "dp_param_gather_overlap=false", "moe_a2a_overlap=false")
+NO_OVERLAP = (
+    "tp_overlap=none",
+    "dp_grad_reduce_overlap=false",
+    "dp_param_gather_overlap=false",
+    "moe_a2a_overlap=false",
+)
 EARLY_STACK = "nemo-megatron-24.05"
 CAUSE_STACKS: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("communication overlap off (the row's stack, every overlap switch off)", None, NO_OVERLAP),
     (f"an older software stack ({EARLY_STACK}, early 2024)", EARLY_STACK, ()),
 )
-MBS_TRY = (2, 4, 8)        # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
+MBS_TRY = (2, 4, 8)  # unpublished micro-batch: larger ones mean fewer micro-batches, a larger bubble
 
 
 def _variants(r: _Row, used: str) -> list[tuple[str, Layout, Options]]:
     """The changes of a slow row that perfmodel can predict: each (text, layout, options)."""
     out: list[tuple[str, Layout, Options]] = []
-    if not r.published:                                      # recompute unpublished: the heavier modes
-        for mode in _MODES[_MODES.index(used or "none") + 1:]:
+    if not r.published:  # recompute unpublished: the heavier modes
+        for mode in _MODES[_MODES.index(used or "none") + 1 :]:
             if mode == "selective" and not has_selective(r.model, r.hw, r.opts):
                 continue
-            out.append((f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts))
+            out.append(
+                (f"recompute={mode} (not published; {used or 'none'} inferred)", replace(r.lay, recompute=mode), r.opts)
+            )
     lay0 = replace(r.lay, recompute=used or r.lay.recompute)
     for text, stack, sets in CAUSE_STACKS:
         if stack is not None and (stack == r.opts.stack or load_stack(r.opts.stack).family != "megatron-core"):
-            continue                                         # the row already ran it, or another framework
-        opts = replace(r.opts, stack=stack, stack_set=()) if stack is not None else \
-            replace(r.opts, stack_set=tuple(r.opts.stack_set) + sets)
+            continue  # the row already ran it, or another framework
+        opts = (
+            replace(r.opts, stack=stack, stack_set=())
+            if stack is not None
+            else replace(r.opts, stack_set=tuple(r.opts.stack_set) + sets)
+        )
         out.append((text, lay0, opts))
-    if not r.mbs_published and r.lay.pp > 1:                 # the bubble with the real micro-batch count
+    if not r.mbs_published and r.lay.pp > 1:  # the bubble with the real micro-batch count
         for mbs in MBS_TRY:
             cand = replace(lay0, mbs=mbs)
             if r.lay.gbs % (cand.dp * mbs) == 0:
                 micro = r.lay.gbs // (cand.dp * mbs)
-                out.append((f"micro-batch {mbs} (not published; 1 assumed): {micro} micro-batches per step, a larger "
-                            "pipeline bubble", cand, r.opts))
+                out.append(
+                    (
+                        f"micro-batch {mbs} (not published; 1 assumed): {micro} micro-batches per step, a larger "
+                        "pipeline bubble",
+                        cand,
+                        r.opts,
+                    )
+                )
     return out
 
 
@@ -438,8 +500,13 @@ def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
         used = res.verdict.split("recompute=", 1)[1].split(" ", 1)[0] if "inferred" in res.verdict else ""
         for text, lay, opts in _variants(r, used):
             try:
-                check_layout(lay, r.model.num_layers, r.model.attention.num_heads, r.model.attention.num_kv_heads,
-                             r.model.moe.num_experts if r.model.moe else None)
+                check_layout(
+                    lay,
+                    r.model.num_layers,
+                    r.model.attention.num_heads,
+                    r.model.attention.num_kv_heads,
+                    r.model.moe.num_experts if r.model.moe else None,
+                )
             except InputError:
                 continue
             key = (id(r.model), id(r.hw), opts)
@@ -461,8 +528,10 @@ def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
         cs.sort(key=lambda c: abs(c["closeness"]))
         res.causes = cs
         if cs:
-            top = "; ".join(f"{c['cause']}: {c['predicted']:,.0f} tok/s/GPU ({c['closeness']:+.0%} vs measured)"
-                            for c in cs[:CAUSES_SHOWN])
+            top = "; ".join(
+                f"{c['cause']}: {c['predicted']:,.0f} tok/s/GPU ({c['closeness']:+.0%} vs measured)"
+                for c in cs[:CAUSES_SHOWN]
+            )
             res.verdict = f"{res.verdict}; closest explanations: {top}"
 
 
@@ -471,13 +540,17 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
     float(array[i]) gives, without a numpy scalar per value)."""
     c = columns.get(id(s.p))
     if c is None:
-        c = columns[id(s.p)] = {"tps": s.p.tokens_per_s_per_gpu.tolist(), "step": s.p.step_time_s.tolist(),
-                                "mfu": s.p.mfu.tolist(), "fits": s.p.fits.tolist(),
-                                "mem": s.p.memory_bytes_per_gpu.tolist(),
-                                # what PyTorch's max_memory_allocated counts: not the CUDA context, NCCL
-                                # buffers and allocator slack (the `reserved` part)
-                                "mem_alloc": (s.p.memory_bytes_per_gpu - s.p.memory_parts["reserved"]).tolist(),
-                                "breakdown": {k: v.tolist() for k, v in s.p.breakdown_s.items()}}
+        c = columns[id(s.p)] = {
+            "tps": s.p.tokens_per_s_per_gpu.tolist(),
+            "step": s.p.step_time_s.tolist(),
+            "mfu": s.p.mfu.tolist(),
+            "fits": s.p.fits.tolist(),
+            "mem": s.p.memory_bytes_per_gpu.tolist(),
+            # what PyTorch's max_memory_allocated counts: not the CUDA context, NCCL
+            # buffers and allocator slack (the `reserved` part)
+            "mem_alloc": (s.p.memory_bytes_per_gpu - s.p.memory_parts["reserved"]).tolist(),
+            "breakdown": {k: v.tolist() for k, v in s.p.breakdown_s.items()},
+        }
     i = s.i
     breakdown = {k: v[i] for k, v in c["breakdown"].items()}
     pred = c["tps"][i]
@@ -490,9 +563,28 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
         verdict = "faster than predicted" + note
     mem = c["mem_alloc"][i]
     mem_err = None if r.mem_measured is None else (mem - r.mem_measured) / r.mem_measured
-    return RowResult(r.rid, r.model.id, r.hw.id, r.opts.precision, r.source, r.lay.gpus, r.measured, pred, err,
-                     calibration_split(r.rid), r.model.is_moe, sys.intern(verdict), breakdown, c["mfu"][i], c["fits"][i],
-                     r.stack, dataset, r.mem_measured, mem if r.mem_measured is not None else None, mem_err)
+    return RowResult(
+        r.rid,
+        r.model.id,
+        r.hw.id,
+        r.opts.precision,
+        r.source,
+        r.lay.gpus,
+        r.measured,
+        pred,
+        err,
+        calibration_split(r.rid),
+        r.model.is_moe,
+        sys.intern(verdict),
+        breakdown,
+        c["mfu"][i],
+        c["fits"][i],
+        r.stack,
+        dataset,
+        r.mem_measured,
+        mem if r.mem_measured is not None else None,
+        mem_err,
+    )
 
 
 def row_stack(row: dict, base: Path | None = None) -> str:
@@ -501,8 +593,11 @@ def row_stack(row: dict, base: Path | None = None) -> str:
     A `stack_set` cell (`feature=value; feature=value`) is checked against the schema here; the resolved
     spec of a row is `row_stack_spec`."""
     cell = _cell(row, "stack")
-    sid = load_stack(_resolve_ref(cell, base) if base else cell).id if cell else \
-        stack_for_row(_cell(row, "framework"), _cell(row, "software"))
+    sid = (
+        load_stack(_resolve_ref(cell, base) if base else cell).id
+        if cell
+        else stack_for_row(_cell(row, "framework"), _cell(row, "software"))
+    )
     sets = _stack_sets(row)
     if sets:
         apply_overrides(load_stack(_resolve_ref(cell, base) if (cell and base) else (cell or sid)), sets)
@@ -526,8 +621,14 @@ def _mem(row: dict) -> float | None:
     return _float(row, "peak_mem_allocated_bytes") if _cell(row, "peak_mem_allocated_bytes") else None
 
 
-def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Callable[[int], None] | None = None,
-                  chunk_rows: int = CHUNK_ROWS, dataset: str = "") -> Report:
+def validate_rows(
+    rows: Iterable[dict],
+    base: Path,
+    consts=None,
+    progress: Callable[[int], None] | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    dataset: str = "",
+) -> Report:
     """Predict every row (a list, or a stream such as `iter_csv`), `chunk_rows` at a time: rows of a
     chunk sharing model, hardware and options are scored by one predict_grid call. `progress(n)` is
     called with the number of rows read so far (every PROGRESS_EVERY rows and after each chunk's
@@ -536,7 +637,7 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
     results: list[RowResult] = []
     unsupported: list[dict] = []
     specs: SpecCache = {}
-    plausible: dict[tuple, float] = {}         # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
+    plausible: dict[tuple, float] = {}  # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
     it = iter(rows)
     given = 0
     while True:
@@ -551,24 +652,38 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
             rid = (row.get("run_id") or f"row{i + 2}").strip()
             try:
                 model, hw, lay, opts = row_inputs(row, base, specs)
-                if consts is not None:       # every other option (precision, routing, stack, ...) as the row gives it
+                if consts is not None:  # every other option (precision, routing, stack, ...) as the row gives it
                     opts = replace(opts, consts=consts)
                 measured = measured_throughput(row, lay)
                 key = (id(model), id(hw), opts.precision, lay.seq)
-                if key not in plausible:             # implied MFU at most 100%: the fastest plausible throughput
+                if key not in plausible:  # implied MFU at most 100%: the fastest plausible throughput
                     plausible[key] = hw.peak(opts.precision) / min_flops_per_token(model, lay.seq)
                 if measured > plausible[key]:
-                    raise ValueError("tokens_per_s_per_gpu: impossible: "
-                                     + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or ""))
+                    raise ValueError(
+                        "tokens_per_s_per_gpu: impossible: "
+                        + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or "")
+                    )
                 stack = sys.intern(row_stack(row, base))
                 mem_measured = _mem(row)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue
             # interned: 100,000 rows share a few hundred sources, stored once
-            parsed.append(_Row(rid, sys.intern((row.get("source") or "").split(" (")[0]), model, hw, lay, opts,
-                               measured, bool((row.get("recompute") or "").strip()), stack, mem_measured,
-                               bool((row.get("micro_batch") or "").strip())))
+            parsed.append(
+                _Row(
+                    rid,
+                    sys.intern((row.get("source") or "").split(" (")[0]),
+                    model,
+                    hw,
+                    lay,
+                    opts,
+                    measured,
+                    bool((row.get("recompute") or "").strip()),
+                    stack,
+                    mem_measured,
+                    bool((row.get("micro_batch") or "").strip()),
+                )
+            )
             lines.append(i + 2)
         if given == start:
             break
@@ -578,14 +693,14 @@ def validate_rows(rows: Iterable[dict], base: Path, consts=None, progress: Calla
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
-            elif (why := _cannot_fit(r, s)) is not None:     # the run happened, so our memory model can't place it
+            elif (why := _cannot_fit(r, s)) is not None:  # the run happened, so our memory model can't place it
                 bad.append({"run_id": r.rid, "row": line, "reason": why})
             else:
                 results.append(_result(r, s, columns, dataset))
                 if results[-1].error > SLOW_ERROR:
                     slow.append((r, results[-1]))
         explain_slow(slow)
-        if bad:                      # keep `unsupported` in file order
+        if bad:  # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
             progress(given)
@@ -612,8 +727,8 @@ def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:
             if missing:
                 raise InputError(str(p), ", ".join(missing), "required column(s) missing")
             if raw:
-                yield reader.fieldnames                         # the header first, then the bare cell lists
-                yield from (r for r in reader.reader if r)     # DictReader skips blank lines too
+                yield reader.fieldnames  # the header first, then the bare cell lists
+                yield from (r for r in reader.reader if r)  # DictReader skips blank lines too
             else:
                 yield from reader
     except InputError:
@@ -648,14 +763,18 @@ def count_rows(path: str | Path) -> int:
         if not rid:
             continue
         if rid in seen:
-            raise InputError(str(path), "run_id", f"'{rid}' appears on lines {seen[rid]} and {n + 1}: run ids must "
-                                                  "be unique (a row measured twice, or two runs under one name?)")
+            raise InputError(
+                str(path),
+                "run_id",
+                f"'{rid}' appears on lines {seen[rid]} and {n + 1}: run ids must "
+                "be unique (a row measured twice, or two runs under one name?)",
+            )
         seen[rid] = n + 1
     return n
 
 
 def validate_file(path: str | Path, consts=None) -> Report:
-    count_rows(path)                 # a broken file or a repeated run_id fails before any prediction
+    count_rows(path)  # a broken file or a repeated run_id fails before any prediction
     return validate_rows(iter_csv(path), Path(path).resolve().parent, consts, dataset=Path(path).name)
 
 
@@ -663,11 +782,16 @@ def shipped_sets() -> list[Path]:
     """The measured-run files shipped with perfmodel: validation/runs.csv (NVIDIA's tables) and the
     independent sets in validation/independent/*.csv."""
     from perfmodel.specs.specfile import data_dir
+
     root = data_dir("validation")
     return [root / "runs.csv", *sorted((root / "independent").glob("*.csv"))]
 
 
 def merge(reports: list[Report]) -> Report:
     """One report over several files (rows in file order)."""
-    return Report(sum(r.given for r in reports), [x for r in reports for x in r.results],
-                  [u for r in reports for u in r.unsupported], [w for r in reports for w in r.warnings])
+    return Report(
+        sum(r.given for r in reports),
+        [x for r in reports for x in r.results],
+        [u for r in reports for u in r.unsupported],
+        [w for r in reports for w in r.warnings],
+    )

@@ -7,6 +7,7 @@ exists for the shipped sets' accuracy report). Each row is then predicted out of
 cross-validation (leave-one-out for fewer than --folds rows), and the 80% bands come from those
 out-of-sample residuals. The result is a calibration file (calibration.toml's shape plus [provenance]) that
 every predicting command takes as `--calibration FILE`."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -16,17 +17,21 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from perfmodel.core import calibration as C
 from perfmodel.analysis import fit as F
-from perfmodel.errors import InputError
 from perfmodel.commands.common import calibration_option, console, emit_json, print_table, stderr_progress
+from perfmodel.core import calibration as C
+from perfmodel.errors import InputError
 
 
 def _stats(rep) -> dict:
     s = rep.stats()
     e = F.log_errors(rep)
-    return {"rows": s["rows"], "mape": s["mape"], "bias": s["bias"],
-            "mean_abs_log_error": float(e.mean()) if e.size else None}
+    return {
+        "rows": s["rows"],
+        "mape": s["mape"],
+        "bias": s["bias"],
+        "mean_abs_log_error": float(e.mean()) if e.size else None,
+    }
 
 
 def _pct(x: float | None, sign: bool = False) -> str:
@@ -44,14 +49,35 @@ def _sha256(path: Path) -> str:
 
 @click.command("calibrate")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False), metavar="RUNS.csv [RUNS2.csv ...]")
-@click.option("--out", "out", default="calibration.toml", show_default=True, type=click.Path(dir_okay=False),
-              help="calibration file to write (use it with --calibration FILE)")
-@click.option("--rounds", type=click.IntRange(1, 20), default=F.ROUNDS, show_default=True,
-              help="rounds of coordinate search (each tries 4 values per constant, steps shrinking)")
-@click.option("--passes", type=click.IntRange(1, 20), default=F.MAX_PASSES, show_default=True,
-              help=f"most passes: the search restarts from its result while a pass gains >= {F.PASS_GAIN:g}")
-@click.option("--folds", type=click.IntRange(2, 1000), default=F.CV_FOLDS, show_default=True,
-              help="cross-validation folds for the out-of-sample error and the bands (leave-one-out with fewer rows)")
+@click.option(
+    "--out",
+    "out",
+    default="calibration.toml",
+    show_default=True,
+    type=click.Path(dir_okay=False),
+    help="calibration file to write (use it with --calibration FILE)",
+)
+@click.option(
+    "--rounds",
+    type=click.IntRange(1, 20),
+    default=F.ROUNDS,
+    show_default=True,
+    help="rounds of coordinate search (each tries 4 values per constant, steps shrinking)",
+)
+@click.option(
+    "--passes",
+    type=click.IntRange(1, 20),
+    default=F.MAX_PASSES,
+    show_default=True,
+    help=f"most passes: the search restarts from its result while a pass gains >= {F.PASS_GAIN:g}",
+)
+@click.option(
+    "--folds",
+    type=click.IntRange(2, 1000),
+    default=F.CV_FOLDS,
+    show_default=True,
+    help="cross-validation folds for the out-of-sample error and the bands (leave-one-out with fewer rows)",
+)
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(files: tuple[str, ...], out: str, rounds: int, passes: int, folds: int, as_json: bool) -> None:
@@ -75,8 +101,10 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, folds: i
         "inputs_sha256": [_sha256(Path(p)) for p in files],
         "rows": [len(s.rows) for s in sets],
         "fit_rows": len(uc.fitted_report.results),
-        "cross_validation": (f"{uc.folds}-fold (row i in fold i % {uc.folds}, file order)" if uc.folds < n_rows
-                             else "leave-one-out") + "; each fold fitted as the whole fit is, from the same start",
+        "cross_validation": (
+            f"{uc.folds}-fold (row i in fold i % {uc.folds}, file order)" if uc.folds < n_rows else "leave-one-out"
+        )
+        + "; each fold fitted as the whole fit is, from the same start",
         "started_from": str(C.active_file()),
         "fitted": list(names),
         "not_identified": list(fit.inert),
@@ -88,57 +116,100 @@ def command(files: tuple[str, ...], out: str, rounds: int, passes: int, folds: i
         "cross_validated_mape_start": _stats(uc.start_report)["mape"],
         "cross_validated_mape_fitted": _stats(uc.cv_report)["mape"],
     }
-    if uc.coverage["coverage"] is not None:      # TOML has no null: without it the key is left out
+    if uc.coverage["coverage"] is not None:  # TOML has no null: without it the key is left out
         prov["cross_validated_band_coverage"] = uc.coverage["coverage"]
-    header = ("perfmodel calibration file written by `perfmodel calibrate` (perfmodel/analysis/fit.py); use it with\n"
-              "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
-              "prior and source; `value` is fitted on every row of the inputs in [provenance], [bands.*] are the\n"
-              "80% bands of ln(measured / predicted) of those rows predicted out of sample (cross-validation;\n"
-              "perfmodel/analysis/uncertainty.py).")
+    header = (
+        "perfmodel calibration file written by `perfmodel calibrate` (perfmodel/analysis/fit.py); use it with\n"
+        "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
+        "prior and source; `value` is fitted on every row of the inputs in [provenance], [bands.*] are the\n"
+        "80% bands of ln(measured / predicted) of those rows predicted out of sample (cross-validation;\n"
+        "perfmodel/analysis/uncertainty.py)."
+    )
     try:
         out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header, uc.bands), encoding="utf-8")
     except OSError as exc:
         raise InputError("--out", out, f"cannot write ({exc.strerror or exc})") from None
-    C.forget()                           # the file just written may replace one read earlier
-    res = {"out": str(out_p), "provenance": prov, "constants": uc.attribution,
-           "calibration": {"start": _stats(uc.start_report), "fitted": _stats(uc.fitted_report)},
-           "cross_validated": {"start": _stats(uc.start_report), "fitted": _stats(uc.cv_report)},
-           "bands": uc.bands, "cross_validated_band_coverage": uc.coverage,
-           "unsupported": uc.start_report.unsupported, "evaluations": fit.evaluations}
+    C.forget()  # the file just written may replace one read earlier
+    res = {
+        "out": str(out_p),
+        "provenance": prov,
+        "constants": uc.attribution,
+        "calibration": {"start": _stats(uc.start_report), "fitted": _stats(uc.fitted_report)},
+        "cross_validated": {"start": _stats(uc.start_report), "fitted": _stats(uc.cv_report)},
+        "bands": uc.bands,
+        "cross_validated_band_coverage": uc.coverage,
+        "unsupported": uc.start_report.unsupported,
+        "evaluations": fit.evaluations,
+    }
     if as_json:
         return emit_json(res)
     n_fit = len(uc.fitted_report.results)
-    console.print(f"[bold]calibrated[/bold] {len(names)} constants on {n_fit} of {n_rows} rows "
-                  f"({', '.join(escape(s.name) for s in sets)}); {fit.evaluations} evaluations "
-                  f"({fit.passes} passes of {rounds} rounds); {prov['cross_validation']}")
+    console.print(
+        f"[bold]calibrated[/bold] {len(names)} constants on {n_fit} of {n_rows} rows "
+        f"({', '.join(escape(s.name) for s in sets)}); {fit.evaluations} evaluations "
+        f"({fit.passes} passes of {rounds} rounds); {prov['cross_validation']}"
+    )
     rows = []
     for n, a in uc.attribution.items():
         lo, hi = C.bounds(n)
         at = " (bound)" if a["fitted"] != a["start"] and a["fitted"] in (lo, hi) else ""
-        rows.append([n, f"{a['start']:.4g}", f"{a['fitted']:.4g}{at}",
-                     "no effect" if n in fit.inert else ("-" if a["moved"] == 0 else f"{a['moved']:+.1%}"),
-                     f"{a['explains']:+.4f}"])
-    print_table(f"Constants, start -> fitted (mean |ln(pred/meas)| {fit.start_objective:.4f} -> {fit.objective:.4f})",
-                ["constant", "start", "fitted", "moved", "explains"], rows, 1)
-    console.print("explains: objective with that constant alone back at its start, minus the fitted objective "
-                  "(its share of the drop; constants interact, so the shares need not add up). "
-                  f"start: {_start_name()}. no effect: no trial value changed the objective "
-                  "(these rows do not identify it; it keeps its start value)")
+        rows.append(
+            [
+                n,
+                f"{a['start']:.4g}",
+                f"{a['fitted']:.4g}{at}",
+                "no effect" if n in fit.inert else ("-" if a["moved"] == 0 else f"{a['moved']:+.1%}"),
+                f"{a['explains']:+.4f}",
+            ]
+        )
+    print_table(
+        f"Constants, start -> fitted (mean |ln(pred/meas)| {fit.start_objective:.4f} -> {fit.objective:.4f})",
+        ["constant", "start", "fitted", "moved", "explains"],
+        rows,
+        1,
+    )
+    console.print(
+        "explains: objective with that constant alone back at its start, minus the fitted objective "
+        "(its share of the drop; constants interact, so the shares need not add up). "
+        f"start: {_start_name()}. no effect: no trial value changed the objective "
+        "(these rows do not identify it; it keeps its start value)"
+    )
     srows = []
-    for name, d in (("in sample (every row, fitted on all)", res["calibration"]),
-                    ("cross-validated (each row out of sample)", res["cross_validated"])):
-        srows.append([name, d["fitted"]["rows"], _pct(d["start"]["mape"]), _pct(d["fitted"]["mape"]),
-                      _pct(d["start"]["bias"], True), _pct(d["fitted"]["bias"], True)])
-    print_table("Error of predicted tokens/s/GPU, start -> fitted",
-                ["rows", "n", "MAPE start", "MAPE fitted", "bias start", "bias fitted"], srows, 1)
+    for name, d in (
+        ("in sample (every row, fitted on all)", res["calibration"]),
+        ("cross-validated (each row out of sample)", res["cross_validated"]),
+    ):
+        srows.append(
+            [
+                name,
+                d["fitted"]["rows"],
+                _pct(d["start"]["mape"]),
+                _pct(d["fitted"]["mape"]),
+                _pct(d["start"]["bias"], True),
+                _pct(d["fitted"]["bias"], True),
+            ]
+        )
+    print_table(
+        "Error of predicted tokens/s/GPU, start -> fitted",
+        ["rows", "n", "MAPE start", "MAPE fitted", "bias start", "bias fitted"],
+        srows,
+        1,
+    )
     cov = uc.coverage
-    console.print("80% bands from the cross-validated residuals (measured/predicted): "
-                  + ", ".join(f"{g} {d['low']:.2f}-{d['high']:.2f}x ({d['rows']} rows)" for g, d in uc.bands.items())
-                  + (f"; coverage of each fold by bands fitted on the others {cov['coverage']:.1%} of {cov['rows']}"
-                     if cov["rows"] else ""))
+    console.print(
+        "80% bands from the cross-validated residuals (measured/predicted): "
+        + ", ".join(f"{g} {d['low']:.2f}-{d['high']:.2f}x ({d['rows']} rows)" for g, d in uc.bands.items())
+        + (
+            f"; coverage of each fold by bands fitted on the others {cov['coverage']:.1%} of {cov['rows']}"
+            if cov["rows"]
+            else ""
+        )
+    )
     if res["unsupported"]:
-        console.print(f"{len(res['unsupported'])} row(s) not predicted (first: {escape(res['unsupported'][0]['reason'])}); "
-                      f"`perfmodel validate FILE` lists them")
+        console.print(
+            f"{len(res['unsupported'])} row(s) not predicted (first: {escape(res['unsupported'][0]['reason'])}); "
+            f"`perfmodel validate FILE` lists them"
+        )
     console.print(f"wrote {escape(str(out_p))}: use it with --calibration {escape(str(out_p))}")
     return None
 

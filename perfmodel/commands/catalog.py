@@ -1,5 +1,6 @@
 """`perfmodel list`, `perfmodel show` and `perfmodel explain`: what is in the catalog and where each
 number comes from. Values stay SI inside; tables convert at the edge (TFLOP/s, GB, TB/s, GB/s, us)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,12 +10,20 @@ import sympy as sp
 from rich.markup import escape
 from rich.table import Table
 
-from perfmodel.specs.counts import Convention, S, flops_per_token, flops_per_token_expr, mean_keys, param_counts, symbolic_flops_formula
-from perfmodel.specs.hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
+from perfmodel.commands.common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
 from perfmodel.errors import InputError
+from perfmodel.specs.counts import (
+    Convention,
+    S,
+    flops_per_token,
+    flops_per_token_expr,
+    mean_keys,
+    param_counts,
+    symbolic_flops_formula,
+)
+from perfmodel.specs.hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.specs.specfile import catalog_ids, display_path
-from perfmodel.commands.common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
 
 # ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
 
@@ -52,18 +61,35 @@ def _fmt(v: Any) -> str:
 
 # ---- list ---------------------------------------------------------------------------------------
 
+
 def hardware_row(hw: HardwareSpec) -> dict[str, Any]:
     p = hw.peak_flops
-    return {"id": hw.id, "name": hw.name, "bf16_flops": p.bf16, "fp8_flops": p.fp8,
-            "hbm_bytes": hw.memory.hbm_bytes, "hbm_bandwidth": hw.memory.hbm_bandwidth,
-            "nvlink_domain": hw.scale_up.domain_size, "nvlink_bandwidth": hw.scale_up.bandwidth,
-            "nic_bandwidth": hw.scale_out.bandwidth, "tdp_w": hw.power.gpu_tdp_w}
+    return {
+        "id": hw.id,
+        "name": hw.name,
+        "bf16_flops": p.bf16,
+        "fp8_flops": p.fp8,
+        "hbm_bytes": hw.memory.hbm_bytes,
+        "hbm_bandwidth": hw.memory.hbm_bandwidth,
+        "nvlink_domain": hw.scale_up.domain_size,
+        "nvlink_bandwidth": hw.scale_up.bandwidth,
+        "nic_bandwidth": hw.scale_out.bandwidth,
+        "tdp_w": hw.power.gpu_tdp_w,
+    }
 
 
 def model_row(m: ModelSpec) -> dict[str, Any]:
     pc = param_counts(m)
-    return {"id": m.id, "name": m.name, "layers": m.num_layers, "hidden": m.hidden_size,
-            "total_params": pc.total, "active_params": pc.active, "moe": m.is_moe, "seq_len": m.seq_len}
+    return {
+        "id": m.id,
+        "name": m.name,
+        "layers": m.num_layers,
+        "hidden": m.hidden_size,
+        "total_params": pc.total,
+        "active_params": pc.active,
+        "moe": m.is_moe,
+        "seq_len": m.seq_len,
+    }
 
 
 @click.command("list")
@@ -73,6 +99,7 @@ def list_cmd(kind: str, as_json: bool) -> None:
     """List the catalog: hardware, models or software stacks, with key figures."""
     if kind == "stacks":
         from perfmodel.commands.stacks import list_stacks
+
         return list_stacks(as_json)
     if kind == "hardware":
         rows = [hardware_row(load_hardware(i)) for i in catalog_ids("hardware")]
@@ -80,41 +107,93 @@ def list_cmd(kind: str, as_json: bool) -> None:
             return emit_json(rows)
         # ids are what a user copies: never cut (print_table: the id column keeps its width, the name wraps, and
         # a terminal too narrow for the rest continues in a second table); every header names its unit
-        print_table("Hardware, per GPU (dense peaks; link bandwidths one direction)",
-                    ["id", "name", "BF16 TFLOP/s", "FP8 TFLOP/s", "HBM GB", "HBM TB/s", "NVLink GPUs", "NVLink GB/s",
-                     "NIC Gbit/s", "TDP W"],
-                    [[r["id"], escape(r["name"].split(" (")[0]), f"{r['bf16_flops'] / 1e12:.0f}",
-                      f"{r['fp8_flops'] / 1e12:.0f}" if r["fp8_flops"] else "-", f"{r['hbm_bytes'] / 1e9:.0f}",
-                      f"{r['hbm_bandwidth'] / 1e12:.2f}", r["nvlink_domain"], f"{r['nvlink_bandwidth'] / 1e9:.0f}",
-                      f"{r['nic_bandwidth'] * 8 / 1e9:.0f}", f"{r['tdp_w']:.0f}"] for r in rows], 2, wrap=(1,))
+        print_table(
+            "Hardware, per GPU (dense peaks; link bandwidths one direction)",
+            [
+                "id",
+                "name",
+                "BF16 TFLOP/s",
+                "FP8 TFLOP/s",
+                "HBM GB",
+                "HBM TB/s",
+                "NVLink GPUs",
+                "NVLink GB/s",
+                "NIC Gbit/s",
+                "TDP W",
+            ],
+            [
+                [
+                    r["id"],
+                    escape(r["name"].split(" (")[0]),
+                    f"{r['bf16_flops'] / 1e12:.0f}",
+                    f"{r['fp8_flops'] / 1e12:.0f}" if r["fp8_flops"] else "-",
+                    f"{r['hbm_bytes'] / 1e9:.0f}",
+                    f"{r['hbm_bandwidth'] / 1e12:.2f}",
+                    r["nvlink_domain"],
+                    f"{r['nvlink_bandwidth'] / 1e9:.0f}",
+                    f"{r['nic_bandwidth'] * 8 / 1e9:.0f}",
+                    f"{r['tdp_w']:.0f}",
+                ]
+                for r in rows
+            ],
+            2,
+            wrap=(1,),
+        )
         return None
     rows = [model_row(load_model(i)) for i in catalog_ids("models")]
     if as_json:
         return emit_json(rows)
-    print_table("Models (params counted by perfmodel.specs.counts)",
-                ["id", "name", "layers", "hidden", "total params", "active params", "MoE", "seq tokens"],
-                [[r["id"], escape(r["name"].split(" (")[0]), r["layers"], r["hidden"], si(r["total_params"]),
-                  si(r["active_params"]), "yes" if r["moe"] else "no", r["seq_len"]] for r in rows], 2, wrap=(1,))
+    print_table(
+        "Models (params counted by perfmodel.specs.counts)",
+        ["id", "name", "layers", "hidden", "total params", "active params", "MoE", "seq tokens"],
+        [
+            [
+                r["id"],
+                escape(r["name"].split(" (")[0]),
+                r["layers"],
+                r["hidden"],
+                si(r["total_params"]),
+                si(r["active_params"]),
+                "yes" if r["moe"] else "no",
+                r["seq_len"],
+            ]
+            for r in rows
+        ],
+        2,
+        wrap=(1,),
+    )
     return None
 
 
 # ---- show ---------------------------------------------------------------------------------------
 
+
 def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
     out = []
     for field, val in _flatten(hw.model_dump()):
         if field == "name":
-            val = hw.display_name()          # a what-if says so, and what changed
+            val = hw.display_name()  # a what-if says so, and what changed
         div, unit, si_unit = hardware_unit(field)
         shown = val / div if isinstance(val, (int, float)) and not isinstance(val, bool) and val is not None else val
-        out.append({"field": field, "value": val, "unit": si_unit, "display": _fmt(shown), "display_unit": unit,
-                    "source": hw.sources.get(field, ""), "overridden": field in hw.overridden})
+        out.append(
+            {
+                "field": field,
+                "value": val,
+                "unit": si_unit,
+                "display": _fmt(shown),
+                "display_unit": unit,
+                "source": hw.sources.get(field, ""),
+                "overridden": field in hw.overridden,
+            }
+        )
     return out
 
 
 def model_fields(m: ModelSpec) -> list[dict[str, Any]]:
-    return [{"field": f, "value": v, "unit": model_unit(f), "source": m.sources.get(f, "")}
-            for f, v in _flatten(m.model_dump())]
+    return [
+        {"field": f, "value": v, "unit": model_unit(f), "source": m.sources.get(f, "")}
+        for f, v in _flatten(m.model_dump())
+    ]
 
 
 def model_summary(m: ModelSpec, seq: int) -> dict[str, Any]:
@@ -153,36 +232,71 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
 @click.command("show")
 @click.argument("kind", type=click.Choice(["hardware", "model", "stack"]))
 @click.argument("ref")
-@click.option("--seq", type=click.IntRange(min=1), default=None, help="sequence length for FLOPs [default: the model's]")
-@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="hardware: show the effective spec with this field overridden (repeatable), e.g. nvlink_domain=144; "
-                   "stack: a feature override, e.g. tp_overlap=none")
+@click.option(
+    "--seq", type=click.IntRange(min=1), default=None, help="sequence length for FLOPs [default: the model's]"
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="hardware: show the effective spec with this field overridden (repeatable), e.g. nvlink_domain=144; "
+    "stack: a feature override, e.g. tp_overlap=none",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
     if kind == "stack":
         from perfmodel.commands.stacks import show_stack
+
         return show_stack(ref, sets, as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)
         rows = hardware_fields(hw)
         if as_json:
             whatif = {"base": hw.base, "notes_of": hw.notes_of} if hw.base or hw.notes_of else {}
-            return emit_json({"id": hw.id, "name": hw.display_name(), "path": hw.path, "notes": hw.notes,
-                              "overridden": list(hw.overridden), **whatif, "fields": rows})
+            return emit_json(
+                {
+                    "id": hw.id,
+                    "name": hw.display_name(),
+                    "path": hw.path,
+                    "notes": hw.notes,
+                    "overridden": list(hw.overridden),
+                    **whatif,
+                    "fields": rows,
+                }
+            )
         where = display_path(hw.path)
-        head = (f"{hw.id} ({where}): {hw.display_name(changes=False)}" if hw.overridden   # what-if: the changes below
-                else f"{hw.name}: {hw.id} ({where})")
-        console.print(field_table(escape(head),
-                                  [[("[bold yellow]* " if r["overridden"] else "") + r["field"] + ("[/]" if r["overridden"] else ""),
-                                    escape(f"{r['display']} {r['display_unit']}".strip()), escape(r["source"])]
-                                   for r in rows]))
+        head = (
+            f"{hw.id} ({where}): {hw.display_name(changes=False)}"
+            if hw.overridden  # what-if: the changes below
+            else f"{hw.name}: {hw.id} ({where})"
+        )
+        console.print(
+            field_table(
+                escape(head),
+                [
+                    [
+                        ("[bold yellow]* " if r["overridden"] else "")
+                        + r["field"]
+                        + ("[/]" if r["overridden"] else ""),
+                        escape(f"{r['display']} {r['display_unit']}".strip()),
+                        escape(r["source"]),
+                    ]
+                    for r in rows
+                ],
+            )
+        )
         if hw.overridden:
-            console.print(f"* overridden ({len(hw.overridden)} field{'s' if len(hw.overridden) > 1 else ''}) in this what-if "
-                          f"of {escape(hw.base)}: {escape(whatif_fields(hw, '='))}")
-        if hw.notes and hw.notes_of:        # written for the base: they may describe what the what-if changed
-            console.print(f"notes of the base system {escape(hw.notes_of)} (as written for it, before the "
-                          f"overrides above): {escape(hw.notes)}")
+            console.print(
+                f"* overridden ({len(hw.overridden)} field{'s' if len(hw.overridden) > 1 else ''}) in this what-if "
+                f"of {escape(hw.base)}: {escape(whatif_fields(hw, '='))}"
+            )
+        if hw.notes and hw.notes_of:  # written for the base: they may describe what the what-if changed
+            console.print(
+                f"notes of the base system {escape(hw.notes_of)} (as written for it, before the "
+                f"overrides above): {escape(hw.notes)}"
+            )
         elif hw.notes:
             console.print(f"notes: {escape(hw.notes)}")
         return None
@@ -194,23 +308,42 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
     summary = model_summary(m, s)
     if as_json:
         return emit_json({"id": m.id, "name": m.name, "path": m.path, "notes": m.notes, "fields": rows, **summary})
-    console.print(field_table(escape(f"{m.name}: {m.id} ({display_path(m.path)})"),
-                              [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])]
-                               for r in rows]))
+    console.print(
+        field_table(
+            escape(f"{m.name}: {m.id} ({display_path(m.path)})"),
+            [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])] for r in rows],
+        )
+    )
     p = summary["params"]
     prow = [["total (counted)", f"{p['total']:,}", ""], ["active (counted)", f"{p['active']:,}", ""]]
     if m.mtp_layers:
         prow.append(["MTP modules (not in total)", f"{p['mtp_total']:,}", ""])
     if "published_total" in p:
-        prow.append(["total (published)", f"{p['published_total']:,.0f}",
-                     f"gap {p['total_gap']:+.2%} (tolerance {p['total_tolerance']:.0%})"])
+        prow.append(
+            [
+                "total (published)",
+                f"{p['published_total']:,.0f}",
+                f"gap {p['total_gap']:+.2%} (tolerance {p['total_tolerance']:.0%})",
+            ]
+        )
     if "published_active" in p:
-        prow.append(["active (published)", f"{p['published_active']:,.0f}",
-                     f"gap {p['active_gap']:+.2%} (tolerance {p['active_tolerance']:.0%})"])
+        prow.append(
+            [
+                "active (published)",
+                f"{p['published_active']:,.0f}",
+                f"gap {p['active_gap']:+.2%} (tolerance {p['active_tolerance']:.0%})",
+            ]
+        )
     console.print(table("Parameters (perfmodel.specs.counts.param_counts)", ["", "params", "vs published"], prow, 1))
     frow = [[k.replace("_", " "), si(v, "FLOP")] for k, v in summary["flops_per_token"].items()]
-    console.print(table(f"Model FLOPs per token, training fwd+bwd, seq {s} (attention convention)",
-                        ["convention", "FLOPs/token"], frow, 1))
+    console.print(
+        table(
+            f"Model FLOPs per token, training fwd+bwd, seq {s} (attention convention)",
+            ["convention", "FLOPs/token"],
+            frow,
+            1,
+        )
+    )
     if m.notes:
         console.print(f"notes: {escape(m.notes)}")
     return None
@@ -218,18 +351,28 @@ def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_jso
 
 # ---- explain ------------------------------------------------------------------------------------
 
+
 def flops_explanation(m: ModelSpec, seq: int, convention: Convention) -> dict[str, Any]:
     pc = param_counts(m)
     a = m.attention
     general = symbolic_flops_formula(m, convention)
     expr = flops_per_token_expr(m, convention, mtp=True)
     out: dict[str, Any] = {
-        "model": m.id, "convention": convention, "seq": seq,
-        "general_formula": str(general), "general_formula_pretty": sp.pretty(general, use_unicode=True),
-        "symbols": {"n_mm": pc.n_mm + pc.mtp_n_mm, "L": m.num_layers + m.mtp_layers, "n_heads": a.num_heads,
-                    "d_qk": a.qk_dim, "d_v": a.v_dim,
-                    "S_eff(global layers)": float(mean_keys("global", 0, convention).subs(S, seq))},
-        "model_expression": str(expr), "model_expression_pretty": sp.pretty(expr, use_unicode=True),
+        "model": m.id,
+        "convention": convention,
+        "seq": seq,
+        "general_formula": str(general),
+        "general_formula_pretty": sp.pretty(general, use_unicode=True),
+        "symbols": {
+            "n_mm": pc.n_mm + pc.mtp_n_mm,
+            "L": m.num_layers + m.mtp_layers,
+            "n_heads": a.num_heads,
+            "d_qk": a.qk_dim,
+            "d_v": a.v_dim,
+            "S_eff(global layers)": float(mean_keys("global", 0, convention).subs(S, seq)),
+        },
+        "model_expression": str(expr),
+        "model_expression_pretty": sp.pretty(expr, use_unicode=True),
         "flops_per_token": float(flops_per_token(m, seq, convention, mtp=True)),
     }
     if m.mtp_layers:
@@ -243,8 +386,14 @@ def flops_explanation(m: ModelSpec, seq: int, convention: Convention) -> dict[st
 @click.argument("topic", type=click.Choice(["flops"]))
 @click.argument("model_ref", metavar="MODEL")
 @click.option("--seq", type=click.IntRange(min=1), default=None, help="sequence length [default: the model's]")
-@click.option("--attention", "convention", default="causal", show_default=True, type=click.Choice(["causal", "full"]),
-              help="attention-FLOPs convention")
+@click.option(
+    "--attention",
+    "convention",
+    default="causal",
+    show_default=True,
+    type=click.Choice(["causal", "full"]),
+    help="attention-FLOPs convention",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def explain_cmd(topic: str, model_ref: str, seq: int | None, convention: str, as_json: bool) -> None:
     """Show how a count is derived: the general sympy formula, the model's expression of S, its value."""
@@ -254,14 +403,20 @@ def explain_cmd(topic: str, model_ref: str, seq: int | None, convention: str, as
     if as_json:
         return emit_json(e)
     console.print(f"[bold]Model FLOPs per token (training, fwd + bwd, no recompute), {convention} attention[/bold]")
-    console.print("Sources: 6 N per token (Kaplan et al. 2020 §2.1; Narayanan et al. 2021 Eq. 3); attention scores "
-                  "3 x 2 heads (d_qk + d_v) S_eff per layer (Korthikanti et al. 2022 §4)\n")
+    console.print(
+        "Sources: 6 N per token (Kaplan et al. 2020 §2.1; Narayanan et al. 2021 Eq. 3); attention scores "
+        "3 x 2 heads (d_qk + d_v) S_eff per layer (Korthikanti et al. 2022 §4)\n"
+    )
     console.print("General formula:")
     console.print(e["general_formula_pretty"], highlight=False, markup=False)
-    console.print("\nwith " + ", ".join(f"{k} = {v:,}" if isinstance(v, int) else f"{k} = {v:g}"
-                                         for k, v in e["symbols"].items())
-                  + (f"  (+ {e['windowed_layers']} windowed layers with their own S_eff)" if "windowed_layers" in e else ""))
-    console.print(f"\n{escape(m.name)}, as a function of the sequence length S{' (MTP included)' if m.mtp_layers else ''}:")
+    console.print(
+        "\nwith "
+        + ", ".join(f"{k} = {v:,}" if isinstance(v, int) else f"{k} = {v:g}" for k, v in e["symbols"].items())
+        + (f"  (+ {e['windowed_layers']} windowed layers with their own S_eff)" if "windowed_layers" in e else "")
+    )
+    console.print(
+        f"\n{escape(m.name)}, as a function of the sequence length S{' (MTP included)' if m.mtp_layers else ''}:"
+    )
     console.print(e["model_expression_pretty"], highlight=False, markup=False)
     console.print(f"\nAt S = {s}: {e['flops_per_token']:.4e} FLOPs per token ({si(e['flops_per_token'], 'FLOP')})")
     if m.mtp_layers:

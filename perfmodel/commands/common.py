@@ -1,4 +1,5 @@
 """Shared CLI plumbing: layout flags, --json output, rich tables."""
+
 from __future__ import annotations
 
 import functools
@@ -16,7 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from perfmodel.analysis.checks import context_warning
-from perfmodel.specs.hardware import ALIASES, PRECISIONS, RENAMED, HardwareSpec, apply_overrides, load_hardware, settable_fields
+from perfmodel.specs.hardware import (
+    ALIASES,
+    PRECISIONS,
+    RENAMED,
+    HardwareSpec,
+    apply_overrides,
+    load_hardware,
+    settable_fields,
+)
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -48,9 +57,17 @@ def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
     stderr is a terminal: never mixed into --json output, never written into a log file. `label` and
     `count` are rich TextColumn formats, e.g. "{task.description}", "{task.completed}/{task.total} rows"."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     err = Console(stderr=True)
-    return Progress(TextColumn(label), BarColumn(), TextColumn(count), TimeElapsedColumn(), console=err,
-                    disable=not (show and err.is_terminal), transient=True)
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        TextColumn(count),
+        TimeElapsedColumn(),
+        console=err,
+        disable=not (show and err.is_terminal),
+        transient=True,
+    )
 
 
 def emit_json(obj: Any) -> None:
@@ -86,14 +103,22 @@ def _cell_len(cell: Any) -> int:
 
 def fits_width(t: Table) -> bool:
     """Whether `t` prints within the console's width without squeezing a column."""
-    wide = console.options.update(width=100_000, max_width=100_000)       # measure unclamped
+    wide = console.options.update(width=100_000, max_width=100_000)  # measure unclamped
     return Measurement.get(console, wide, t).minimum <= console.width
 
 
-def print_table(title: str, columns: list[str], rows: list[list[Any]], justify_right_from: int = 1,
-                wrap: tuple[int, ...] = (), keep: int = 1, left: tuple[int, ...] = ()) -> None:
+def print_table(
+    title: str,
+    columns: list[str],
+    rows: list[list[Any]],
+    justify_right_from: int = 1,
+    wrap: tuple[int, ...] = (),
+    keep: int = 1,
+    left: tuple[int, ...] = (),
+) -> None:
     """Print a compact table (see `compact`); where the console is too narrow for it (an 80-column terminal,
     a pipe), as consecutive tables that each repeat the first `keep` columns, so no column is ever cut."""
+
     def sub(idx: list[int], head: str) -> Table:
         t = Table(title=head, title_justify="left", header_style="bold")
         for j in idx:
@@ -127,25 +152,41 @@ def si(x: float, unit: str = "", digits: int = 3) -> str:
 
 
 def _precision() -> Callable:
-    return click.option("--precision", default="bf16", show_default=True, type=click.Choice(PRECISIONS),
-                        help="number format of the GEMMs")
+    return click.option(
+        "--precision",
+        default="bf16",
+        show_default=True,
+        type=click.Choice(PRECISIONS),
+        help="number format of the GEMMs",
+    )
 
 
 def _attention() -> Callable:
-    return click.option("--attention", "attention", default="causal", show_default=True,
-                        type=click.Choice(["causal", "full"]),
-                        help="attention-FLOPs convention for MFU (DGXC recipes count full)")
+    return click.option(
+        "--attention",
+        "attention",
+        default="causal",
+        show_default=True,
+        type=click.Choice(["causal", "full"]),
+        help="attention-FLOPs convention for MFU (DGXC recipes count full)",
+    )
 
 
 def _routing() -> Callable:
-    return click.option("--routing", default="real", show_default=True, type=click.Choice(["real", "balanced"]),
-                        help="MoE routing: real (load imbalance) or force-balanced")
+    return click.option(
+        "--routing",
+        default="real",
+        show_default=True,
+        type=click.Choice(["real", "balanced"]),
+        help="MoE routing: real (load imbalance) or force-balanced",
+    )
 
 
 def _use_calibration(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     """--calibration FILE: its constants for this command (perfmodel.core.calibration.use), restored after it."""
     if value is not None:
         from perfmodel.core import calibration
+
         before = calibration.use(value)
         ctx.call_on_close(lambda: calibration.use(before))
 
@@ -154,17 +195,29 @@ def calibration_option(f: Callable) -> Callable:
     """--calibration FILE (a file written by `perfmodel calibrate`), as every predicting command takes it."""
     if any(p.name == "calibration_file" for p in getattr(f, "__click_params__", [])):
         return f
-    return click.option("--calibration", "calibration_file", metavar="FILE", default=None, expose_value=False,
-                        is_eager=True, callback=_use_calibration,
-                        help="global constants from a calibration file written by `perfmodel calibrate` "
-                             "[default: the shipped perfmodel/calibration.toml]")(f)
+    return click.option(
+        "--calibration",
+        "calibration_file",
+        metavar="FILE",
+        default=None,
+        expose_value=False,
+        is_eager=True,
+        callback=_use_calibration,
+        help="global constants from a calibration file written by `perfmodel calibrate` "
+        "[default: the shipped perfmodel/calibration.toml]",
+    )(f)
 
 
 def spares_option(f: Callable) -> Callable:
     """--spares charged|excluded: one flag on every economics command (perfmodel/economics/reliability.py)."""
-    return click.option("--spares", default="charged", show_default=True, type=click.Choice(["charged", "excluded"]),
-                        help="in-rack hot spares (NVL72: 8 of 72 GPUs per rack): charged to training as installed "
-                             "hardware, or excluded")(f)
+    return click.option(
+        "--spares",
+        default="charged",
+        show_default=True,
+        type=click.Choice(["charged", "excluded"]),
+        help="in-rack hot spares (NVL72: 8 of 72 GPUs per rack): charged to training as installed "
+        "hardware, or excluded",
+    )(f)
 
 
 def precision_option(f: Callable) -> Callable:
@@ -188,20 +241,34 @@ def layout_options(f: Callable) -> Callable:
         click.option("--vp", type=int, default=1, show_default=True, help="virtual stages per pipeline rank"),
         click.option("--cp", type=int, default=1, show_default=True, help="context parallel"),
         click.option("--ep", type=int, default=1, show_default=True, help="expert parallel"),
-        click.option("--etp", type=int, default=None, help="expert tensor parallel [default: tp, as Megatron-Core; 1 for a dense model or where ep*tp does not divide tp*cp*dp]"),
+        click.option(
+            "--etp",
+            type=int,
+            default=None,
+            help="expert tensor parallel [default: tp, as Megatron-Core; 1 for a dense model or where ep*tp does not divide tp*cp*dp]",
+        ),
         click.option("--fsdp", is_flag=True, help="shard parameters, grads and optimizer over dp (ZeRO-3)"),
         click.option("--mbs", type=int, default=1, show_default=True, help="micro-batch size (sequences)"),
         click.option("--gbs", type=int, required=True, help="global batch (sequences)"),
         click.option("--seq", type=int, required=True, help="sequence length (tokens)"),
         _precision(),
-        click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"])),
+        click.option(
+            "--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"])
+        ),
         _attention(),
         _routing(),
     ]
-    if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):   # a command's own --set wins
-        opts.append(click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-                                 help="what-if hardware: override a spec field (repeatable), e.g. "
-                                      "scale_up.domain_size=144, nvlink_domain=144, nic_gbit_s=800, hbm_gb=288"))
+    if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):  # a command's own --set wins
+        opts.append(
+            click.option(
+                "--set",
+                "sets",
+                multiple=True,
+                metavar="FIELD=VALUE",
+                help="what-if hardware: override a spec field (repeatable), e.g. "
+                "scale_up.domain_size=144, nvlink_domain=144, nic_gbit_s=800, hbm_gb=288",
+            )
+        )
     for o in reversed(opts):
         f = o(f)
     return calibration_option(f)
@@ -230,30 +297,33 @@ def hardware_set_keys() -> list[str]:
 
 def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
     """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
-    hw_keys = set(hardware_set_keys()) | set(RENAMED)       # a renamed alias reaches parse_set, which names the new one
+    hw_keys = set(hardware_set_keys()) | set(RENAMED)  # a renamed alias reaches parse_set, which names the new one
     mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
     return mine, [s for s in sets if s not in mine]
 
 
 # ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE ----------------------------------------
 
+
 def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
     """Load the stack and apply its overrides once, so a bad id, file or feature is one InputError naming
     the flag and the field before any prediction (stack.load_stack / apply_overrides)."""
     from perfmodel.errors import InputError
     from perfmodel.specs.stack import apply_overrides, load_stack
+
     try:
         spec = load_stack(stack)
     except InputError as exc:
-        if exc.where == "stacks":             # an unknown id: name the flag
+        if exc.where == "stacks":  # an unknown id: name the flag
             raise InputError("--stack", exc.field, exc.reason) from None
         raise
     apply_overrides(spec, list(stack_set))
 
 
 def stack_options(f: Callable) -> Callable:
-    """--stack ID|FILE and --stack-set FEATURE=VALUE (repeatable), as every predicting command takes them: the command receives `stack` (preset id or file, None = the
-    `default` stack) and `stack_set` (a tuple), checked, for perfmodel.core.predict.Options."""
+    """--stack ID|FILE and --stack-set FEATURE=VALUE (repeatable), as every predicting command takes them: the
+    command receives `stack` (preset id or file, None = the `default` stack) and `stack_set` (a tuple),
+    checked, for perfmodel.core.predict.Options."""
     if any(p.name == "stack_set" for p in getattr(f, "__click_params__", [])):
         return f
 
@@ -263,13 +333,25 @@ def stack_options(f: Callable) -> Callable:
         check_stack(stack, stack_set)
         return f(*args, stack=stack, stack_set=stack_set, **kw)
 
-    for o in reversed([
-        click.option("--stack", "stack", default=None, metavar="ID|FILE",
-                     help="software stack: a preset id (`perfmodel list stacks`) or a stack TOML file [default: default]"),
-        click.option("--stack-set", "stack_set", multiple=True, metavar="FEATURE=VALUE",
-                     help="override a stack feature (repeatable), e.g. tp_overlap=none, cuda_graphs=per_layer "
-                          "(`perfmodel show stack default` lists them)"),
-    ]):
+    for o in reversed(
+        [
+            click.option(
+                "--stack",
+                "stack",
+                default=None,
+                metavar="ID|FILE",
+                help="software stack: a preset id (`perfmodel list stacks`) or a stack TOML file [default: default]",
+            ),
+            click.option(
+                "--stack-set",
+                "stack_set",
+                multiple=True,
+                metavar="FEATURE=VALUE",
+                help="override a stack feature (repeatable), e.g. tp_overlap=none, cuda_graphs=per_layer "
+                "(`perfmodel show stack default` lists them)",
+            ),
+        ]
+    ):
         wrapper = o(wrapper)
     return wrapper
 
@@ -278,15 +360,20 @@ def stack_info(opts: Any, model: Any = None, hw: Any = None) -> dict[str, Any]:
     """The stack a prediction used, for --json: "stack" (preset id), "stack_name", "stack_set" and the
     per-model rules of the preset that applied to this model and system."""
     from perfmodel.specs.stack import load_stack
+
     spec = load_stack(opts.stack)
-    rules = spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied if model is not None and hw is not None else ()
-    return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set),
-            "stack_rules": list(rules)}
+    rules = (
+        spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied
+        if model is not None and hw is not None
+        else ()
+    )
+    return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set), "stack_rules": list(rules)}
 
 
 def stack_line(opts: Any, model: Any = None, hw: Any = None) -> str:
     """The output header's stack line: 'stack nemo-25.11 (NeMo 25.11 ...) + --stack-set tp_overlap=none'."""
     from rich.markup import escape
+
     s = stack_info(opts, model, hw)
     sets = f" + --stack-set {', '.join(s['stack_set'])}" if s["stack_set"] else ""
     rules = f"; per-model rules: {'; '.join(s['stack_rules'])}" if s["stack_rules"] else ""

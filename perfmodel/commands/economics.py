@@ -3,6 +3,7 @@ run (nominal and after reliability), and systems side by side.
 
 Formulas live in perfmodel/economics/tco.py (TCO, $/token, J/token, households) and perfmodel/economics/reliability.py
 (interruptions, Young/Daly checkpointing, goodput, spares); defaults in perfmodel/costs.toml."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,19 +15,33 @@ from rich.markup import escape
 
 from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import check_measured_throughput, memory_reason, check_tokens_cover_a_batch
-from perfmodel.specs.counts import param_counts
+from perfmodel.analysis.checks import check_measured_throughput, check_tokens_cover_a_batch, memory_reason
+from perfmodel.analysis.search import search
+from perfmodel.commands.common import (
+    console,
+    emit_json,
+    hardware_set_keys,
+    layout_options,
+    precision_option,
+    resolve_hardware,
+    spares_option,
+    split_hardware_sets,
+    stack_info,
+    stack_line,
+    stack_options,
+    table,
+    warn_context,
+)
+from perfmodel.commands.predict import memory_error
+from perfmodel.core.predict import Options, Prediction
 from perfmodel.economics.job import job
+from perfmodel.economics.reliability import REL_KEYS, reliability_inputs, whole_units
 from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
 from perfmodel.errors import InputError, did_you_mean
+from perfmodel.specs.counts import param_counts
 from perfmodel.specs.hardware import HardwareSpec, whatif_fields
 from perfmodel.specs.layout import Layout, layout_text
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.core.predict import Options, Prediction
-from perfmodel.economics.reliability import REL_KEYS, spares_text, Reliability, assess, reliability_inputs, whole_units
-from perfmodel.analysis.search import search
-from perfmodel.commands.common import stack_info, stack_line, stack_options, spares_option, warn_context, console, emit_json, hardware_set_keys, layout_options, precision_option, resolve_hardware, split_hardware_sets, table
-from perfmodel.commands.predict import memory_error
 
 
 def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -38,19 +53,33 @@ def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], di
         if k == "count_hot_spares":
             raise InputError("--set", k, "the spare policy has one flag on every command: --spares charged|excluded")
         if k not in known:
-            raise InputError("--set", k, f"unknown assumption{did_you_mean(k, [*known, *hardware_set_keys()])}; "
-                                         f"known: {', '.join(known)}, or a hardware field as `perfmodel show hardware` "
-                                         "lists it")
+            raise InputError(
+                "--set",
+                k,
+                f"unknown assumption{did_you_mean(k, [*known, *hardware_set_keys()])}; "
+                f"known: {', '.join(known)}, or a hardware field as `perfmodel show hardware` "
+                "lists it",
+            )
     return ({k: v for k, v in sets.items() if k in COST_KEYS}, {k: v for k, v in sets.items() if k in REL_KEYS})
 
 
 def cost_options(f: Callable) -> Callable:
     opts = [
-        click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
-                     help="buyer type whose cost assumptions apply (perfmodel/costs.toml)"),
-        click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-                     help="override a named cost or reliability assumption, e.g. electricity_usd_per_kwh=0.12, or a "
-                          "what-if hardware field, e.g. nic_gbit_s=800 (repeatable)"),
+        click.option(
+            "--buyer",
+            default="hyperscaler",
+            show_default=True,
+            type=click.Choice(BUYERS),
+            help="buyer type whose cost assumptions apply (perfmodel/costs.toml)",
+        ),
+        click.option(
+            "--set",
+            "sets",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="override a named cost or reliability assumption, e.g. electricity_usd_per_kwh=0.12, or a "
+            "what-if hardware field, e.g. nic_gbit_s=800 (repeatable)",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -59,15 +88,34 @@ def cost_options(f: Callable) -> Callable:
 
 def reliability_options(f: Callable) -> Callable:
     opts = [
-        click.option("--mtbi-gpu-days", type=float, default=None,
-                     help="mean time between interruptions per GPU, GPU-days [default: costs.toml, H100 3,500, NVL72 2,000]"),
-        click.option("--restart-s", type=float, default=None, help="restart time after an interruption, s [default: 1200]"),
-        click.option("--checkpoint-s", type=float, default=None,
-                     help="blocking checkpoint write time, s [default: 14 B/param over 0.5 GB/s per GPU]"),
-        click.option("--spare-units", type=int, default=None,
-                     help="spare servers / racks held for the job [default: enough for the repair load, at least 1]"),
-        click.option("--interval", type=click.Choice(["young", "daly"]), default="young", show_default=True,
-                     help="checkpoint interval formula"),
+        click.option(
+            "--mtbi-gpu-days",
+            type=float,
+            default=None,
+            help="mean time between interruptions per GPU, GPU-days [default: costs.toml, H100 3,500, NVL72 2,000]",
+        ),
+        click.option(
+            "--restart-s", type=float, default=None, help="restart time after an interruption, s [default: 1200]"
+        ),
+        click.option(
+            "--checkpoint-s",
+            type=float,
+            default=None,
+            help="blocking checkpoint write time, s [default: 14 B/param over 0.5 GB/s per GPU]",
+        ),
+        click.option(
+            "--spare-units",
+            type=int,
+            default=None,
+            help="spare servers / racks held for the job [default: enough for the repair load, at least 1]",
+        ),
+        click.option(
+            "--interval",
+            type=click.Choice(["young", "daly"]),
+            default="young",
+            show_default=True,
+            help="checkpoint interval formula",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -76,8 +124,12 @@ def reliability_options(f: Callable) -> Callable:
 
 def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra) -> dict:
     over: dict[str, Any] = dict(extra)
-    for k, v in (("mtbi_gpu_days", mtbi_gpu_days), ("restart_s", restart_s), ("checkpoint_s", checkpoint_s),
-                 ("spare_units", spare_units)):
+    for k, v in (
+        ("mtbi_gpu_days", mtbi_gpu_days),
+        ("restart_s", restart_s),
+        ("checkpoint_s", checkpoint_s),
+        ("spare_units", spare_units),
+    ):
         if v is not None:
             over[k] = v
     over["count_hot_spares"] = spares == "charged"
@@ -86,6 +138,7 @@ def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, inter
 
 
 # ---- tco -------------------------------------------------------------------------------------------
+
 
 @click.command("tco")
 @click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file")
@@ -108,21 +161,31 @@ def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool)
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
     if t.price_note:
         console.print(f"[yellow]{escape(t.price_note)}[/yellow]")
-    console.print(f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
-                  f"(server/rack ${t.capex_breakdown_usd_per_gpu['server_or_rack']:,.0f} + network, storage, other "
-                  f"${t.capex_breakdown_usd_per_gpu['network_storage_other']:,.0f}); power per GPU {t.it_w_per_gpu:,.0f} W IT, "
-                  f"{t.utility_w_per_gpu:,.0f} W at the utility")
-    rows = [[k.replace("_", " "), f"{v:.4f}", f"{v / t.usd_per_gpu_hour:.1%}"] for k, v in t.breakdown_usd_per_gpu_hour.items()]
+    console.print(
+        f"capital cost per GPU all-in: ${t.capex_usd_per_gpu:,.0f} "
+        f"(server/rack ${t.capex_breakdown_usd_per_gpu['server_or_rack']:,.0f} + network, storage, other "
+        f"${t.capex_breakdown_usd_per_gpu['network_storage_other']:,.0f}); power per GPU {t.it_w_per_gpu:,.0f} W IT, "
+        f"{t.utility_w_per_gpu:,.0f} W at the utility"
+    )
+    rows = [
+        [k.replace("_", " "), f"{v:.4f}", f"{v / t.usd_per_gpu_hour:.1%}"]
+        for k, v in t.breakdown_usd_per_gpu_hour.items()
+    ]
     rows.append(["[bold]total[/bold]", f"[bold]{t.usd_per_gpu_hour:.4f}[/bold]", "100%"])
     console.print(table("$ per GPU-hour", ["part", "$/GPU-h", "share"], rows, 1))
-    t_assume = table("Assumptions (override with --set KEY=VALUE)", ["key", "value", "source"],
-                     [[k, f"{a['value']:g}", escape(a["source"])] for k, a in d["assumptions"].items()], 1)
+    t_assume = table(
+        "Assumptions (override with --set KEY=VALUE)",
+        ["key", "value", "source"],
+        [[k, f"{a['value']:g}", escape(a["source"])] for k, a in d["assumptions"].items()],
+        1,
+    )
     t_assume.columns[2].justify = "left"
     console.print(t_assume)
     return None
 
 
 # ---- cost ------------------------------------------------------------------------------------------
+
 
 def _relaxed_layout_options(f: Callable) -> Callable:
     """predict's layout flags, with --gbs/--seq optional (not needed with --tokens-per-s-per-gpu)."""
@@ -143,19 +206,30 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
         ("GPU-hours", "gpu_hours", lambda v: f"{v:,.0f}"),
         ("wall-clock days", "wall_days", lambda v: f"{v:,.2f}"),
     ]
-    rows = [["$ per GPU-hour (job, incl. spares after reliability)", f"{r['usd_per_gpu_hour']:.3f}",
-             f"{r['usd_per_job_gpu_hour_after_reliability']:.3f}"]]
+    rows = [
+        [
+            "$ per GPU-hour (job, incl. spares after reliability)",
+            f"{r['usd_per_gpu_hour']:.3f}",
+            f"{r['usd_per_job_gpu_hour_after_reliability']:.3f}",
+        ]
+    ]
     rows += [[name, fn(r[k + "_nominal"]), fn(r[k + "_after_reliability"])] for name, k, fn in fmt]
     console.print(table(title, ["", "nominal", "after reliability"], rows, 1))
     rel = r["reliability"]
     rrows = [
         ["job MTBI", f"{rel['mtbi_s'] / 3600:,.1f} h ({rel['interruptions_per_day']:.2f} interruptions/day)"],
-        ["checkpoint write / interval", f"{rel['checkpoint_s']:.1f} s every {rel['checkpoint_interval_s'] / 60:,.1f} min "
-                                        f"({rel['assumptions']['interval']['value']})"],
+        [
+            "checkpoint write / interval",
+            f"{rel['checkpoint_s']:.1f} s every {rel['checkpoint_interval_s'] / 60:,.1f} min "
+            f"({rel['assumptions']['interval']['value']})",
+        ],
         ["recovery per interruption", f"{rel['recovery_s'] / 60:,.1f} min"],
         ["goodput", f"{rel['goodput_fraction']:.2%}"],
-        ["units / blast radius", f"{rel['units']} x {rel['blast_radius_gpus']} GPUs, "
-                                 f"{rel['assumptions']['hot_spare_gpus_per_unit']['value']} hot spares each"],
+        [
+            "units / blast radius",
+            f"{rel['units']} x {rel['blast_radius_gpus']} GPUs, "
+            f"{rel['assumptions']['hot_spare_gpus_per_unit']['value']} hot spares each",
+        ],
         ["spare units", f"{rel['spare_units']} ({rel['units_in_repair']:.3f} expected in repair)"],
         ["GPUs paid / GPUs used", f"{rel['cost_factor']:.3f}"],
     ]
@@ -165,74 +239,142 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
 
 @click.command("cost")
 @_relaxed_layout_options
-@click.option("--tokens-per-s-per-gpu", "measured_tps", type=float, default=None,
-              help="use this measured throughput instead of a prediction (layout flags other than --gpus then unused)")
+@click.option(
+    "--tokens-per-s-per-gpu",
+    "measured_tps",
+    type=float,
+    default=None,
+    help="use this measured throughput instead of a prediction (layout flags other than --gpus then unused)",
+)
 @click.option("--tokens", type=float, required=True, help="tokens to train, e.g. 15e12")
 @cost_options
 @reliability_options
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def cost_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
-             etp: int | None, fsdp: bool, mbs: int, gbs: int | None, seq: int | None, precision: str, recompute: str,
-             attention: str, routing: str, measured_tps: float | None, tokens: float, buyer: str,
-             sets: tuple[str, ...], mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares: str,
-             interval: str, as_json: bool, stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
+def cost_cmd(
+    model_ref: str,
+    hardware_ref: str,
+    gpus: int,
+    tp: int,
+    pp: int,
+    vp: int,
+    cp: int,
+    ep: int,
+    etp: int | None,
+    fsdp: bool,
+    mbs: int,
+    gbs: int | None,
+    seq: int | None,
+    precision: str,
+    recompute: str,
+    attention: str,
+    routing: str,
+    measured_tps: float | None,
+    tokens: float,
+    buyer: str,
+    sets: tuple[str, ...],
+    mtbi_gpu_days,
+    restart_s,
+    checkpoint_s,
+    spare_units,
+    spares: str,
+    interval: str,
+    as_json: bool,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> None:
     """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
     hw_sets, rest = split_hardware_sets(sets)
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
     warn_context(m, seq)
     cost_over, extra = split_sets(rest)
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
-    head: dict[str, Any] = {"model": m.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden),
-                            "buyer": buyer, "gpus": gpus, "tokens": tokens}
+    head: dict[str, Any] = {
+        "model": m.id,
+        "hardware": hw.id,
+        "hardware_overridden": list(hw.overridden),
+        "buyer": buyer,
+        "gpus": gpus,
+        "tokens": tokens,
+    }
     if measured_tps is not None:
         # the same plausibility rule as validate: no GPU runs above 100% of its dense peak (at --seq, or the
         # smallest FLOPs per token, seq 1, without it; at --precision where given, else the fastest precision)
         prec_given = click.get_current_context().get_parameter_source("precision") != ParameterSource.DEFAULT
-        check_measured_throughput(m, hw, measured_tps, seq or 1, "--tokens-per-s-per-gpu",
-                                  precision if prec_given else None)
+        check_measured_throughput(
+            m, hw, measured_tps, seq or 1, "--tokens-per-s-per-gpu", precision if prec_given else None
+        )
         head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
         tps = measured_tps
     else:
         missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
         if missing:
-            raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
+            raise InputError(
+                " and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)"
+            )
         check_tokens_cover_a_batch(tokens, gbs, seq)  # type: ignore[arg-type]
-        lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep,  # type: ignore[arg-type]
-                     etp=1 if etp is None else etp, mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
+        lay = Layout(
+            gpus=gpus,
+            gbs=gbs,
+            seq=seq,
+            tp=tp,
+            pp=pp,
+            vp=vp,
+            cp=cp,
+            ep=ep,  # type: ignore[arg-type]
+            etp=1 if etp is None else etp,
+            mbs=mbs,
+            fsdp=fsdp,
+            recompute=recompute,
+        )  # type: ignore[arg-type]
         row = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set).row(0)
-        if not row["fits"]:            # a layout that cannot run gets no cost
-            raise memory_error(m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack,
-                               stack_set=stack_set)
+        if not row["fits"]:  # a layout that cannot run gets no cost
+            raise memory_error(
+                m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack, stack_set=stack_set
+            )
         tps = row["tokens_per_s_per_gpu"]
-        head.update({"throughput_source": "predicted", "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
-                     "precision": precision, "layout": row["layout"], "fits": row["fits"],
-                     **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw)})
+        head.update(
+            {
+                "throughput_source": "predicted",
+                "tokens_per_s_per_gpu": tps,
+                "mfu": row["mfu"],
+                "precision": precision,
+                "layout": row["layout"],
+                "fits": row["fits"],
+                **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw),
+            }
+        )
     r = {**head, **job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over).to_dict()}
     if as_json:
         return emit_json(r)
     src = head["throughput_source"]
-    console.print(f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}")
+    console.print(
+        f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}"
+    )
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
     if r["tco"]["price_note"]:
         console.print(f"[yellow]{escape(r['tco']['price_note'])}[/yellow]")
     if src == "predicted":
         console.print(stack_line(Options(precision, stack=stack, stack_set=stack_set), m, hw))
-    console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else ""))
+    console.print(
+        f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else "")
+    )
     _print_run("Training run", r)
     return None
 
 
 # ---- compare ---------------------------------------------------------------------------------------
 
+
 def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) -> tuple[Prediction, str]:
     """The planner's best layout (perfmodel/analysis/search.py) when it finds one that fits, else the given layout."""
     res = search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
     if res.top is not None:
         return res.top, "planner"
-    return api.predict(m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack,
-                       opts.stack_set), "given"
+    return api.predict(
+        m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack, opts.stack_set
+    ), "given"
 
 
 @click.command("compare")
@@ -257,19 +399,45 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
 @reliability_options
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: int, seq: int, precision: str,
-                tp: int, pp: int, vp: int, cp: int, ep: int, etp: int, mbs: int, fsdp: bool, recompute: str,
-                planner: bool, tokens: float, buyer: str, sets: tuple[str, ...], mtbi_gpu_days, restart_s,
-                checkpoint_s, spare_units, spares: str, interval: str, as_json: bool,
-                stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
+def compare_cmd(
+    model_ref: str,
+    hardware_refs: tuple[str, ...],
+    gpus: int,
+    gbs: int,
+    seq: int,
+    precision: str,
+    tp: int,
+    pp: int,
+    vp: int,
+    cp: int,
+    ep: int,
+    etp: int,
+    mbs: int,
+    fsdp: bool,
+    recompute: str,
+    planner: bool,
+    tokens: float,
+    buyer: str,
+    sets: tuple[str, ...],
+    mtbi_gpu_days,
+    restart_s,
+    checkpoint_s,
+    spare_units,
+    spares: str,
+    interval: str,
+    as_json: bool,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> None:
     """Systems side by side: best layout, tokens/s/GPU, MFU, $/GPU-h, $/1M tokens, J/token, goodput, perf/TCO."""
     m = load_model(model_ref)
     warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
     rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
-    given = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp,
-                   recompute=recompute)  # type: ignore[arg-type]
+    given = Layout(
+        gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
+    )  # type: ignore[arg-type]
     opts = Options(precision=precision, stack=stack, stack_set=stack_set)
     out: list[dict[str, Any]] = []
     for ref in hardware_refs:
@@ -283,83 +451,160 @@ def compare_cmd(model_ref: str, hardware_refs: tuple[str, ...], gpus: int, gbs: 
                 p, how = best_layout(m, hw, sys_given, opts)
             else:
                 p, how = api.predict(m, hw, sys_given, precision, stack=stack, stack_set=stack_set), "given"
-        except InputError as exc:            # the given layout breaks a rule on this system
-            out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
-                        "reason": str(exc), **unit})
+        except InputError as exc:  # the given layout breaks a rule on this system
+            out.append(
+                {
+                    "hardware": hw.id,
+                    "hardware_overridden": list(hw.overridden),
+                    "runnable": False,
+                    "reason": str(exc),
+                    **unit,
+                }
+            )
             continue
         row = p.row(0)
-        if not row["fits"]:                  # cannot run: no throughput, cost or energy beside it
+        if not row["fits"]:  # cannot run: no throughput, cost or energy beside it
             why = memory_reason(row["memory_bytes_per_gpu"], row["hbm_bytes"], hw.id)
-            out.append({"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": False,
-                        "layout_from": how, "layout": row["layout"], **unit,
-                        "reason": ("no layout the planner tried fits; the given layout " if how == "given" and planner
-                                   else "the given layout ") + why})
+            out.append(
+                {
+                    "hardware": hw.id,
+                    "hardware_overridden": list(hw.overridden),
+                    "runnable": False,
+                    "layout_from": how,
+                    "layout": row["layout"],
+                    **unit,
+                    "reason": (
+                        "no layout the planner tried fits; the given layout "
+                        if how == "given" and planner
+                        else "the given layout "
+                    )
+                    + why,
+                }
+            )
             continue
         tps = row["tokens_per_s_per_gpu"]
         e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over).to_dict()
-        o = {"hardware": hw.id, "hardware_overridden": list(hw.overridden), "runnable": True, "layout_from": how, **unit,
-             "layout": row["layout"], "tokens_per_s_per_gpu": tps, "mfu": row["mfu"],
-             "stack_rules": stack_info(opts, m, hw)["stack_rules"], **e}
+        o = {
+            "hardware": hw.id,
+            "hardware_overridden": list(hw.overridden),
+            "runnable": True,
+            "layout_from": how,
+            **unit,
+            "layout": row["layout"],
+            "tokens_per_s_per_gpu": tps,
+            "mfu": row["mfu"],
+            "stack_rules": stack_info(opts, m, hw)["stack_rules"],
+            **e,
+        }
         # 80% band from validation spread (perfmodel/analysis/uncertainty.py): cost per token is inverse to throughput
         b = uncertainty.band_for(m, hw, opts.stack, int(row["layout"]["vp"]))
         o["band"] = b.to_dict()
         uncertainty.with_band(o, "tokens_per_s_per_gpu", b.throughput(tps))
-        for k in ("usd_per_million_tokens_nominal", "usd_per_million_tokens_after_reliability",
-                  "usd_total_after_reliability"):
+        for k in (
+            "usd_per_million_tokens_nominal",
+            "usd_per_million_tokens_after_reliability",
+            "usd_total_after_reliability",
+        ):
             uncertainty.with_band(o, k, b.inverse(e[k]))
         out.append(o)
     ok = [o for o in out if o["runnable"]]
-    if not ok:                               # nothing usable to show
-        raise InputError("compare", "", f"no system can run {m.id} on {gpus} GPUs (gbs {gbs}, seq {seq}): "
-                         + "; ".join(f"{o['hardware']}: {o['reason']}" for o in out))
-    base = ok[0]                             # perf per TCO relative to the first system that can run
+    if not ok:  # nothing usable to show
+        raise InputError(
+            "compare",
+            "",
+            f"no system can run {m.id} on {gpus} GPUs (gbs {gbs}, seq {seq}): "
+            + "; ".join(f"{o['hardware']}: {o['reason']}" for o in out),
+        )
+    base = ok[0]  # perf per TCO relative to the first system that can run
     for o in ok:
-        o["perf_per_tco_vs_first_nominal"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / \
-                                             (base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"])
-        o["perf_per_tco_vs_first_after_reliability"] = base["usd_per_million_tokens_after_reliability"] / \
-            o["usd_per_million_tokens_after_reliability"]
+        o["perf_per_tco_vs_first_nominal"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / (
+            base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"]
+        )
+        o["perf_per_tco_vs_first_after_reliability"] = (
+            base["usd_per_million_tokens_after_reliability"] / o["usd_per_million_tokens_after_reliability"]
+        )
     if as_json:
-        return emit_json({"model": m.id, "gpus_requested": gpus, "gpus": gpus, "precision": precision, "buyer": buyer, "tokens": tokens,
-                          **{k: v for k, v in stack_info(opts).items() if k != "stack_rules"}, "systems": out})
-    console.print(f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
-                  f"{tokens:.3g} tokens, buyer {buyer}")
+        return emit_json(
+            {
+                "model": m.id,
+                "gpus_requested": gpus,
+                "gpus": gpus,
+                "precision": precision,
+                "buyer": buyer,
+                "tokens": tokens,
+                **{k: v for k, v in stack_info(opts).items() if k != "stack_rules"},
+                "systems": out,
+            }
+        )
+    console.print(
+        f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
+        f"{tokens:.3g} tokens, buyer {buyer}"
+    )
     rounded = [o for o in out if o["gpus"] != gpus]
     if rounded:
-        console.print("rounded up to whole units: " + ", ".join(
-            f"{o['hardware']} {o['gpus']:,} GPUs ({o['units']:,} {o['unit_name']}{'s' if o['units'] != 1 else ''})"
-            for o in rounded))
+        console.print(
+            "rounded up to whole units: "
+            + ", ".join(
+                f"{o['hardware']} {o['gpus']:,} GPUs ({o['units']:,} {o['unit_name']}{'s' if o['units'] != 1 else ''})"
+                for o in rounded
+            )
+        )
     console.print(stack_line(opts))
     if hw_sets:
         console.print("what-if hardware (every system): " + escape(", ".join(hw_sets)))
     metrics: list[tuple[str, Callable[[dict], str]]] = [
         ("layout", lambda o: f"{layout_text(o['layout'], mbs=True)} ({o['layout_from']})"),
-        ("tokens/s/GPU (80% band)", lambda o: f"{o['tokens_per_s_per_gpu']:,.0f} "
-                                              f"({o['tokens_per_s_per_gpu_low']:,.0f}–{o['tokens_per_s_per_gpu_high']:,.0f})"),
+        (
+            "tokens/s/GPU (80% band)",
+            lambda o: (
+                f"{o['tokens_per_s_per_gpu']:,.0f} "
+                f"({o['tokens_per_s_per_gpu_low']:,.0f}–{o['tokens_per_s_per_gpu_high']:,.0f})"
+            ),
+        ),
         ("MFU", lambda o: f"{o['mfu']:.1%}"),
         ("$ per GPU-hour", lambda o: f"{o['usd_per_gpu_hour']:.3f}"),
-        ("$ per 1M tokens nominal (80% band)", lambda o: f"{o['usd_per_million_tokens_nominal']:.4f} "
-         f"({o['usd_per_million_tokens_nominal_low']:.4f}–{o['usd_per_million_tokens_nominal_high']:.4f})"),
+        (
+            "$ per 1M tokens nominal (80% band)",
+            lambda o: (
+                f"{o['usd_per_million_tokens_nominal']:.4f} "
+                f"({o['usd_per_million_tokens_nominal_low']:.4f}–{o['usd_per_million_tokens_nominal_high']:.4f})"
+            ),
+        ),
         ("utility J/token nominal", lambda o: f"{o['joules_per_token_nominal']:.3f}"),
         ("goodput", lambda o: f"{o['goodput_fraction']:.2%}"),
-        ("$ per 1M tokens after reliability", lambda o: f"{o['usd_per_million_tokens_after_reliability']:.4f} "
-         f"({o['usd_per_million_tokens_after_reliability_low']:.4f}–"
-         f"{o['usd_per_million_tokens_after_reliability_high']:.4f})"),
+        (
+            "$ per 1M tokens after reliability",
+            lambda o: (
+                f"{o['usd_per_million_tokens_after_reliability']:.4f} "
+                f"({o['usd_per_million_tokens_after_reliability_low']:.4f}–"
+                f"{o['usd_per_million_tokens_after_reliability_high']:.4f})"
+            ),
+        ),
         ("$ whole run after reliability", lambda o: f"${o['usd_total_after_reliability']:,.0f}"),
         ("perf per TCO vs first, nominal", lambda o: f"{o['perf_per_tco_vs_first_nominal']:.2f}x"),
         ("  after reliability", lambda o: f"{o['perf_per_tco_vs_first_after_reliability']:.2f}x"),
     ]
-    console.print(table("Side by side", [""] + [o["hardware"] for o in ok],
-                        [[name] + [fn(o) for o in ok] for name, fn in metrics], 1))
-    console.print(f"perf per TCO relative to {base['hardware']}; "
-                  + "; ".join(f"{o['hardware']} {o['spares_text']}" for o in ok))
+    console.print(
+        table(
+            "Side by side",
+            [""] + [o["hardware"] for o in ok],
+            [[name] + [fn(o) for o in ok] for name, fn in metrics],
+            1,
+        )
+    )
+    console.print(
+        f"perf per TCO relative to {base['hardware']}; " + "; ".join(f"{o['hardware']} {o['spares_text']}" for o in ok)
+    )
     for line in dict.fromkeys(uncertainty.Band.from_dict(o["band"]).line() for o in ok):
         console.print(escape(line))
     for note in dict.fromkeys(o["tco"]["price_note"] for o in ok if o["tco"]["price_note"]):
         console.print(f"[yellow]{escape(note)}[/yellow]")
     for o in out:
         if not o["runnable"]:
-            console.print(f"[red]{escape(o['hardware'])}: cannot run[/red], so no throughput, cost or energy: "
-                          f"{escape(o['reason'])}")
+            console.print(
+                f"[red]{escape(o['hardware'])}: cannot run[/red], so no throughput, cost or energy: "
+                f"{escape(o['reason'])}"
+            )
     return None
 
 

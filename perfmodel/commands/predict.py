@@ -2,29 +2,49 @@
 
 A layout that does not fit in HBM is an input error (unless --ignore-memory): the message says by how
 much it is over and which single change of the layout would fit, found by predicting those variants."""
+
 from __future__ import annotations
 
 from dataclasses import replace
+
 import click
 from rich.markup import escape
 
 from perfmodel import api
-from perfmodel.core import calibration
 from perfmodel.analysis import uncertainty
-from perfmodel.specs.counts import flops_per_token
 from perfmodel.analysis.checks import domain_flags, domain_warning, memory_reason
-from perfmodel.errors import WARNINGS
-from perfmodel.errors import InputError
-from perfmodel.specs.specfile import display_path
+from perfmodel.commands.common import (
+    console,
+    emit_json,
+    layout_options,
+    resolve_hardware,
+    stack_info,
+    stack_line,
+    stack_options,
+    table,
+    warn_context,
+)
+from perfmodel.core import calibration
+from perfmodel.core.predict import Options
+from perfmodel.errors import WARNINGS, InputError
+from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import HardwareSpec, whatif_fields
 from perfmodel.specs.layout import Layout, default_etp
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.core.predict import Options
-from perfmodel.commands.common import console, emit_json, layout_options, resolve_hardware, stack_info, stack_line, stack_options, table, warn_context
+from perfmodel.specs.specfile import display_path
 
 
-def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision: str, attention: str,
-                         routing: str, consts=None, stack: str | None = None, stack_set: tuple[str, ...] = ()) -> list[str]:
+def fitting_alternatives(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    lay: Layout,
+    precision: str,
+    attention: str,
+    routing: str,
+    consts=None,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> list[str]:
     """Single changes of `lay` that are legal and fit in HBM, as CLI flags (checked by predicting each)."""
     cands: list[tuple[str, Layout]] = []
     if lay.recompute != "selective" and lay.recompute != "full":
@@ -45,7 +65,7 @@ def fitting_alternatives(m: ModelSpec, hw: HardwareSpec, lay: Layout, precision:
         try:
             p = api.predict(m, hw, cand, precision, attention, routing, consts, stack, stack_set)
         except InputError:
-            continue                    # the change breaks a layout rule (divisibility, ...)
+            continue  # the change breaks a layout rule (divisibility, ...)
         if bool(p.fits[0]):
             out.append(flag)
     return out
@@ -55,16 +75,33 @@ def _gb(x: float) -> str:
     return f"{x / 1e9:.1f} GB"
 
 
-def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precision: str, attention: str = "causal",
-                 routing: str = "real", consts=None, ignore_flag: bool = True, stack: str | None = None,
-                 stack_set: tuple[str, ...] = ()) -> InputError:
+def memory_error(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    lay: Layout,
+    row: dict,
+    precision: str,
+    attention: str = "causal",
+    routing: str = "real",
+    consts=None,
+    ignore_flag: bool = True,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> InputError:
     """The one error every command gives a layout that does not fit in HBM: by how much, and the single
     changes that would fit (each checked by predicting it, with the same stack)."""
     alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
-    hint = (f"single changes that fit: {', '.join(alts)}" if alts
-            else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch")
-    return InputError("layout", "memory", f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
-                                          f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""))
+    hint = (
+        f"single changes that fit: {', '.join(alts)}"
+        if alts
+        else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch"
+    )
+    return InputError(
+        "layout",
+        "memory",
+        f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
+        f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""),
+    )
 
 
 @click.command("predict")
@@ -72,18 +109,49 @@ def memory_error(m: ModelSpec, hw: HardwareSpec, lay: Layout, row: dict, precisi
 @stack_options
 @click.option("--ignore-memory", is_flag=True, help="predict even when the layout does not fit in HBM")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, vp: int, cp: int, ep: int,
-                etp: int | None, fsdp: bool, mbs: int, gbs: int, seq: int, precision: str, recompute: str,
-                attention: str, routing: str, sets: tuple[str, ...], ignore_memory: bool, as_json: bool,
-                stack: str | None = None, stack_set: tuple[str, ...] = ()) -> None:
+def predict_cmd(
+    model_ref: str,
+    hardware_ref: str,
+    gpus: int,
+    tp: int,
+    pp: int,
+    vp: int,
+    cp: int,
+    ep: int,
+    etp: int | None,
+    fsdp: bool,
+    mbs: int,
+    gbs: int,
+    seq: int,
+    precision: str,
+    recompute: str,
+    attention: str,
+    routing: str,
+    sets: tuple[str, ...],
+    ignore_memory: bool,
+    as_json: bool,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
     warn_context(m, seq)
     consts = calibration.constants()
     opts = Options(precision, attention, routing, consts, stack, stack_set)  # type: ignore[arg-type]
-    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, 
-                 etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
-                 mbs=mbs, fsdp=fsdp, recompute=recompute)  # type: ignore[arg-type]
+    lay = Layout(
+        gpus=gpus,
+        gbs=gbs,
+        seq=seq,
+        tp=tp,
+        pp=pp,
+        vp=vp,
+        cp=cp,
+        ep=ep,
+        etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
+        mbs=mbs,
+        fsdp=fsdp,
+        recompute=recompute,
+    )  # type: ignore[arg-type]
     p = api.predict(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
     r = p.row(0)
     mem, hbm = r["memory_bytes_per_gpu"], r["hbm_bytes"]
@@ -93,34 +161,57 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     other = "full" if attention == "causal" else "causal"
     mfu_other = r["mfu"] * float(flops_per_token(m, seq, other)) / r["model_flops_per_token"]  # type: ignore[arg-type]
     from perfmodel.core.predict import software_of
+
     sw = software_of(m, hw, opts)
     lay_d = r["layout"]
     dom = domain_warning(hw, lay_d, sw.tp_overlap_scale_up)
     if dom and dom not in WARNINGS:
         WARNINGS.append(dom)
-    b = uncertainty.band_for(m, hw, stack, vp)   # 80% band from validation spread (perfmodel/analysis/uncertainty.py)
-    lows = {"tokens_per_s_per_gpu": b.throughput(r["tokens_per_s_per_gpu"]), "step_time_s": b.inverse(r["step_time_s"]),
-            "mfu": b.throughput(r["mfu"])}
+    b = uncertainty.band_for(m, hw, stack, vp)  # 80% band from validation spread (perfmodel/analysis/uncertainty.py)
+    lows = {
+        "tokens_per_s_per_gpu": b.throughput(r["tokens_per_s_per_gpu"]),
+        "step_time_s": b.inverse(r["step_time_s"]),
+        "mfu": b.throughput(r["mfu"]),
+    }
     if as_json:
-        return emit_json({"model": m.id, "hardware": hw.id, "precision": precision, "attention": attention,
-                          "routing": routing, "hardware_overridden": list(hw.overridden), **stack_info(opts, m, hw),
-                          "calibration": str(calibration.active_file()), **r, f"mfu_{other}": mfu_other,
-                          "memory_over_bytes": max(0.0, mem - hbm), "leaves_nvlink_domain": domain_flags(hw, lay_d),
-                          **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
-                          "band": b.to_dict()})
+        return emit_json(
+            {
+                "model": m.id,
+                "hardware": hw.id,
+                "precision": precision,
+                "attention": attention,
+                "routing": routing,
+                "hardware_overridden": list(hw.overridden),
+                **stack_info(opts, m, hw),
+                "calibration": str(calibration.active_file()),
+                **r,
+                f"mfu_{other}": mfu_other,
+                "memory_over_bytes": max(0.0, mem - hbm),
+                "leaves_nvlink_domain": domain_flags(hw, lay_d),
+                **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
+                "band": b.to_dict(),
+            }
+        )
     L = r["layout"]
-    console.print(f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.display_name(changes=False))}, {precision}, "
-                  f"seq {seq}, global batch {gbs}")
+    console.print(
+        f"[bold]{escape(m.name)}[/bold] on {L['gpus']} x {escape(hw.display_name(changes=False))}, {precision}, "
+        f"seq {seq}, global batch {gbs}"
+    )
     console.print(stack_line(opts, m, hw))
     if calibration.active_file() != calibration.shipped_file():
         console.print(f"calibration {escape(display_path(calibration.active_file()))} (perfmodel calibrate)")
     if hw.overridden:
         console.print("what-if hardware: " + escape(whatif_fields(hw)))
-    console.print(f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
-                  f"{' fsdp' if fsdp else ''} recompute={recompute}")
+    console.print(
+        f"layout: dp={L['dp']} tp={tp} pp={pp} vp={vp} cp={cp} ep={ep} etp={L['etp']} mbs={mbs}"
+        f"{' fsdp' if fsdp else ''} recompute={recompute}"
+    )
     summary = [
         ["step time", f"{r['step_time_s']:.3f} s ({uncertainty.span(*lows['step_time_s'], '.3f')} s)"],
-        ["tokens/s per GPU", f"{r['tokens_per_s_per_gpu']:,.0f} ({uncertainty.span(*lows['tokens_per_s_per_gpu'], ',.0f')})"],
+        [
+            "tokens/s per GPU",
+            f"{r['tokens_per_s_per_gpu']:,.0f} ({uncertainty.span(*lows['tokens_per_s_per_gpu'], ',.0f')})",
+        ],
         [f"MFU ({attention} attention)", f"{r['mfu']:.1%} ({uncertainty.span(*lows['mfu'], '.1%')})"],
         [f"MFU ({other} attention)", f"{mfu_other:.1%}"],
         ["HFU (incl. recompute)", f"{r['hfu']:.1%}"],
@@ -130,13 +221,21 @@ def predict_cmd(model_ref: str, hardware_ref: str, gpus: int, tp: int, pp: int, 
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
     console.print(escape(b.line()))
     parts = r["memory_parts_bytes"]
-    console.print(table(f"Memory per GPU ({memory_rank_label(r, pp)})", ["part", "GB", "% of HBM"],
-                        [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
-                        + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]], 1))
+    console.print(
+        table(
+            f"Memory per GPU ({memory_rank_label(r, pp)})",
+            ["part", "GB", "% of HBM"],
+            [[k, f"{v / 1e9:.2f}", f"{v / hbm:.1%}"] for k, v in parts.items()]
+            + [["total", f"{mem / 1e9:.2f}", f"{mem / hbm:.1%}"]],
+            1,
+        )
+    )
     if pp > 1:
         st = r["memory_stages_bytes"]
-        console.print(f"by pipeline rank: first {_gb(st['first'])}, fullest (rank {r['memory_fullest_rank']}) "
-                      f"{_gb(st['fullest'])}, last (rank {pp - 1}) {_gb(st['last'])}")
+        console.print(
+            f"by pipeline rank: first {_gb(st['first'])}, fullest (rank {r['memory_fullest_rank']}) "
+            f"{_gb(st['fullest'])}, last (rank {pp - 1}) {_gb(st['last'])}"
+        )
     b = {**r["breakdown_s"], **{f"{k}_raw": v for k, v in r.get("comm_raw_s", {}).items()}}
     print_breakdown(b, r["step_time_s"], consts, sw, domain_flags(hw, lay_d)["tp"])
     return None
@@ -152,9 +251,13 @@ def memory_rank_label(r: dict, pp: int) -> str:
 
 
 # the stack switch and calibrated share that hide each communication kind (perfmodel/core/software.py)
-_HIDDEN_BY = {"tp_comm": ("tp_overlap", "tp_share_bwd"), "cp_comm": ("cp ring", "cp_share"),
-              "ep_comm": ("moe_a2a_overlap", "ep_share"), "dp_comm": ("dp overlap", "dp_rs_share"),
-              "pp_comm": ("pp p2p", "pp_share")}
+_HIDDEN_BY = {
+    "tp_comm": ("tp_overlap", "tp_share_bwd"),
+    "cp_comm": ("cp ring", "cp_share"),
+    "ep_comm": ("moe_a2a_overlap", "ep_share"),
+    "dp_comm": ("dp overlap", "dp_rs_share"),
+    "pp_comm": ("pp p2p", "pp_share"),
+}
 
 
 def overlap_text(term: str, consts, sw=None, tp_outside: bool = False) -> str:
@@ -176,15 +279,36 @@ def print_breakdown(b: dict, step: float, consts=None, sw=None, tp_outside: bool
     overlap), it is shown beside the exposed time, with the overlap assumption that hides the rest; otherwise
     the exposed times alone."""
     raw = {k[:-4]: v for k, v in b.items() if k.endswith("_raw")}
-    rows = sorted(((k, v) for k, v in b.items() if not k.endswith("_raw") and (v > 0 or raw.get(k, 0) > 0)),
-                  key=lambda kv: -kv[1])
+    rows = sorted(
+        ((k, v) for k, v in b.items() if not k.endswith("_raw") and (v > 0 or raw.get(k, 0) > 0)), key=lambda kv: -kv[1]
+    )
     if not raw:
-        console.print(table("Step time breakdown (communication: exposed time)", ["part", "seconds", "% of step"],
-                            [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows], 1))
+        console.print(
+            table(
+                "Step time breakdown (communication: exposed time)",
+                ["part", "seconds", "% of step"],
+                [[k, f"{v:.4f}", f"{v / step:.1%}"] for k, v in rows],
+                1,
+            )
+        )
         return
-    console.print(table("Step time breakdown", ["part", "exposed s", "% of step", "raw s", "hidden by"],
-                        [[k, f"{v:.4f}", f"{v / step:.1%}", f"{raw[k]:.4f}" if k in raw else "",
-                          overlap_text(k, consts, sw, tp_outside) if k in raw and raw[k] > v else ""] for k, v in rows], 1))
+    console.print(
+        table(
+            "Step time breakdown",
+            ["part", "exposed s", "% of step", "raw s", "hidden by"],
+            [
+                [
+                    k,
+                    f"{v:.4f}",
+                    f"{v / step:.1%}",
+                    f"{raw[k]:.4f}" if k in raw else "",
+                    overlap_text(k, consts, sw, tp_outside) if k in raw and raw[k] > v else "",
+                ]
+                for k, v in rows
+            ],
+            1,
+        )
+    )
 
 
 COMMANDS = [predict_cmd]

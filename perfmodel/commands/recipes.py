@@ -6,6 +6,7 @@ strictly faster), and compare the planner's best with the recipe in predicted to
 the share of recipes that the planner's top-K contains or beats, and every row where the two differ
 by more than --threshold, with the breakdown term that makes the difference.
 """
+
 from __future__ import annotations
 
 import time
@@ -13,16 +14,17 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import click
-from rich.markup import escape
 import numpy as np
+from rich.markup import escape
 
+from perfmodel.analysis.search import SearchResult, describe_why, illegal, search, why_better
+from perfmodel.analysis.validate import has_selective, read_csv, row_inputs
+from perfmodel.commands.common import calibration_option, console, emit_json, stack_options, stderr_progress, table
+from perfmodel.core.predict import Options, predict_grid
 from perfmodel.errors import InputError
 from perfmodel.specs.layout import Layout, LayoutGrid, layout_text
-from perfmodel.core.predict import Options, predict_grid
-from perfmodel.analysis.search import SearchResult, describe_why, illegal, search, why_better
 from perfmodel.specs.specfile import data_dir
-from perfmodel.analysis.validate import has_selective, read_csv, row_inputs
-from perfmodel.commands.common import calibration_option, stack_options, console, emit_json, stderr_progress, table
+
 
 @dataclass(frozen=True)
 class RecipeCheck:
@@ -31,17 +33,17 @@ class RecipeCheck:
     hardware: str
     gpus: int
     precision: str
-    recipe: dict                 # the recipe's layout
-    best: dict | None            # the planner's best layout
-    recipe_tps: float            # predicted tokens/s/GPU of the recipe
-    best_tps: float | None       # ... of the planner's best
-    gap: float | None            # best / recipe - 1 (> 0: the planner predicts a faster layout)
-    rank: int                    # recipe among the planner's fitting candidates (1 = best)
-    candidates: int              # fitting candidates ranked
-    in_space: bool               # the recipe is one of the planner's candidates
-    recipe_fits: bool            # the model predicts the recipe fits in HBM
-    contained_or_beaten: bool    # top-K holds the recipe, or its best is at least as fast
-    reason: str                  # why the best beats the recipe (or the other way)
+    recipe: dict  # the recipe's layout
+    best: dict | None  # the planner's best layout
+    recipe_tps: float  # predicted tokens/s/GPU of the recipe
+    best_tps: float | None  # ... of the planner's best
+    gap: float | None  # best / recipe - 1 (> 0: the planner predicts a faster layout)
+    rank: int  # recipe among the planner's fitting candidates (1 = best)
+    candidates: int  # fitting candidates ranked
+    in_space: bool  # the recipe is one of the planner's candidates
+    recipe_fits: bool  # the model predicts the recipe fits in HBM
+    contained_or_beaten: bool  # top-K holds the recipe, or its best is at least as fast
+    reason: str  # why the best beats the recipe (or the other way)
 
 
 def _key(model, hw, lay, opts) -> tuple:
@@ -68,21 +70,30 @@ def fill_unpublished(model, hw, lay: Layout, opts: Options, row: dict) -> tuple[
     return variants[best], " and ".join(free)
 
 
-def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None, stack: str | None = None,
-               stack_set: tuple[str, ...] = ()) -> tuple[list[RecipeCheck], list[dict], float]:
+def check_rows(
+    rows: list[dict],
+    base: Path,
+    top_k: int = 10,
+    progress=None,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> tuple[list[RecipeCheck], list[dict], float]:
     """Compare every row, each with its own stack (validate.row_inputs), or with `stack` / `stack_set` for
     every row when given; rows the model cannot take go to the second list with the reason."""
     t0 = time.perf_counter()
     cache: dict[tuple, SearchResult] = {}
-    specs: dict = {}                          # each model / hardware cell loaded once (validate.row_inputs)
+    specs: dict = {}  # each model / hardware cell loaded once (validate.row_inputs)
     out, skipped = [], []
     for n, row in enumerate(rows):
         rid = (row.get("run_id") or f"row{n + 2}").strip()
         try:
             model, hw, lay, opts = row_inputs(row, base, specs)
             if stack is not None or stack_set:
-                opts = replace(opts, stack=stack if stack is not None else opts.stack,
-                               stack_set=(opts.stack_set if stack is None else ()) + tuple(stack_set))
+                opts = replace(
+                    opts,
+                    stack=stack if stack is not None else opts.stack,
+                    stack_set=(opts.stack_set if stack is None else ()) + tuple(stack_set),
+                )
         except (InputError, ValueError, KeyError) as exc:
             skipped.append({"run_id": rid, "reason": str(exc)})
             continue
@@ -105,15 +116,34 @@ def check_rows(rows: list[dict], base: Path, top_k: int = 10, progress=None, sta
         else:
             beats, reason = False, "no candidate fits in memory"
         if not fits:
-            reason = f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 1e9:.0f} GB > " \
-                     f"{rec.hbm_bytes / 1e9:.0f} GB); " + reason
+            reason = (
+                f"recipe predicted not to fit ({rec.memory_bytes_per_gpu[0] / 1e9:.0f} GB > "
+                f"{rec.hbm_bytes / 1e9:.0f} GB); " + reason
+            )
         if not in_space:
             reason = "recipe outside the planner's space; " + reason
         if filled:
             reason = f"unpublished {filled} filled with the fastest that fits; " + reason
-        out.append(RecipeCheck(rid, model.id, hw.id, lay.gpus, opts.precision, rec.row(0)["layout"],
-                               r.top.row(0)["layout"] if r.top is not None else None, rtps, best_tps,
-                               best_tps / rtps - 1 if best_tps else None, rank, r.fits, in_space, fits, beats, reason))
+        out.append(
+            RecipeCheck(
+                rid,
+                model.id,
+                hw.id,
+                lay.gpus,
+                opts.precision,
+                rec.row(0)["layout"],
+                r.top.row(0)["layout"] if r.top is not None else None,
+                rtps,
+                best_tps,
+                best_tps / rtps - 1 if best_tps else None,
+                rank,
+                r.fits,
+                in_space,
+                fits,
+                beats,
+                reason,
+            )
+        )
         if progress:
             progress(n + 1, len(rows))
     return out, skipped, time.perf_counter() - t0
@@ -139,7 +169,7 @@ def summary(checks: list[RecipeCheck], top_k: int, threshold: float) -> dict:
     }
 
 
-SHOWN = 20      # disagreements printed as a table (every row is in --json)
+SHOWN = 20  # disagreements printed as a table (every row is in --json)
 
 
 def _lay(d: dict | None) -> str:
@@ -148,14 +178,21 @@ def _lay(d: dict | None) -> str:
 
 @click.command("recipes")
 @calibration_option
-@click.option("--csv", "csv_path", default=None,
-              help="measured runs in the validation schema [default: validation/runs.csv]")
+@click.option(
+    "--csv", "csv_path", default=None, help="measured runs in the validation schema [default: validation/runs.csv]"
+)
 @click.option("--top", "top_k", type=int, default=10, show_default=True, help="the planner's top-K to test against")
 @click.option("--threshold", type=float, default=0.10, show_default=True, help="disagreement to list (fraction)")
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool, stack: str | None = None,
-            stack_set: tuple[str, ...] = ()) -> None:
+def command(
+    csv_path: str | None,
+    top_k: int,
+    threshold: float,
+    as_json: bool,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> None:
     """Rank each published recipe's layout among the planner's candidates."""
     if top_k < 1:
         raise InputError("--top", "top", f"must be at least 1 (got {top_k})")
@@ -164,8 +201,9 @@ def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool, s
     base = Path(csv_path).resolve().parent
     with stderr_progress("recipes", "{task.completed}/{task.total} rows", show=not as_json) as bar:
         task = bar.add_task("rows", total=len(rows))
-        checks, skipped, seconds = check_rows(rows, base, top_k, lambda i, n: bar.update(task, completed=i),
-                                              stack, stack_set)
+        checks, skipped, seconds = check_rows(
+            rows, base, top_k, lambda i, n: bar.update(task, completed=i), stack, stack_set
+        )
     s = summary(checks, top_k, threshold)
     s["seconds"] = seconds
     s["skipped"] = len(skipped)
@@ -177,20 +215,37 @@ def command(csv_path: str | None, top_k: int, threshold: float, as_json: bool, s
         return
     console.print(f"[bold]planner vs recipes[/]: {s['rows']} rows checked ({s['skipped']} skipped) in {seconds:.1f} s")
     console.print(escape(f"  stack: {s['stack']}" + (f" + --stack-set {', '.join(stack_set)}" if stack_set else "")))
-    console.print(f"  planner's top-{top_k} contains or beats the recipe: {s['contained_or_beaten']}/{s['rows']} "
-                  f"({(s['share_contained_or_beaten'] or 0):.0%}); recipe itself in top-{top_k}: {s['recipe_in_top_k']}, "
-                  f"ranked 1st: {s['recipe_rank_1']}")
-    console.print(f"  recipe outside the planner's space: {s['recipe_outside_space']}; recipe predicted OOM: "
-                  f"{s['recipe_predicted_oom']}; median gap best/recipe - 1: {(s['median_gap'] or 0):+.1%}")
-    console.print(f"  disagreements > {threshold:.0%}: {s['disagreements']} (planner faster {s['planner_faster']}, "
-                  f"recipe faster {s['recipe_faster']})")
+    console.print(
+        f"  planner's top-{top_k} contains or beats the recipe: {s['contained_or_beaten']}/{s['rows']} "
+        f"({(s['share_contained_or_beaten'] or 0):.0%}); recipe itself in top-{top_k}: {s['recipe_in_top_k']}, "
+        f"ranked 1st: {s['recipe_rank_1']}"
+    )
+    console.print(
+        f"  recipe outside the planner's space: {s['recipe_outside_space']}; recipe predicted OOM: "
+        f"{s['recipe_predicted_oom']}; median gap best/recipe - 1: {(s['median_gap'] or 0):+.1%}"
+    )
+    console.print(
+        f"  disagreements > {threshold:.0%}: {s['disagreements']} (planner faster {s['planner_faster']}, "
+        f"recipe faster {s['recipe_faster']})"
+    )
     shown = dis[:SHOWN]
     more = f"; the {len(shown)} largest of {len(dis)} shown, all in --json" if len(dis) > len(shown) else ""
-    t = table(f"disagreements > {threshold:.0%} (gap = planner best / recipe - 1, predicted{more})",
-              ["run", "recipe", "rank", "planner best", "gap", "reason"],
-              [[c.run_id, _lay(c.recipe), f"{c.rank}/{c.candidates}", _lay(c.best),
-                f"{c.gap:+.0%}" if c.gap is not None else "-", c.reason] for c in shown])
-    t.columns[0].overflow = "fold"          # a run id cut to "am-gptoss120b-h…" names nothing
+    t = table(
+        f"disagreements > {threshold:.0%} (gap = planner best / recipe - 1, predicted{more})",
+        ["run", "recipe", "rank", "planner best", "gap", "reason"],
+        [
+            [
+                c.run_id,
+                _lay(c.recipe),
+                f"{c.rank}/{c.candidates}",
+                _lay(c.best),
+                f"{c.gap:+.0%}" if c.gap is not None else "-",
+                c.reason,
+            ]
+            for c in shown
+        ],
+    )
+    t.columns[0].overflow = "fold"  # a run id cut to "am-gptoss120b-h…" names nothing
     for i in (1, 3, 5):
         t.columns[i].justify = "left"
     console.print(t)

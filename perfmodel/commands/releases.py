@@ -1,5 +1,6 @@
 """`perfmodel releases`: the release series of the measured runs, each row predicted with its own stack preset
 (perfmodel/analysis/releases.py)."""
+
 from __future__ import annotations
 
 import click
@@ -26,33 +27,78 @@ def _print_series(s: dict, show_rows: bool) -> None:
     for r in s["releases"]:
         main = max(r["stacks"], key=lambda sid: count.get((r["release"], sid), 0)) if r["stacks"] else "-"
         stack = main + (f" +{len(r['stacks']) - 1}" if len(r["stacks"]) > 1 else "")
-        like = (f"{r['like_for_like_speedup']:.3f}x ({r['like_for_like_pairs']})"
-                if r["like_for_like_speedup"] is not None else "-")
-        rows.append([r["release"], r["date"], r["rows"], " ".join(_hw_short(h) for h in r["hardware"]),
-                     stack, f"{r['measured_over_predicted']:.3f}", _pct(r["mape"]), like])
-    print_table(title + ": measured vs predicted tokens/s/GPU per software release, each with its own stack",
-                ["release", "date", "rows", "hardware", "stack", "meas/pred", "MAPE", "vs prev (pairs)"],
-                rows, 2, wrap=(3,), left=(3, 4))
-    console.print("stack: the preset of most of the release's rows (+N: other presets of its other frameworks; "
-                  "--rows or --json lists each row's). meas/pred: geometric mean of measured / predicted "
-                  "tokens/s/GPU, each row predicted with its own stack preset (as `validate`); MAPE of those "
-                  "predictions. vs prev: measured speedup over "
-                  "the previous release of the series that ran the same configuration (model-free).")
+        like = (
+            f"{r['like_for_like_speedup']:.3f}x ({r['like_for_like_pairs']})"
+            if r["like_for_like_speedup"] is not None
+            else "-"
+        )
+        rows.append(
+            [
+                r["release"],
+                r["date"],
+                r["rows"],
+                " ".join(_hw_short(h) for h in r["hardware"]),
+                stack,
+                f"{r['measured_over_predicted']:.3f}",
+                _pct(r["mape"]),
+                like,
+            ]
+        )
+    print_table(
+        title + ": measured vs predicted tokens/s/GPU per software release, each with its own stack",
+        ["release", "date", "rows", "hardware", "stack", "meas/pred", "MAPE", "vs prev (pairs)"],
+        rows,
+        2,
+        wrap=(3,),
+        left=(3, 4),
+    )
+    console.print(
+        "stack: the preset of most of the release's rows (+N: other presets of its other frameworks; "
+        "--rows or --json lists each row's). meas/pred: geometric mean of measured / predicted "
+        "tokens/s/GPU, each row predicted with its own stack preset (as `validate`); MAPE of those "
+        "predictions. vs prev: measured speedup over "
+        "the previous release of the series that ran the same configuration (model-free)."
+    )
     if show_rows:
         one_model = len({r["model"] for r in s["rows"]}) == 1
         one_hw = len({r["hardware"] for r in s["rows"]}) == 1
-        dated = [(r["date"], [r["release"]] + ([] if one_model else [r["model"]])
-                  + ([] if one_hw else [_hw_short(r["hardware"])])
-                  + [r["gpus"], r["precision"], r["layout"], r["stack"], f"{r['measured']:,.0f}",
-                     _pct(r["measured_mfu_full"]), _pct(r["source_mfu"]), f"{r['predicted']:,.0f}",
-                     _pct(r["mfu_full"])])
-                 for r in s["rows"]]
+        dated = [
+            (
+                r["date"],
+                [r["release"]]
+                + ([] if one_model else [r["model"]])
+                + ([] if one_hw else [_hw_short(r["hardware"])])
+                + [
+                    r["gpus"],
+                    r["precision"],
+                    r["layout"],
+                    r["stack"],
+                    f"{r['measured']:,.0f}",
+                    _pct(r["measured_mfu_full"]),
+                    _pct(r["source_mfu"]),
+                    f"{r['predicted']:,.0f}",
+                    _pct(r["mfu_full"]),
+                ],
+            )
+            for r in s["rows"]
+        ]
         rr = [row for _, row in sorted(dated, key=lambda d: d[0])]
-        cols = (["release"] + ([] if one_model else ["model"]) + ([] if one_hw else ["hardware"])
-                + ["gpus", "prec", "layout", "stack", "measured", "MFU", "source MFU", "predicted", "MFU"])
-        what = ", ".join(([s["rows"][0]["model"]] if one_model else []) + ([s["rows"][0]["hardware"]] if one_hw else []))
-        print_table("Rows" + (f" ({what})" if what else "") + ": tokens/s/GPU, and MFU with full attention as the "
-                    "DGXC recipes count it", cols, rr, 3 - one_model - one_hw)
+        cols = (
+            ["release"]
+            + ([] if one_model else ["model"])
+            + ([] if one_hw else ["hardware"])
+            + ["gpus", "prec", "layout", "stack", "measured", "MFU", "source MFU", "predicted", "MFU"]
+        )
+        what = ", ".join(
+            ([s["rows"][0]["model"]] if one_model else []) + ([s["rows"][0]["hardware"]] if one_hw else [])
+        )
+        print_table(
+            "Rows" + (f" ({what})" if what else "") + ": tokens/s/GPU, and MFU with full attention as the "
+            "DGXC recipes count it",
+            cols,
+            rr,
+            3 - one_model - one_hw,
+        )
         story = software_story(s)
         if story:
             console.print(story)
@@ -66,33 +112,59 @@ def software_story(s: dict) -> str | None:
     if len(pts) < 2 or len(cfgs) != 1:
         return None
     model, hw, gpus, prec = next(iter(cfgs))
-    return (f"Software over time, {model} on {gpus} {hw}, {prec}: MFU (full attention) "
-            + " -> ".join(f"{100 * m:.1f}% ({escape(lab)})" for _, lab, m in pts)
-            + f": x{pts[-1][2] / pts[0][2]:.2f} on the same hardware")
+    return (
+        f"Software over time, {model} on {gpus} {hw}, {prec}: MFU (full attention) "
+        + " -> ".join(f"{100 * m:.1f}% ({escape(lab)})" for _, lab, m in pts)
+        + f": x{pts[-1][2] / pts[0][2]:.2f} on the same hardware"
+    )
 
 
 @click.command("releases")
-@click.option("--series", "series_name", type=click.Choice(["dgxc", "nemo"]), default=None,
-              help="one series: DGXC benchmarking recipes or NeMo / Megatron-Bridge containers")
+@click.option(
+    "--series",
+    "series_name",
+    type=click.Choice(["dgxc", "nemo"]),
+    default=None,
+    help="one series: DGXC benchmarking recipes or NeMo / Megatron-Bridge containers",
+)
 @click.option("--model", "model", default=None, help="only rows of this catalog model id")
 @click.option("--hardware", "hardware", default=None, help="only rows of this catalog hardware id")
 @click.option("--precision", default=None, help="only rows of this precision")
 @click.option("--gpus", type=int, default=None, help="only rows with this GPU count")
-@click.option("--rows/--no-rows", "show_rows", default=None,
-              help="print every row [default: when a --model or --gpus filter is given]")
-@click.option("--csv", "csv_path", default=None, type=click.Path(dir_okay=False),
-              help="measured runs [default: validation/runs.csv]")
+@click.option(
+    "--rows/--no-rows",
+    "show_rows",
+    default=None,
+    help="print every row [default: when a --model or --gpus filter is given]",
+)
+@click.option(
+    "--csv",
+    "csv_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="measured runs [default: validation/runs.csv]",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def releases_cmd(series_name: str | None, model: str | None, hardware: str | None, precision: str | None,
-                 gpus: int | None, show_rows: bool | None, csv_path: str | None, as_json: bool) -> None:
+def releases_cmd(
+    series_name: str | None,
+    model: str | None,
+    hardware: str | None,
+    precision: str | None,
+    gpus: int | None,
+    show_rows: bool | None,
+    csv_path: str | None,
+    as_json: bool,
+) -> None:
     """The release series: per software release, its measured rows vs the prediction with that release's own stack preset."""
     from pathlib import Path
-    from perfmodel.specs.hardware import load_hardware
-    from perfmodel.specs.model import load_model
+
     from perfmodel.analysis.releases import release_series
     from perfmodel.analysis.scaling import default_runs_csv, load_runs
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.model import load_model
+
     if model:
-        model = load_model(model).id          # unknown id -> InputError with a suggestion
+        model = load_model(model).id  # unknown id -> InputError with a suggestion
     if hardware:
         hardware = load_hardware(hardware).id
     path = Path(csv_path) if csv_path else default_runs_csv()

@@ -1,4 +1,5 @@
 """`perfmodel search`: rank every legal layout for a model on a cluster (perfmodel/analysis/search.py)."""
+
 from __future__ import annotations
 
 import time
@@ -7,25 +8,45 @@ import click
 import numpy as np
 from rich.markup import escape
 
+from perfmodel.analysis import uncertainty
+from perfmodel.analysis.checks import domain_flags, domain_warning
+from perfmodel.analysis.scaling import parse_gpu_list
+from perfmodel.analysis.search import (
+    OBJECTIVES,
+    SearchResult,
+    _pareto_idx,
+    describe_why,
+    equivalents,
+    objective_scale,
+    parse_constraints,
+    search,
+    why_better,
+)
+from perfmodel.commands.common import (
+    console,
+    convention_options,
+    emit_json,
+    precision_option,
+    resolve_hardware,
+    si,
+    stack_info,
+    stack_options,
+    stderr_progress,
+    table,
+    warn_context,
+)
+from perfmodel.core.calibration import constants
+from perfmodel.core.predict import Options, Prediction, predict_grid, software_of
+from perfmodel.errors import WARNINGS, InputError
 from perfmodel.specs.hardware import HardwareSpec, whatif_fields
 from perfmodel.specs.layout import LayoutGrid, layout_text
 from perfmodel.specs.model import load_model
-from perfmodel.core.predict import Options, Prediction, predict_grid
-from perfmodel.analysis.search import OBJECTIVES, SearchResult, _pareto_idx, describe_why, equivalents, objective_scale, parse_constraints, search, why_better
-from perfmodel.analysis.checks import domain_flags, domain_warning
-from perfmodel.errors import WARNINGS
-from perfmodel.core.predict import software_of
-from perfmodel.analysis.scaling import parse_gpu_list
-from perfmodel.analysis import uncertainty
-from perfmodel.errors import InputError
-from perfmodel.core.calibration import constants
-from perfmodel.commands.common import stack_info, stack_options, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, si, stderr_progress, table
 
-GB = 1e9            # memory in GB = 1e9 bytes, as every table (perfmodel/analysis/checks.py)
+GB = 1e9  # memory in GB = 1e9 bytes, as every table (perfmodel/analysis/checks.py)
 # breakdown_s keys grouped for the top-K table (predict.py)
 COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
 COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
-FRONT_ROWS = 20        # Pareto points printed (evenly spaced along the front); --json has all
+FRONT_ROWS = 20  # Pareto points printed (evenly spaced along the front); --json has all
 
 
 def objective_text(objective: str, value: float) -> str:
@@ -43,17 +64,32 @@ def short(p: Prediction, i: int) -> str:
 
 def entry(p: Prediction, i: int, value: float, rank: int | None = None) -> dict:
     row = p.row(i)
-    out = {"layout": row.pop("layout"), "prediction": row, "objective_value": float(value),
-           "memory_headroom_bytes": float(p.hbm_bytes - p.memory_bytes_per_gpu[i])}
+    out = {
+        "layout": row.pop("layout"),
+        "prediction": row,
+        "objective_value": float(value),
+        "memory_headroom_bytes": float(p.hbm_bytes - p.memory_bytes_per_gpu[i]),
+    }
     return {"rank": rank, **out} if rank is not None else out
 
 
-def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, opts: Options, objective: str,
-                 top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], show_progress: bool,
-                 uneven_vp: bool = False) -> list[SearchResult]:
+def run_searches(
+    model,
+    hw: HardwareSpec,
+    gpus: list[int],
+    gbs: int,
+    seq: int,
+    opts: Options,
+    objective: str,
+    top_k: int,
+    fix: tuple[str, ...],
+    cap: tuple[str, ...],
+    show_progress: bool,
+    uneven_vp: bool = False,
+) -> list[SearchResult]:
     cons = parse_constraints(fix, cap, uneven_vp)
     results = []
-    at = {"gpus": gpus[0], "done": 0, "total": 0}        # how far the search got, for a Ctrl-C message
+    at = {"gpus": gpus[0], "done": 0, "total": 0}  # how far the search got, for a Ctrl-C message
 
     def step(done: int, total: int, task) -> None:
         at.update(done=done, total=total)
@@ -65,8 +101,18 @@ def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, o
             for n in gpus:
                 at.update(gpus=n, done=0, total=0)
                 task = bar.add_task(f"{n} GPUs", total=None)
-                r = search(model, hw, n, gbs, seq, opts, objective, top_k, cons,
-                           on_chunk=lambda done, total, t=task: step(done, total, t))
+                r = search(
+                    model,
+                    hw,
+                    n,
+                    gbs,
+                    seq,
+                    opts,
+                    objective,
+                    top_k,
+                    cons,
+                    on_chunk=lambda done, total, t=task: step(done, total, t),
+                )
                 results.append(r)
     except KeyboardInterrupt:
         where = f" of the {at['gpus']:,}-GPU search" if len(gpus) > 1 else ""
@@ -75,7 +121,9 @@ def run_searches(model, hw: HardwareSpec, gpus: list[int], gbs: int, seq: int, o
     return results
 
 
-def combined(results: list[SearchResult], model, hw, opts: Options, top_k: int) -> tuple[Prediction | None, np.ndarray, Prediction | None]:
+def combined(
+    results: list[SearchResult], model, hw, opts: Options, top_k: int
+) -> tuple[Prediction | None, np.ndarray, Prediction | None]:
     """Top K and memory front over several searches (a --gpus list)."""
     tops = [r.top for r in results if r.top is not None]
     if not tops:
@@ -99,14 +147,30 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
     base = None
     for r in results:
         if r.top is None:
-            rows.append({"gpus": r.gpus, "tokens_per_s_per_gpu": None, "tokens_per_s": None,
-                         "scaling_efficiency": None, "pareto": False, "layout": None})
+            rows.append(
+                {
+                    "gpus": r.gpus,
+                    "tokens_per_s_per_gpu": None,
+                    "tokens_per_s": None,
+                    "scaling_efficiency": None,
+                    "pareto": False,
+                    "layout": None,
+                }
+            )
             continue
         tps = float(r.top.tokens_per_s_per_gpu[0])
         total = tps * r.gpus
         base = base or tps
-        rows.append({"gpus": r.gpus, "tokens_per_s_per_gpu": tps, "tokens_per_s": total,
-                     "scaling_efficiency": tps / base, "pareto": total > best_total, "layout": r.top.row(0)["layout"]})
+        rows.append(
+            {
+                "gpus": r.gpus,
+                "tokens_per_s_per_gpu": tps,
+                "tokens_per_s": total,
+                "scaling_efficiency": tps / base,
+                "pareto": total > best_total,
+                "layout": r.top.row(0)["layout"],
+            }
+        )
         best_total = max(best_total, total)
     return rows
 
@@ -114,26 +178,57 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 @click.command("search")
 @click.option("--model", "model_ref", required=True, help="catalog id or spec file (TOML / HF config.json)")
 @click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file")
-@click.option("--gpus", "gpus_text", required=True, help="GPU count, or a list: 128,256,512 or 128,256,...,4096 (doubling)")
+@click.option(
+    "--gpus", "gpus_text", required=True, help="GPU count, or a list: 128,256,512 or 128,256,...,4096 (doubling)"
+)
 @click.option("--gbs", type=int, required=True, help="global batch (sequences)")
 @click.option("--seq", type=int, required=True, help="sequence length (tokens)")
 @precision_option
-@click.option("--objective", default="throughput", show_default=True, type=click.Choice(list(OBJECTIVES)),
-              help="tokens/s/GPU, cost per token, or energy per token")
+@click.option(
+    "--objective",
+    default="throughput",
+    show_default=True,
+    type=click.Choice(list(OBJECTIVES)),
+    help="tokens/s/GPU, cost per token, or energy per token",
+)
 @click.option("--top", "top_k", type=int, default=10, show_default=True, help="layouts to show")
 @click.option("--fix", multiple=True, metavar="AXIS=V", help="pin an axis, e.g. --fix tp=4 (repeatable)")
 @click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap an axis, e.g. --max pp=8 (repeatable)")
-@click.option("--uneven-vp", is_flag=True, help="also interleaved layouts whose layers do not fill the pp*vp chunks "
-              "evenly (Megatron-Core pipeline_model_parallel_layout; ~4x the layouts)")
+@click.option(
+    "--uneven-vp",
+    is_flag=True,
+    help="also interleaved layouts whose layers do not fill the pp*vp chunks "
+    "evenly (Megatron-Core pipeline_model_parallel_layout; ~4x the layouts)",
+)
 @convention_options
 @stack_options
-@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE",
-              help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbit_s=800")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="what-if hardware: override a spec field (repeatable), e.g. nvlink_domain=144, nic_gbit_s=800",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: int, precision: str, objective: str,
-            top_k: int, fix: tuple[str, ...], cap: tuple[str, ...], attention: str, routing: str, as_json: bool,
-            sets: tuple[str, ...] = (), stack: str | None = None, stack_set: tuple[str, ...] = (),
-            uneven_vp: bool = False) -> None:
+def command(
+    model_ref: str,
+    hardware_ref: str,
+    gpus_text: str,
+    gbs: int,
+    seq: int,
+    precision: str,
+    objective: str,
+    top_k: int,
+    fix: tuple[str, ...],
+    cap: tuple[str, ...],
+    attention: str,
+    routing: str,
+    as_json: bool,
+    sets: tuple[str, ...] = (),
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+    uneven_vp: bool = False,
+) -> None:
     """Enumerate every legal layout, score them all, print the best and the Pareto fronts.
 
     Axes for --fix / --max: tp pp vp cp ep etp dp mbs fsdp recompute."""
@@ -143,22 +238,36 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     gpus = parse_gpu_list(gpus_text)
     opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     scale = objective_scale(hw, objective)
-    results = run_searches(model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json,
-                           uneven_vp=uneven_vp)
+    results = run_searches(
+        model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json, uneven_vp=uneven_vp
+    )
     top, values, front = combined(results, model, hw, opts, top_k)
     seconds = time.perf_counter() - t0
     legal = sum(r.legal for r in results)
     score_s = sum(r.seconds for r in results)
     why = why_better(top, 0, top, 1) if top is not None and top.layouts.n > 1 else None
     out = {
-        "model": model.id, "hardware": hw.id, "hardware_overridden": list(hw.overridden), "gpus": gpus if len(gpus) > 1 else gpus[0], "gbs": gbs, "seq": seq,
-        "precision": precision, "objective": objective, **stack_info(opts, model, hw), "fix": list(fix), "max": list(cap),
-        "evaluated": sum(r.evaluated for r in results), "legal": legal, "fits": sum(r.fits for r in results),
-        "seconds": seconds, "layouts_per_s": legal / score_s if score_s > 0 else None,
+        "model": model.id,
+        "hardware": hw.id,
+        "hardware_overridden": list(hw.overridden),
+        "gpus": gpus if len(gpus) > 1 else gpus[0],
+        "gbs": gbs,
+        "seq": seq,
+        "precision": precision,
+        "objective": objective,
+        **stack_info(opts, model, hw),
+        "fix": list(fix),
+        "max": list(cap),
+        "evaluated": sum(r.evaluated for r in results),
+        "legal": legal,
+        "fits": sum(r.fits for r in results),
+        "seconds": seconds,
+        "layouts_per_s": legal / score_s if score_s > 0 else None,
         "top": [entry(top, i, values[i], i + 1) for i in range(top.layouts.n)] if top is not None else [],
         "why_winner": why,
-        "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * scale)
-                          for i in range(front.layouts.n)] if front is not None else [],
+        "pareto_memory": [entry(front, i, float(front.tokens_per_s_per_gpu[i]) * scale) for i in range(front.layouts.n)]
+        if front is not None
+        else [],
     }
     # 80% band from validation spread (perfmodel/analysis/uncertainty.py); the unseen-stack band depends on the layout's vp
     bands = [uncertainty.band_for(model, hw, opts.stack, int(e["layout"]["vp"])) for e in out["top"]]
@@ -166,46 +275,71 @@ def command(model_ref: str, hardware_ref: str, gpus_text: str, gbs: int, seq: in
     for e, band in zip(out["top"], bands):
         e["band"] = band.to_dict()
         pr = e["prediction"]
-        for key, lo_hi in (("tokens_per_s_per_gpu", band.throughput(pr["tokens_per_s_per_gpu"])),
-                           ("step_time_s", band.inverse(pr["step_time_s"])), ("mfu", band.throughput(pr["mfu"]))):
+        for key, lo_hi in (
+            ("tokens_per_s_per_gpu", band.throughput(pr["tokens_per_s_per_gpu"])),
+            ("step_time_s", band.inverse(pr["step_time_s"])),
+            ("mfu", band.throughput(pr["mfu"])),
+        ):
             uncertainty.with_band(e, key, lo_hi)
     for e in out["top"]:
         e["leaves_nvlink_domain"] = domain_flags(hw, e["layout"])
-    out["equivalent"] = (equivalents(values, [e["layout"] for e in out["top"]], bands[0].low)
-                         if out["top"] else None)
+    out["equivalent"] = equivalents(values, [e["layout"] for e in out["top"]], bands[0].low) if out["top"] else None
     if out["top"]:
         pick = out["top"][(out["equivalent"] or {"suggestion": 1})["suggestion"] - 1]["layout"]
         dom = domain_warning(hw, pick, software_of(model, hw, opts).tp_overlap_scale_up)
         if dom and dom not in WARNINGS:
             WARNINGS.append(f"suggested layout: {dom}")
     if len(gpus) > 1:
-        out["by_gpus"] = [{"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits,
-                           "seconds": r.seconds} for r in results]
+        out["by_gpus"] = [
+            {"gpus": r.gpus, "evaluated": r.evaluated, "legal": r.legal, "fits": r.fits, "seconds": r.seconds}
+            for r in results
+        ]
         out["pareto_gpus"] = gpu_front(results)
-    if top is None:                       # nothing usable: exit 2 with the real reason
+    if top is None:  # nothing usable: exit 2 with the real reason
         cons = [f"--fix {x}" for x in out.get("fix", [])] + [f"--max {x}" for x in out.get("max", [])]
         if out["legal"] == 0:
-            raise InputError("search", "", f"no legal layout of {out['model']} on {out['gpus']} GPUs with gbs {out['gbs']}, seq "
-                             f"{out['seq']}" + (f" and {' '.join(cons)}" if cons else "")
-                             + " (no combination of tp, pp, cp, dp and the batch divides; try another GPU count or batch)")
-        raise InputError("search", "", f"none of the {out['legal']:,} legal layouts fits in HBM on {out['hardware']} "
-                         "(try more GPUs, recompute, or a smaller micro-batch)")
+            raise InputError(
+                "search",
+                "",
+                f"no legal layout of {out['model']} on {out['gpus']} GPUs with gbs {out['gbs']}, seq "
+                f"{out['seq']}"
+                + (f" and {' '.join(cons)}" if cons else "")
+                + " (no combination of tp, pp, cp, dp and the batch divides; try another GPU count or batch)",
+            )
+        raise InputError(
+            "search",
+            "",
+            f"none of the {out['legal']:,} legal layouts fits in HBM on {out['hardware']} "
+            "(try more GPUs, recompute, or a smaller micro-batch)",
+        )
     if as_json:
         emit_json(out)
         return
     render(out, top, front, values, results, objective, whatif_fields(hw))
 
 
-def render(out: dict, top: Prediction | None, front: Prediction | None, values: np.ndarray,
-           results: list[SearchResult], objective: str, what_if: str = "") -> None:
+def render(
+    out: dict,
+    top: Prediction | None,
+    front: Prediction | None,
+    values: np.ndarray,
+    results: list[SearchResult],
+    objective: str,
+    what_if: str = "",
+) -> None:
     g = out["gpus"]
-    console.print(f"[bold]{out['model']}[/] on {g} x {out['hardware']}, gbs {out['gbs']}, seq {out['seq']}, "
-                  f"{out['precision']}"
-                  + f": {out['evaluated']:,} candidates, {out['legal']:,} legal, "
-                  f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
-                  f"({si(out['layouts_per_s'] or 0, 'layouts/s')})")
-    console.print(escape(f"stack {out['stack']} ({out['stack_name']})"
-                         + (f" + --stack-set {', '.join(out['stack_set'])}" if out["stack_set"] else "")))
+    console.print(
+        f"[bold]{out['model']}[/] on {g} x {out['hardware']}, gbs {out['gbs']}, seq {out['seq']}, "
+        f"{out['precision']}" + f": {out['evaluated']:,} candidates, {out['legal']:,} legal, "
+        f"{out['fits']:,} fit in HBM; scored in {out['seconds']:.2f} s "
+        f"({si(out['layouts_per_s'] or 0, 'layouts/s')})"
+    )
+    console.print(
+        escape(
+            f"stack {out['stack']} ({out['stack_name']})"
+            + (f" + --stack-set {', '.join(out['stack_set'])}" if out["stack_set"] else "")
+        )
+    )
     if top is None:
         return
     rows = []
@@ -215,51 +349,88 @@ def render(out: dict, top: Prediction | None, front: Prediction | None, values: 
         step = float(top.step_time_s[i])
         comm = sum(b[k] for k in COMM)
         e = out["top"][i]
-        rows.append([i + 1, short(top, i), f"{top.tokens_per_s_per_gpu[i]:,.0f}",
-                     uncertainty.span(e["tokens_per_s_per_gpu_low"], e["tokens_per_s_per_gpu_high"], ",.0f"),
-                     f"{top.mfu[i]:.1%}",
-                     f"{step:.3g}", f"{sum(b[k] for k in COMPUTE) / step:.0%}", f"{comm / step:.0%}",
-                     f"{b['pipeline_bubble'] / step:.0%}", f"{top.memory_bytes_per_gpu[i] / GB:.1f}"]
-                    + [objective_text(objective, float(values[i]))] * len(extra))
+        rows.append(
+            [
+                i + 1,
+                short(top, i),
+                f"{top.tokens_per_s_per_gpu[i]:,.0f}",
+                uncertainty.span(e["tokens_per_s_per_gpu_low"], e["tokens_per_s_per_gpu_high"], ",.0f"),
+                f"{top.mfu[i]:.1%}",
+                f"{step:.3g}",
+                f"{sum(b[k] for k in COMPUTE) / step:.0%}",
+                f"{comm / step:.0%}",
+                f"{b['pipeline_bubble'] / step:.0%}",
+                f"{top.memory_bytes_per_gpu[i] / GB:.1f}",
+            ]
+            + [objective_text(objective, float(values[i]))] * len(extra)
+        )
     if what_if:
         console.print("what-if hardware: " + escape(what_if))
-    t = table(f"top {top.layouts.n} by {objective}",
-              ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GB"] + extra,
-              rows, justify_right_from=2)
+    t = table(
+        f"top {top.layouts.n} by {objective}",
+        ["#", "layout", "tok/s/GPU", "80% band", "MFU", "step s", "compute", "comm", "bubble", "mem GB"] + extra,
+        rows,
+        justify_right_from=2,
+    )
     console.print(t)
     for line in dict.fromkeys(uncertainty.Band.from_dict(e["band"]).line() for e in out["top"]):
         console.print(escape(line))
     terms = [k for k in top.breakdown_s if np.any(top.breakdown_s[k] > 0) and not k.endswith("_raw")]
-    console.print(table("breakdown, ms per step (columns: rank)", ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
-                        [[k] + [f"{round(top.breakdown_s[k][i] * 1e3, 1) + 0.0:,.1f}" for i in range(top.layouts.n)]
-                         for k in terms]))
+    console.print(
+        table(
+            "breakdown, ms per step (columns: rank)",
+            ["term"] + [f"#{i + 1}" for i in range(top.layouts.n)],
+            [
+                [k] + [f"{round(top.breakdown_s[k][i] * 1e3, 1) + 0.0:,.1f}" for i in range(top.layouts.n)]
+                for k in terms
+            ],
+        )
+    )
     if out["why_winner"]:
         console.print(f"[bold]winner vs runner-up:[/] {describe_why(out['why_winner'])}")
     if out.get("equivalent"):
         eq = out["equivalent"]
         pick = out["top"][eq["suggestion"] - 1]["layout"]
-        console.print(f"[bold]ties:[/] {escape(eq['why'])}; suggested: #{eq['suggestion']} "
-                      f"{escape(layout_text(pick, mbs=True))}")
+        console.print(
+            f"[bold]ties:[/] {escape(eq['why'])}; suggested: #{eq['suggestion']} {escape(layout_text(pick, mbs=True))}"
+        )
     if front is not None:
         n = front.layouts.n
         shown = sorted(set(np.linspace(0, n - 1, min(n, FRONT_ROWS)).round().astype(int).tolist()))
         note = f" ({len(shown)} of {n} points; --json lists all)" if len(shown) < n else ""
-        t = table("Pareto front: throughput vs memory headroom" + note,
-                            ["layout", "tok/s/GPU", "mem GB", "headroom GB"],
-                            [[short(front, i), f"{front.tokens_per_s_per_gpu[i]:,.0f}",
-                              f"{front.memory_bytes_per_gpu[i] / GB:.1f}",
-                              f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GB:.1f}"]
-                             for i in shown])
+        t = table(
+            "Pareto front: throughput vs memory headroom" + note,
+            ["layout", "tok/s/GPU", "mem GB", "headroom GB"],
+            [
+                [
+                    short(front, i),
+                    f"{front.tokens_per_s_per_gpu[i]:,.0f}",
+                    f"{front.memory_bytes_per_gpu[i] / GB:.1f}",
+                    f"{(front.hbm_bytes - front.memory_bytes_per_gpu[i]) / GB:.1f}",
+                ]
+                for i in shown
+            ],
+        )
         t.columns[0].no_wrap = True
         console.print(t)
     if "pareto_gpus" in out:
-        console.print(table("throughput vs GPU count (* = Pareto: more cluster throughput than any smaller count)",
-                            ["gpus", "tok/s/GPU", "cluster tok/s", "scaling eff", "best layout", "front"],
-                            [[r["gpus"], f"{r['tokens_per_s_per_gpu']:,.0f}" if r["tokens_per_s_per_gpu"] else "-",
-                              si(r["tokens_per_s"] or float("nan"), "tok/s"),
-                              f"{r['scaling_efficiency']:.0%}" if r["scaling_efficiency"] else "-",
-                              short(res.top, 0) if res.top is not None else "none fits", "*" if r["pareto"] else ""]
-                             for r, res in zip(out["pareto_gpus"], results)]))
+        console.print(
+            table(
+                "throughput vs GPU count (* = Pareto: more cluster throughput than any smaller count)",
+                ["gpus", "tok/s/GPU", "cluster tok/s", "scaling eff", "best layout", "front"],
+                [
+                    [
+                        r["gpus"],
+                        f"{r['tokens_per_s_per_gpu']:,.0f}" if r["tokens_per_s_per_gpu"] else "-",
+                        si(r["tokens_per_s"] or float("nan"), "tok/s"),
+                        f"{r['scaling_efficiency']:.0%}" if r["scaling_efficiency"] else "-",
+                        short(res.top, 0) if res.top is not None else "none fits",
+                        "*" if r["pareto"] else "",
+                    ]
+                    for r, res in zip(out["pareto_gpus"], results)
+                ],
+            )
+        )
 
 
 COMMANDS = [command]

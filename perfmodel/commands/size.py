@@ -2,6 +2,7 @@
 fastest within a budget (--budget), or time and cost at a size (--gpus); several --hardware side by side.
 
 Method in perfmodel/analysis/sizing.py (planner per size, reliability goodput and spares, economics, 80% bands)."""
+
 from __future__ import annotations
 
 import time
@@ -10,16 +11,30 @@ from typing import Any, Callable
 import click
 from rich.markup import escape
 
+from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
+from perfmodel.analysis.uncertainty import span
+from perfmodel.commands.common import (
+    console,
+    convention_options,
+    emit_json,
+    precision_option,
+    resolve_hardware,
+    spares_option,
+    split_hardware_sets,
+    stack_info,
+    stack_line,
+    stack_options,
+    stderr_progress,
+    table,
+    warn_context,
+)
+from perfmodel.commands.economics import split_sets
+from perfmodel.core.calibration import constants
+from perfmodel.core.predict import Options
+from perfmodel.economics.tco import BUYERS
 from perfmodel.errors import InputError
 from perfmodel.specs.layout import layout_text
 from perfmodel.specs.model import load_model
-from perfmodel.core.predict import Options
-from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
-from perfmodel.analysis.uncertainty import span
-from perfmodel.economics.tco import BUYERS
-from perfmodel.core.calibration import constants
-from perfmodel.commands.common import stack_info, stack_line, stack_options, spares_option, stderr_progress, warn_context, console, convention_options, emit_json, precision_option, resolve_hardware, split_hardware_sets, table
-from perfmodel.commands.economics import split_sets
 
 
 def _band(d: dict, key: str, fmt: str) -> str:
@@ -51,16 +66,27 @@ def _smaller(d: dict) -> str:
 
 ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("GPUs training (units)", _units),
-    ("installed incl. spare units", lambda d: f"{d['gpus_installed']:,} ({d['spare_units']} spare {d['unit']['name']}"
-                                              f"{'s' if d['spare_units'] != 1 else ''})"),
+    (
+        "installed incl. spare units",
+        lambda d: (
+            f"{d['gpus_installed']:,} ({d['spare_units']} spare {d['unit']['name']}"
+            f"{'s' if d['spare_units'] != 1 else ''})"
+        ),
+    ),
     ("best layout", lambda d: layout_text(d["layout"], mbs=True)),
     ("tokens/s/GPU (80% band)", lambda d: _band(d, "tokens_per_s_per_gpu", ",.0f")),
     ("MFU", lambda d: f"{d['mfu']:.1%}"),
     ("goodput", lambda d: f"{d['goodput_fraction']:.2%}"),
     ("wall-clock days (80% band)", lambda d: _band(d, "wall_days_after_reliability", ",.1f")),
     ("$ whole run (80% band)", lambda d: _usd(d, "usd_total_after_reliability")),
-    ("$ per 1M tokens", lambda d: "-" if d["usd_per_million_tokens_after_reliability"] is None
-     else f"{d['usd_per_million_tokens_after_reliability']:.4f}"),
+    (
+        "$ per 1M tokens",
+        lambda d: (
+            "-"
+            if d["usd_per_million_tokens_after_reliability"] is None
+            else f"{d['usd_per_million_tokens_after_reliability']:.4f}"
+        ),
+    ),
     ("$ per GPU-hour", lambda d: "-" if d["usd_per_gpu_hour"] is None else f"{d['usd_per_gpu_hour']:.3f}"),
     ("energy MWh", lambda d: f"{d['mwh_after_reliability']:,.0f}"),
     ("US household-years", lambda d: f"{d['household_years_after_reliability']:,.0f}"),
@@ -82,34 +108,84 @@ def _equivalent(d: dict) -> str:
 @click.option("--days", type=float, default=None, help="deadline: the smallest cluster that meets it")
 @click.option("--budget", type=float, default=None, help="US dollars: the fastest cluster whose whole run fits")
 @click.option("--gpus", type=int, default=None, help="time and cost at this many GPUs (rounded up to whole units)")
-@click.option("--hardware", "hardware_refs", required=True, multiple=True,
-              help="catalog id or TOML spec file (repeat to compare systems side by side)")
+@click.option(
+    "--hardware",
+    "hardware_refs",
+    required=True,
+    multiple=True,
+    help="catalog id or TOML spec file (repeat to compare systems side by side)",
+)
 @precision_option
-@click.option("--seq", type=int, default=None, help="sequence length (tokens) [default: the model's pre-training length, "
-              "its seq_len]")
-@click.option("--gbs", type=int, default=None,
-              help=f"global batch (sequences) [default: {DEFAULT_BATCH_TOKENS:,} tokens / seq, a power of two]")
-@click.option("--buyer", default="hyperscaler", show_default=True, type=click.Choice(BUYERS),
-              help="buyer type whose cost assumptions apply (perfmodel/costs.toml)")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="what-if hardware field (e.g. nic_gbit_s=800) or cost / reliability assumption "
-                   "(e.g. allin_capex_usd_per_gpu=40000); repeatable")
-@click.option("--fix", multiple=True, metavar="AXIS=V", help="pin a layout axis at every size, e.g. --fix tp=8 (repeatable)")
-@click.option("--max", "cap", multiple=True, metavar="AXIS=V", help="cap a layout axis at every size, e.g. --max pp=8 (repeatable)")
+@click.option(
+    "--seq",
+    type=int,
+    default=None,
+    help="sequence length (tokens) [default: the model's pre-training length, its seq_len]",
+)
+@click.option(
+    "--gbs",
+    type=int,
+    default=None,
+    help=f"global batch (sequences) [default: {DEFAULT_BATCH_TOKENS:,} tokens / seq, a power of two]",
+)
+@click.option(
+    "--buyer",
+    default="hyperscaler",
+    show_default=True,
+    type=click.Choice(BUYERS),
+    help="buyer type whose cost assumptions apply (perfmodel/costs.toml)",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="what-if hardware field (e.g. nic_gbit_s=800) or cost / reliability assumption "
+    "(e.g. allin_capex_usd_per_gpu=40000); repeatable",
+)
+@click.option(
+    "--fix", multiple=True, metavar="AXIS=V", help="pin a layout axis at every size, e.g. --fix tp=8 (repeatable)"
+)
+@click.option(
+    "--max",
+    "cap",
+    multiple=True,
+    metavar="AXIS=V",
+    help="cap a layout axis at every size, e.g. --max pp=8 (repeatable)",
+)
 @spares_option
 @convention_options
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
-def command(model_ref: str, tokens: float, days: float | None, budget: float | None, gpus: int | None,
-            hardware_refs: tuple[str, ...], precision: str, seq: int | None, gbs: int | None, buyer: str,
-            sets: tuple[str, ...], spares: str, attention: str, routing: str, as_json: bool,
-            stack: str | None = None, stack_set: tuple[str, ...] = (), fix: tuple[str, ...] = (),
-            cap: tuple[str, ...] = ()) -> None:
+def command(
+    model_ref: str,
+    tokens: float,
+    days: float | None,
+    budget: float | None,
+    gpus: int | None,
+    hardware_refs: tuple[str, ...],
+    precision: str,
+    seq: int | None,
+    gbs: int | None,
+    buyer: str,
+    sets: tuple[str, ...],
+    spares: str,
+    attention: str,
+    routing: str,
+    as_json: bool,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+    fix: tuple[str, ...] = (),
+    cap: tuple[str, ...] = (),
+) -> None:
     """Size a cluster for TOKENS of training: by deadline, budget or GPU count, per system."""
     given = [(n, v) for n, v in (("days", days), ("budget", budget), ("gpus", gpus)) if v is not None]
     if len(given) != 1:
-        raise InputError("--days / --budget / --gpus", "", "give exactly one of them"
-                         + (f" (got {', '.join('--' + n for n, _ in given)})" if given else ""))
+        raise InputError(
+            "--days / --budget / --gpus",
+            "",
+            "give exactly one of them" + (f" (got {', '.join('--' + n for n, _ in given)})" if given else ""),
+        )
     mode, target = given[0]
     t0 = time.perf_counter()
     m = load_model(model_ref)
@@ -122,7 +198,7 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
     out: list[dict[str, Any]] = []
     errors: list[str] = []
-    hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]      # every id checked before any planning
+    hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]  # every id checked before any planning
     # progress on a terminal's stderr only (never in --json, never in a log): the sizes planned so far
     with stderr_progress("{task.description}", "{task.completed} sizes planned", show=not as_json) as bar:
         for hw in hws:
@@ -130,10 +206,24 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
 
             def step(n: int, task=task, hw=hw) -> None:
                 bar.update(task, advance=1, description=f"{hw.id}: {n:,} GPUs")
+
             try:
                 t1 = time.perf_counter()
-                d = size(m, hw, tokens, mode, target, opts, seq, gbs, buyer, cost_over, rel_over,  # type: ignore[arg-type]
-                         on_size=step, constraints=cons)
+                d = size(
+                    m,
+                    hw,
+                    tokens,
+                    mode,
+                    target,
+                    opts,
+                    seq,
+                    gbs,
+                    buyer,
+                    cost_over,
+                    rel_over,  # type: ignore[arg-type]
+                    on_size=step,
+                    constraints=cons,
+                )
                 d["seconds"] = time.perf_counter() - t1
                 d.update(stack_info(opts, m, hw))
                 out.append(d)
@@ -151,17 +241,21 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     on = f"on {int(target):,} GPUs" + (f" (rounded up to whole units: {used})" if used else "")
     what = {"days": f"in {target:g} days", "budget": f"within ${target:,.0f}", "gpus": on}[mode]
     d0 = ok[0]
-    console.print(f"[bold]{escape(m.name)}[/bold]: {tokens:.3g} tokens {what}, {precision}, seq {d0['seq']}, "
-                  f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}"
-                  )
+    console.print(
+        f"[bold]{escape(m.name)}[/bold]: {tokens:.3g} tokens {what}, {precision}, seq {d0['seq']}, "
+        f"global batch {d0['gbs']} ({d0['gbs_tokens'] / 1e6:.1f}M tokens), buyer {buyer}"
+    )
     console.print(stack_line(opts))
     rows = [[name] + [fn(d) if "error" not in d else "" for d in out] for name, fn in ROWS]
     if mode == "days":
         rows.append(["next smaller size"] + [_smaller(d) if "error" not in d else "" for d in out])
     if errors:
         rows.append(["[red]not possible[/red]"] + [escape(d.get("error", "")) for d in out])
-    title = {"days": "Smallest cluster meeting the deadline", "budget": "Fastest cluster within the budget",
-             "gpus": "Time and cost at this size"}[mode] + " (days, $ and energy after reliability)"
+    title = {
+        "days": "Smallest cluster meeting the deadline",
+        "budget": "Fastest cluster within the budget",
+        "gpus": "Time and cost at this size",
+    }[mode] + " (days, $ and energy after reliability)"
     console.print(table(title, [""] + [d["hardware"] for d in out], rows, 1))
     if hw_sets:
         console.print("what-if hardware: " + escape(", ".join(hw_sets)))
@@ -170,12 +264,17 @@ def command(model_ref: str, tokens: float, days: float | None, budget: float | N
     for d in ok:
         if not d["priced"]:
             console.print(f"[yellow]{escape(d['hardware'])}: {escape(d['price_note'])}[/yellow]")
-    console.print(f"80% bands: measured/predicted throughput spread of the validation runs per hardware family and "
-                  f"dense/MoE ({escape(', '.join(sorted({d['band'].get('source', '') for d in ok})))}; {', '.join(d['hardware'] + ' ' + d['band']['group'] for d in ok)}); "
-                  f"days and $ scale inversely.")
+    sources = escape(", ".join(sorted({d["band"].get("source", "") for d in ok})))
+    groups = ", ".join(d["hardware"] + " " + d["band"]["group"] for d in ok)
+    console.print(
+        f"80% bands: measured/predicted throughput spread of the validation runs per hardware family and "
+        f"dense/MoE ({sources}; {groups}); days and $ scale inversely."
+    )
     cons = ", ".join([f"{k}={v}" for k, v in cons.fix.items()] + [f"{k}<={v}" for k, v in cons.cap.items()])
-    console.print(f"planner at each size tried ({cons}); sizes: whole units up to 16, then 8 per doubling, "
-                  f"up to {MAX_GPUS:,} GPUs; {time.perf_counter() - t0:.1f} s")
+    console.print(
+        f"planner at each size tried ({cons}); sizes: whole units up to 16, then 8 per doubling, "
+        f"up to {MAX_GPUS:,} GPUs; {time.perf_counter() - t0:.1f} s"
+    )
     return None
 
 

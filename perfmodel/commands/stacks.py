@@ -1,22 +1,45 @@
 """`perfmodel list stacks` and `perfmodel show stack ID|FILE`: the software-stack presets and where
 each feature was read (perfmodel.specs.stack). Registered through `list` / `show` in commands/catalog.py."""
+
 from __future__ import annotations
 
 from typing import Any
 
 from rich.markup import escape
 
-from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_ids
-from perfmodel.specs.specfile import display_path
 from perfmodel.commands.common import console, emit_json, print_table, table
+from perfmodel.specs.specfile import display_path
+from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_ids
 
 # features shown in the `list stacks` overview (all of them are in `show stack` and in --json)
-_KEY = ("attention_kernel", "sequence_parallel", "tp_overlap", "dp_grad_reduce_overlap", "cuda_graphs", "fsdp",
-        "grad_reduce_precision", "fp8_recipe", "moe_dispatcher", "moe_a2a_overlap", "recompute", "pipeline_schedule")
-_SHORT = {"attention_kernel": "attention", "sequence_parallel": "SP", "tp_overlap": "TP overlap",
-          "dp_grad_reduce_overlap": "DP overlap", "cuda_graphs": "CUDA graphs", "fsdp": "sharding",
-          "grad_reduce_precision": "grad reduce", "fp8_recipe": "FP8", "moe_dispatcher": "MoE dispatch",
-          "moe_a2a_overlap": "A2A overlap", "recompute": "recompute", "pipeline_schedule": "PP schedule"}
+_KEY = (
+    "attention_kernel",
+    "sequence_parallel",
+    "tp_overlap",
+    "dp_grad_reduce_overlap",
+    "cuda_graphs",
+    "fsdp",
+    "grad_reduce_precision",
+    "fp8_recipe",
+    "moe_dispatcher",
+    "moe_a2a_overlap",
+    "recompute",
+    "pipeline_schedule",
+)
+_SHORT = {
+    "attention_kernel": "attention",
+    "sequence_parallel": "SP",
+    "tp_overlap": "TP overlap",
+    "dp_grad_reduce_overlap": "DP overlap",
+    "cuda_graphs": "CUDA graphs",
+    "fsdp": "sharding",
+    "grad_reduce_precision": "grad reduce",
+    "fp8_recipe": "FP8",
+    "moe_dispatcher": "MoE dispatch",
+    "moe_a2a_overlap": "A2A overlap",
+    "recompute": "recompute",
+    "pipeline_schedule": "PP schedule",
+}
 
 
 def _cell(v: Any) -> str:
@@ -29,9 +52,17 @@ def _cell(v: Any) -> str:
 
 def stack_row(s: StackSpec) -> dict[str, Any]:
     unstated = [f for f, o in s.origin.items() if o.startswith("unstated")]
-    return {"id": s.id, "name": s.name, "family": s.family, "base": s.base, "date": s.date,
-            "software": list(s.software), "features": {f: _cell_json(s.value(f)) for f in _KEY},
-            "unstated": unstated, "per_model_rules": len(s.per_model)}
+    return {
+        "id": s.id,
+        "name": s.name,
+        "family": s.family,
+        "base": s.base,
+        "date": s.date,
+        "software": list(s.software),
+        "features": {f: _cell_json(s.value(f)) for f in _KEY},
+        "unstated": unstated,
+        "per_model_rules": len(s.per_model),
+    }
 
 
 def _cell_json(v: Any) -> Any:
@@ -42,35 +73,79 @@ def list_stacks(as_json: bool) -> None:
     specs = [load_stack(i) for i in stack_ids()]
     if as_json:
         return emit_json([stack_row(s) for s in specs])
-    print_table("Software stacks (stacks/*.toml): key features; `perfmodel show stack ID` for all with sources",
-                ["id", "date", *(_SHORT[f] for f in _KEY), "unstated", "rules"],
-                [[s.id, s.date, *(_cell(s.value(f)) for f in _KEY),
-                  sum(o.startswith("unstated") for o in s.origin.values()), len(s.per_model)] for s in specs], 2)
+    print_table(
+        "Software stacks (stacks/*.toml): key features; `perfmodel show stack ID` for all with sources",
+        ["id", "date", *(_SHORT[f] for f in _KEY), "unstated", "rules"],
+        [
+            [
+                s.id,
+                s.date,
+                *(_cell(s.value(f)) for f in _KEY),
+                sum(o.startswith("unstated") for o in s.origin.values()),
+                len(s.per_model),
+            ]
+            for s in specs
+        ],
+        2,
+    )
     return None
 
 
 def show_stack(ref: str, sets: tuple[str, ...], as_json: bool) -> None:
     s = apply_overrides(load_stack(ref), sets)
     rows = s.rows()
-    rules = [{"match": r.match.model_dump(exclude_none=True), "values": {k: _cell_json(v) for k, v in r.values.items()},
-              "sources": r.sources} for r in s.per_model]
+    rules = [
+        {
+            "match": r.match.model_dump(exclude_none=True),
+            "values": {k: _cell_json(v) for k, v in r.values.items()},
+            "sources": r.sources,
+        }
+        for r in s.per_model
+    ]
     if as_json:
-        return emit_json({"id": s.id, "name": s.name, "family": s.family, "base": s.base, "base_source": s.base_source,
-                          "date": s.date, "software": list(s.software), "frameworks": list(s.frameworks),
-                          "path": s.path, "notes": s.notes, "features": rows, "per_model": rules})
+        return emit_json(
+            {
+                "id": s.id,
+                "name": s.name,
+                "family": s.family,
+                "base": s.base,
+                "base_source": s.base_source,
+                "date": s.date,
+                "software": list(s.software),
+                "frameworks": list(s.frameworks),
+                "path": s.path,
+                "notes": s.notes,
+                "features": rows,
+                "per_model": rules,
+            }
+        )
     console.print(f"[bold]{escape(s.name)}[/bold]: {s.id} ({escape(display_path(s.path))})")
     console.print(f"family {s.family}" + (f", base {s.base} ({escape(s.base_source)})" if s.base else ""))
-    ft = table("Features (origin: stated / inherited:<base> / unstated:<family default> / --stack-set)",
-               ["feature", "value", "origin", "source"],
-               [[r["feature"], escape(_cell(r["value"])), r["origin"], escape(r["source"])] for r in rows], 4)
+    ft = table(
+        "Features (origin: stated / inherited:<base> / unstated:<family default> / --stack-set)",
+        ["feature", "value", "origin", "source"],
+        [[r["feature"], escape(_cell(r["value"])), r["origin"], escape(r["source"])] for r in rows],
+        4,
+    )
     ft.columns[0].no_wrap = True
-    ft.columns[3].overflow = "fold"       # a long file path folds, never cut
+    ft.columns[3].overflow = "fold"  # a long file path folds, never cut
     console.print(ft)
     if rules:
-        rt = table("Per-model rules (applied in order to matching model / hardware / precision)",
-                            ["match", "feature", "value", "source"],
-                            [[escape(",".join(f"{k}={v}" for k, v in r["match"].items())), f, escape(_cell(v)),
-                              escape(r["sources"][f])] for r in rules for f, v in r["values"].items()], 4)
+        rt = table(
+            "Per-model rules (applied in order to matching model / hardware / precision)",
+            ["match", "feature", "value", "source"],
+            [
+                [
+                    escape(",".join(f"{k}={v}" for k, v in r["match"].items())),
+                    f,
+                    escape(_cell(v)),
+                    escape(r["sources"][f]),
+                ]
+                for r in rules
+                for f, v in r["values"].items()
+            ],
+            4,
+        )
         rt.columns[3].overflow = "fold"
         console.print(rt)
     if s.notes:

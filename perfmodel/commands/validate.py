@@ -3,6 +3,7 @@
 Error = (predicted - measured) / measured on tokens/s/GPU (validation compares throughput, never MFU
 strings; DESIGN.md "Conventions"). Rows are split into the fixed calibration subset and the held-out
 rest (perfmodel.analysis.validate.calibration_split); accuracy figures that matter are the held-out ones."""
+
 from __future__ import annotations
 
 import json
@@ -14,10 +15,19 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from perfmodel.analysis.validate import (
+    COLUMNS,
+    Report,
+    RowResult,
+    count_rows,
+    iter_csv,
+    merge,
+    shipped_sets,
+    validate_rows,
+)
+from perfmodel.commands.common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
 from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir, display_path
-from perfmodel.analysis.validate import COLUMNS, Report, RowResult, count_rows, iter_csv, merge, shipped_sets, validate_rows
-from perfmodel.commands.common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
 PROGRESS_MIN_ROWS = 2000
@@ -33,8 +43,11 @@ def _pct(x: float | None) -> str:
 def summary(report: Report) -> dict[str, Any]:
     """Rows given/predicted, coverage and error statistics: all rows, calibration split, held-out."""
     rs = report.results
-    out: dict[str, Any] = {"rows": report.given, "predicted": len(rs),
-                           "coverage": len(rs) / report.given if report.given else 0.0}
+    out: dict[str, Any] = {
+        "rows": report.given,
+        "predicted": len(rs),
+        "coverage": len(rs) / report.given if report.given else 0.0,
+    }
     all_stats = report.stats()
     out.update({k: all_stats[k] for k in ("mape", "median_ape", "p90_ape", "bias")})
     out["calibration"] = report.stats([r for r in rs if r.calibration])
@@ -46,7 +59,7 @@ def summary(report: Report) -> dict[str, Any]:
 def run_validation(path: str) -> Report:
     """Validate FILE streamed in chunks (bounded memory), with a progress bar on a terminal's stderr for
     large files. Ctrl-C: KeyboardInterrupt carrying one line for perfmodel.cli to print (exit 130)."""
-    total = count_rows(path)          # a first, dict-free pass: a broken file fails before any prediction
+    total = count_rows(path)  # a first, dict-free pass: a broken file fails before any prediction
     if not total:
         raise InputError(path, "", "no data rows (only a header)")
     base = Path(path).resolve().parent
@@ -71,12 +84,12 @@ def emit_json_rows(out: dict[str, Any], rows: list[RowResult]) -> None:
     head = json.dumps(to_jsonable({**out, "per_row": []}), indent=2)
     assert head.endswith('"per_row": []\n}')
     write = sys.stdout.write
-    write(head[:-len("[]\n}")] + "[")
+    write(head[: -len("[]\n}")] + "[")
     sep = "\n    "
     for r in rows:
-        try:                     # fields are plain Python values (asdict's deep copy: 3/4 of the time)
+        try:  # fields are plain Python values (asdict's deep copy: 3/4 of the time)
             line = json.dumps(vars(r), allow_nan=False)
-        except ValueError:       # non-finite floats -> null, as emit_json
+        except ValueError:  # non-finite floats -> null, as emit_json
             line = json.dumps(to_jsonable(asdict(r)))
         write(sep + line)
         sep = ",\n    "
@@ -90,16 +103,25 @@ def _columns_help() -> str:
     return "\n".join(lines)
 
 
-@click.command("validate", help="Predict every measured run of FILE.csv (validation/README.md schema) and report "
-               "the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and "
-               "validation/independent/*.csv), with a per-set table. "
-               "Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no "
-               "recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so "
-               "is a file with no row predicted (exit 2).\n\n" + _columns_help())
+@click.command(
+    "validate",
+    help="Predict every measured run of FILE.csv (validation/README.md schema) and report "
+    "the errors. Without FILE: every measured set shipped with perfmodel (validation/runs.csv and "
+    "validation/independent/*.csv), with a per-set table. "
+    "Rows that cannot be scored (a bad cell, an implied MFU above 100%, a layout that fits with no "
+    "recompute mode) are listed as unsupported with the reason; a repeated run_id is an error, and so "
+    "is a file with no row predicted (exit 2).\n\n" + _columns_help(),
+)
 @calibration_option
 @click.argument("file", type=click.Path(dir_okay=False), required=False)
-@click.option("--by", "by_key", type=click.Choice(GROUP_KEYS), default="hardware", show_default=True,
-              help="group the per-group table by this column")
+@click.option(
+    "--by",
+    "by_key",
+    type=click.Choice(GROUP_KEYS),
+    default="hardware",
+    show_default=True,
+    help="group the per-group table by this column",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors.
@@ -107,61 +129,145 @@ def validate_cmd(file: str | None, by_key: str, as_json: bool) -> None:
     validation/independent/*.csv), with a per-set table."""
     paths = [file] if file else [str(p) for p in shipped_sets()]
     report = merge([run_validation(p) for p in paths])
-    path = file or f"{len(paths)} shipped sets (runs.csv and independent/*.csv in {display_path(data_dir('validation'))})"
+    path = (
+        file or f"{len(paths)} shipped sets (runs.csv and independent/*.csv in {display_path(data_dir('validation'))})"
+    )
     s = summary(report)
-    sets = {k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
-            for k, v in report.by("dataset").items()}
-    if not report.results:               # nothing usable: exit 2, with every row's reason
+    sets = {
+        k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
+        for k, v in report.by("dataset").items()
+    }
+    if not report.results:  # nothing usable: exit 2, with every row's reason
         u = report.unsupported
         if not as_json:
-            console.print(table("Unsupported rows", ["run_id", "line", "reason"],
-                                [[escape(x["run_id"]), x["row"], escape(x["reason"])] for x in u], 1))
-        raise InputError(path, "", f"no row could be predicted (0 of {report.given} rows, 0% coverage); first "
-                                   f"reason, line {u[0]['row']}: {u[0]['reason']}", details={"unsupported": u})
+            console.print(
+                table(
+                    "Unsupported rows",
+                    ["run_id", "line", "reason"],
+                    [[escape(x["run_id"]), x["row"], escape(x["reason"])] for x in u],
+                    1,
+                )
+            )
+        raise InputError(
+            path,
+            "",
+            f"no row could be predicted (0 of {report.given} rows, 0% coverage); first "
+            f"reason, line {u[0]['row']}: {u[0]['reason']}",
+            details={"unsupported": u},
+        )
     worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
     flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
     if as_json:
-        return emit_json_rows({**s, "sets": sets, "by_key": by_key, "by": {k: report.by(k) for k in GROUP_KEYS},
-                               "worst": [r.run_id for r in worst], "unsupported": report.unsupported,
-                               "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
-                               "warnings": report.warnings}, report.results)
+        return emit_json_rows(
+            {
+                **s,
+                "sets": sets,
+                "by_key": by_key,
+                "by": {k: report.by(k) for k in GROUP_KEYS},
+                "worst": [r.run_id for r in worst],
+                "unsupported": report.unsupported,
+                "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
+                "warnings": report.warnings,
+            },
+            report.results,
+        )
     cal, held = s["calibration"], s["held_out"]
-    console.print(f"[bold]{escape(path)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
-                  f"({s['coverage']:.0%} coverage), {len(report.unsupported)} unsupported")
+    console.print(
+        f"[bold]{escape(path)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
+        f"({s['coverage']:.0%} coverage), {len(report.unsupported)} unsupported"
+    )
     srows = [["all", s["predicted"], _pct(s["mape"]), _pct(s["median_ape"]), _pct(s["p90_ape"]), _pct(s["bias"])]]
     for name, st in (("calibration split", cal), ("held-out", held)):
-        srows.append([name, st["rows"], _pct(st["mape"]), _pct(st["median_ape"]), _pct(st["p90_ape"]), _pct(st["bias"])])
-    console.print(table("Error of predicted tokens/s/GPU: (predicted - measured) / measured",
-                        ["rows", "n", "MAPE", "median APE", "p90 APE", "bias"], srows, 1))
+        srows.append(
+            [name, st["rows"], _pct(st["mape"]), _pct(st["median_ape"]), _pct(st["p90_ape"]), _pct(st["bias"])]
+        )
+    console.print(
+        table(
+            "Error of predicted tokens/s/GPU: (predicted - measured) / measured",
+            ["rows", "n", "MAPE", "median APE", "p90 APE", "bias"],
+            srows,
+            1,
+        )
+    )
     if len(paths) > 1:
-        print_table("By measured set (source): tokens/s/GPU error; memory per GPU vs measured peak allocated",
-                    ["set", "n", "MAPE", "bias", "memory n", "memory MAPE", "memory bias", "stack presets"],
-                    [[escape(k), g["rows"], _pct(g["mape"]), _pct(g["bias"]), g["memory"]["rows"] or "-",
-                      _pct(g["memory"]["mape"]), _pct(g["memory"]["bias"]),
-                      escape(", ".join(sorted({r.stack for r in report.results if r.dataset == k})))]
-                     for k, g in sets.items()], 1, wrap=(7,), left=(7,))
+        print_table(
+            "By measured set (source): tokens/s/GPU error; memory per GPU vs measured peak allocated",
+            ["set", "n", "MAPE", "bias", "memory n", "memory MAPE", "memory bias", "stack presets"],
+            [
+                [
+                    escape(k),
+                    g["rows"],
+                    _pct(g["mape"]),
+                    _pct(g["bias"]),
+                    g["memory"]["rows"] or "-",
+                    _pct(g["memory"]["mape"]),
+                    _pct(g["memory"]["bias"]),
+                    escape(", ".join(sorted({r.stack for r in report.results if r.dataset == k}))),
+                ]
+                for k, g in sets.items()
+            ],
+            1,
+            wrap=(7,),
+            left=(7,),
+        )
     elif s["memory"]["rows"]:
         m = s["memory"]
-        console.print(f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}")
+        console.print(
+            f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}"
+        )
     groups = report.by(by_key)
-    console.print(table(f"By {by_key}", [by_key, "n", "MAPE", "median APE", "p90 APE", "bias"],
-                        [[escape(k), g["rows"], _pct(g["mape"]), _pct(g["median_ape"]), _pct(g["p90_ape"]), _pct(g["bias"])]
-                         for k, g in groups.items()], 1))
+    console.print(
+        table(
+            f"By {by_key}",
+            [by_key, "n", "MAPE", "median APE", "p90 APE", "bias"],
+            [
+                [escape(k), g["rows"], _pct(g["mape"]), _pct(g["median_ape"]), _pct(g["p90_ape"]), _pct(g["bias"])]
+                for k, g in groups.items()
+            ],
+            1,
+        )
+    )
     # print_table never cuts a cell (a run id cut to "dgxc250504-…" names nothing); where the terminal is too
     # narrow it continues in a second table, so the numbers come first
-    print_table("Worst rows (tokens/s/GPU)", ["run_id", "error", "measured", "predicted", "model", "hardware",
-                                              "GPUs", "precision"],
-                [[escape(r.run_id), f"{r.error:+.1%}", f"{r.measured:,.0f}", f"{r.predicted:,.0f}", r.model,
-                  r.hardware, r.gpus, r.precision] for r in worst], 1, left=(4, 5, 7))
-    if report.unsupported:               # run ids never cut (print_table); the reason wraps
-        print_table("Unsupported rows", ["run_id", "line", "reason"],
-                    [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported], 1,
-                    wrap=(2,), left=(2,))
+    print_table(
+        "Worst rows (tokens/s/GPU)",
+        ["run_id", "error", "measured", "predicted", "model", "hardware", "GPUs", "precision"],
+        [
+            [
+                escape(r.run_id),
+                f"{r.error:+.1%}",
+                f"{r.measured:,.0f}",
+                f"{r.predicted:,.0f}",
+                r.model,
+                r.hardware,
+                r.gpus,
+                r.precision,
+            ]
+            for r in worst
+        ],
+        1,
+        left=(4, 5, 7),
+    )
+    if report.unsupported:  # run ids never cut (print_table); the reason wraps
+        print_table(
+            "Unsupported rows",
+            ["run_id", "line", "reason"],
+            [[escape(u["run_id"]), u["row"], escape(u["reason"])] for u in report.unsupported],
+            1,
+            wrap=(2,),
+            left=(2,),
+        )
     if flagged:
         shown = sorted(flagged, key=lambda r: -abs(r.error))[:FLAGGED_SHOWN]
         more = f", the {FLAGGED_SHOWN} largest shown (all in --json)" if len(flagged) > FLAGGED_SHOWN else ""
-        print_table(f"Flagged rows: {len(flagged)} far from their prediction{more}", ["run_id", "error", "verdict"],
-                    [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown], 1, wrap=(2,), left=(2,))
+        print_table(
+            f"Flagged rows: {len(flagged)} far from their prediction{more}",
+            ["run_id", "error", "verdict"],
+            [[escape(r.run_id), f"{r.error:+.1%}", escape(r.verdict)] for r in shown],
+            1,
+            wrap=(2,),
+            left=(2,),
+        )
     for w in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(w)}")
     return None

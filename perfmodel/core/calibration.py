@@ -5,6 +5,7 @@ is active (`use(path)`: every predicting command's `--calibration FILE`). A cali
 shape of calibration.toml (one table per constant: value, prior, fit, unit, meaning, source) plus a
 `[provenance]` table; loading one checks every constant is present, finite and inside its BOUNDS.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,21 +16,29 @@ from pathlib import Path
 
 from perfmodel.errors import InputError
 
-_FILE = Path(__file__).resolve().parents[1] / "calibration.toml"     # perfmodel/calibration.toml
+_FILE = Path(__file__).resolve().parents[1] / "calibration.toml"  # perfmodel/calibration.toml
 
 # Physical bounds of the fitted constants (validation/calibrate.py and `perfmodel calibrate` search inside
 # them; a calibration file with a value outside is refused): fractions in [0, 1], the sustained tensor
 # fraction no lower than 0.3 of MAMF, load imbalance >= 1 (max/mean), sizes and times positive and below
 # where they would dominate every kernel or step.
 BOUNDS: dict[str, tuple[float, float]] = {
-    "tensor_sustained": (0.3, 1.0), "tp_overlap": (0.0, 1.0), "ep_overlap": (0.0, 1.0),
-    "moe_imbalance": (1.0, 2.5), "gemm_k_half": (16, 4096), "gemm_mn_half": (4, 1024),
-    "kernel_fixed_s": (5e-7, 5e-5), "graphed_kernel_s": (1e-6, 5e-5), "step_overhead_s": (1e-3, 0.5), "moe_layer_overhead_s": (0.0, 0.01),
-    "moe_permute_bytes": (2.0, 24.0)}
+    "tensor_sustained": (0.3, 1.0),
+    "tp_overlap": (0.0, 1.0),
+    "ep_overlap": (0.0, 1.0),
+    "moe_imbalance": (1.0, 2.5),
+    "gemm_k_half": (16, 4096),
+    "gemm_mn_half": (4, 1024),
+    "kernel_fixed_s": (5e-7, 5e-5),
+    "graphed_kernel_s": (1e-6, 5e-5),
+    "step_overhead_s": (1e-3, 0.5),
+    "moe_layer_overhead_s": (0.0, 0.01),
+    "moe_permute_bytes": (2.0, 24.0),
+}
 # not fitted, but fractions all the same
 _FRACTIONS = ("tp_overlap", "ep_overlap", "cp_overlap", "dp_overlap", "pp_overlap")
 PROVENANCE = "provenance"
-BANDS = "bands"               # a calibrate file's own 80% bands (perfmodel/analysis/uncertainty.py groups)
+BANDS = "bands"  # a calibrate file's own 80% bands (perfmodel/analysis/uncertainty.py groups)
 
 
 @dataclass(frozen=True)

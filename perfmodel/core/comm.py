@@ -10,13 +10,14 @@ oversubscribed spine), so the ring's bus bandwidth is min(NVLink, hop) (NCCL rin
 2009 for the ring lower bound). Latency: base + log2(n) hops (NCCL tree/ring tuning model, specs.md
 §2.4) at the latency of the outermost tier the group crosses (NVLink, one leaf, or leaf-spine-leaf).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from perfmodel.core import constants as K
-from perfmodel.specs.hardware import HardwareSpec
 from perfmodel.core.topology import NVLINK, SPINE, group_paths, path_field
+from perfmodel.specs.hardware import HardwareSpec
 
 
 def _paths(size, stride, hw: HardwareSpec):
@@ -26,8 +27,9 @@ def _paths(size, stride, hw: HardwareSpec):
 
 
 def _bus_bw(hw: HardwareSpec, f, allreduce: bool):
-    su = hw.scale_up.bandwidth * (hw.efficiency.scale_up_allreduce if (allreduce and hw.scale_up.nvls)
-                                  else hw.efficiency.scale_up_collective)
+    su = hw.scale_up.bandwidth * (
+        hw.efficiency.scale_up_allreduce if (allreduce and hw.scale_up.nvls) else hw.efficiency.scale_up_collective
+    )
     hop = f("ring_bw") * hw.efficiency.scale_out_collective
     return np.where(f("tier") == NVLINK, su, np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, hop))
 
@@ -35,8 +37,9 @@ def _bus_bw(hw: HardwareSpec, f, allreduce: bool):
 def _tier_latency(hw: HardwareSpec, tier):
     """One hop's latency at a tier: NVLink, one network hop, or a network hop through the spine."""
     so = hw.scale_out.latency_s
-    return np.where(tier == NVLINK, hw.scale_up.latency_s,
-                    np.where(tier == SPINE, so + hw.scale_out.spine_latency_s, so))
+    return np.where(
+        tier == NVLINK, hw.scale_up.latency_s, np.where(tier == SPINE, so + hw.scale_out.spine_latency_s, so)
+    )
 
 
 def _latency(hw: HardwareSpec, tier, g):
@@ -114,8 +117,9 @@ def domains_reached(top_k: int, domains, num_experts: int, groups: int = 0, grou
     return R * (1.0 - (1.0 - 1.0 / R) ** top_k)
 
 
-def moe_dispatch_time(token_bytes, top_k: int, size, stride, hw: HardwareSpec, num_experts: int,
-                      groups: int = 0, group_topk: int = 0):
+def moe_dispatch_time(
+    token_bytes, top_k: int, size, stride, hw: HardwareSpec, num_experts: int, groups: int = 0, group_topk: int = 0
+):
     """MoE dispatch (or combine) of `token_bytes` per token copy-set, each token to top_k experts over
     an EP group of `size` GPUs. Copies inside the GPU's scale-up domain move over NVLink one per
     expert; across domains a token crosses the NIC once per destination domain and is forwarded over
@@ -143,7 +147,10 @@ def p2p_time(nbytes, stride, hw: HardwareSpec):
     stride = np.asarray(stride)
     inside = stride < hw.scale_up.domain_size
     f = _paths(2, stride, hw)
-    bw = np.where(inside, np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, K.NCCL_P2P_PEER_BW),
-                  f("ring_bw") * hw.efficiency.scale_out_collective)
+    bw = np.where(
+        inside,
+        np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, K.NCCL_P2P_PEER_BW),
+        f("ring_bw") * hw.efficiency.scale_out_collective,
+    )
     lat = np.where(inside, hw.scale_up.latency_s, _tier_latency(hw, np.maximum(f("tier"), 1)))
     return nbytes / bw + lat

@@ -12,6 +12,7 @@
   backward does 2.5x the forward matmul FLOPs (Dao 2023, FlashAttention-2 §3.2: 5 vs 2 GEMMs).
 - Memory-bound ops (norms, activations, RoPE, permutes, casts, optimizer): bytes / (HBM * eff).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,7 +42,7 @@ def gemm_time(M, N, K, hw: HardwareSpec, precision: str, c: Constants):
     if cap is not None and precision in ("bf16", "fp16"):
         eff = np.minimum(eff, cap)
     flops = 2.0 * M * N * K
-    t_math = np.divide(flops, peak * eff, out=np.zeros_like(flops), where=eff > 0)   # an empty GEMM costs nothing
+    t_math = np.divide(flops, peak * eff, out=np.zeros_like(flops), where=eff > 0)  # an empty GEMM costs nothing
     t_mem = ((M * K + K * N) * nbytes + M * N * BF16) / (hw.memory.hbm_bandwidth * hw.efficiency.memory_bound)
     return np.maximum(t_math, t_mem) + c.kernel_fixed_s * (M > 0)
 

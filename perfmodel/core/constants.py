@@ -3,15 +3,16 @@
 None of these is fitted (the fitted few live in calibration.toml). Each says its unit and where it comes
 from; the cost model uses these names, never the bare numbers.
 """
+
 from __future__ import annotations
 
 # ---- element sizes (bytes) ----------------------------------------------------------------------
-BF16 = 2.0                 # bf16 / fp16 activations, weights, gradients (IEEE 754 half formats)
-FP32 = 4.0                 # fp32 softmax / loss, master weights, Adam moments
-FP8 = 1.0                  # fp8 weights under fp8_param_gather (Transformer Engine)
+BF16 = 2.0  # bf16 / fp16 activations, weights, gradients (IEEE 754 half formats)
+FP32 = 4.0  # fp32 softmax / loss, master weights, Adam moments
+FP8 = 1.0  # fp8 weights under fp8_param_gather (Transformer Engine)
 
 # ---- optimizer (mixed-precision Adam; Micikevicius et al. 2018, Rajbhandari et al. 2020 §3) ----------
-ADAM_STATE_BYTES = 12.0    # per parameter: fp32 master weight + first and second moment (ZeRO's K = 12)
+ADAM_STATE_BYTES = 12.0  # per parameter: fp32 master weight + first and second moment (ZeRO's K = 12)
 # fused Adam step per parameter of the local shard: read master, m, v (3 x 4 B) and write them (3 x 4 B),
 # plus reading the gradient (2 B bf16, 4 B fp32): 26 B with bf16 grads (apex / TE FusedAdam multi-tensor kernel)
 ADAM_STATE_STEP_BYTES = 24.0
@@ -19,12 +20,12 @@ ADAM_STATE_STEP_BYTES = 24.0
 # the global grad norm (1x) and scale it for clipping (read + write 2x) -> 4x (8 B with bf16 grads)
 # (Megatron-Core optimizer clip_grad_norm)
 GRAD_NORM_ZERO_GRADS = 4.0
-OPTIMIZER_KERNELS = 10     # multi-tensor launches of one optimizer step (zero, norm, clip, Adam chunks)
+OPTIMIZER_KERNELS = 10  # multi-tensor launches of one optimizer step (zero, norm, clip, Adam chunks)
 
 # ---- elementwise traffic per token (bytes per hidden unit), Megatron-Core transformer layer ----------
-NORM_BYTES = 4.0           # one RMSNorm/LayerNorm: read x, write y in bf16 (per hidden unit)
-RESIDUAL_BYTES = 12.0      # two residual (bias-dropout-)adds: each reads two bf16 tensors, writes one
-ROPE_BYTES = 4.0           # rotary embedding on q and k: read and write bf16 per rotated dimension
+NORM_BYTES = 4.0  # one RMSNorm/LayerNorm: read x, write y in bf16 (per hidden unit)
+RESIDUAL_BYTES = 12.0  # two residual (bias-dropout-)adds: each reads two bf16 tensors, writes one
+ROPE_BYTES = 4.0  # rotary embedding on q and k: read and write bf16 per rotated dimension
 # activation function per unit of FFN width: SwiGLU reads gate and up and writes one (6 B),
 # GELU reads one and writes one (4 B)
 ACT_BYTES_GLU = 6.0
@@ -40,13 +41,13 @@ LAYER_KERNELS_BWD = 20
 # final norm in and out in fp32 (2 x 4 B per hidden unit) (Megatron-Core vocab_parallel_cross_entropy)
 LOGIT_BYTES = 3 * FP32
 FINAL_NORM_BYTES = 2 * FP32
-HEAD_KERNELS = 6           # cast, max, exp-sum, loss, grad, final norm
+HEAD_KERNELS = 6  # cast, max, exp-sum, loss, grad, final norm
 # embedding lookup forward (write bf16 row) and its gradient scatter-add backward (read + write)
 EMBED_BYTES = 2 * 2 * BF16
 EMBED_KERNELS = 2
 
 # ---- saved for backward beyond the bf16 tensors -------------------------------------------------------
-LSE_BYTES = FP32           # flash-attention log-sum-exp per query per head (Dao 2023 §3.1)
+LSE_BYTES = FP32  # flash-attention log-sum-exp per query per head (Dao 2023 §3.1)
 ROUTER_LOGIT_BYTES = FP32  # MoE router logits / probabilities per token per expert, fp32
 
 # ---- software-stack features (perfmodel/core/software.py) ---------------------------------------------------
@@ -124,4 +125,4 @@ MOE_GLOBAL_PERMUTE_BYTES = 12.0
 # for an SM copy kernel (NVIDIA/nccl-tests#268); between two A100s ~71-73 GB/s, both P2P transports (nccl-tests#331).
 # The pair's NVLink rate is min(this, the link's collective rate) (comm.p2p_time); across domains a pair's
 # send/recv rides its NIC as before.
-NCCL_P2P_PEER_BW = 80e9    # bytes/s, one pair of GPUs, NCCL send/recv over NVLink (default channels per peer)
+NCCL_P2P_PEER_BW = 80e9  # bytes/s, one pair of GPUs, NCCL send/recv over NVLink (default channels per peer)

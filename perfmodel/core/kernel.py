@@ -13,6 +13,7 @@ Why the dependency: numpy evaluates each term as a pass over arrays of every lay
 temporaries, ~0.3 µs per layout here); one fused loop keeps a layout's values in registers. Loading numba
 and the cached machine code costs ~0.5 s per process, so score.py uses it only once it pays for itself.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,6 +26,7 @@ import numpy as np
 # install), in perfmodel's cache directory instead (fncache.cache_dir), else it compiles in memory (~2 s)
 if "NUMBA_CACHE_DIR" not in os.environ and not os.access(Path(__file__).resolve().parent, os.W_OK):
     from perfmodel.specs.fncache import cache_dir as _cache_dir
+
     if _cache_dir() is not None:
         os.environ["NUMBA_CACHE_DIR"] = str(_cache_dir() / "numba")
 
@@ -33,32 +35,99 @@ if "scipy" in sys.modules:
 else:
     # numba imports scipy (0.1-0.15 s here) only for its optional BLAS bindings of np.linalg, which this loop
     # does not use: blocked for this import (np.linalg in numba code may then be unavailable in this process)
-    sys.modules["scipy"] = None          # type: ignore[assignment]
+    sys.modules["scipy"] = None  # type: ignore[assignment]
     try:
         import numba
     finally:
         del sys.modules["scipy"]
 
-SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}     # others: the 1F1B / interleaved formula (code 0)
+SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}  # others: the 1F1B / interleaved formula (code 0)
 
 
 @numba.njit(cache=True, nogil=True)
-def tail(per_layer, upl, embed, head, u,                              # [K, U or B, R], [B], [U], [U], [B]
-         cnt, emb, hd, mult, pair,                                    # [K, P, S], [P, S] x 3, [B]
-         p2p, pp_share, pp, vp, nmb, schedule, zb_share,              # [B] x 5, int, float
-         run, rs, ag, opt, opt_fs, dp_rs_share, dp_ag_share, per_microbatch, reshard, fs,
-         step_overhead, solo, ep_solo, tokens, gpus,                  # float, [FL, R], [U]
-         params, shard, opt_group, wb, gb, adam_bytes, shards_grads,  # [B]; [Q, runs] x 7
-         mcnt, mpair, fl_idx, in_flight, lastr, first, kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
-         full_layer, rec_full, rec_none, mtp_layers, Ts, emb_bytes, T, logit_bytes, vocab, tp,  # [U], [R] x 2, int, [U], ..., [B]
-         reserved, has_dummy, dummy_e, dummy_on, dummy_head, bf16, act_share,   # float, bool, [G, U], [G, P, Q], [U], float, [Q, P]
-         step, tps, mem):
+def tail(
+    per_layer,
+    upl,
+    embed,
+    head,
+    u,  # [K, U or B, R], [B], [U], [U], [B]
+    cnt,
+    emb,
+    hd,
+    mult,
+    pair,  # [K, P, S], [P, S] x 3, [B]
+    p2p,
+    pp_share,
+    pp,
+    vp,
+    nmb,
+    schedule,
+    zb_share,  # [B] x 5, int, float
+    run,
+    rs,
+    ag,
+    opt,
+    opt_fs,
+    dp_rs_share,
+    dp_ag_share,
+    per_microbatch,
+    reshard,
+    fs,
+    step_overhead,
+    solo,
+    ep_solo,
+    tokens,
+    gpus,  # float, [FL, R], [U]
+    params,
+    shard,
+    opt_group,
+    wb,
+    gb,
+    adam_bytes,
+    shards_grads,  # [B]; [Q, runs] x 7
+    mcnt,
+    mpair,
+    fl_idx,
+    in_flight,
+    lastr,
+    first,
+    kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
+    full_layer,
+    rec_full,
+    rec_none,
+    mtp_layers,
+    Ts,
+    emb_bytes,
+    T,
+    logit_bytes,
+    vocab,
+    tp,  # [U], [R] x 2, int, [U], ..., [B]
+    reserved,
+    has_dummy,
+    dummy_e,
+    dummy_on,
+    dummy_head,
+    bf16,
+    act_share,  # float, bool, [G, U], [G, P, Q], [U], float, [Q, P]
+    step,
+    tps,
+    mem,
+):
     K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
     G = dummy_e.shape[0]
     act = np.empty(Q)
-    eh = np.empty(S)                                   # per base row: terms that do not depend on r or f
-    pa, pb_, fa, fr, fh, fga, fgr, wgo, lg = (np.empty(Q), np.empty(Q), np.empty(Q), np.empty(Q), np.empty(Q),
-                                              np.empty(Q), np.empty(Q), np.empty((F, Q)), np.empty(Q))
+    eh = np.empty(S)  # per base row: terms that do not depend on r or f
+    pa, pb_, fa, fr, fh, fga, fgr, wgo, lg = (
+        np.empty(Q),
+        np.empty(Q),
+        np.empty(Q),
+        np.empty(Q),
+        np.empty(Q),
+        np.empty(Q),
+        np.empty(Q),
+        np.empty((F, Q)),
+        np.empty(Q),
+    )
     pa2, pb2 = np.empty(Q), np.empty(Q)
     for b in range(B):
         ub, pb, mb, rb, fb, lb = u[b], pair[b], mpair[b], run[b], fl_idx[b], upl[b]

@@ -1,4 +1,5 @@
-"""Memory per GPU on the fullest pipeline rank (every distinct rank is checked: parallel/pp.memory_ranks), from the same op records the time model prices.
+"""Memory per GPU on the fullest pipeline rank (every distinct rank is checked: parallel/pp.memory_ranks), from
+the same op records the time model prices.
 
 - weights BF16 (2 B/param; FP8 recipes 1 B), BF16 gradients (2 B), Adam FP32 master + two moments (12 B) sharded
   over the data-parallel group by the distributed optimizer (Rajbhandari et al. 2020, ZeRO-1;
@@ -15,13 +16,15 @@
   Communication.backward for the output layer: "get_dummy_wgrad function in TE enables reuse of single dummy
   wgrad buffer across different layers/microbatches"): 2 B x each distinct GEMM weight on the rank.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from perfmodel.core import constants as K
 from perfmodel.core.ops import Workload
-from perfmodel.core.parallel import dp as dp_par, pp as pp_par
+from perfmodel.core.parallel import dp as dp_par
+from perfmodel.core.parallel import pp as pp_par
 from perfmodel.core.parallel.recompute import FULL, NONE, SELECTIVE, dropped
 
 
@@ -56,7 +59,7 @@ def offload_kept_share(sw, pp, layers, rec=NONE):
     offloaded layer whose device-to-host copy is in flight while the next layer runs (its buffers are freed
     when the copy ends; Transformer Engine docs, cpu_offloading: transfers are asynchronous, layer by layer)."""
     layers = np.maximum(np.asarray(layers, dtype=float), 1.0)
-    n = np.minimum(float(sw.cpu_offload_layers), layers - 1)         # Megatron: 0 .. num_layers - 1
+    n = np.minimum(float(sw.cpu_offload_layers), layers - 1)  # Megatron: 0 .. num_layers - 1
     kept = (layers - n + (n > 0)) / layers
     return np.where(offloads(pp, rec), kept, 1.0)
 
@@ -68,14 +71,14 @@ def dummy_wgrad_sets(w: Workload):
     MoE router is a plain parameter (Megatron-Core TopKRouter, not a TE or fused-wgrad linear): autograd gets
     its real gradient, no dummy; nor do the unfused attention's QK^T and PV (module core_attn), batched
     matmuls of two activations with no weight."""
-    kinds: dict[str, set[int]] = {}          # GEMM name -> the layer kinds that have it
+    kinds: dict[str, set[int]] = {}  # GEMM name -> the layer kinds that have it
     size: dict[str, np.ndarray] = {}
     for k, layer in enumerate(w.layers):
         for g in layer.gemms:
             if g.name != "router" and g.module != "core_attn":
                 kinds.setdefault(g.name, set()).add(k)
                 size[g.name] = g.N * g.K
-    by_kinds: dict[tuple[int, ...], np.ndarray] = {}   # names present on the same kinds: summed before a gather
+    by_kinds: dict[tuple[int, ...], np.ndarray] = {}  # names present on the same kinds: summed before a gather
     for name, ks in kinds.items():
         key = tuple(sorted(ks))
         by_kinds[key] = by_kinds.get(key, 0.0) + size[name]
@@ -108,8 +111,9 @@ def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
     return dummy_wgrad_from([gather(e) for e in elems], gather(head), dummy_wgrad_on(keys, cnt), last)
 
 
-def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank,
-                   gather=lambda x: x):
+def memory_per_gpu(
+    w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank, gather=lambda x: x
+):
     """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
     cnt[k] layers of each kind and p_dense / p_exp parameters per GPU), and each rank's total.
     `dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
@@ -137,8 +141,10 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
     dummies = dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank
-    activations = held * pp_par.in_flight(pp, vp, col(nmb), rank, sw.schedule) * offload_kept_share(sw, pp, sum(cnt), col(rec))
-    if w.head.mtp_layers:      # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
+    activations = (
+        held * pp_par.in_flight(pp, vp, col(nmb), rank, sw.schedule) * offload_kept_share(sw, pp, sum(cnt), col(rec))
+    )
+    if w.head.mtp_layers:  # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
         kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
         activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)
     # during recompute one layer's full activations are live again; the embedding output on the first rank
@@ -148,8 +154,15 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc
     # Transformer Engine's fused cross-entropy only the bf16 logits, the gradient written into them in place
     # (transformer_engine/pytorch/cross_entropy.py: saves _input, backward returns it overwritten)
     logits = np.where(last, sw.logit_bytes * col(gather(w.T)) * m.vocab_size / tp, 0.0)
-    parts = {"weights": weights, "gradients": grads, "dummy_wgrads": dummies, "optimizer": optim,
-             "activations": activations, "logits": logits, "reserved": c.reserved_bytes + 0 * rank}
+    parts = {
+        "weights": weights,
+        "gradients": grads,
+        "dummy_wgrads": dummies,
+        "optimizer": optim,
+        "activations": activations,
+        "logits": logits,
+        "reserved": c.reserved_bytes + 0 * rank,
+    }
     parts = {k: np.broadcast_to(v, rank.shape) for k, v in parts.items()}
     total = sum(parts.values())
     fullest = np.argmax(total, axis=1)[:, None]

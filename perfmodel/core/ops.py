@@ -1,8 +1,9 @@
 """Op records: the workload as data (see workload.py, which builds them, and cost.py / memory.py, which read
 them). Every numeric field is a numpy array over layouts or a scalar that broadcasts."""
+
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -15,15 +16,16 @@ class Gemm:
     """A linear layer per GPU: M rows (tokens), N outputs, K inputs; `count` identical GEMMs in one
     grouped kernel (the local experts); `low_precision` False keeps it in BF16 (router, LM head).
     Forward is [M,N,K]; backward dgrad [M,K,N] and wgrad [N,K,M]."""
+
     name: str
     M: np.ndarray
     N: np.ndarray
     K: np.ndarray
     count: np.ndarray | float = 1.0
     low_precision: bool = True
-    module: str = ""            # recompute module (Megatron-Core recompute_modules names)
-    grouped: bool = True        # `count` > 1 runs as one grouped kernel (else one kernel per GEMM)
-    axes: tuple[str, ...] | None = None   # the layout axes M, N, K and count depend on (None: any, workload.AXES)
+    module: str = ""  # recompute module (Megatron-Core recompute_modules names)
+    grouped: bool = True  # `count` > 1 runs as one grouped kernel (else one kernel per GEMM)
+    axes: tuple[str, ...] | None = None  # the layout axes M, N, K and count depend on (None: any, workload.AXES)
 
     @property
     def flops_fwd(self):
@@ -34,18 +36,20 @@ class Gemm:
 class AttentionCore:
     """Flash attention over `mean_keys` keys per query doing `flops_fwd` score FLOPs in forward, run by
     `share` of the layers (global vs sliding-window layers each get a record)."""
+
     name: str
     flops_fwd: np.ndarray
     mean_keys: np.ndarray
     share: float = 1.0
     module: str = "core_attn"
-    dim_factor_fwd: float = 1.0      # the kernel's rate at this head dimension relative to head_dim 128
-    dim_factor_bwd: float = 1.0      # (software.head_dim_factor)
+    dim_factor_fwd: float = 1.0  # the kernel's rate at this head dimension relative to head_dim 128
+    dim_factor_bwd: float = 1.0  # (software.head_dim_factor)
 
 
 @dataclass(frozen=True)
 class Stream:
     """A memory-bound op: HBM bytes moved in forward and backward, and the kernels it launches."""
+
     name: str
     bytes_fwd: np.ndarray | float
     bytes_bwd: np.ndarray | float
@@ -59,19 +63,21 @@ class Collective:
     """A collective of one micro-batch: `price(hw)` seconds per call (a closure over bytes, group size
     and stride from parallel/*.py), `calls_fwd` / `calls_bwd` calls, hidden under compute by the overlap
     switch `overlap` ("tp", "cp", "ep") of the stack."""
+
     name: str
     overlap: str
     price: Callable
     calls_fwd: float
     calls_bwd: float
     module: str = ""
-    window: tuple[str, ...] = ()    # overlap "tp_async": the GEMMs (by name, same layer) whose backward it runs under
+    window: tuple[str, ...] = ()  # overlap "tp_async": the GEMMs (by name, same layer) whose backward it runs under
 
 
 @dataclass(frozen=True)
 class Fixed:
     """A fixed time per micro-batch (host synchronisation, eager launches), forward and backward, and the
     recompute module whose forward it belongs to (a selective recompute of that module runs it again)."""
+
     name: str
     seconds_fwd: float
     seconds_bwd: float
@@ -82,6 +88,7 @@ class Fixed:
 class Saved:
     """Activation bytes one GPU keeps for backward, per layer and micro-batch, and the recompute module
     they belong to (Megatron-Core recompute_modules names; "input" is the layer input every policy keeps)."""
+
     name: str
     nbytes: np.ndarray
     module: str
@@ -90,8 +97,9 @@ class Saved:
 @dataclass(frozen=True)
 class Layer:
     """One transformer layer of a kind (dense FFN or MoE) as op records."""
+
     kind: str
-    count: int                      # layers of this kind in the model
+    count: int  # layers of this kind in the model
     gemms: tuple[Gemm, ...]
     attention: tuple[AttentionCore, ...]
     streams: tuple[Stream, ...]
@@ -103,9 +111,10 @@ class Layer:
 @dataclass(frozen=True)
 class Head:
     """The LM head, loss, embedding and MTP modules (first and last pipeline stage)."""
+
     gemms: tuple[Gemm, ...]
-    streams: tuple[Stream, ...]          # logits / loss traffic
-    comms: tuple[Collective, ...]        # TP gathers of the head, not overlapped
+    streams: tuple[Stream, ...]  # logits / loss traffic
+    comms: tuple[Collective, ...]  # TP gathers of the head, not overlapped
     embedding: Stream
     mtp_gemm: Gemm | None
     mtp_layers: int
@@ -114,11 +123,11 @@ class Head:
 @dataclass(frozen=True)
 class Workload:
     model: ModelSpec
-    T: np.ndarray                        # tokens per micro-batch on one CP rank (GEMM rows)
-    Ts: np.ndarray                       # ... per GPU after sequence-parallel sharding
+    T: np.ndarray  # tokens per micro-batch on one CP rank (GEMM rows)
+    Ts: np.ndarray  # ... per GPU after sequence-parallel sharding
     layers: tuple[Layer, ...]
     head: Head
     low_precision: bool
-    layer_kinds: tuple[int, ...] = ()    # for each of the model's layers, in order, its index in `layers`
-    tp: np.ndarray | float = 1.0         # the TP and expert-TP group sizes of each combination (overlap domains)
+    layer_kinds: tuple[int, ...] = ()  # for each of the model's layers, in order, its index in `layers`
+    tp: np.ndarray | float = 1.0  # the TP and expert-TP group sizes of each combination (overlap domains)
     etp: np.ndarray | float = 1.0

@@ -8,6 +8,7 @@ dependent compute; Megatron-Core A2A overlap for EP).
   exposed_k = (1 - share_k) * t_k + spill * share_k t_k / sum_j share_j t_j,
   spill     = max(0, sum_j share_j t_j - compute)
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -7,6 +7,7 @@ Structure of a step (Narayanan et al. 2021 §2.2 and §3; Megatron-Core schedule
 t_stage is one micro-batch's forward + backward through one pipeline rank's layers, including the
 exposed part of its TP, CP, EP and PP communication. Every array here has one entry per layout.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -14,18 +15,23 @@ from typing import Literal
 
 import numpy as np
 
-from perfmodel.core import constants as K, price, workload
+from perfmodel.core import constants as K
+from perfmodel.core import price, workload
 from perfmodel.core.calibration import Constants, constants
 from perfmodel.core.compute import memory_time
+from perfmodel.core.memory import memory_per_gpu, offloads, weight_bytes
+from perfmodel.core.overlap import exposed, exposed_shared
+from perfmodel.core.parallel import dp as dp_par
+from perfmodel.core.parallel import ep as ep_par
+from perfmodel.core.parallel import pp as pp_par
+from perfmodel.core.parallel import recompute
+from perfmodel.core.software import Software
+from perfmodel.core.software import resolve as resolve_software
+from perfmodel.core.topology import leaves_domain
 from perfmodel.specs.counts import Convention, flops_per_token
 from perfmodel.specs.hardware import HardwareSpec
 from perfmodel.specs.layout import LayoutGrid
-from perfmodel.core.memory import offloads, memory_per_gpu, weight_bytes
 from perfmodel.specs.model import ModelSpec
-from perfmodel.core.overlap import exposed, exposed_shared
-from perfmodel.core.parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
-from perfmodel.core.software import Software, resolve as resolve_software
-from perfmodel.core.topology import leaves_domain
 
 Routing = Literal["balanced", "real"]
 
@@ -33,8 +39,8 @@ Routing = Literal["balanced", "real"]
 @dataclass(frozen=True)
 class Options:
     precision: str = "bf16"
-    attention: Convention = "causal"      # MFU attention-FLOPs convention
-    routing: Routing = "real"             # MoE: real (imbalanced) or force-balanced routing
+    attention: Convention = "causal"  # MFU attention-FLOPs convention
+    routing: Routing = "real"  # MoE: real (imbalanced) or force-balanced routing
     consts: Constants = field(default_factory=constants)
     # the software stack: a preset id or stack file (None: the `default` stack) and --stack-set overrides
     stack: str | None = None
@@ -55,15 +61,28 @@ class Prediction:
     model_flops_per_token: np.ndarray
     hbm_bytes: float
     comm_raw_s: dict[str, np.ndarray] = field(default_factory=dict)
-    memory_stages: dict[str, np.ndarray] = field(default_factory=dict)   # bytes per GPU: first, fullest, last rank; fullest_rank
+    memory_stages: dict[str, np.ndarray] = field(
+        default_factory=dict
+    )  # bytes per GPU: first, fullest, last rank; fullest_rank
 
     def take(self, idx) -> "Prediction":
         """The predictions of layouts `idx` (an index array or mask), as a Prediction."""
         pick = lambda d: {k: np.asarray(v)[idx] for k, v in d.items()}
-        return Prediction(self.layouts.take(idx), self.step_time_s[idx], self.tokens_per_s_per_gpu[idx],
-                          self.mfu[idx], self.hfu[idx], self.memory_bytes_per_gpu[idx], pick(self.memory_parts),
-                          self.fits[idx], pick(self.breakdown_s), self.model_flops_per_token[idx], self.hbm_bytes,
-                          pick(self.comm_raw_s), pick(self.memory_stages))
+        return Prediction(
+            self.layouts.take(idx),
+            self.step_time_s[idx],
+            self.tokens_per_s_per_gpu[idx],
+            self.mfu[idx],
+            self.hfu[idx],
+            self.memory_bytes_per_gpu[idx],
+            pick(self.memory_parts),
+            self.fits[idx],
+            pick(self.breakdown_s),
+            self.model_flops_per_token[idx],
+            self.hbm_bytes,
+            pick(self.comm_raw_s),
+            pick(self.memory_stages),
+        )
 
     def row(self, i: int = 0) -> dict:
         """JSON-ready dict of layout i."""
@@ -82,8 +101,11 @@ class Prediction:
             "model_flops_per_token": float(self.model_flops_per_token[i]),
             "comm_raw_s": {k: float(v[i]) for k, v in self.comm_raw_s.items()},
             "memory_stages_bytes": {k: float(v[i]) for k, v in self.memory_stages.items() if k != "fullest_rank"},
-            **({"memory_fullest_rank": int(self.memory_stages["fullest_rank"][i])}
-               if "fullest_rank" in self.memory_stages else {}),
+            **(
+                {"memory_fullest_rank": int(self.memory_stages["fullest_rank"][i])}
+                if "fullest_rank" in self.memory_stages
+                else {}
+            ),
         }
 
 
@@ -120,9 +142,13 @@ def check_recompute(sw: Software, rec) -> None:
     price selective as no recompute at all, a silently wrong number; refused instead."""
     if not sw.recompute_modules and np.any(np.asarray(rec) == recompute.SELECTIVE):
         from perfmodel.errors import InputError
-        raise InputError("--recompute", "recompute",
-                         f"selective: stack {sw.stack_id} names no selective-recompute modules; give them with "
-                         "--stack-set recompute_modules=core_attn[,mlp,...] or use none or full")
+
+        raise InputError(
+            "--recompute",
+            "recompute",
+            f"selective: stack {sw.stack_id} names no selective-recompute modules; give them with "
+            "--stack-set recompute_modules=core_attn[,mlp,...] or use none or full",
+        )
 
 
 @dataclass(frozen=True)
@@ -130,19 +156,21 @@ class KindPrice:
     """One layer kind priced on the distinct layer-axis combinations (workload.unique_layer_axes), per
     micro-batch: its breakdown parts (exposed communication), raw communication, the forward a full
     recompute re-runs, the selected modules' forward seconds and FLOPs."""
+
     parts: dict[str, np.ndarray]
     raw: dict[str, np.ndarray]
     fwd: np.ndarray
     selective_f: np.ndarray
     selective_flops: np.ndarray
-    offload: np.ndarray | None = None    # activation CPU offloading's exposed seconds at pp = 1 (None: no offload)
-    ep_solo: np.ndarray | float = 0.0    # a pass's extra exposed seconds when its EP all-to-all runs without overlap
+    offload: np.ndarray | None = None  # activation CPU offloading's exposed seconds at pp = 1 (None: no offload)
+    ep_solo: np.ndarray | float = 0.0  # a pass's extra exposed seconds when its EP all-to-all runs without overlap
 
 
 @dataclass(frozen=True)
 class KindTime:
     """One layer kind priced and gathered to layouts: its breakdown parts (exposed communication), raw
     communication, recompute seconds and selective-recompute FLOPs, per micro-batch."""
+
     parts: dict[str, np.ndarray]
     raw: dict[str, np.ndarray]
     recompute: np.ndarray
@@ -166,17 +194,25 @@ def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduc
     exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
     # the asynchronous backward TP collectives (tp_async) hide under their own GEMMs, outside this budget
     tp_a = t.comm.get("tp_async", (zs, zs))[1]
-    parts = {"gemm": t.gemm_f + t.gemm_b, "attention": t.attn_f + t.attn_b, "memory_bound": t.mem_f + t.mem_b,
-             "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed, **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")}}
-    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, tp_f)                   # what full recompute re-runs
+    parts = {
+        "gemm": t.gemm_f + t.gemm_b,
+        "attention": t.attn_f + t.attn_b,
+        "memory_bound": t.mem_f + t.mem_b,
+        "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed,
+        **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")},
+    }
+    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, tp_f)  # what full recompute re-runs
     raw = {"tp_comm": tp_c[0] + tp_c[1] + tp_a, **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
     # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
     # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
     off = price.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
     # the same micro-batch with its EP all-to-all outside the overlap (ep.a2a_solo_microbatches: Megatron-Core's
     # combined 1F1B; DualPipe pairs its own chunks, DeepSeek-V3 report Sec. 3.2.1, and is not priced so)
-    solo = (sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
-            if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe" else 0.0)
+    solo = (
+        sum(exposed_shared(comm, shares | {"ep": 0.0}, t.compute_f + t.compute_b).values()) - sum(exp.values())
+        if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe"
+        else 0.0
+    )
     return KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo)
 
 
@@ -196,9 +232,15 @@ def tp_shares(ws, hw, sw: Software, moe: bool = False):
 def _gather_kinds(prices: list[KindPrice], rec, g, pp) -> list[KindTime]:
     """The kind prices gathered to layouts by `g`, with recompute policy `rec`'s seconds and, where the
     layout has pp = 1 and no recompute, activation offloading's exposed copy time in the memory-bound part."""
-    return [KindTime(with_offload({k: g(v) for k, v in p.parts.items()}, p.offload, g, pp, rec),
-                     {k: g(v) for k, v in p.raw.items()},
-                     recompute.time(rec, g(p.fwd), g(p.selective_f)), g(p.selective_flops)) for p in prices]
+    return [
+        KindTime(
+            with_offload({k: g(v) for k, v in p.parts.items()}, p.offload, g, pp, rec),
+            {k: g(v) for k, v in p.raw.items()},
+            recompute.time(rec, g(p.fwd), g(p.selective_f)),
+            g(p.selective_flops),
+        )
+        for p in prices
+    ]
 
 
 def with_offload(parts: dict, offload, g, pp, rec=recompute.NONE) -> dict:
@@ -232,36 +274,43 @@ def pp_share(sw: Software, vp) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Stages:
-    t_max: np.ndarray            # the slowest rank's time per micro-batch
-    t_sum: np.ndarray            # summed over ranks
+    t_max: np.ndarray  # the slowest rank's time per micro-batch
+    t_sum: np.ndarray  # summed over ranks
     parts: dict[str, np.ndarray]  # the mean rank's breakdown per micro-batch
-    p2p: np.ndarray              # raw pipeline send/recv per micro-batch
-    pipeline: np.ndarray         # all micro-batches through the schedule
+    p2p: np.ndarray  # raw pipeline send/recv per micro-batch
+    pipeline: np.ndarray  # all micro-batches through the schedule
     bubble: np.ndarray
 
 
-def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embed, hw, sw: Software, nmb,
-            g=lambda x: x) -> Stages:
+def _stages(
+    m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embed, hw, sw: Software, nmb, g=lambda x: x
+) -> Stages:
     """Each distinct pipeline rank priced once (parallel/pp.py signatures): its layers of each kind, its
     embedding or head, its exposed send/recv; then the schedule. The mean over ranks needs no per-rank
     arrays: every layer of kind k is on some rank (sum over ranks of its count is the kind's count)."""
     f64 = lambda x: np.asarray(x, dtype=float)
     tp, pp, vp, cp, dp = (f64(getattr(grid, k)) for k in ("tp", "pp", "vp", "cp", "dp"))
-    cnt, has_emb, has_head, mult = pp_par.signature_arrays(w.layer_kinds, len(w.layers),
-                                                           grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout)
+    cnt, has_emb, has_head, mult = pp_par.signature_arrays(
+        w.layer_kinds, len(w.layers), grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout
+    )
     per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
-    compute_s = (sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds))) + has_emb * embed[:, None]
-                 + has_head * head[:, None])
+    compute_s = (
+        sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds)))
+        + has_emb * embed[:, None]
+        + has_head * head[:, None]
+    )
     p2p = pp_par.p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
     pp_exp_s = exposed(p2p[:, None], compute_s, pp_share(sw, vp)[:, None])
     t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
     t_max = t_stage.max(axis=1)
     t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
-    share = [layer.count / pp for layer in w.layers]                       # layers of kind k per rank, mean
+    share = [layer.count / pp for layer in w.layers]  # layers of kind k per rank, mean
     parts = {p: sum(share[i] * kinds[i].parts[p] for i in range(len(kinds))) for p in kinds[0].parts}
-    parts |= {"recompute": sum(share[i] * kinds[i].recompute for i in range(len(kinds))),
-              "embedding_head_mtp": (embed + head) / pp,
-              "pp_comm": (mult * np.where(mult > 0, pp_exp_s, 0.0)).sum(axis=1) / pp}
+    parts |= {
+        "recompute": sum(share[i] * kinds[i].recompute for i in range(len(kinds))),
+        "embedding_head_mtp": (embed + head) / pp,
+        "pp_comm": (mult * np.where(mult > 0, pp_exp_s, 0.0)).sum(axis=1) / pp,
+    }
     parts |= {f"raw_{k}": sum(share[i] * kinds[i].raw[k] for i in range(len(kinds))) for k in kinds[0].raw}
     pipeline, bubble = pp_par.schedule_time(t_max, t_sum, pp, vp, nmb, sw.schedule)
     return Stages(t_max, t_sum, parts, p2p, pipeline, bubble)
@@ -269,10 +318,10 @@ def _stages(m: ModelSpec, w, grid: LayoutGrid, kinds: list[KindTime], head, embe
 
 @dataclass(frozen=True)
 class StepEnd:
-    dp_comm: np.ndarray          # exposed DP / FSDP communication per step, on the rank that finishes last
+    dp_comm: np.ndarray  # exposed DP / FSDP communication per step, on the rank that finishes last
     dp_raw: np.ndarray
     optimizer: np.ndarray
-    p_dense: np.ndarray          # parameters per GPU of the first, second and last rank [n, 3]
+    p_dense: np.ndarray  # parameters per GPU of the first, second and last rank [n, 3]
     p_exp: np.ndarray
     mem_cnt: list
     mem_rank: np.ndarray
@@ -283,21 +332,36 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     (parallel/dp.py); the step waits for the one that finishes last."""
     f64 = lambda x: np.asarray(x, dtype=float)
     tp, pp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "pp", "ep", "etp", "cp"))
-    dpc, edp = f64(grid.dp) * cp, f64(grid.edp)         # dense parameters replicate over dp x cp
-    mem_cnt, mem_rank = pp_par.ranks_for_memory(w.layer_kinds, len(w.layers),
-                                                grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout, sw.schedule)
+    dpc, edp = f64(grid.dp) * cp, f64(grid.edp)  # dense parameters replicate over dp x cp
+    mem_cnt, mem_rank = pp_par.ranks_for_memory(
+        w.layer_kinds, len(w.layers), grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout, sw.schedule
+    )
     p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None], sw.schedule)
     p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
     gb = sw.grad_bytes
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, weight_bytes(prec, sw.fp8_param_gather),
-                                         dpc[:, None], edp[:, None], tp[:, None], ep[:, None], etp[:, None], hw,
-                                         sw.hybrid_shard_group if sw.shards_params else None)
+    rs, ag = dp_par.grad_and_param_times(
+        p_dense,
+        p_exp,
+        sw.reduce_bytes,
+        weight_bytes(prec, sw.fp8_param_gather),
+        dpc[:, None],
+        edp[:, None],
+        tp[:, None],
+        ep[:, None],
+        etp[:, None],
+        hw,
+        sw.hybrid_shard_group if sw.shards_params else None,
+    )
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
     # the optimizer steps the state this GPU holds (memory.memory_per_gpu): FSDP's shard (under hybrid sharding
     # its group's), else the stack's optimizer sharding (dp x cp, dp, or none: every rank steps all of it)
     shard = dp_par.optimizer_shard(p_dense, p_exp, dpc[:, None], edp[:, None], cp[:, None], grid.fsdp[:, None], sw)
-    opt_r = memory_time((K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp), hw,
-                        K.OPTIMIZER_KERNELS, c_other)
+    opt_r = memory_time(
+        (K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
+        hw,
+        K.OPTIMIZER_KERNELS,
+        c_other,
+    )
     last = np.argmax(dp_r + opt_r, axis=1)
     pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
     raw = pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))
@@ -314,10 +378,10 @@ def a2a_solo(ws, prices: list[KindPrice], pp, vp, nmb, rec, g=lambda x: x):
 def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Options = Options()) -> Prediction:
     """workload -> priced layer kinds -> stage times -> schedule -> step end -> throughput, MFU, HFU, memory."""
     c, prec, m = opts.consts, opts.precision, model
-    hw.peak(prec)                            # a clear error when the GPU lacks the precision
+    hw.peak(prec)  # a clear error when the GPU lacks the precision
     sw = software_of(m, hw, opts)
     check_recompute(sw, grid.recompute)
-    if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
+    if sw.shards_params:  # an FSDP stack shards parameters whatever the layout's flag says
         grid = replace(grid, fsdp=np.ones(grid.n, bool))
     f64 = lambda x: np.asarray(x, dtype=float)
     seq, gpus, zero = f64(grid.seq), f64(grid.gpus), 0 * f64(grid.tp)
@@ -330,7 +394,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     first, inv = workload.unique_layer_axes(grid)
     ws = workload.build(m, grid.take(first), low, imb, c, sw)
     g = lambda x: np.asarray(x, dtype=float)[inv] if np.ndim(x) else x + zero
-    hw_k = hw.at_clock(sw.power_factor)      # kernels under the stack's power cap: lower tensor clocks
+    hw_k = hw.at_clock(sw.power_factor)  # kernels under the stack's power cap: lower tensor clocks
     prices = _price_kinds(ws, hw_k, prec, c_layer, sw)
     kinds = _gather_kinds(prices, grid.recompute, g, grid.pp)
     head, embed = (g(x) for x in _price_head(ws, prices, hw_k, prec, c_layer, c_other))
@@ -348,19 +412,46 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
 
     # breakdown: the mean rank's work, the slowest rank's excess, the schedule, the step's end
     breakdown = {k: v * nmb for k, v in st.parts.items() if not k.startswith("raw_")}
-    breakdown |= {"stage_imbalance": (st.t_max - st.t_sum / f64(grid.pp)) * nmb, "pipeline_bubble": st.bubble,
-                  "dp_comm": end.dp_comm, "optimizer": end.optimizer, "step_overhead": c.step_overhead_s + zero}
+    breakdown |= {
+        "stage_imbalance": (st.t_max - st.t_sum / f64(grid.pp)) * nmb,
+        "pipeline_bubble": st.bubble,
+        "dp_comm": end.dp_comm,
+        "optimizer": end.optimizer,
+        "step_overhead": c.step_overhead_s + zero,
+    }
     breakdown["ep_comm"] = breakdown["ep_comm"] + solo
     breakdown = {k: breakdown[k] for k in BREAKDOWN}
     comm_raw = {k[4:]: v * nmb for k, v in st.parts.items() if k.startswith("raw_")}
     comm_raw |= {"pp_comm": st.p2p * nmb, "dp_comm": end.dp_raw}
 
-    mem, mem_stages = memory_per_gpu(ws, grid, prec, sw, c, end.p_dense, end.p_exp, f64(grid.dp) * f64(grid.cp),
-                                     f64(grid.edp), nmb, end.mem_cnt, end.mem_rank, g)
+    mem, mem_stages = memory_per_gpu(
+        ws,
+        grid,
+        prec,
+        sw,
+        c,
+        end.p_dense,
+        end.p_exp,
+        f64(grid.dp) * f64(grid.cp),
+        f64(grid.edp),
+        nmb,
+        end.mem_cnt,
+        end.mem_rank,
+        g,
+    )
     total_mem = sum(mem.values())
     return Prediction(
-        layouts=grid, step_time_s=step, tokens_per_s_per_gpu=tokens / (step * gpus),
-        mfu=mfu, hfu=hfu, memory_bytes_per_gpu=total_mem, memory_parts=mem,
-        fits=total_mem <= hw.memory.hbm_bytes, breakdown_s=breakdown,
-        model_flops_per_token=fpt, hbm_bytes=hw.memory.hbm_bytes, comm_raw_s=comm_raw, memory_stages=mem_stages,
+        layouts=grid,
+        step_time_s=step,
+        tokens_per_s_per_gpu=tokens / (step * gpus),
+        mfu=mfu,
+        hfu=hfu,
+        memory_bytes_per_gpu=total_mem,
+        memory_parts=mem,
+        fits=total_mem <= hw.memory.hbm_bytes,
+        breakdown_s=breakdown,
+        model_flops_per_token=fpt,
+        hbm_bytes=hw.memory.hbm_bytes,
+        comm_raw_s=comm_raw,
+        memory_stages=mem_stages,
     )

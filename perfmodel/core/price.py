@@ -1,5 +1,6 @@
 """Pricing op records: roofline time of each record on one GPU (compute.py) and of each collective on the
 cluster topology (comm.py). Pure functions of (records, hardware, constants); arrays over layouts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -8,8 +9,8 @@ import numpy as np
 
 from perfmodel.core.calibration import Constants
 from perfmodel.core.compute import attention_time, gemm_time, memory_time
+from perfmodel.core.ops import AttentionCore, Collective, Gemm, Layer, Stream
 from perfmodel.specs.hardware import HardwareSpec
-from perfmodel.core.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
 
 
 def gemm_fwd_bwd(g: Gemm, hw: HardwareSpec, precision: str, c: Constants):
@@ -17,7 +18,7 @@ def gemm_fwd_bwd(g: Gemm, hw: HardwareSpec, precision: str, c: Constants):
     A grouped GEMM (`count` experts) is one kernel: `count` tiles of work and one fixed cost."""
     prec = precision if g.low_precision else "bf16"
     n, fx = g.count, c.kernel_fixed_s
-    if not g.grouped:                          # one kernel (and its fixed cost) per GEMM of the group
+    if not g.grouped:  # one kernel (and its fixed cost) per GEMM of the group
         f = n * gemm_time(g.M, g.N, g.K, hw, prec, c)
         return f, n * (gemm_time(g.M, g.K, g.N, hw, prec, c) + gemm_time(g.N, g.K, g.M, hw, prec, c))
     f = n * (gemm_time(g.M, g.N, g.K, hw, prec, c) - fx) + fx
@@ -33,8 +34,9 @@ def gemms_fwd_bwd(gemms, hw, precision, c):
     return fwd, bwd
 
 
-def attention_fwd_bwd(cores: tuple[AttentionCore, ...], hw: HardwareSpec, c: Constants,
-                      factor_fwd: float = 1.0, factor_bwd: float = 1.0):
+def attention_fwd_bwd(
+    cores: tuple[AttentionCore, ...], hw: HardwareSpec, c: Constants, factor_fwd: float = 1.0, factor_bwd: float = 1.0
+):
     """Flash-attention cores, weighted by the share of layers running each kind; `factor_*` is the
     stack's kernel relative to the one the hardware file measures (software.py), each core's
     `dim_factor_*` that kernel's rate at the model's head dimension relative to head_dim 128."""
@@ -68,16 +70,17 @@ def comm_raw(comms: tuple[Collective, ...], hw: HardwareSpec, seconds=None) -> d
 @dataclass(frozen=True)
 class LayerTime:
     """One layer's priced parts for one micro-batch (seconds, arrays over layouts)."""
+
     gemm_f: np.ndarray
     gemm_b: np.ndarray
     attn_f: np.ndarray
     attn_b: np.ndarray
     mem_f: np.ndarray
     mem_b: np.ndarray
-    comm: dict            # overlap class -> (forward, backward) raw seconds
-    selective_f: np.ndarray = 0.0   # forward seconds of the ops of the recomputed modules
+    comm: dict  # overlap class -> (forward, backward) raw seconds
+    selective_f: np.ndarray = 0.0  # forward seconds of the ops of the recomputed modules
     selective_flops: np.ndarray = 0.0
-    tp_async_exposed: np.ndarray = 0.0   # backward TP collectives beyond their column-parallel GEMMs (tp_async)
+    tp_async_exposed: np.ndarray = 0.0  # backward TP collectives beyond their column-parallel GEMMs (tp_async)
 
     @property
     def compute_f(self):
@@ -114,9 +117,9 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
         bwd[g.name] = b
         if g.module in mods:
             sel, sel_fl = sel + f, sel_fl + g.flops_fwd
-    for x in layer.fixed:                      # host syncs run on the GEMM stream's critical path
+    for x in layer.fixed:  # host syncs run on the GEMM stream's critical path
         gf, gb = gf + x.seconds_fwd, gb + x.seconds_bwd
-        if x.module in mods:                   # ... and again when their module is recomputed
+        if x.module in mods:  # ... and again when their module is recomputed
             sel = sel + x.seconds_fwd
     af, ab = attention_fwd_bwd(layer.attention, hw, c, sw.attn_fwd_factor, sw.attn_bwd_factor)
     if "core_attn" in mods:
@@ -126,12 +129,22 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     picked = tuple(st for st in layer.streams if st.module in mods)
     if picked:
         sel = sel + streams_fwd_bwd(picked, hw, c)[0]
-    seconds = [x.price(hw) for x in layer.comms]          # each collective placed and priced once
+    seconds = [x.price(hw) for x in layer.comms]  # each collective placed and priced once
     for x, t in zip(layer.comms, seconds):
         if x.module in mods:
             sel = sel + x.calls_fwd * t
-    return LayerTime(gf, gb, af, ab, mf, mb, comm_raw(layer.comms, hw, seconds), sel, sel_fl,
-                     tp_async_exposed(layer.comms, seconds, bwd))
+    return LayerTime(
+        gf,
+        gb,
+        af,
+        ab,
+        mf,
+        mb,
+        comm_raw(layer.comms, hw, seconds),
+        sel,
+        sel_fl,
+        tp_async_exposed(layer.comms, seconds, bwd),
+    )
 
 
 def tp_async_exposed(comms: tuple[Collective, ...], seconds, bwd: dict):
@@ -160,13 +173,20 @@ def offload_exposed(layer: Layer, t: LayerTime, hw: HardwareSpec, sw, num_layers
     if not n:
         return None
     from perfmodel.errors import InputError
+
     if n >= num_layers:
-        raise InputError(f"stack {sw.stack_id}", "cpu_offload_layers",
-                         f"{n} of the model's {num_layers} layers: Megatron-Core offloads fewer than all of them "
-                         f"(give at most {num_layers - 1}, or 0 for none)")
+        raise InputError(
+            f"stack {sw.stack_id}",
+            "cpu_offload_layers",
+            f"{n} of the model's {num_layers} layers: Megatron-Core offloads fewer than all of them "
+            f"(give at most {num_layers - 1}, or 0 for none)",
+        )
     if hw.memory.host_bandwidth is None:
-        raise InputError(f"hardware {hw.id}", "memory.host_bandwidth",
-                         f"not given, but stack {sw.stack_id} offloads activations of {n} layers to host memory")
+        raise InputError(
+            f"hardware {hw.id}",
+            "memory.host_bandwidth",
+            f"not given, but stack {sw.stack_id} offloads activations of {n} layers to host memory",
+        )
     x = sum(s.nbytes for s in layer.saved) / hw.memory.host_bandwidth
     per_layer = np.maximum(0.0, x - t.compute_f) + np.maximum(0.0, x - t.compute_b)
     return n / num_layers * per_layer

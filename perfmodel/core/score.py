@@ -23,6 +23,7 @@ predict_grid on every layout of sampled grids to 1e-12 relative (it is bit-ident
 numpy tail bit for bit, so a change to either side's physics without the other fails;
 benchmarks/search_bench.py compares the full benchmark grids.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,20 +34,41 @@ from functools import lru_cache
 
 import numpy as np
 
-from perfmodel.core import constants as K, workload
+from perfmodel.core import constants as K
+from perfmodel.core import workload
+from perfmodel.core.calibration import Constants
 from perfmodel.core.compute import memory_time
+from perfmodel.core.memory import (
+    dummy_wgrad_from,
+    dummy_wgrad_on,
+    dummy_wgrad_sets,
+    layer_activation_bytes,
+    offload_kept_share,
+    weight_bytes,
+)
+from perfmodel.core.overlap import exposed
+from perfmodel.core.parallel import dp as dp_par
+from perfmodel.core.parallel import ep as ep_par
+from perfmodel.core.parallel import pp as pp_par
+from perfmodel.core.parallel import recompute
+from perfmodel.core.parallel.recompute import FULL, NONE
+from perfmodel.core.predict import (
+    KindPrice,
+    Options,
+    _price_head,
+    a2a_solo,
+    check_recompute,
+    pp_share,
+    price_kind,
+    software_of,
+    with_offload,
+)
+from perfmodel.core.software import Software
 from perfmodel.specs.hardware import HardwareSpec
 from perfmodel.specs.layout import LayoutGrid
-from perfmodel.core.memory import dummy_wgrad_from, dummy_wgrad_on, dummy_wgrad_sets, layer_activation_bytes, offload_kept_share, weight_bytes
 from perfmodel.specs.model import ModelSpec
-from perfmodel.core.overlap import exposed
-from perfmodel.core.parallel import dp as dp_par, ep as ep_par, pp as pp_par, recompute
-from perfmodel.core.parallel.recompute import FULL, NONE
-from perfmodel.core.calibration import Constants
-from perfmodel.core.predict import KindPrice, Options, _price_head, a2a_solo, price_kind, check_recompute, pp_share, software_of, with_offload
-from perfmodel.core.software import Software
 
-KERNEL_ENV = "PERFMODEL_KERNEL"      # numba | numpy | auto (the default): see use_kernel
+KERNEL_ENV = "PERFMODEL_KERNEL"  # numba | numpy | auto (the default): see use_kernel
 
 
 @lru_cache(maxsize=1)
@@ -73,13 +95,13 @@ def use_kernel(scored: int) -> bool:
     """Whether to score the next chunk with the compiled tail, after `scored` layouts of this search."""
     if not kernel_available():
         return False
-    return (kernel_loaded() or os.environ.get(KERNEL_ENV, "auto").lower() == "numba"
-            or scored >= KERNEL_PAYS_LAYOUTS)
+    return kernel_loaded() or os.environ.get(KERNEL_ENV, "auto").lower() == "numba" or scored >= KERNEL_PAYS_LAYOUTS
 
 
 @dataclass(frozen=True)
 class Scores:
     """Per layout of the product, shape [B, F, R] (C order = the planner's layout order)."""
+
     step_time_s: np.ndarray
     tokens_per_s_per_gpu: np.ndarray
     memory_bytes_per_gpu: np.ndarray
@@ -90,9 +112,19 @@ class Scores:
         return self.memory_bytes_per_gpu <= self.hbm_bytes
 
 
-def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray],
-                  fsdp: np.ndarray, rec: np.ndarray, opts: Options = Options(), kernel: bool | None = None,
-                  cache: dict | None = None) -> Scores:
+def score_product(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    gpus: int,
+    gbs: int,
+    seq: int,
+    base: dict[str, np.ndarray],
+    fsdp: np.ndarray,
+    rec: np.ndarray,
+    opts: Options = Options(),
+    kernel: bool | None = None,
+    cache: dict | None = None,
+) -> Scores:
     """Step time, tokens/s/GPU and memory of every layout base[b] x fsdp[f] x rec[r] (shape [B, F, R]),
     equal to predict_grid on the expanded grid. `kernel`: the per-layout tail compiled (kernel.py, needs
     numba), in numpy (False), or (None) compiled where it is already loaded in this process. `cache`: an
@@ -108,35 +140,36 @@ def score_product(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: 
 class _Tables:
     """What both tails read: per combination (index u per base row), per (pp, vp) pair, per run of equal
     (tp, cp, pp, vp, ep, etp) (`run`), per (tp, cp, pp, vp, mbs) (`fl`), per base row."""
+
     m: ModelSpec
     sw: Software
     c: Constants
     hbm: float
-    fs: np.ndarray            # [F] fsdp choices as the stack runs them
-    rec: np.ndarray           # [R]
+    fs: np.ndarray  # [F] fsdp choices as the stack runs them
+    rec: np.ndarray  # [R]
     n_kinds: int
     mtp_layers: int
-    tab: dict                 # per combination: _layer_tables
-    u: np.ndarray             # [B] -> combination
-    per_layer: np.ndarray     # [K, U or B, R] each kind's seconds per micro-batch, indexed by `upl`
-    upl: np.ndarray           # [B] -> per_layer's second axis (u; the base row itself under activation offloading)
-    dummy_on: np.ndarray      # [G, P2, Q] 1.0 where a memory rank holds a dummy-wgrad group (memory.dummy_wgrad_on)
-    last_pq: np.ndarray       # [P2, Q] the last rank, per (pp, vp) pair
-    act_share: np.ndarray     # [P2, Q] share of saved activations kept in HBM (activation offloading, no recompute)
-    sig: tuple                # pp.signature_table: cnt [K][P, S], embedding, head, multiplicity [P, S], pair [B]
-    mcnt: list                # pp.memory_rank_table: layers per kind [K][P2, Q], rank [P2, Q], pair [B]
+    tab: dict  # per combination: _layer_tables
+    u: np.ndarray  # [B] -> combination
+    per_layer: np.ndarray  # [K, U or B, R] each kind's seconds per micro-batch, indexed by `upl`
+    upl: np.ndarray  # [B] -> per_layer's second axis (u; the base row itself under activation offloading)
+    dummy_on: np.ndarray  # [G, P2, Q] 1.0 where a memory rank holds a dummy-wgrad group (memory.dummy_wgrad_on)
+    last_pq: np.ndarray  # [P2, Q] the last rank, per (pp, vp) pair
+    act_share: np.ndarray  # [P2, Q] share of saved activations kept in HBM (activation offloading, no recompute)
+    sig: tuple  # pp.signature_table: cnt [K][P, S], embedding, head, multiplicity [P, S], pair [B]
+    mcnt: list  # pp.memory_rank_table: layers per kind [K][P2, Q], rank [P2, Q], pair [B]
     mrank: np.ndarray
     mpair: np.ndarray
-    run: np.ndarray           # [B] -> run
-    rs: np.ndarray            # [runs, Q] DP reduce-scatter, all-gather seconds
+    run: np.ndarray  # [B] -> run
+    rs: np.ndarray  # [runs, Q] DP reduce-scatter, all-gather seconds
     ag: np.ndarray
-    opt: np.ndarray           # [2, runs, Q] optimizer seconds without / with FSDP
-    params: np.ndarray        # [runs, Q] parameters, their shard, the optimizer's group
+    opt: np.ndarray  # [2, runs, Q] optimizer seconds without / with FSDP
+    params: np.ndarray  # [runs, Q] parameters, their shard, the optimizer's group
     shard: np.ndarray
     opt_group: np.ndarray
-    fl: np.ndarray            # [B] -> in-flight row
-    in_fl: np.ndarray         # [FL, Q] micro-batches in flight on the memory ranks
-    tp: np.ndarray            # [B]
+    fl: np.ndarray  # [B] -> in-flight row
+    in_fl: np.ndarray  # [FL, Q] micro-batches in flight on the memory ranks
+    tp: np.ndarray  # [B]
     pp: np.ndarray
     vp: np.ndarray
     nmb: np.ndarray
@@ -145,7 +178,7 @@ class _Tables:
     gb: float
     tokens: float
     gpus: float
-    solo: np.ndarray          # [FL, R] micro-batches whose EP all-to-all the overlap leaves exposed (predict.a2a_solo)
+    solo: np.ndarray  # [FL, R] micro-batches whose EP all-to-all the overlap leaves exposed (predict.a2a_solo)
 
 
 def _runs(*cols: np.ndarray) -> np.ndarray:
@@ -157,27 +190,50 @@ def _runs(*cols: np.ndarray) -> np.ndarray:
     return new
 
 
-def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray], fsdp, rec,
-            opts: Options, cache: dict | None) -> _Tables:
+def _tables(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    gpus: int,
+    gbs: int,
+    seq: int,
+    base: dict[str, np.ndarray],
+    fsdp,
+    rec,
+    opts: Options,
+    cache: dict | None,
+) -> _Tables:
     c, prec = opts.consts, opts.precision
     sw, c_layer, c_other, low, imb = _context(m, hw, opts)
     check_recompute(sw, rec)
     f64 = lambda x: np.asarray(x, dtype=float)
     col = lambda x: x[:, None]
     fs = np.asarray(fsdp, dtype=bool)
-    if sw.shards_params:                     # an FSDP stack shards parameters whatever the layout's flag says
+    if sw.shards_params:  # an FSDP stack shards parameters whatever the layout's flag says
         fs = np.ones(fs.shape, bool)
     rec = np.asarray(rec, dtype=np.int64)
     B = len(base["tp"])
-    ti, ci, pi, vi, ei, xi, mi = (np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs"))
+    ti, ci, pi, vi, ei, xi, mi = (
+        np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")
+    )
     di = gpus // (ti * pi * ci)
     tp, cp, pp, vp, dp = (f64(x) for x in (ti, ci, pi, vi, di))
     nmb = np.maximum(float(gbs) / (dp * f64(mi)), 1.0)
 
     # layer kinds and head: once per distinct (tp, cp, ep, etp, mbs, seq), recompute as a column; with a
     # search's `cache`, once per search
-    build = lambda rows: _layer_tables(m, _base_grid(gpus, gbs, seq, base).take(rows), rec, hw.at_clock(sw.power_factor),
-                                       prec, low, imb, c, sw, c_layer, c_other)
+    build = lambda rows: _layer_tables(
+        m,
+        _base_grid(gpus, gbs, seq, base).take(rows),
+        rec,
+        hw.at_clock(sw.power_factor),
+        prec,
+        low,
+        imb,
+        c,
+        sw,
+        c_layer,
+        c_other,
+    )
     if cache is None:
         first, u = workload.unique_layer_axes(_base_grid(gpus, gbs, seq, base))
         tab = build(first)
@@ -195,7 +251,7 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     seen[ukeys] = np.arange(ukeys.size)
     fl = seen[pkey]
     one = np.empty(ukeys.size, np.intp)
-    one[fl[::-1]] = np.arange(B - 1, -1, -1)                  # a representative row of each
+    one[fl[::-1]] = np.arange(B - 1, -1, -1)  # a representative row of each
     p2p = pp_par.p2p_time(tab["Ts"][u[one]], m.hidden_size, tp[one], cp[one], dp[one], pp[one], vp[one], hw)[fl]
 
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
@@ -204,39 +260,105 @@ def _tables(m: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base:
     rows, run = np.flatnonzero(chg), np.cumsum(chg) - 1
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
     dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
-    mcnt, mrank, mpair = pp_par.memory_rank_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout,
-                                                  sw.schedule)
+    mcnt, mrank, mpair = pp_par.memory_rank_table(
+        ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout, sw.schedule
+    )
     p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR), sw.schedule)
     p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)
-    rs, ag = dp_par.grad_and_param_times(p_dense, p_exp, sw.reduce_bytes, wb, col(dpc), col(edp), col(tR), col(eR),
-                                         col(xR), hw, sw.hybrid_shard_group if sw.shards_params else None)
+    rs, ag = dp_par.grad_and_param_times(
+        p_dense,
+        p_exp,
+        sw.reduce_bytes,
+        wb,
+        col(dpc),
+        col(edp),
+        col(tR),
+        col(eR),
+        col(xR),
+        hw,
+        sw.hybrid_shard_group if sw.shards_params else None,
+    )
     # the state each GPU holds and steps (dp.optimizer_shard): FSDP's shard (hybrid sharding: its group's) and,
     # without FSDP, the stack's optimizer sharding; the optimizer step per fsdp choice [2, runs, Q]
-    shard, opt_group = (dp_par.optimizer_shard(p_dense, p_exp, col(dpc), col(edp), col(cR), f, sw) for f in (True, False))
-    opt = np.stack([memory_time((K.ADAM_STATE_STEP_BYTES + gb) * held + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
-                                hw, K.OPTIMIZER_KERNELS, c_other) for held in (opt_group, shard)])
-    in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]], sw.schedule)      # [FL, Q]
+    shard, opt_group = (
+        dp_par.optimizer_shard(p_dense, p_exp, col(dpc), col(edp), col(cR), f, sw) for f in (True, False)
+    )
+    opt = np.stack(
+        [
+            memory_time(
+                (K.ADAM_STATE_STEP_BYTES + gb) * held + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
+                hw,
+                K.OPTIMIZER_KERNELS,
+                c_other,
+            )
+            for held in (opt_group, shard)
+        ]
+    )
+    in_fl = pp_par.in_flight(col(pp[one]), col(vp[one]), col(nmb[one]), mrank[mpair[one]], sw.schedule)  # [FL, Q]
     # per memory rank: which ranks hold each dummy-wgrad group, the last rank, and the share of activations
     # offloading keeps in HBM depend on the (pp, vp) pair only (pp is the pair's; the tails gather them)
     last_pq = mrank == mrank[:, -1:]
-    dummy_on = (np.stack(dummy_wgrad_on(tab["dummy_keys"], mcnt)).astype(float) if tab["dummy_keys"]
-                else np.zeros((0, *last_pq.shape)))
+    dummy_on = (
+        np.stack(dummy_wgrad_on(tab["dummy_keys"], mcnt)).astype(float)
+        if tab["dummy_keys"]
+        else np.zeros((0, *last_pq.shape))
+    )
     pp_pair = np.zeros(len(mrank))
     pp_pair[mpair] = pp
-    act_share = (np.broadcast_to(offload_kept_share(sw, col(pp_pair), sum(mcnt)), last_pq.shape)
-                 if sw.cpu_offload_layers else np.ones(last_pq.shape))        # no offloading: every share is 1
-    if "per_layer_pp1" in tab:       # activation offloading (pp = 1): each base row its own per-layer seconds
-        per_layer, upl = np.where((pi == 1)[None, :, None], tab["per_layer_pp1"][:, u], tab["per_layer"][:, u]), np.arange(B)
+    act_share = (
+        np.broadcast_to(offload_kept_share(sw, col(pp_pair), sum(mcnt)), last_pq.shape)
+        if sw.cpu_offload_layers
+        else np.ones(last_pq.shape)
+    )  # no offloading: every share is 1
+    if "per_layer_pp1" in tab:  # activation offloading (pp = 1): each base row its own per-layer seconds
+        per_layer, upl = (
+            np.where((pi == 1)[None, :, None], tab["per_layer_pp1"][:, u], tab["per_layer"][:, u]),
+            np.arange(B),
+        )
     else:
         per_layer, upl = tab["per_layer"], u
-    return _Tables(m, sw, c, hw.memory.hbm_bytes, fs, rec, n_k, int(ws.head.mtp_layers), tab, u,
-                   np.ascontiguousarray(per_layer), upl, dummy_on, last_pq, np.ascontiguousarray(act_share),
-                   pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout), mcnt, mrank, mpair, run, rs, ag, opt,
-                   p_dense + p_exp, shard, opt_group, fl, in_fl, tp, pp, vp, nmb, p2p, wb, gb,
-                   float(gbs) * float(seq), float(gpus),
-                   ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]), rec[None, :] == FULL))
+    return _Tables(
+        m,
+        sw,
+        c,
+        hw.memory.hbm_bytes,
+        fs,
+        rec,
+        n_k,
+        int(ws.head.mtp_layers),
+        tab,
+        u,
+        np.ascontiguousarray(per_layer),
+        upl,
+        dummy_on,
+        last_pq,
+        np.ascontiguousarray(act_share),
+        pp_par.signature_table(ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout),
+        mcnt,
+        mrank,
+        mpair,
+        run,
+        rs,
+        ag,
+        opt,
+        p_dense + p_exp,
+        shard,
+        opt_group,
+        fl,
+        in_fl,
+        tp,
+        pp,
+        vp,
+        nmb,
+        p2p,
+        wb,
+        gb,
+        float(gbs) * float(seq),
+        float(gpus),
+        ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]), rec[None, :] == FULL),
+    )
 
 
 def _numpy_tail(t: _Tables) -> Scores:
@@ -244,23 +366,26 @@ def _numpy_tail(t: _Tables) -> Scores:
     m, sw, c, tab, u = t.m, t.sw, t.c, t.tab, t.u
     B, F, R, Q = len(u), len(t.fs), len(t.rec), t.mrank.shape[1]
     col = lambda x: x[:, None]
-    q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, Q)).T)[:, :, None]   # [B, Q] -> [Q, B, 1]
+    q3 = lambda x: np.ascontiguousarray(np.broadcast_to(x, (B, Q)).T)[:, :, None]  # [B, Q] -> [Q, B, 1]
     per_layer, kept, upl = list(t.per_layer), list(tab["kept"]), t.upl
     rr = t.rec[None, :]
 
     # stages and schedule: [S, B, R] -> [B, R] (predict._stages); the small axes (signatures S, memory ranks
     # Q) lead, so their reductions run over contiguous slices
     cnt, has_emb, has_head, mult, pair = t.sig
-    lead = lambda x: np.ascontiguousarray(x.T[:, pair])[:, :, None]      # [P, S] -> [S, B, 1]
+    lead = lambda x: np.ascontiguousarray(x.T[:, pair])[:, :, None]  # [P, S] -> [S, B, 1]
     cnt, mult = [lead(x) for x in cnt], lead(mult)
-    compute_s = (sum(cnt[i] * per_layer[i][upl][None] for i in range(t.n_kinds))
-                 + lead(has_emb) * tab["embed"][u][None, :, None] + lead(has_head) * tab["head"][u][None, :, None])
+    compute_s = (
+        sum(cnt[i] * per_layer[i][upl][None] for i in range(t.n_kinds))
+        + lead(has_emb) * tab["embed"][u][None, :, None]
+        + lead(has_head) * tab["head"][u][None, :, None]
+    )
     pp_exp_s = exposed(t.p2p[None, :, None], compute_s, pp_share(sw, t.vp)[None, :, None])
     on = mult > 0
     t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
     t_max = np.maximum.reduce(t_stage, axis=0)
     t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
-    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), sw.schedule)    # [B, R]
+    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), sw.schedule)  # [B, R]
 
     # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end); the per-step overhead and
     # the EP all-to-all the overlap leaves exposed (predict.a2a_solo: the solo micro-batches per (tp, cp, pp,
@@ -283,8 +408,11 @@ def _numpy_tail(t: _Tables) -> Scores:
         for q in range(1, Q):
             tot = dp_r[q] + opt3[q]
             later = tot > best
-            best, dp_comm, optimizer = (np.where(later, tot, best), np.where(later, dp_r[q], dp_comm),
-                                        np.where(later, opt3[q], optimizer))
+            best, dp_comm, optimizer = (
+                np.where(later, tot, best),
+                np.where(later, dp_r[q], dp_comm),
+                np.where(later, opt3[q], optimizer),
+            )
         step[:, f] = pipeline + dp_comm + optimizer + overhead
     tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
@@ -293,17 +421,24 @@ def _numpy_tail(t: _Tables) -> Scores:
     held = 0.0
     rank3 = q3(t.mrank[t.mpair])
     for k in range(t.n_kinds):
-        held = held + q3(t.mcnt[k][t.mpair]) * kept[k][u][None]                 # [Q, B, R]
+        held = held + q3(t.mcnt[k][t.mpair]) * kept[k][u][None]  # [Q, B, R]
     lastr = rank3 == t.pp[None, :, None] - 1
-    activations = held * q3(t.in_fl[t.fl]) * np.where(rr[None] == NONE, q3(t.act_share[t.mpair]), 1.0)   # memory.offloads
+    activations = (
+        held * q3(t.in_fl[t.fl]) * np.where(rr[None] == NONE, q3(t.act_share[t.mpair]), 1.0)
+    )  # memory.offloads
     if t.mtp_layers:
         activations = activations + np.where(lastr, t.mtp_layers * kept[-1][u][None], 0.0)
     activations = activations + np.where(rr[None] == FULL, tab["full_layer"][u][None, :, None], 0.0)
     Ts, T = tab["Ts"][u], tab["T"][u]
     activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[None, :, None], 0.0)
     logits = np.where(lastr, sw.logit_bytes * T[None, :, None] * m.vocab_size / t.tp[None, :, None], 0.0)
-    dummies = q3(dummy_wgrad_from([x[u] for x in tab["dummy"]], tab["dummy_head"][u], list(t.dummy_on[:, t.mpair]),
-                                  t.last_pq[t.mpair]) if sw.dummy_wgrad else np.zeros((B, Q)))
+    dummies = q3(
+        dummy_wgrad_from(
+            [x[u] for x in tab["dummy"]], tab["dummy_head"][u], list(t.dummy_on[:, t.mpair]), t.last_pq[t.mpair]
+        )
+        if sw.dummy_wgrad
+        else np.zeros((B, Q))
+    )
     reserved = c.reserved_bytes + 0 * rank3
     mem = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
@@ -319,60 +454,145 @@ def _numpy_tail(t: _Tables) -> Scores:
 def _kernel_tail(t: _Tables) -> Scores:
     """The same tail compiled (kernel.tail): the numpy tail's statements one layout at a time."""
     from perfmodel.core import kernel
+
     sw, c, tab = t.sw, t.c, t.tab
     B, F, R = len(t.u), len(t.fs), len(t.rec)
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)
-    qr = lambda x: np.ascontiguousarray(x.T)                                   # [rows, Q] -> [Q, rows]
+    qr = lambda x: np.ascontiguousarray(x.T)  # [rows, Q] -> [Q, rows]
     cnt, emb, hd, mult, pair = t.sig
     step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
-    kernel.tail(t.per_layer, i64(t.upl), tab["embed"], tab["head"], i64(t.u),
-                np.ascontiguousarray(np.stack(cnt)), emb, hd, mult, i64(pair),
-                t.p2p, np.ascontiguousarray(pp_share(sw, t.vp)), t.pp, t.vp, t.nmb, kernel.SCHEDULES.get(sw.schedule, 0),
-                float(pp_par.ZERO_BUBBLE_SHARE),
-                i64(t.run), qr(t.rs), qr(t.ag), qr(t.opt[0]), qr(t.opt[1]), float(sw.dp_rs_share), float(sw.dp_ag_share),
-                bool(sw.fsdp_per_microbatch), bool(sw.fsdp_reshard), t.fs,
-                float(c.step_overhead_s), np.ascontiguousarray(t.solo), tab["ep_solo"], t.tokens, t.gpus,
-                qr(t.params), qr(t.shard), qr(t.opt_group), float(t.wb), float(t.gb), float(K.ADAM_STATE_BYTES),
-                bool(sw.shards_grads),
-                np.ascontiguousarray(np.stack(t.mcnt)), i64(t.mpair), i64(t.fl), qr(t.in_fl),
-                qr(t.mrank == t.mrank[:, -1:]), qr(t.mrank == 0),            # last rank (pp - 1), first rank
-                tab["kept"], tab["full_layer"], t.rec == FULL, t.rec == NONE, t.mtp_layers,
-                tab["Ts"], float(K.BF16 * t.m.hidden_size), tab["T"], float(sw.logit_bytes), float(t.m.vocab_size), t.tp,
-                float(c.reserved_bytes), bool(sw.dummy_wgrad), tab["dummy"], np.ascontiguousarray(t.dummy_on), tab["dummy_head"],
-                float(K.BF16), qr(t.act_share),
-                step, tps, mem)
+    kernel.tail(
+        t.per_layer,
+        i64(t.upl),
+        tab["embed"],
+        tab["head"],
+        i64(t.u),
+        np.ascontiguousarray(np.stack(cnt)),
+        emb,
+        hd,
+        mult,
+        i64(pair),
+        t.p2p,
+        np.ascontiguousarray(pp_share(sw, t.vp)),
+        t.pp,
+        t.vp,
+        t.nmb,
+        kernel.SCHEDULES.get(sw.schedule, 0),
+        float(pp_par.ZERO_BUBBLE_SHARE),
+        i64(t.run),
+        qr(t.rs),
+        qr(t.ag),
+        qr(t.opt[0]),
+        qr(t.opt[1]),
+        float(sw.dp_rs_share),
+        float(sw.dp_ag_share),
+        bool(sw.fsdp_per_microbatch),
+        bool(sw.fsdp_reshard),
+        t.fs,
+        float(c.step_overhead_s),
+        np.ascontiguousarray(t.solo),
+        tab["ep_solo"],
+        t.tokens,
+        t.gpus,
+        qr(t.params),
+        qr(t.shard),
+        qr(t.opt_group),
+        float(t.wb),
+        float(t.gb),
+        float(K.ADAM_STATE_BYTES),
+        bool(sw.shards_grads),
+        np.ascontiguousarray(np.stack(t.mcnt)),
+        i64(t.mpair),
+        i64(t.fl),
+        qr(t.in_fl),
+        qr(t.mrank == t.mrank[:, -1:]),
+        qr(t.mrank == 0),  # last rank (pp - 1), first rank
+        tab["kept"],
+        tab["full_layer"],
+        t.rec == FULL,
+        t.rec == NONE,
+        t.mtp_layers,
+        tab["Ts"],
+        float(K.BF16 * t.m.hidden_size),
+        tab["T"],
+        float(sw.logit_bytes),
+        float(t.m.vocab_size),
+        t.tp,
+        float(c.reserved_bytes),
+        bool(sw.dummy_wgrad),
+        tab["dummy"],
+        np.ascontiguousarray(t.dummy_on),
+        tab["dummy_head"],
+        float(K.BF16),
+        qr(t.act_share),
+        step,
+        tps,
+        mem,
+    )
     return Scores(step, tps, mem, t.hbm)
 
 
 def _context(m: ModelSpec, hw: HardwareSpec, opts: Options):
     """(stack, layer constants, other constants, low precision, MoE imbalance) as predict_grid sets them."""
     c = opts.consts
-    hw.peak(opts.precision)                  # a clear error when the GPU lacks the precision
+    hw.peak(opts.precision)  # a clear error when the GPU lacks the precision
     sw = software_of(m, hw, opts)
     c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
-    return sw, c_layer, c_other, opts.precision not in ("bf16", "fp16"), (c.moe_imbalance if opts.routing == "real" else 1.0)
+    return (
+        sw,
+        c_layer,
+        c_other,
+        opts.precision not in ("bf16", "fp16"),
+        (c.moe_imbalance if opts.routing == "real" else 1.0),
+    )
 
 
 def _base_grid(gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray]) -> LayoutGrid:
     B = len(base["tp"])
     full = lambda v: np.full(B, v, np.int64)
     zeros = np.zeros(B, np.int64)
-    return LayoutGrid(gpus=full(gpus), gbs=full(gbs), seq=full(seq), fsdp=zeros.astype(bool), recompute=zeros,
-                      **{k: np.asarray(base[k], dtype=np.int64) for k in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")})
+    return LayoutGrid(
+        gpus=full(gpus),
+        gbs=full(gbs),
+        seq=full(seq),
+        fsdp=zeros.astype(bool),
+        recompute=zeros,
+        **{k: np.asarray(base[k], dtype=np.int64) for k in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs")},
+    )
 
 
-def prime(model: ModelSpec, hw: HardwareSpec, gpus: int, gbs: int, seq: int, base: dict[str, np.ndarray], rec,
-          opts: Options, cache: dict) -> None:
+def prime(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    gpus: int,
+    gbs: int,
+    seq: int,
+    base: dict[str, np.ndarray],
+    rec,
+    opts: Options,
+    cache: dict,
+) -> None:
     """Price the combinations of base rows `base` (an enumeration block, several chunks) into a search's
     `cache` at once: one pricing pass instead of one per chunk."""
     sw, c_layer, c_other, low, imb = _context(model, hw, opts)
     bgrid = _base_grid(gpus, gbs, seq, base)
     rec = np.asarray(rec, dtype=np.int64)
-    build = lambda rows: _layer_tables(model, bgrid.take(rows), rec, hw.at_clock(sw.power_factor), opts.precision, low,
-                                       imb, opts.consts, sw,
-                                       c_layer, c_other)
-    _cached_tables(cache, gpus, tuple(np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "ep", "etp", "mbs")),
-                   build)
+    build = lambda rows: _layer_tables(
+        model,
+        bgrid.take(rows),
+        rec,
+        hw.at_clock(sw.power_factor),
+        opts.precision,
+        low,
+        imb,
+        opts.consts,
+        sw,
+        c_layer,
+        c_other,
+    )
+    _cached_tables(
+        cache, gpus, tuple(np.asarray(base[k], dtype=np.int64) for k in ("tp", "cp", "ep", "etp", "mbs")), build
+    )
 
 
 def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, c_other) -> dict:
@@ -383,27 +603,51 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     U = rows.n
     ws = workload.build(m, rows, low, imb, c, sw)
     prices = _kind_prices(m, ws, rows, low, imb, c, sw, hw, prec, c_layer)
-    at_u = lambda x, *tail: np.ascontiguousarray(np.broadcast_to(f64(x), (U, *tail)))   # maybe a scalar
+    at_u = lambda x, *tail: np.ascontiguousarray(np.broadcast_to(f64(x), (U, *tail)))  # maybe a scalar
     rr = rec[None, :]
-    per_layer = [at_u(sum(p.parts.values()))[:, None]
-                 + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]   # [U, R]
+    per_layer = [
+        at_u(sum(p.parts.values()))[:, None] + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None])
+        for p in prices
+    ]  # [U, R]
     offload = {}
-    if any(p.offload is not None for p in prices):      # the same at pp = 1 with activation offloading's copy
-        one = np.ones(U)                                # (without recompute only: memory.offloads)
-        offload["per_layer_pp1"] = np.where((rr == NONE)[None], np.stack([
-            at_u(sum(with_offload({k: at_u(v) for k, v in p.parts.items()}, p.offload, at_u, one).values()))[:, None]
-            + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None]) for p in prices]), np.stack(per_layer))
+    if any(p.offload is not None for p in prices):  # the same at pp = 1 with activation offloading's copy
+        one = np.ones(U)  # (without recompute only: memory.offloads)
+        offload["per_layer_pp1"] = np.where(
+            (rr == NONE)[None],
+            np.stack(
+                [
+                    at_u(sum(with_offload({k: at_u(v) for k, v in p.parts.items()}, p.offload, at_u, one).values()))[
+                        :, None
+                    ]
+                    + recompute.time(rr, at_u(p.fwd)[:, None], at_u(p.selective_f)[:, None])
+                    for p in prices
+                ]
+            ),
+            np.stack(per_layer),
+        )
     keys, elems, dhead = dummy_wgrad_sets(ws)
     head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
-    ep_solo = at_u(a2a_solo(ws, prices, 1.0, 1.0, 1.0, 0))       # all layers, one micro-batch (predict.a2a_solo)
+    ep_solo = at_u(a2a_solo(ws, prices, 1.0, 1.0, 1.0, 0))  # all layers, one micro-batch (predict.a2a_solo)
     kept, full_layer = [], 0.0
     for layer in ws.layers:
         k_, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
         kept.append(at_u(k_, len(rec)))
         full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
-    return {"ws": ws, "per_layer": np.stack(per_layer), "kept": np.stack(kept), "full_layer": at_u(full_layer),
-            "head": head, "embed": embed, "ep_solo": ep_solo, "Ts": at_u(ws.Ts), "T": at_u(ws.T), **offload, "dummy_keys": keys,
-            "dummy": np.stack([at_u(e) for e in elems]) if elems else np.zeros((0, U)), "dummy_head": at_u(dhead)}
+    return {
+        "ws": ws,
+        "per_layer": np.stack(per_layer),
+        "kept": np.stack(kept),
+        "full_layer": at_u(full_layer),
+        "head": head,
+        "embed": embed,
+        "ep_solo": ep_solo,
+        "Ts": at_u(ws.Ts),
+        "T": at_u(ws.T),
+        **offload,
+        "dummy_keys": keys,
+        "dummy": np.stack([at_u(e) for e in elems]) if elems else np.zeros((0, U)),
+        "dummy_head": at_u(dhead),
+    }
 
 
 def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) -> list:
@@ -412,7 +656,7 @@ def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) ->
     etp) and gathered back: the same prices, elementwise, from fewer rows."""
     found: dict = {}
 
-    def reduce(axes):                        # (one row per distinct combination of `axes`, each row's), or None
+    def reduce(axes):  # (one row per distinct combination of `axes`, each row's), or None
         if axes not in found:
             first, inv = workload.unique_layer_axes(rows, axes)
             found[axes] = (first, inv) if first.size < rows.n else None
@@ -421,21 +665,41 @@ def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) ->
     out = []
     for layer in ws.layers:
         axes = workload.KIND_AXES[layer.kind]
-        if axes == workload.AXES or reduce(axes) is None:    # the kind's other records on every combination
+        if axes == workload.AXES or reduce(axes) is None:  # the kind's other records on every combination
             out.append(price_kind(layer, ws, hw, prec, c_layer, sw, reduce))
             continue
         first, inv = reduce(axes)
         ws_r = workload.build(m, rows.take(first), low, imb, c, sw)
         p = price_kind(next(x for x in ws_r.layers if x.kind == layer.kind), ws_r, hw, prec, c_layer, sw)
         g = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
-        out.append(KindPrice({k: g(v) for k, v in p.parts.items()}, {k: g(v) for k, v in p.raw.items()}, g(p.fwd),
-                             g(p.selective_f), g(p.selective_flops), None if p.offload is None else g(p.offload),
-                             g(p.ep_solo)))
+        out.append(
+            KindPrice(
+                {k: g(v) for k, v in p.parts.items()},
+                {k: g(v) for k, v in p.raw.items()},
+                g(p.fwd),
+                g(p.selective_f),
+                g(p.selective_flops),
+                None if p.offload is None else g(p.offload),
+                g(p.ep_solo),
+            )
+        )
     return out
 
 
-TABLE_KEYS = ("per_layer", "kept", "full_layer", "head", "embed", "ep_solo", "Ts", "T", "per_layer_pp1", "dummy", "dummy_head")
-_AXIS = {"per_layer": 1, "kept": 1, "per_layer_pp1": 1, "dummy": 1}   # tables with the combination on their second axis
+TABLE_KEYS = (
+    "per_layer",
+    "kept",
+    "full_layer",
+    "head",
+    "embed",
+    "ep_solo",
+    "Ts",
+    "T",
+    "per_layer_pp1",
+    "dummy",
+    "dummy_head",
+)
+_AXIS = {"per_layer": 1, "kept": 1, "per_layer_pp1": 1, "dummy": 1}  # tables with the combination on their second axis
 
 
 def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarray]:
@@ -444,7 +708,7 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
     each is coded by its index among the divisors, mbs by its value, into one int64 key."""
     if "div" not in cache:
         cache["div"] = np.flatnonzero(gpus % np.arange(1, gpus + 1) == 0) + 1
-        cache["div_code"] = np.zeros(gpus + 1, np.int64)             # a divisor's index, by lookup (no search)
+        cache["div_code"] = np.zeros(gpus + 1, np.int64)  # a divisor's index, by lookup (no search)
         cache["div_code"][cache["div"]] = np.arange(cache["div"].size)
     n_div, code = cache["div"].size, cache["div_code"]
     key = code[cols[0]]
@@ -453,15 +717,18 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
     key = key * (1 << 16) + cols[4]
     known = cache.get("keys", np.zeros(0, np.int64))
     order = cache.get("order", np.zeros(0, np.int64))
-    if known.size:                                     # every combination seen before (a primed chunk)
+    if known.size:  # every combination seen before (a primed chunk)
         srt = cache["sorted"]
         pos = np.minimum(np.searchsorted(srt, key), srt.size - 1)
         if np.array_equal(srt[pos], key):
             return cache["tab"], order[pos]
     ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
     pos = np.searchsorted(known[order], ukey) if known.size else np.zeros(ukey.size, np.int64)
-    hit = (pos < known.size) & (known[order][np.minimum(pos, max(known.size - 1, 0))] == ukey) if known.size \
+    hit = (
+        (pos < known.size) & (known[order][np.minimum(pos, max(known.size - 1, 0))] == ukey)
+        if known.size
         else np.zeros(ukey.size, bool)
+    )
     idx = np.empty(ukey.size, np.int64)
     idx[hit] = order[pos[hit]]
     new = np.flatnonzero(~hit)
@@ -471,8 +738,11 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
             cache["tab"] = t
         else:
             old = cache["tab"]
-            cache["tab"] = {"ws": old["ws"], "dummy_keys": old["dummy_keys"],
-                            **{k: np.concatenate([old[k], t[k]], axis=_AXIS.get(k, 0)) for k in TABLE_KEYS if k in old}}
+            cache["tab"] = {
+                "ws": old["ws"],
+                "dummy_keys": old["dummy_keys"],
+                **{k: np.concatenate([old[k], t[k]], axis=_AXIS.get(k, 0)) for k in TABLE_KEYS if k in old},
+            }
         idx[new] = known.size + np.arange(new.size)
         known = np.concatenate([known, ukey[new]])
         cache["keys"], cache["order"] = known, np.argsort(known, kind="stable")

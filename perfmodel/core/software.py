@@ -5,6 +5,7 @@ physics or a measured kernel ratio with its source; nothing is fitted per stack.
 
 `Software` is frozen and hashable, so rows and layouts that ran the same stack are scored together.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,14 +28,22 @@ from perfmodel.specs.stack import DEFAULT_STACK, StackSpec, apply_overrides, loa
 # generation relative to that generation's FA2 factor.
 _FA1, _TRITON = 1 / 2.3, 1 / 1.8
 _ATTN_FACTOR = {
-    ("ampere", "fa2"): (1.0, 1.0), ("ampere", "cudnn"): (1.0, 1.0), ("ampere", "fa3"): (1.0, 1.0),
+    ("ampere", "fa2"): (1.0, 1.0),
+    ("ampere", "cudnn"): (1.0, 1.0),
+    ("ampere", "fa3"): (1.0, 1.0),
     ("ampere", "fa4"): (1.0, 1.0),
-    ("hopper", "fa3"): (1.0, 1.0), ("hopper", "cudnn"): (1.0, 1.0), ("hopper", "fa4"): (1.0, 1.0),
+    ("hopper", "fa3"): (1.0, 1.0),
+    ("hopper", "cudnn"): (1.0, 1.0),
+    ("hopper", "fa4"): (1.0, 1.0),
     ("hopper", "fa2"): (1 / 1.75, 1 / 1.6),
-    ("blackwell", "cudnn"): (1.0, 1.0), ("blackwell", "fa4"): (1.3, 1.0), ("blackwell", "fa3"): (1.0, 1.0),
+    ("blackwell", "cudnn"): (1.0, 1.0),
+    ("blackwell", "fa4"): (1.3, 1.0),
+    ("blackwell", "fa3"): (1.0, 1.0),
     ("blackwell", "fa2"): (1 / 1.75, 1 / 1.6),
-    ("blackwell-ultra", "cudnn"): (1.0, 1.0), ("blackwell-ultra", "fa4"): (1.0, 1.0),
-    ("blackwell-ultra", "fa3"): (1.0, 1.0), ("blackwell-ultra", "fa2"): (1 / 1.75, 1 / 1.6),
+    ("blackwell-ultra", "cudnn"): (1.0, 1.0),
+    ("blackwell-ultra", "fa4"): (1.0, 1.0),
+    ("blackwell-ultra", "fa3"): (1.0, 1.0),
+    ("blackwell-ultra", "fa2"): (1 / 1.75, 1 / 1.6),
 }
 
 
@@ -66,7 +75,7 @@ def head_dim_factor(kernel: str, head_dim: float) -> tuple[float, float]:
     log2(head_dim) between. The unfused path is priced as GEMMs (no factor)."""
     if kernel not in _DIM64 or head_dim >= 128:
         return 1.0, 1.0
-    t = max(0.0, math.log2(head_dim / 64.0))            # 0 at 64, 1 at 128
+    t = max(0.0, math.log2(head_dim / 64.0))  # 0 at 64, 1 at 128
     f64, b64 = _DIM64[kernel]
     return f64 + t * (1.0 - f64), b64 + t * (1.0 - b64)
 
@@ -86,64 +95,77 @@ def head_dim_factor(kernel: str, head_dim: float) -> tuple[float, float]:
 # - Every other overlap (CP ring send/recv, the EP all-to-all under the combined 1F1B, the distributed
 #   optimizer's reduce-scatter / all-gather, pipeline send/recv, tp_bwd_async) is NCCL on its own stream,
 #   which runs on any tier: "any".
-OVERLAP_DOMAIN = {"tp_overlap": {"userbuffers": "scale_up", "bulk": "scale_up", "async_tp": "scale_up", "none": "any"},
-                  "tp_bwd_async": "any", "cp": "any", "moe_a2a_overlap": "any", "dp": "any", "pp_p2p_overlap": "any"}
+OVERLAP_DOMAIN = {
+    "tp_overlap": {"userbuffers": "scale_up", "bulk": "scale_up", "async_tp": "scale_up", "none": "any"},
+    "tp_bwd_async": "any",
+    "cp": "any",
+    "moe_a2a_overlap": "any",
+    "dp": "any",
+    "pp_p2p_overlap": "any",
+}
 
 
 @dataclass(frozen=True)
 class Software:
     """The cost model's view of one stack on one system."""
+
     stack_id: str
-    tp_share_fwd: float          # share of forward / backward TP collectives hidden under GEMMs
+    tp_share_fwd: float  # share of forward / backward TP collectives hidden under GEMMs
     tp_share_bwd: float
     cp_share: float
     ep_share: float
-    dp_rs_share: float           # gradient reduce-scatter hidden under backward
-    dp_ag_share: float           # parameter all-gather hidden under forward
-    pp_share: float              # pipeline send/recv hidden under compute, interleaved schedule (vp > 1)
-    layer_kernel_s: float        # fixed cost per kernel inside the layers (CUDA graphs lower it)
-    other_kernel_s: float        # ... in the head, embedding and optimizer
-    attention: str               # unfused | fa2 | fa3 | cudnn | fa4
+    dp_rs_share: float  # gradient reduce-scatter hidden under backward
+    dp_ag_share: float  # parameter all-gather hidden under forward
+    pp_share: float  # pipeline send/recv hidden under compute, interleaved schedule (vp > 1)
+    layer_kernel_s: float  # fixed cost per kernel inside the layers (CUDA graphs lower it)
+    other_kernel_s: float  # ... in the head, embedding and optimizer
+    attention: str  # unfused | fa2 | fa3 | cudnn | fa4
     attn_fwd_factor: float
     attn_bwd_factor: float
     sequence_parallel: bool
-    grad_bytes: float            # main-gradient buffer, bytes per parameter
-    reduce_bytes: float          # data-parallel reduction, bytes per parameter on the wire
-    optimizer_shard: str         # dp | dp_cp | none
-    shards_params: bool          # the stack shards parameters (FSDP / ZeRO-3) whatever the layout says
-    shards_grads: bool           # ... or gradients only (ZeRO-2)
-    fsdp_per_microbatch: bool    # FSDP gathers parameters again for every micro-batch
-    fsdp_reshard: bool           # ... and again for backward (FULL_SHARD)
-    hybrid_shard_group: int | None   # HSDP: parameters sharded over this many GPUs, replicated across groups
+    grad_bytes: float  # main-gradient buffer, bytes per parameter
+    reduce_bytes: float  # data-parallel reduction, bytes per parameter on the wire
+    optimizer_shard: str  # dp | dp_cp | none
+    shards_params: bool  # the stack shards parameters (FSDP / ZeRO-3) whatever the layout says
+    shards_grads: bool  # ... or gradients only (ZeRO-2)
+    fsdp_per_microbatch: bool  # FSDP gathers parameters again for every micro-batch
+    fsdp_reshard: bool  # ... and again for backward (FULL_SHARD)
+    hybrid_shard_group: int | None  # HSDP: parameters sharded over this many GPUs, replicated across groups
     fp8_param_gather: bool
-    fp8_amax_pass: bool          # current scaling: an extra read of each tensor to find its amax
-    dispatcher: str              # allgather | alltoall | deepep | hybridep
+    fp8_amax_pass: bool  # current scaling: an extra read of each tensor to find its amax
+    dispatcher: str  # allgather | alltoall | deepep | hybridep
     grouped_gemm: bool
-    recompute: str               # none | selective | full, when a run does not state it
+    recompute: str  # none | selective | full, when a run does not state it
     recompute_modules: tuple[str, ...]
-    schedule: str                # 1f1b | interleaved | zero_bubble | dualpipe | gpipe
-    cp_comm: str                 # p2p | a2a | allgather | a2a_p2p
-    power_factor: float          # sustained tensor rate under the stack's power limit, relative to TDP
-    eager: bool = False          # memory-bound ops as eager PyTorch kernels (fusions = "none")
+    schedule: str  # 1f1b | interleaved | zero_bubble | dualpipe | gpipe
+    cp_comm: str  # p2p | a2a | allgather | a2a_p2p
+    power_factor: float  # sustained tensor rate under the stack's power limit, relative to TDP
+    eager: bool = False  # memory-bound ops as eager PyTorch kernels (fusions = "none")
     cpu_offload_layers: int = 0  # layers whose saved activations go to host memory (pp = 1 only)
-    dummy_wgrad: bool = False    # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
-    logit_bytes: float = 2 * K.FP32   # bytes per logit held on the last stage for the loss (stack cross_entropy)
-    grouped_kernel: str = "te"   # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
-    cuda_graphs: str = "none"    # none | per_layer | full_iteration (stack cuda_graphs)
-    pp_share_1f1b: float = 0.0   # ... at vp = 1: Megatron-Core's 1F1B waits on every send/recv (stack.py pp_p2p_overlap)
-    grad_accum_fusion: bool = True   # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
-    pipeline_layout: str = "module_slots"   # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
-    tp_bwd_async: bool = False   # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
+    dummy_wgrad: bool = False  # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
+    logit_bytes: float = 2 * K.FP32  # bytes per logit held on the last stage for the loss (stack cross_entropy)
+    grouped_kernel: str = "te"  # none | te | cutlass | cutedsl: the expert GEMM implementation (stack grouped_gemm)
+    cuda_graphs: str = "none"  # none | per_layer | full_iteration (stack cuda_graphs)
+    pp_share_1f1b: float = 0.0  # ... at vp = 1: Megatron-Core's 1F1B waits on every send/recv (stack.py pp_p2p_overlap)
+    grad_accum_fusion: bool = True  # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
+    pipeline_layout: str = (
+        "module_slots"  # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
+    )
+    tp_bwd_async: bool = False  # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
     megatron_core: bool = False  # a Megatron-Core stack (family): its MoE experts run Megatron-Core's activation code
-    tp_overlap_scale_up: bool = False   # the TP overlap runs only inside the NVLink domain (OVERLAP_DOMAIN)
+    tp_overlap_scale_up: bool = False  # the TP overlap runs only inside the NVLink domain (OVERLAP_DOMAIN)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     f = spec.features
-    tp = {"none": (0.0, 0.0), "bulk": (0.0, c.tp_overlap),
-          "userbuffers": (c.tp_overlap, c.tp_overlap), "async_tp": (c.tp_overlap, c.tp_overlap)}[f.tp_overlap]
+    tp = {
+        "none": (0.0, 0.0),
+        "bulk": (0.0, c.tp_overlap),
+        "userbuffers": (c.tp_overlap, c.tp_overlap),
+        "async_tp": (c.tp_overlap, c.tp_overlap),
+    }[f.tp_overlap]
     graphs = f.cuda_graphs
-    graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)    # a graph removes the host part only
+    graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)  # a graph removes the host part only
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
     # a power cap below the TDP lowers the sustained clock; the tensor rate follows it (dynamic power
     # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)
@@ -153,8 +175,9 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
     return Software(
         stack_id=spec.id,
-        tp_share_fwd=tp[0], tp_share_bwd=tp[1],
-        cp_share=c.cp_overlap,                     # the ring's send/recv overlaps blockwise attention in every CP implementation
+        tp_share_fwd=tp[0],
+        tp_share_bwd=tp[1],
+        cp_share=c.cp_overlap,  # the ring's send/recv overlaps blockwise attention in every CP implementation
         ep_share=c.ep_overlap if f.moe_a2a_overlap else 0.0,
         dp_rs_share=c.dp_overlap if f.dp_grad_reduce_overlap else 0.0,
         dp_ag_share=c.dp_overlap if f.dp_param_gather_overlap else 0.0,
@@ -164,7 +187,9 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         pp_share=c.pp_overlap if (f.pp_p2p_overlap or f.pipeline_schedule in ("zero_bubble", "dualpipe")) else 0.0,
         layer_kernel_s=graphed if graphs in ("per_layer", "full_iteration") else c.kernel_fixed_s,
         other_kernel_s=graphed if graphs == "full_iteration" else c.kernel_fixed_s,
-        attention=f.attention_kernel, attn_fwd_factor=fa, attn_bwd_factor=fb,
+        attention=f.attention_kernel,
+        attn_fwd_factor=fa,
+        attn_bwd_factor=fb,
         sequence_parallel=f.sequence_parallel,
         tp_bwd_async=f.tp_bwd_async,
         megatron_core=spec.family == "megatron-core",
@@ -187,7 +212,8 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         # a Megatron-family preset whose recipe recomputes nothing lists no modules; run selective, Megatron-Core
         # recomputes its default module (transformer_config.py: recompute_modules defaults to ['core_attn'])
         recompute_modules=tuple(f.recompute_modules) or (("core_attn",) if spec.family == "megatron-core" else ()),
-        schedule=f.pipeline_schedule, cp_comm=f.cp_comm_type,
+        schedule=f.pipeline_schedule,
+        cp_comm=f.cp_comm_type,
         power_factor=power,
         eager=f.fusions == "none",
         cpu_offload_layers=f.cpu_offload_layers,
@@ -205,8 +231,15 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
 
 
 @lru_cache(maxsize=4096)
-def resolve(stack_ref: str | None, stack_set: tuple[str, ...], model_id: str, is_moe: bool, hw: HardwareSpec,
-            precision: str, c: Constants) -> Software:
+def resolve(
+    stack_ref: str | None,
+    stack_set: tuple[str, ...],
+    model_id: str,
+    is_moe: bool,
+    hw: HardwareSpec,
+    precision: str,
+    c: Constants,
+) -> Software:
     """The Software of a preset id or stack file (None: the default stack) for one model, system and
     precision: the preset's per-model rules, then the `stack_set` overrides (feature=value)."""
     spec = load_stack(stack_ref or DEFAULT_STACK).for_model(model_id, is_moe, hw.id, precision)

@@ -18,12 +18,12 @@ uplinks is its members' fraction of the GPUs under that leaf. The representative
 units suffice: its ring crosses each unit boundary the same way, and its all-to-all's peers are those
 inside its unit (leaf tier) or beyond it (spine).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import math
-import os
 from dataclasses import astuple, dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +36,7 @@ from perfmodel.specs.hardware import HardwareSpec
 if TYPE_CHECKING:
     import networkx as nx
 
-NVLINK, LEAF, SPINE = 0, 1, 2          # tiers a group crosses, innermost first
+NVLINK, LEAF, SPINE = 0, 1, 2  # tiers a group crosses, innermost first
 
 
 def members_per_domain(size, stride, domain: int):
@@ -58,8 +58,11 @@ def domain_exits(hw: HardwareSpec, tp, cp, ep, etp) -> dict[str, np.ndarray]:
     (ep members etp ranks apart). Arrays broadcast; True where the group crosses the scale-out network."""
     D = hw.scale_up.domain_size
     f = lambda x: np.asarray(x, dtype=np.int64)
-    return {"tp": leaves_domain(f(tp), 1, D), "tp_cp": leaves_domain(f(tp) * f(cp), 1, D),
-            "ep": leaves_domain(f(ep), f(etp), D)}
+    return {
+        "tp": leaves_domain(f(tp), 1, D),
+        "tp_cp": leaves_domain(f(tp) * f(cp), 1, D),
+        "ep": leaves_domain(f(ep), f(etp), D),
+    }
 
 
 def _rails(hw: HardwareSpec) -> int:
@@ -102,6 +105,7 @@ def cluster_graph(hw: HardwareSpec, gpus: int) -> nx.Graph:
     ("leaf", unit, rail) and "spine"; edges with `capacity` (bytes/s per direction) and `tier` ("nvlink",
     "nic", "leaf", "spine")."""
     import networkx as nx
+
     return _add_gpus(nx.Graph(), hw, range(gpus), _unit(hw, gpus))
 
 
@@ -109,21 +113,23 @@ def member_graph(hw: HardwareSpec, ranks: tuple[int, ...], unit_gpus: int) -> nx
     """The cluster graph induced on a group's members (their GPUs, NVLink switches, NICs, leaves and the
     spine), built without the rest of the cluster: a group in a 100,000-GPU unit costs its own size."""
     import networkx as nx
+
     return _add_gpus(nx.Graph(), hw, ranks, unit_gpus)
 
 
 @dataclass(frozen=True)
 class GroupPath:
     """What one group of a shape gets from the cluster (bandwidths in bytes/s per direction, line rate)."""
-    k: int                 # members per scale-up domain
-    tier: int              # outermost tier its ring crosses: NVLINK, LEAF or SPINE
-    switches: int          # switches on its ring's longest hop (1 NVLink or leaf, 3 leaf-spine-leaf)
-    ring_bw: float         # scale-out bandwidth of the ring's slowest inter-domain hop (inf inside NVLink)
-    spine_share: float     # share of a member's peers reached only through the spine
-    uplink_bw: float       # a GPU's share of its leaf's spine uplinks (NIC / oversubscription)
+
+    k: int  # members per scale-up domain
+    tier: int  # outermost tier its ring crosses: NVLINK, LEAF or SPINE
+    switches: int  # switches on its ring's longest hop (1 NVLink or leaf, 3 leaf-spine-leaf)
+    ring_bw: float  # scale-out bandwidth of the ring's slowest inter-domain hop (inf inside NVLink)
+    spine_share: float  # share of a member's peers reached only through the spine
+    uplink_bw: float  # a GPU's share of its leaf's spine uplinks (NIC / oversubscription)
 
 
-MAX_OFFSETS = 64     # block positions tried for the worst-placed group (the pattern repeats every lcm(block, unit))
+MAX_OFFSETS = 64  # block positions tried for the worst-placed group (the pattern repeats every lcm(block, unit))
 
 
 def _worst_offset(ranks: np.ndarray, size: int, stride: int, D: int, U: int) -> tuple[int, float]:
@@ -161,13 +167,14 @@ def _placement(hw: HardwareSpec, size: int, stride: int) -> tuple[list[tuple[int
     D = hw.scale_up.domain_size
     k = int(members_per_domain(size, stride, D))
     padded = -(-size // k) * k
-    ranks = np.array([i * stride if stride >= D else (i // k) * D + (i % k) * stride for i in range(padded)],
-                     dtype=np.int64)
+    ranks = np.array(
+        [i * stride if stride >= D else (i // k) * D + (i % k) * stride for i in range(padded)], dtype=np.int64
+    )
     U = hw.scale_out.scalable_unit_gpus
-    if not U:                                   # one unit: keep the first two domains the group touches
+    if not U:  # one unit: keep the first two domains the group touches
         doms = sorted({int(r) // D for r in ranks})[:2]
         return [(i, doms.index(r // D) * D + r % D) for i, r in enumerate(ranks.tolist()) if r // D in doms], 0.0
-    off, spine = _worst_offset(ranks[:size], size, stride, D, U)      # the share over the real members, not the padding
+    off, spine = _worst_offset(ranks[:size], size, stride, D, U)  # the share over the real members, not the padding
     ranks = ranks + off
     units = sorted({int(r) // U for r in ranks})[:2]
     return [(i, units.index(r // U) * U + r % U) for i, r in enumerate(ranks.tolist()) if r // U in units], spine
@@ -178,6 +185,7 @@ def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, b
     the members `b` of the next, over the members' own NVLink switch, NICs and leaves and the spine at
     the group's share of each leaf's uplinks (other GPUs' links belong to other groups)."""
     import networkx as nx
+
     nodes = {("gpu", r) for r in a + b} | {("nic", r) for r in a + b} | {"spine"}
     nodes |= {("nvswitch", g.nodes[("gpu", r)]["domain"]) for r in (a[0], b[0])}
     nodes |= {n for r in a + b for n in g[("nic", r)] if n[0] == "leaf"}
@@ -185,7 +193,7 @@ def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, b
     for leaf in [n for n in h if n != "spine" and n[0] == "leaf"]:
         cap = g.edges[leaf, "spine"]["capacity"] * share[leaf] / g.nodes[leaf]["gpus"]
         h.edges[leaf, "spine"]["capacity"] = h.edges["spine", leaf]["capacity"] = cap
-    h.add_edges_from(("src", ("gpu", r)) for r in a)          # no capacity attribute: unbounded
+    h.add_edges_from(("src", ("gpu", r)) for r in a)  # no capacity attribute: unbounded
     h.add_edges_from((("gpu", r), "dst") for r in b)
     flow = nx.maximum_flow_value(h, "src", "dst", flow_func=nx.flow.boykov_kolmogorov)
     leaf_only = h.subgraph(n for n in h if n != "spine")
@@ -198,13 +206,14 @@ def _hop(g: nx.Graph, a: list[int], b: list[int], share: dict) -> tuple[float, b
 # search: the results are kept on disk (fncache's directory, `paths/`), one file per hardware spec, keyed by
 # the sha256 of the spec's JSON, this module's and hardware.py's source and the networkx release, so a later
 # process neither places them again nor imports networkx. PERFMODEL_CACHE_DIR=off disables it.
-_PATH_SOURCES = ("core/topology.py", "specs/hardware.py")     # relative to perfmodel/
+_PATH_SOURCES = ("core/topology.py", "specs/hardware.py")  # relative to perfmodel/
 
 
 @lru_cache(maxsize=32)
 def _path_file(hw: HardwareSpec) -> Path | None:
     from perfmodel.specs import fncache
     from perfmodel.specs.hardware import _DESCRIPTIVE
+
     d = fncache.cache_dir()
     if d is None:
         return None
@@ -214,7 +223,8 @@ def _path_file(hw: HardwareSpec) -> Path | None:
         for name in _PATH_SOURCES:
             h.update((pkg / name).read_bytes())
         import importlib.util
-        spec = importlib.util.find_spec("networkx")          # the networkx release, without importing it
+
+        spec = importlib.util.find_spec("networkx")  # the networkx release, without importing it
         h.update(Path(spec.origin).read_bytes() if spec and spec.origin else b"?")
     except (OSError, ImportError, ValueError):
         return None
@@ -235,8 +245,9 @@ def _stored_paths(hw: HardwareSpec) -> dict[tuple[int, int], GroupPath]:
     for line in lines:
         try:
             v = json.loads(line)
-            out[(int(v[0]), int(v[1]))] = GroupPath(int(v[2]), int(v[3]), int(v[4]), float(v[5]), float(v[6]),
-                                                    float(v[7]))
+            out[(int(v[0]), int(v[1]))] = GroupPath(
+                int(v[2]), int(v[3]), int(v[4]), float(v[5]), float(v[6]), float(v[7])
+            )
         except (ValueError, TypeError, IndexError):
             continue
     return out
@@ -248,7 +259,7 @@ def _store_path(hw: HardwareSpec, size: int, stride: int, p: GroupPath) -> None:
         return
     try:
         f.parent.mkdir(parents=True, exist_ok=True)
-        with open(f, "a", encoding="utf-8") as fh:          # one short line per write: appends do not interleave
+        with open(f, "a", encoding="utf-8") as fh:  # one short line per write: appends do not interleave
             fh.write(json.dumps([size, stride, *astuple(p)]) + "\n")
     except OSError:
         pass
@@ -260,7 +271,7 @@ def group_path(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     bottleneck hop, the tiers it crosses and the spine share of its all-to-all (from the disk store when a
     process placed it before)."""
     if size <= 1 or members_per_domain(size, stride, hw.scale_up.domain_size) >= size:
-        return place_group(hw, size, stride)                 # inside one domain: no graph
+        return place_group(hw, size, stride)  # inside one domain: no graph
     stored = _stored_paths(hw).get((size, stride))
     if stored is not None:
         return stored
@@ -288,7 +299,7 @@ def place_group(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
         by_dom.setdefault(r // D, []).append(r)
     doms = list(by_dom.values())
     unit_of = (lambda r: r // U) if U else (lambda r: 0)
-    hops = []                                  # the first hop inside a unit and the first across units
+    hops = []  # the first hop inside a unit and the first across units
     for same in (True, False):
         for a, b in zip(doms, doms[1:]):
             if (unit_of(a[0]) == unit_of(b[0])) == same:
@@ -298,7 +309,7 @@ def place_group(hw: HardwareSpec, size: int, stride: int) -> GroupPath:
     crosses = any(h[1] for h in hops)
     switches = max(h[2] for h in hops)
     leaf = next(x for x in g[("nic", ranks[0])] if x[0] == "leaf")
-    up = g.edges[leaf, "spine"]["capacity"] / g.nodes[leaf]["gpus"]      # a GPU's share of its leaf's uplinks
+    up = g.edges[leaf, "spine"]["capacity"] / g.nodes[leaf]["gpus"]  # a GPU's share of its leaf's uplinks
     return GroupPath(k, SPINE if crosses else LEAF, switches, flow, spine, up)
 
 

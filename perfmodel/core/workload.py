@@ -15,6 +15,7 @@ each under balanced routing (MoE parallel folding, Liu et al. 2025).
 The axes each record depends on are declared (`AXES`): the planner can evaluate a record once per unique
 combination of those axes.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -22,11 +23,13 @@ from dataclasses import replace
 import numpy as np
 
 from perfmodel.core import constants as K
+from perfmodel.core.ops import AttentionCore, Fixed, Gemm, Head, Layer, Saved, Stream, Workload
+from perfmodel.core.parallel import cp as cp_par
+from perfmodel.core.parallel import ep as ep_par
+from perfmodel.core.parallel import tp as tp_par
+from perfmodel.core.software import head_dim_factor
 from perfmodel.specs.layout import LayoutGrid
 from perfmodel.specs.model import ModelSpec
-from perfmodel.core.ops import AttentionCore, Collective, Fixed, Gemm, Head, Layer, Saved, Stream, Workload
-from perfmodel.core.parallel import cp as cp_par, ep as ep_par, tp as tp_par
-from perfmodel.core.software import head_dim_factor
 
 # layout axes a per-layer record depends on (never dp, pp, vp: those act in parallel/pp.py and dp.py)
 AXES = ("tp", "cp", "ep", "etp", "mbs", "seq", "precision")
@@ -43,8 +46,10 @@ def _dense_axes(gemms: list[Gemm]) -> list[Gemm]:
 
 # ---- helpers shared with the report ---------------------------------------------------------------
 
+
 def _mean_keys_fn(kind: str, window: int, convention: str):
     from perfmodel.specs.counts import mean_keys_fn  # sympy formula, lambdified once and cached on disk (fncache.py)
+
     return mean_keys_fn(kind, window, convention)
 
 
@@ -78,14 +83,23 @@ def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
         qk = a.qk_nope_head_dim + a.qk_rope_head_dim
         out = []
         if a.q_lora_rank:
-            out += [Gemm("q down", T, a.q_lora_rank + one, h + one),
-                    Gemm("q up", T, a.num_heads * qk / tp, a.q_lora_rank + one, module="mla_up_proj")]
+            out += [
+                Gemm("q down", T, a.q_lora_rank + one, h + one),
+                Gemm("q up", T, a.num_heads * qk / tp, a.q_lora_rank + one, module="mla_up_proj"),
+            ]
         else:
             out += [Gemm("q proj", T, a.num_heads * qk / tp, h + one)]
-        out += [Gemm("kv down", T, a.kv_lora_rank + a.qk_rope_head_dim + one, h + one),
-                Gemm("kv up", T, a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp, a.kv_lora_rank + one,
-                     module="mla_up_proj"),
-                Gemm("out proj", T, h + one, a.num_heads * a.v_head_dim / tp)]
+        out += [
+            Gemm("kv down", T, a.kv_lora_rank + a.qk_rope_head_dim + one, h + one),
+            Gemm(
+                "kv up",
+                T,
+                a.num_heads * (a.qk_nope_head_dim + a.v_head_dim) / tp,
+                a.kv_lora_rank + one,
+                module="mla_up_proj",
+            ),
+            Gemm("out proj", T, h + one, a.num_heads * a.v_head_dim / tp),
+        ]
         return _dense_axes(out)
     q = a.num_heads * a.head_dim
     kv = 2 * a.num_kv_heads * a.head_dim
@@ -97,8 +111,12 @@ def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "m
     h = m.hidden_size
     one = 0 * np.asarray(split, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * width
-    return _dense_axes([Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
-                        Gemm(f"{name} down", T, h + one, width / split, module=module)])
+    return _dense_axes(
+        [
+            Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
+            Gemm(f"{name} down", T, h + one, width / split, module=module),
+        ]
+    )
 
 
 def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: bool = True) -> list[Gemm]:
@@ -106,12 +124,22 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
     assert e is not None
     one = 0 * np.asarray(etp, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * e.expert_intermediate_size
-    return [Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts, module="moe", grouped=grouped),
-            Gemm("expert down", rows_per_expert, h + one, e.expert_intermediate_size / etp, local_experts,
-                 module="moe", grouped=grouped)]
+    return [
+        Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts, module="moe", grouped=grouped),
+        Gemm(
+            "expert down",
+            rows_per_expert,
+            h + one,
+            e.expert_intermediate_size / etp,
+            local_experts,
+            module="moe",
+            grouped=grouped,
+        ),
+    ]
 
 
 # ---- the layer kinds --------------------------------------------------------------------------------
+
 
 def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.BF16):
     """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer; `gin` = bytes
@@ -121,7 +149,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     # without sequence parallelism norms, dropout and residual adds run on every TP rank's full sequence
     # (Korthikanti et al. 2022 §4.2.2); the TP all-reduce moves the same bytes as all-gather + reduce-scatter
     Tn = Ts if sw.sequence_parallel else T
-    per_q = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp            # score FLOPs per query per key
+    per_q = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp  # score FLOPs per query per key
     n_win = m.num_windowed_layers
     cores, streams = [], []
     unfused = sw.attention == "unfused"
@@ -129,29 +157,55 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     for kind, count, win in (("global", m.num_layers - n_win, 0), (a.window_kind, n_win, a.window)):
         if count:
             keys = mean_keys_value(kind, win, seq)
-            if unfused:       # two batched GEMMs over the whole s x s square per head, scores through HBM
+            if unfused:  # two batched GEMMs over the whole s x s square per head, scores through HBM
                 heads = a.num_heads / tp * mbs * (count / m.num_layers)
                 s_loc = seq / cp
-                gemms += _dense_axes([Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
-                                      Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn")])
-                streams.append(Stream("attention scores (unfused)", K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
-                                      K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq, 2, 2, "core_attn"))
+                gemms += _dense_axes(
+                    [
+                        Gemm("QK^T (unfused)", s_loc, seq + 0 * tp, a.qk_dim + 0 * tp, heads, False, "core_attn"),
+                        Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn"),
+                    ]
+                )
+                streams.append(
+                    Stream(
+                        "attention scores (unfused)",
+                        K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
+                        K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq,
+                        2,
+                        2,
+                        "core_attn",
+                    )
+                )
             else:
-                cores.append(AttentionCore(f"attention ({kind})", per_q * mbs * seq * keys / cp, keys, count / m.num_layers,
-                                           dim_factor_fwd=dim_f, dim_factor_bwd=dim_b))
+                cores.append(
+                    AttentionCore(
+                        f"attention ({kind})",
+                        per_q * mbs * seq * keys / cp,
+                        keys,
+                        count / m.num_layers,
+                        dim_factor_fwd=dim_f,
+                        dim_factor_bwd=dim_b,
+                    )
+                )
     eager = sw.eager
-    norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES   # LayerNorm is native
+    norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES  # LayerNorm is native
     rope_b = K.ROPE_BYTES * (K.EAGER_ROPE_PASSES if eager else 1.0)
-    streams += [Stream("norms", m.norms_per_layer * norm_b * h * Tn, 2 * m.norms_per_layer * norm_b * h * Tn,
-                       module="layernorm"),
-                Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
-                Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)]
+    streams += [
+        Stream(
+            "norms", m.norms_per_layer * norm_b * h * Tn, 2 * m.norms_per_layer * norm_b * h * Tn, module="layernorm"
+        ),
+        Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
+        Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T),
+    ]
     # GQA / MHA: the fused QKV projection is the column-parallel GEMM on the gathered input; MLA gathers the
     # input itself before its duplicated down-projections (Megatron-Core MLASelfAttention), so its backward
     # pair stays synchronous
     name = "attention TP all-gather + reduce-scatter"
-    tp_comms = (tp_par.block_pair(name, T * h * K.BF16, tp, sw, ("qkv proj",)) if a.kind != "mla"
-                else [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)])
+    tp_comms = (
+        tp_par.block_pair(name, T * h * K.BF16, tp, sw, ("qkv proj",))
+        if a.kind != "mla"
+        else [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)]
+    )
     comms = [*tp_comms, cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
     if a.kind == "mla":
@@ -160,12 +214,14 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     else:
         q, kv = a.num_heads * a.head_dim, 2 * a.num_kv_heads * a.head_dim
         o, lat = q, 0
-    saved = [Saved("attention norm input", K.BF16 * h * Tn, "input"),
-             Saved("qkv input", gin * h * Tn, "layernorm"),
-             Saved("q, k, v", K.BF16 * (q + kv) / tp * T, "mla_up_proj" if lat else "qkv"),
-             Saved("attention output", K.BF16 * o / tp * T, "core_attn"),
-             Saved("softmax log-sum-exp", K.LSE_BYTES * a.num_heads / tp * T, "core_attn")]
-    if gin != K.BF16:      # the out-projection keeps its own quantised copy of the attention output
+    saved = [
+        Saved("attention norm input", K.BF16 * h * Tn, "input"),
+        Saved("qkv input", gin * h * Tn, "layernorm"),
+        Saved("q, k, v", K.BF16 * (q + kv) / tp * T, "mla_up_proj" if lat else "qkv"),
+        Saved("attention output", K.BF16 * o / tp * T, "core_attn"),
+        Saved("softmax log-sum-exp", K.LSE_BYTES * a.num_heads / tp * T, "core_attn"),
+    ]
+    if gin != K.BF16:  # the out-projection keeps its own quantised copy of the attention output
         saved.append(Saved("out-proj input (quantised copy)", gin * o / tp * T, "proj"))
     if lat:
         saved.append(Saved("MLA latents", K.BF16 * lat * T, "latents"))
@@ -176,8 +232,13 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
         # the W_o input: SimuMax docs/b200/b200_real_repro_guide.md, "TE >= v2.8 CP A2A policy")
         saved.append(Saved("attention output before the CP all-to-all", K.BF16 * o / tp * T * (cp > 1), "core_attn"))
     if unfused:
-        saved.append(Saved("attention scores (unfused)", K.UNFUSED_SCORE_SAVED * a.num_heads / tp * mbs * seq / cp * seq,
-                           "core_attn"))
+        saved.append(
+            Saved(
+                "attention scores (unfused)",
+                K.UNFUSED_SCORE_SAVED * a.num_heads / tp * mbs * seq / cp * seq,
+                "core_attn",
+            )
+        )
     return gemms, cores, streams, comms, saved
 
 
@@ -189,9 +250,12 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
     ab = act_bytes_per_width(m, sw.eager)
     streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
     comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, ("mlp up/gate",))
-    saved = [Saved("MLP norm input", K.BF16 * h * Tn, "residual"), Saved("fc1 input", gin * h * Tn, "layernorm"),
-             Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
-             Saved("activation output", gin * f / tp * T, "mlp")]
+    saved = [
+        Saved("MLP norm input", K.BF16 * h * Tn, "residual"),
+        Saved("fc1 input", gin * h * Tn, "layernorm"),
+        Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
+        Saved("activation output", gin * f / tp * T, "mlp"),
+    ]
     return gemms, streams, comms, [], saved
 
 
@@ -211,28 +275,39 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
     gemms += _dense_axes([Gemm("router", Ts, e.num_experts + one, h + one, 1.0, False, "moe")])
     if e.shared_experts:
         gemms += mlp_gemms(m, T, e.shared_experts * e.shared_width, tp, "shared expert", "shared_experts")
-    assign = Ts * e.top_k * imbalance                                        # token copies per GPU
+    assign = Ts * e.top_k * imbalance  # token copies per GPU
     fs = e.shared_experts * e.shared_width
     # token routing: moe_permute_bytes of HBM traffic per token copy per hidden unit (calibration.toml) on the
     # NCCL all-to-all path; DeepEP's / HybridEP's flex dispatcher fuses the global permute and un-permute into its
     # communication kernels and keeps the local ones (constants.MOE_GLOBAL_PERMUTE_BYTES)
     pb = c.moe_permute_bytes - (K.MOE_GLOBAL_PERMUTE_BYTES if sw.dispatcher in ("deepep", "hybridep") else 0.0)
-    streams = [Stream("token permute / unpermute", pb * h * assign, 2 * pb * h * assign, module="moe"),
-               Stream("expert activation", act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign,
-                      2 * act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign, module="moe_act"),
-               Stream("shared expert activation", act_bytes_per_width(m, sw.eager) * fs / tp * T,
-                      2 * act_bytes_per_width(m, sw.eager) * fs / tp * T, module="shared_experts")]
+    streams = [
+        Stream("token permute / unpermute", pb * h * assign, 2 * pb * h * assign, module="moe"),
+        Stream(
+            "expert activation",
+            act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign,
+            2 * act_bytes_per_width(m, sw.eager) * e.expert_intermediate_size * assign,
+            module="moe_act",
+        ),
+        Stream(
+            "shared expert activation",
+            act_bytes_per_width(m, sw.eager) * fs / tp * T,
+            2 * act_bytes_per_width(m, sw.eager) * fs / tp * T,
+            module="shared_experts",
+        ),
+    ]
     comms = [ep_par.dispatch_combine(m, Ts * imbalance * h * K.BF16, ep, etp, sw.dispatcher)]
     if e.shared_experts:
-        comms += tp_par.block_pair("shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw,
-                                   ("shared expert up/gate",))
+        comms += tp_par.block_pair(
+            "shared expert TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, ("shared expert up/gate",)
+        )
     comms.append(ep_par.expert_tp_gather(assign * etp * h * K.BF16, etp))
     # host sync + routing-kernel launches, once in forward and once in backward; a whole-iteration CUDA graph
     # has none: a capture cannot hold a device-to-host sync, so those recipes size the expert buffers
     # statically (Megatron-Bridge qwen3_llm_pretrain.py set_full_iter_cg_configs: moe_paged_stash,
     # moe_expert_rank_capacity_factor) instead of reading tokens_per_expert on the host
     sync = 0.0 if sw.cuda_graphs == "full_iteration" else c.moe_layer_overhead_s
-    fixed = [Fixed("MoE routing sync", sync, sync, "moe")]     # a "moe" recompute reruns the router and dispatch
+    fixed = [Fixed("MoE routing sync", sync, sync, "moe")]  # a "moe" recompute reruns the router and dispatch
     # the fused grouped MLP (TE op fuser / CuTe-DSL) serves SwiGLU experts only (Megatron-Core TEGroupedMLP
     # _is_fused_impl_supported: activation_func must be F.silu with gated_linear_unit); other GLUs run TEGroupedMLP
     te_path = sw.grouped_kernel == "te" or (sw.grouped_kernel == "cutedsl" and m.ffn.activation != "swiglu")
@@ -240,21 +315,27 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
         b_stream, b_fixed = _expert_bias_loop(h, assign * etp, e.num_experts / ep, sw)
         streams.append(b_stream)
         fixed.append(b_fixed)
-    saved = [Saved("MoE norm input", K.BF16 * h * Tn, "residual"), Saved("router input", K.BF16 * h * Tn, "layernorm"),
-             Saved("permuted tokens", gin * assign * h, "moe"),
-             Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
-             Saved("expert activation output", gin * assign * e.expert_intermediate_size, "moe_act"),
-             Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe")]
+    saved = [
+        Saved("MoE norm input", K.BF16 * h * Tn, "residual"),
+        Saved("router input", K.BF16 * h * Tn, "layernorm"),
+        Saved("permuted tokens", gin * assign * h, "moe"),
+        Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),
+        Saved("expert activation output", gin * assign * e.expert_intermediate_size, "moe_act"),
+        Saved("router logits", K.ROUTER_LOGIT_BYTES * Ts * e.num_experts, "moe"),
+    ]
     if m.ffn.activation == "clamped_swiglu" and te_path and sw.megatron_core:
         c_stream, c_fixed = _eager_clamp(e.expert_intermediate_size, assign, sw)
         streams.append(c_stream)
         fixed.append(c_fixed)
         # the fused activation keeps the clamped copy, the clamps keep the fc1 output they read
-        saved.append(Saved("clamped expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size,
-                           "moe_act"))
+        saved.append(
+            Saved("clamped expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe_act")
+        )
     if e.shared_experts:
-        saved += [Saved("shared expert activation input", K.BF16 * glu * fs / tp * T, "shared_experts"),
-                  Saved("shared expert activation output", gin * fs / tp * T, "shared_experts")]
+        saved += [
+            Saved("shared expert activation input", K.BF16 * glu * fs / tp * T, "shared_experts"),
+            Saved("shared expert activation output", gin * fs / tp * T, "shared_experts"),
+        ]
     return gemms, streams, comms, fixed, saved
 
 
@@ -282,8 +363,9 @@ def _expert_bias_loop(h: int, rows, local_experts, sw):
     iteration is graphed (sw.other_kernel_s)."""
     n = rows * h
     kf, kb = 2 * local_experts + 1, 4 * local_experts
-    stream = Stream("expert bias (per-expert loop)", K.EXPERT_BIAS_BYTES_FWD * n, K.EXPERT_BIAS_BYTES_BWD * n,
-                    module="moe")
+    stream = Stream(
+        "expert bias (per-expert loop)", K.EXPERT_BIAS_BYTES_FWD * n, K.EXPERT_BIAS_BYTES_BWD * n, module="moe"
+    )
     return stream, Fixed("expert bias launches", kf * sw.other_kernel_s, kb * sw.other_kernel_s, "moe")
 
 
@@ -296,10 +378,12 @@ def _eager_clamp(f: int, rows, sw):
     scope (attn, moe_router, moe_preprocess), after the routing sync, so they cost the eager per-kernel time
     unless the whole iteration is graphed (sw.other_kernel_s)."""
     n = rows * f
-    stream = Stream("clamp before the activation (eager)", K.CLAMP_BYTES_FWD * n, K.CLAMP_BYTES_BWD * n,
-                    module="moe_act")
-    return stream, Fixed("clamp launches", K.CLAMP_KERNELS_FWD * sw.other_kernel_s,
-                         K.CLAMP_KERNELS_BWD * sw.other_kernel_s, "moe_act")
+    stream = Stream(
+        "clamp before the activation (eager)", K.CLAMP_BYTES_FWD * n, K.CLAMP_BYTES_BWD * n, module="moe_act"
+    )
+    return stream, Fixed(
+        "clamp launches", K.CLAMP_KERNELS_FWD * sw.other_kernel_s, K.CLAMP_KERNELS_BWD * sw.other_kernel_s, "moe_act"
+    )
 
 
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:
@@ -343,7 +427,11 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
     for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
         if not count:
             continue
-        ffn = _dense_ffn(m, T, Ts, tp, sw, gin) if kind == "dense" else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw, gin)
+        ffn = (
+            _dense_ffn(m, T, Ts, tp, sw, gin)
+            if kind == "dense"
+            else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw, gin)
+        )
         gemms = att[0] + ffn[0]
         streams = att[2] + ffn[1]
         if low_precision:
@@ -352,16 +440,35 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
             streams = streams + [Stream("fp8 casts", 0.0, 0.0)]
         streams.append(_grad_accumulate(gemms, sw))
         extra = (K.EAGER_EXTRA_KERNELS_FWD, K.EAGER_EXTRA_KERNELS_BWD) if (sw.eager and m.norm == "rmsnorm") else (0, 0)
-        streams.append(Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0],
-                              K.LAYER_KERNELS_BWD + extra[1]))
-        layers.append(Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(att[3] + ffn[2]),
-                            tuple(ffn[3]), tuple(att[4] + ffn[4])))
+        streams.append(
+            Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0], K.LAYER_KERNELS_BWD + extra[1])
+        )
+        layers.append(
+            Layer(
+                kind,
+                count,
+                tuple(gemms),
+                tuple(att[1]),
+                tuple(streams),
+                tuple(att[3] + ffn[2]),
+                tuple(ffn[3]),
+                tuple(att[4] + ffn[4]),
+            )
+        )
     one = 0 * tp
     lm_head = Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False)
     head = Head(
         gemms=(lm_head,),
-        streams=(Stream("logits, softmax, cross-entropy", K.LOGIT_BYTES * T * m.vocab_size / tp + K.FINAL_NORM_BYTES * h * T,
-                        0.0, K.HEAD_KERNELS, 0.0), _grad_accumulate([lm_head], sw, "lm head wgrad accumulate")),
+        streams=(
+            Stream(
+                "logits, softmax, cross-entropy",
+                K.LOGIT_BYTES * T * m.vocab_size / tp + K.FINAL_NORM_BYTES * h * T,
+                0.0,
+                K.HEAD_KERNELS,
+                0.0,
+            ),
+            _grad_accumulate([lm_head], sw, "lm head wgrad accumulate"),
+        ),
         comms=(tp_par.sequence_parallel_pair("head TP all-gather + reduce-scatter", T * h * K.BF16, tp, 1, 1),),
         embedding=Stream("embedding lookup + grad", K.EMBED_BYTES * h * Ts, 0.0, K.EMBED_KERNELS, 0.0),
         mtp_gemm=Gemm("MTP projection", T, h + one, 2 * h + one) if m.mtp_layers else None,
@@ -386,7 +493,7 @@ def unique_layer_axes(grid: LayoutGrid, axes: tuple[str, ...] = AXES) -> tuple[n
     cols = [np.asarray(getattr(grid, name), dtype=np.int64) for name in axes if name != "precision"]
     radix = [int(c.max()) + 1 if c.size else 1 for c in cols]
     key = np.zeros(grid.n, dtype=np.int64)
-    if float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62:      # the values themselves are the codes
+    if float(np.prod(np.array(radix, dtype=float))) < 2.0**62:  # the values themselves are the codes
         for c, r in zip(cols, radix):
             key = key * r + c
     else:

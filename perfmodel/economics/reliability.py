@@ -19,6 +19,7 @@ Model (each formula names its source):
   installed and paid for whether or not they train: gpus_per_unit / used_per_unit, 72/64 on NVL72);
   `--spares excluded` (count_hot_spares = False) leaves them out. Idle spares' energy is not counted.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,19 +35,19 @@ Interval = Literal["young", "daly"]
 
 @dataclass(frozen=True)
 class ReliabilityInputs:
-    mtbi_gpu_days: float                    # mean time between interruptions, GPU-days per interruption
-    restart_s: float                        # detect, reschedule onto spares, reload checkpoint
+    mtbi_gpu_days: float  # mean time between interruptions, GPU-days per interruption
+    restart_s: float  # detect, reschedule onto spares, reload checkpoint
     checkpoint_bytes_per_param: float
     storage_write_bytes_per_s_per_gpu: float
-    unit_event_fraction: float              # share of interruptions that drain a whole server / rack
-    unit_repair_s: float                    # repair time of such a unit-wide event
-    component_repair_s: float               # repair time of the other faults (e.g. an NVL72 compute tray)
+    unit_event_fraction: float  # share of interruptions that drain a whole server / rack
+    unit_repair_s: float  # repair time of such a unit-wide event
+    component_repair_s: float  # repair time of the other faults (e.g. an NVL72 compute tray)
     hot_spare_gpus_per_unit: int
     min_spare_units: int
-    gpus_per_unit: int                      # from the hardware's [cost] (8 per HGX server, 72 per NVL72 rack)
-    checkpoint_s: float | None = None       # blocking checkpoint write time; None = from bytes and bandwidth
-    spare_units: int | None = None          # None = sized from the repair load
-    count_hot_spares: bool = True           # charge the in-rack hot spares to training (installed hardware is paid)
+    gpus_per_unit: int  # from the hardware's [cost] (8 per HGX server, 72 per NVL72 rack)
+    checkpoint_s: float | None = None  # blocking checkpoint write time; None = from bytes and bandwidth
+    spare_units: int | None = None  # None = sized from the repair load
+    count_hot_spares: bool = True  # charge the in-rack hot spares to training (installed hardware is paid)
     interval: Interval = "young"
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -56,7 +57,7 @@ class ReliabilityInputs:
 
 
 REL_KEYS = tuple(f.name for f in fields(ReliabilityInputs) if f.name not in ("sources", "interval", "gpus_per_unit"))
-SPARES = ("charged", "excluded")     # --spares: the in-rack hot spares charged to training (default) or left out
+SPARES = ("charged", "excluded")  # --spares: the in-rack hot spares charged to training (default) or left out
 
 
 def spares_text(ri: "ReliabilityInputs", unit: str) -> str:
@@ -65,9 +66,13 @@ def spares_text(ri: "ReliabilityInputs", unit: str) -> str:
     if not hot:
         return f"spares: no in-rack hot spares ({ri.gpus_per_unit} GPUs per {unit}); spare {unit}s charged"
     how = "charged" if ri.count_hot_spares else "excluded (--spares excluded)"
-    return (f"spares: in-rack hot spares {how}: {hot} of {ri.gpus_per_unit} GPUs per {unit} "
-            f"{'paid for, not training' if ri.count_hot_spares else 'not paid for'}; spare {unit}s charged"
-            + ("" if not ri.count_hot_spares else "; --spares excluded leaves the hot spares out"))
+    return (
+        f"spares: in-rack hot spares {how}: {hot} of {ri.gpus_per_unit} GPUs per {unit} "
+        f"{'paid for, not training' if ri.count_hot_spares else 'not paid for'}; spare {unit}s charged"
+        + ("" if not ri.count_hot_spares else "; --spares excluded leaves the hot spares out")
+    )
+
+
 _INT_KEYS = ("hot_spare_gpus_per_unit", "min_spare_units", "spare_units")
 
 
@@ -78,8 +83,11 @@ def whole_units(ri: ReliabilityInputs, gpus: int) -> tuple[int, int]:
     return units, units * ri.used_per_unit
 
 
-def reliability_inputs(hw: HardwareSpec, overrides: Mapping[str, float | int | bool | str | None] | None = None,
-                       costs_path: str = str(COSTS_FILE)) -> ReliabilityInputs:
+def reliability_inputs(
+    hw: HardwareSpec,
+    overrides: Mapping[str, float | int | bool | str | None] | None = None,
+    costs_path: str = str(COSTS_FILE),
+) -> ReliabilityInputs:
     """Defaults from costs.toml [reliability.server] or [reliability.rack] (by the hardware's unit), then overrides."""
     over = {k: v for k, v in (overrides or {}).items() if v is not None}
     check_keys({k: 0.0 for k in over if k != "interval"}, REL_KEYS)
@@ -118,7 +126,7 @@ def reliability_inputs(hw: HardwareSpec, overrides: Mapping[str, float | int | b
         raise InputError("reliability", "checkpoint_s", "must be >= 0")
     if ri.spare_units is not None and ri.spare_units < 0:
         raise InputError("reliability", "spare_units", "must be >= 0")
-    for k in ("restart_s", "unit_repair_s", "component_repair_s", "checkpoint_s"):   # 3 years
+    for k in ("restart_s", "unit_repair_s", "component_repair_s", "checkpoint_s"):  # 3 years
         if (getattr(ri, k) or 0) > 1e8:
             raise InputError("reliability", k, f"must be at most 1e8 s (got {getattr(ri, k):g}): a unit slip?")
     for k in ("spare_units", "min_spare_units"):
@@ -157,7 +165,7 @@ def goodput_fraction(interval_s: float, checkpoint_s: float, restart_s: float, m
     if tau <= 0:
         raise InputError("reliability", "checkpoint_interval_s", "must be > 0")
     x = (tau + checkpoint_s) / m
-    if restart_s / m + x > 700:             # e^x overflows: no useful work survives
+    if restart_s / m + x > 700:  # e^x overflows: no useful work survives
         return 5e-324
     g = tau / (m * math.exp(restart_s / m) * math.expm1(x))
     return max(min(g, 1.0), 5e-324)
@@ -171,21 +179,24 @@ class Reliability:
     interruptions_per_day: float
     checkpoint_s: float
     checkpoint_interval_s: float
-    recovery_s: float                # restart + any repair waited for
+    recovery_s: float  # restart + any repair waited for
     goodput_fraction: float
-    units: int                       # servers / racks the job runs on
+    units: int  # servers / racks the job runs on
     blast_radius_gpus: int
-    units_in_repair: float           # expected, from unit-wide events (Little's law)
+    units_in_repair: float  # expected, from unit-wide events (Little's law)
     spare_units: int
     gpus_charged: float
-    cost_factor: float               # GPUs paid / GPUs of the job
-    energy_factor: float             # energy paid / energy of the job's GPUs
+    cost_factor: float  # GPUs paid / GPUs of the job
+    energy_factor: float  # energy paid / energy of the job's GPUs
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "inputs"}
         i = self.inputs
-        d["assumptions"] = {f.name: {"value": getattr(i, f.name), "source": i.sources.get(f.name, "")}
-                            for f in fields(i) if f.name != "sources"}
+        d["assumptions"] = {
+            f.name: {"value": getattr(i, f.name), "source": i.sources.get(f.name, "")}
+            for f in fields(i)
+            if f.name != "sources"
+        }
         return d
 
 
@@ -198,12 +209,12 @@ def assess(ri: ReliabilityInputs, gpus: int, params_total: float) -> Reliability
     ckpt = ri.checkpoint_s
     if ckpt is None:
         ckpt = params_total * ri.checkpoint_bytes_per_param / (ri.storage_write_bytes_per_s_per_gpu * gpus)
-    tau = 0.0                                # free checkpoints: checkpoint continuously
+    tau = 0.0  # free checkpoints: checkpoint continuously
     if ckpt > 0:
         tau = young_interval(ckpt, m) if ri.interval == "young" else daly_interval(ckpt, m)
     used = ri.used_per_unit
     units = math.ceil(gpus / used)
-    unit_event_rate = used / (ri.mtbi_gpu_days * SECONDS_PER_DAY) * ri.unit_event_fraction   # per unit per s
+    unit_event_rate = used / (ri.mtbi_gpu_days * SECONDS_PER_DAY) * ri.unit_event_fraction  # per unit per s
     in_repair = units * unit_event_rate * ri.unit_repair_s
     spares = ri.spare_units if ri.spare_units is not None else max(ri.min_spare_units, math.ceil(in_repair))
     f = ri.unit_event_fraction
@@ -215,5 +226,20 @@ def assess(ri: ReliabilityInputs, gpus: int, params_total: float) -> Reliability
     per_unit_paid = ri.gpus_per_unit if ri.count_hot_spares else used
     job_paid = gpus * (ri.gpus_per_unit / used if ri.count_hot_spares else 1.0)
     charged = job_paid + spares * per_unit_paid
-    return Reliability(ri, gpus, m, SECONDS_PER_DAY / m, ckpt, tau, recovery, g, units, ri.gpus_per_unit, in_repair,
-                       spares, charged, charged / gpus, job_paid / gpus)
+    return Reliability(
+        ri,
+        gpus,
+        m,
+        SECONDS_PER_DAY / m,
+        ckpt,
+        tau,
+        recovery,
+        g,
+        units,
+        ri.gpus_per_unit,
+        in_repair,
+        spares,
+        charged,
+        charged / gpus,
+        job_paid / gpus,
+    )

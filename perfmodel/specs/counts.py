@@ -12,6 +12,7 @@ Conventions (../shared/reference/model_arch.md §1):
   keys per query: `causal` counts the real causal/windowed keys, `full` counts all S keys (the convention
   of the older NeMo pages and the DGXC recipes; Megatron's 72 l h^2 (1 + s/6h + V/12lh)).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ Convention = Literal["causal", "full"]
 @lru_cache(maxsize=1)
 def _seq_symbol() -> "sp.Symbol":
     import sympy as sp
+
     return sp.Symbol("S", positive=True)  # sequence length
 
 
@@ -48,13 +50,13 @@ def __getattr__(name: str):
 class ParamCounts:
     total: int
     active: int
-    embedding: int          # input embedding (+ learned positions)
-    head: int               # untied output head (0 when tied)
-    n_mm: int               # matmul params per token (FLOPs basis)
+    embedding: int  # input embedding (+ learned positions)
+    head: int  # untied output head (0 when tied)
+    n_mm: int  # matmul params per token (FLOPs basis)
     mtp_total: int
     mtp_n_mm: int
 
-    positions: int = 0      # learned position embedding (part of `embedding`)
+    positions: int = 0  # learned position embedding (part of `embedding`)
     tied: bool = False
 
     @property
@@ -64,6 +66,7 @@ class ParamCounts:
 
 
 # ---- per-layer building blocks (plain integers; each line says what it counts) -------------
+
 
 def attention_params(m: ModelSpec) -> tuple[int, int]:
     """(all params, matmul params) of one attention block."""
@@ -77,7 +80,9 @@ def attention_params(m: ModelSpec) -> tuple[int, int]:
             q_norm = a.q_lora_rank
         else:
             q_mm, q_norm = h * a.num_heads * qk, 0
-        kv_mm = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * a.num_heads * (a.qk_nope_head_dim + a.v_head_dim)
+        kv_mm = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank * a.num_heads * (
+            a.qk_nope_head_dim + a.v_head_dim
+        )
         o_mm = a.num_heads * a.v_head_dim * h
         mm = q_mm + kv_mm + o_mm
         return mm + q_norm + a.kv_lora_rank, mm
@@ -152,16 +157,18 @@ def param_counts(m: ModelSpec) -> ParamCounts:
 
 # ---- attention: mean keys per query as sympy expressions of S ---------------------------------
 
+
 def mean_keys(kind: str, window: int, convention: Convention) -> sp.Expr:
     """Mean keys attended per query over a sequence of S tokens."""
     import sympy as sp
+
     S = _seq_symbol()
     if convention == "full":
         return S
     if kind == "global" or window <= 0:
         return (S + 1) / 2
     W = sp.Integer(window)
-    if kind == "sliding":     # key j visible to query i when i-W < j <= i (gpt-oss window counts self)
+    if kind == "sliding":  # key j visible to query i when i-W < j <= i (gpt-oss window counts self)
         return sp.Piecewise(((S + 1) / 2, S <= W), ((W * (W + 1) / 2 + (S - W) * W) / S, True))
     # chunked (Llama 4): query i sees the keys of its own chunk up to itself
     q = sp.floor(S / W)
@@ -184,6 +191,7 @@ def attention_flops_expr(m: ModelSpec, convention: Convention = "causal", mtp: b
 def flops_per_token_expr(m: ModelSpec, convention: Convention = "causal", mtp: bool = True) -> sp.Expr:
     """Model FLOPs per token for training (fwd + bwd, no recompute) as a sympy expression of S."""
     import sympy as sp
+
     pc = param_counts(m)
     n_mm = pc.n_mm + (pc.mtp_n_mm if mtp else 0)
     return 6 * sp.Integer(n_mm) + attention_flops_expr(m, convention, mtp)
@@ -192,22 +200,30 @@ def flops_per_token_expr(m: ModelSpec, convention: Convention = "causal", mtp: b
 def symbolic_flops_formula(m: ModelSpec, convention: Convention = "causal") -> sp.Expr:
     """The general formula in named symbols, for `perfmodel explain flops`."""
     import sympy as sp
+
     n_mm, L, nh, dqk, dv, Seff = sp.symbols("n_mm L n_heads d_qk d_v S_eff", positive=True)
     return 6 * n_mm + 3 * L * 2 * nh * (dqk + dv) * Seff
 
 
 @lru_cache(maxsize=512)
-def flops_per_token_fn(m: ModelSpec, convention: Convention = "causal", mtp: bool = True) -> Callable[[np.ndarray], np.ndarray]:
+def flops_per_token_fn(
+    m: ModelSpec, convention: Convention = "causal", mtp: bool = True
+) -> Callable[[np.ndarray], np.ndarray]:
     """Numpy function of sequence length (scalar or array), lambdified once from the sympy expression
     (and kept on disk by perfmodel.specs.fncache)."""
-    return numpy_fn("flops_per_token", f"{m.model_dump_json()}|{convention}|{mtp}",
-                    lambda: (_seq_symbol(), flops_per_token_expr(m, convention, mtp)))
+    return numpy_fn(
+        "flops_per_token",
+        f"{m.model_dump_json()}|{convention}|{mtp}",
+        lambda: (_seq_symbol(), flops_per_token_expr(m, convention, mtp)),
+    )
 
 
 @lru_cache(maxsize=64)
 def mean_keys_fn(kind: str, window: int, convention: Convention) -> Callable[[np.ndarray], np.ndarray]:
     """`mean_keys` as a numpy function of sequence length, lambdified once (kept on disk by perfmodel.specs.fncache)."""
-    return numpy_fn("mean_keys", f"{kind}|{window}|{convention}", lambda: (_seq_symbol(), mean_keys(kind, window, convention)))
+    return numpy_fn(
+        "mean_keys", f"{kind}|{window}|{convention}", lambda: (_seq_symbol(), mean_keys(kind, window, convention))
+    )
 
 
 def flops_per_token(m: ModelSpec, seq: int | np.ndarray, convention: Convention = "causal", mtp: bool = True):

@@ -13,6 +13,7 @@ and rewritten. Directory: $PERFMODEL_CACHE_DIR, else $XDG_CACHE_HOME/perfmodel, 
 PERFMODEL_CACHE_DIR=off (or an unwritable directory) lambdifies in memory every time, with the same
 results.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 _PKG = Path(__file__).resolve().parent
 _FORMULA_SOURCES = ("counts.py", "model.py")
-CHECK_POINTS = (1.0, 2.0, 127.0, 1000.0, 4096.0, 8191.0, 131072.0)   # sequence lengths the check evaluates
+CHECK_POINTS = (1.0, 2.0, 127.0, 1000.0, 4096.0, 8191.0, 131072.0)  # sequence lengths the check evaluates
 
 
 def cache_dir() -> Path | None:
@@ -53,7 +54,7 @@ def _salt() -> str | None:
     try:
         for name in _FORMULA_SOURCES:
             h.update((_PKG / name).read_bytes())
-        spec = importlib.util.find_spec("sympy")             # the sympy release, without importing sympy
+        spec = importlib.util.find_spec("sympy")  # the sympy release, without importing sympy
         release = Path(spec.origin).with_name("release.py") if spec and spec.origin else None
         h.update(release.read_bytes() if release is not None and release.is_file() else b"?")
     except (OSError, ImportError, ValueError):
@@ -87,16 +88,17 @@ def _load(path: Path, digest: str) -> Callable | None:
             return None
         fn = _exec(entry["source"], entry["names"])
         return fn if _check(fn) == entry["check"] else None
-    except Exception:              # unreadable, malformed or stale: ignore it, lambdify instead
+    except Exception:  # unreadable, malformed or stale: ignore it, lambdify instead
         return None
 
 
 def _store(path: Path, digest: str, fn: Callable) -> None:
     import inspect
+
     try:
         source = inspect.getsource(fn)
         code = compile(source, "<perfmodel.specs.fncache>", "exec")
-    except (OSError, TypeError, SyntaxError):       # no source to keep: stay in memory
+    except (OSError, TypeError, SyntaxError):  # no source to keep: stay in memory
         return
     names = sorted(n for n in _code_names(code) - {"_lambdifygenerated"} if not hasattr(builtins, n))
     # only a function that needs nothing but numpy names can be rebuilt from its source faithfully
@@ -109,18 +111,20 @@ def _store(path: Path, digest: str, fn: Callable) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    except OSError:                # read-only home, full disk: stay in memory
+    except OSError:  # read-only home, full disk: stay in memory
         return
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(entry)
-        os.replace(tmp, path)      # atomic: a concurrent reader sees the old entry or the new one
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old entry or the new one
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
 
 
-def numpy_fn(name: str, key: str, build: Callable[[], "tuple[sp.Symbol, sp.Expr]"]) -> Callable[[np.ndarray], np.ndarray]:
+def numpy_fn(
+    name: str, key: str, build: Callable[[], "tuple[sp.Symbol, sp.Expr]"]
+) -> Callable[[np.ndarray], np.ndarray]:
     """`lambdify(symbol, expr, "numpy")` of `build() = (symbol, expr)`, the formula `name` with inputs `key` (a
     string that fixes every input of `build`), from the disk cache when an entry checks out."""
     d, salt = cache_dir(), _salt()
@@ -129,10 +133,11 @@ def numpy_fn(name: str, key: str, build: Callable[[], "tuple[sp.Symbol, sp.Expr]
         digest = hashlib.sha256(f"{salt}\0{name}\0{key}".encode()).hexdigest()
         path = d / "lambdify" / f"{digest[:32]}.json"
     if path is not None:
-        fn = _load(path, digest)          # None when absent, unreadable or not checking out
+        fn = _load(path, digest)  # None when absent, unreadable or not checking out
         if fn is not None:
             return fn
     import sympy as sp
+
     symbol, expr = build()
     fn = sp.lambdify(symbol, expr, modules="numpy")
     if path is not None:

@@ -3,6 +3,7 @@
 Units are SI throughout: FLOP/s (dense, no 2:4 sparsity), bytes, bytes/s per GPU per direction,
 seconds, watts, US dollars.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -26,15 +27,16 @@ class Frozen(BaseModel):
 Pos = Field(gt=0, allow_inf_nan=False)
 Frac = Field(gt=0, le=1, allow_inf_nan=False)
 # Plausibility bounds: a value outside them is a typo or a unit slip (GB vs bytes), never a GPU.
-Flops = Field(ge=1e9, le=1e18, allow_inf_nan=False)      # 1 GFLOP/s .. 1 EFLOP/s per GPU
+Flops = Field(ge=1e9, le=1e18, allow_inf_nan=False)  # 1 GFLOP/s .. 1 EFLOP/s per GPU
 OptFlops = Field(default=None, ge=1e9, le=1e18, allow_inf_nan=False)
-Bytes = Field(ge=1e8, le=1e14, allow_inf_nan=False)      # 100 MB .. 100 TB of HBM
+Bytes = Field(ge=1e8, le=1e14, allow_inf_nan=False)  # 100 MB .. 100 TB of HBM
 Bandwidth = Field(ge=1e8, le=1e15, allow_inf_nan=False)  # 100 MB/s .. 1 PB/s
 Watts = Field(ge=1, le=1e5, allow_inf_nan=False)
 
 
 class PeakFlops(Frozen):
     """Dense peak FLOP/s per precision (datasheet sparse figures halved)."""
+
     fp32: float = Flops
     tf32: float = Flops
     bf16: float = Flops
@@ -55,10 +57,11 @@ class Memory(Frozen):
 
 class ScaleUp(Frozen):
     """NVLink domain: GPUs that talk at NVLink speed (8 in an HGX node, 72 in an NVL72 rack)."""
+
     domain_size: int = Field(ge=1, le=100000)
-    bandwidth: float = Bandwidth     # per GPU, per direction
-    nvls: bool = False               # NVLink SHARP in-switch reduction
-    latency_s: float = Field(default=5e-6, ge=0, le=0.1, allow_inf_nan=False)   # 100 ms: a typo or a unit slip
+    bandwidth: float = Bandwidth  # per GPU, per direction
+    nvls: bool = False  # NVLink SHARP in-switch reduction
+    latency_s: float = Field(default=5e-6, ge=0, le=0.1, allow_inf_nan=False)  # 100 ms: a typo or a unit slip
 
 
 class ScaleOut(Frozen):
@@ -69,48 +72,51 @@ class ScaleOut(Frozen):
     SuperPOD reference architectures: "traffic per rail ... is always one hop away from the other nodes in
     a SU. Traffic between nodes, or between rails, traverses the spine layer"). The new fields are optional:
     without them the whole cluster is one unit (no traffic needs the spine), non-blocking, as before."""
-    bandwidth: float = Bandwidth     # per GPU, per direction (all its NICs)
+
+    bandwidth: float = Bandwidth  # per GPU, per direction (all its NICs)
     nics_per_gpu: float = Field(default=1.0, gt=0, allow_inf_nan=False)
-    latency_s: float = Field(default=1e-5, ge=0, le=0.1, allow_inf_nan=False)   # one network hop (a leaf)
-    rails: int | None = Field(default=None, ge=1, le=1024)        # leaves per unit; None = gpus_per_node
-    scalable_unit_gpus: int | None = Field(default=None, ge=1, le=10**7)   # GPUs under one set of rail
-                                                                 # leaves; None = the whole cluster
-    spine_oversubscription: float = Field(default=1.0, ge=1, le=1000, allow_inf_nan=False)   # leaf down:up
-                                                                 # bandwidth; 1 = non-blocking
-    spine_latency_s: float = Field(default=0.0, ge=0, le=0.1, allow_inf_nan=False)   # extra for a path
-                                                                 # through the spine (leaf-spine-leaf)
+    latency_s: float = Field(default=1e-5, ge=0, le=0.1, allow_inf_nan=False)  # one network hop (a leaf)
+    rails: int | None = Field(default=None, ge=1, le=1024)  # leaves per unit; None = gpus_per_node
+    scalable_unit_gpus: int | None = Field(default=None, ge=1, le=10**7)  # GPUs under one set of rail
+    # leaves; None = the whole cluster
+    spine_oversubscription: float = Field(default=1.0, ge=1, le=1000, allow_inf_nan=False)  # leaf down:up
+    # bandwidth; 1 = non-blocking
+    spine_latency_s: float = Field(default=0.0, ge=0, le=0.1, allow_inf_nan=False)  # extra for a path
+    # through the spine (leaf-spine-leaf)
 
 
 class Power(Frozen):
     gpu_tdp_w: float = Watts
-    allin_w_per_gpu: float = Watts     # GPU + its share of CPUs, NICs, switches, storage (IT power)
+    allin_w_per_gpu: float = Watts  # GPU + its share of CPUs, NICs, switches, storage (IT power)
 
 
 class Efficiency(Frozen):
     """Achievable fractions of peak, each measured (sources in the file)."""
-    gemm_bf16: float = Frac          # best-shape dense GEMM / bf16 peak
-    gemm_fp8: float = Frac           # best-shape FP8 GEMM / fp8 peak
+
+    gemm_bf16: float = Frac  # best-shape dense GEMM / bf16 peak
+    gemm_fp8: float = Frac  # best-shape FP8 GEMM / fp8 peak
     gemm_fp4: float | None = Field(default=None, gt=0, le=1)
     # BF16 tensor rate that back-to-back large GEMMs sustain at the board power limit (steady state), / bf16
     # peak: a GEMM's efficiency never exceeds it (compute.gemm_time); None = the part is not power-bound
     gemm_bf16_power_bound: float | None = Field(default=None, gt=0, le=1)
-    attention_fwd: float = Frac      # flash-attention forward / bf16 peak
-    attention_bwd: float = Frac      # flash-attention backward / bf16 peak
-    memory_bound: float = Frac       # streaming kernels / HBM bandwidth
-    scale_up_allreduce: float = Frac     # busbw / NVLink line rate (NVLS where present)
-    scale_up_collective: float = Frac    # all-gather / reduce-scatter busbw / line rate
+    attention_fwd: float = Frac  # flash-attention forward / bf16 peak
+    attention_bwd: float = Frac  # flash-attention backward / bf16 peak
+    memory_bound: float = Frac  # streaming kernels / HBM bandwidth
+    scale_up_allreduce: float = Frac  # busbw / NVLink line rate (NVLS where present)
+    scale_up_collective: float = Frac  # all-gather / reduce-scatter busbw / line rate
     scale_up_all_to_all: float = Frac
-    scale_out_collective: float = Frac   # busbw / NIC line rate
+    scale_out_collective: float = Frac  # busbw / NIC line rate
     scale_out_all_to_all: float = Frac
 
 
 class Cost(Frozen):
     """Capital cost of one purchasable unit (server or rack); economics reads these."""
+
     gpus_per_unit: int = Field(ge=1)
     unit_name: str = "server"
     unit_capex_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     allin_capex_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    liquid_cooled: bool = False      # direct liquid cooling: economics uses the buyer's liquid-cooled PUE
+    liquid_cooled: bool = False  # direct liquid cooling: economics uses the buyer's liquid-cooled PUE
 
 
 class HardwareSpec(Frozen):
@@ -125,15 +131,15 @@ class HardwareSpec(Frozen):
     power: Power
     efficiency: Efficiency
     cost: Cost | None = None
-    measured: dict[str, Any] = Field(default_factory=dict)   # free-form dated measurements
+    measured: dict[str, Any] = Field(default_factory=dict)  # free-form dated measurements
     notes: str = ""
-    sources: dict[str, str] = Field(default_factory=dict)    # dotted field -> source (filled by loader)
+    sources: dict[str, str] = Field(default_factory=dict)  # dotted field -> source (filled by loader)
     path: str = ""
-    overridden: tuple[str, ...] = ()     # dotted fields changed by a `base =` file or --set (what-if specs)
-    base: str = ""                       # what-if specs: id of the spec `overridden` is relative to (the root of
-                                         # the `base =` chain, or the spec --set was applied to)
-    notes_of: str = ""                   # id of the spec `notes` were written for, where not this one (inherited
-                                         # by a `base =` file, or kept through --set): they may describe what changed
+    overridden: tuple[str, ...] = ()  # dotted fields changed by a `base =` file or --set (what-if specs)
+    base: str = ""  # what-if specs: id of the spec `overridden` is relative to (the root of
+    # the `base =` chain, or the spec --set was applied to)
+    notes_of: str = ""  # id of the spec `notes` were written for, where not this one (inherited
+    # by a `base =` file, or kept through --set): they may describe what changed
     _hash: int | None = PrivateAttr(default=None)
 
     def __hash__(self) -> int:  # hashable despite dict fields, so derived counts can be cached
@@ -157,12 +163,16 @@ class HardwareSpec(Frozen):
             raise ValueError("scale_up.domain_size and gpus_per_node must divide one another")
         so = self.scale_out
         if so.rails is not None and so.rails > self.gpus_per_node:
-            raise ValueError(f"scale_out.rails ({so.rails}) cannot exceed gpus_per_node ({self.gpus_per_node}): "
-                             "a rail is a GPU position in the node")
+            raise ValueError(
+                f"scale_out.rails ({so.rails}) cannot exceed gpus_per_node ({self.gpus_per_node}): "
+                "a rail is a GPU position in the node"
+            )
         unit = max(self.scale_up.domain_size, self.gpus_per_node)
         if so.scalable_unit_gpus is not None and so.scalable_unit_gpus % unit:
-            raise ValueError(f"scale_out.scalable_unit_gpus ({so.scalable_unit_gpus}) must be a multiple of the "
-                             f"NVLink domain and node size ({unit})")
+            raise ValueError(
+                f"scale_out.scalable_unit_gpus ({so.scalable_unit_gpus}) must be a multiple of the "
+                f"NVLink domain and node size ({unit})"
+            )
         return self
 
     def at_clock(self, factor: float) -> "HardwareSpec":
@@ -177,19 +187,25 @@ class HardwareSpec(Frozen):
     def peak(self, precision: str) -> float:
         """Dense peak FLOP/s of the tensor cores for a training precision."""
         p = self.peak_flops
-        table = {"fp16": p.fp16, "bf16": p.bf16, "fp8": p.fp8, "fp8-block": p.fp8,
-                 "mxfp8": p.mxfp8, "nvfp4": p.nvfp4}
+        table = {"fp16": p.fp16, "bf16": p.bf16, "fp8": p.fp8, "fp8-block": p.fp8, "mxfp8": p.mxfp8, "nvfp4": p.nvfp4}
         if precision not in table:
-            raise InputError("--precision", precision,
-                             f"unknown precision{did_you_mean(precision, table)}; one of {', '.join(table)}")
+            raise InputError(
+                "--precision",
+                precision,
+                f"unknown precision{did_you_mean(precision, table)}; one of {', '.join(table)}",
+            )
         val = table[precision]
         if val is None:
-            raise InputError(self.id, "precision",
-                             f"{self.name} has no {precision} tensor cores (peak_flops.{precision.replace('-block', '')} not set)")
+            raise InputError(
+                self.id,
+                "precision",
+                f"{self.name} has no {precision} tensor cores (peak_flops.{precision.replace('-block', '')} not set)",
+            )
         return val
 
 
 # ---- display units of fields (SI value -> display value) ------------------------------------------
+
 
 def hardware_unit(field: str) -> tuple[float, str, str]:
     """(display divisor, display unit, SI unit) for a hardware field, by its name."""
@@ -229,15 +245,19 @@ def whatif_fields(hw: HardwareSpec, eq: str = " = ") -> str:
 # ---- loading: catalog files, `base =` inheritance, --set overrides ------------------------------
 
 _MAX_BASE_DEPTH = 8
-_NOT_OVERRIDES = {"id", "name", "notes"}                       # a `base =` file's own identity, not a change
-_DESCRIPTIVE = {"sources", "notes", "path", "overridden", "base", "notes_of"}   # no effect on any prediction
+_NOT_OVERRIDES = {"id", "name", "notes"}  # a `base =` file's own identity, not a change
+_DESCRIPTIVE = {"sources", "notes", "path", "overridden", "base", "notes_of"}  # no effect on any prediction
 _NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id", "base", "notes_of"}
 
 # friendly --set names: alias -> (dotted field, SI factor, unit the value is written in)
 # aliases name their unit (gbit_s = Gbit/s, gbyte_s = GB/s, tbyte_s = TB/s, gb = GB of 1e9 bytes): the old
 # `nic_gbps` (Gbit/s) and `nvlink_gbps` (GB/s) read alike and differed 8x; they are refused with the new name
-RENAMED = {"nic_gbps": "nic_gbit_s", "nvlink_gbps": "nvlink_gbyte_s", "nvlink_bw": "nvlink_gbyte_s",
-           "hbm_tbps": "hbm_tbyte_s"}
+RENAMED = {
+    "nic_gbps": "nic_gbit_s",
+    "nvlink_gbps": "nvlink_gbyte_s",
+    "nvlink_bw": "nvlink_gbyte_s",
+    "hbm_tbps": "hbm_tbyte_s",
+}
 ALIASES: dict[str, tuple[str, float, str]] = {
     "nvlink_domain": ("scale_up.domain_size", 1.0, "GPUs per NVLink domain"),
     "nvlink_gbyte_s": ("scale_up.bandwidth", 1e9, "GB/s per GPU per direction"),
@@ -317,18 +337,22 @@ def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[st
         raise InputError(where, "base", "must be a hardware catalog id or a path to a hardware file")
     if depth >= _MAX_BASE_DEPTH:
         raise InputError(where, "base", f"more than {_MAX_BASE_DEPTH} nested `base =` files (a cycle?)")
-    near = path.parent / base_ref                   # a relative path is relative to this file first
-    base_path = near if ("/" in base_ref or near.suffix in (".toml", ".json")) and near.exists() else resolve(base_ref, "hardware")
+    near = path.parent / base_ref  # a relative path is relative to this file first
+    base_path = (
+        near
+        if ("/" in base_ref or near.suffix in (".toml", ".json")) and near.exists()
+        else resolve(base_ref, "hardware")
+    )
     if base_path.resolve() == path.resolve():
         raise InputError(where, "base", "a file cannot be its own base")
     base_doc, base_over = _read_with_base(base_path, depth + 1)
     base_id = str(base_doc.get("id", base_path.stem))
-    if "notes_of" in doc:                          # set by the loader (the base's notes), never by a file
+    if "notes_of" in doc:  # set by the loader (the base's notes), never by a file
         raise InputError(where, "notes_of", "is set by the loader; write `notes = ...` for notes of this spec")
     own = {k: v if k in _NOT_OVERRIDES else _tag(v, f"overridden in {path.name}") for k, v in doc.items()}
     merged, changed = _deep_merge(base_doc, own)
     merged["id"] = doc.get("id", path.stem)
-    merged["base"] = base_doc.get("base") or base_id       # the root of the chain: what `overridden` is relative to
+    merged["base"] = base_doc.get("base") or base_id  # the root of the chain: what `overridden` is relative to
     # Without a name of its own the file keeps the base's (HardwareSpec.display_name says it is a what-if of
     # the base and what changed); without notes of its own it keeps the base's, marked as the base's
     # (`notes_of`): they describe the base system and may contradict the override ("one NVLink domain of 72").
@@ -384,8 +408,12 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
         raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbit_s=800")
     if key in RENAMED:
         new = RENAMED[key]
-        raise InputError("--set", key, f"renamed to {new} (the unit in the name: {ALIASES[new][2]}); "
-                                       f"{key} was ambiguous (Gbit/s for the NIC, GB/s for NVLink)")
+        raise InputError(
+            "--set",
+            key,
+            f"renamed to {new} (the unit in the name: {ALIASES[new][2]}); "
+            f"{key} was ambiguous (Gbit/s for the NIC, GB/s for NVLink)",
+        )
     value = _parse_value(raw)
     if key in ALIASES:
         field, factor, unit = ALIASES[key]
@@ -399,8 +427,11 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
             by_leaf = {f.rsplit(".", 1)[-1]: f for f in fields}
             close = difflib.get_close_matches(key, list(by_leaf), n=1, cutoff=0.6)
             hint = f" (did you mean '{by_leaf[close[0]]}'?)" if close else ""
-        raise InputError("--set", key, f"unknown hardware field{hint}; fields as in `perfmodel show hardware ID`, "
-                                       f"or aliases {', '.join(ALIASES)}")
+        raise InputError(
+            "--set",
+            key,
+            f"unknown hardware field{hint}; fields as in `perfmodel show hardware ID`, or aliases {', '.join(ALIASES)}",
+        )
     return key, key, value
 
 
@@ -422,7 +453,7 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
     given: dict[str, str] = {}
     for item in sets:
         field, name, value = parse_set(item)
-        if field in given:               # a repeated field is two answers to one question, never "the last wins"
+        if field in given:  # a repeated field is two answers to one question, never "the last wins"
             raise InputError("--set", name, f"sets {field} twice ({given[field]} and {item.strip()}): give it once")
         given[field] = item.strip()
         node = doc
@@ -436,7 +467,7 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
         changed.append(field)
     doc["overridden"] = tuple(dict.fromkeys(hw.overridden + tuple(changed)))
     doc["base"] = hw.base or hw.id
-    if hw.notes and not hw.notes_of:      # the notes describe the spec before --set
+    if hw.notes and not hw.notes_of:  # the notes describe the spec before --set
         doc["notes_of"] = hw.id
     try:
         return validate(HardwareSpec, doc, "--set")

@@ -48,6 +48,7 @@ catalog TOML when the real value is known.
 id = the parent folder's name for a file called config.json, else the file stem;
 name = f"{model_type} {id}". Every error is an InputError naming the file and the HF key.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -56,26 +57,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from perfmodel.errors import InputError, did_you_mean
+
 if TYPE_CHECKING:
     from perfmodel.specs.model import ModelSpec
 from perfmodel.specs.specfile import validate
 
-MAX_LAYERS = 10_000          # sanity bound: the layer-pattern checks loop over the layers
-MAX_DIM = 10**8              # ModelSpec's bound on every size field
+MAX_LAYERS = 10_000  # sanity bound: the layer-pattern checks loop over the layers
+MAX_DIM = 10**8  # ModelSpec's bound on every size field
 
 _REQUIRED = object()
 _MISSING = object()
 
 # architectures[] entries -> family, for configs without a (known) model_type
 ARCHITECTURES = {
-    "GPT2LMHeadModel": "gpt2", "GPT2Model": "gpt2",
-    "LlamaForCausalLM": "llama", "LlamaModel": "llama",
-    "MistralForCausalLM": "mistral", "MistralModel": "mistral",
-    "MixtralForCausalLM": "mixtral", "MixtralModel": "mixtral",
-    "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3",
+    "GPT2LMHeadModel": "gpt2",
+    "GPT2Model": "gpt2",
+    "LlamaForCausalLM": "llama",
+    "LlamaModel": "llama",
+    "MistralForCausalLM": "mistral",
+    "MistralModel": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "MixtralModel": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
-    "DeepseekV2ForCausalLM": "deepseek_v2", "DeepseekV3ForCausalLM": "deepseek_v3",
-    "Llama4ForConditionalGeneration": "llama4", "Llama4ForCausalLM": "llama4",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4",
     "GptOssForCausalLM": "gpt_oss",
 }
 
@@ -91,7 +100,7 @@ class _Reader:
         self.prefix = "text_config." if nested is not None else ""
         self.out: dict[str, Any] = {"attention": {}, "ffn": {}}
         self.sources: dict[str, str] = {}
-        self.keys: dict[str, str] = {}      # ModelSpec dotted field -> HF key (as reported)
+        self.keys: dict[str, str] = {}  # ModelSpec dotted field -> HF key (as reported)
 
     # ---- raw lookup --------------------------------------------------------------------
     def raw(self, key: str) -> tuple[Any, str]:
@@ -116,11 +125,15 @@ class _Reader:
         val, field = self.raw(key)
         if val is _MISSING or val is None:
             if default is _REQUIRED:
-                raise InputError(self.where, field, self.missing(key) if val is _MISSING
-                                 else "must be an integer, got null")
+                raise InputError(
+                    self.where, field, self.missing(key) if val is _MISSING else "must be an integer, got null"
+                )
             return default
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or (
-                isinstance(val, float) and not (math.isfinite(val) and val.is_integer())):
+        if (
+            isinstance(val, bool)
+            or not isinstance(val, (int, float))
+            or (isinstance(val, float) and not (math.isfinite(val) and val.is_integer()))
+        ):
             raise InputError(self.where, field, f"must be an integer (got {val!r})")
         val = int(val)
         if val < minimum:
@@ -181,6 +194,7 @@ class _Reader:
 
 # ---- layer-pattern conversion ------------------------------------------------------------------
 
+
 def _moe_layout(moe_layers: set[int], num_layers: int) -> tuple[int, int] | None:
     """(first_dense_layers, interval) reproducing exactly the MoE layer set, or None if impossible.
     ModelSpec: layer i is MoE when i >= first_dense and (i+1) % interval == 0."""
@@ -193,7 +207,7 @@ def _moe_layout(moe_layers: set[int], num_layers: int) -> tuple[int, int] | None
     for g in candidates:
         if (m0 + 1) % g:
             continue
-        first = max(0, m0 - g + 1)      # smallest first_dense giving the same set
+        first = max(0, m0 - g + 1)  # smallest first_dense giving the same set
         if {i for i in range(first, num_layers) if (i + 1) % g == 0} == moe_layers:
             return first, g
     return None
@@ -219,9 +233,12 @@ def _set_moe(r: _Reader, moe_set: set[int], L: int, key: str, **fields: Any) -> 
     if lay is None:
         dense = [i for i in range(L) if i not in moe_set]
         shown = str(dense if len(dense) <= 16 else dense[:16])[:-1] + ("]" if len(dense) <= 16 else ", ...]")
-        raise r.fail(key, f"the dense (non-MoE) layers {shown} cannot be expressed as 'layer i is MoE when "
-                          "i >= first_dense_layers and (i+1) % interval == 0'; write a catalog TOML for this "
-                          "model instead")
+        raise r.fail(
+            key,
+            f"the dense (non-MoE) layers {shown} cannot be expressed as 'layer i is MoE when "
+            "i >= first_dense_layers and (i+1) % interval == 0'; write a catalog TOML for this "
+            "model instead",
+        )
     first, interval = lay
     for f, (val, src_key) in fields.items():
         if src_key is None:
@@ -241,13 +258,15 @@ def _set_window(r: _Reader, windowed: list[bool], window: int, kind: str, key: s
         return
     every = _window_every(windowed)
     if every is None:
-        raise r.fail(key, "the windowed/global attention layer pattern cannot be expressed as "
-                          "'layer i is global when (i+1) % global_every == 0'; write a catalog TOML instead")
+        raise r.fail(
+            key,
+            "the windowed/global attention layer pattern cannot be expressed as "
+            "'layer i is global when (i+1) % global_every == 0'; write a catalog TOML instead",
+        )
     src = f"config.json {r.raw(key)[1]}"
     r.set("attention.window", window, src, key)
     r.set("attention.window_kind", kind, src, key)
-    r.set("attention.global_every", every,
-          src + (" (every layer windowed)" if every == len(windowed) + 1 else ""), key)
+    r.set("attention.global_every", every, src + (" (every layer windowed)" if every == len(windowed) + 1 else ""), key)
 
 
 def _layer_types(r: _Reader, L: int) -> list[str] | None:
@@ -270,6 +289,7 @@ def _layer_types(r: _Reader, L: int) -> list[str] | None:
 
 # ---- shared pieces -----------------------------------------------------------------------------
 
+
 def _glu(r: _Reader, default: str = "silu") -> str:
     act = r.str("hidden_act", default) or default
     a = act.lower()
@@ -288,9 +308,13 @@ def _decoder(r: _Reader, *, tied_default: bool) -> dict[str, int]:
     heads = r.take("attention.num_heads", "num_attention_heads", r.int("num_attention_heads"))
     r.take("max_position_embeddings", "max_position_embeddings", r.int("max_position_embeddings"))
     tied = r.bool("tie_word_embeddings", tied_default)
-    r.set("tied_embeddings", tied, f"config.json {r.raw('tie_word_embeddings')[1]}"
-          + ("" if r.raw("tie_word_embeddings")[0] is not _MISSING else f" (absent: HF default {str(tied).lower()})"),
-          "tie_word_embeddings")
+    r.set(
+        "tied_embeddings",
+        tied,
+        f"config.json {r.raw('tie_word_embeddings')[1]}"
+        + ("" if r.raw("tie_word_embeddings")[0] is not _MISSING else f" (absent: HF default {str(tied).lower()})"),
+        "tie_word_embeddings",
+    )
     r.set("position_embedding", "rope")
     r.set("norm", "rmsnorm")
     return {"L": L, "h": h, "V": V, "heads": heads}
@@ -300,21 +324,30 @@ def _gqa(r: _Reader, d: dict[str, int], head_dim_default: int | None = None) -> 
     heads, h = d["heads"], d["h"]
     kv = r.int("num_key_value_heads", heads)
     if heads % kv:
-        raise r.fail("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple of "
-                                            f"num_key_value_heads ({kv})")
-    r.set("attention.num_kv_heads", kv, f"config.json {r.raw('num_key_value_heads')[1]}"
-          if r.raw("num_key_value_heads")[0] not in (_MISSING, None) else "= num_attention_heads (key absent)",
-          "num_key_value_heads")
+        raise r.fail(
+            "num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv})"
+        )
+    r.set(
+        "attention.num_kv_heads",
+        kv,
+        f"config.json {r.raw('num_key_value_heads')[1]}"
+        if r.raw("num_key_value_heads")[0] not in (_MISSING, None)
+        else "= num_attention_heads (key absent)",
+        "num_key_value_heads",
+    )
     r.set("attention.kind", "mha" if kv == heads else "gqa")
     hd = r.int("head_dim", None)
     if hd is not None:
         r.take("attention.head_dim", "head_dim", hd)
     elif head_dim_default:
-        r.set("attention.head_dim", head_dim_default, f"HF default head_dim {head_dim_default} (key absent)", "head_dim")
+        r.set(
+            "attention.head_dim", head_dim_default, f"HF default head_dim {head_dim_default} (key absent)", "head_dim"
+        )
     else:
         if h % heads:
-            raise r.fail("head_dim", f"absent, and hidden_size ({h}) is not a multiple of "
-                                     f"num_attention_heads ({heads})")
+            raise r.fail(
+                "head_dim", f"absent, and hidden_size ({h}) is not a multiple of num_attention_heads ({heads})"
+            )
         r.set("attention.head_dim", h // heads, "hidden_size / num_attention_heads", "head_dim")
 
 
@@ -337,19 +370,23 @@ def _seq_len(r: _Reader) -> None:
     orig = rs.get("original_max_position_embeddings") if isinstance(rs, dict) else None
     if isinstance(orig, int) and not isinstance(orig, bool) and orig >= 1:
         seq = min(orig, maxpos)
-        src = (f"config.json {rs_field}.original_max_position_embeddings = {orig} "
-               "(context before long-context extension, taken as the pre-training length)")
+        src = (
+            f"config.json {rs_field}.original_max_position_embeddings = {orig} "
+            "(context before long-context extension, taken as the pre-training length)"
+        )
     elif maxpos <= 8192:
         seq = maxpos
         src = f"config.json max_position_embeddings = {maxpos} (short-context model: pre-trained at full context)"
     else:
         seq = 4096
-        src = (f"assumed 4096: config.json gives only the maximum context ({maxpos}), "
-               "not the pre-training sequence length")
+        src = (
+            f"assumed 4096: config.json gives only the maximum context ({maxpos}), not the pre-training sequence length"
+        )
     r.set("seq_len", seq, src)
 
 
 # ---- families ----------------------------------------------------------------------------------
+
 
 def _gpt2(r: _Reader, model_type: str) -> None:
     r.take("num_layers", "n_layer", r.int("n_layer", maximum=MAX_LAYERS))
@@ -403,10 +440,16 @@ def _llama_like(r: _Reader, model_type: str) -> None:
         experts = r.int("num_local_experts")
         k = _top_k(r, experts)
         r.set("ffn.intermediate_size", 0, "mixtral: every layer is MoE (no dense FFN)")
-        _set_moe(r, set(range(L)), L, "num_local_experts",
-                 num_experts=(experts, "num_local_experts"), top_k=(k, "num_experts_per_tok"),
-                 expert_intermediate_size=(width, "intermediate_size"),
-                 shared_experts=(0, "= mixtral has no shared expert"))
+        _set_moe(
+            r,
+            set(range(L)),
+            L,
+            "num_local_experts",
+            num_experts=(experts, "num_local_experts"),
+            top_k=(k, "num_experts_per_tok"),
+            expert_intermediate_size=(width, "intermediate_size"),
+            shared_experts=(0, "= mixtral has no shared expert"),
+        )
     else:
         r.take("ffn.intermediate_size", "intermediate_size", width)
     _sliding(r, model_type, L)
@@ -446,10 +489,16 @@ def _qwen3_moe(r: _Reader, model_type: str) -> None:
     key = "mlp_only_layers" if mlp_only else "decoder_sparse_step"
     if moe_set:
         k = _top_k(r, experts)
-        _set_moe(r, moe_set, L, key,
-                 num_experts=(experts, "num_experts"), top_k=(k, "num_experts_per_tok"),
-                 expert_intermediate_size=(r.int("moe_intermediate_size"), "moe_intermediate_size"),
-                 shared_experts=(0, "= Qwen3-MoE has no shared expert"))
+        _set_moe(
+            r,
+            moe_set,
+            L,
+            key,
+            num_experts=(experts, "num_experts"),
+            top_k=(k, "num_experts_per_tok"),
+            expert_intermediate_size=(r.int("moe_intermediate_size"), "moe_intermediate_size"),
+            shared_experts=(0, "= Qwen3-MoE has no shared expert"),
+        )
     if len(moe_set) < L:
         r.take("ffn.intermediate_size", "intermediate_size", r.int("intermediate_size"))
     else:
@@ -482,14 +531,22 @@ def _deepseek(r: _Reader, model_type: str) -> None:
     if moe_set:
         k = _top_k(r, experts)
         method = r.str("topk_method", "greedy")
-        _set_moe(r, moe_set, L, "moe_layer_freq" if freq > 1 else "first_k_dense_replace",
-                 num_experts=(experts, "n_routed_experts"), top_k=(k, "num_experts_per_tok"),
-                 expert_intermediate_size=(r.int("moe_intermediate_size"), "moe_intermediate_size"),
-                 shared_experts=(r.int("n_shared_experts", 0, minimum=0), "n_shared_experts"),
-                 **_route_groups(r, experts),
-                 score_correction_bias=(method == "noaux_tc",
-                                        f"= config.json topk_method {method!r} "
-                                        f"({'e_score_correction_bias buffer' if method == 'noaux_tc' else 'no bias buffer'})"))
+        _set_moe(
+            r,
+            moe_set,
+            L,
+            "moe_layer_freq" if freq > 1 else "first_k_dense_replace",
+            num_experts=(experts, "n_routed_experts"),
+            top_k=(k, "num_experts_per_tok"),
+            expert_intermediate_size=(r.int("moe_intermediate_size"), "moe_intermediate_size"),
+            shared_experts=(r.int("n_shared_experts", 0, minimum=0), "n_shared_experts"),
+            **_route_groups(r, experts),
+            score_correction_bias=(
+                method == "noaux_tc",
+                f"= config.json topk_method {method!r} "
+                f"({'e_score_correction_bias buffer' if method == 'noaux_tc' else 'no bias buffer'})",
+            ),
+        )
     if len(moe_set) < L:
         r.take("ffn.intermediate_size", "intermediate_size", r.int("intermediate_size"))
     else:
@@ -511,12 +568,15 @@ def _route_groups(r: _Reader, experts: int) -> dict:
 def _llama4(r: _Reader, model_type: str) -> None:
     d = _decoder(r, tied_default=False)
     L = d["L"]
-    _gqa(r, d, head_dim_default=128)                     # Llama4TextConfig head_dim default 128
+    _gqa(r, d, head_dim_default=128)  # Llama4TextConfig head_dim default 128
     _biases(r)
     qk = r.bool("use_qk_norm", True)
-    r.set("attention.qk_norm", "l2" if qk else "none",
-          f"config.json {r.raw('use_qk_norm')[1]} ({'parameter-free L2 norm on RoPE layers' if qk else 'off'})",
-          "use_qk_norm")
+    r.set(
+        "attention.qk_norm",
+        "l2" if qk else "none",
+        f"config.json {r.raw('use_qk_norm')[1]} ({'parameter-free L2 norm on RoPE layers' if qk else 'off'})",
+        "use_qk_norm",
+    )
     r.set("ffn.activation", _glu(r), f"config.json {r.raw('hidden_act')[1]}", "hidden_act")
     experts = r.int("num_local_experts")
     k = _top_k(r, experts, default=1)
@@ -525,11 +585,17 @@ def _llama4(r: _Reader, model_type: str) -> None:
     listed = r.int_list("moe_layers", upper=L)
     moe_set = set(listed) if listed is not None else set(range(step - 1, L, step))
     if moe_set:
-        _set_moe(r, moe_set, L, "moe_layers" if listed is not None else "interleave_moe_layer_step",
-                 num_experts=(experts, "num_local_experts"), top_k=(k, "num_experts_per_tok"),
-                 expert_intermediate_size=(width, "intermediate_size"),
-                 shared_experts=(1, "= Llama4TextMoe: one always-on shared expert"),
-                 shared_intermediate_size=(width, "intermediate_size"))
+        _set_moe(
+            r,
+            moe_set,
+            L,
+            "moe_layers" if listed is not None else "interleave_moe_layer_step",
+            num_experts=(experts, "num_local_experts"),
+            top_k=(k, "num_experts_per_tok"),
+            expert_intermediate_size=(width, "intermediate_size"),
+            shared_experts=(1, "= Llama4TextMoe: one always-on shared expert"),
+            shared_intermediate_size=(width, "intermediate_size"),
+        )
     if len(moe_set) < L:
         r.take("ffn.intermediate_size", "intermediate_size_mlp", r.int("intermediate_size_mlp"))
     else:
@@ -543,7 +609,7 @@ def _llama4(r: _Reader, model_type: str) -> None:
         _set_window(r, [t == "chunked_attention" for t in types], chunk, "chunked", "layer_types")
         return
     nope = r.int_list("no_rope_layers")
-    if nope:                                              # HF: 1 = RoPE layer, 0 = NoPE layer
+    if nope:  # HF: 1 = RoPE layer, 0 = NoPE layer
         if len(nope) != L or any(x not in (0, 1) for x in nope):
             raise r.fail("no_rope_layers", f"must list 0/1 for each of the {L} layers")
         rope = [bool(x) for x in nope]
@@ -566,16 +632,22 @@ def _gpt_oss(r: _Reader, model_type: str) -> None:
     experts = r.int("num_local_experts")
     k_key = "experts_per_token" if r.raw("num_experts_per_tok")[0] is _MISSING else "num_experts_per_tok"
     k = _top_k(r, experts, key=k_key)
-    _set_moe(r, set(range(L)), L, "num_local_experts",
-             num_experts=(experts, "num_local_experts"), top_k=(k, k_key),
-             expert_intermediate_size=(r.int("intermediate_size"), "intermediate_size"),
-             shared_experts=(0, "= gpt-oss has no shared expert"),
-             router_bias=(True, "= gpt-oss router Linear has a bias"),
-             expert_bias=(True, "= gpt-oss expert matrices have biases"))
+    _set_moe(
+        r,
+        set(range(L)),
+        L,
+        "num_local_experts",
+        num_experts=(experts, "num_local_experts"),
+        top_k=(k, k_key),
+        expert_intermediate_size=(r.int("intermediate_size"), "intermediate_size"),
+        shared_experts=(0, "= gpt-oss has no shared expert"),
+        router_bias=(True, "= gpt-oss router Linear has a bias"),
+        expert_bias=(True, "= gpt-oss expert matrices have biases"),
+    )
     types = _layer_types(r, L)
     win = r.int("sliding_window", 128)
     if types is None:
-        windowed = [i % 2 == 0 for i in range(L)]       # HF default: sliding on even layers
+        windowed = [i % 2 == 0 for i in range(L)]  # HF default: sliding on even layers
         key = "sliding_window"
     else:
         if "chunked_attention" in types:
@@ -586,11 +658,17 @@ def _gpt_oss(r: _Reader, model_type: str) -> None:
 
 FAMILIES: dict[str, Callable[[_Reader, str], None]] = {
     "gpt2": _gpt2,
-    "llama": _llama_like, "mistral": _llama_like, "mixtral": _llama_like,
-    "qwen2": _llama_like, "qwen3": _llama_like,
+    "llama": _llama_like,
+    "mistral": _llama_like,
+    "mixtral": _llama_like,
+    "qwen2": _llama_like,
+    "qwen3": _llama_like,
     "qwen3_moe": _qwen3_moe,
-    "deepseek_v3": _deepseek, "deepseek_v2": _deepseek, "kimi_k2": _deepseek,
-    "llama4": _llama4, "llama4_text": _llama4,
+    "deepseek_v3": _deepseek,
+    "deepseek_v2": _deepseek,
+    "kimi_k2": _deepseek,
+    "llama4": _llama4,
+    "llama4_text": _llama4,
     "gpt_oss": _gpt_oss,
 }
 # model_type values handled as another family's (same HF architecture)
@@ -598,6 +676,7 @@ ALIASES = {"llama4_text": "llama4"}
 
 
 # ---- entry point -------------------------------------------------------------------------------
+
 
 def _model_id(path: str) -> str:
     p = Path(path)
@@ -608,6 +687,7 @@ def _model_id(path: str) -> str:
 
 def _family(doc: dict[str, Any], nested: dict[str, Any] | None, where: str) -> tuple[str, str]:
     """(family, model_type as reported) from model_type, text_config.model_type or architectures."""
+
     def model_type(d: dict[str, Any], field: str) -> str | None:
         mt = d.get("model_type")
         if mt is not None and not isinstance(mt, str):
@@ -628,12 +708,16 @@ def _family(doc: dict[str, Any], nested: dict[str, Any] | None, where: str) -> t
                     return fam, mt if isinstance(mt, str) and mt else fam
     supported = ", ".join(sorted(FAMILIES))
     if mt is None and inner is None:
-        raise InputError(where, "model_type", f"missing, and no known entry in architectures; "
-                                              f"supported model_type values: {supported}")
+        raise InputError(
+            where,
+            "model_type",
+            f"missing, and no known entry in architectures; supported model_type values: {supported}",
+        )
     shown = mt if mt is not None else inner
     field = "model_type" if mt is not None else "text_config.model_type"
-    raise InputError(where, field, f"unsupported model_type {shown!r}{did_you_mean(shown, FAMILIES)}; "
-                                   f"supported: {supported}")
+    raise InputError(
+        where, field, f"unsupported model_type {shown!r}{did_you_mean(shown, FAMILIES)}; supported: {supported}"
+    )
 
 
 def from_hf_config(doc: dict[str, Any], path: str, spec: "type[ModelSpec]") -> "ModelSpec":
@@ -655,9 +739,11 @@ def from_hf_config(doc: dict[str, Any], path: str, spec: "type[ModelSpec]") -> "
     out = r.out
     out["id"] = mid
     out["name"] = f"{model_type} {mid}"
-    out["notes"] = (f"Imported from a Hugging Face config.json (model_type {model_type!r}, read as {family!r}). "
-                    "No published parameter counts attached; seq_len follows the rule in perfmodel/specs/hf_config.py "
-                    f"({r.sources.get('seq_len', '')}).")
+    out["notes"] = (
+        f"Imported from a Hugging Face config.json (model_type {model_type!r}, read as {family!r}). "
+        "No published parameter counts attached; seq_len follows the rule in perfmodel/specs/hf_config.py "
+        f"({r.sources.get('seq_len', '')})."
+    )
     out["sources"] = r.sources
     out["path"] = where
     try:

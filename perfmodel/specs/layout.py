@@ -5,6 +5,7 @@ GPUs as etp * ep * edp (Liu et al. 2025, "MoE Parallel Folding"); default rank o
 tp innermost, which decides which groups stay inside an NVLink domain (see topology.py).
 The cost model is written over LayoutGrid arrays, so one layout and a million share the same code.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -21,16 +22,16 @@ Recompute = Literal["none", "selective", "full"]
 @dataclass(frozen=True)
 class Layout:
     gpus: int
-    gbs: int                 # global batch, sequences
-    seq: int                 # sequence length, tokens
+    gbs: int  # global batch, sequences
+    seq: int  # sequence length, tokens
     tp: int = 1
     pp: int = 1
-    vp: int = 1              # virtual (interleaved) stages per pipeline rank
+    vp: int = 1  # virtual (interleaved) stages per pipeline rank
     cp: int = 1
     ep: int = 1
     etp: int = 1
     mbs: int = 1
-    fsdp: bool = False       # parameters + grads + optimizer sharded over dp (ZeRO-3 / Megatron-FSDP)
+    fsdp: bool = False  # parameters + grads + optimizer sharded over dp (ZeRO-3 / Megatron-FSDP)
     recompute: Recompute = "none"
 
     @property
@@ -61,6 +62,7 @@ def layout_text(L: "Layout | dict | None", mbs: bool = False) -> str:
 @dataclass(frozen=True)
 class LayoutGrid:
     """Many layouts as parallel int64 arrays (same length n)."""
+
     gpus: np.ndarray
     gbs: np.ndarray
     seq: np.ndarray
@@ -71,8 +73,8 @@ class LayoutGrid:
     ep: np.ndarray
     etp: np.ndarray
     mbs: np.ndarray
-    fsdp: np.ndarray         # bool
-    recompute: np.ndarray    # 0 none, 1 selective, 2 full
+    fsdp: np.ndarray  # bool
+    recompute: np.ndarray  # 0 none, 1 selective, 2 full
 
     @property
     def n(self) -> int:
@@ -116,8 +118,9 @@ class LayoutGrid:
         return Layout(**kw, fsdp=bool(self.fsdp[i]), recompute=inv[int(self.recompute[i])])  # type: ignore[arg-type]
 
 
-def legality(grid: LayoutGrid, num_layers: int, num_heads: int, num_kv_heads: int,
-             num_experts: int | None) -> dict[str, np.ndarray]:
+def legality(
+    grid: LayoutGrid, num_layers: int, num_heads: int, num_kv_heads: int, num_experts: int | None
+) -> dict[str, np.ndarray]:
     """Boolean masks, one per rule (True = rule violated). Used by `check_layout` and the planner."""
     g = grid
     model_par = g.tp * g.pp * g.cp
@@ -163,8 +166,7 @@ RULE_TEXT = {
 MAX_LAYOUT_INT = 2**31 - 1
 
 
-def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: int,
-                 num_experts: int | None) -> None:
+def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: int, num_experts: int | None) -> None:
     """Raise one InputError naming the first rule the layout breaks."""
     for name in _INT_FIELDS:
         val = getattr(layout, name)
@@ -176,9 +178,12 @@ def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: 
         raise InputError("layout", "recompute", f"must be one of {', '.join(RECOMPUTE)}")
     if not isinstance(layout.fsdp, (bool, np.bool_)):
         raise InputError("layout", "fsdp", f"must be True or False (got {layout.fsdp!r})")
-    if num_experts is None and layout.etp != 1:       # as --ep: expert parallel axes need experts
-        raise InputError("layout", "etp", f"etp must be 1 for a dense model (expert tensor parallel splits MoE "
-                                          f"experts; got etp={layout.etp})")
+    if num_experts is None and layout.etp != 1:  # as --ep: expert parallel axes need experts
+        raise InputError(
+            "layout",
+            "etp",
+            f"etp must be 1 for a dense model (expert tensor parallel splits MoE experts; got etp={layout.etp})",
+        )
     # in Python ints, before the int64 arrays of `legality` could wrap around
     model_par = int(layout.tp) * int(layout.pp) * int(layout.cp)
     if model_par > layout.gpus:
@@ -196,8 +201,11 @@ def check_layout(layout: Layout, num_layers: int, num_heads: int, num_kv_heads: 
                 "seq_tp": f"seq={layout.seq}, tp={layout.tp}, cp={layout.cp}",
                 "interleave": f"micro-batches={layout.gbs // max(layout.dp * layout.mbs, 1)}, pp={layout.pp}, vp={layout.vp}",
                 "ep": f"ep={layout.ep}, experts={num_experts or 0}",
-                "etp": (f"ep*etp={layout.ep * layout.etp}, tp*cp*dp={layout.tp * layout.cp * layout.dp}" if num_experts
-                        else f"etp={layout.etp}, dense model"),
+                "etp": (
+                    f"ep*etp={layout.ep * layout.etp}, tp*cp*dp={layout.tp * layout.cp * layout.dp}"
+                    if num_experts
+                    else f"etp={layout.etp}, dense model"
+                ),
             }[rule]
             raise InputError("layout", rule, f"{RULE_TEXT[rule]} ({detail})")
 

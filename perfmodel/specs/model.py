@@ -7,6 +7,7 @@ Layer patterns (0-based layer index i):
 - MoE: layer i is MoE when i >= first_dense_layers and (i+1) % interval == 0
   (DeepSeek-V3: first_dense_layers=3; Llama 4 Maverick: interval=2).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -32,19 +33,19 @@ class Attention(Frozen):
     kind: Literal["mha", "gqa", "mla"]
     num_heads: int = PosInt
     num_kv_heads: int = PosInt
-    head_dim: int = PosInt                 # q/k/v head dim (MHA/GQA); MLA uses the fields below
+    head_dim: int = PosInt  # q/k/v head dim (MHA/GQA); MLA uses the fields below
     qkv_bias: bool = False
     o_bias: bool = False
-    qk_norm: Literal["none", "rmsnorm", "l2"] = "none"   # rmsnorm: per-head learned (2*head_dim params)
-    sinks: bool = False                    # gpt-oss learned per-head sink logit
+    qk_norm: Literal["none", "rmsnorm", "l2"] = "none"  # rmsnorm: per-head learned (2*head_dim params)
+    sinks: bool = False  # gpt-oss learned per-head sink logit
     # MLA (DeepSeek-V2/V3, Kimi K2)
-    q_lora_rank: int = NonNeg              # 0 = plain q projection
+    q_lora_rank: int = NonNeg  # 0 = plain q projection
     kv_lora_rank: int = NonNeg
     qk_nope_head_dim: int = NonNeg
     qk_rope_head_dim: int = NonNeg
     v_head_dim: int = NonNeg
     # windowed layers
-    window: int = NonNeg                   # 0 = every layer global causal
+    window: int = NonNeg  # 0 = every layer global causal
     window_kind: Literal["sliding", "chunked"] = "sliding"
     global_every: int = Field(default=1, ge=1)
 
@@ -67,7 +68,7 @@ class Attention(Frozen):
 
 class FFN(Frozen):
     activation: Literal["swiglu", "geglu", "clamped_swiglu", "gelu", "squared_relu", "relu"]
-    intermediate_size: int = NonNeg        # dense FFN width (0 when every layer is MoE)
+    intermediate_size: int = NonNeg  # dense FFN width (0 when every layer is MoE)
     bias: bool = False
 
     @property
@@ -85,7 +86,7 @@ class MoE(Frozen):
     interval: int = Field(default=1, ge=1)
     router_bias: bool = False
     expert_bias: bool = False
-    score_correction_bias: bool = False     # DeepSeek-V3 e_score_correction_bias buffer (counted in total)
+    score_correction_bias: bool = False  # DeepSeek-V3 e_score_correction_bias buffer (counted in total)
     # group-limited ("node-limited") routing: experts form `route_groups` contiguous groups and a token
     # picks experts from only `route_group_topk` of them (DeepSeek-V2 §2.2.2, DeepSeek-V3 §2.1.2;
     # config.json n_group / topk_group). 0 = unrestricted.
@@ -96,10 +97,13 @@ class MoE(Frozen):
     def _check(self) -> "MoE":
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds num_experts ({self.num_experts})")
-        if self.route_groups and (self.num_experts % self.route_groups
-                                  or not 1 <= self.route_group_topk <= self.route_groups):
-            raise ValueError(f"route_groups ({self.route_groups}) must divide num_experts ({self.num_experts}) "
-                             f"and route_group_topk ({self.route_group_topk}) lie in 1..route_groups")
+        if self.route_groups and (
+            self.num_experts % self.route_groups or not 1 <= self.route_group_topk <= self.route_groups
+        ):
+            raise ValueError(
+                f"route_groups ({self.route_groups}) must divide num_experts ({self.num_experts}) "
+                f"and route_group_topk ({self.route_group_topk}) lie in 1..route_groups"
+            )
         return self
 
     @property
@@ -110,7 +114,7 @@ class MoE(Frozen):
 class Published(Frozen):
     total_params: float = Field(gt=0)
     active_params: float | None = Field(default=None, gt=0)
-    tolerance: float = Field(default=0.01, gt=0, le=0.2)   # allowed relative gap of our count
+    tolerance: float = Field(default=0.01, gt=0, le=0.2)  # allowed relative gap of our count
     active_tolerance: float = Field(default=0.01, gt=0, le=0.2)
     note: str = ""
 
@@ -130,8 +134,8 @@ class ModelSpec(Frozen):
     attention: Attention
     ffn: FFN
     moe: MoE | None = None
-    mtp_layers: int = NonNeg               # DeepSeek-style multi-token-prediction modules
-    seq_len: int = Field(default=4096, ge=1)   # pre-training sequence length
+    mtp_layers: int = NonNeg  # DeepSeek-style multi-token-prediction modules
+    seq_len: int = Field(default=4096, ge=1)  # pre-training sequence length
     published: Published | None = None
     notes: str = ""
     sources: dict[str, str] = Field(default_factory=dict)
@@ -185,6 +189,7 @@ def _load(path: str) -> ModelSpec:
     doc = read_document(p)
     if p.suffix.lower() == ".json":
         from perfmodel.specs.hf_config import from_hf_config
+
         return from_hf_config(doc, path, ModelSpec)
     plain, sources = split_sources(doc)
     plain.setdefault("id", p.stem)

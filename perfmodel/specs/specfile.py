@@ -4,6 +4,7 @@ Every number in a catalog file may be written either bare (`x = 1.0`) or with it
 (`x = {value = 1.0, source = "..."}`); the loader keeps the values and collects the sources
 into a flat `{dotted.field: source}` map so `perfmodel show` can print them.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ from perfmodel.errors import InputError, did_you_mean
 
 M = TypeVar("M", bound=BaseModel)
 
-PACKAGE_DIR = Path(__file__).resolve().parents[1]          # perfmodel/
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # perfmodel/
 
 
 def display_path(path: str | Path) -> str:
@@ -60,16 +61,16 @@ def read_document(path: Path) -> dict[str, Any]:
     """Parse a TOML or JSON file into a dict; syntax errors name the file and line."""
     where = str(path)
     try:
-        with path.open("rb") as fh:       # at most MAX_SPEC_BYTES + 1: a huge file or /dev/zero is refused, not read
+        with path.open("rb") as fh:  # at most MAX_SPEC_BYTES + 1: a huge file or /dev/zero is refused, not read
             data = fh.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
         raise InputError(where, "", "file not found") from None
-    except (OSError, ValueError) as exc:     # ValueError: a path with a NUL byte
+    except (OSError, ValueError) as exc:  # ValueError: a path with a NUL byte
         raise InputError(where, "", f"cannot read file ({exc})") from None
     if len(data) > MAX_SPEC_BYTES:
         raise InputError(where, "", f"larger than {MAX_SPEC_BYTES // 2**20} MiB: not a spec file (specs are a few kB)")
     try:
-        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")   # universal newlines, as read_text
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as read_text
     except UnicodeDecodeError as exc:
         raise InputError(where, "", f"not a UTF-8 text file ({exc.reason} at byte {exc.start})") from None
     if not text.strip():
@@ -81,7 +82,7 @@ def read_document(path: Path) -> dict[str, Any]:
         raise InputError(where, "", f"not valid {kind}: {exc}") from None
     except RecursionError:
         raise InputError(where, "", f"not valid {kind}: nested too deeply") from None
-    except ValueError as exc:        # e.g. an integer literal longer than Python's 4300-digit limit
+    except ValueError as exc:  # e.g. an integer literal longer than Python's 4300-digit limit
         raise InputError(where, "", f"not valid {kind}: {exc}") from None
     if not isinstance(doc, dict):
         raise InputError(where, "", "top level must be a table/object")
@@ -90,8 +91,8 @@ def read_document(path: Path) -> dict[str, Any]:
     return doc
 
 
-MAX_SPEC_BYTES = 16 * 2**20     # spec files and HF config.json files are a few kB
-MAX_DEPTH = 32     # spec files nest 3 levels; the limit keeps the recursive walks below far from Python's
+MAX_SPEC_BYTES = 16 * 2**20  # spec files and HF config.json files are a few kB
+MAX_DEPTH = 32  # spec files nest 3 levels; the limit keeps the recursive walks below far from Python's
 
 
 def _depth(doc: Any) -> int:
@@ -156,8 +157,12 @@ def validate(model: type[M], doc: dict[str, Any], where: str) -> M:
 
 
 # pydantic's bound checks: error type -> (ctx key, words)
-_BOUNDS = {"greater_than_equal": ("ge", "at least"), "greater_than": ("gt", "more than"),
-           "less_than_equal": ("le", "at most"), "less_than": ("lt", "less than")}
+_BOUNDS = {
+    "greater_than_equal": ("ge", "at least"),
+    "greater_than": ("gt", "more than"),
+    "less_than_equal": ("le", "at most"),
+    "less_than": ("lt", "less than"),
+}
 
 
 def _bound(err: dict) -> tuple[str, float] | None:
@@ -238,7 +243,9 @@ def _exists(p: Path, ref: str) -> bool:
         return p.exists()
     except (OSError, ValueError) as exc:
         shown = ref if len(ref) <= 80 else ref[:77] + "..."
-        raise InputError(shown, "", f"not a usable file name ({type(exc).__name__}: {getattr(exc, 'strerror', None) or exc})") from None
+        raise InputError(
+            shown, "", f"not a usable file name ({type(exc).__name__}: {getattr(exc, 'strerror', None) or exc})"
+        ) from None
 
 
 def catalog_ids(kind: str) -> list[str]:

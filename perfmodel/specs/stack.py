@@ -26,6 +26,7 @@ Every feature ends with a value, a non-empty source and an origin: `stated` (the
 `inherited:<base>`, `unstated:<family>` (not published for this release: the family default, recorded so),
 `per_model:<rule>` or `--stack-set`.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,150 +46,242 @@ RecomputeModule = Literal["core_attn", "mlp", "moe_act", "layernorm", "mla_up_pr
 
 class Features(BaseModel):
     """The software features a step's cost depends on. Each field's description is its meaning."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    attention_kernel: Literal["unfused", "triton", "fa1", "fa2", "fa3", "cudnn", "fa4"] = Field(description=(
-        "core-attention kernel: unfused = softmax(QK^T)V with the s^2 scores, probabilities and dropout mask "
-        "written to HBM (Megatron's fused scale-mask-softmax still materialises them); triton = FlashAttention "
-        "in Triton (flash_attn_triton, llm-foundry attn_impl='triton', the ALiBi-capable path of 2023); fa1 = "
-        "FlashAttention 1.x; fa2 / fa3 / fa4 = "
-        "FlashAttention 2 / 3 (Hopper) / 4 (Blackwell) tiles in SRAM, no s^2 tensor in HBM; cudnn = cuDNN "
-        "fused flash attention (Transformer Engine 'fused' backend)"))
-    sequence_parallel: bool = Field(description=(
-        "Megatron sequence parallelism (Korthikanti et al. 2022 Sec. 4.2.2): norms and dropout on s/tp "
-        "tokens per rank, TP all-reduce split into reduce-scatter + all-gather; false keeps them on the "
-        "full sequence on every TP rank and all-reduces"))
-    tp_overlap: Literal["none", "bulk", "userbuffers", "async_tp"] = Field(description=(
-        "TP communication overlap: none = exposed; bulk = only the bulk wgrad/dgrad overlap; userbuffers = "
-        "Transformer Engine userbuffers split/pipelined AG and RS under the GEMMs; async_tp = PyTorch "
-        "AsyncTP (symmetric-memory micro-pipelined collective matmul)"))
-    tp_bwd_async: bool = Field(description=(
-        "the column-parallel linear's backward launches its TP collectives asynchronously under its own "
-        "GEMMs (Megatron-Core LinearWithGradAccumulationAndAsyncCommunication, Transformer Engine Linear / "
-        "LayerNormLinear): with sequence parallelism the input all-gather under dgrad and the dgrad "
-        "reduce-scatter under wgrad, without it the dgrad all-reduce under wgrad; exposed only where they "
-        "outlast those GEMMs (parallel/tp.py). false = every backward TP collective on the critical path "
-        "unless tp_overlap hides it"))
-    dp_grad_reduce_overlap: bool = Field(description=(
-        "data-parallel gradient reduce(-scatter) issued per bucket during the backward pass (Megatron "
-        "overlap_grad_reduce; FSDP reduce-scatter) rather than after it"))
-    dp_param_gather_overlap: bool = Field(description=(
-        "distributed-optimizer / FSDP parameter all-gather overlapped with the next forward (Megatron "
-        "overlap_param_gather; FSDP prefetch) rather than exposed"))
-    cuda_graphs: Literal["none", "per_layer", "full_iteration"] = Field(description=(
-        "CUDA graph capture, which removes most of the per-kernel host launch cost: none; per_layer = "
-        "layer or module scope (TE make_graphed_callables / Megatron cuda_graph_scope attn, mlp, moe_router); "
-        "full_iteration = the whole forward-backward"))
-    fusions: Literal["none", "te_fused", "torch_compile", "xla"] = Field(description=(
-        "fusion of the memory-bound element-wise ops (norms, activations, bias-dropout-add, RoPE): none = "
-        "eager PyTorch kernels; te_fused = Transformer Engine / Apex fused kernels; torch_compile = Inductor; "
-        "xla = XLA fusion (JAX)"))
+    attention_kernel: Literal["unfused", "triton", "fa1", "fa2", "fa3", "cudnn", "fa4"] = Field(
+        description=(
+            "core-attention kernel: unfused = softmax(QK^T)V with the s^2 scores, probabilities and dropout mask "
+            "written to HBM (Megatron's fused scale-mask-softmax still materialises them); triton = FlashAttention "
+            "in Triton (flash_attn_triton, llm-foundry attn_impl='triton', the ALiBi-capable path of 2023); fa1 = "
+            "FlashAttention 1.x; fa2 / fa3 / fa4 = "
+            "FlashAttention 2 / 3 (Hopper) / 4 (Blackwell) tiles in SRAM, no s^2 tensor in HBM; cudnn = cuDNN "
+            "fused flash attention (Transformer Engine 'fused' backend)"
+        )
+    )
+    sequence_parallel: bool = Field(
+        description=(
+            "Megatron sequence parallelism (Korthikanti et al. 2022 Sec. 4.2.2): norms and dropout on s/tp "
+            "tokens per rank, TP all-reduce split into reduce-scatter + all-gather; false keeps them on the "
+            "full sequence on every TP rank and all-reduces"
+        )
+    )
+    tp_overlap: Literal["none", "bulk", "userbuffers", "async_tp"] = Field(
+        description=(
+            "TP communication overlap: none = exposed; bulk = only the bulk wgrad/dgrad overlap; userbuffers = "
+            "Transformer Engine userbuffers split/pipelined AG and RS under the GEMMs; async_tp = PyTorch "
+            "AsyncTP (symmetric-memory micro-pipelined collective matmul)"
+        )
+    )
+    tp_bwd_async: bool = Field(
+        description=(
+            "the column-parallel linear's backward launches its TP collectives asynchronously under its own "
+            "GEMMs (Megatron-Core LinearWithGradAccumulationAndAsyncCommunication, Transformer Engine Linear / "
+            "LayerNormLinear): with sequence parallelism the input all-gather under dgrad and the dgrad "
+            "reduce-scatter under wgrad, without it the dgrad all-reduce under wgrad; exposed only where they "
+            "outlast those GEMMs (parallel/tp.py). false = every backward TP collective on the critical path "
+            "unless tp_overlap hides it"
+        )
+    )
+    dp_grad_reduce_overlap: bool = Field(
+        description=(
+            "data-parallel gradient reduce(-scatter) issued per bucket during the backward pass (Megatron "
+            "overlap_grad_reduce; FSDP reduce-scatter) rather than after it"
+        )
+    )
+    dp_param_gather_overlap: bool = Field(
+        description=(
+            "distributed-optimizer / FSDP parameter all-gather overlapped with the next forward (Megatron "
+            "overlap_param_gather; FSDP prefetch) rather than exposed"
+        )
+    )
+    cuda_graphs: Literal["none", "per_layer", "full_iteration"] = Field(
+        description=(
+            "CUDA graph capture, which removes most of the per-kernel host launch cost: none; per_layer = "
+            "layer or module scope (TE make_graphed_callables / Megatron cuda_graph_scope attn, mlp, moe_router); "
+            "full_iteration = the whole forward-backward"
+        )
+    )
+    fusions: Literal["none", "te_fused", "torch_compile", "xla"] = Field(
+        description=(
+            "fusion of the memory-bound element-wise ops (norms, activations, bias-dropout-add, RoPE): none = "
+            "eager PyTorch kernels; te_fused = Transformer Engine / Apex fused kernels; torch_compile = Inductor; "
+            "xla = XLA fusion (JAX)"
+        )
+    )
     fsdp: Literal["none", "fsdp1", "fsdp2", "megatron_fsdp", "zero1", "zero2", "zero3", "xla_fsdp"] = Field(
         description=(
             "sharding of weights/gradients/optimizer over data parallel: none = replicated DDP; zero1 = "
             "optimizer states and fp32 master weights sharded (Megatron distributed optimizer); zero2 = plus "
             "gradients; zero3 / fsdp1 / fsdp2 / megatron_fsdp = plus parameters (all-gathered before use); "
-            "xla_fsdp = GSPMD parameter sharding over the fsdp mesh axis"))
-    reshard_after_forward: bool = Field(description=(
-        "parameter-sharding only: free the gathered parameters after each unit's forward and gather them "
-        "again for its backward (FSDP FULL_SHARD / ZeRO-3); false keeps them to the backward (SHARD_GRAD_OP)"))
-    fsdp_gather: Literal["per_step", "per_microbatch"] = Field(description=(
-        "parameter-sharding only: parameters all-gathered once per optimizer step (kept across "
-        "micro-batches) or again for every micro-batch"))
-    hybrid_shard_group: int | None = Field(ge=1, le=1_000_000, description=(
-        "hybrid sharding (HSDP): GPUs in one sharding group, replicated across groups; null = shard over "
-        "the whole data-parallel group"))
-    optimizer_shard: Literal["dp", "dp_cp", "none"] = Field(description=(
-        "group the optimizer state is sharded over: dp, dp x cp (Megatron shards over the data-parallel "
-        "group including context-parallel ranks), or none (replicated)"))
-    grad_reduce_precision: Literal["bf16", "fp32"] = Field(description=(
-        "dtype of the data-parallel gradient reduce-scatter / all-reduce (bytes on the wire)"))
-    main_grad_precision: Literal["fp32", "bf16"] = Field(description=(
-        "dtype gradients are accumulated in across micro-batches (Megatron main_grad buffer; 4 or 2 B/param)"))
-    grad_accumulation_fusion: bool = Field(description=(
-        "Megatron gradient_accumulation_fusion: true = each linear layer's weight-gradient GEMM accumulates "
-        "straight into the main_grad buffer (APEX fused_weight_gradient_mlp_cuda / Transformer Engine "
-        "fuse_wgrad_accumulation); false (--no-gradient-accumulation-fusion) = the GEMM writes a bf16 weight "
-        "gradient and Megatron DDP's backward hook adds it into main_grad (main_grad.add_(grad)) for every "
-        "micro-batch, one memory-bound pass over the weights. Stacks without a Megatron main_grad buffer "
-        "(PyTorch FSDP, XLA) state true: no such pass is priced for them"))
-    fp8_recipe: Literal["none", "delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(description=(
-        "what this stack runs when FP8 GEMMs are asked for: delayed = per-tensor delayed scaling (amax "
-        "history); current = per-tensor current scaling; rowwise = per-row scales (torchao float8 rowwise); "
-        "blockwise = 1x128 activation / 128x128 weight blocks (DeepSeek-V3); mxfp8 = MX 1x32 blocks with "
-        "E8M0 scales (Blackwell); none = the stack runs no FP8 GEMMs (hardware without FP8, or not configured)"))
-    fp8_param_gather: bool = Field(description=(
-        "parameters all-gathered in FP8 (half the bytes of BF16) when FP8 is on"))
-    moe_dispatcher: Literal["allgather", "alltoall", "deepep", "hybridep"] = Field(description=(
-        "MoE token dispatcher: allgather of all tokens; NCCL all-to-all; DeepEP kernels (NVLink + RDMA, "
-        "node-deduplicated); HybridEP (NVLink-domain aware DeepEP successor)"))
-    moe_a2a_overlap: bool = Field(description=(
-        "expert all-to-all overlapped with computation of another micro-batch (Megatron "
-        "overlap_moe_expert_parallel_comm / DualPipe); false = exposed on the critical path. Megatron's is the "
-        "combined 1F1B schedule, active at pp = 1 too: the passes with no partner micro-batch (first forward, "
-        "last backward, the interleaved warm-up and cool-down) stay exposed, and it is off at pp > 1 without vp "
-        "or under full recompute (parallel/ep.py a2a_solo_microbatches)"))
-    grouped_gemm: Literal["none", "te", "cutlass", "cutedsl"] = Field(description=(
-        "expert GEMM kernel: none = one GEMM per local expert in a loop; te = Transformer Engine grouped "
-        "GEMM; cutlass = CUTLASS grouped GEMM (grouped_gemm package); cutedsl = CuTe-DSL fused grouped MLP"))
-    recompute: Literal["none", "selective", "full"] = Field(description=(
-        "activation recompute the recipe uses when a measured run does not state it"))
-    recompute_modules: tuple[RecomputeModule, ...] = Field(description=(
-        "with recompute = selective: the modules recomputed (Megatron recompute_modules); core_attn = the "
-        "attention scores/softmax (Korthikanti 2022 selective recompute)"))
-    pipeline_schedule: Literal["1f1b", "interleaved", "zero_bubble", "dualpipe", "gpipe"] = Field(description=(
-        "pipeline schedule when pp > 1: 1f1b (PipeDream-Flush); interleaved = interleaved 1F1B when the "
-        "layout has vp > 1 (Megatron falls back to 1F1B at vp = 1); zero_bubble = ZB-H1/ZB-1p (Qi et al. "
-        "2024); dualpipe (DeepSeek-V3); gpipe = all forwards then all backwards"))
-    pipeline_layout: Literal["module_slots", "bridge_map"] = Field(description=(
-        "how the decoder layers are cut into pipeline chunks where a recipe says more than Megatron-Core's split: "
-        "module_slots = Megatron-Core's split, with a model's MTP modules (DeepSeek-V3) the embedding, each MTP "
-        "layer and the loss taking one decoder layer's slot (NeMo 2.0 num_layers_in_first / last_pipeline_stage); "
-        "bridge_map = Megatron-Bridge's DeepSeek-V3 / Kimi-K2 layout maps for the (pp, vp) they list: the first "
-        "chunk holds the embedding and 64 / (pp vp) of the 61 decoder layers, the last chunk three fewer beside "
-        "the MTP layer and the loss (parallel/pp.py chunk_layers)"))
-    pp_p2p_overlap: bool = Field(description=(
-        "Megatron overlap_p2p_comm: the interleaved schedule posts each virtual chunk's send/recv and waits "
-        "for it only before the chunk that needs it (p2p under the current chunk's compute); false = "
-        "every send/recv is waited for before the next compute. Megatron-Core's non-interleaved 1F1B "
-        "always waits (pipeline_parallel/p2p_communication.py: _communicate(wait_on_reqs=True) in "
-        "send_forward_recv_backward and the other 1F1B calls), whatever this says"))
-    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(description=(
-        "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
-        "or a2a within and p2p across groups"))
-    cross_entropy: Literal["fp32", "te"] = Field(description=(
-        "loss over the vocabulary on the last stage: fp32 = the logits upcast to fp32 with an fp32 softmax kept "
-        "for backward and the gradient returned (Megatron vocab_parallel_cross_entropy and its 'native' fused "
-        "form, PyTorch cross_entropy under autocast): 2 x 4 B per logit; te = Transformer Engine "
-        "parallel_cross_entropy (Megatron --cross-entropy-fusion-impl te): Triton kernels keep only the bf16 "
-        "logits for backward and write the gradient into them in place: 2 B per logit"))
-    power_limit_w: float | None = Field(gt=0, le=5000, allow_inf_nan=False, description=(
-        "GPU power cap the runs used, W; null = the hardware spec's TDP"))
-    cpu_offload_layers: int = Field(ge=0, le=100_000, description=(
-        "activation CPU offloading (Megatron-Core cpu_offloading with cpu_offloading_activations, "
-        "cpu_offloading_num_layers = this): the saved activations of this many transformer layers are copied "
-        "to host memory during forward and back during backward, asynchronously under compute, instead of "
-        "staying in HBM; Megatron requires pp = 1 for it; 0 = off"))
+            "xla_fsdp = GSPMD parameter sharding over the fsdp mesh axis"
+        )
+    )
+    reshard_after_forward: bool = Field(
+        description=(
+            "parameter-sharding only: free the gathered parameters after each unit's forward and gather them "
+            "again for its backward (FSDP FULL_SHARD / ZeRO-3); false keeps them to the backward (SHARD_GRAD_OP)"
+        )
+    )
+    fsdp_gather: Literal["per_step", "per_microbatch"] = Field(
+        description=(
+            "parameter-sharding only: parameters all-gathered once per optimizer step (kept across "
+            "micro-batches) or again for every micro-batch"
+        )
+    )
+    hybrid_shard_group: int | None = Field(
+        ge=1,
+        le=1_000_000,
+        description=(
+            "hybrid sharding (HSDP): GPUs in one sharding group, replicated across groups; null = shard over "
+            "the whole data-parallel group"
+        ),
+    )
+    optimizer_shard: Literal["dp", "dp_cp", "none"] = Field(
+        description=(
+            "group the optimizer state is sharded over: dp, dp x cp (Megatron shards over the data-parallel "
+            "group including context-parallel ranks), or none (replicated)"
+        )
+    )
+    grad_reduce_precision: Literal["bf16", "fp32"] = Field(
+        description=("dtype of the data-parallel gradient reduce-scatter / all-reduce (bytes on the wire)")
+    )
+    main_grad_precision: Literal["fp32", "bf16"] = Field(
+        description=(
+            "dtype gradients are accumulated in across micro-batches (Megatron main_grad buffer; 4 or 2 B/param)"
+        )
+    )
+    grad_accumulation_fusion: bool = Field(
+        description=(
+            "Megatron gradient_accumulation_fusion: true = each linear layer's weight-gradient GEMM accumulates "
+            "straight into the main_grad buffer (APEX fused_weight_gradient_mlp_cuda / Transformer Engine "
+            "fuse_wgrad_accumulation); false (--no-gradient-accumulation-fusion) = the GEMM writes a bf16 weight "
+            "gradient and Megatron DDP's backward hook adds it into main_grad (main_grad.add_(grad)) for every "
+            "micro-batch, one memory-bound pass over the weights. Stacks without a Megatron main_grad buffer "
+            "(PyTorch FSDP, XLA) state true: no such pass is priced for them"
+        )
+    )
+    fp8_recipe: Literal["none", "delayed", "current", "rowwise", "blockwise", "mxfp8"] = Field(
+        description=(
+            "what this stack runs when FP8 GEMMs are asked for: delayed = per-tensor delayed scaling (amax "
+            "history); current = per-tensor current scaling; rowwise = per-row scales (torchao float8 rowwise); "
+            "blockwise = 1x128 activation / 128x128 weight blocks (DeepSeek-V3); mxfp8 = MX 1x32 blocks with "
+            "E8M0 scales (Blackwell); none = the stack runs no FP8 GEMMs (hardware without FP8, or not configured)"
+        )
+    )
+    fp8_param_gather: bool = Field(
+        description=("parameters all-gathered in FP8 (half the bytes of BF16) when FP8 is on")
+    )
+    moe_dispatcher: Literal["allgather", "alltoall", "deepep", "hybridep"] = Field(
+        description=(
+            "MoE token dispatcher: allgather of all tokens; NCCL all-to-all; DeepEP kernels (NVLink + RDMA, "
+            "node-deduplicated); HybridEP (NVLink-domain aware DeepEP successor)"
+        )
+    )
+    moe_a2a_overlap: bool = Field(
+        description=(
+            "expert all-to-all overlapped with computation of another micro-batch (Megatron "
+            "overlap_moe_expert_parallel_comm / DualPipe); false = exposed on the critical path. Megatron's is the "
+            "combined 1F1B schedule, active at pp = 1 too: the passes with no partner micro-batch (first forward, "
+            "last backward, the interleaved warm-up and cool-down) stay exposed, and it is off at pp > 1 without vp "
+            "or under full recompute (parallel/ep.py a2a_solo_microbatches)"
+        )
+    )
+    grouped_gemm: Literal["none", "te", "cutlass", "cutedsl"] = Field(
+        description=(
+            "expert GEMM kernel: none = one GEMM per local expert in a loop; te = Transformer Engine grouped "
+            "GEMM; cutlass = CUTLASS grouped GEMM (grouped_gemm package); cutedsl = CuTe-DSL fused grouped MLP"
+        )
+    )
+    recompute: Literal["none", "selective", "full"] = Field(
+        description=("activation recompute the recipe uses when a measured run does not state it")
+    )
+    recompute_modules: tuple[RecomputeModule, ...] = Field(
+        description=(
+            "with recompute = selective: the modules recomputed (Megatron recompute_modules); core_attn = the "
+            "attention scores/softmax (Korthikanti 2022 selective recompute)"
+        )
+    )
+    pipeline_schedule: Literal["1f1b", "interleaved", "zero_bubble", "dualpipe", "gpipe"] = Field(
+        description=(
+            "pipeline schedule when pp > 1: 1f1b (PipeDream-Flush); interleaved = interleaved 1F1B when the "
+            "layout has vp > 1 (Megatron falls back to 1F1B at vp = 1); zero_bubble = ZB-H1/ZB-1p (Qi et al. "
+            "2024); dualpipe (DeepSeek-V3); gpipe = all forwards then all backwards"
+        )
+    )
+    pipeline_layout: Literal["module_slots", "bridge_map"] = Field(
+        description=(
+            "how the decoder layers are cut into pipeline chunks where a recipe says more than Megatron-Core's split: "
+            "module_slots = Megatron-Core's split, with a model's MTP modules (DeepSeek-V3) the embedding, each MTP "
+            "layer and the loss taking one decoder layer's slot (NeMo 2.0 num_layers_in_first / last_pipeline_stage); "
+            "bridge_map = Megatron-Bridge's DeepSeek-V3 / Kimi-K2 layout maps for the (pp, vp) they list: the first "
+            "chunk holds the embedding and 64 / (pp vp) of the 61 decoder layers, the last chunk three fewer beside "
+            "the MTP layer and the loss (parallel/pp.py chunk_layers)"
+        )
+    )
+    pp_p2p_overlap: bool = Field(
+        description=(
+            "Megatron overlap_p2p_comm: the interleaved schedule posts each virtual chunk's send/recv and waits "
+            "for it only before the chunk that needs it (p2p under the current chunk's compute); false = "
+            "every send/recv is waited for before the next compute. Megatron-Core's non-interleaved 1F1B "
+            "always waits (pipeline_parallel/p2p_communication.py: _communicate(wait_on_reqs=True) in "
+            "send_forward_recv_backward and the other 1F1B calls), whatever this says"
+        )
+    )
+    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(
+        description=(
+            "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
+            "or a2a within and p2p across groups"
+        )
+    )
+    cross_entropy: Literal["fp32", "te"] = Field(
+        description=(
+            "loss over the vocabulary on the last stage: fp32 = the logits upcast to fp32 with an fp32 softmax kept "
+            "for backward and the gradient returned (Megatron vocab_parallel_cross_entropy and its 'native' fused "
+            "form, PyTorch cross_entropy under autocast): 2 x 4 B per logit; te = Transformer Engine "
+            "parallel_cross_entropy (Megatron --cross-entropy-fusion-impl te): Triton kernels keep only the bf16 "
+            "logits for backward and write the gradient into them in place: 2 B per logit"
+        )
+    )
+    power_limit_w: float | None = Field(
+        gt=0,
+        le=5000,
+        allow_inf_nan=False,
+        description=("GPU power cap the runs used, W; null = the hardware spec's TDP"),
+    )
+    cpu_offload_layers: int = Field(
+        ge=0,
+        le=100_000,
+        description=(
+            "activation CPU offloading (Megatron-Core cpu_offloading with cpu_offloading_activations, "
+            "cpu_offloading_num_layers = this): the saved activations of this many transformer layers are copied "
+            "to host memory during forward and back during backward, asynchronously under compute, instead of "
+            "staying in HBM; Megatron requires pp = 1 for it; 0 = off"
+        ),
+    )
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
-NULLABLE = ("hybrid_shard_group", "power_limit_w")      # "none" in a file (TOML has no null) = null
+NULLABLE = ("hybrid_shard_group", "power_limit_w")  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")
 
 
 class MatchRule(BaseModel):
     """Which rows a per-model override applies to: every given key must match."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
-    model: str | None = Field(default=None, min_length=1)      # model id prefix
+    model: str | None = Field(default=None, min_length=1)  # model id prefix
     kind: Literal["dense", "moe"] | None = None
-    hardware: str | None = Field(default=None, min_length=1)   # hardware id prefix
+    hardware: str | None = Field(default=None, min_length=1)  # hardware id prefix
     precision: str | None = Field(default=None, min_length=1)  # GEMM precision (bf16, fp8, mxfp8, ...)
 
     def matches(self, model_id: str, is_moe: bool, hardware_id: str, precision: str = "") -> bool:
-        return ((self.model is None or model_id.startswith(self.model))
-                and (self.kind is None or self.kind == ("moe" if is_moe else "dense"))
-                and (self.hardware is None or hardware_id.startswith(self.hardware))
-                and (self.precision is None or precision == self.precision))
+        return (
+            (self.model is None or model_id.startswith(self.model))
+            and (self.kind is None or self.kind == ("moe" if is_moe else "dense"))
+            and (self.hardware is None or hardware_id.startswith(self.hardware))
+            and (self.precision is None or precision == self.precision)
+        )
 
     def label(self) -> str:
         return ",".join(f"{k}={v}" for k, v in self.model_dump().items() if v is not None)
@@ -217,7 +310,7 @@ class StackSpec(BaseModel):
     sources: dict[str, str]
     origin: dict[str, str]
     per_model: tuple[PerModel, ...] = ()
-    applied: tuple[str, ...] = ()          # per-model rules applied by `for_model`
+    applied: tuple[str, ...] = ()  # per-model rules applied by `for_model`
 
     def value(self, feature: str) -> Any:
         return getattr(self.features, feature)
@@ -237,14 +330,22 @@ class StackSpec(BaseModel):
         if not applied:
             return self
         feats = _features(vals, self.path or self.id)
-        return self.model_copy(update={"features": feats, "sources": sources, "origin": origin,
-                                       "applied": tuple(applied)})
+        return self.model_copy(
+            update={"features": feats, "sources": sources, "origin": origin, "applied": tuple(applied)}
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per feature: value, origin, source, meaning (for `show stack`)."""
-        return [{"feature": f, "value": _jsonable(getattr(self.features, f)), "origin": self.origin[f],
-                 "source": self.sources[f], "meaning": Features.model_fields[f].description}
-                for f in FEATURES]
+        return [
+            {
+                "feature": f,
+                "value": _jsonable(getattr(self.features, f)),
+                "origin": self.origin[f],
+                "source": self.sources[f],
+                "meaning": Features.model_fields[f].description,
+            }
+            for f in FEATURES
+        ]
 
 
 def _jsonable(v: Any) -> Any:
@@ -260,7 +361,9 @@ def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
     if name not in FEATURES:
         raise InputError(where, field, f"unknown stack feature{did_you_mean(name, FEATURES)}")
     if not isinstance(entry, dict):
-        raise InputError(where, field, "must be a table { value = ..., source = \"...\" } or { unstated = true, note = \"...\" }")
+        raise InputError(
+            where, field, 'must be a table { value = ..., source = "..." } or { unstated = true, note = "..." }'
+        )
     extra = set(entry) - {"value", "source", "note", "unstated"}
     if extra:
         raise InputError(where, f"{field}.{sorted(extra)[0]}", "unknown key (value, source, note, unstated)")
@@ -272,7 +375,9 @@ def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
         raise InputError(where, f"{field}.value", "required field is missing (or mark the feature unstated = true)")
     src = entry.get("source")
     if not isinstance(src, str) or not src.strip():
-        raise InputError(where, f"{field}.source", "required: every feature names its source (code, config or docs at a version)")
+        raise InputError(
+            where, f"{field}.source", "required: every feature names its source (code, config or docs at a version)"
+        )
     note = str(entry.get("note", "")).strip()
     value = None if name in NULLABLE and entry["value"] == "none" else entry["value"]
     return "stated", value, src.strip() + (f" — {note}" if note else "")
@@ -325,29 +430,47 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         if name in unstated:
             src_spec = family or base
             if src_spec is None:
-                raise InputError(where, f"features.{name}", "unstated, but this preset is its own family: a family preset states every feature")
+                raise InputError(
+                    where,
+                    f"features.{name}",
+                    "unstated, but this preset is its own family: a family preset states every feature",
+                )
             values[name] = src_spec.value(name)
             note = f" ({unstated[name]})" if unstated[name] else ""
-            sources[name] = f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
+            sources[name] = (
+                f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
+            )
             origin[name] = f"unstated:{src_spec.id}"
         elif base is not None:
             values[name] = base.value(name)
-            if base.origin[name].startswith("unstated"):     # still not published: say so, not "inherited"
+            if base.origin[name].startswith("unstated"):  # still not published: say so, not "inherited"
                 sources[name], origin[name] = base.sources[name], base.origin[name]
             else:
                 sources[name] = f"as {base.id} ({doc['base_source']}): {base.sources[name]}"
                 origin[name] = f"inherited:{base.id}"
         else:
-            raise InputError(where, f"features.{name}", "required field is missing (state it with its source, or mark it unstated = true)")
+            raise InputError(
+                where,
+                f"features.{name}",
+                "required field is missing (state it with its source, or mark it unstated = true)",
+            )
     features = _features({k: values[k] for k in FEATURES}, where)
     per_model = [] if base is None else list(base.per_model)
-    if family is not None and unstated:     # the family default of an unstated feature keeps its own per-model rules
+    if family is not None and unstated:  # the family default of an unstated feature keeps its own per-model rules
         for rule in family.per_model:
             keep = {f: v for f, v in rule.values.items() if f in unstated}
             if keep and not any(r.match == rule.match and r.values == keep for r in per_model):
-                per_model.insert(0, PerModel(match=rule.match, values=keep,
-                                             sources={f: f"not published for this release; family rule of {family.id}: "
-                                                         f"{rule.sources[f]}" for f in keep}))
+                per_model.insert(
+                    0,
+                    PerModel(
+                        match=rule.match,
+                        values=keep,
+                        sources={
+                            f: f"not published for this release; family rule of {family.id}: {rule.sources[f]}"
+                            for f in keep
+                        },
+                    ),
+                )
     rules = doc.get("per_model", [])
     if not isinstance(rules, list):
         raise InputError(where, "per_model", "must be an array of tables [[per_model]]")
@@ -364,21 +487,35 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                 continue
             kind, val, src = _feature_entry(rwhere, name, entry)
             if kind == "unstated":
-                raise InputError(rwhere, f"features.{name}", "a per-model rule states values; leave unstated features out")
+                raise InputError(
+                    rwhere, f"features.{name}", "a per-model rule states values; leave unstated features out"
+                )
             rvals[name], rsrc[name] = val, src
         if not rvals:
             raise InputError(rwhere, "", "a per-model rule needs at least one feature")
-        _features({**features.model_dump(), **rvals}, rwhere)     # each value checked by the schema
+        _features({**features.model_dump(), **rvals}, rwhere)  # each value checked by the schema
         per_model.append(PerModel(match=match, values=rvals, sources=rsrc))
     software = doc.get("software", [])
     frameworks = doc.get("frameworks", [])
     for key, seq in (("software", software), ("frameworks", frameworks)):
         if not isinstance(seq, list) or not all(isinstance(s, str) and s.strip() for s in seq):
             raise InputError(where, key, "must be a list of non-empty strings")
-    return StackSpec(id=sid, name=doc["name"].strip(), family=str(family_ref), date=str(doc.get("date", "")),
-                     base=base.id if base else None, base_source=str(doc.get("base_source", "")),
-                     software=tuple(software), frameworks=tuple(frameworks), notes=str(doc.get("notes", "")),
-                     path=where, features=features, sources=sources, origin=origin, per_model=tuple(per_model))
+    return StackSpec(
+        id=sid,
+        name=doc["name"].strip(),
+        family=str(family_ref),
+        date=str(doc.get("date", "")),
+        base=base.id if base else None,
+        base_source=str(doc.get("base_source", "")),
+        software=tuple(software),
+        frameworks=tuple(frameworks),
+        notes=str(doc.get("notes", "")),
+        path=where,
+        features=features,
+        sources=sources,
+        origin=origin,
+        per_model=tuple(per_model),
+    )
 
 
 def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str) -> StackSpec:
@@ -418,6 +555,7 @@ def stack_ids() -> list[str]:
 
 # ---- --stack-set feature=value ------------------------------------------------------------------
 
+
 def _parse(feature: str, text: str) -> Any:
     t = text.strip()
     low = t.lower()
@@ -445,7 +583,7 @@ def _parse(feature: str, text: str) -> Any:
             return int(v)
         return v
     if feature == "cpu_offload_layers":
-        if not (t.isascii() and t.isdigit()):          # isdigit alone takes '²', which int() refuses
+        if not (t.isascii() and t.isdigit()):  # isdigit alone takes '²', which int() refuses
             raise InputError("--stack-set", feature, f"expects a non-negative integer (got {t!r})")
         return int(t)
     return t
@@ -463,14 +601,17 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
             raise InputError("--stack-set", item.strip(), "expects FEATURE=VALUE")
         name, text = (s.strip() for s in item.split("=", 1))
         if name not in FEATURES:
-            raise InputError("--stack-set", name, f"unknown stack feature{did_you_mean(name, FEATURES)}; "
-                                                  f"one of {', '.join(FEATURES)}")
+            raise InputError(
+                "--stack-set",
+                name,
+                f"unknown stack feature{did_you_mean(name, FEATURES)}; one of {', '.join(FEATURES)}",
+            )
         vals[name] = _parse(name, text)
         sources[name] = f"--stack-set {name}={text}"
         origin[name] = "--stack-set"
     try:
         feats = validate(Features, vals, "--stack-set")
-    except InputError as exc:            # the feature as the user typed it (a list item keeps its index)
+    except InputError as exc:  # the feature as the user typed it (a list item keeps its index)
         raise InputError("--stack-set", exc.field, exc.reason) from None
     return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin})
 

@@ -8,14 +8,15 @@ forward bytes. All-gather (cp_comm_type="allgather"): the K/V of all CP ranks ga
 it (4 all-to-alls of the local tokens, forward), the same in backward. CP ranks are tp ranks apart
 (order tp-cp-ep-dp-pp).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from perfmodel.core import comm
 from perfmodel.core import constants as K
-from perfmodel.specs.model import ModelSpec
 from perfmodel.core.ops import Collective
+from perfmodel.specs.model import ModelSpec
 
 
 def kv_width(m: ModelSpec) -> float:
@@ -28,23 +29,32 @@ def exchange(m: ModelSpec, T, tp, cp, kind: str = "p2p") -> Collective:
     """The CP communication of one layer for `kind` (p2p ring; a2a_p2p is priced as the ring)."""
     if kind == "a2a":
         a = m.attention
-        width = (a.num_heads * (a.qk_dim + a.qk_dim + a.v_dim + a.v_dim) if a.kind == "mla"
-                 else a.num_heads * a.head_dim * 2 + 2 * a.num_kv_heads * a.head_dim)     # q, k, v in; o out
+        width = (
+            a.num_heads * (a.qk_dim + a.qk_dim + a.v_dim + a.v_dim)
+            if a.kind == "mla"
+            else a.num_heads * a.head_dim * 2 + 2 * a.num_kv_heads * a.head_dim
+        )  # q, k, v in; o out
+
         def price(hw):
             t = comm.all_to_all_time(T * width / tp * K.BF16, cp, tp, hw)
             return np.where(np.asarray(cp) > 1, t, 0.0)
+
         return Collective("CP all-to-all (Ulysses) q, k, v, o", "cp", price, 1, 1)
     if kind == "allgather":
+
         def price(hw):
             t = comm.all_gather_time(T * kv_width(m) / tp * K.BF16 * cp, cp, tp, hw)
             return np.where(np.asarray(cp) > 1, t, 0.0)
+
         return Collective("CP K/V all-gather", "cp", price, 1, 1)
     return ring_exchange(m, T, tp, cp)
 
 
 def ring_exchange(m: ModelSpec, T, tp, cp) -> Collective:
     """The ring's cp-1 K/V steps of one layer, forward once and backward twice."""
+
     def price(hw):
         one = comm.p2p_time(T * kv_width(m) / tp * K.BF16, tp, hw)
         return np.where(np.asarray(cp) > 1, (np.asarray(cp) - 1) * one, 0.0)
+
     return Collective("CP ring K/V exchange", "cp", price, 1, 2)

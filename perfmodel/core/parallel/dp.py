@@ -11,14 +11,15 @@ gradients and optimizer state sharded over a group of h GPUs and replicated acro
 gradient reduction is the reduce-scatter inside the group followed by an all-reduce of the 1/h shard across
 the replicas (Zhao et al. 2023, PyTorch FSDP, §3.2.2 hybrid sharding: gradients reduce-scattered inside
 each sharding group, then all-reduced across the replication groups)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from perfmodel.core import comm
+from perfmodel.core.overlap import exposed, exposed_shared
 from perfmodel.specs.counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
 from perfmodel.specs.model import ModelSpec
-from perfmodel.core.overlap import exposed, exposed_shared
 
 
 def param_split(m: ModelSpec) -> tuple[float, float]:
@@ -55,7 +56,7 @@ def optimizer_shard(p_dense, p_exp, dpc, edp, cp, fsdp, sw):
         group = sharded
     elif sw.optimizer_shard == "dp":
         group = p_dense / (dpc / cp) + p_exp / edp
-    else:                                     # "none"
+    else:  # "none"
         group = p_dense + p_exp
     return np.where(fsdp, sharded, group)
 
@@ -78,10 +79,12 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
     # expert collective, so it pays no latency for one
     has_exp = np.asarray(p_exp) > 0
     rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d) + np.where(
-        has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e), 0.0)
+        has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e), 0.0
+    )
     ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + np.where(
-        has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e), 0.0)
-    if hsg:      # the all-reduce is linear in its bytes: its latency and per-byte time, placed once per shape
+        has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e), 0.0
+    )
+    if hsg:  # the all-reduce is linear in its bytes: its latency and per-byte time, placed once per shape
         reps, stride = one(dpc) / h, h * one(tp)
         lat = comm.all_reduce_time(0.0 * reps, reps, stride, hw)
         per_byte = comm.all_reduce_time(1.0 + 0.0 * reps, reps, stride, hw) - lat
@@ -175,7 +178,7 @@ def dualpipe_params(p, rank, pp):
     rank = np.broadcast_to(rank, p.shape)
     pp = np.broadcast_to(np.asarray(pp, dtype=float), p.shape)
     mirror = p.copy()
-    for j in range(p.shape[-1] - 1, -1, -1):          # the first column holding the mirror rank wins
-        holds = rank[..., j:j + 1] == pp - 1 - rank
-        mirror = np.where(holds, p[..., j:j + 1], mirror)
+    for j in range(p.shape[-1] - 1, -1, -1):  # the first column holding the mirror rank wins
+        holds = rank[..., j : j + 1] == pp - 1 - rank
+        mirror = np.where(holds, p[..., j : j + 1], mirror)
     return np.where(pp > 1, p + mirror, p)

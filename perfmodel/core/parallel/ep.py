@@ -5,13 +5,14 @@ Dispatch and combine move the same bytes (each token copy's hidden vector, bf16)
 backward both again (their gradients). In the folded MoE layout the expert ranks are ordered
 etp-ep-edp (Megatron-Core), so EP members are etp ranks apart.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from perfmodel.core import comm
-from perfmodel.specs.model import ModelSpec
 from perfmodel.core.ops import Collective
+from perfmodel.specs.model import ModelSpec
 
 
 def dispatch_combine(m: ModelSpec, token_bytes, ep, etp, dispatcher: str = "deepep") -> Collective:
@@ -29,8 +30,9 @@ def dispatch_combine(m: ModelSpec, token_bytes, ep, etp, dispatcher: str = "deep
     elif dispatcher == "allgather":
         price = lambda hw: comm.all_gather_time(token_bytes * ep, ep, etp, hw)
     else:
-        price = lambda hw: comm.moe_dispatch_time(token_bytes, e.top_k, ep, etp, hw, e.num_experts,
-                                                  e.route_groups, e.route_group_topk)
+        price = lambda hw: comm.moe_dispatch_time(
+            token_bytes, e.top_k, ep, etp, hw, e.num_experts, e.route_groups, e.route_group_topk
+        )
     return Collective(f"EP dispatch + combine ({dispatcher})", "ep", price, 2, 2, "moe")
 
 
@@ -39,8 +41,9 @@ def expert_tp_gather(nbytes, etp) -> Collective:
     expert GEMMs over the etp group (stride 1), forward and backward; hidden by the TP overlap switch. Part of
     the MoE layer's forward, so a "moe" recompute runs it again (Megatron-Core MoELayer: the whole routed
     forward under one checkpoint), as it does the dispatch."""
-    return Collective("expert TP all-gather + reduce-scatter", "tp",
-                      lambda hw: comm.all_gather_time(nbytes, etp, 1, hw), 2, 2, "moe")
+    return Collective(
+        "expert TP all-gather + reduce-scatter", "tp", lambda hw: comm.all_gather_time(nbytes, etp, 1, hw), 2, 2, "moe"
+    )
 
 
 def a2a_solo_microbatches(pp, vp, nmb, full_recompute):

@@ -15,8 +15,8 @@ num_layers_in_last_pipeline_stage = 64 // pp - 2 for 61 layers + MTP) and Megatr
 pipeline layout "Et|(tt|)*30mL" (pp8 vp4: the last chunk holds only the MTP layer and the loss). Megatron-Bridge's
 DeepSeek-V3 and Kimi-K2 recipes lay their 61 layers out by an explicit (pp, vp) map instead (stack
 pipeline_layout = "bridge_map", `BRIDGE_MAP_KEYS`): the embedding shares the first chunk with a full chunk of
-decoder layers and the last chunk holds three fewer, beside the MTP layer (if any) and the loss. Layer kinds (DeepSeek-V3's 3 dense first layers,
-Llama 4's alternating MoE) land on the ranks that hold them.
+decoder layers and the last chunk holds three fewer, beside the MTP layer (if any) and the loss. Layer kinds
+(DeepSeek-V3's 3 dense first layers, Llama 4's alternating MoE) land on the ranks that hold them.
 
 Schedule. With stage times t_r (one micro-batch's forward + backward on rank r) and m micro-batches:
   1F1B:        (m - 1) max_r t_r + sum_r t_r        (= (m + pp - 1) t for equal stages; Narayanan Eq. 1)
@@ -28,6 +28,7 @@ interleaving buys almost nothing. Megatron-Core's interleaved schedule requires 
 divisible by pipeline-model-parallel-size when using interleaved schedule"; later versions keep it for the
 default microbatch_group_size_per_vp_stage = pp): `legal_interleaving`.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -37,7 +38,6 @@ import numpy as np
 from perfmodel.core import comm
 from perfmodel.core import constants as K
 from perfmodel.core.topology import _codes
-
 
 # (pp, vp) entries of Megatron-Bridge's DeepSeek-V3 / Kimi-K2 pipeline layout maps (chunk_layers, bridge_map)
 BRIDGE_MAP_KEYS = frozenset({(4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4), (2, 8)})
@@ -77,8 +77,9 @@ def chunk_layers(L: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_s
 
 
 @lru_cache(maxsize=4096)
-def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0,
-               layout: str = "module_slots") -> tuple[tuple[int, ...], ...]:
+def rank_table(
+    kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_slots"
+) -> tuple[tuple[int, ...], ...]:
     """Per rank r: (layers of each kind, ...). `kinds[i]` is layer i's kind index."""
     sizes = chunk_layers(len(kinds), pp, vp, mtp, layout)
     counts = [[0] * n_kinds for _ in range(pp)]
@@ -91,8 +92,9 @@ def rank_table(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int 
 
 
 @lru_cache(maxsize=4096)
-def signatures(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0,
-               layout: str = "module_slots") -> tuple[tuple, ...]:
+def signatures(
+    kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_slots"
+) -> tuple[tuple, ...]:
     """Distinct ranks as (layers per kind, holds embedding, holds head, how many ranks), for pricing each
     distinct stage once."""
     counts = rank_table(kinds, n_kinds, pp, vp, mtp, layout)
@@ -107,7 +109,7 @@ def _pairs(pp: np.ndarray, vp: np.ndarray):
     """The distinct (pp, vp) pairs and each layout's index into them (one 1-D unique on an integer key)."""
     p, v = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
     radix = int(v.max()) + 1 if v.size else 1
-    if p.size and int(p.max()) * radix < 1 << 22:             # small keys: a lookup table, not a sort
+    if p.size and int(p.max()) * radix < 1 << 22:  # small keys: a lookup table, not a sort
         u, inv = _codes(p * radix + v)
         return [(int(k // radix), int(k % radix)) for k in u], inv.reshape(-1)
     key = p * (1 << 32) + v
@@ -115,8 +117,9 @@ def _pairs(pp: np.ndarray, vp: np.ndarray):
     return [(int(k >> 32), int(k & 0xFFFFFFFF)) for k in u], inv.reshape(-1)
 
 
-def signature_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
-                    layout: str = "module_slots"):
+def signature_table(
+    kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0, layout: str = "module_slots"
+):
     """Padded arrays over (distinct (pp, vp) pair, signature): layers per kind [n_kinds][P, S], embedding
     [P, S], head [P, S], multiplicity [P, S] (0 on padding); and each layout's pair index."""
     pairs, inv = _pairs(pp, vp)
@@ -131,8 +134,9 @@ def signature_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np
     return list(cnt), emb, head, mult, inv
 
 
-def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
-                     layout: str = "module_slots"):
+def signature_arrays(
+    kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0, layout: str = "module_slots"
+):
     """Padded arrays over (layout, signature): layers per kind [n_kinds][n, S], embedding [n, S], head
     [n, S], multiplicity [n, S] (0 on padding)."""
     cnt, emb, head, mult, inv = signature_table(kinds, n_kinds, pp, vp, mtp, layout)
@@ -140,8 +144,15 @@ def signature_arrays(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: n
 
 
 @lru_cache(maxsize=4096)
-def memory_ranks(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: int = 0, layout: str = "module_slots",
-                 schedule: str = "interleaved") -> tuple[int, ...]:
+def memory_ranks(
+    kinds: tuple[int, ...],
+    n_kinds: int,
+    pp: int,
+    vp: int,
+    mtp: int = 0,
+    layout: str = "module_slots",
+    schedule: str = "interleaved",
+) -> tuple[int, ...]:
     """The pipeline ranks whose memory can be the largest, ascending: the lowest rank of each distinct (layers per
     kind, first, last) signature. Every memory term of a rank is a function of that signature except the
     micro-batches in flight, which never grow with the rank index (`in_flight`: pp - r in 1F1B, Megatron's
@@ -161,8 +172,15 @@ def memory_ranks(kinds: tuple[int, ...], n_kinds: int, pp: int, vp: int, mtp: in
     return tuple(sorted(ranks))
 
 
-def memory_rank_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
-                      layout: str = "module_slots", schedule: str = "interleaved"):
+def memory_rank_table(
+    kinds: tuple[int, ...],
+    n_kinds: int,
+    pp: np.ndarray,
+    vp: np.ndarray,
+    mtp: int = 0,
+    layout: str = "module_slots",
+    schedule: str = "interleaved",
+):
     """`ranks_for_memory` over the distinct (pp, vp) pairs: layers per kind [n_kinds][P, Q], rank index [P, Q]
     and each layout's pair index. Q is the most candidate ranks (`memory_ranks`) of any pair; a pair with fewer
     repeats its last rank (pp - 1) to fill its row, so column 0 is always the first rank and column Q - 1 the
@@ -180,8 +198,15 @@ def memory_rank_table(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: 
     return list(cnt), rank, inv
 
 
-def ranks_for_memory(kinds: tuple[int, ...], n_kinds: int, pp: np.ndarray, vp: np.ndarray, mtp: int = 0,
-                     layout: str = "module_slots", schedule: str = "interleaved"):
+def ranks_for_memory(
+    kinds: tuple[int, ...],
+    n_kinds: int,
+    pp: np.ndarray,
+    vp: np.ndarray,
+    mtp: int = 0,
+    layout: str = "module_slots",
+    schedule: str = "interleaved",
+):
     """Layers per kind [n_kinds][n, Q] and rank index [n, Q] of the ranks whose memory can be the largest
     (`memory_ranks`: every distinct pipeline rank, the first of each signature), column 0 the first rank and
     column Q - 1 the last."""

@@ -10,6 +10,7 @@ Saved-activation modules (workload.py `Saved.module`): input and residual (alway
 outputs: the qkv / fc1 / router inputs), qkv, latents, mla_up_proj (MLA q/k/v from the latents), core_attn
 (attention output, log-sum-exp, unfused scores), mlp (dense activation input and output), moe (permuted
 tokens, expert activations, router logits), moe_act (expert activation output), shared_experts."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -15,6 +15,7 @@ gradient's all-gather (sequence parallelism) stays on the critical path. `backwa
 backward that way (`tp_pair_calls`); the asynchronous part is exposed only where it outlasts the column-
 parallel GEMM's backward (cost.price_layer).
 """
+
 from __future__ import annotations
 
 from perfmodel.core import comm
@@ -46,5 +47,14 @@ def block_pair(name: str, nbytes, tp, sw, column: tuple[str, ...]) -> list[Colle
     pair = sequence_parallel_pair(name, nbytes, tp, 2, sync)
     if not asynchronous:
         return [pair]
-    return [pair, Collective(f"{name} (backward, async under the column-parallel dgrad / wgrad)", "tp_async",
-                             pair.price, 0, asynchronous, window=column)]
+    return [
+        pair,
+        Collective(
+            f"{name} (backward, async under the column-parallel dgrad / wgrad)",
+            "tp_async",
+            pair.price,
+            0,
+            asynchronous,
+            window=column,
+        ),
+    ]
