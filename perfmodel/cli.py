@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from perfmodel.errors import InputError
+from perfmodel.errors import FLAGS, InputError, cli_message
 
 # one module per command; a module that fails to import is reported, not fatal for the others
 COMMANDS = [
@@ -145,8 +145,8 @@ def _json_error(argv: list[str], status: int, message: str, exc: InputError | No
         return
     err: dict = {"message": message}
     if exc is not None:
-        err.update({"where": exc.where, "field": exc.field, "reason": exc.reason, **exc.details})
-    from perfmodel.commands.common import to_jsonable
+        err.update({"where": FLAGS.get(exc.where, exc.where), "field": exc.field, "reason": exc.reason, **exc.details})
+    from perfmodel.jsonable import to_jsonable
 
     click.echo(json.dumps(to_jsonable({"error": err, "exit_status": status}), indent=2))
 
@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         for w in WARNINGS:
             click.echo(f"warning: {w}", err=True)
     except InputError as exc:
-        click.echo(f"error: {exc}", err=True)
-        _json_error(args, 2, str(exc), exc)
+        click.echo(f"error: {cli_message(exc)}", err=True)
+        _json_error(args, 2, cli_message(exc), exc)
         return 2
     except click.exceptions.Abort as exc:
         # click turns Ctrl-C into Abort; keep the message a long command put on the KeyboardInterrupt

@@ -20,6 +20,42 @@ class InputError(ValueError):
         super().__init__(f"{loc}{fld}{reason}")
 
 
+# The library names the input an error is about by its own name (`gpus`, `stack_set`, `set` for a hardware or
+# cost override); the command line shows the flag that carries it. An input with no flag (a file path, "layout",
+# "hardware h100-sxm") is shown as it is.
+FLAGS = {
+    "gpus": "--gpus",
+    "gbs": "--gbs",
+    "seq": "--seq",
+    "tokens": "--tokens",
+    "days": "--days",
+    "budget": "--budget",
+    "set": "--set",
+    "stack": "--stack",
+    "stack_set": "--stack-set",
+    "fix": "--fix",
+    "max": "--max",
+    "fix / max": "--fix / --max",
+    "top": "--top",
+    "sweep": "--sweep",
+    "plot": "--plot",
+    "out": "--out",
+    "mode": "--mode",
+    "rel": "--rel",
+    "recompute": "--recompute",
+    "precision": "--precision",
+    "objective": "--objective",
+    "buyer": "--buyer",
+    "scaling_max_gpus": "--scaling-max-gpus",
+}
+
+
+def cli_message(exc: InputError) -> str:
+    """The error as the command line prints it: the input named by its flag (FLAGS)."""
+    loc = FLAGS.get(exc.where, exc.where)
+    return (f"{loc}: " if loc else "") + (f"{exc.field}: " if exc.field else "") + exc.reason
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """' (did you mean X?)' when a close match exists, else ''. A choice that starts with the name (a short
     form: 'gb200' for 'gb200-nvl72', 'h100' for 'h100-sxm') comes before an edit-distance neighbour ('b200'),

@@ -565,7 +565,7 @@ def check_inputs(cfg: ReportConfig) -> None:
     """Every input of the report, checked before any work (a bad --compare id must not fail after the
     planner has run): specs, precision on each system, sizes, the validation CSV, the output folder."""
     from perfmodel.analysis.validate import count_rows
-    from perfmodel.commands.common import check_stack
+    from perfmodel.specs.stack import check_stack
 
     m, hw = load_model(cfg.model), apply_overrides(load_hardware(cfg.hardware), cfg.hardware_sets)
     hw.peak(cfg.precision)
@@ -574,9 +574,9 @@ def check_inputs(cfg: ReportConfig) -> None:
     check_stack(cfg.stack, cfg.stack_set)
     for name in ("gpus", "gbs", "seq", "top"):
         if getattr(cfg, name) < 1:
-            raise InputError(f"--{name}", name, f"must be a positive integer (got {getattr(cfg, name)})")
+            raise InputError(f"{name}", name, f"must be a positive integer (got {getattr(cfg, name)})")
     if cfg.scaling_max_gpus < cfg.gpus:
-        raise InputError("--scaling-max-gpus", "scaling_max_gpus", f"must be at least --gpus {cfg.gpus}")
+        raise InputError("scaling_max_gpus", "scaling_max_gpus", f"must be at least --gpus {cfg.gpus}")
     count_rows(Path(cfg.validation_csv) if cfg.validation_csv else default_runs_csv())
     _ = m
 
@@ -587,13 +587,13 @@ def build(cfg: ReportConfig, out: str | Path, on_step=None) -> Report:
     them are done, so a failure leaves no half-written report. `on_step(name)` reports each REPORT_STEPS step."""
     outdir = Path(out)
     if outdir.exists() and not outdir.is_dir():
-        raise InputError("--out", str(out), "not a folder")
+        raise InputError("out", str(out), "not a folder")
     check_inputs(cfg)
     try:
         outdir.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{outdir.name}.tmp-", dir=outdir.parent))
     except OSError as exc:
-        raise InputError("--out", str(out), f"cannot create the folder ({exc.strerror})") from None
+        raise InputError("out", str(out), f"cannot create the folder ({exc.strerror})") from None
     try:
         rep = _build(cfg, tmp, on_step or (lambda name: None))
         outdir.mkdir(exist_ok=True)
@@ -622,7 +622,7 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     res = search(m, hw, cfg.gpus, cfg.gbs, cfg.seq, opts, "throughput", top_k=cfg.top)
     if res.top is None:
         raise InputError(
-            "--gpus",
+            "gpus",
             str(cfg.gpus),
             f"no legal layout of {m.id} fits on {cfg.gpus} x {hw.id} (gbs {cfg.gbs}, seq {cfg.seq}); try more GPUs",
         )
@@ -882,6 +882,6 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
 
 
 def _jsonable(o: Any) -> Any:
-    from perfmodel.commands.common import to_jsonable
+    from perfmodel.jsonable import to_jsonable
 
     return to_jsonable(o)

@@ -54,7 +54,7 @@ def parse_gpu_list(text: str) -> list[int]:
     continued up to the number after it: doubling here) -> sorted unique GPU counts."""
     parts = [p.strip() for p in str(text).split(",") if p.strip()]
     if not parts:
-        raise InputError("--gpus", "gpus", "empty list")
+        raise InputError("gpus", "gpus", "empty list")
     out: list[int] = []
     i = 0
     while i < len(parts):
@@ -62,7 +62,7 @@ def parse_gpu_list(text: str) -> list[int]:
         if p in ("...", "…"):
             if len(out) < 2 or i + 1 >= len(parts):
                 raise InputError(
-                    "--gpus", "gpus", "'...' needs two numbers before it and one after, e.g. 64,128,...,16384"
+                    "gpus", "gpus", "'...' needs two numbers before it and one after, e.g. 64,128,...,16384"
                 )
             a, b = out[-2], out[-1]
             end = _gpu_int(parts[i + 1])
@@ -71,12 +71,12 @@ def parse_gpu_list(text: str) -> list[int]:
             elif b > a:  # arithmetic: 64,128,192,...
                 nxt = lambda x: x + (b - a)
             else:
-                raise InputError("--gpus", "gpus", f"cannot continue {a},{b},... (the list must grow)")
+                raise InputError("gpus", "gpus", f"cannot continue {a},{b},... (the list must grow)")
             x = nxt(b)
             while x < end:
                 out.append(x)
                 if len(out) > MAX_SIZES:
-                    raise InputError("--gpus", "gpus", f"at most {MAX_SIZES} sizes")
+                    raise InputError("gpus", "gpus", f"at most {MAX_SIZES} sizes")
                 x = nxt(x)
             i += 1
             continue
@@ -84,7 +84,7 @@ def parse_gpu_list(text: str) -> list[int]:
         i += 1
     res = sorted(set(out))
     if len(res) > MAX_SIZES:
-        raise InputError("--gpus", "gpus", f"at most {MAX_SIZES} sizes (got {len(res)})")
+        raise InputError("gpus", "gpus", f"at most {MAX_SIZES} sizes (got {len(res)})")
     return res
 
 
@@ -92,11 +92,11 @@ def _gpu_int(text: str) -> int:
     try:
         n = int(text.replace("_", ""))
     except ValueError:
-        raise InputError("--gpus", "gpus", f"expected integers separated by commas (got {text!r})") from None
+        raise InputError("gpus", "gpus", f"expected integers separated by commas (got {text!r})") from None
     if n < 1:
-        raise InputError("--gpus", "gpus", f"must be positive (got {n})")
+        raise InputError("gpus", "gpus", f"must be positive (got {n})")
     if n > MAX_GPUS:
-        raise InputError("--gpus", "gpus", f"at most {MAX_GPUS:,} GPUs (got {n:,})")
+        raise InputError("gpus", "gpus", f"at most {MAX_GPUS:,} GPUs (got {n:,})")
     return n
 
 
@@ -215,9 +215,9 @@ def scaling(
     search=True runs the planner per size instead (base's tp/pp/... are then ignored; `constraints`, a
     search.Constraints, pins or caps axes; `on_chunk(gpus, done, total)` reports the planner's progress)."""
     if mode not in MODES:
-        raise InputError("--mode", "mode", f"must be weak or strong (got {mode!r})")
+        raise InputError("mode", "mode", f"must be weak or strong (got {mode!r})")
     if not gpus:
-        raise InputError("--gpus", "gpus", "empty list")
+        raise InputError("gpus", "gpus", "empty list")
     hw.peak(opts.precision)
     gpus = sorted(gpus)
     n0 = gpus[0]
@@ -248,7 +248,7 @@ def scaling(
                     on_chunk=(lambda done, total, n=n: on_chunk(n, done, total)) if on_chunk else None,
                 )
             except InputError as exc:  # a --fix value this size cannot take (tp=8 on 4 GPUs)
-                if exc.where != "--fix":
+                if exc.where != "fix":
                     raise
                 pt.reason = f"{exc.field}: {exc.reason}"
                 continue
@@ -494,9 +494,9 @@ def plot(res: ScalingResult, path: str | Path, title: str | None = None) -> Path
 
     out = Path(path)
     if out.suffix.lower() != ".png":
-        raise InputError("--plot", str(path), "the plot is written as PNG: give a file name ending in .png")
+        raise InputError("plot", str(path), "the plot is written as PNG: give a file name ending in .png")
     if not out.parent.exists():
-        raise InputError("--plot", str(path), f"folder {out.parent} does not exist")
+        raise InputError("plot", str(path), f"folder {out.parent} does not exist")
     ok = [p for p in res.points if p.ok]
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(15, 4.6))
     x = [p.gpus for p in ok]

@@ -109,7 +109,7 @@ def parse_constraints(
     for axis, v in out["--fix"].items():
         if axis in out["--max"] and v > out["--max"][axis]:
             raise InputError(
-                "--fix / --max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: drop one"
+                "fix / max", axis, f"--fix {axis}={v} conflicts with --max {axis}={out['--max'][axis]}: drop one"
             )
     return Constraints(fix=out["--fix"], cap=out["--max"], uneven_vp=uneven_vp)
 
@@ -171,7 +171,7 @@ class Space:
 
 def _check_positive(name: str, v: int) -> None:
     if not isinstance(v, (int, np.integer)) or v < 1:
-        raise InputError(f"--{name}", name, f"must be a positive integer (got {v!r})")
+        raise InputError(f"{name}", name, f"must be a positive integer (got {v!r})")
 
 
 def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Constraints()) -> Space:
@@ -215,10 +215,10 @@ def space(model: ModelSpec, gpus: int, gbs: int, seq: int, c: Constraints = Cons
     }
     for axis, (vals, rule) in rules.items():
         if axis in c.fix and c.fix[axis] not in vals:
-            raise InputError("--fix", f"{axis}={c.fix[axis]}", f"no layout can take it: {rule}")
+            raise InputError("fix", f"{axis}={c.fix[axis]}", f"no layout can take it: {rule}")
     if "dp" in c.fix and (gpus % c.fix["dp"] or gbs % c.fix["dp"]):
         raise InputError(
-            "--fix",
+            "fix",
             f"dp={c.fix['dp']}",
             f"no layout can take it: dp must divide the {gpus:,} GPUs and the global batch {gbs:,}",
         )
@@ -419,7 +419,7 @@ def objective_scale(hw: HardwareSpec, objective: str) -> float:
     if objective == "cost":
         return 3600.0 / usd_per_gpu_hour(hw)  # tokens per USD (perfmodel.economics.tco TCO)
     raise InputError(
-        "--objective",
+        "objective",
         "objective",
         f"unknown objective{did_you_mean(objective, OBJECTIVES)}; one of {', '.join(OBJECTIVES)}",
     )
@@ -515,7 +515,7 @@ def search(
     enumerated layout is kept."""
     t0 = time.perf_counter()
     if top_k < 1:
-        raise InputError("--top", "top", f"must be at least 1 (got {top_k})")
+        raise InputError("top", "top", f"must be at least 1 (got {top_k})")
     scale = objective_scale(hw, objective)
     hw.peak(opts.precision)
     s = space(model, gpus, gbs, seq, constraints)

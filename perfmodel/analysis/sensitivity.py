@@ -154,7 +154,7 @@ class Sensitivity:
 def sensitivity(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Options, rel: float = 0.10) -> Sensitivity:
     """Elasticity of step time to each hardware parameter at `layout`, ranked by magnitude."""
     if not 0 < rel < 1:
-        raise InputError("--rel", str(rel), "relative step must be between 0 and 1 (0.1 = +/-10%)")
+        raise InputError("rel", str(rel), "relative step must be between 0 and 1 (0.1 = +/-10%)")
     check(model, layout)
     grid = LayoutGrid.of(layout)
     base = _row(model, hw, grid, opts)
@@ -245,7 +245,7 @@ def parse_sweep(text: str) -> tuple[str, list[str]]:
     key, sep, vals = text.partition("=")
     values = [v.strip() for v in vals.split(",") if v.strip()]
     if not sep or not key.strip() or not values:
-        raise InputError("--sweep", text, "expected FIELD=V1,V2,..., e.g. nvlink_domain=8,16,36,72,144")
+        raise InputError("sweep", text, "expected FIELD=V1,V2,..., e.g. nvlink_domain=8,16,36,72,144")
     return key.strip(), values
 
 
@@ -271,10 +271,10 @@ class Sweep:
 def sweep(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Options, specs: list[str]) -> Sweep:
     """Tokens/s/GPU of `layout` on every combination of one or two --sweep FIELD=V1,V2,... lists."""
     if not 1 <= len(specs) <= 2:
-        raise InputError("--sweep", "", f"give one or two sweeps (got {len(specs)})")
+        raise InputError("sweep", "", f"give one or two sweeps (got {len(specs)})")
     axes = [parse_sweep(s) for s in specs]
     if len(axes) == 2 and axes[0][0] == axes[1][0]:
-        raise InputError("--sweep", axes[1][0], "the two sweeps must vary different fields")
+        raise InputError("sweep", axes[1][0], "the two sweeps must vary different fields")
     check(model, layout)
     grid = LayoutGrid.of(layout)
     cells = []
@@ -283,7 +283,7 @@ def sweep(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Options, spe
         try:
             variant = apply_overrides(hw, sets)
         except InputError as exc:
-            raise InputError("--sweep", " ".join(sets), exc.reason) from None
+            raise InputError("sweep", " ".join(sets), exc.reason) from None
         r = _row(model, variant, grid, opts)
         run = bool(r["fits"])  # a variant the layout cannot run on gets no throughput
         cells.append(
@@ -298,7 +298,7 @@ def sweep(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Options, spe
     if not any(c["fits"] for c in cells):
         c = cells[0]
         raise InputError(
-            "--sweep",
+            "sweep",
             "",
             f"the layout fits in HBM on no variant of the sweep (first: "
             f"{memory_reason(c['memory_bytes_per_gpu'], c['hbm_bytes'], hw.id)})",
@@ -344,6 +344,6 @@ def plot_sweep(sw: Sweep, path: str, title: str) -> None:
     try:
         fig.savefig(path, dpi=120)
     except OSError as exc:
-        raise InputError("--plot", path, f"cannot write the plot ({exc.strerror or exc})") from None
+        raise InputError("plot", path, f"cannot write the plot ({exc.strerror or exc})") from None
     finally:
         plt.close(fig)

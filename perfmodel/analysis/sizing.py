@@ -148,14 +148,14 @@ class Sizer:
 
     def __post_init__(self) -> None:
         if not (self.tokens > 0 and math.isfinite(self.tokens)):
-            raise InputError("--tokens", "tokens", f"must be a positive number (got {self.tokens})")
+            raise InputError("tokens", "tokens", f"must be a positive number (got {self.tokens})")
         if self.seq is None:
             self.seq = self.model.seq_len
         if self.seq < 1:
-            raise InputError("--seq", "seq", f"must be a positive integer (got {self.seq})")
+            raise InputError("seq", "seq", f"must be a positive integer (got {self.seq})")
         self.gbs = self.gbs or default_gbs(self.seq)
         if self.gbs < 1:
-            raise InputError("--gbs", "gbs", f"must be a positive integer (got {self.gbs})")
+            raise InputError("gbs", "gbs", f"must be a positive integer (got {self.gbs})")
         check_tokens_cover_a_batch(self.tokens, self.gbs, self.seq)
         self.hw.peak(self.opts.precision)
         self.ri = reliability_inputs(self.hw, dict(self.rel_over))
@@ -235,7 +235,7 @@ class Sizer:
     def for_days(self, days: float) -> tuple[Point, Point | None]:
         """Smallest size meeting `days` (and its one-unit-smaller neighbour, None when it is one unit)."""
         if not (days > 0 and math.isfinite(days)):
-            raise InputError("--days", "days", f"must be a positive number (got {days})")
+            raise InputError("days", "days", f"must be a positive number (got {days})")
         meets = lambda p: p.ok and p.days <= days  # noqa: E731
         lo = 0
         for k in self._doubling():
@@ -251,7 +251,7 @@ class Sizer:
                 else "no size tried fits the model"
             )
             raise InputError(
-                "--days",
+                "days",
                 "days",
                 f"a {days:g}-day deadline is out of reach on {self.hw.id} up to "
                 f"{MAX_GPUS:,} GPUs: {got} (doubling from one {self.ri_unit})",
@@ -298,9 +298,9 @@ class Sizer:
         the doublings up to the fastest one are planned; a candidate between two doublings is planned only
         where its bounds (_between_bounds) leave it a chance to fit the budget and beat the fastest so far."""
         if not (usd > 0 and math.isfinite(usd)):
-            raise InputError("--budget", "budget", f"must be a positive number of US dollars (got {usd})")
+            raise InputError("budget", "budget", f"must be a positive number of US dollars (got {usd})")
         if not self.priced:
-            raise InputError("--budget", self.hw.id, self.price_note)
+            raise InputError("budget", self.hw.id, self.price_note)
         within = lambda p: p.ok and p.usd is not None and p.usd <= usd  # noqa: E731
         faster = lambda p, q: q is None or (p.days, p.units) < (q.days, q.units)  # noqa: E731
         doublings = self._doublings_to_peak()
@@ -327,10 +327,10 @@ class Sizer:
                 cheapest = p
         if cheapest is None or cheapest.usd is None:
             raise InputError(
-                "--budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: no size tried fits the model"
+                "budget", "budget", f"${usd:,.0f} is too small on {self.hw.id}: no size tried fits the model"
             )
         raise InputError(
-            "--budget",
+            "budget",
             "budget",
             f"${usd:,.0f} is too small on {self.hw.id}: the cheapest size is "
             f"{self._size_text(cheapest)}, ${cheapest.usd:,.0f} and "
@@ -360,17 +360,17 @@ class Sizer:
 
     def for_gpus(self, gpus: int) -> Point:
         if gpus < 1:
-            raise InputError("--gpus", "gpus", f"must be a positive integer (got {gpus})")
+            raise InputError("gpus", "gpus", f"must be a positive integer (got {gpus})")
         units, _ = whole_units(self.ri, gpus)
         if units * self.unit_gpus > MAX_GPUS:
-            raise InputError("--gpus", "gpus", f"at most {MAX_GPUS:,} GPUs")
+            raise InputError("gpus", "gpus", f"at most {MAX_GPUS:,} GPUs")
         p = self.at(units)
         if not p.ok:
             hint = ""
             if "legal" in p.why_not:
                 up = 2 ** math.ceil(math.log2(units)) * self.unit_gpus
                 hint = f"; try a count with more factors of two, e.g. --gpus {up}" if up != p.gpus else ""
-            raise InputError("--gpus", "gpus", f"{p.gpus:,} GPUs of {self.hw.id}: {p.why_not}{hint}")
+            raise InputError("gpus", "gpus", f"{p.gpus:,} GPUs of {self.hw.id}: {p.why_not}{hint}")
         return p
 
     @property

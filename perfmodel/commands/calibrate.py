@@ -80,7 +80,7 @@ def _sha256(path: Path) -> str:
 )
 @calibration_option
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def command(files: tuple[str, ...], out: str, rounds: int, passes: int, folds: int, as_json: bool) -> None:
+def command(*, files: tuple[str, ...], out: str, rounds: int, passes: int, folds: int, as_json: bool) -> None:
     """Fit the global constants to measured runs (validation/README.md CSV schema) and write a calibration
     file. Fits on every row, reports each row out of sample by cross-validation. --calibration FILE starts
     from that file instead of the shipped constants."""

@@ -95,7 +95,7 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
 @click.command("list")
 @click.argument("kind", type=click.Choice(["hardware", "models", "stacks"]))
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def list_cmd(kind: str, as_json: bool) -> None:
+def list_cmd(*, kind: str, as_json: bool) -> None:
     """List the catalog: hardware, models or software stacks, with key figures."""
     if kind == "stacks":
         from perfmodel.commands.stacks import list_stacks
@@ -244,7 +244,7 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
     "stack: a feature override, e.g. tp_overlap=none",
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def show_cmd(kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
+def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
     """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
     if kind == "stack":
         from perfmodel.commands.stacks import show_stack
@@ -395,7 +395,7 @@ def flops_explanation(m: ModelSpec, seq: int, convention: Convention) -> dict[st
     help="attention-FLOPs convention",
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def explain_cmd(topic: str, model_ref: str, seq: int | None, convention: str, as_json: bool) -> None:
+def explain_cmd(*, topic: str, model_ref: str, seq: int | None, convention: str, as_json: bool) -> None:
     """Show how a count is derived: the general sympy formula, the model's expression of S, its value."""
     m = load_model(model_ref)
     s = seq or m.seq_len

@@ -1399,6 +1399,7 @@ def _gb(x: float | None) -> str:
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def check_cmd(
+    *,
     log: str,
     hardware_ref: str | None,
     gpus: int | None,

@@ -8,7 +8,6 @@ import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
-import numpy as np
 from rich import box
 from rich.console import Console
 from rich.errors import MarkupError
@@ -30,26 +29,12 @@ from perfmodel.specs.hardware import (
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+from perfmodel.jsonable import to_jsonable  # noqa: E402,F401  (re-exported for the commands)
+from perfmodel.specs.stack import check_stack  # noqa: E402,F401
+
 # stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
 # BrokenPipeError, which cli.main turns into status 0 (as it does for click.echo)
 console = Console()
-
-
-def to_jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return f if math.isfinite(f) else None
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
 
 
 def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
@@ -303,21 +288,6 @@ def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], l
 
 
 # ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE ----------------------------------------
-
-
-def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
-    """Load the stack and apply its overrides once, so a bad id, file or feature is one InputError naming
-    the flag and the field before any prediction (stack.load_stack / apply_overrides)."""
-    from perfmodel.errors import InputError
-    from perfmodel.specs.stack import apply_overrides, load_stack
-
-    try:
-        spec = load_stack(stack)
-    except InputError as exc:
-        if exc.where == "stacks":  # an unknown id: name the flag
-            raise InputError("--stack", exc.field, exc.reason) from None
-        raise
-    apply_overrides(spec, list(stack_set))
 
 
 def stack_options(f: Callable) -> Callable:

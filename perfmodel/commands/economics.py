@@ -37,7 +37,7 @@ from perfmodel.core.predict import Options, Prediction
 from perfmodel.economics.job import job
 from perfmodel.economics.reliability import REL_KEYS, reliability_inputs, whole_units
 from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
-from perfmodel.errors import InputError, did_you_mean
+from perfmodel.errors import InputError, cli_message, did_you_mean
 from perfmodel.specs.counts import param_counts
 from perfmodel.specs.hardware import HardwareSpec, whatif_fields
 from perfmodel.specs.layout import Layout, layout_text
@@ -144,7 +144,7 @@ def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, inter
 @click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file")
 @cost_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def tco_cmd(hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool) -> None:
+def tco_cmd(*, hardware_ref: str, buyer: str, sets: tuple[str, ...], as_json: bool) -> None:
     """Total cost of ownership: $ per GPU-hour with its breakdown (capital, power, colocation, support)."""
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, rel_over = split_sets(rest)
@@ -252,6 +252,7 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def cost_cmd(
+    *,
     model_ref: str,
     hardware_ref: str,
     gpus: int,
@@ -400,6 +401,7 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def compare_cmd(
+    *,
     model_ref: str,
     hardware_refs: tuple[str, ...],
     gpus: int,
@@ -457,7 +459,7 @@ def compare_cmd(
                     "hardware": hw.id,
                     "hardware_overridden": list(hw.overridden),
                     "runnable": False,
-                    "reason": str(exc),
+                    "reason": cli_message(exc),
                     **unit,
                 }
             )

@@ -110,6 +110,7 @@ def memory_error(
 @click.option("--ignore-memory", is_flag=True, help="predict even when the layout does not fit in HBM")
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(
+    *,
     model_ref: str,
     hardware_ref: str,
     gpus: int,

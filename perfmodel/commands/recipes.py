@@ -186,6 +186,7 @@ def _lay(d: dict | None) -> str:
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(
+    *,
     csv_path: str | None,
     top_k: int,
     threshold: float,

@@ -146,6 +146,7 @@ def software_story(s: dict) -> str | None:
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def releases_cmd(
+    *,
     series_name: str | None,
     model: str | None,
     hardware: str | None,

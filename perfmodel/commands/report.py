@@ -66,6 +66,7 @@ _D = ReportConfig()
 )
 @click.option("--json", "as_json", is_flag=True, help="print the written files and timings as JSON")
 def command(
+    *,
     out: str,
     model: str,
     hardware: str,

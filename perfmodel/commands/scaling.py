@@ -229,6 +229,7 @@ def render(res: ScalingResult) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(
+    *,
     model_ref: str,
     hardware_ref: str,
     gpus_text: str,

@@ -211,6 +211,7 @@ def gpu_front(results: list[SearchResult]) -> list[dict]:
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def command(
+    *,
     model_ref: str,
     hardware_ref: str,
     gpus_text: str,

@@ -85,6 +85,7 @@ def signed_percent(change: float) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def sensitivity_cmd(
+    *,
     model_ref: str,
     hardware_ref: str,
     gpus: int,

@@ -32,7 +32,7 @@ from perfmodel.commands.economics import split_sets
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options
 from perfmodel.economics.tco import BUYERS
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, cli_message
 from perfmodel.specs.layout import layout_text
 from perfmodel.specs.model import load_model
 
@@ -158,6 +158,7 @@ def _equivalent(d: dict) -> str:
 @stack_options
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output: a list, one dict per system")
 def command(
+    *,
     model_ref: str,
     tokens: float,
     days: float | None,
@@ -230,8 +231,8 @@ def command(
             except InputError as exc:
                 if len(hardware_refs) == 1:
                     raise
-                out.append({"hardware": hw.id, "error": str(exc)})
-                errors.append(f"{hw.id}: {exc}")
+                out.append({"hardware": hw.id, "error": cli_message(exc)})
+                errors.append(f"{hw.id}: {cli_message(exc)}")
     if len(errors) == len(hardware_refs):
         raise InputError("size", "", "; ".join(errors))
     if as_json:

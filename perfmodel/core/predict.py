@@ -144,7 +144,7 @@ def check_recompute(sw: Software, rec) -> None:
         from perfmodel.errors import InputError
 
         raise InputError(
-            "--recompute",
+            "recompute",
             "recompute",
             f"selective: stack {sw.stack_id} names no selective-recompute modules; give them with "
             "--stack-set recompute_modules=core_attn[,mlp,...] or use none or full",

@@ -204,7 +204,7 @@ def assess(ri: ReliabilityInputs, gpus: int, params_total: float) -> Reliability
     """Goodput, checkpoint interval and spare accounting for a job of `gpus` GPUs training a model of
     `params_total` parameters (sets the checkpoint size)."""
     if gpus < 1:
-        raise InputError("--gpus", "gpus", "must be >= 1")
+        raise InputError("gpus", "gpus", "must be >= 1")
     m = system_mtbi_s(ri.mtbi_gpu_days, gpus)
     ckpt = ri.checkpoint_s
     if ckpt is None:

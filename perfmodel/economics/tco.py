@@ -73,15 +73,15 @@ def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, float]:
         key, sep, val = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise InputError("--set", item, "expected KEY=VALUE")
+            raise InputError("set", item, "expected KEY=VALUE")
         try:
             num = float(val)
         except ValueError:
-            raise InputError("--set", key, f"value must be a number (got {val!r})") from None
+            raise InputError("set", key, f"value must be a number (got {val!r})") from None
         if not math.isfinite(num):
-            raise InputError("--set", key, f"value must be finite (got {val!r})")
+            raise InputError("set", key, f"value must be finite (got {val!r})")
         if key in out:  # a repeated key is two answers to one question, never "the last wins"
-            raise InputError("--set", key, f"given twice ({out[key]:g} and {num:g}): give it once")
+            raise InputError("set", key, f"given twice ({out[key]:g} and {num:g}): give it once")
         out[key] = num
     return out
 
@@ -89,7 +89,7 @@ def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, float]:
 def check_keys(overrides: Mapping[str, float], known: tuple[str, ...]) -> None:
     for key in overrides:
         if key not in known:
-            raise InputError("--set", key, f"unknown assumption{did_you_mean(key, known)}; known: {', '.join(known)}")
+            raise InputError("set", key, f"unknown assumption{did_you_mean(key, known)}; known: {', '.join(known)}")
 
 
 # Plausibility: above these a value is a typo or a unit slip (cents for dollars, W for kW), never a data centre.
@@ -125,9 +125,7 @@ def cost_inputs(
     values, sources = load_costs(costs_path)
     buyers = values.get("buyer", {})
     if buyer not in buyers:
-        raise InputError(
-            "--buyer", buyer, f"unknown buyer type{did_you_mean(buyer, buyers)}; one of {', '.join(buyers)}"
-        )
+        raise InputError("buyer", buyer, f"unknown buyer type{did_you_mean(buyer, buyers)}; one of {', '.join(buyers)}")
     b = buyers[buyer]
     src = {k: sources.get(f"buyer.{buyer}.{k}", "") for k in b}
 
@@ -320,9 +318,9 @@ def run_cost(
             "throughput", "tokens_per_s_per_gpu", f"must be a positive number (got {tokens_per_s_per_gpu})"
         )
     if not (tokens > 0 and math.isfinite(tokens)):
-        raise InputError("--tokens", "tokens", f"must be a positive number (got {tokens})")
+        raise InputError("tokens", "tokens", f"must be a positive number (got {tokens})")
     if gpus < 1:
-        raise InputError("--gpus", "gpus", "must be >= 1")
+        raise InputError("gpus", "gpus", "must be >= 1")
     if not 0 < goodput <= 1:
         raise InputError("reliability", "goodput", f"must be in (0, 1] (got {goodput})")
     usd_per_token = t.usd_per_gpu_hour / (tokens_per_s_per_gpu * SECONDS_PER_HOUR) * cost_factor / goodput
@@ -338,7 +336,7 @@ def run_cost(
                 "interruptions outpace recovery; check the reliability assumptions",
             )
         raise InputError(
-            "--tokens",
+            "tokens",
             "tokens",
             f"{tokens:g} tokens at {tokens_per_s_per_gpu:g} tokens/s/GPU: the run's cost, energy or time overflows",
         )

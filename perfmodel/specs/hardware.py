@@ -190,7 +190,7 @@ class HardwareSpec(Frozen):
         table = {"fp16": p.fp16, "bf16": p.bf16, "fp8": p.fp8, "fp8-block": p.fp8, "mxfp8": p.mxfp8, "nvfp4": p.nvfp4}
         if precision not in table:
             raise InputError(
-                "--precision",
+                "precision",
                 precision,
                 f"unknown precision{did_you_mean(precision, table)}; one of {', '.join(table)}",
             )
@@ -395,7 +395,7 @@ def _parse_value(text: str) -> bool | int | float | str:
         except ValueError:
             continue
         if isinstance(v, float) and not math.isfinite(v):
-            raise InputError("--set", t, "value must be finite")
+            raise InputError("set", t, "value must be finite")
         return v
     return t
 
@@ -405,11 +405,11 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
     key, sep, raw = item.partition("=")
     key = key.strip()
     if not sep or not key or not raw.strip():
-        raise InputError("--set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbit_s=800")
+        raise InputError("set", item, "expected FIELD=VALUE, e.g. scale_up.domain_size=144 or nic_gbit_s=800")
     if key in RENAMED:
         new = RENAMED[key]
         raise InputError(
-            "--set",
+            "set",
             key,
             f"renamed to {new} (the unit in the name: {ALIASES[new][2]}); "
             f"{key} was ambiguous (Gbit/s for the NIC, GB/s for NVLink)",
@@ -418,7 +418,7 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
     if key in ALIASES:
         field, factor, unit = ALIASES[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InputError("--set", key, f"value must be a number in {unit} (got {raw.strip()!r})")
+            raise InputError("set", key, f"value must be a number in {unit} (got {raw.strip()!r})")
         return field, key, value if factor == 1.0 else value * factor
     fields = settable_fields()
     if key not in fields:
@@ -428,7 +428,7 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
             close = difflib.get_close_matches(key, list(by_leaf), n=1, cutoff=0.6)
             hint = f" (did you mean '{by_leaf[close[0]]}'?)" if close else ""
         raise InputError(
-            "--set",
+            "set",
             key,
             f"unknown hardware field{hint}; fields as in `perfmodel show hardware ID`, or aliases {', '.join(ALIASES)}",
         )
@@ -454,7 +454,7 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
     for item in sets:
         field, name, value = parse_set(item)
         if field in given:  # a repeated field is two answers to one question, never "the last wins"
-            raise InputError("--set", name, f"sets {field} twice ({given[field]} and {item.strip()}): give it once")
+            raise InputError("set", name, f"sets {field} twice ({given[field]} and {item.strip()}): give it once")
         given[field] = item.strip()
         node = doc
         *parents, leaf = field.split(".")
@@ -485,9 +485,9 @@ def _in_user_units(exc: InputError, item: str) -> InputError:
     bound = exc.details.get("bound")
     if bound is None:
         reason = exc.reason.split(" (got ")[0]
-        return InputError("--set", name, f"{reason} (got {raw})")
+        return InputError("set", name, f"{reason} (got {raw})")
     words, value = bound
     if name in ALIASES:
         _, factor, unit = ALIASES[name]
-        return InputError("--set", name, f"must be {words} {value / factor:g} ({unit}; got {raw})")
-    return InputError("--set", name, f"must be {words} {value:g} (got {raw})")
+        return InputError("set", name, f"must be {words} {value / factor:g} ({unit}; got {raw})")
+    return InputError("set", name, f"must be {words} {value:g} (got {raw})")

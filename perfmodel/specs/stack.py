@@ -567,24 +567,24 @@ def _parse(feature: str, text: str) -> Any:
             return True
         if low in ("false", "0", "no", "off"):
             return False
-        raise InputError("--stack-set", feature, f"expects true or false (got {t!r})")
+        raise InputError("stack_set", feature, f"expects true or false (got {t!r})")
     if feature in ("hybrid_shard_group", "power_limit_w"):
         if low in ("none", "null", ""):
             return None
         try:
             v = float(t)
         except ValueError:
-            raise InputError("--stack-set", feature, f"expects a number or none (got {t!r})") from None
+            raise InputError("stack_set", feature, f"expects a number or none (got {t!r})") from None
         if not math.isfinite(v):
-            raise InputError("--stack-set", feature, "value must be finite")
+            raise InputError("stack_set", feature, "value must be finite")
         if feature == "hybrid_shard_group":
             if v != int(v):
-                raise InputError("--stack-set", feature, f"expects an integer (got {t!r})")
+                raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
             return int(v)
         return v
     if feature == "cpu_offload_layers":
         if not (t.isascii() and t.isdigit()):  # isdigit alone takes '²', which int() refuses
-            raise InputError("--stack-set", feature, f"expects a non-negative integer (got {t!r})")
+            raise InputError("stack_set", feature, f"expects a non-negative integer (got {t!r})")
         return int(t)
     return t
 
@@ -598,11 +598,11 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
     sources, origin = dict(spec.sources), dict(spec.origin)
     for item in sets:
         if "=" not in item:
-            raise InputError("--stack-set", item.strip(), "expects FEATURE=VALUE")
+            raise InputError("stack_set", item.strip(), "expects FEATURE=VALUE")
         name, text = (s.strip() for s in item.split("=", 1))
         if name not in FEATURES:
             raise InputError(
-                "--stack-set",
+                "stack_set",
                 name,
                 f"unknown stack feature{did_you_mean(name, FEATURES)}; one of {', '.join(FEATURES)}",
             )
@@ -612,7 +612,7 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
     try:
         feats = validate(Features, vals, "--stack-set")
     except InputError as exc:  # the feature as the user typed it (a list item keeps its index)
-        raise InputError("--stack-set", exc.field, exc.reason) from None
+        raise InputError("stack_set", exc.field, exc.reason) from None
     return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin})
 
 
@@ -642,3 +642,15 @@ def stack_for_row(framework: str, software: str) -> str:
         if sw.startswith(label) and (not fws or fw in fws):
             return sid
     return FRAMEWORK_FALLBACK.get(fw, DEFAULT_STACK)
+
+
+def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
+    """Load the stack and apply its overrides once, so a bad id, file or feature is one InputError naming the
+    input (`stack`, `stack_set`) and the field before any prediction (load_stack / apply_overrides)."""
+    try:
+        spec = load_stack(stack)
+    except InputError as exc:
+        if exc.where == "stacks":  # an unknown id
+            raise InputError("stack", exc.field, exc.reason) from None
+        raise
+    apply_overrides(spec, list(stack_set))
