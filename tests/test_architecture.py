@@ -96,12 +96,6 @@ def test_layers_import_only_downwards():
     assert not bad, bad
 
 
-import pytest  # noqa: E402
-
-
-@pytest.mark.xfail(
-    strict=True, reason="core/kernel.py tail (66): the compiled step tail is rewritten next (issue 24 item 1)"
-)
 def test_no_function_takes_more_than_16_positional_parameters():
     wide = []
     for f in PKG.rglob("*.py"):

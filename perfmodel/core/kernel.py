@@ -1,34 +1,36 @@
 """The planner's per-layout tail as one compiled loop (numba): stage times, schedule, exposed DP time, the
 rank that finishes last, and the fullest rank's memory, for every layout of a product base x fsdp x
-recompute. score.py prepares the same per-combination and per-base-row tables for it as for its numpy tail
-and calls it where numba is installed (score.use_kernel); each statement below restates one line of that
-tail in the same order of operations (IEEE arithmetic, no fast-math), so the two agree bit for bit:
-tests/test_score.py asserts it on every sampled layout and fails when one changes without the other.
+recompute. score.py prepares the per-combination and per-base-row tables (the same ones its numpy tail reads)
+and calls `tail` where numba is installed (score.use_kernel).
 
-Sources of the formulas, as in the numpy tail: overlap.exposed / exposed_shared (one overlap budget),
-parallel/pp.schedule_time (Narayanan et al. 2021 Eq. 1-2; Zero Bubble §3; DeepSeek-V3 §3.2.1),
-parallel/dp.exposed_plain / exposed_fsdp, memory.memory_per_gpu (Korthikanti et al. 2022; ZeRO).
+No formula is written here: the loop calls the step tail's elementwise functions (core/elementwise.py) where
+they live -- parallel/pp.py (stage_compute, stage_seconds, pipeline_seconds), parallel/dp.py (exposed_plain,
+exposed_fsdp), overlap.py (exposed, exposed_pair), memory.py (rank_state, rank_activations, rank_logits,
+rank_dummies, rank_total) and predict.py (step_seconds) -- which numba compiles from their Python source
+(`numba.extending.register_jitable`), `elementwise.select` as a scalar `a if c else b`. predict_grid and
+score's numpy tail call the same functions on arrays, in the same order of operations (IEEE, no fast-math),
+so the three agree bit for bit: tests/test_score.py asserts it on every sampled layout.
 
 Why the dependency: numpy evaluates each term as a pass over arrays of every layout (memory traffic on
 temporaries, ~0.3 µs per layout here); one fused loop keeps a layout's values in registers. Loading numba
 and the cached machine code costs ~0.5 s per process, so score.py uses it only once it pays for itself.
+The machine code is cached under a directory named by the hash of every module whose functions the loop
+compiles (numba itself tracks only this file), so a change to any of them compiles afresh.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-# numba caches the compiled loop beside this file; where the package directory is read-only (a system
-# install), in perfmodel's cache directory instead (fncache.cache_dir), else it compiles in memory (~2 s)
-if "NUMBA_CACHE_DIR" not in os.environ and not os.access(Path(__file__).resolve().parent, os.W_OK):
-    from perfmodel.specs.fncache import cache_dir as _cache_dir
-
-    if _cache_dir() is not None:
-        os.environ["NUMBA_CACHE_DIR"] = str(_cache_dir() / "numba")
+from perfmodel.core import elementwise, memory, overlap, predict
+from perfmodel.core.parallel import dp as dp_par
+from perfmodel.core.parallel import pp as pp_par
 
 if "scipy" in sys.modules:
     import numba
@@ -40,197 +42,228 @@ else:
         import numba
     finally:
         del sys.modules["scipy"]
+from numba.extending import overload, register_jitable  # noqa: E402
 
-SCHEDULES = {"zero_bubble": 1, "dualpipe": 2}  # others: the 1F1B / interleaved formula (code 0)
+_SOURCES = (elementwise, overlap, pp_par, dp_par, memory, predict)
 
 
-@numba.njit(cache=True, nogil=True)
-def tail(
-    per_layer,
-    upl,
-    embed,
-    head,
-    u,  # [K, U or B, R], [B], [U], [U], [B]
-    cnt,
-    emb,
-    hd,
-    mult,
-    pair,  # [K, P, S], [P, S] x 3, [B]
-    p2p,
-    pp_share,
-    pp,
-    vp,
-    nmb,
-    schedule,
-    zb_share,  # [B] x 5, int, float
-    run,
-    rs,
-    ag,
-    opt,
-    opt_fs,
-    dp_rs_share,
-    dp_ag_share,
-    per_microbatch,
-    reshard,
-    fs,
-    step_overhead,
-    solo,
-    ep_solo,
-    tokens,
-    gpus,  # float, [FL, R], [U]
-    params,
-    shard,
-    opt_group,
-    wb,
-    gb,
-    adam_bytes,
-    shards_grads,  # [B]; [Q, runs] x 7
-    mcnt,
-    mpair,
-    fl_idx,
-    in_flight,
-    lastr,
-    first,
-    kept,  # [K, P, Q], [B], [B], [Q, FL], [Q, P] x 2, [K, U, R]
-    full_layer,
-    rec_full,
-    rec_none,
-    mtp_layers,
-    Ts,
-    emb_bytes,
-    T,
-    logit_bytes,
-    vocab,
-    tp,  # [U], [R] x 2, int, [U], ..., [B]
-    reserved,
-    has_dummy,
-    dummy_e,
-    dummy_on,
-    dummy_head,
-    bf16,
-    act_share,  # float, bool, [G, U], [G, P, Q], [U], float, [Q, P]
-    step,
-    tps,
-    mem,
-):
-    K, B, R, S, Q, F = per_layer.shape[0], u.shape[0], per_layer.shape[2], cnt.shape[2], rs.shape[0], fs.shape[0]
-    G = dummy_e.shape[0]
+@overload(elementwise.select)
+def _select(cond, a, b):
+    return lambda cond, a, b: a if cond else b
+
+
+for _mod in _SOURCES:
+    for _fn in getattr(_mod, "TAIL_FUNCTIONS", ()):
+        register_jitable(_fn)
+
+
+def _cache_dir() -> str | None:
+    """Where numba keeps the compiled loop: beside this file (a read-only install: perfmodel's cache directory,
+    fncache.cache_dir), in a folder named by the hash of this file and of every module the loop compiles."""
+    h = hashlib.sha256()
+    for mod in (sys.modules[__name__], *_SOURCES):
+        h.update(Path(mod.__file__).read_bytes())
+    here = Path(__file__).resolve().parent
+    if os.access(here, os.W_OK):
+        return str(here / "__pycache__" / f"numba-{h.hexdigest()[:16]}")
+    from perfmodel.specs.fncache import cache_dir
+
+    d = cache_dir()
+    return None if d is None else str(d / "numba" / h.hexdigest()[:16])
+
+
+class Stages(NamedTuple):
+    """Per combination u and per (pp, vp) pair: each kind's seconds per micro-batch [K, U or B, R] (indexed by
+    upl), embedding and head seconds [U], the signature tables [K, P, S] / [P, S]; per base row: combination u,
+    pair, p2p seconds and its overlappable share."""
+
+    per_layer: np.ndarray
+    upl: np.ndarray
+    embed: np.ndarray
+    head: np.ndarray
+    u: np.ndarray
+    cnt: np.ndarray
+    emb: np.ndarray
+    hd: np.ndarray
+    mult: np.ndarray
+    pair: np.ndarray
+    p2p: np.ndarray
+    pp_share: np.ndarray
+
+
+class Schedule(NamedTuple):
+    pp: np.ndarray  # [B]
+    vp: np.ndarray
+    nmb: np.ndarray
+    code: int  # parallel/pp.SCHEDULE_CODES
+    zb_share: float
+
+
+class DataParallel(NamedTuple):
+    """Per run of equal (tp, cp, pp, vp, ep, etp) (`run` per base row) and memory rank q: reduce-scatter and
+    all-gather seconds, optimizer seconds without / with FSDP [Q, runs]; the stack's DP overlap."""
+
+    run: np.ndarray
+    rs: np.ndarray
+    ag: np.ndarray
+    opt: np.ndarray
+    opt_fs: np.ndarray
+    rs_share: float
+    ag_share: float
+    per_microbatch: bool
+    reshard: bool
+    fs: np.ndarray  # [F] the fsdp choices
+
+
+class Step(NamedTuple):
+    overhead: float  # fixed per-step seconds
+    solo: np.ndarray  # [FL, R] micro-batches whose EP all-to-all stays exposed
+    ep_solo: np.ndarray  # [U] one micro-batch's exposure of all layers
+    fl: np.ndarray  # [B] -> in-flight row
+    tokens: float
+    gpus: float
+
+
+class Memory(NamedTuple):
+    """Per memory rank q of each run / pair / in-flight row, what memory.memory_per_gpu composes."""
+
+    params: np.ndarray  # [Q, runs]
+    shard: np.ndarray
+    opt_group: np.ndarray
+    wb: float
+    gb: float
+    adam: float
+    shards_grads: bool
+    mcnt: np.ndarray  # [K, P, Q]
+    mpair: np.ndarray  # [B]
+    in_flight: np.ndarray  # [Q, FL]
+    last: np.ndarray  # [Q, P]
+    first: np.ndarray
+    kept: np.ndarray  # [K, U, R]
+    full_layer: np.ndarray  # [U]
+    rec_full: np.ndarray  # [R]
+    rec_none: np.ndarray
+    mtp_layers: int
+    Ts: np.ndarray  # [U]
+    emb_bytes: float
+    T: np.ndarray
+    logit_bytes: float
+    vocab: float
+    tp: np.ndarray  # [B]
+    reserved: float
+    has_dummy: bool
+    dummy_e: np.ndarray  # [G, U]
+    dummy_on: np.ndarray  # [G, P, Q]
+    dummy_head: np.ndarray  # [U]
+    bf16: float
+    act_share: np.ndarray  # [Q, P]
+
+
+_DIR = _cache_dir()
+_saved = numba.config.CACHE_DIR
+numba.config.CACHE_DIR = _DIR or ""
+
+
+@numba.njit(cache=_DIR is not None, nogil=True)
+def tail(st, sc, dp, sp, mm, step, tps, mem):
+    """Step seconds, tokens/s/GPU and memory per GPU of every layout base b x fsdp f x recompute r. What does
+    not depend on the recompute choice (a memory rank's held bytes and logits) is evaluated once per b."""
+    K, B, R = st.per_layer.shape[0], st.u.shape[0], st.per_layer.shape[2]
+    S, Q, F = st.cnt.shape[2], dp.rs.shape[0], dp.fs.shape[0]
+    G = mm.dummy_e.shape[0]
     act = np.empty(Q)
-    eh = np.empty(S)  # per base row: terms that do not depend on r or f
-    pa, pb_, fa, fr, fh, fga, fgr, wgo, lg = (
-        np.empty(Q),
-        np.empty(Q),
-        np.empty(Q),
-        np.empty(Q),
-        np.empty(Q),
-        np.empty(Q),
-        np.empty(Q),
-        np.empty((F, Q)),
-        np.empty(Q),
-    )
-    pa2, pb2 = np.empty(Q), np.empty(Q)
+    lg = np.empty(Q)
+    held = np.empty((F, Q))
     for b in range(B):
-        ub, pb, mb, rb, fb, lb = u[b], pair[b], mpair[b], run[b], fl_idx[b], upl[b]
-        for s in range(S):
-            eh[s] = emb[pb, s] * embed[ub]
-        x_fixed, x_share = (1.0 - pp_share[b]) * p2p[b], pp_share[b] * p2p[b]
-        # terms of the schedule, the logits and the overhead that do not depend on r, f or q (hoisted: the
-        # same operations on the same values)
-        fill_b = max(0.0, pp[b] - nmb[b]) * (vp[b] - 1) / vp[b]
-        solo_b = ep_solo[ub] / pp[b]
-        lg_b = logit_bytes * T[ub] * vocab / tp[b]
-        if per_microbatch:
-            n_ag = nmb[b] * (2.0 if reshard else 1.0)
-            n_rs = nmb[b]
-        else:
-            n_ag = 1.0 + 0 * nmb[b]
-            n_rs = 1.0 + 0 * nmb[b]
+        ub, pb, mb, rb, fb, lb = st.u[b], st.pair[b], mm.mpair[b], dp.run[b], sp.fl[b], st.upl[b]
+        solo_b = sp.ep_solo[ub] / sc.pp[b]
         for q in range(Q):
-            # distributed optimizer: overlap.exposed's two terms of the reduce-scatter and the all-gather
-            pa[q], pb_[q] = (1.0 - dp_rs_share) * rs[q, rb], dp_rs_share * rs[q, rb]
-            pa2[q], pb2[q] = (1.0 - dp_ag_share) * ag[q, rb], dp_ag_share * ag[q, rb]
-            # FSDP: overlap.exposed_shared's hideable seconds and each class's share of the spill
-            t_ag = n_ag * ag[q, rb]
-            t_rs = n_rs * rs[q, rb]
-            h = dp_ag_share * t_ag + dp_rs_share * t_rs
-            fh[q] = h
-            fa[q] = dp_ag_share * t_ag / h if h > 0 else 0.0
-            fr[q] = dp_rs_share * t_rs / h if h > 0 else 0.0
-            fga[q], fgr[q] = (1 - dp_ag_share) * t_ag, (1 - dp_rs_share) * t_rs
-            lg[q] = lg_b if lastr[q, mb] else 0.0
-            # the cached dummy weight gradients of the groups the rank holds, the output layer's on the last
-            # (memory.dummy_wgrad_from)
+            lg[q] = memory.rank_logits(mm.last[q, mb], mm.logit_bytes, mm.T[ub], mm.vocab, mm.tp[b])
             dm = 0.0
-            if has_dummy:
-                for g in range(G):
-                    dm = dm + dummy_e[g, ub] * dummy_on[g, mb, q]
-                dm = bf16 * (dm + (dummy_head[ub] if lastr[q, mb] else 0.0))
+            if mm.has_dummy:
+                for gi in range(G):
+                    dm = dm + mm.dummy_e[gi, ub] * mm.dummy_on[gi, mb, q]
+                dm = memory.rank_dummies(dm, mm.last[q, mb], mm.dummy_head[ub], mm.bf16)
             for f in range(F):
-                sharded = fs[f] and per_microbatch
-                w = shard[q, rb] * wb if sharded else params[q, rb] * wb
-                g = shard[q, rb] * gb if (sharded or shards_grads) else params[q, rb] * gb
-                o = adam_bytes * (shard[q, rb] if fs[f] else opt_group[q, rb])
-                wgo[f, q] = w + g + dm + o
+                w, g, o = memory.rank_state(
+                    mm.params[q, rb],
+                    mm.shard[q, rb],
+                    mm.opt_group[q, rb],
+                    dp.fs[f],
+                    dp.per_microbatch,
+                    mm.shards_grads,
+                    mm.wb,
+                    mm.gb,
+                    mm.adam,
+                )
+                held[f, q] = memory.rank_held(w, g, dm, o)
         for r in range(R):
-            # stages (predict._stages): the slowest and the summed rank
+            # stages: the slowest and the summed rank, then the schedule
             t_max = -np.inf
             t_sum = 0.0
             for s in range(S):
-                c = 0.0
+                layers = 0.0
                 for k in range(K):
-                    c = c + cnt[k, pb, s] * per_layer[k, lb, r]
-                c = c + eh[s] + hd[pb, s] * head[ub]
-                x = x_fixed + max(0.0, x_share - c)
-                on = mult[pb, s] > 0
-                t = c + x if on else -np.inf
+                    layers = layers + st.cnt[k, pb, s] * st.per_layer[k, lb, r]
+                c = pp_par.stage_compute(layers, st.emb[pb, s], st.embed[ub], st.hd[pb, s], st.head[ub])
+                on = st.mult[pb, s] > 0
+                t = pp_par.stage_seconds(c, st.p2p[b], st.pp_share[b], on)
                 if s == 0:
                     t_max = t
-                    t_sum = mult[pb, s] * (t if on else 0.0)
+                    t_sum = st.mult[pb, s] * (t if on else 0.0)
                 else:
                     t_max = max(t_max, t)
-                    t_sum = t_sum + mult[pb, s] * (t if on else 0.0)
-            # schedule (parallel/pp.schedule_time)
-            fill = fill_b * t_sum / pp[b]
-            bub = (t_sum - t_max) / vp[b] + fill
-            if schedule == 1:
-                bub = bub * zb_share
-            elif schedule == 2:
-                bub = bub * zb_share * max(pp[b] / 2 - 1, 0.0) / max(pp[b] - 1, 1.0)
-            pipeline = nmb[b] * t_max + bub if pp[b] > 1 else nmb[b] * t_max
-            # activations of the memory ranks (memory.memory_per_gpu)
+                    t_sum = t_sum + st.mult[pb, s] * (t if on else 0.0)
+            pipeline = pp_par.pipeline_seconds(t_max, t_sum, sc.pp[b], sc.vp[b], sc.nmb[b], sc.code, sc.zb_share)
+            # activations of the memory ranks
             for q in range(Q):
-                h = 0.0
+                saved = 0.0
                 for k in range(K):
-                    h = h + mcnt[k, mb, q] * kept[k, ub, r]
-                a = h * in_flight[q, fb] * (act_share[q, mb] if rec_none[r] else 1.0)
-                if mtp_layers:
-                    a = a + (mtp_layers * kept[K - 1, ub, r] if lastr[q, mb] else 0.0)
-                a = a + (full_layer[ub] if rec_full[r] else 0.0)
-                a = a + (emb_bytes * Ts[ub] if first[q, mb] else 0.0)
-                act[q] = a
-            window = nmb[b] * t_max
-            w_rs, w_ag = t_max * 2 / 3, t_max / 3
+                    saved = saved + mm.mcnt[k, mb, q] * mm.kept[k, ub, r]
+                act[q] = memory.rank_activations(
+                    saved,
+                    mm.in_flight[q, fb],
+                    mm.act_share[q, mb] if mm.rec_none[r] else 1.0,
+                    mm.last[q, mb],
+                    mm.mtp_layers * mm.kept[K - 1, ub, r],
+                    mm.rec_full[r],
+                    mm.full_layer[ub],
+                    mm.first[q, mb],
+                    mm.emb_bytes * mm.Ts[ub],
+                )
             for f in range(F):
-                # exposed DP time on each memory rank (parallel/dp.py), the one that finishes last
+                # exposed DP time on each memory rank and the rank that finishes last
                 best = 0.0
                 dsel = 0.0
                 osel = 0.0
                 for q in range(Q):
-                    if fs[f]:
-                        spill = max(0.0, fh[q] - window)
-                        d = (fga[q] + spill * fa[q]) + (fgr[q] + spill * fr[q])
+                    if dp.fs[f]:
+                        d = dp_par.exposed_fsdp(
+                            dp.rs[q, rb],
+                            dp.ag[q, rb],
+                            t_max,
+                            sc.nmb[b],
+                            dp.per_microbatch,
+                            dp.reshard,
+                            dp.rs_share,
+                            dp.ag_share,
+                        )
+                        o = dp.opt_fs[q, rb]
                     else:
-                        d = (pa[q] + max(0.0, pb_[q] - w_rs)) + (pa2[q] + max(0.0, pb2[q] - w_ag))
-                    o = opt_fs[q, rb] if fs[f] else opt[q, rb]
+                        d = dp_par.exposed_plain(dp.rs[q, rb], dp.ag[q, rb], t_max, dp.rs_share, dp.ag_share)
+                        o = dp.opt[q, rb]
                     tot = d + o
                     if q == 0 or tot > best:
                         best, dsel, osel = tot, d, o
-                st = pipeline + dsel + osel + (step_overhead + solo[fb, r] * solo_b)
-                step[b, f, r] = st
-                tps[b, f, r] = tokens / (st * gpus)
+                s_b = predict.step_seconds(pipeline, dsel, osel, sp.overhead, sp.solo[fb, r] * solo_b)
+                step[b, f, r] = s_b
+                tps[b, f, r] = sp.tokens / (s_b * sp.gpus)
                 # memory of the fullest rank
                 m = 0.0
                 for q in range(Q):
-                    tot = wgo[f, q] + act[q] + lg[q] + reserved
+                    tot = memory.rank_total(held[f, q], act[q], lg[q], mm.reserved)
                     m = tot if q == 0 else max(m, tot)
                 mem[b, f, r] = m
+
+
+numba.config.CACHE_DIR = _saved

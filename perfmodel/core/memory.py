@@ -19,9 +19,12 @@ the same op records the time model prices.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from perfmodel.core import constants as K
+from perfmodel.core.elementwise import select
 from perfmodel.core.ops import Workload
 from perfmodel.core.parallel import dp as dp_par
 from perfmodel.core.parallel import pp as pp_par
@@ -101,7 +104,7 @@ def dummy_wgrad_from(elems, head, on, last):
     total = 0.0
     for e, o in zip(elems, on):
         total = total + np.asarray(e).reshape(-1, 1) * o
-    return K.BF16 * (total + np.where(last, np.asarray(head).reshape(-1, 1), 0.0))
+    return rank_dummies(total, last, np.asarray(head).reshape(-1, 1), K.BF16)
 
 
 def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
@@ -111,28 +114,106 @@ def dummy_wgrad_bytes(w: Workload, cnt, last, gather=lambda x: x):
     return dummy_wgrad_from([gather(e) for e in elems], gather(head), dummy_wgrad_on(keys, cnt), last)
 
 
-def memory_per_gpu(
-    w: Workload, grid, precision: str, sw, c, p_dense, p_exp, dpc, edp, nmb, cnt, rank, gather=lambda x: x
-):
-    """Memory parts of the fullest of the ranks in `rank` ([n, R], from parallel/pp.ranks_for_memory, holding
-    cnt[k] layers of each kind and p_dense / p_exp parameters per GPU), and each rank's total.
-    `dpc` = dp * cp, the group dense parameters replicate over (and the distributed optimizer and FSDP
-    shard them over: Megatron-Core builds its gradient buffers on the data-parallel group with context
-    parallelism); `edp` the expert data-parallel group, which shards expert parameters."""
+@dataclass(frozen=True)
+class Ranks:
+    """The pipeline ranks of each layout whose memory can be the largest (parallel/pp.ranks_for_memory: column 0
+    the first rank, column -1 the last) with their layers per kind and parameters per GPU ([n, Q] each): what
+    memory and the step end's DP / optimizer time both read."""
+
+    cnt: list  # layers of each kind [K][n, Q]
+    rank: np.ndarray
+    p_dense: np.ndarray  # dense parameters per GPU (split by tp)
+    p_exp: np.ndarray  # expert parameters per GPU (split by ep x etp)
+
+
+def ranks_of(w: Workload, grid, sw) -> Ranks:
+    """The candidate ranks of every layout of `grid` and their parameters per GPU (parallel/dp.rank_params)."""
     m = w.model
+    f64 = lambda x: np.asarray(x, dtype=float)
+    cnt, rank = pp_par.ranks_for_memory(
+        w.layer_kinds, len(w.layers), grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout, sw.schedule
+    )
+    p_dense, p_exp = dp_par.rank_params(m, w, cnt, rank, f64(grid.pp)[:, None], sw.schedule)
+    return Ranks(cnt, rank, p_dense / f64(grid.tp)[:, None], p_exp / (f64(grid.ep) * f64(grid.etp))[:, None])
+
+
+# ---- one rank's memory, elementwise (core/elementwise.py): the planner's compiled loop runs the same ----------
+
+
+def rank_state(params, shard, opt_group, fsdp, per_microbatch, shards_grads, wb, gb, adam):
+    """(weights, gradients, optimizer) bytes of one rank holding `params` parameters per GPU, `shard` of them its
+    FSDP shard and `opt_group` its optimizer sharding's share without FSDP (dp.optimizer_shard). FSDP gathering
+    once per step keeps the gathered parameters and unsharded gradients to the step's end."""
+    sharded = fsdp & per_microbatch
+    weights = select(sharded, shard * wb, params * wb)
+    grads = select(sharded | shards_grads, shard * gb, params * gb)
+    return weights, grads, adam * select(fsdp, shard, opt_group)
+
+
+def rank_activations(held, in_flight, kept_share, last, mtp_bytes, rec_full, full_layer, first, embed_bytes):
+    """Activation bytes of one rank: its layers' saved bytes per micro-batch x the micro-batches in flight x the
+    share activation offloading keeps in HBM; the MTP blocks' on the last rank (one micro-batch); during full
+    recompute one layer's full activations live again; the embedding output on the first rank."""
+    a = held * in_flight * kept_share
+    a = a + select(last, mtp_bytes, 0.0)
+    a = a + select(rec_full, full_layer, 0.0)
+    return a + select(first, embed_bytes, 0.0)
+
+
+def rank_logits(last, logit_bytes, tokens, vocab, tp):
+    """The logits on the last rank while its loss runs backward: fp32 logits and their fp32 gradient, or with
+    Transformer Engine's fused cross-entropy only the bf16 logits, the gradient written into them in place
+    (transformer_engine/pytorch/cross_entropy.py: saves _input, backward returns it overwritten)."""
+    return select(last, logit_bytes * tokens * vocab / tp, 0.0)
+
+
+def rank_dummies(weight_elements, last, head_elements, bf16):
+    """Bytes of the cached bf16 dummy weight gradients (dummy_wgrad_sets): the weights the rank holds, the output
+    layer's on the last rank."""
+    return bf16 * (weight_elements + select(last, head_elements, 0.0))
+
+
+def rank_held(weights, grads, dummies, optim):
+    """The bytes of one rank that do not depend on the recompute policy: its weights, gradients, dummy weight
+    gradients and optimizer state, summed in this order (rank_total adds the rest)."""
+    return weights + grads + dummies + optim
+
+
+def rank_total(held, activations, logits, reserved):
+    """One rank's bytes per GPU: rank_held's, then its activations, logits and the reserve, in this order."""
+    return held + activations + logits + reserved
+
+
+TAIL_FUNCTIONS = (rank_state, rank_activations, rank_logits, rank_dummies, rank_held, rank_total)
+
+
+def memory_per_gpu(w: Workload, grid, precision: str, sw, c, nmb, ranks: Ranks | None = None, gather=lambda x: x):
+    """Memory parts of the fullest candidate rank of each layout (ranks_of; computed here when not given), and
+    the first, fullest and last rank's totals. Dense parameters replicate over dp * cp, the group the
+    distributed optimizer and FSDP shard them over (Megatron-Core builds its gradient buffers on the
+    data-parallel group with context parallelism); expert parameters over the expert data-parallel group edp."""
+    m = w.model
+    r = ranks_of(w, grid, sw) if ranks is None else ranks
+    cnt, rank = r.cnt, r.rank
     col = lambda x: np.asarray(x, dtype=float).reshape(-1, 1) * np.ones((grid.n, 1))
-    tp, pp, vp = (col(x) for x in (grid.tp, grid.pp, grid.vp))
+    tp, pp, vp, cp = (col(x) for x in (grid.tp, grid.pp, grid.vp, grid.cp))
+    dpc, edp = col(np.asarray(grid.dp, dtype=float) * np.asarray(grid.cp, dtype=float)), col(grid.edp)
     fsdp, rec = grid.fsdp[:, None], grid.recompute
-    params = p_dense + p_exp
     # hybrid sharding (HSDP) shards the dense parameters over its group only (parallel/dp.shard_group)
-    shard = p_dense / col(dp_par.shard_group(dpc, sw.hybrid_shard_group)) + p_exp / col(edp)
+    shard = dp_par.optimizer_shard(r.p_dense, r.p_exp, dpc, edp, cp, True, sw)
+    opt_group = dp_par.optimizer_shard(r.p_dense, r.p_exp, dpc, edp, cp, False, sw)
     wb = weight_bytes(precision, sw.fp8_param_gather)
-    gb = sw.grad_bytes
-    # FSDP gathering once per step keeps the gathered parameters and unsharded gradients to the step's end
-    sharded = fsdp & sw.fsdp_per_microbatch
-    weights = np.where(sharded, shard * wb, params * wb)
-    grads = np.where(sharded | sw.shards_grads, shard * gb, params * gb)
-    optim = K.ADAM_STATE_BYTES * dp_par.optimizer_shard(p_dense, p_exp, col(dpc), col(edp), col(grid.cp), fsdp, sw)
+    weights, grads, optim = rank_state(
+        r.p_dense + r.p_exp,
+        shard,
+        opt_group,
+        fsdp,
+        sw.fsdp_per_microbatch,
+        sw.shards_grads,
+        wb,
+        sw.grad_bytes,
+        K.ADAM_STATE_BYTES,
+    )
     held = 0.0
     full_layer = 0.0
     for k, layer in enumerate(w.layers):
@@ -140,31 +221,37 @@ def memory_per_gpu(
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
-    dummies = dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank
-    activations = (
-        held * pp_par.in_flight(pp, vp, col(nmb), rank, sw.schedule) * offload_kept_share(sw, pp, sum(cnt), col(rec))
-    )
+    mtp = 0.0
     if w.head.mtp_layers:  # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
-        kept, _ = layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)
-        activations = activations + np.where(last, w.head.mtp_layers * col(kept), 0.0)
-    # during recompute one layer's full activations are live again; the embedding output on the first rank
-    activations = activations + np.where(col(rec) == FULL, full_layer, 0.0)
-    activations = activations + np.where(rank == 0, K.BF16 * m.hidden_size * col(gather(w.Ts)), 0.0)
-    # the logits on the last rank while its loss runs backward: fp32 logits and their fp32 gradient, or with
-    # Transformer Engine's fused cross-entropy only the bf16 logits, the gradient written into them in place
-    # (transformer_engine/pytorch/cross_entropy.py: saves _input, backward returns it overwritten)
-    logits = np.where(last, sw.logit_bytes * col(gather(w.T)) * m.vocab_size / tp, 0.0)
+        mtp = w.head.mtp_layers * col(layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)[0])
+    activations = rank_activations(
+        held,
+        pp_par.in_flight(pp, vp, col(nmb), rank, sw.schedule),
+        offload_kept_share(sw, pp, sum(cnt), col(rec)),
+        last,
+        mtp,
+        col(rec) == FULL,
+        full_layer,
+        rank == 0,
+        K.BF16 * m.hidden_size * col(gather(w.Ts)),
+    )
     parts = {
         "weights": weights,
         "gradients": grads,
-        "dummy_wgrads": dummies,
+        "dummy_wgrads": dummy_wgrad_bytes(w, cnt, last, gather) if sw.dummy_wgrad else 0.0 * rank,
         "optimizer": optim,
         "activations": activations,
-        "logits": logits,
+        "logits": rank_logits(last, sw.logit_bytes, col(gather(w.T)), m.vocab_size, tp),
         "reserved": c.reserved_bytes + 0 * rank,
     }
     parts = {k: np.broadcast_to(v, rank.shape) for k, v in parts.items()}
-    total = sum(parts.values())
+    p = parts
+    total = rank_total(
+        rank_held(p["weights"], p["gradients"], p["dummy_wgrads"], p["optimizer"]),
+        p["activations"],
+        p["logits"],
+        p["reserved"],
+    )
     fullest = np.argmax(total, axis=1)[:, None]
     pick = lambda a: np.take_along_axis(a, fullest, axis=1)[:, 0]
     # the first, the fullest and the last pipeline rank (columns 0 and -1 are the first and last rank,

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from perfmodel.core.elementwise import select
+
 
 def exposed(comm_t, window, share):
     """Communication left on the critical path when `share` of it can run under `window` seconds of
@@ -20,12 +22,30 @@ def exposed(comm_t, window, share):
     return (1.0 - share) * comm_t + np.maximum(0.0, share * comm_t - window)
 
 
+def spill(hideable, window):
+    """Overlappable seconds that do not fit under `window` seconds of compute."""
+    return np.maximum(0.0, hideable - window)
+
+
+def exposed_in_budget(comm_t, share, spilled, hideable):
+    """One class's exposed seconds in a shared budget (module docstring): its unhidden part plus its share of the
+    spill. A zero budget has nothing to spill (every share x t is 0, so dividing by 1 instead gives 0)."""
+    return (1.0 - share) * comm_t + spilled * (share * comm_t / select(hideable > 0, hideable, 1.0))
+
+
 def exposed_shared(comms: dict[str, np.ndarray], shares: dict[str, float], compute) -> dict[str, np.ndarray]:
     """Exposed seconds per class when the classes in `comms` share one compute window of `compute` s."""
     hideable = sum(shares[k] * t for k, t in comms.items())
-    spill = np.maximum(0.0, hideable - compute)
-    out = {}
-    for k, t in comms.items():
-        frac = np.divide(shares[k] * t, hideable, out=np.zeros_like(spill), where=hideable > 0)
-        out[k] = (1 - shares[k]) * t + spill * frac
-    return out
+    s = spill(hideable, compute)
+    return {k: exposed_in_budget(t, shares[k], s, hideable) for k, t in comms.items()}
+
+
+def exposed_pair(t1, share1, t2, share2, window):
+    """exposed_shared of two classes, summed (the elementwise form the step tail compiles: FSDP's gathers and
+    scatters under the step's compute)."""
+    hideable = share1 * t1 + share2 * t2
+    s = spill(hideable, window)
+    return exposed_in_budget(t1, share1, s, hideable) + exposed_in_budget(t2, share2, s, hideable)
+
+
+TAIL_FUNCTIONS = (exposed, spill, exposed_in_budget, exposed_pair)

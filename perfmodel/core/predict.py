@@ -19,7 +19,7 @@ from perfmodel.core import constants as K
 from perfmodel.core import price, workload
 from perfmodel.core.calibration import Constants, constants
 from perfmodel.core.compute import memory_time
-from perfmodel.core.memory import memory_per_gpu, offloads, weight_bytes
+from perfmodel.core.memory import Ranks, memory_per_gpu, offloads, ranks_of, weight_bytes
 from perfmodel.core.overlap import exposed, exposed_shared
 from perfmodel.core.parallel import dp as dp_par
 from perfmodel.core.parallel import ep as ep_par
@@ -294,14 +294,11 @@ def _stages(
         w.layer_kinds, len(w.layers), grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout
     )
     per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
-    compute_s = (
-        sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds)))
-        + has_emb * embed[:, None]
-        + has_head * head[:, None]
-    )
+    layers = sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds)))
+    compute_s = pp_par.stage_compute(layers, has_emb, embed[:, None], has_head, head[:, None])
     p2p = pp_par.p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
-    pp_exp_s = exposed(p2p[:, None], compute_s, pp_share(sw, vp)[:, None])
-    t_stage = np.where(mult > 0, compute_s + pp_exp_s, -np.inf)
+    t_stage = pp_par.stage_seconds(compute_s, p2p[:, None], pp_share(sw, vp)[:, None], mult > 0)
+    pp_exp_s = exposed(p2p[:, None], compute_s, pp_share(sw, vp)[:, None])  # the breakdown's part of it
     t_max = t_stage.max(axis=1)
     t_sum = (mult * np.where(mult > 0, t_stage, 0.0)).sum(axis=1)
     share = [layer.count / pp for layer in w.layers]  # layers of kind k per rank, mean
@@ -321,27 +318,20 @@ class StepEnd:
     dp_comm: np.ndarray  # exposed DP / FSDP communication per step, on the rank that finishes last
     dp_raw: np.ndarray
     optimizer: np.ndarray
-    p_dense: np.ndarray  # parameters per GPU of the first, second and last rank [n, 3]
-    p_exp: np.ndarray
-    mem_cnt: list
-    mem_rank: np.ndarray
+    ranks: Ranks  # the candidate pipeline ranks and their parameters (memory.ranks_of)
 
 
 def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max, nmb, hw, c_other) -> StepEnd:
-    """Data-parallel communication and the optimizer step on the first, second and last pipeline rank
-    (parallel/dp.py); the step waits for the one that finishes last."""
+    """Data-parallel communication and the optimizer step on every candidate pipeline rank (memory.ranks_of,
+    parallel/dp.py); the step waits for the one that finishes last."""
     f64 = lambda x: np.asarray(x, dtype=float)
-    tp, pp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "pp", "ep", "etp", "cp"))
+    tp, ep, etp, cp = (f64(getattr(grid, k)) for k in ("tp", "ep", "etp", "cp"))
     dpc, edp = f64(grid.dp) * cp, f64(grid.edp)  # dense parameters replicate over dp x cp
-    mem_cnt, mem_rank = pp_par.ranks_for_memory(
-        w.layer_kinds, len(w.layers), grid.pp, grid.vp, m.mtp_layers, sw.pipeline_layout, sw.schedule
-    )
-    p_dense, p_exp = dp_par.rank_params(m, w, mem_cnt, mem_rank, pp[:, None], sw.schedule)
-    p_dense, p_exp = p_dense / tp[:, None], p_exp / (ep * etp)[:, None]
+    r = ranks_of(w, grid, sw)
     gb = sw.grad_bytes
     rs, ag = dp_par.grad_and_param_times(
-        p_dense,
-        p_exp,
+        r.p_dense,
+        r.p_exp,
         sw.reduce_bytes,
         weight_bytes(prec, sw.fp8_param_gather),
         dpc[:, None],
@@ -355,9 +345,9 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
     # the optimizer steps the state this GPU holds (memory.memory_per_gpu): FSDP's shard (under hybrid sharding
     # its group's), else the stack's optimizer sharding (dp x cp, dp, or none: every rank steps all of it)
-    shard = dp_par.optimizer_shard(p_dense, p_exp, dpc[:, None], edp[:, None], cp[:, None], grid.fsdp[:, None], sw)
+    shard = dp_par.optimizer_shard(r.p_dense, r.p_exp, dpc[:, None], edp[:, None], cp[:, None], grid.fsdp[:, None], sw)
     opt_r = memory_time(
-        (K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
+        (K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (r.p_dense + r.p_exp),
         hw,
         K.OPTIMIZER_KERNELS,
         c_other,
@@ -365,7 +355,17 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     last = np.argmax(dp_r + opt_r, axis=1)
     pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
     raw = pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))
-    return StepEnd(pick(dp_r), raw, pick(opt_r), p_dense, p_exp, mem_cnt, mem_rank)
+    return StepEnd(pick(dp_r), raw, pick(opt_r), r)
+
+
+def step_seconds(pipeline, dp_comm, optimizer, overhead, ep_solo):
+    """The step: all micro-batches through the schedule, then the exposed DP communication and the optimizer
+    step of the rank that finishes last, the fixed per-step overhead, and the EP all-to-all the overlap leaves
+    exposed (a2a_solo). Elementwise (core/elementwise.py): the planner's loop adds the same terms in this order."""
+    return pipeline + dp_comm + optimizer + overhead + ep_solo
+
+
+TAIL_FUNCTIONS = (step_seconds,)
 
 
 def a2a_solo(ws, prices: list[KindPrice], pp, vp, nmb, rec, g=lambda x: x):
@@ -402,7 +402,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
     end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)
     solo = a2a_solo(ws, prices, grid.pp, grid.vp, nmb, grid.recompute, g)
-    step = st.pipeline + end.dp_comm + end.optimizer + c.step_overhead_s + solo
+    step = step_seconds(st.pipeline, end.dp_comm, end.optimizer, c.step_overhead_s, solo)
 
     tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)
     fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(zero)
@@ -424,21 +424,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     comm_raw = {k[4:]: v * nmb for k, v in st.parts.items() if k.startswith("raw_")}
     comm_raw |= {"pp_comm": st.p2p * nmb, "dp_comm": end.dp_raw}
 
-    mem, mem_stages = memory_per_gpu(
-        ws,
-        grid,
-        prec,
-        sw,
-        c,
-        end.p_dense,
-        end.p_exp,
-        f64(grid.dp) * f64(grid.cp),
-        f64(grid.edp),
-        nmb,
-        end.mem_cnt,
-        end.mem_rank,
-        g,
-    )
+    mem, mem_stages = memory_per_gpu(ws, grid, prec, sw, c, nmb, end.ranks, g)
     total_mem = sum(mem.values())
     return Prediction(
         layouts=grid,

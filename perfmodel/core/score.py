@@ -10,18 +10,19 @@ the axes it depends on, never on all B x F x R layouts before it must be (`_tabl
 - stage signatures and memory ranks: once per distinct (pp, vp) (parallel/pp.py signature_table,
   memory_rank_table);
 - p2p and in-flight micro-batches: once per (tp, cp, pp, vp, mbs);
-- DP group placement, parameters per rank, optimizer: once per (tp, cp, pp, vp, ep, etp), on the Q = 3
-  memory ranks (mbs, the enumeration's innermost axis, does not enter them).
+- DP group placement, parameters per rank, optimizer: once per (tp, cp, pp, vp, ep, etp), on the Q candidate
+  memory ranks (parallel/pp.memory_ranks; mbs, the enumeration's innermost axis, does not enter them).
 Then the per-layout tail: stage times and the schedule ([S, B, R] -> [B, R]; recompute changes them, fsdp
 does not), exposed DP time, the rank that finishes last and the fullest rank's memory ([Q, B, R] per fsdp
 choice), in numpy (`_numpy_tail`) or compiled (`_kernel_tail`, kernel.py, where numba is installed).
-Every formula is the one predict_grid uses (parallel/pp.py, parallel/dp.py, overlap.py, compute.py,
-memory.layer_activation_bytes), called on broadcast shapes; only the glue that predict._stages,
-predict._step_end and memory.memory_per_gpu write for one layout per row is restated for the product's
-axes, and the kernel restates the numpy tail. tests/test_score.py asserts that the result equals
-predict_grid on every layout of sampled grids to 1e-12 relative (it is bit-identical) and the kernel the
-numpy tail bit for bit, so a change to either side's physics without the other fails;
-benchmarks/search_bench.py compares the full benchmark grids.
+The step tail is written once: its formulas are elementwise functions in the modules they belong to
+(parallel/pp.py stage_compute / stage_seconds / pipeline_seconds, parallel/dp.py exposed_plain / exposed_fsdp,
+overlap.py, memory.py rank_state / rank_activations / rank_logits / rank_dummies / rank_held / rank_total,
+predict.step_seconds; core/elementwise.py), which predict_grid calls on [n, ...] arrays, the numpy tail on the
+product's axes and kernel.tail, compiled, on one layout's scalars. Only the loops and reductions over
+signatures and memory ranks are the callers' own. tests/test_score.py asserts that the result equals
+predict_grid on every layout of sampled grids to 1e-12 relative (it is bit-identical) and the kernel the numpy
+tail bit for bit; benchmarks/search_bench.py compares the full benchmark grids.
 """
 
 from __future__ import annotations
@@ -44,9 +45,13 @@ from perfmodel.core.memory import (
     dummy_wgrad_sets,
     layer_activation_bytes,
     offload_kept_share,
+    rank_activations,
+    rank_held,
+    rank_logits,
+    rank_state,
+    rank_total,
     weight_bytes,
 )
-from perfmodel.core.overlap import exposed
 from perfmodel.core.parallel import dp as dp_par
 from perfmodel.core.parallel import ep as ep_par
 from perfmodel.core.parallel import pp as pp_par
@@ -61,6 +66,7 @@ from perfmodel.core.predict import (
     pp_share,
     price_kind,
     software_of,
+    step_seconds,
     with_offload,
 )
 from perfmodel.core.software import Software
@@ -362,7 +368,8 @@ def _tables(
 
 
 def _numpy_tail(t: _Tables) -> Scores:
-    """Stage times, schedule, exposed DP time and memory of every layout, in numpy."""
+    """Stage times, schedule, exposed DP time and memory of every layout, in numpy: the step tail's elementwise
+    functions (core/elementwise.py) on the product's axes, in kernel.tail's order of operations."""
     m, sw, c, tab, u = t.m, t.sw, t.c, t.tab, t.u
     B, F, R, Q = len(u), len(t.fs), len(t.rec), t.mrank.shape[1]
     col = lambda x: x[:, None]
@@ -375,32 +382,35 @@ def _numpy_tail(t: _Tables) -> Scores:
     cnt, has_emb, has_head, mult, pair = t.sig
     lead = lambda x: np.ascontiguousarray(x.T[:, pair])[:, :, None]  # [P, S] -> [S, B, 1]
     cnt, mult = [lead(x) for x in cnt], lead(mult)
-    compute_s = (
-        sum(cnt[i] * per_layer[i][upl][None] for i in range(t.n_kinds))
-        + lead(has_emb) * tab["embed"][u][None, :, None]
-        + lead(has_head) * tab["head"][u][None, :, None]
+    layers = sum(cnt[i] * per_layer[i][upl][None] for i in range(t.n_kinds))
+    compute_s = pp_par.stage_compute(
+        layers, lead(has_emb), tab["embed"][u][None, :, None], lead(has_head), tab["head"][u][None, :, None]
     )
-    pp_exp_s = exposed(t.p2p[None, :, None], compute_s, pp_share(sw, t.vp)[None, :, None])
     on = mult > 0
-    t_stage = np.where(on, compute_s + pp_exp_s, -np.inf)
+    t_stage = pp_par.stage_seconds(compute_s, t.p2p[None, :, None], pp_share(sw, t.vp)[None, :, None], on)
     t_max = np.maximum.reduce(t_stage, axis=0)
     t_sum = np.add.reduce(mult * np.where(on, t_stage, 0.0), axis=0)
-    pipeline, _ = pp_par.schedule_time(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), sw.schedule)  # [B, R]
+    code = pp_par.SCHEDULE_CODES.get(sw.schedule, 0)
+    pipeline = pp_par.pipeline_seconds(t_max, t_sum, col(t.pp), col(t.vp), col(t.nmb), code)  # [B, R]
 
-    # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end); the per-step overhead and
-    # the EP all-to-all the overlap leaves exposed (predict.a2a_solo: the solo micro-batches per (tp, cp, pp,
-    # vp, mbs) times one micro-batch's exposure of all layers, shared by the pp ranks)
-    overhead = c.step_overhead_s + t.solo[t.fl] * col(tab["ep_solo"][u] / t.pp)
+    # step end on the memory ranks: [Q, B, R] per fsdp choice (predict._step_end); the EP all-to-all the overlap
+    # leaves exposed (predict.a2a_solo: the solo micro-batches per (tp, cp, pp, vp, mbs) times one micro-batch's
+    # exposure of all layers, shared by the pp ranks)
+    solo = t.solo[t.fl] * col(tab["ep_solo"][u] / t.pp)
     rs3, ag3 = (q3(x[t.run]) for x in (t.rs, t.ag))
     stage, nmb3 = t_max[None], t.nmb[None, :, None]
     plain = fsdp_t = None
     step = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
         if on_f:
-            fsdp_t = dp_par.exposed_fsdp(rs3, ag3, stage, nmb3, sw) if fsdp_t is None else fsdp_t
+            if fsdp_t is None:
+                fsdp_t = dp_par.exposed_fsdp(
+                    rs3, ag3, stage, nmb3, sw.fsdp_per_microbatch, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share
+                )
             dp_r = fsdp_t
         else:
-            plain = dp_par.exposed_plain(rs3, ag3, stage, sw) if plain is None else plain
+            if plain is None:
+                plain = dp_par.exposed_plain(rs3, ag3, stage, sw.dp_rs_share, sw.dp_ag_share)
             dp_r = plain
         opt3 = q3(t.opt[int(on_f)][t.run])
         # the rank that finishes last (np.argmax's rule: the first of equal ones)
@@ -413,7 +423,7 @@ def _numpy_tail(t: _Tables) -> Scores:
                 np.where(later, dp_r[q], dp_comm),
                 np.where(later, opt3[q], optimizer),
             )
-        step[:, f] = pipeline + dp_comm + optimizer + overhead
+        step[:, f] = step_seconds(pipeline, dp_comm, optimizer, c.step_overhead_s, solo)
     tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
     # memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
@@ -423,15 +433,19 @@ def _numpy_tail(t: _Tables) -> Scores:
     for k in range(t.n_kinds):
         held = held + q3(t.mcnt[k][t.mpair]) * kept[k][u][None]  # [Q, B, R]
     lastr = rank3 == t.pp[None, :, None] - 1
-    activations = (
-        held * q3(t.in_fl[t.fl]) * np.where(rr[None] == NONE, q3(t.act_share[t.mpair]), 1.0)
-    )  # memory.offloads
-    if t.mtp_layers:
-        activations = activations + np.where(lastr, t.mtp_layers * kept[-1][u][None], 0.0)
-    activations = activations + np.where(rr[None] == FULL, tab["full_layer"][u][None, :, None], 0.0)
     Ts, T = tab["Ts"][u], tab["T"][u]
-    activations = activations + np.where(rank3 == 0, K.BF16 * m.hidden_size * Ts[None, :, None], 0.0)
-    logits = np.where(lastr, sw.logit_bytes * T[None, :, None] * m.vocab_size / t.tp[None, :, None], 0.0)
+    activations = rank_activations(
+        held,
+        q3(t.in_fl[t.fl]),
+        np.where(rr[None] == NONE, q3(t.act_share[t.mpair]), 1.0),  # memory.offloads
+        lastr,
+        t.mtp_layers * kept[-1][u][None],
+        rr[None] == FULL,
+        tab["full_layer"][u][None, :, None],
+        rank3 == 0,
+        K.BF16 * m.hidden_size * Ts[None, :, None],
+    )
+    logits = rank_logits(lastr, sw.logit_bytes, T[None, :, None], m.vocab_size, t.tp[None, :, None])
     dummies = q3(
         dummy_wgrad_from(
             [x[u] for x in tab["dummy"]], tab["dummy_head"][u], list(t.dummy_on[:, t.mpair]), t.last_pq[t.mpair]
@@ -442,17 +456,16 @@ def _numpy_tail(t: _Tables) -> Scores:
     reserved = c.reserved_bytes + 0 * rank3
     mem = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
-        sharded = on_f and sw.fsdp_per_microbatch
-        weights = shard3 * t.wb if sharded else params * t.wb
-        grads = shard3 * t.gb if (sharded or sw.shards_grads) else params * t.gb
-        optim = K.ADAM_STATE_BYTES * (shard3 if on_f else opt_group)
-        total = weights + grads + dummies + optim + activations + logits + reserved
+        weights, grads, optim = rank_state(
+            params, shard3, opt_group, on_f, sw.fsdp_per_microbatch, sw.shards_grads, t.wb, t.gb, K.ADAM_STATE_BYTES
+        )
+        total = rank_total(rank_held(weights, grads, dummies, optim), activations, logits, reserved)
         mem[:, f] = np.maximum.reduce(total, axis=0)
     return Scores(step, tps, mem, t.hbm)
 
 
 def _kernel_tail(t: _Tables) -> Scores:
-    """The same tail compiled (kernel.tail): the numpy tail's statements one layout at a time."""
+    """The same tail compiled (kernel.tail): the same functions one layout at a time."""
     from perfmodel.core import kernel
 
     sw, c, tab = t.sw, t.c, t.tab
@@ -460,8 +473,7 @@ def _kernel_tail(t: _Tables) -> Scores:
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)
     qr = lambda x: np.ascontiguousarray(x.T)  # [rows, Q] -> [Q, rows]
     cnt, emb, hd, mult, pair = t.sig
-    step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
-    kernel.tail(
+    stages = kernel.Stages(
         t.per_layer,
         i64(t.upl),
         tab["embed"],
@@ -474,11 +486,11 @@ def _kernel_tail(t: _Tables) -> Scores:
         i64(pair),
         t.p2p,
         np.ascontiguousarray(pp_share(sw, t.vp)),
-        t.pp,
-        t.vp,
-        t.nmb,
-        kernel.SCHEDULES.get(sw.schedule, 0),
-        float(pp_par.ZERO_BUBBLE_SHARE),
+    )
+    schedule = kernel.Schedule(
+        t.pp, t.vp, t.nmb, pp_par.SCHEDULE_CODES.get(sw.schedule, 0), float(pp_par.ZERO_BUBBLE_SHARE)
+    )
+    dp = kernel.DataParallel(
         i64(t.run),
         qr(t.rs),
         qr(t.ag),
@@ -489,11 +501,11 @@ def _kernel_tail(t: _Tables) -> Scores:
         bool(sw.fsdp_per_microbatch),
         bool(sw.fsdp_reshard),
         t.fs,
-        float(c.step_overhead_s),
-        np.ascontiguousarray(t.solo),
-        tab["ep_solo"],
-        t.tokens,
-        t.gpus,
+    )
+    stepa = kernel.Step(
+        float(c.step_overhead_s), np.ascontiguousarray(t.solo), tab["ep_solo"], i64(t.fl), t.tokens, t.gpus
+    )
+    mm = kernel.Memory(
         qr(t.params),
         qr(t.shard),
         qr(t.opt_group),
@@ -503,7 +515,6 @@ def _kernel_tail(t: _Tables) -> Scores:
         bool(sw.shards_grads),
         np.ascontiguousarray(np.stack(t.mcnt)),
         i64(t.mpair),
-        i64(t.fl),
         qr(t.in_fl),
         qr(t.mrank == t.mrank[:, -1:]),
         qr(t.mrank == 0),  # last rank (pp - 1), first rank
@@ -525,10 +536,9 @@ def _kernel_tail(t: _Tables) -> Scores:
         tab["dummy_head"],
         float(K.BF16),
         qr(t.act_share),
-        step,
-        tps,
-        mem,
     )
+    step, tps, mem = np.empty((B, F, R)), np.empty((B, F, R)), np.empty((B, F, R))
+    kernel.tail(stages, schedule, dp, stepa, mm, step, tps, mem)
     return Scores(step, tps, mem, t.hbm)
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from perfmodel.core import comm
-from perfmodel.core.overlap import exposed, exposed_shared
+from perfmodel.core.elementwise import select
+from perfmodel.core.overlap import exposed, exposed_pair
 from perfmodel.specs.counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
 from perfmodel.specs.model import ModelSpec
 
@@ -94,40 +95,42 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
     return rs, ag
 
 
-def _fsdp_calls(nmb, sw):
-    """(gathers, scatters) of FSDP per step: per micro-batch, one gather for forward and, resharding
-    after forward (FULL_SHARD), another for backward, and one reduce-scatter; gathered once per step
-    (kept across micro-batches), one gather and one scatter per step."""
-    if sw.fsdp_per_microbatch:
-        return nmb * (2 if sw.fsdp_reshard else 1), nmb
-    return 1.0 + 0 * nmb, 1.0 + 0 * nmb
+def fsdp_calls(nmb, per_microbatch, reshard):
+    """(gathers, scatters) of FSDP per step: per micro-batch, one gather for forward and, resharding after
+    forward (FULL_SHARD), another for backward, and one reduce-scatter; gathered once per step (kept across
+    micro-batches), one gather and one scatter per step. Elementwise (core/elementwise.py)."""
+    n_ag = select(per_microbatch, nmb * select(reshard, 2.0, 1.0), 1.0 + 0 * nmb)
+    return n_ag, select(per_microbatch, nmb, 1.0 + 0 * nmb)
 
 
-def exposed_plain(rs, ag, stage, sw):
+def exposed_plain(rs, ag, stage, rs_share, ag_share):
     """Exposed DP communication per step with the distributed optimizer: the reduce-scatter hides under the
     last micro-batch's backward (2/3 of a stage time) when the stack overlaps gradient reduction, the
-    all-gather under the first forward (1/3) when it overlaps the parameter gather."""
-    return exposed(rs, stage * 2 / 3, sw.dp_rs_share) + exposed(ag, stage / 3, sw.dp_ag_share)
+    all-gather under the first forward (1/3) when it overlaps the parameter gather. Elementwise."""
+    return exposed(rs, stage * 2 / 3, rs_share) + exposed(ag, stage / 3, ag_share)
 
 
-def exposed_fsdp(rs, ag, stage, nmb, sw):
+def exposed_fsdp(rs, ag, stage, nmb, per_microbatch, reshard, rs_share, ag_share):
     """Exposed FSDP communication per step: each gather and scatter hides under a stage time. The gathers
-    and scatters of all micro-batches share one window, the step's compute (overlap.py): separate per-call
-    windows would let faster compute expose more communication than it saves."""
-    n_ag, n_rs = _fsdp_calls(nmb, sw)
-    ex = exposed_shared({"ag": n_ag * ag, "rs": n_rs * rs}, {"ag": sw.dp_ag_share, "rs": sw.dp_rs_share}, nmb * stage)
-    return ex["ag"] + ex["rs"]
+    and scatters of all micro-batches share one window, the step's compute (overlap.exposed_pair): separate
+    per-call windows would let faster compute expose more communication than it saves. Elementwise."""
+    n_ag, n_rs = fsdp_calls(nmb, per_microbatch, reshard)
+    return exposed_pair(n_ag * ag, ag_share, n_rs * rs, rs_share, nmb * stage)
 
 
 def exposed_time(rs, ag, fsdp, stage, nmb, sw):
     """Exposed DP communication per step: FSDP's where `fsdp`, the distributed optimizer's elsewhere."""
-    return np.where(fsdp, exposed_fsdp(rs, ag, stage, nmb, sw), exposed_plain(rs, ag, stage, sw))
+    fs = exposed_fsdp(rs, ag, stage, nmb, sw.fsdp_per_microbatch, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
+    return np.where(fsdp, fs, exposed_plain(rs, ag, stage, sw.dp_rs_share, sw.dp_ag_share))
 
 
 def raw_time(rs, ag, fsdp, nmb, sw):
     """DP communication per step before any overlap."""
-    n_ag, n_rs = _fsdp_calls(nmb, sw)
+    n_ag, n_rs = fsdp_calls(nmb, sw.fsdp_per_microbatch, sw.fsdp_reshard)
     return np.where(fsdp, n_ag * ag + n_rs * rs, rs + ag)
+
+
+TAIL_FUNCTIONS = (fsdp_calls, exposed_plain, exposed_fsdp)
 
 
 def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:

@@ -37,6 +37,8 @@ import numpy as np
 
 from perfmodel.core import comm
 from perfmodel.core import constants as K
+from perfmodel.core.elementwise import select
+from perfmodel.core.overlap import exposed
 from perfmodel.core.topology import _codes
 
 # (pp, vp) entries of Megatron-Bridge's DeepSeek-V3 / Kimi-K2 pipeline layout maps (chunk_layers, bridge_map)
@@ -243,16 +245,39 @@ def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
 ZERO_BUBBLE_SHARE = 1 / 3
 
 
-def schedule_time(t_max, t_sum, pp, vp, nmb, schedule: str = "interleaved"):
-    """(pipeline seconds, bubble seconds) of one step for stage times with max t_max and sum t_sum."""
+SCHEDULE_CODES = {"zero_bubble": 1, "dualpipe": 2}  # every other schedule: the 1F1B / interleaved formula (0)
+
+
+def pipeline_seconds(t_max, t_sum, pp, vp, nmb, code, zb_share=ZERO_BUBBLE_SHARE):
+    """All micro-batches through the schedule, for stage times with max t_max and sum t_sum (module docstring);
+    `code` SCHEDULE_CODES' (ZB-H1: ZERO_BUBBLE_SHARE of the 1F1B bubble; DualPipe: (pp/2 - 1)/(pp - 1) of that).
+    Elementwise (core/elementwise.py): the step tail's formula for one layout and for the planner's loop."""
     fill = np.maximum(0.0, pp - nmb) * (vp - 1) / vp * t_sum / pp
     bub = (t_sum - t_max) / vp + fill
-    if schedule == "zero_bubble":
-        bub = bub * ZERO_BUBBLE_SHARE
-    elif schedule == "dualpipe":
-        bub = bub * ZERO_BUBBLE_SHARE * np.maximum(pp / 2 - 1, 0) / np.maximum(pp - 1, 1)
-    total = np.where(pp > 1, nmb * t_max + bub, nmb * t_max)
+    dual = bub * zb_share * np.maximum(pp / 2 - 1, 0.0) / np.maximum(pp - 1, 1.0)
+    bub = select(code == 1, bub * zb_share, select(code == 2, dual, bub))
+    return select(pp > 1, nmb * t_max + bub, nmb * t_max)
+
+
+def schedule_time(t_max, t_sum, pp, vp, nmb, schedule: str = "interleaved"):
+    """(pipeline seconds, bubble seconds) of one step under the stack's schedule (pipeline_seconds)."""
+    total = pipeline_seconds(t_max, t_sum, pp, vp, nmb, SCHEDULE_CODES.get(schedule, 0))
     return total, total - nmb * t_max
+
+
+def stage_compute(layers, has_embedding, embed, has_head, head):
+    """One pipeline rank's compute per micro-batch: its layers' seconds, and the embedding / head where it holds them."""
+    return layers + has_embedding * embed + has_head * head
+
+
+def stage_seconds(compute, p2p, share, on):
+    """One pipeline rank's time per micro-batch: its compute and the part of its send/recv that compute does not
+    hide (overlap.exposed; `share` the schedule's overlappable share); -inf on a padding signature (`on` False),
+    which no max picks."""
+    return select(on, compute + exposed(p2p, compute, share), -np.inf)
+
+
+TAIL_FUNCTIONS = (pipeline_seconds, stage_compute, stage_seconds)
 
 
 def in_flight(pp, vp, nmb, rank=0, schedule: str = "interleaved"):
