@@ -276,7 +276,7 @@ SIZE_ONE = (
     "the latency term _latency(k, 1) is 0: the same 0 either way"
 )
 PP_ONE = (
-    "at pp = 1 both branches agree: schedule_time has t_sum = t_max and max(0, 1 - m) = 0 for m >= 1 (predict "
+    "at pp = 1 both branches agree: pipeline_seconds has t_sum = t_max and max(0, 1 - m) = 0 for m >= 1 (predict "
     "floors m at 1), so m t_max; in_flight's interleaved count is (0 + (vp - 1) + 1) / vp = 1 = pp - rank"
 )
 CHUNK_RULES = (
@@ -428,7 +428,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         ("perfmodel/core/workload.py", "unique_layer_axes", w): "the overflow guard: both branches give keys in the "
         "same order (the values, or their codes, in mixed radix), and a product of radices up to 1.1 x 2^62 still "
         "fits int64, so either branch gives the same first indices and inverse"
-        for w in ("float(np.prod(np.array(radix, dtype=float))) < 2.0 ** 62", "2.0 ** 62")
+        for w in ("float(np.prod(np.array(radix, dtype=float))) < 2.0**62", "2.0**62")
     },
     (
         "perfmodel/core/predict.py",
@@ -466,7 +466,7 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "left term expert of expert + cnt[k] * e",
     ): "only the last layer kind (moe: workload.build lists dense first) has expert parameters, so `expert` is "
     "still 0 whenever a non-zero term is added to it",
-    **{("perfmodel/core/parallel/pp.py", f, "pp > 1"): PP_ONE for f in ("schedule_time", "in_flight")},
+    **{("perfmodel/core/parallel/pp.py", f, "pp > 1"): PP_ONE for f in ("pipeline_seconds", "in_flight")},
     (
         "perfmodel/core/parallel/pp.py",
         "legal_interleaving",
