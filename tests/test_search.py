@@ -192,8 +192,8 @@ def test_pareto_front_is_non_dominated(small):
 
 
 def test_recipes_rank_and_compare():
+    from perfmodel.analysis.recipes import check_rows, summary
     from perfmodel.analysis.validate import read_csv
-    from perfmodel.commands.recipes import check_rows, summary
 
     rows = [
         r
@@ -214,8 +214,8 @@ def test_recipes_fill_an_unpublished_recompute_without_selective_on_a_stack_that
     """`perfmodel recipes` with no arguments stopped at the AutoModel rows: their recompute cell is empty, and
     filling it tried selective on automodel-2025, whose stack names no selective modules, which predict refuses
     (check_recompute). The fill now tries only the modes the stack can run, and the row is compared."""
+    from perfmodel.analysis.recipes import check_rows
     from perfmodel.analysis.validate import read_csv
-    from perfmodel.commands.recipes import check_rows
 
     rows = [r for r in read_csv(ROOT / "validation" / "runs.csv") if r["run_id"] == "am-l3-70b-h100-64-bf16"]
     assert rows and not rows[0]["recompute"].strip()

@@ -18,9 +18,13 @@ every command refuses the same cases with the same sentence.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from perfmodel import api
 from perfmodel.errors import InputError
 from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec
+from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import ModelSpec
 
 GB = 1e9  # every table prints memory in GB = 1e9 bytes (HBM is sold in these units: 80 GB H100)
@@ -165,3 +169,72 @@ def check_tokens_cover_a_batch(tokens: float, gbs: int, seq: int, flag: str = "-
             f"{seq:,} tokens = {batch:,.0f} tokens): a run trains at least one step; give "
             f"--tokens of at least {batch:,.0f}",
         )
+
+
+# ---- a layout that does not fit: the single changes that would ----------------------------------------------
+
+
+def fitting_alternatives(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    lay: Layout,
+    precision: str,
+    attention: str,
+    routing: str,
+    consts=None,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> list[str]:
+    """Single changes of `lay` that are legal and fit in HBM, as CLI flags (checked by predicting each)."""
+    cands: list[tuple[str, Layout]] = []
+    if lay.recompute != "selective" and lay.recompute != "full":
+        cands.append(("--recompute selective", replace(lay, recompute="selective")))
+    if lay.recompute != "full":
+        cands.append(("--recompute full", replace(lay, recompute="full")))
+    if not lay.fsdp:
+        cands.append(("--fsdp", replace(lay, fsdp=True)))
+    for name in ("pp", "tp", "cp", "ep"):
+        if name == "ep" and not m.is_moe:
+            continue
+        new = 2 * getattr(lay, name)
+        cands.append((f"--{name} {new}", replace(lay, **{name: new})))
+    if lay.mbs > 1:
+        cands.append((f"--mbs {lay.mbs // 2}", replace(lay, mbs=lay.mbs // 2)))
+    out = []
+    for flag, cand in cands:
+        try:
+            p = api.predict(m, hw, cand, precision, attention, routing, consts, stack, stack_set)
+        except InputError:
+            continue  # the change breaks a layout rule (divisibility, ...)
+        if bool(p.fits[0]):
+            out.append(flag)
+    return out
+
+
+def memory_error(
+    m: ModelSpec,
+    hw: HardwareSpec,
+    lay: Layout,
+    row: dict,
+    precision: str,
+    attention: str = "causal",
+    routing: str = "real",
+    consts=None,
+    ignore_flag: bool = True,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> InputError:
+    """The one error every command gives a layout that does not fit in HBM: by how much, and the single
+    changes that would fit (each checked by predicting it, with the same stack)."""
+    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
+    hint = (
+        f"single changes that fit: {', '.join(alts)}"
+        if alts
+        else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch"
+    )
+    return InputError(
+        "layout",
+        "memory",
+        f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
+        f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""),
+    )

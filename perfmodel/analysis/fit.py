@@ -22,16 +22,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from perfmodel.analysis import uncertainty as U
-from perfmodel.analysis.validate import (
-    Report,
-    calibration_split,
-    merge,
-    read_csv,
-    validate_rows,
-)
-from perfmodel.analysis.validate import (
-    _resolve_ref as resolve_ref,
-)
+from perfmodel.analysis.validate import Report, calibration_split, merge, read_csv, validate_rows
+from perfmodel.analysis.validate import _resolve_ref as resolve_ref
 from perfmodel.core.calibration import BANDS, PROVENANCE, Constants, bounds, names
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import load_hardware

@@ -29,6 +29,7 @@ from perfmodel.specs.hardware import (
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+from perfmodel.core.predict import stack_info  # noqa: E402,F401
 from perfmodel.jsonable import to_jsonable  # noqa: E402,F401  (re-exported for the commands)
 from perfmodel.specs.stack import check_stack  # noqa: E402,F401
 
@@ -324,20 +325,6 @@ def stack_options(f: Callable) -> Callable:
     ):
         wrapper = o(wrapper)
     return wrapper
-
-
-def stack_info(opts: Any, model: Any = None, hw: Any = None) -> dict[str, Any]:
-    """The stack a prediction used, for --json: "stack" (preset id), "stack_name", "stack_set" and the
-    per-model rules of the preset that applied to this model and system."""
-    from perfmodel.specs.stack import load_stack
-
-    spec = load_stack(opts.stack)
-    rules = (
-        spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied
-        if model is not None and hw is not None
-        else ()
-    )
-    return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set), "stack_rules": list(rules)}
 
 
 def stack_line(opts: Any, model: Any = None, hw: Any = None) -> str:

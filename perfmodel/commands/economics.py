@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import check_measured_throughput, check_tokens_cover_a_batch, memory_reason
+from perfmodel.analysis.checks import check_measured_throughput, check_tokens_cover_a_batch, memory_error, memory_reason
 from perfmodel.analysis.search import search
 from perfmodel.commands.common import (
     console,
@@ -32,7 +32,6 @@ from perfmodel.commands.common import (
     table,
     warn_context,
 )
-from perfmodel.commands.predict import memory_error
 from perfmodel.core.predict import Options, Prediction
 from perfmodel.economics.job import job
 from perfmodel.economics.reliability import REL_KEYS, reliability_inputs, whole_units

@@ -5,14 +5,12 @@ much it is over and which single change of the layout would fit, found by predic
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import click
 from rich.markup import escape
 
 from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import domain_flags, domain_warning, memory_reason
+from perfmodel.analysis.checks import domain_flags, domain_warning, gb, memory_error
 from perfmodel.commands.common import (
     console,
     emit_json,
@@ -26,82 +24,12 @@ from perfmodel.commands.common import (
 )
 from perfmodel.core import calibration
 from perfmodel.core.predict import Options
-from perfmodel.errors import WARNINGS, InputError
+from perfmodel.errors import WARNINGS
 from perfmodel.specs.counts import flops_per_token
-from perfmodel.specs.hardware import HardwareSpec, whatif_fields
+from perfmodel.specs.hardware import whatif_fields
 from perfmodel.specs.layout import Layout, default_etp
-from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import display_path
-
-
-def fitting_alternatives(
-    m: ModelSpec,
-    hw: HardwareSpec,
-    lay: Layout,
-    precision: str,
-    attention: str,
-    routing: str,
-    consts=None,
-    stack: str | None = None,
-    stack_set: tuple[str, ...] = (),
-) -> list[str]:
-    """Single changes of `lay` that are legal and fit in HBM, as CLI flags (checked by predicting each)."""
-    cands: list[tuple[str, Layout]] = []
-    if lay.recompute != "selective" and lay.recompute != "full":
-        cands.append(("--recompute selective", replace(lay, recompute="selective")))
-    if lay.recompute != "full":
-        cands.append(("--recompute full", replace(lay, recompute="full")))
-    if not lay.fsdp:
-        cands.append(("--fsdp", replace(lay, fsdp=True)))
-    for name in ("pp", "tp", "cp", "ep"):
-        if name == "ep" and not m.is_moe:
-            continue
-        new = 2 * getattr(lay, name)
-        cands.append((f"--{name} {new}", replace(lay, **{name: new})))
-    if lay.mbs > 1:
-        cands.append((f"--mbs {lay.mbs // 2}", replace(lay, mbs=lay.mbs // 2)))
-    out = []
-    for flag, cand in cands:
-        try:
-            p = api.predict(m, hw, cand, precision, attention, routing, consts, stack, stack_set)
-        except InputError:
-            continue  # the change breaks a layout rule (divisibility, ...)
-        if bool(p.fits[0]):
-            out.append(flag)
-    return out
-
-
-def _gb(x: float) -> str:
-    return f"{x / 1e9:.1f} GB"
-
-
-def memory_error(
-    m: ModelSpec,
-    hw: HardwareSpec,
-    lay: Layout,
-    row: dict,
-    precision: str,
-    attention: str = "causal",
-    routing: str = "real",
-    consts=None,
-    ignore_flag: bool = True,
-    stack: str | None = None,
-    stack_set: tuple[str, ...] = (),
-) -> InputError:
-    """The one error every command gives a layout that does not fit in HBM: by how much, and the single
-    changes that would fit (each checked by predicting it, with the same stack)."""
-    alts = fitting_alternatives(m, hw, lay, precision, attention, routing, consts, stack, stack_set)
-    hint = (
-        f"single changes that fit: {', '.join(alts)}"
-        if alts
-        else "no single change (recompute, fsdp, 2x pp/tp/cp/ep) fits: use more GPUs or a smaller micro-batch"
-    )
-    return InputError(
-        "layout",
-        "memory",
-        f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
-        f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""),
-    )
 
 
 @click.command("predict")
@@ -217,7 +145,7 @@ def predict_cmd(
         [f"MFU ({other} attention)", f"{mfu_other:.1%}"],
         ["HFU (incl. recompute)", f"{r['hfu']:.1%}"],
         ["model FLOPs per token", f"{r['model_flops_per_token']:.3e}"],
-        ["memory per GPU", f"{_gb(mem)} of {_gb(hbm)} HBM: " + ("fits" if r["fits"] else "[red]DOES NOT FIT[/red]")],
+        ["memory per GPU", f"{gb(mem)} of {gb(hbm)} HBM: " + ("fits" if r["fits"] else "[red]DOES NOT FIT[/red]")],
     ]
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
     console.print(escape(b.line()))
@@ -234,8 +162,8 @@ def predict_cmd(
     if pp > 1:
         st = r["memory_stages_bytes"]
         console.print(
-            f"by pipeline rank: first {_gb(st['first'])}, fullest (rank {r['memory_fullest_rank']}) "
-            f"{_gb(st['fullest'])}, last (rank {pp - 1}) {_gb(st['last'])}"
+            f"by pipeline rank: first {gb(st['first'])}, fullest (rank {r['memory_fullest_rank']}) "
+            f"{gb(st['fullest'])}, last (rank {pp - 1}) {gb(st['last'])}"
         )
     b = {**r["breakdown_s"], **{f"{k}_raw": v for k, v in r.get("comm_raw_s", {}).items()}}
     print_breakdown(b, r["step_time_s"], consts, sw, domain_flags(hw, lay_d)["tp"])

@@ -8,6 +8,7 @@ import click
 from rich.markup import escape
 
 from perfmodel import api
+from perfmodel.analysis.checks import memory_error
 from perfmodel.analysis.sensitivity import Elasticity, plot_sweep, sensitivity, sweep
 from perfmodel.commands.common import (
     console,
@@ -20,7 +21,6 @@ from perfmodel.commands.common import (
     table,
     warn_context,
 )
-from perfmodel.commands.predict import memory_error
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options
 from perfmodel.errors import InputError

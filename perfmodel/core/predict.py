@@ -32,6 +32,7 @@ from perfmodel.specs.counts import Convention, flops_per_token
 from perfmodel.specs.hardware import HardwareSpec
 from perfmodel.specs.layout import LayoutGrid
 from perfmodel.specs.model import ModelSpec
+from perfmodel.specs.stack import load_stack
 
 Routing = Literal["balanced", "real"]
 
@@ -134,6 +135,18 @@ def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:
     """The stack of `opts` (preset, file or the default, with its per-model rules and --stack-set) as the
     cost model reads it."""
     return resolve_software(opts.stack, tuple(opts.stack_set), m.id, m.is_moe, hw, opts.precision, opts.consts)
+
+
+def stack_info(opts: Options, model: ModelSpec | None = None, hw: HardwareSpec | None = None) -> dict:
+    """The stack a prediction used, for --json: "stack" (preset id), "stack_name", "stack_set" and the
+    per-model rules of the preset that applied to this model and system."""
+    spec = load_stack(opts.stack)
+    rules = (
+        spec.for_model(model.id, model.is_moe, hw.id, opts.precision).applied
+        if model is not None and hw is not None
+        else ()
+    )
+    return {"stack": spec.id, "stack_name": spec.name, "stack_set": list(opts.stack_set), "stack_rules": list(rules)}
 
 
 def check_recompute(sw: Software, rec) -> None:
