@@ -31,6 +31,7 @@ size's "...GPUs; 1.8 s". A block preceded (on the line before its fence) by
 Examples run in file order, so one may use a file an earlier one wrote (write such files under /tmp, never in the
 checkout). tests/test_docs.py checks, without running them, that every example names a perfmodel subcommand.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,9 +49,9 @@ TIMEOUT_S = 600
 
 # (pattern, replacement) applied in --check to both outputs after whitespace is collapsed to single spaces
 MASKS: list[tuple[str, str]] = [
-    (r"scored in [0-9.]+ s \([0-9.]+ [kMG]?layouts/s\)", "scored in <t> s (<n> layouts/s)"),   # search, size
-    (r"\bin [0-9]+(?:\.[0-9]+)? s\b", "in <t> s"),                  # recipes "checked ... in 26.9 s", report "in 2.2 s"
-    (r"GPUs; [0-9]+(?:\.[0-9]+)? s\b", "GPUs; <t> s"),              # size: "... up to 1,048,576 GPUs; 1.8 s"
+    (r"scored in [0-9.]+ s \([0-9.]+ [kMG]?layouts/s\)", "scored in <t> s (<n> layouts/s)"),  # search, size
+    (r"\bin [0-9]+(?:\.[0-9]+)? s\b", "in <t> s"),  # recipes "checked ... in 26.9 s", report "in 2.2 s"
+    (r"GPUs; [0-9]+(?:\.[0-9]+)? s\b", "GPUs; <t> s"),  # size: "... up to 1,048,576 GPUs; 1.8 s"
 ]
 
 FENCE = re.compile(r"^(\s*)```")
@@ -60,11 +61,11 @@ MARKER = re.compile(r"<!--\s*example:\s*(volatile|skip)\s*-->")
 @dataclass
 class Example:
     path: Path
-    start: int            # index of the opening fence line
+    start: int  # index of the opening fence line
     cmd_lines: list[str]  # "$ perfmodel ..." and its continuation lines, as written
-    out_start: int        # index of the first output line
-    end: int              # index of the closing fence line
-    marker: str | None    # "volatile", "skip" or None
+    out_start: int  # index of the first output line
+    end: int  # index of the closing fence line
+    marker: str | None  # "volatile", "skip" or None
 
     @property
     def command(self) -> str:
@@ -91,7 +92,7 @@ def find_examples(path: Path) -> list[Example]:
                     k += 1
                 prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
                 m = MARKER.search(prev)
-                found.append(Example(path, i, lines[i + 1:k + 1], k + 1, close, m.group(1) if m else None))
+                found.append(Example(path, i, lines[i + 1 : k + 1], k + 1, close, m.group(1) if m else None))
             i = close + 1
         else:
             i += 1
@@ -118,8 +119,9 @@ def run(example: Example) -> str:
         raise SystemExit(f"{example.where}: not a perfmodel command: {head}")
     script = " ".join([shlex.quote(sys.executable), "-m", head]) + " 2>&1" + (" " + pipe if pipe else "")
     env = {**os.environ, **ENV}
-    proc = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, timeout=TIMEOUT_S)
+    proc = subprocess.run(
+        ["bash", "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT_S
+    )
     out = proc.stdout.decode("utf-8", errors="replace").split("\n")
     out = [line.rstrip() for line in out]
     while out and not out[-1]:
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         lines = path.read_text(encoding="utf-8").split("\n")
         new_outputs: dict[int, str] = {}
-        for ex in examples:               # in file order: a later example may read what an earlier one wrote
+        for ex in examples:  # in file order: a later example may read what an earlier one wrote
             if ex.marker == "skip":
                 continue
             total += 1
@@ -163,13 +165,13 @@ def main(argv: list[str] | None = None) -> int:
             for ex in examples:
                 if ex.start not in new_outputs or ex.marker == "volatile":
                     continue
-                old = "\n".join(lines[ex.out_start:ex.end])
+                old = "\n".join(lines[ex.out_start : ex.end])
                 if masked(old) != masked(new_outputs[ex.start]):
                     differ.append(f"{ex.where}: {ex.command}")
             continue
-        for ex in reversed(examples):     # from the end, so earlier indices stay valid while rewriting
+        for ex in reversed(examples):  # from the end, so earlier indices stay valid while rewriting
             if ex.start in new_outputs:
-                lines[ex.out_start:ex.end] = new_outputs[ex.start].split("\n") if new_outputs[ex.start] else []
+                lines[ex.out_start : ex.end] = new_outputs[ex.start].split("\n") if new_outputs[ex.start] else []
         path.write_text("\n".join(lines), encoding="utf-8")
     if args.list:
         return 0

@@ -2,6 +2,7 @@
 indexes every page, and every `$ perfmodel` example of README.md and docs/*.md names a subcommand that `perfmodel
 --help` lists, with options that subcommand has. The examples are not run here (too slow): their output is
 regenerated and compared by hand with `python3 docs/run_examples.py [--check]`, whose parser this test uses."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -21,7 +22,7 @@ README = ROOT / "README.md"
 
 _spec = importlib.util.spec_from_file_location("run_examples", DOCS / "run_examples.py")
 run_examples = importlib.util.module_from_spec(_spec)
-sys.modules["run_examples"] = run_examples          # dataclasses look their module up while the class is built
+sys.modules["run_examples"] = run_examples  # dataclasses look their module up while the class is built
 _spec.loader.exec_module(run_examples)
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -91,8 +92,9 @@ def test_docs_index_lists_every_page():
 
 def listed_subcommands() -> set[str]:
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
-    out = subprocess.run([sys.executable, "-m", "perfmodel", "--help"], cwd=ROOT, env=env, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "perfmodel", "--help"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
     body = out.split("Commands:", 1)[1]
     return {m.group(1) for m in re.finditer(r"^  (\S+)\s", body, flags=re.M)}
 
