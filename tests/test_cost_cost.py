@@ -64,12 +64,23 @@ def test_streams():
     assert float(f) == pytest.approx(1.04e-3, rel=REL) and float(b) == pytest.approx(1.02e-3, rel=REL)
 
 
+def _timed(name: str, overlap: str, seconds: float, calls_fwd: float, calls_bwd: float, module: str = "") -> Collective:
+    """A collective of known price on the toy GPU: `seconds` / 10 us steps of an empty send/recv inside the
+    NVLink domain (comm.p2p_time: 0 B over the link + the domain's 10 us latency each)."""
+    return Collective(name, overlap, "p2p", 0.0, 2, 1, calls_fwd, calls_bwd, module, steps=seconds / 1e-5)
+
+
+def test_collective_records_price_by_kind():
+    # an empty send/recv costs the NVLink latency (toy GPU: 10 us) per step; inactive (cp = 1) costs nothing
+    assert float(_timed("a", "tp", 1e-3, 1, 1).price(HW)) == pytest.approx(1e-3, rel=REL)
+    off = Collective("r", "cp", "p2p", 0.0, 2, 1, 1, 2, steps=3.0, active=np.array(False))
+    assert float(off.price(HW)) == 0.0
+    with pytest.raises(ValueError, match="unknown collective kind"):
+        Collective("z", "tp", "broadcast", 1.0, 2, 1, 1, 1).price(HW)
+
+
 def _comms():
-    return (
-        Collective("a", "tp", lambda hw: 1e-3, 2, 2),
-        Collective("b", "tp", lambda hw: 2e-3, 1, 3),
-        Collective("c", "ep", lambda hw: 5e-4, 2, 0),
-    )
+    return (_timed("a", "tp", 1e-3, 2, 2), _timed("b", "tp", 2e-3, 1, 3), _timed("c", "ep", 5e-4, 2, 0))
 
 
 def test_comm_raw_per_class():
@@ -90,7 +101,7 @@ def test_selective_recompute_of_modules():
         (mlp, other),
         (AttentionCore("global", np.array(3e9), np.array(3000.0)),),
         (Stream("act", 8e8, 8e8, 0, 0, "mlp"), Stream("norms", 4e8, 4e8, 0, 0, "layernorm")),
-        (Collective("x", "tp", lambda hw: 1e-3, 2, 2, "mlp"), Collective("y", "tp", lambda hw: 5e-3, 2, 2)),
+        (_timed("x", "tp", 1e-3, 2, 2, "mlp"), _timed("y", "tp", 5e-3, 2, 2)),
         (),
         (),
     )

@@ -47,7 +47,7 @@ from typing import Any, Callable, Literal, Mapping
 from perfmodel.analysis.checks import check_tokens_cover_a_batch
 from perfmodel.analysis.search import Constraints, SearchResult, equivalents, parse_constraints, search
 from perfmodel.analysis.uncertainty import band_for, with_band
-from perfmodel.core.predict import Options
+from perfmodel.core.predict import BREAKDOWN, KERNEL_TERMS, Options
 from perfmodel.economics.job import Job, job_of, priced_tco
 from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
 from perfmodel.economics.tco import TCO, RunCost
@@ -64,31 +64,6 @@ MAX_GPUS = 2**20  # sizes beyond a million GPUs are not searched
 SIZE_CONSTRAINTS = Constraints(cap={"etp": 2})
 MEMORY_FIT_SHARE = 0.05  # below this share of legal layouts fitting in HBM, memory is the limit
 COMPUTE_BOUND_OVERHEAD = 0.05  # largest non-compute term under this share of the step: compute-bound
-COMPUTE_TERMS = ("gemm", "attention", "memory_bound", "embedding_head_mtp")
-LIMIT_OF_TERM = {  # breakdown_s term -> what limits the run
-    "pipeline_bubble": "batch size",
-    "stage_imbalance": "pipeline stage balance",
-    "tp_comm": "communication",
-    "cp_comm": "communication",
-    "ep_comm": "communication",
-    "pp_comm": "communication",
-    "dp_comm": "communication",
-    "recompute": "memory",
-    "optimizer": "per-step overhead",
-    "step_overhead": "per-step overhead",
-}
-TERM_TEXT = {
-    "pipeline_bubble": "pipeline bubble (few micro-batches per step)",
-    "stage_imbalance": "pipeline stage imbalance",
-    "tp_comm": "tensor-parallel communication",
-    "cp_comm": "context-parallel communication",
-    "ep_comm": "expert all-to-all",
-    "pp_comm": "pipeline send/receive",
-    "dp_comm": "data-parallel gradient sync",
-    "recompute": "activation recompute",
-    "optimizer": "optimizer step",
-    "step_overhead": "fixed per-step overhead",
-}
 
 
 LADDER_STEPS = 8  # candidate sizes per doubling above 2 x LADDER_STEPS units
@@ -395,18 +370,18 @@ class Sizer:
         assert top is not None
         b = {k: float(v[0]) for k, v in top.breakdown_s.items()}
         step = float(top.step_time_s[0])
-        other = {k: v for k, v in b.items() if k not in COMPUTE_TERMS and not k.endswith("_raw")}
+        other = {k: v for k, v in b.items() if k not in KERNEL_TERMS and not k.endswith("_raw")}
         term = max(other, key=lambda k: other[k])
         fit_share = res.fits / res.legal if res.legal else 0.0
         share = other[term] / step
-        compute = sum(b[k] for k in COMPUTE_TERMS if k in b) / step
-        overhead = f"{TERM_TEXT.get(term, term)} {share:.0%}"
+        compute = sum(b[k] for k in KERNEL_TERMS if k in b) / step
+        overhead = f"{BREAKDOWN[term].short} {share:.0%}"
         if fit_share < MEMORY_FIT_SHARE:
             what, text = "memory", f"memory: {fit_share:.1%} of legal layouts fit in HBM (largest overhead: {overhead})"
         elif share < COMPUTE_BOUND_OVERHEAD:
             what, text = "compute", f"compute: kernels {compute:.0%} of the step (largest overhead: {overhead})"
         else:
-            what = LIMIT_OF_TERM.get(term, term)
+            what = BREAKDOWN[term].limit
             text = f"{what}: {overhead} of the step (kernels {compute:.0%})"
         return {
             "limit": what,

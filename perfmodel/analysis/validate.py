@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 
 from perfmodel.analysis.checks import implausible_throughput, memory_reason, min_flops_per_token
-from perfmodel.core.predict import Options, Prediction, predict_grid, software_of
+from perfmodel.core.predict import KERNEL_TERMS, Options, Prediction, predict_grid, software_of
 from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid, check_layout, default_etp
@@ -334,18 +334,15 @@ def likely_cause(p: Prediction, i: int = 0) -> str:
     return _cause(p.row(i)["breakdown_s"], float(p.step_time_s[i]))
 
 
-_KERNELS = ("gemm", "attention", "memory_bound")
-
-
 def _cause(b: dict[str, float], step: float) -> str:
     """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
     predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
     unsupported features such as attention sinks), so name the largest kernel class instead."""
-    comm = {k: v for k, v in b.items() if k not in _KERNELS and not k.endswith("_raw")}  # raw: before overlap
+    comm = {k: v for k, v in b.items() if k not in KERNEL_TERMS and not k.endswith("_raw")}  # raw: before overlap
     k = max(comm, key=comm.get)  # type: ignore[arg-type]
     if comm[k] >= 0.10 * step:
         return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
-    kern = max(_KERNELS, key=lambda n: b.get(n, 0.0))
+    kern = max(KERNEL_TERMS, key=lambda n: b.get(n, 0.0))
     return (
         f"kernel-bound prediction (no overhead above 10%): slower kernels than modelled, "
         f"most likely {kern} ({b.get(kern, 0.0) / step:.0%} of the step)"

@@ -23,11 +23,12 @@ from perfmodel.commands.common import (
     warn_context,
 )
 from perfmodel.core import calibration
+from perfmodel.core.oprecords import op_records
 from perfmodel.core.predict import Options
 from perfmodel.errors import WARNINGS
 from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import whatif_fields
-from perfmodel.specs.layout import Layout, default_etp
+from perfmodel.specs.layout import Layout, LayoutGrid, default_etp
 from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import display_path
 
@@ -36,6 +37,13 @@ from perfmodel.specs.specfile import display_path
 @layout_options
 @stack_options
 @click.option("--ignore-memory", is_flag=True, help="predict even when the layout does not fit in HBM")
+@click.option(
+    "--ops",
+    "with_ops",
+    is_flag=True,
+    help="with --json: every op record of each layer kind, priced "
+    "(GEMMs, attention, streams, collectives, saved tensors)",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(
     *,
@@ -59,6 +67,7 @@ def predict_cmd(
     sets: tuple[str, ...],
     ignore_memory: bool,
     as_json: bool,
+    with_ops: bool = False,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
 ) -> None:
@@ -119,6 +128,7 @@ def predict_cmd(
                 "leaves_nvlink_domain": domain_flags(hw, lay_d),
                 **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
                 "band": b.to_dict(),
+                **({"ops": op_records(m, hw, LayoutGrid.of(lay), opts)} if with_ops else {}),
             }
         )
     L = r["layout"]

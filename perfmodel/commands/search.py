@@ -25,7 +25,7 @@ from perfmodel.commands.common import (
     warn_context,
 )
 from perfmodel.core.calibration import constants
-from perfmodel.core.predict import Options, Prediction
+from perfmodel.core.predict import Options, Prediction, terms
 from perfmodel.errors import WARNINGS
 from perfmodel.specs.hardware import HardwareSpec, whatif_fields
 from perfmodel.specs.layout import layout_text
@@ -33,8 +33,7 @@ from perfmodel.specs.model import load_model
 
 GB = 1e9  # memory in GB = 1e9 bytes, as every table (perfmodel/analysis/checks.py)
 # breakdown_s keys grouped for the top-K table (predict.py)
-COMPUTE = ("gemm", "attention", "memory_bound", "recompute", "embedding_head_mtp")
-COMM = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm")
+COMPUTE, COMM = terms("compute"), terms("communication")
 FRONT_ROWS = 20  # Pareto points printed (evenly spaced along the front); --json has all
 
 

@@ -154,3 +154,18 @@ def p2p_time(nbytes, stride, hw: HardwareSpec):
     )
     lat = np.where(inside, hw.scale_up.latency_s, _tier_latency(hw, np.maximum(f("tier"), 1)))
     return nbytes / bw + lat
+
+
+def collective_time(c, hw: HardwareSpec):
+    """Seconds per call of a collective record (ops.Collective), by its kind."""
+    if c.kind == "all_gather":
+        t = all_gather_time(c.nbytes, c.size, c.stride, hw)
+    elif c.kind == "all_to_all":
+        t = all_to_all_time(c.nbytes, c.size, c.stride, hw)
+    elif c.kind == "moe_dispatch":
+        t = moe_dispatch_time(c.nbytes, c.top_k, c.size, c.stride, hw, c.num_experts, c.groups, c.group_topk)
+    elif c.kind == "p2p":
+        t = c.steps * p2p_time(c.nbytes, c.stride, hw)
+    else:
+        raise ValueError(f"unknown collective kind {c.kind!r}")
+    return t if c.active is None else np.where(c.active, t, 0.0)

@@ -4,7 +4,6 @@ them). Every numeric field is a numpy array over layouts or a scalar that broadc
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -60,17 +59,37 @@ class Stream:
 
 @dataclass(frozen=True)
 class Collective:
-    """A collective of one micro-batch: `price(hw)` seconds per call (a closure over bytes, group size
-    and stride from parallel/*.py), `calls_fwd` / `calls_bwd` calls, hidden under compute by the overlap
-    switch `overlap` ("tp", "cp", "ep") of the stack."""
+    """A collective of one micro-batch, as data: its kind, the bytes per call, the group (size members `stride`
+    ranks apart), `calls_fwd` / `calls_bwd` calls, and the overlap switch `overlap` ("tp", "tp_async", "cp",
+    "ep") of the stack that may hide it. Priced by one function, comm.collective_time (`price`):
+    - "all_gather": an all-gather or reduce-scatter of `nbytes` (the gathered buffer; nccl-tests bus bandwidth);
+    - "all_to_all": an NCCL all-to-all of `nbytes` per GPU;
+    - "moe_dispatch": DeepEP-style dispatch of `nbytes` of token vectors to `top_k` of `num_experts` experts;
+    - "p2p": `steps` send/recv of `nbytes` between neighbours `stride` ranks apart (the CP ring: cp - 1 steps).
+    `active` False where the group does nothing (cp = 1): 0 s."""
 
     name: str
     overlap: str
-    price: Callable
+    kind: str
+    nbytes: np.ndarray | float
+    size: np.ndarray | float
+    stride: np.ndarray | float
     calls_fwd: float
     calls_bwd: float
     module: str = ""
     window: tuple[str, ...] = ()  # overlap "tp_async": the GEMMs (by name, same layer) whose backward it runs under
+    steps: np.ndarray | float = 1.0
+    active: np.ndarray | bool | None = None  # None: always
+    top_k: int = 1  # moe_dispatch: the routing
+    num_experts: int = 1
+    groups: int = 0
+    group_topk: int = 0
+
+    def price(self, hw) -> np.ndarray:
+        """Seconds per call on `hw` (comm.collective_time)."""
+        from perfmodel.core.comm import collective_time
+
+        return collective_time(self, hw)
 
 
 @dataclass(frozen=True)

@@ -110,25 +110,68 @@ class Prediction:
         }
 
 
-# The breakdown of a step, defined once: each key, the group it belongs to (search, validate, sensitivity
-# and the report group by this), and what it is. Communication keys are EXPOSED seconds; their raw
-# (unhidden) seconds are in Prediction.comm_raw_s under the same key.
+@dataclass(frozen=True)
+class Term:
+    """One term of the step's breakdown: its group (compute, communication, pipeline, fixed), what it is, the
+    words a summary uses for it, and what a step it dominates is limited by. Every command and report reads this
+    one table (issue 24: the terms were classified six ways)."""
+
+    group: str
+    text: str
+    short: str
+    limit: str
+
+
+# The breakdown of a step, defined once. Communication keys are EXPOSED seconds; their raw (unhidden) seconds
+# are in Prediction.comm_raw_s under the same key.
 BREAKDOWN = {
-    "gemm": ("compute", "GEMMs (and MoE routing syncs), all layers of the slowest stage, all micro-batches"),
-    "attention": ("compute", "flash-attention cores"),
-    "memory_bound": ("compute", "norms, RoPE, residual adds, activations, permutes, FP8 casts"),
-    "recompute": ("compute", "forward work recomputed in backward"),
-    "embedding_head_mtp": ("compute", "embedding, LM head, loss and MTP modules"),
-    "tp_comm": ("communication", "TP / SP and expert-TP collectives, exposed"),
-    "cp_comm": ("communication", "CP K/V exchange, exposed"),
-    "ep_comm": ("communication", "MoE dispatch + combine, exposed"),
-    "pp_comm": ("communication", "pipeline send/recv, exposed"),
-    "stage_imbalance": ("pipeline", "the slowest stage's time beyond its share of the work"),
-    "pipeline_bubble": ("pipeline", "schedule fill and drain"),
-    "dp_comm": ("communication", "gradient reduce-scatter / parameter all-gather (FSDP gathers), exposed"),
-    "optimizer": ("fixed", "optimizer step over this GPU's shard"),
-    "step_overhead": ("fixed", "per-step host and framework overhead"),
+    "gemm": Term(
+        "compute",
+        "GEMMs (and MoE routing syncs), all layers of the slowest stage, all micro-batches",
+        "GEMMs",
+        "compute",
+    ),
+    "attention": Term("compute", "flash-attention cores", "attention", "compute"),
+    "memory_bound": Term(
+        "compute", "norms, RoPE, residual adds, activations, permutes, FP8 casts", "memory-bound kernels", "compute"
+    ),
+    "recompute": Term("compute", "forward work recomputed in backward", "activation recompute", "memory"),
+    "embedding_head_mtp": Term(
+        "compute", "embedding, LM head, loss and MTP modules", "embedding, head and MTP", "compute"
+    ),
+    "tp_comm": Term(
+        "communication", "TP / SP and expert-TP collectives, exposed", "tensor-parallel communication", "communication"
+    ),
+    "cp_comm": Term("communication", "CP K/V exchange, exposed", "context-parallel communication", "communication"),
+    "ep_comm": Term("communication", "MoE dispatch + combine, exposed", "expert all-to-all", "communication"),
+    "pp_comm": Term("communication", "pipeline send/recv, exposed", "pipeline send/receive", "communication"),
+    "stage_imbalance": Term(
+        "pipeline",
+        "the slowest stage's time beyond its share of the work",
+        "pipeline stage imbalance",
+        "pipeline stage balance",
+    ),
+    "pipeline_bubble": Term(
+        "pipeline", "schedule fill and drain", "pipeline bubble (few micro-batches per step)", "batch size"
+    ),
+    "dp_comm": Term(
+        "communication",
+        "gradient reduce-scatter / parameter all-gather (FSDP gathers), exposed",
+        "data-parallel gradient sync",
+        "communication",
+    ),
+    "optimizer": Term("fixed", "optimizer step over this GPU's shard", "optimizer step", "per-step overhead"),
+    "step_overhead": Term(
+        "fixed", "per-step host and framework overhead", "fixed per-step overhead", "per-step overhead"
+    ),
 }
+# the work a step must do (tensor, attention, memory-bound kernels and the head): every other term is an overhead
+KERNEL_TERMS = tuple(k for k, t in BREAKDOWN.items() if t.limit == "compute")
+
+
+def terms(group: str) -> tuple[str, ...]:
+    """The breakdown terms of one group (compute, communication, pipeline, fixed)."""
+    return tuple(k for k, t in BREAKDOWN.items() if t.group == group)
 
 
 def software_of(m: ModelSpec, hw: HardwareSpec, opts: Options) -> Software:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.core import comm
 from perfmodel.core import constants as K
 from perfmodel.core.ops import Collective
 from perfmodel.specs.model import ModelSpec
@@ -27,6 +26,7 @@ def kv_width(m: ModelSpec) -> float:
 
 def exchange(m: ModelSpec, T, tp, cp, kind: str = "p2p") -> Collective:
     """The CP communication of one layer for `kind` (p2p ring; a2a_p2p is priced as the ring)."""
+    on = np.asarray(cp) > 1
     if kind == "a2a":
         a = m.attention
         width = (
@@ -34,27 +34,27 @@ def exchange(m: ModelSpec, T, tp, cp, kind: str = "p2p") -> Collective:
             if a.kind == "mla"
             else a.num_heads * a.head_dim * 2 + 2 * a.num_kv_heads * a.head_dim
         )  # q, k, v in; o out
-
-        def price(hw):
-            t = comm.all_to_all_time(T * width / tp * K.BF16, cp, tp, hw)
-            return np.where(np.asarray(cp) > 1, t, 0.0)
-
-        return Collective("CP all-to-all (Ulysses) q, k, v, o", "cp", price, 1, 1)
+        return Collective(
+            "CP all-to-all (Ulysses) q, k, v, o", "cp", "all_to_all", T * width / tp * K.BF16, cp, tp, 1, 1, active=on
+        )
     if kind == "allgather":
-
-        def price(hw):
-            t = comm.all_gather_time(T * kv_width(m) / tp * K.BF16 * cp, cp, tp, hw)
-            return np.where(np.asarray(cp) > 1, t, 0.0)
-
-        return Collective("CP K/V all-gather", "cp", price, 1, 1)
+        return Collective(
+            "CP K/V all-gather", "cp", "all_gather", T * kv_width(m) / tp * K.BF16 * cp, cp, tp, 1, 1, active=on
+        )
     return ring_exchange(m, T, tp, cp)
 
 
 def ring_exchange(m: ModelSpec, T, tp, cp) -> Collective:
     """The ring's cp-1 K/V steps of one layer, forward once and backward twice."""
-
-    def price(hw):
-        one = comm.p2p_time(T * kv_width(m) / tp * K.BF16, tp, hw)
-        return np.where(np.asarray(cp) > 1, (np.asarray(cp) - 1) * one, 0.0)
-
-    return Collective("CP ring K/V exchange", "cp", price, 1, 2)
+    return Collective(
+        "CP ring K/V exchange",
+        "cp",
+        "p2p",
+        T * kv_width(m) / tp * K.BF16,
+        2,
+        tp,
+        1,
+        2,
+        steps=np.asarray(cp) - 1,
+        active=np.asarray(cp) > 1,
+    )

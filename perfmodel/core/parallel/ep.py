@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfmodel.core import comm
 from perfmodel.core.ops import Collective
 from perfmodel.specs.model import ModelSpec
 
@@ -25,15 +24,26 @@ def dispatch_combine(m: ModelSpec, token_bytes, ep, etp, dispatcher: str = "deep
       (Megatron-Core MoEAllGatherTokenDispatcher): ep x token_bytes gathered per GPU."""
     e = m.moe
     assert e is not None
+    name = f"EP dispatch + combine ({dispatcher})"
     if dispatcher == "alltoall":
-        price = lambda hw: comm.all_to_all_time(token_bytes * e.top_k, ep, etp, hw)
-    elif dispatcher == "allgather":
-        price = lambda hw: comm.all_gather_time(token_bytes * ep, ep, etp, hw)
-    else:
-        price = lambda hw: comm.moe_dispatch_time(
-            token_bytes, e.top_k, ep, etp, hw, e.num_experts, e.route_groups, e.route_group_topk
-        )
-    return Collective(f"EP dispatch + combine ({dispatcher})", "ep", price, 2, 2, "moe")
+        return Collective(name, "ep", "all_to_all", token_bytes * e.top_k, ep, etp, 2, 2, "moe")
+    if dispatcher == "allgather":
+        return Collective(name, "ep", "all_gather", token_bytes * ep, ep, etp, 2, 2, "moe")
+    return Collective(
+        name,
+        "ep",
+        "moe_dispatch",
+        token_bytes,
+        ep,
+        etp,
+        2,
+        2,
+        "moe",
+        top_k=e.top_k,
+        num_experts=e.num_experts,
+        groups=e.route_groups,
+        group_topk=e.route_group_topk,
+    )
 
 
 def expert_tp_gather(nbytes, etp) -> Collective:
@@ -41,9 +51,7 @@ def expert_tp_gather(nbytes, etp) -> Collective:
     expert GEMMs over the etp group (stride 1), forward and backward; hidden by the TP overlap switch. Part of
     the MoE layer's forward, so a "moe" recompute runs it again (Megatron-Core MoELayer: the whole routed
     forward under one checkpoint), as it does the dispatch."""
-    return Collective(
-        "expert TP all-gather + reduce-scatter", "tp", lambda hw: comm.all_gather_time(nbytes, etp, 1, hw), 2, 2, "moe"
-    )
+    return Collective("expert TP all-gather + reduce-scatter", "tp", "all_gather", nbytes, etp, 1, 2, 2, "moe")
 
 
 def a2a_solo_microbatches(pp, vp, nmb, full_recompute):

@@ -18,14 +18,15 @@ parallel GEMM's backward (cost.price_layer).
 
 from __future__ import annotations
 
-from perfmodel.core import comm
+from dataclasses import replace
+
 from perfmodel.core.ops import Collective
 
 
 def sequence_parallel_pair(name: str, nbytes, tp, calls_fwd: float = 2, calls_bwd: float = 2) -> Collective:
     """All-gather + reduce-scatter of `nbytes` (the gathered buffer) over the TP group (stride 1: TP is the
     innermost rank, Megatron-Core order tp-cp-ep-dp-pp)."""
-    return Collective(name, "tp", lambda hw: comm.all_gather_time(nbytes, tp, 1, hw), calls_fwd, calls_bwd)
+    return Collective(name, "tp", "all_gather", nbytes, tp, 1, calls_fwd, calls_bwd)
 
 
 def tp_pair_calls(sw) -> tuple[float, float]:
@@ -49,12 +50,12 @@ def block_pair(name: str, nbytes, tp, sw, column: tuple[str, ...]) -> list[Colle
         return [pair]
     return [
         pair,
-        Collective(
-            f"{name} (backward, async under the column-parallel dgrad / wgrad)",
-            "tp_async",
-            pair.price,
-            0,
-            asynchronous,
+        replace(
+            pair,
+            name=f"{name} (backward, async under the column-parallel dgrad / wgrad)",
+            overlap="tp_async",
+            calls_fwd=0,
+            calls_bwd=asynchronous,
             window=column,
         ),
     ]
