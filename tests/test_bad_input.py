@@ -831,8 +831,10 @@ def test_csv_impossible_throughput_is_unsupported_not_scored(capsys, tmp_path):
     assert "tokens_per_s_per_gpu" in why["cluster"]
 
 
-def test_csv_layout_that_fits_with_no_recompute_mode_is_unsupported(capsys, tmp_path):
-    """DeepSeek-V3 on 8 H100 fits with no recompute mode: not predicted as 'recompute=full inferred'."""
+def test_csv_run_that_fits_with_no_recompute_mode_is_predicted_and_the_contradiction_reported(capsys, tmp_path):
+    """DeepSeek-V3 on 8 H100 fits with no recompute mode in perfmodel's memory model, but a measured run is data:
+    it is predicted on its stated layout (full recompute inferred) and the memory disagreement is its own
+    finding, in the row and in the summary's memory_contradictions (issue 26)."""
     row = {
         "run_id": "dsv3",
         "model": "deepseek-v3",
@@ -845,12 +847,15 @@ def test_csv_layout_that_fits_with_no_recompute_mode_is_unsupported(capsys, tmp_
         "tokens_per_s_per_gpu": "100",
     }
     d = run_json(capsys, ["validate", write_csv(tmp_path / "runs.csv", [row, GOOD_ROW])])
-    assert [r["run_id"] for r in d["per_row"]] == ["good"]
-    [u] = d["unsupported"]
-    assert u["run_id"] == "dsv3" and "any recompute mode" in u["reason"] and "GB over" in u["reason"]
+    assert [r["run_id"] for r in d["per_row"]] == ["dsv3", "good"] and not d["unsupported"]
+    dsv3 = d["per_row"][0]
+    assert dsv3["predicted"] > 0 and "any recompute mode" in dsv3["memory_contradiction"]
+    assert "must shard, offload or recompute" in dsv3["memory_contradiction"]
+    assert d["memory_contradictions"] == [{"run_id": "dsv3", "reason": dsv3["memory_contradiction"]}]
+    assert d["per_row"][1]["memory_contradiction"] is None
     # stated recompute: the same rule (full recompute does not fit either)
     d = run_json(capsys, ["validate", write_csv(tmp_path / "r2.csv", [{**row, "recompute": "selective"}, GOOD_ROW])])
-    assert [u["run_id"] for u in d["unsupported"]] == ["dsv3"]
+    assert [c["run_id"] for c in d["memory_contradictions"]] == ["dsv3"] and not d["unsupported"]
 
 
 def test_csv_duplicate_run_id_is_an_input_error(capsys, tmp_path):

@@ -518,7 +518,7 @@ NEMO_BANNER = "\n====================\n== NeMo Framework ==\n===================
 def test_container_banner_names_the_preset(tmp_path, capsys):
     """A NeMo container's banner ('== NeMo Framework ==', 'NVIDIA Release 25.09 (build N)', the NGC entrypoint
     banner) names the release: without --stack, check predicts with that release's preset, exactly as
-    validate does for a NeMo 25.09 row of runs.csv; a release no preset describes falls back to megatron-core."""
+    validate does for a NeMo 25.09 row of runs.csv; a release no preset describes takes the nearest release's."""
     rows = read_csv(data_dir("validation") / "runs.csv")
     row = next(r for r in rows if r["run_id"] == "mb2509-l3-8b-b200-8-fp8")
     res = validate_rows([row], data_dir("validation")).results[0]
@@ -529,7 +529,8 @@ def test_container_banner_names_the_preset(tmp_path, capsys):
     assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(res.predicted, rel=1e-12)
     old = write(tmp_path, NEMO_BANNER.format("23.11") + megatron_log(megatron_args(**L70), [15000.0] * 4), "old.log")
     out = run_json(capsys, ["check", old, "--hardware", "h100-sxm"])
-    assert out["stack"] == "megatron-core" and "no preset" in out["stack_why"]
+    # a release with no preset of its own: the nearest release that has one, said so (issue 26)
+    assert out["stack"] == "nemo-megatron-24.05" and "nearest release" in out["stack_why"]
 
 
 def test_stated_switches_set_the_stack(tmp_path, capsys):

@@ -11,11 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from perfmodel.analysis.validate import shipped_sets
+from perfmodel.analysis.validate import read_csv, shipped_sets
 from perfmodel.cli import main
 from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir
-from perfmodel.specs.stack import FEATURES, Features, apply_overrides, load_stack, stack_for_row, stack_ids
+from perfmodel.specs.stack import (
+    FEATURES,
+    Features,
+    apply_overrides,
+    infer_stack,
+    load_stack,
+    stack_for_row,
+    stack_ids,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = {"megatron-core", "llm-foundry-2023", "maxtext-gpu-2024", "torchtitan-2025"}
@@ -591,3 +599,63 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
     )
     k = load_stack("nemo-26.04").for_model("kimi-k2", True, "gb300-nvl72", "mxfp8")
     assert (k.value("moe_dispatcher"), k.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
+
+
+# ---- the stack found from the run's own words (issue 26) --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "framework, software, date, stack, basis",
+    [
+        # MLPerf Training system descriptions: the NeMo release named, or none (the latest release by the date)
+        ("other", "NVIDIA NGC PyTorch 25.04, NVIDIA NeMo 25.09", "", "nemo-25.09", "release"),
+        ("other", "NVIDIA NeMo Framework (dgxh100_n64_nemo)", "2024-06-12", "nemo-megatron-24.05", "release by date"),
+        ("other", "NVIDIA NeMo Framework (dgxh100_n64_nemo)", "2025-11-12", "nemo-25.11", "release by date"),
+        # a release no preset describes: the nearest one that has a preset
+        ("megatron", "NVIDIA NeMo Megatron Release 23.04", "", "nemo-megatron-24.05", "nearest release"),
+        ("megatron", "NeMo 25.06", "", "nemo-25.07", "nearest release"),
+        # container tags
+        ("megatron", "nvcr.io/nvidia/nemo:24.07", "", "nemo-24.07", "release"),
+        # the framework named inside the software text when the framework cell says `other`
+        ("other", "torchtitan 9dec370", "", "torchtitan-2025", "framework named"),
+        ("other", "TorchTitan FSDP2, eager", "", "torchtitan-2025", "framework named"),
+        ("other", "Megatron-DeepSpeed (BLOOM)", "", "megatron-deepspeed-2023", "framework named"),
+        # nothing known: the framework's library defaults, or the default stack (flagged)
+        ("megatron", "an in-house fork", "", "megatron-core", "framework default"),
+        ("xla", "", "", "default", "default"),
+    ],
+)
+def test_the_stack_is_found_from_the_runs_words(framework, software, date, stack, basis):
+    c = infer_stack(framework, software, date)
+    assert (c.stack, c.basis) == (stack, basis)
+    assert c.fallback == (basis in ("framework default", "default"))
+    if basis == "nearest release":
+        assert "has no preset" in c.why
+
+
+def test_words_state_torchtitan_features():
+    c = infer_stack("other", "torchtitan 9dec370, torch.compile, AsyncTP", "")
+    assert c.stack == "torchtitan-2025" and c.sets == ("fusions=torch_compile", "tp_overlap=async_tp")
+    assert infer_stack("other", "torchtitan eager", "").sets == ()
+
+
+def test_validate_states_each_rows_stack_and_flags_the_guesses(tmp_path, capsys):
+    from cli_helpers import run_json
+
+    rows = read_csv(data_dir("validation") / "runs.csv")
+    row = next(r for r in rows if r["software"] == "NeMo 25.09")
+    guess = {**row, "run_id": "guess", "software": "an in-house fork"}
+    named = {**row, "run_id": "named", "framework": "other", "software": "NVIDIA NGC PyTorch, NeMo 25.09"}
+    p = tmp_path / "r.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(row))
+        w.writeheader()
+        w.writerows([row, guess, named])
+    d = run_json(capsys, ["validate", str(p)])
+    by = {r["run_id"]: r for r in d["per_row"]}
+    assert by["named"]["stack"] == by[row["run_id"]]["stack"] == "nemo-25.09"
+    assert by["named"]["predicted"] == by[row["run_id"]]["predicted"]
+    assert by["named"]["stack_basis"] == "release" and by[row["run_id"]]["stack_basis"] == "label"
+    assert by["guess"]["stack"] == "megatron-core" and "library defaults" in by["guess"]["stack_why"]
+    assert d["stack_basis"] == {"label": 1, "framework default": 1, "release": 1}
+    assert [f["run_id"] for f in d["stack_fallbacks"]] == ["guess"]

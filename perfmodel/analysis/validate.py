@@ -18,13 +18,13 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
-from perfmodel.analysis.checks import implausible_throughput, memory_reason, min_flops_per_token
+from perfmodel.analysis.checks import implausible_throughput, min_flops_per_token
 from perfmodel.core.predict import KERNEL_TERMS, Options, Prediction, predict_grid, software_of
 from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid, check_layout, default_etp
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_for_row
+from perfmodel.specs.stack import StackChoice, StackSpec, apply_overrides, infer_stack, load_stack
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
 # the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
@@ -98,6 +98,9 @@ class RowResult:
     mem_predicted: float | None = None
     mem_error: float | None = None  # (predicted - measured) / measured memory per GPU
     causes: list[dict] = field(default_factory=list)  # ranked explanations of a slow run (explain_slow)
+    memory_contradiction: str | None = None  # the run ran, but perfmodel's memory model cannot place it in HBM
+    stack_why: str = ""  # why the row runs its stack preset: its stack cell, or what its words name (infer_stack)
+    stack_basis: str = ""
 
 
 @dataclass
@@ -119,6 +122,26 @@ class Report:
             "p90_ape": float(np.percentile(ape, 90)),
             "bias": float(np.mean([r.error for r in rs])),
         }
+
+    def stack_bases(self) -> dict[str, int]:
+        """How many predicted rows found their stack on each basis (a stack cell, a software label, a named release,
+        ..., the framework's defaults, the default stack)."""
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.stack_basis] = out.get(r.stack_basis, 0) + 1
+        return out
+
+    def stack_fallbacks(self) -> list[dict]:
+        """The rows whose stack is a guess: no preset matched their words (framework defaults or the default)."""
+        return [
+            {"run_id": r.run_id, "stack": r.stack, "why": r.stack_why}
+            for r in self.results
+            if r.stack_basis in ("framework default", "default")
+        ]
+
+    def memory_contradictions(self) -> list[dict]:
+        """The runs predicted although the memory model places them over HBM with any recompute mode."""
+        return [{"run_id": r.run_id, "reason": r.memory_contradiction} for r in self.results if r.memory_contradiction]
 
     def memory_stats(self, rows: Iterable[RowResult] | None = None) -> dict:
         """Memory per GPU against measured peak allocated, over the rows that carry it."""
@@ -254,11 +277,12 @@ def row_inputs(
     # the row's stack reaches the cost model: its preset (or stack file relative to the CSV) and its
     # stack_set overrides
     cell = _cell(row, "stack")
+    choice = None if cell else row_stack_choice(row)
     opts = Options(
         precision=prec,
         routing="balanced" if routing in ("balanced-dropless", "token-drop") else "real",
-        stack=_resolve_ref(cell, base) if cell else stack_for_row(_cell(row, "framework"), _cell(row, "software")),
-        stack_set=tuple(_stack_sets(row)),
+        stack=_resolve_ref(cell, base) if cell else choice.stack,
+        stack_set=(() if choice is None else choice.sets) + tuple(_stack_sets(row)),
     )
     hw.peak(prec)
     return model, hw, lay, opts
@@ -363,6 +387,8 @@ class _Row(NamedTuple):
     stack: str
     mem_measured: float | None
     mbs_published: bool = True  # the source states the micro-batch size
+    stack_why: str = ""  # why the row runs its stack preset (stack_why)
+    stack_basis: str = ""
 
 
 class _Scored(NamedTuple):
@@ -415,10 +441,10 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
     return out
 
 
-def _cannot_fit(r: _Row, s: _Scored) -> str | None:
-    """Why a measured row cannot be scored: its layout fits in HBM with no recompute mode (so the prediction,
-    full recompute or not, would be of a run that cannot happen), else None. Within the memory model's
-    measured error (MEMORY_TOLERANCE) a layout counts as fitting: the run did."""
+def memory_contradiction(r: _Row, s: _Scored) -> str | None:
+    """A measured run is data: it ran, so a layout the memory model cannot place in HBM with any recompute mode
+    is not refused but predicted as stated, and this says what disagrees (None when it fits). Within the memory
+    model's measured error (MEMORY_TOLERANCE) a layout counts as fitting."""
     if bool(_could_fit(s.p)[s.i]):
         return None
     p, i = s.p, s.i
@@ -426,8 +452,10 @@ def _cannot_fit(r: _Row, s: _Scored) -> str | None:
         p, i = predict_grid(r.model, r.hw, LayoutGrid.of(replace(r.lay, recompute="full")), r.opts), 0
         if bool(_could_fit(p)[0]):
             return None
-    return "memory: does not fit in HBM with any recompute mode: with full recompute it " + memory_reason(
-        float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes), r.hw.id
+    need, hbm = float(p.memory_bytes_per_gpu[i]), float(p.hbm_bytes)
+    return (
+        f"perfmodel needs {need / 1e9:.0f} GB of {hbm / 1e9:.0f} GB per GPU on {r.hw.id} with any recompute mode "
+        "(full recompute included): the run must shard, offload or recompute what perfmodel does not know"
     )
 
 
@@ -532,7 +560,9 @@ def explain_slow(slow: list[tuple[_Row, RowResult]]) -> None:
             res.verdict = f"{res.verdict}; closest explanations: {top}"
 
 
-def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: str = "") -> RowResult:
+def _result(
+    r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: str = "", memory: str | None = None
+) -> RowResult:
     """RowResult of one scored row; `columns` caches each prediction's arrays as Python lists (what
     float(array[i]) gives, without a numpy scalar per value)."""
     c = columns.get(id(s.p))
@@ -581,6 +611,9 @@ def _result(r: _Row, s: _Scored, columns: dict[int, dict[str, list]], dataset: s
         r.mem_measured,
         mem if r.mem_measured is not None else None,
         mem_err,
+        memory_contradiction=memory,
+        stack_why=r.stack_why,
+        stack_basis=r.stack_basis,
     )
 
 
@@ -590,15 +623,25 @@ def row_stack(row: dict, base: Path | None = None) -> str:
     A `stack_set` cell (`feature=value; feature=value`) is checked against the schema here; the resolved
     spec of a row is `row_stack_spec`."""
     cell = _cell(row, "stack")
-    sid = (
-        load_stack(_resolve_ref(cell, base) if base else cell).id
-        if cell
-        else stack_for_row(_cell(row, "framework"), _cell(row, "software"))
-    )
+    sid = load_stack(_resolve_ref(cell, base) if base else cell).id if cell else row_stack_choice(row).stack
     sets = _stack_sets(row)
     if sets:
         apply_overrides(load_stack(_resolve_ref(cell, base) if (cell and base) else (cell or sid)), sets)
     return sid
+
+
+def row_stack_choice(row: dict) -> StackChoice:
+    """The preset a row's own words describe (specs/stack.infer_stack: its framework, software and date cells),
+    with why; a `stack` cell overrides it (row_stack)."""
+    return infer_stack(_cell(row, "framework"), _cell(row, "software"), _cell(row, "date"))
+
+
+def stack_why(row: dict) -> tuple[str, str]:
+    """(why the row runs its preset, the basis: "stack cell" or infer_stack's)."""
+    if _cell(row, "stack"):
+        return f"the row's stack cell '{_cell(row, 'stack')}'", "stack cell"
+    c = row_stack_choice(row)
+    return c.why, c.basis
 
 
 def _stack_sets(row: dict) -> list[str]:
@@ -610,7 +653,8 @@ def row_stack_spec(row: dict, base: Path, model: ModelSpec, hw: HardwareSpec, pr
     rules for this model, system and precision."""
     cell = _cell(row, "stack")
     spec = load_stack(_resolve_ref(cell, base)) if cell else load_stack(row_stack(row))
-    return apply_overrides(spec.for_model(model.id, model.is_moe, hw.id, precision), _stack_sets(row))
+    words = () if cell else row_stack_choice(row).sets
+    return apply_overrides(spec.for_model(model.id, model.is_moe, hw.id, precision), [*words, *_stack_sets(row)])
 
 
 def _mem(row: dict) -> float | None:
@@ -661,6 +705,7 @@ def validate_rows(
                         + (implausible_throughput(model, hw, measured, lay.seq, opts.precision) or "")
                     )
                 stack = sys.intern(row_stack(row, base))
+                why, basis = stack_why(row)
                 mem_measured = _mem(row)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
@@ -679,6 +724,8 @@ def validate_rows(
                     stack,
                     mem_measured,
                     bool((row.get("micro_batch") or "").strip()),
+                    sys.intern(why),
+                    sys.intern(basis),
                 )
             )
             lines.append(i + 2)
@@ -690,10 +737,8 @@ def validate_rows(
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
-            elif (why := _cannot_fit(r, s)) is not None:  # the run happened, so our memory model can't place it
-                bad.append({"run_id": r.rid, "row": line, "reason": why})
-            else:
-                results.append(_result(r, s, columns, dataset))
+            else:  # predicted as stated even where the memory model cannot place it: the run happened
+                results.append(_result(r, s, columns, dataset, memory_contradiction(r, s)))
                 if results[-1].error > SLOW_ERROR:
                     slow.append((r, results[-1]))
         explain_slow(slow)

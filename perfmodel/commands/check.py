@@ -47,11 +47,10 @@ from perfmodel.specs.layout import Layout, layout_text
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.specs.specfile import data_dir
 from perfmodel.specs.stack import (
-    FRAMEWORK_FALLBACK,
     RecomputeModule,
     apply_overrides,
+    infer_stack,
     load_stack,
-    stack_for_row,
     stack_ids,
 )
 
@@ -957,11 +956,9 @@ def implied_stack(run: Run) -> tuple[str, str]:
         if run.compiled:
             return "torchtitan-2025-compile", "a torchtitan log with torch.compile on (compile.enable=True)"
         return "torchtitan-2025", "a torchtitan log, torch.compile off"
-    if run.software:
-        sid = stack_for_row("megatron", run.software)
-        if sid == FRAMEWORK_FALLBACK["megatron"]:
-            return sid, f"the log names {run.software}, which no preset describes: Megatron-Core defaults"
-        return sid, f"the log's container banner names {run.software}"
+    if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
+        c = infer_stack("megatron", run.software)
+        return c.stack, f"the log's container banner names {run.software}: {c.why}"
     if run.framework == "nemo":
         return "megatron-core", "a NeMo log naming no release: Megatron-Core defaults (--stack ID names the release)"
     return "megatron-core", "a Megatron-LM argument dump: the Megatron-Core library defaults"

@@ -53,6 +53,9 @@ def summary(report: Report) -> dict[str, Any]:
     out["calibration"] = report.stats([r for r in rs if r.calibration])
     out["held_out"] = report.stats([r for r in rs if not r.calibration])
     out["memory"] = report.memory_stats()
+    out["memory_contradictions"] = report.memory_contradictions()
+    out["stack_basis"] = report.stack_bases()
+    out["stack_fallbacks"] = report.stack_fallbacks()
     return out
 
 
@@ -214,6 +217,19 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
         m = s["memory"]
         console.print(
             f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}"
+        )
+    falls = s["stack_fallbacks"]
+    if falls:
+        console.print(
+            f"[yellow]{len(falls)} row(s) matched no stack preset and run a guess[/yellow] (stack_fallbacks in --json), "
+            f"e.g. {escape(falls[0]['run_id'])}: {escape(falls[0]['why'])}; name the preset in a `stack` column"
+        )
+    contra = s["memory_contradictions"]
+    if contra:
+        console.print(
+            f"{len(contra)} run(s) predicted although perfmodel's memory model places them over HBM with any recompute "
+            f"mode (they ran: memory_contradictions in --json), e.g. {escape(contra[0]['run_id'])}: "
+            f"{escape(contra[0]['reason'])}"
         )
     groups = report.by(by_key)
     console.print(

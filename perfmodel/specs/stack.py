@@ -30,6 +30,8 @@ Every feature ends with a value, a non-empty source and an origin: `stated` (the
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -633,15 +635,143 @@ def _labels() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     return tuple(sorted(out, key=lambda t: -len(t[0])))
 
 
-def stack_for_row(framework: str, software: str) -> str:
-    """The preset id for a measured row's `framework` and `software` cells: the preset whose `software`
-    label is the longest prefix of the cell (and lists the framework, when it lists any); else the
-    framework's fallback (FRAMEWORK_FALLBACK), else the default stack."""
+def stack_for_row(framework: str, software: str, date: str = "") -> str:
+    """The preset id for a measured row's `framework`, `software` and `date` cells (infer_stack)."""
+    return infer_stack(framework, software, date).stack
+
+
+@dataclass(frozen=True)
+class StackChoice:
+    """The preset a run's own words lead to, the --stack-set overrides the words state, why, and on what basis:
+    "label" (a preset's software label), "release" (the release the text names), "nearest release" (no preset of
+    that release: the nearest, said so), "release by date" (a framework without a version: the latest preset
+    released by the run's date), "framework named" (the framework in the text), "framework default" (the
+    framework cell's family defaults) or "default". The last two are guesses a row is flagged for."""
+
+    stack: str
+    sets: tuple[str, ...]
+    why: str
+    basis: str
+
+    @property
+    def fallback(self) -> bool:
+        return self.basis in ("framework default", "default")
+
+
+_VERSION = re.compile(r"(\d{2})\.(\d{2})")
+# a NeMo release in free text: "NeMo 25.09", "nemo:25.09", "NeMo Megatron Release 23.04", "NeMo-Megatron 24.05",
+# "nvcr.io/nvidia/nemo:24.07"; a DGX Cloud benchmarking release: "DGXC v25.04", "dgxc-25.05"
+_NEMO_RELEASE = re.compile(
+    r"nemo(?:[\s:_-]*megatron)?(?:[\s:_-]*(?:release|framework|container))?[\s:_v-]*(\d{2})\.(\d{2})", re.IGNORECASE
+)
+_DGXC_RELEASE = re.compile(r"dgxc[\s:_-]*v?(\d{2})\.(\d{2})", re.IGNORECASE)
+# frameworks named in free text -> preset, and words that state a feature of that framework's run
+_NAMED = (
+    (re.compile(r"torch\s*titan", re.IGNORECASE), "torchtitan-2025"),
+    (re.compile(r"megatron[\s-]*deepspeed|deepspeed", re.IGNORECASE), "megatron-deepspeed-2023"),
+    (re.compile(r"automodel", re.IGNORECASE), "automodel-2025"),
+    (re.compile(r"max\s*text", re.IGNORECASE), "maxtext-gpu-2024"),
+    (re.compile(r"\bpax(ml)?\b", re.IGNORECASE), "paxml-2024"),
+    (re.compile(r"llm[\s-]*foundry|composer|mosaic", re.IGNORECASE), "llm-foundry-2023"),
+    (re.compile(r"hai[\s-]*llm", re.IGNORECASE), "hai-llm-2024"),
+    (re.compile(r"megatron[\s-]*(lm|core)", re.IGNORECASE), "megatron-core"),
+)
+_FEATURE_WORDS = {
+    "torchtitan-2025": (
+        (re.compile(r"compile", re.IGNORECASE), "fusions=torch_compile"),
+        (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "tp_overlap=async_tp"),
+    ),
+}
+
+
+def _month(text: str) -> int | None:
+    """'2025-09' / '2025-09-30' -> months since year 0; None when the text holds no such date."""
+    m = re.match(r"\s*(\d{4})-(\d{2})", text or "")
+    return int(m.group(1)) * 12 + int(m.group(2)) - 1 if m else None
+
+
+@lru_cache(maxsize=1)
+def _releases() -> dict[str, list[tuple[int, str, str]]]:
+    """Per release family ("nemo", "dgxc"), (release as months, release text, preset) of every catalog preset whose
+    software labels name a release of it."""
+    out: dict[str, list[tuple[int, str, str]]] = {"nemo": [], "dgxc": []}
+    for sid in stack_ids():
+        for lab in load_stack(sid).software:
+            for fam, rx in (("dgxc", _DGXC_RELEASE), ("nemo", _NEMO_RELEASE)):
+                m = rx.search(lab)
+                if m:  # a DGXC label names its NeMo container too: "DGXC v24.11.1 (NeMo 24.09)"
+                    out[fam].append(
+                        ((2000 + int(m.group(1))) * 12 + int(m.group(2)) - 1, f"{m.group(1)}.{m.group(2)}", sid)
+                    )
+    return {k: sorted(set(v)) for k, v in out.items()}
+
+
+def _nearest(family: str, month: int, on_or_before: bool = False, framework: str = "") -> tuple[int, str, str] | None:
+    """The release of `family` nearest to `month` (or the latest on or before it), among presets that run
+    `framework` (those that list no frameworks, or list it; any, for a run whose framework cell is empty or
+    "other"); None when there is none."""
+    cands = _releases()[family]
+    if framework and framework != "other":  # a run of another framework is not described by these releases
+        cands = [c for c in cands if not load_stack(c[2]).frameworks or framework in load_stack(c[2]).frameworks]
+    if on_or_before:
+        before = [c for c in cands if c[0] <= month]
+        return before[-1] if before else (cands[0] if cands else None)
+    return min(cands, key=lambda c: (abs(c[0] - month), c[0])) if cands else None
+
+
+def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
+    """The preset a measured run's `framework`, `software` and `date` cells (or a log banner, a container tag, an
+    MLPerf system description: free text) describe, in this order (issue 26):
+    1. a preset's software label that the text starts with (and whose frameworks list the framework, when it lists any);
+    2. a NeMo or DGXC release the text names (container tags too): that release's preset, or the nearest release's;
+    3. a NeMo run naming no release: the latest NeMo preset released by the run's `date`;
+    4. a framework named in the text (torchtitan, DeepSpeed, MaxText, ...), with the features its words state
+       (torchtitan: compile, AsyncTP);
+    5. the framework cell's family defaults (FRAMEWORK_FALLBACK), else the default stack: flagged as guesses."""
     fw, sw = (framework or "").strip().lower(), (software or "").strip()
     for label, sid, fws in _labels():
         if sw.startswith(label) and (not fws or fw in fws):
-            return sid
-    return FRAMEWORK_FALLBACK.get(fw, DEFAULT_STACK)
+            return StackChoice(sid, (), f"software label '{label}' of preset {sid}", "label")
+    for fam, rx in (("dgxc", _DGXC_RELEASE), ("nemo", _NEMO_RELEASE)):
+        m = rx.search(sw)
+        if m:
+            month = (2000 + int(m.group(1))) * 12 + int(m.group(2)) - 1
+            near = _nearest(fam, month, framework=fw)
+            if near is not None:
+                rel = f"{m.group(1)}.{m.group(2)}"
+                if near[0] == month:
+                    return StackChoice(near[2], (), f"{fam.upper()} release {rel} named in '{sw}'", "release")
+                return StackChoice(
+                    near[2],
+                    (),
+                    f"{fam.upper()} release {rel} named in '{sw}' has no preset: the nearest "
+                    f"release with one, {near[1]} ({near[2]})",
+                    "nearest release",
+                )
+    month = _month(date)
+    if re.search(r"\bnemo\b", sw, re.IGNORECASE) and month is not None:
+        near = _nearest("nemo", month, on_or_before=True, framework=fw)
+        if near is not None:
+            return StackChoice(
+                near[2],
+                (),
+                f"NeMo named in '{sw}' without a release: the latest NeMo preset by the "
+                f"run's date {date.strip()[:7]}, {near[1]} ({near[2]})",
+                "release by date",
+            )
+    for rx, sid in _NAMED:
+        if rx.search(sw) or rx.search(fw):
+            sets = tuple(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw))
+            said = f" with {', '.join(sets)} from its words" if sets else ""
+            return StackChoice(sid, sets, f"framework named in '{sw or fw}': preset {sid}{said}", "framework named")
+    if fw in FRAMEWORK_FALLBACK:
+        sid = FRAMEWORK_FALLBACK[fw]
+        return StackChoice(
+            sid, (), f"no preset matches '{sw}': framework {fw}'s library defaults ({sid})", "framework default"
+        )
+    return StackChoice(
+        DEFAULT_STACK, (), f"no preset matches framework '{fw}' / software '{sw}': the default stack", "default"
+    )
 
 
 def check_stack(stack: str | None, stack_set: tuple[str, ...] | list[str] = ()) -> None:
