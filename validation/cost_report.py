@@ -312,8 +312,9 @@ def figures_spec(meta: dict[str, Throughput]) -> list[Figure]:
             meta_interval_h,
             True,
             False,
-            note="default H100 MTBI 3,500 GPU-days (middle of the report's 2,000-5,000); Meta's run implies ~1,900: "
-            "`--mtbi-gpu-days 1900` reproduces it",
+            note="default HGX MTBI 1,900 GPU-days is Meta's Llama 3 run itself (costs.toml, issue 28; band 1,229-5,000 "
+            "from Meta FT-HSDP's 98K-GPU rate to the report's upper end); before issue 28 the report's midpoint 3,500 "
+            "gave 5.1 h",
         ),
     ]
 

@@ -35,7 +35,7 @@ from perfmodel.commands.common import (
 from perfmodel.commands.predict import memory_error
 from perfmodel.core.predict import Options, Prediction
 from perfmodel.economics.job import job
-from perfmodel.economics.reliability import REL_KEYS, reliability_inputs, whole_units
+from perfmodel.economics.reliability import RECOVERIES, REL_KEYS, reliability_inputs, whole_units
 from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
 from perfmodel.errors import InputError, cli_message, did_you_mean
 from perfmodel.specs.counts import param_counts
@@ -92,10 +92,14 @@ def reliability_options(f: Callable) -> Callable:
             "--mtbi-gpu-days",
             type=float,
             default=None,
-            help="mean time between interruptions per GPU, GPU-days [default: costs.toml, H100 3,500, NVL72 2,000]",
+            help="mean time between interruptions per GPU, GPU-days [default: costs.toml by hardware class: HGX "
+            "1,900 (Llama 3, band 1,229-5,000), A100 1,231, NVL72 2,000; given alone, no band]",
         ),
         click.option(
-            "--restart-s", type=float, default=None, help="restart time after an interruption, s [default: 1200]"
+            "--restart-s",
+            type=float,
+            default=None,
+            help="restart time after an interruption, s, without the checkpoint restore [default: 600, band 300-1,200]",
         ),
         click.option(
             "--checkpoint-s",
@@ -116,13 +120,21 @@ def reliability_options(f: Callable) -> Callable:
             show_default=True,
             help="checkpoint interval formula",
         ),
+        click.option(
+            "--recovery",
+            type=click.Choice(RECOVERIES),
+            default="job",
+            show_default=True,
+            help="job: every interruption restarts the whole job from its checkpoint; replica: only the failed "
+            "data-parallel replica recovers, from a peer, while the others train (Meta FT-HSDP / torchft)",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
     return spares_option(f)
 
 
-def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra) -> dict:
+def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery="job") -> dict:
     over: dict[str, Any] = dict(extra)
     for k, v in (
         ("mtbi_gpu_days", mtbi_gpu_days),
@@ -134,6 +146,7 @@ def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, inter
             over[k] = v
     over["count_hot_spares"] = spares == "charged"
     over["interval"] = interval
+    over["recovery"] = recovery
     return over
 
 
@@ -217,14 +230,36 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
     console.print(table(title, ["", "nominal", "after reliability"], rows, 1))
     rel = r["reliability"]
     rrows = [
-        ["job MTBI", f"{rel['mtbi_s'] / 3600:,.1f} h ({rel['interruptions_per_day']:.2f} interruptions/day)"],
+        [
+            "job MTBI",
+            f"{rel['mtbi_s'] / 3600:,.1f} h ({rel['interruptions_per_day']:.2f} interruptions/day, band "
+            f"{rel['interruptions_per_day_low']:.2f}-{rel['interruptions_per_day_high']:.2f})",
+        ],
         [
             "checkpoint write / interval",
             f"{rel['checkpoint_s']:.1f} s every {rel['checkpoint_interval_s'] / 60:,.1f} min "
             f"({rel['assumptions']['interval']['value']})",
         ],
-        ["recovery per interruption", f"{rel['recovery_s'] / 60:,.1f} min"],
-        ["goodput", f"{rel['goodput_fraction']:.2%}"],
+        [
+            "recovery per interruption",
+            f"{rel['recovery_s'] / 60:,.1f} min "
+            + (
+                f"(job-scoped: restart + {rel['restore_s']:,.0f} s checkpoint restore"
+                + (
+                    "; --recovery replica needs more than one replica holding the full state: the layout's "
+                    "optimizer or parameters are sharded over all data-parallel ranks; --set replicas=N)"
+                    if rel["assumptions"]["recovery"]["value"] == "replica"
+                    else ")"
+                )
+                if rel["recovery"] == "job"
+                else f"(replica-scoped over {rel['replicas']} replicas: stall + the failed replica's recovery / replicas)"
+            ),
+        ],
+        [
+            "goodput (band)",
+            f"{rel['goodput_fraction']:.2%} ({rel['goodput_fraction_low']:.1%}-{rel['goodput_fraction_high']:.1%}: "
+            "published spread of interruption rates and restart times)",
+        ],
         [
             "units / blast radius",
             f"{rel['units']} x {rel['blast_radius_gpus']} GPUs, "
@@ -280,6 +315,7 @@ def cost_cmd(
     spare_units,
     spares: str,
     interval: str,
+    recovery: str,
     as_json: bool,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
@@ -289,7 +325,7 @@ def cost_cmd(
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
     warn_context(m, seq)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery)
     head: dict[str, Any] = {
         "model": m.id,
         "hardware": hw.id,
@@ -427,6 +463,7 @@ def compare_cmd(
     spare_units,
     spares: str,
     interval: str,
+    recovery: str,
     as_json: bool,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
@@ -436,7 +473,7 @@ def compare_cmd(
     warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery)
     given = Layout(
         gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
     )  # type: ignore[arg-type]
