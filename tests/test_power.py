@@ -148,3 +148,54 @@ def test_every_catalog_gpu_has_sourced_drawn_power_below_its_rating(hid):
         assert len(hw.sources.get(f"power.{k}", "")) > 20, k
     lv = pw.levels(hw)
     assert lv.node_w(hw.power.gpu_tdp_w) <= hw.power.allin_w_per_gpu
+
+
+# ---- the commands' JSON ------------------------------------------------------------------------------------
+
+POWER_KEYS = ("gpu_avg_w", "node_avg_w", "node_peak_w", "cluster_avg_w", "method")
+ENERGY_KEYS = ("joules_per_token", "mwh", "household_years", "electricity_usd")
+L8 = ["--model", "llama3-8b", "--gpus", "16", "--gbs", "32", "--seq", "8192"]
+
+
+def _check(d: dict) -> None:
+    p, e = d["power"], d["energy"]
+    for k in POWER_KEYS:
+        assert k in p, k
+    assert p["method"] == "drawn"
+    assert 0 < p["gpu_avg_w"] <= p["gpu_peak_w"] and p["node_avg_w"] <= p["node_peak_w"] <= p["node_rated_w"]
+    assert p["cluster_trough_w"] <= p["cluster_avg_w"] * (1 + 1e-9) and p["swing_w"] >= 0
+    for method in ("drawn", "rated"):
+        for k in ENERGY_KEYS:
+            for when in ("_nominal", "_after_reliability"):
+                assert e[method][k + when] > 0, (method, k, when)
+    # the rated method (all-in rating) bounds the drawn one
+    assert e["drawn"]["joules_per_token_nominal"] < e["rated"]["joules_per_token_nominal"]
+
+
+def test_predict_json_power_and_timeline(capsys):
+    import cli_helpers
+
+    d = cli_helpers.run_json(capsys, ["predict", *L8, "--hardware", "h100-sxm", "--tp", "2"])
+    _check(d)
+    phases = [t["phase"] for t in d["power"]["timeline"]]
+    assert phases == [*pw.PHASES, "checkpoint_write"]
+    assert sum(t["seconds"] for t in d["power"]["timeline"][:-1]) == pytest.approx(d["step_time_s"])
+    assert d["energy"]["tokens"] == 1e12
+
+
+def test_cost_compare_size_json_power(capsys):
+    import cli_helpers
+
+    c = cli_helpers.run_json(capsys, ["cost", *L8, "--hardware", "h100-sxm", "--tp", "2", "--tokens", "1e11"])
+    _check(c)
+    # the rated figures are the run cost's own (the report's method)
+    assert c["energy"]["rated"]["mwh_after_reliability"] == pytest.approx(c["mwh_after_reliability"])
+    cmp = cli_helpers.run_json(
+        capsys, ["compare", *L8, "--hardware", "h100-sxm", "--hardware", "gb200-nvl72", "--no-planner", "--tp", "2"]
+    )
+    for o in cmp["systems"]:
+        _check(o)
+    s = cli_helpers.run_json(
+        capsys, ["size", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "16", "--hardware", "h100-sxm"]
+    )
+    _check(s[0])

@@ -16,12 +16,15 @@ from rich.markup import escape
 from perfmodel import api
 from perfmodel.analysis import uncertainty
 from perfmodel.analysis.checks import check_measured_throughput, check_tokens_cover_a_batch, memory_reason
+from perfmodel.analysis.energy import step_of
 from perfmodel.analysis.search import search
 from perfmodel.commands.common import (
     console,
     emit_json,
+    energy_rows,
     hardware_set_keys,
     layout_options,
+    power_rows,
     precision_option,
     resolve_hardware,
     spares_option,
@@ -270,6 +273,20 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
     ]
     console.print(table("Reliability", ["", "value"], rrows, 1))
     console.print(r["spares_text"])
+    e = r["energy"]
+    erows = [
+        [name, a, b, c, d]
+        for (name, a, b), (_, c, d) in zip(energy_rows(e, "nominal"), energy_rows(e, "after_reliability"))
+    ]
+    console.print(
+        table(
+            "Energy: drawn (by phase of the predicted step) and rated (all-in rating x time, the cost report's)",
+            ["", "drawn nominal", "rated nominal", "drawn after reliability", "rated after reliability"],
+            erows,
+            1,
+        )
+    )
+    console.print(table("Power (drawn, economics/power.py)", ["", "value"], power_rows(r["power"]), 1))
 
 
 @click.command("cost")
@@ -334,6 +351,7 @@ def cost_cmd(
         "gpus": gpus,
         "tokens": tokens,
     }
+    step = None  # the predicted step, for the drawn power (none with a measured throughput and no layout)
     if measured_tps is not None:
         # the same plausibility rule as validate: no GPU runs above 100% of its dense peak (at --seq, or the
         # smallest FLOPs per token, seq 1, without it; at --precision where given, else the fastest precision)
@@ -343,6 +361,24 @@ def cost_cmd(
         )
         head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
         tps = measured_tps
+        if gbs is not None and seq is not None:  # the layout's predicted phases set the drawn power's shares
+            lay = Layout(
+                gpus=gpus,
+                gbs=gbs,
+                seq=seq,
+                tp=tp,
+                pp=pp,
+                vp=vp,
+                cp=cp,
+                ep=ep,  # type: ignore[arg-type]
+                etp=1 if etp is None else etp,
+                mbs=mbs,
+                fsdp=fsdp,
+                recompute=recompute,
+            )  # type: ignore[arg-type]
+            p = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
+            step = step_of(p, 0, m, hw, Options(precision, attention, routing, stack=stack, stack_set=stack_set))  # type: ignore[arg-type]
+            head["power_phases"] = "predicted for the given layout (throughput measured)"
     else:
         missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
         if missing:
@@ -364,7 +400,9 @@ def cost_cmd(
             fsdp=fsdp,
             recompute=recompute,
         )  # type: ignore[arg-type]
-        row = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set).row(0)
+        p = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
+        row = p.row(0)
+        step = step_of(p, 0, m, hw, Options(precision, attention, routing, stack=stack, stack_set=stack_set))  # type: ignore[arg-type]
         if not row["fits"]:  # a layout that cannot run gets no cost
             raise memory_error(
                 m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack, stack_set=stack_set
@@ -381,7 +419,8 @@ def cost_cmd(
                 **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw),
             }
         )
-    r = {**head, **job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over).to_dict()}
+    j = job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over, step=step)
+    r = {**head, **j.to_dict()}
     if as_json:
         return emit_json(r)
     src = head["throughput_source"]
@@ -412,6 +451,18 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
     return api.predict(
         m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack, opts.stack_set
     ), "given"
+
+
+def _drawn(o: dict, key: str, fmt: str, rated: bool = False) -> str:
+    """A drawn energy figure of a compare row ('-' where the drawn method is unavailable), with the rated one."""
+    d, r = o["energy"]["drawn"], o["energy"]["rated"]
+    text = format(d[key], fmt) if d else "-"
+    return f"{text} / {format(r[key], fmt)}" if rated else text
+
+
+def _goodput_band(o: dict) -> str:
+    rel = o["reliability"]
+    return f"{o['goodput_fraction']:.2%} ({rel['goodput_fraction_low']:.1%}-{rel['goodput_fraction_high']:.1%})"
 
 
 @click.command("compare")
@@ -522,7 +573,8 @@ def compare_cmd(
             )
             continue
         tps = row["tokens_per_s_per_gpu"]
-        e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over).to_dict()
+        step = step_of(p, 0, m, hw, opts)
+        e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over, step=step).to_dict()
         o = {
             "hardware": hw.id,
             "hardware_overridden": list(hw.overridden),
@@ -609,8 +661,18 @@ def compare_cmd(
                 f"({o['usd_per_million_tokens_nominal_low']:.4f}–{o['usd_per_million_tokens_nominal_high']:.4f})"
             ),
         ),
-        ("utility J/token nominal", lambda o: f"{o['joules_per_token_nominal']:.3f}"),
-        ("goodput", lambda o: f"{o['goodput_fraction']:.2%}"),
+        ("utility J/token nominal, rated", lambda o: f"{o['joules_per_token_nominal']:.3f}"),
+        ("utility J/token nominal, drawn", lambda o: _drawn(o, "joules_per_token_nominal", ".3f")),
+        (
+            "node power drawn (of rating)",
+            lambda o: (
+                f"{o['power']['node_avg_w'] / 1e3:,.2f} kW ({o['power']['share_of_rating']:.0%})"
+                if o["power"]["method"] == "drawn"
+                else "-"
+            ),
+        ),
+        ("MWh after reliability, drawn / rated", lambda o: _drawn(o, "mwh_after_reliability", ",.0f", rated=True)),
+        ("goodput (band)", lambda o: _goodput_band(o)),
         (
             "$ per 1M tokens after reliability",
             lambda o: (
