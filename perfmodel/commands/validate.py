@@ -53,6 +53,7 @@ def summary(report: Report) -> dict[str, Any]:
     out["calibration"] = report.stats([r for r in rs if r.calibration])
     out["held_out"] = report.stats([r for r in rs if not r.calibration])
     out["memory"] = report.memory_stats()
+    out["power"] = report.power_stats()
     return out
 
 
@@ -134,7 +135,11 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
     )
     s = summary(report)
     sets = {
-        k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
+        k: {
+            **v,
+            "memory": report.memory_stats([r for r in report.results if r.dataset == k]),
+            "power": report.power_stats([r for r in report.results if r.dataset == k]),
+        }
         for k, v in report.by("dataset").items()
     }
     if not report.results:  # nothing usable: exit 2, with every row's reason
@@ -214,6 +219,21 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
         m = s["memory"]
         console.print(
             f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}"
+        )
+    if s["power"]["rows"]:
+        pw = s["power"]
+        console.print(
+            f"node power (drawn model) vs measured: {pw['rows']} rows, MAPE {_pct(pw['mape'])}, bias {_pct(pw['bias'])}"
+        )
+        print_table(
+            "Node power: predicted (drawn by phase) vs measured",
+            ["run_id", "measured W", "predicted W", "error"],
+            [
+                [escape(r.run_id), f"{r.power_measured:,.0f}", f"{r.power_predicted:,.0f}", f"{r.power_error:+.1%}"]
+                for r in report.results
+                if r.power_error is not None
+            ],
+            1,
         )
     groups = report.by(by_key)
     console.print(
