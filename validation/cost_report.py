@@ -312,7 +312,7 @@ def figures_spec(meta: dict[str, Throughput]) -> list[Figure]:
             meta_interval_h,
             True,
             False,
-            note="default HGX MTBI 1,900 GPU-days is Meta's Llama 3 run itself (costs.toml, issue 28; band 1,229-5,000 "
+            note="default HGX MTBI 1,900 GPU-days is Meta's Llama 3 run itself (costs.toml, issue 28; band 1,200-5,000 "
             "from Meta FT-HSDP's 98K-GPU rate to the report's upper end); before issue 28 the report's midpoint 3,500 "
             "gave 5.1 h",
         ),

@@ -96,7 +96,7 @@ def reliability_options(f: Callable) -> Callable:
             type=float,
             default=None,
             help="mean time between interruptions per GPU, GPU-days [default: costs.toml by hardware class: HGX "
-            "1,900 (Llama 3, band 1,229-5,000), A100 1,231, NVL72 2,000; given alone, no band]",
+            "1,900 (Llama 3, band 1,200-5,000), A100 1,231, NVL72 2,000; given alone, no band]",
         ),
         click.option(
             "--restart-s",

@@ -6,7 +6,7 @@ Model (each formula names its source):
   the hardware class and its operator (costs.toml [reliability.*]): a central value from the largest
   published measurement and a band over the published spread, from a new or very large cluster (_low: more
   interruptions) to a mature operator (_high): HGX H100 1,900 GPU-days (Llama 3 405B, 466 interruptions of
-  16,384 H100 in 54 days), 1,229 (Meta FT-HSDP, 98K H100, one every 18 min) to 5,000 (cost_report.md);
+  16,384 H100 in 54 days), 1,200 (Meta FT-HSDP, ~98K H100, one every ~18 min: 1,229, rounded down) to 5,000 (cost_report.md);
   A100 1,231 (Kokolis et al. 2025, RSC-1), 567 (OPT-175B) to 3,419 (RSC-2); GB200 NVL72 2,000, 1,000-3,000
   (cost_report.md). The band comes with restart times over their measured spread (restart_s_low/_high).
 - Recovery from an interruption (job-scoped, the default): restart (detect, drain, reschedule, re-initialise)
