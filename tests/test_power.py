@@ -199,3 +199,34 @@ def test_cost_compare_size_json_power(capsys):
         capsys, ["size", "--model", "llama3-8b", "--tokens", "1e11", "--gpus", "16", "--hardware", "h100-sxm"]
     )
     _check(s[0])
+
+
+def test_nvl72_hot_spares_draw_idle_power():
+    """GB200 NVL72 (tensor 1,200, memory-bound 842, wait 243 W; host 200 W; 0.978; network 100 W, PUE 1.20) on
+    the 10 s STEP: 7 x 1,200 + 842 + 1.5 x 243 + 0.25 x 842 + 0.25 x 243 = 9,877.75 J -> 987.775 W; site
+    ((987.775 + 200) / 0.978 + 100) x 1.2 = 1,577.39 W per GPU. The 8 hot spares of 64 training GPUs are powered
+    at idle: ((170 + 200) / 0.978 + 100) x 1.2 = 573.99 W each, so after reliability the drawn energy grows by
+    1 + 0.125 x 573.99 / 1,577.39 = 1.0455 (then / goodput), the rated by 72 / 64."""
+    gb = load_hardware("gb200-nvl72")
+    j = job(gb, 400e9, 1000.0, 1e12, 512, step=Step(STEP))
+    d = j.energy_drawn
+    assert d.site_w_per_gpu == pytest.approx(1577.39, abs=0.01)
+    g = j.reliability.goodput_fraction
+    ratio = d.after_reliability["joules_per_token"] / d.nominal["joules_per_token"]
+    assert ratio * g == pytest.approx(1 + 0.125 * 573.99 / 1577.39, rel=1e-5)
+    r = j.energy_rated
+    assert r.after_reliability["joules_per_token"] / r.nominal["joules_per_token"] * g == pytest.approx(72 / 64)
+    none = job(gb, 400e9, 1000.0, 1e12, 512, rel_over={"count_hot_spares": False}, step=Step(STEP)).energy_drawn
+    assert none.after_reliability["joules_per_token"] * g == pytest.approx(none.nominal["joules_per_token"], rel=1e-3)
+
+
+def test_power_bad_input_cli(capsys):
+    from cli_helpers import run_err
+
+    args = ["predict", *L8, "--hardware", "h100-sxm", "--tp", "2"]
+    assert "--tokens" in run_err(capsys, [*args, "--tokens", "-1"])
+    assert "power.conversion_efficiency" in run_err(capsys, [*args, "--set", "power.conversion_efficiency=0.3"])
+    assert "wait_w" in run_err(capsys, [*args, "--set", "power.wait_w=650"])
+    assert "power_limit_w" in run_err(capsys, [*args, "--stack-set", "power_limit_w=0"])
+    cost = ["cost", *L8, "--hardware", "h100-sxm", "--tp", "2", "--tokens", "1e12"]
+    assert "restart_s_low" in run_err(capsys, [*cost, "--set", "restart_s_low=900"])

@@ -190,10 +190,12 @@ def reliability_inputs(
     for k in BANDED:
         lo, mid, hi = getattr(ri, k + "_low"), getattr(ri, k), getattr(ri, k + "_high")
         lo, hi = (mid if lo is None else lo), (mid if hi is None else hi)
-        if not (lo > 0 or k == "restart_s") or lo < 0 or not lo <= mid <= hi:
-            raise InputError(
-                "reliability", k, f"band must hold {k}_low <= {k} <= {k}_high, all >= 0 (got {lo:g}, {mid:g}, {hi:g})"
-            )
+        if not (lo > 0 or (k == "restart_s" and lo == 0)):
+            raise InputError("reliability", k + "_low", f"must be {'>= 0' if k == 'restart_s' else '> 0'} (got {lo:g})")
+        if lo > mid:
+            raise InputError("reliability", k + "_low", f"must be at most {k} = {mid:g} (got {lo:g})")
+        if hi < mid:
+            raise InputError("reliability", k + "_high", f"must be at least {k} = {mid:g} (got {hi:g})")
         if hi > 1e8:
             raise InputError("reliability", k + "_high", f"must be at most 1e8 (got {hi:g}): a unit slip?")
     return ri
