@@ -9,8 +9,10 @@ typed in by hand):
 4. weak-scaling curves of the best layout (scaling.py);
 5. predicted vs measured tokens/s/GPU of every validation row (validate.py), by hardware, log-log, with
    the y = x line and a +-25% band;
-6. H100 vs GB200 NVL72: best layout each, tokens/s/GPU, $/GPU-hour, $ per 1M tokens, utility J/token,
-   goodput and perf per TCO (economics.py, reliability.py; the method of cost_report.md).
+6. H100 vs GB200 NVL72: best layout each, tokens/s/GPU, $/GPU-hour, $ per 1M tokens, utility J/token by the
+   drawn and the rated method, goodput with its band and perf per TCO (economics/; the method of cost_report.md);
+7. power over the step of the best layout: the cluster's draw through the pipeline, the step's end and a
+   checkpoint write, beside the rated power (economics/power.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from perfmodel.analysis.energy import step_of
 from perfmodel.analysis.scaling import default_runs_csv, load_runs
 from perfmodel.analysis.scaling import plot as scaling_plot
 from perfmodel.analysis.scaling import scaling as run_scaling
@@ -435,6 +438,7 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
             None,
             {"count_hot_spares": cfg.spares == "charged"},
             require_price=False,
+            step=step_of(res.top, 0, m, hw, opts),
         )
         t, rel, nom, eff = j.tco, j.reliability, j.nominal, j.after_reliability
         usd = (lambda v: v) if j.priced else (lambda v: None)
@@ -449,7 +453,14 @@ def compare_systems(m: ModelSpec, hws: list[HardwareSpec], cfg: ReportConfig, op
                 "usd_per_million_tokens_nominal": usd(nom.usd_per_million_tokens),
                 "joules_per_token_nominal": nom.joules_per_token,
                 "joules_per_token_after_reliability": eff.joules_per_token,
+                "joules_per_token_drawn_nominal": (
+                    j.energy_drawn.nominal["joules_per_token"] if j.energy_drawn is not None else None
+                ),
+                "power": j.power_dict(),
+                "energy": j.energy_dict(),
                 "goodput_fraction": rel.goodput_fraction,
+                "goodput_fraction_low": rel.goodput_fraction_low,
+                "goodput_fraction_high": rel.goodput_fraction_high,
                 "units": rel.units,
                 "spare_units": rel.spare_units,
                 "gpus_per_unit": rel.inputs.gpus_per_unit,
@@ -483,11 +494,12 @@ def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         ("$ per GPU-hour", "usd_per_gpu_hour", "{:.2f}"),
         ("$ per 1M tokens, nominal", "usd_per_million_tokens_nominal", "{:.3f}"),
         ("$ per 1M tokens,\nafter reliability", "usd_per_million_tokens_after_reliability", "{:.3f}"),
-        ("utility J per token, nominal", "joules_per_token_nominal", "{:.2f}"),
+        ("utility J per token,\nnominal, rated", "joules_per_token_nominal", "{:.2f}"),
+        ("utility J per token,\nnominal, drawn", "joules_per_token_drawn_nominal", "{:.2f}"),
         (f"perf per TCO vs {first},\nnominal", "perf_per_tco_vs_first_nominal", "{:.2f}x"),
         (f"perf per TCO vs {first},\nafter reliability", "perf_per_tco_vs_first_after_reliability", "{:.2f}x"),
     ]
-    fig, axes = plt.subplots(1, len(metrics), figsize=(16, 3.8))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(18, 3.8))
     colors = ["#76b900", "#1f77b4", "#ff7f0e", "#9467bd"]
     for ax, (lab, k, fmt) in zip(axes, metrics):
         vals = [r[k] if r[k] is not None else 0.0 for r in ok]  # no sourced price: drawn as 0, labelled "-"
@@ -505,6 +517,62 @@ def compare_png(rows: list[dict[str, Any]], path: Path, title: str) -> None:
         ax.set_ylim(0, 1.2 * max(vals) if vals and max(vals) > 0 else 1)
         ax.tick_params(axis="y", labelsize=7)
     fig.suptitle(textwrap.fill(title, 150), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ---- 7. power over the step ------------------------------------------------------------------------
+
+
+def power_segments(power: dict[str, Any], steps: int = 3) -> list[tuple[float, float, str]]:
+    """The cluster's draw as (start s, W, segment) over `steps` steps and one checkpoint write: the pipeline
+    body at the mean of its phases' draws, the step's end at its own (economics/power.py BODY / TAIL)."""
+    from perfmodel.economics.power import BODY, TAIL
+
+    ph = {t["phase"]: t for t in power["timeline"]}
+
+    def seg(names: tuple[str, ...]) -> tuple[float, float]:
+        s = sum(ph[n]["seconds"] for n in names)
+        return s, (sum(ph[n]["seconds"] * ph[n]["cluster_w"] for n in names) / s if s > 0 else 0.0)
+
+    (bs, bw), (ts, tw) = seg(BODY), seg(TAIL)
+    out, t = [], 0.0
+    for _ in range(steps):
+        out.append((t, bw, "pipeline"))
+        t += bs
+        if ts > 0:
+            out.append((t, tw, "step end"))
+            t += ts
+    ck = ph["checkpoint_write"]
+    if ck["seconds"] > 0:
+        out.append((t, ck["cluster_w"], "checkpoint write"))
+        t += ck["seconds"]
+    out.append((t, bw, "pipeline"))
+    out.append((t + bs, bw, "end"))
+    return out
+
+
+def power_png(power: dict[str, Any], path: Path, title: str) -> None:
+    """Cluster IT power over three steps and a checkpoint write (drawn), with the average and the rated power."""
+    plt = _plt()
+    segs = power_segments(power)
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    xs = [s[0] for s in segs]
+    ys = [s[1] / 1e3 for s in segs]
+    ax.step(xs, ys, where="post", color="#1f77b4", linewidth=1.8, label="drawn (cluster IT, AC)")
+    ax.axhline(power["cluster_avg_w"] / 1e3, color="#1f77b4", linestyle=":", linewidth=1, label="drawn, step average")
+    ax.axhline(power["cluster_rated_w"] / 1e3, color="#d62728", linestyle="--", linewidth=1, label="rated (all-in)")
+    named: set[str] = set()
+    for x, y, name in segs:
+        if name in ("step end", "checkpoint write") and name not in named:  # label the first of each
+            named.add(name)
+            ax.annotate(name, (x, y / 1e3), xytext=(2, -12), textcoords="offset points", fontsize=8)
+    ax.set_xlabel("seconds (three steps, then a checkpoint write)")
+    ax.set_ylabel("kW")
+    ax.set_ylim(0, 1.1 * power["cluster_rated_w"] / 1e3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(textwrap.fill(title, 100), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -819,8 +887,20 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
         ["MFU"] + [f"{r['mfu']:.1%}" for r in ok],
         ["$ per GPU-hour"] + [f(r["usd_per_gpu_hour"], ".3f") for r in ok],
         ["$ per 1M tokens nominal"] + [f(r["usd_per_million_tokens_nominal"], ".4f") for r in ok],
-        ["utility J per token nominal"] + [f"{r['joules_per_token_nominal']:.3f}" for r in ok],
-        ["goodput"] + [f"{r['goodput_fraction']:.2%}" for r in ok],
+        ["utility J per token nominal, rated"] + [f"{r['joules_per_token_nominal']:.3f}" for r in ok],
+        ["utility J per token nominal, drawn"] + [f(r["joules_per_token_drawn_nominal"], ".3f") for r in ok],
+        ["node power drawn (share of rating)"]
+        + [
+            f"{r['power']['node_avg_w'] / 1e3:,.2f} kW ({r['power']['share_of_rating']:.0%})"
+            if r["power"]["method"] == "drawn"
+            else "-"
+            for r in ok
+        ],
+        ["goodput (band)"]
+        + [
+            f"{r['goodput_fraction']:.2%} ({r['goodput_fraction_low']:.1%}-{r['goodput_fraction_high']:.1%})"
+            for r in ok
+        ],
         ["units + spare units (GPUs per unit)"]
         + [f"{r['units']} + {r['spare_units']} ({r['gpus_per_unit']})" for r in ok],
         ["GPUs paid / GPUs used"] + [f"{r['cost_factor']:.2f}x" for r in ok],
@@ -840,13 +920,74 @@ def _build(cfg: ReportConfig, outdir: Path, progress) -> Report:
     sections.append(
         f"<h2>6. {' vs '.join(e(h.id) for h in hws)}</h2><p class='note'>The planner's best layout on each "
         f"system at {cfg.gpus} GPUs; cost from <code>perfmodel tco</code> ({e(cfg.buyer)} assumptions), "
-        f"energy as utility joules (all-in power x PUE), goodput and spares from the reliability model "
+        f"energy as utility joules by two methods: drawn (power by phase of the predicted step, "
+        f"economics/power.py) and rated (all-in rating x PUE, the cost report's), goodput with its band over the "
+        f"published spread of interruption rates and spares from the reliability model "
         f"(<code>perfmodel compare</code>).{spare_note} "
         + "; ".join(f"{e(r['hardware'])} {e(r['spares_text'])}" for r in ok)
         + "</p>"
         + _img("compare.png", "hardware comparison", "cost, energy and perf per TCO")
         + _table([""] + [r["hardware"] for r in ok], metric_rows)
     )
+
+    # power over the step of the best layout
+    pj = job(
+        hw,
+        float(param_counts(m).total),
+        float(top.tokens_per_s_per_gpu[0]),
+        cfg.tokens,
+        cfg.gpus,
+        cfg.buyer,
+        None,
+        {"count_hot_spares": cfg.spares == "charged"},
+        require_price=False,
+        step=step_of(top, 0, m, hw, opts),
+    )
+    pw_d, en = pj.power_dict(), pj.energy_dict()
+    rep.data["power"] = {"power": pw_d, "energy": en}
+    if pw_d["method"] == "drawn":
+        power_png(pw_d, outdir / "power.png", f"Cluster power over the step: {title}, {layout_text(best)}")
+        rep.files.append("power.png")
+        kw = lambda w: f"{w / 1e3:,.1f} kW"  # noqa: E731
+        sections.append(
+            "<h2>7. Power over the step</h2><p class='note'>What the hardware draws by phase of the best layout's "
+            "predicted step (<code>perfmodel predict</code>, economics/power.py): tensor work at the power cap, "
+            "memory-bound kernels at their measured draw, exposed communication, bubbles and waits near idle, plus "
+            "host, cooling and conversion losses per node and the scale-out network per GPU. The pipeline's phases "
+            "alternate within milliseconds, so the cluster draws their mean; the step's end (exposed DP "
+            "communication, optimizer) and checkpoint writes run on every GPU at once: the swing the grid sees. "
+            "The rated method (all-in rating x time) reproduces the cost report's energy figures.</p>"
+            + _img("power.png", "power over the step", "cluster IT power, drawn, against the rated power")
+            + _table(
+                ["", "drawn", "rated"],
+                [
+                    ["GPU average", f"{pw_d['gpu_avg_w']:,.0f} W", f"{hw.power.gpu_tdp_w:,.0f} W (TDP)"],
+                    [
+                        f"node of {pw_d['gpus_per_node']} GPUs",
+                        f"{kw(pw_d['node_avg_w'])} ({pw_d['share_of_rating']:.0%} of rating), peak "
+                        f"{kw(pw_d['node_peak_w'])}",
+                        kw(pw_d["node_rated_w"]),
+                    ],
+                    ["cluster IT", kw(pw_d["cluster_avg_w"]), kw(pw_d["cluster_rated_w"])],
+                    ["site (x PUE)", kw(pw_d["site_avg_w"]), kw(pw_d["site_rated_w"])],
+                    [
+                        "swing per step / at a checkpoint write",
+                        f"{kw(pw_d['swing_w'])} / {kw(pw_d['checkpoint_swing_w'])}",
+                        "-",
+                    ],
+                    [
+                        "utility J per token, nominal",
+                        f"{en['drawn']['joules_per_token_nominal']:.3f}",
+                        f"{en['rated']['joules_per_token_nominal']:.3f}",
+                    ],
+                    [
+                        f"MWh for {cfg.tokens:.3g} tokens, after reliability",
+                        f"{en['drawn']['mwh_after_reliability']:,.1f}",
+                        f"{en['rated']['mwh_after_reliability']:,.1f}",
+                    ],
+                ],
+            )
+        )
 
     progress("page")
     rep.seconds = time.perf_counter() - t0

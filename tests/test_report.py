@@ -226,10 +226,30 @@ def test_scaling_and_compare_figures_read_well(report):
         "$ per GPU-hour",
         "$ per 1M tokens, nominal",
         "$ per 1M tokens,\nafter reliability",
-        "utility J per token, nominal",
+        "utility J per token,\nnominal, rated",
+        "utility J per token,\nnominal, drawn",
         "perf per TCO vs h100-sxm,\nnominal",
         "perf per TCO vs h100-sxm,\nafter reliability",
     ]
+    # issue 28: both energy methods side by side, the drawn one below the rating
+    assert all(0 < c["joules_per_token_drawn_nominal"] < c["joules_per_token_nominal"] for c in cmp.values())
+
+
+def test_power_over_the_step_section(report):
+    """Section 7: the cluster's power through three steps and a checkpoint write, below the rated power."""
+    out, _ = report
+    import json
+
+    from perfmodel.report import power_segments
+
+    data = json.loads((out / "report.json").read_text())
+    p = data["power"]["power"]
+    assert (out / "power.png").is_file() and "7. Power over the step" in (out / "index.html").read_text()
+    segs = power_segments(p)
+    names = [s[2] for s in segs]
+    assert names.count("pipeline") == 4 and names.count("step end") == 3 and "checkpoint write" in names
+    assert max(s[1] for s in segs) == pytest.approx(p["cluster_peak_w"])
+    assert all(s[1] <= p["cluster_rated_w"] for s in segs)
 
 
 def test_stack_changes_predictions_not_the_validation_scatter(report, tmp_path):

@@ -312,8 +312,9 @@ def figures_spec(meta: dict[str, Throughput]) -> list[Figure]:
             meta_interval_h,
             True,
             False,
-            note="default H100 MTBI 3,500 GPU-days (middle of the report's 2,000-5,000); Meta's run implies ~1,900: "
-            "`--mtbi-gpu-days 1900` reproduces it",
+            note="default HGX MTBI 1,900 GPU-days is Meta's Llama 3 run itself (costs.toml, issue 28; band 1,200-5,000 "
+            "from Meta FT-HSDP's 98K-GPU rate to the report's upper end); before issue 28 the report's midpoint 3,500 "
+            "gave 5.1 h",
         ),
     ]
 
@@ -328,8 +329,118 @@ NOT_REPRODUCED = [
         "GPT-3 175B BF16 34% -> 54% MFU, FP8 29.5% -> 39.5% (throughput over time)",
         "throughput, not economics: see `perfmodel validate`",
     ),
-    ("GB200 training 2.2x more power efficient", "the workload and software date are not stated"),
+    (
+        "GB200 training 2.2x more power efficient",
+        "the workload and software date are not stated: re-derived above by peak FLOP/s per watt and by measured "
+        "tokens per drawn joule (energy section)",
+    ),
 ]
+
+
+# ---- energy by the drawn model beside the report's rated method (issue 28) ------------------------------
+
+# (workload, H100 row, GB200 row or None, tokens for the run totals): measured throughput of each row; the drawn
+# power from the phases of that row's own predicted step (validate's prediction of the row)
+ENERGY_PAIRS = [
+    ("GPT-3 175B FP8", "dgxc250401-gpt3-175b-h100-256-fp8", "nemo2504-gpt3-175b-gb200-128-fp8", 300e9),
+    ("GPT-3 175B BF16", "dgxc250401-gpt3-175b-h100-128-bf16", None, 300e9),
+    ("Llama 3.1 405B BF16", "dgxc250504-l31-405b-h100-512-bf16", "dgxc250504-l31-405b-gb200-512-bf16", 15e12),
+    ("Llama 3.1 405B BF16, the report's 2,304-GPU row", "dgxc241101-l31-405b-h100-2304-bf16", None, 15e12),
+    ("DeepSeek-V3 BF16", "dgxc250504-dsv3-h100-1024-bf16", "dgxc250504-dsv3-gb200-128-bf16", 14.8e12),
+    ("Llama 4 Maverick FP8", "dgxc250504-l4mav-h100-512-fp8", "dgxc250504-l4mav-gb200-512-fp8", 15e12),
+]
+
+
+def _row_energy(row: dict, tokens: float) -> dict:
+    """A measured row's energy by both methods: its measured throughput, its predicted step's phases."""
+    from perfmodel.analysis.energy import power_limit_w
+    from perfmodel.analysis.validate import validate_rows
+    from perfmodel.economics.job import Step, job
+
+    m, hw, lay, opts = row_inputs(row, CSV.parent)
+    res = validate_rows([row], CSV.parent).results[0]
+    tps = float(res.measured)
+    j = job(
+        hw, float(param_counts(m).total), tps, tokens, lay.gpus, step=Step(res.breakdown, power_limit_w(m, hw, opts))
+    )
+    assert j.energy_drawn is not None and j.energy_rated is not None and j.power is not None
+    d, r = j.energy_drawn.nominal, j.energy_rated.nominal
+    return {
+        "run_id": row["run_id"],
+        "hardware": hw.id,
+        "gpus": lay.gpus,
+        "tokens_per_s_per_gpu": tps,
+        "node_w_drawn": j.power.node_avg_w,
+        "share_of_rating": j.power.share_of_rating,
+        "jpt_drawn": d["joules_per_token"],
+        "jpt_rated": r["joules_per_token"],
+        "household_years_drawn": d["household_years"],
+        "household_years_rated": r["household_years"],
+        "tokens": tokens,
+    }
+
+
+def energy_rederived() -> dict:
+    """H100 vs GB200 energy per token by both methods, household-years, and the report's 'GB200 2.2x more power
+    efficient' by three readings: peak FLOP/s per chip watt, per rated all-in utility watt, and measured tokens
+    per drawn utility joule."""
+    rows = {r["run_id"]: r for r in read_csv(CSV)}
+    pairs = []
+    for name, h, g, tokens in ENERGY_PAIRS:
+        eh = _row_energy(rows[h], tokens)
+        eg = _row_energy(rows[g], tokens) if g else None
+        pairs.append(
+            {
+                "workload": name,
+                "h100": eh,
+                "gb200": eg,
+                "gb200_efficiency_rated": eh["jpt_rated"] / eg["jpt_rated"] if eg else None,
+                "gb200_efficiency_drawn": eh["jpt_drawn"] / eg["jpt_drawn"] if eg else None,
+            }
+        )
+    h100, gb200 = load_hardware("h100-sxm"), load_hardware("gb200-nvl72")
+    th, tg = tco_for(h100), tco_for(gb200)
+    chip = (gb200.peak("bf16") / gb200.power.gpu_tdp_w) / (h100.peak("bf16") / h100.power.gpu_tdp_w)
+    allin = (gb200.peak("bf16") / tg.utility_w_per_gpu) / (h100.peak("bf16") / th.utility_w_per_gpu)
+    return {
+        "pairs": pairs,
+        "power_efficiency_claim": 2.2,
+        "peak_flops_per_chip_w": chip,
+        "peak_flops_per_chip_w_with_pue": chip * th.inputs.pue / tg.inputs.pue,
+        "peak_flops_per_rated_utility_w": allin,
+    }
+
+
+def print_energy(e: dict) -> None:
+    print("\n[energy: drawn (by phase of each row's predicted step) beside rated (the report's method), issue 28]")
+    print(f"{'workload':<50} {'system':<12} {'tok/s/GPU':>9} {'node kW':>8} {'J/tok drawn':>11} {'rated':>7}")
+    for p in e["pairs"]:
+        for key in ("h100", "gb200"):
+            x = p[key]
+            if x is None:
+                continue
+            print(
+                f"{p['workload'] if key == 'h100' else '':<50} {x['hardware']:<12} {x['tokens_per_s_per_gpu']:>9,.0f} "
+                f"{x['node_w_drawn'] / 1e3:>8.2f} {x['jpt_drawn']:>11.3f} {x['jpt_rated']:>7.3f}"
+            )
+        if p["gb200"] is not None:
+            print(
+                f"{'':<50} GB200/H100 tokens per J: drawn {p['gb200_efficiency_drawn']:.2f}x, "
+                f"rated {p['gb200_efficiency_rated']:.2f}x"
+            )
+    print("household-years for the report's token counts (H100 rows): drawn / rated")
+    for p in e["pairs"]:
+        x = p["h100"]
+        print(
+            f"  {p['workload']:<50} {x['tokens']:.3g} tokens: {x['household_years_drawn']:,.1f} / "
+            f"{x['household_years_rated']:,.1f}"
+        )
+    print(
+        f"'GB200 2.2x more power efficient': peak BF16 FLOP/s per chip W {e['peak_flops_per_chip_w']:.2f}x, "
+        f"x PUE 1.30/1.20 {e['peak_flops_per_chip_w_with_pue']:.2f}x, per rated all-in utility W "
+        f"{e['peak_flops_per_rated_utility_w']:.2f}x; measured tokens per drawn J "
+        + ", ".join(f"{p['workload']} {p['gb200_efficiency_drawn']:.2f}x" for p in e["pairs"] if p["gb200"])
+    )
 
 
 def compute(predict: bool = True, meta: dict[str, Throughput] | None = None) -> list[dict]:
@@ -375,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
                         k: {"measured": v.measured, "predicted": v.predicted, "note": v.note} for k, v in meta.items()
                     },
                     "not_reproduced": [{"figure": f, "reason": r} for f, r in NOT_REPRODUCED],
+                    "energy": energy_rederived(),
                 },
                 indent=2,
             )
@@ -407,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     for k, v in meta.items():
         p = "-" if v.predicted is None else f"{v.predicted:,.1f} ({v.predicted / v.measured - 1:+.1%})"
         print(f"  {k:<15} {v.measured:>10,.1f} -> {p}" + (f"   [{v.note}]" if v.note else ""))
+    print_energy(energy_rederived())
     print("\nnot reproduced (not enough inputs):")
     for f, reason in NOT_REPRODUCED:
         print(f"  - {f}: {reason}")

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from perfmodel.analysis.checks import memory_reason
+from perfmodel.analysis.energy import step_of
 from perfmodel.analysis.releases import release_of
 from perfmodel.analysis.search import Constraints
 from perfmodel.analysis.search import search as run_search
 from perfmodel.api import check
 from perfmodel.core.predict import Options, Prediction, predict_grid
-from perfmodel.economics.job import job_of, priced_tco
+from perfmodel.economics.job import Step, job_of, priced_tco
 from perfmodel.economics.reliability import ReliabilityInputs, reliability_inputs, spares_text
 from perfmodel.economics.tco import TCO
 from perfmodel.errors import InputError
@@ -138,6 +139,8 @@ class ScalePoint:
     usd_per_million_tokens_after_reliability: float | None = None
     joules_per_token_nominal: float | None = None
     joules_per_token_after_reliability: float | None = None
+    joules_per_token_drawn_nominal: float | None = None  # drawn by phase of the step (economics/power.py)
+    node_power_drawn_w: float | None = None
     goodput_fraction: float | None = None
     goodput_tokens_per_s_per_gpu: float | None = None
     job_mtbi_s: float | None = None
@@ -176,7 +179,14 @@ class ScalingResult:
 
 
 def _fill(
-    pt: ScalePoint, p: Prediction, ri: ReliabilityInputs, t: TCO, priced: bool, params_total: float, hw: HardwareSpec
+    pt: ScalePoint,
+    p: Prediction,
+    ri: ReliabilityInputs,
+    t: TCO,
+    priced: bool,
+    params_total: float,
+    hw: HardwareSpec,
+    step: Step | None = None,
 ) -> None:
     r = p.row(0)
     tps = r["tokens_per_s_per_gpu"]
@@ -185,8 +195,11 @@ def _fill(
     pt.memory_bytes_per_gpu = r["memory_bytes_per_gpu"]
     pt.breakdown_s = r["breakdown_s"]
     pt.grows_s = {k: r["breakdown_s"].get(k, 0.0) for k in GROWS}
-    j = job_of(t, priced, ri, hw, params_total, tps, RUN_TOKENS, pt.gpus)
+    j = job_of(t, priced, ri, hw, params_total, tps, RUN_TOKENS, pt.gpus, step)
     rel, nominal, eff = j.reliability, j.nominal, j.after_reliability
+    if j.energy_drawn is not None and j.power is not None:
+        pt.joules_per_token_drawn_nominal = j.energy_drawn.nominal["joules_per_token"]
+        pt.node_power_drawn_w = j.power.node_avg_w
     if priced:
         pt.usd_per_million_tokens_nominal = nominal.usd_per_million_tokens
         pt.usd_per_million_tokens_after_reliability = eff.usd_per_million_tokens
@@ -270,7 +283,7 @@ def scaling(
                 pt.reason = "does not fit: " + memory_reason(pt.memory_bytes_per_gpu, float(p.hbm_bytes), hw.id)
                 continue
         pt.ok = True
-        _fill(pt, p, ri, t, priced, params_total, hw)
+        _fill(pt, p, ri, t, priced, params_total, hw, step_of(p, 0, model, hw, opts))
     first = next((p for p in points if p.ok), None)  # the 100% baseline: the first size that runs
     for p in points:
         if p.ok and first is not None:

@@ -45,10 +45,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping
 
 from perfmodel.analysis.checks import check_tokens_cover_a_batch
+from perfmodel.analysis.energy import step_of
 from perfmodel.analysis.search import Constraints, SearchResult, equivalents, parse_constraints, search
 from perfmodel.analysis.uncertainty import band_for, with_band
 from perfmodel.core.predict import BREAKDOWN, KERNEL_TERMS, Options
-from perfmodel.economics.job import Job, job_of, priced_tco
+from perfmodel.economics.job import Job, Step, job_of, priced_tco
 from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
 from perfmodel.economics.tco import TCO, RunCost
 from perfmodel.errors import InputError
@@ -177,7 +178,7 @@ class Sizer:
             )
         else:
             pt.tps = float(res.top.tokens_per_s_per_gpu[0])
-            pt.job = self._job(pt.tps, gpus)
+            pt.job = self._job(pt.tps, gpus, step_of(res.top, 0, self.model, self.hw, self.opts))
             pt.rel = pt.job.reliability
             pt.days = pt.job.after_reliability.wall_days
             if self.priced:
@@ -185,9 +186,10 @@ class Sizer:
         self.points[units] = pt
         return pt
 
-    def _job(self, tps: float, gpus: int) -> Job:
-        """The run at `tps` tokens/s/GPU on `gpus` GPUs: goodput, spares, cost and days (economics/job.py)."""
-        return job_of(self.tco, self.priced, self.ri, self.hw, self.params, tps, self.tokens, gpus)
+    def _job(self, tps: float, gpus: int, step: Step | None = None) -> Job:
+        """The run at `tps` tokens/s/GPU on `gpus` GPUs: goodput, spares, cost, days and energy by both methods
+        (economics/job.py; `step`, the best layout's predicted step, for the drawn power)."""
+        return job_of(self.tco, self.priced, self.ri, self.hw, self.params, tps, self.tokens, gpus, step)
 
     def run(self, pt: Point) -> RunCost:
         """economics.run_cost after reliability (goodput, spares' cost, energy factor)."""
@@ -447,6 +449,21 @@ class Sizer:
             },
             "limit": self.limit(p),
             "band": band.to_dict(),
+            "power": p.job.power_dict(),
+            "energy": p.job.energy_dict(),
+            "reliability": {
+                k: getattr(rel, k)
+                for k in (
+                    "interruptions_per_day",
+                    "interruptions_per_day_low",
+                    "interruptions_per_day_high",
+                    "goodput_fraction",
+                    "goodput_fraction_low",
+                    "goodput_fraction_high",
+                    "recovery",
+                    "replicas",
+                )
+            },
         }
         # 80% band (perfmodel/analysis/uncertainty.py): throughput and MFU scale with it; days, $ and energy inversely
         for k in ("tokens_per_s_per_gpu", "mfu", "cluster_tokens_per_s"):

@@ -19,7 +19,10 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 import numpy as np
 
 from perfmodel.analysis.checks import implausible_throughput, min_flops_per_token
+from perfmodel.analysis.energy import power_limit_w
 from perfmodel.core.predict import KERNEL_TERMS, Options, Prediction, predict_grid, software_of
+from perfmodel.economics import power as pw
+from perfmodel.economics.job import priced_tco
 from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid, check_layout, default_etp
@@ -61,6 +64,26 @@ COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("recompute", "-", "lightest that fits (inferred)", "none, selective, full"),
     ("moe_routing", "-", "real", "balanced-dropless, token-drop, or empty (real routing)"),
     ("source", "-", "empty", "free text (grouping with --by source)"),
+    ("peak_mem_allocated_bytes", "bytes per GPU", "empty", "positive number: scored against predicted memory"),
+    (
+        "avg_node_power_w",
+        "W per node (AC)",
+        "empty",
+        "positive number: a node's mean wall power over the run, scored against the drawn-power model",
+    ),
+    (
+        "energy_j",
+        "J",
+        "empty (used when avg_node_power_w is empty)",
+        "positive number with duration_s: the run's energy, per node = energy_j / duration_s / nodes",
+    ),
+    ("duration_s", "s", "required with energy_j", "positive number: the time energy_j was measured over"),
+    (
+        "energy_scope",
+        "-",
+        "nodes",
+        "nodes (the nodes' wall power) or cluster (nodes + the scale-out network, costs.toml's W per GPU)",
+    ),
 )
 CALIBRATION_SPLITS = 4
 # Rows parsed and predicted together: large enough that each (model, hardware, options) group is one
@@ -101,6 +124,9 @@ class RowResult:
     memory_contradiction: str | None = None  # the run ran, but perfmodel's memory model cannot place it in HBM
     stack_why: str = ""  # why the row runs its stack preset: its stack cell, or what its words name (infer_stack)
     stack_basis: str = ""
+    power_measured: float | None = None  # mean node power (W, AC; + network per GPU where energy_scope = cluster)
+    power_predicted: float | None = None  # the drawn-power model over the row's predicted step
+    power_error: float | None = None  # (predicted - measured) / measured
 
 
 @dataclass
@@ -149,6 +175,14 @@ class Report:
         if not rs:
             return {"rows": 0, "mape": None, "bias": None}
         err = np.array([r.mem_error for r in rs])
+        return {"rows": len(rs), "mape": float(np.abs(err).mean()), "bias": float(err.mean())}
+
+    def power_stats(self, rows: Iterable[RowResult] | None = None) -> dict:
+        """Mean node power (drawn model) against measured node power or energy, over the rows that carry it."""
+        rs = [r for r in (self.results if rows is None else rows) if r.power_error is not None]
+        if not rs:
+            return {"rows": 0, "mape": None, "bias": None}
+        err = np.array([r.power_error for r in rs])
         return {"rows": len(rs), "mape": float(np.abs(err).mean()), "bias": float(err.mean())}
 
     def by(self, key: str) -> dict[str, dict]:
@@ -389,6 +423,7 @@ class _Row(NamedTuple):
     mbs_published: bool = True  # the source states the micro-batch size
     stack_why: str = ""  # why the row runs its stack preset (stack_why)
     stack_basis: str = ""
+    power_measured: tuple[float, str] | None = None  # (W per node, or per node + network; scope) where measured
 
 
 class _Scored(NamedTuple):
@@ -590,6 +625,10 @@ def _result(
         verdict = "faster than predicted" + note
     mem = c["mem_alloc"][i]
     mem_err = None if r.mem_measured is None else (mem - r.mem_measured) / r.mem_measured
+    pow_pred = pow_err = None
+    if r.power_measured is not None and r.hw.power.drawn:
+        pow_pred = predicted_node_power(r, breakdown)
+        pow_err = (pow_pred - r.power_measured[0]) / r.power_measured[0]
     return RowResult(
         r.rid,
         r.model.id,
@@ -614,7 +653,20 @@ def _result(
         memory_contradiction=memory,
         stack_why=r.stack_why,
         stack_basis=r.stack_basis,
+        power_measured=None if r.power_measured is None else r.power_measured[0],
+        power_predicted=pow_pred,
+        power_error=pow_err,
     )
+
+
+def predicted_node_power(r: _Row, breakdown: dict[str, float]) -> float:
+    """A node's mean wall power over the row's predicted step (economics/power.py; the stack's power limit), plus
+    the scale-out network's share per node where the row's energy_scope is `cluster`."""
+    lv = pw.levels(r.hw, power_limit_w(r.model, r.hw, r.opts))
+    per_gpu = lv.node_w(pw.step_power(lv, breakdown).gpu_avg_w)
+    if r.power_measured is not None and r.power_measured[1] == "cluster":
+        per_gpu += priced_tco(r.hw, "hyperscaler")[0].inputs.network_storage_w_per_gpu
+    return r.hw.gpus_per_node * per_gpu
 
 
 def row_stack(row: dict, base: Path | None = None) -> str:
@@ -655,6 +707,33 @@ def row_stack_spec(row: dict, base: Path, model: ModelSpec, hw: HardwareSpec, pr
     spec = load_stack(_resolve_ref(cell, base)) if cell else load_stack(row_stack(row))
     words = () if cell else row_stack_choice(row).sets
     return apply_overrides(spec.for_model(model.id, model.is_moe, hw.id, precision), [*words, *_stack_sets(row)])
+
+
+POWER_PLAUSIBLE = (0.05, 2.0)  # measured node power outside these multiples of the node's rating: a unit slip
+
+
+def _power(row: dict, lay: Layout, hw: HardwareSpec) -> tuple[float, str] | None:
+    """Measured mean power per node (W) and its scope, from avg_node_power_w, or energy_j / duration_s / nodes
+    (nodes: gpus over the system's gpus_per_node, rounded up); None where the row measured neither."""
+    scope = _cell(row, "energy_scope") or "nodes"
+    if scope not in ("nodes", "cluster"):
+        raise ValueError(f"energy_scope: must be nodes or cluster (got {_short(scope)})")
+    if _cell(row, "avg_node_power_w"):
+        col, w = "avg_node_power_w", _float(row, "avg_node_power_w")
+    elif not _cell(row, "energy_j"):
+        return None
+    elif not _cell(row, "duration_s"):
+        raise ValueError("energy_j: needs duration_s (s), the time it was measured over, to give a power")
+    else:
+        nodes = -(-lay.gpus // hw.gpus_per_node)
+        col, w = "energy_j", _float(row, "energy_j") / _float(row, "duration_s") / nodes
+    rating = hw.gpus_per_node * hw.power.allin_w_per_gpu
+    if not POWER_PLAUSIBLE[0] * rating <= w <= POWER_PLAUSIBLE[1] * rating:
+        raise ValueError(
+            f"{col}: {w:,.0f} W per node is outside {POWER_PLAUSIBLE[0]:g}-{POWER_PLAUSIBLE[1]:g}x the node's "
+            f"{rating:,.0f} W rating: W per node expected (energy_j in J over duration_s in s), a unit slip?"
+        )
+    return w, scope
 
 
 def _mem(row: dict) -> float | None:
@@ -707,6 +786,7 @@ def validate_rows(
                 stack = sys.intern(row_stack(row, base))
                 why, basis = stack_why(row)
                 mem_measured = _mem(row)
+                power_measured = _power(row, lay, hw)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue
@@ -726,6 +806,7 @@ def validate_rows(
                     bool((row.get("micro_batch") or "").strip()),
                     sys.intern(why),
                     sys.intern(basis),
+                    power_measured,
                 )
             )
             lines.append(i + 2)

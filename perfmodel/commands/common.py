@@ -335,3 +335,70 @@ def stack_line(opts: Any, model: Any = None, hw: Any = None) -> str:
     sets = f" + --stack-set {', '.join(s['stack_set'])}" if s["stack_set"] else ""
     rules = f"; per-model rules: {'; '.join(s['stack_rules'])}" if s["stack_rules"] else ""
     return escape(f"stack {s['stack']} ({s['stack_name']}){sets}{rules}")
+
+
+def _w(v: float | None) -> str:
+    """Watts in a readable unit: '643 W', '7.93 kW', '1.22 MW'."""
+    if v is None:
+        return "-"
+    for div, unit in ((1e6, "MW"), (1e3, "kW")):
+        if abs(v) >= div:
+            return f"{v / div:,.3g} {unit}" if abs(v) < 100 * div else f"{v / div:,.0f} {unit}"
+    return f"{v:,.0f} W"
+
+
+def power_rows(power: dict[str, Any]) -> list[list[str]]:
+    """The drawn power of a job (economics/power.py PowerDraw, as JSON) beside the rated method, as table rows."""
+    if power.get("method") != "drawn":
+        return [
+            ["method", f"rated only: {power.get('note', '')}"],
+            ["node (rated)", _w(power["node_avg_w"])],
+            ["cluster IT (rated)", _w(power["cluster_avg_w"])],
+            ["site x PUE (rated)", _w(power["site_avg_w"])],
+        ]
+    lv = power["levels_w"]
+    cap = f"{lv['tensor']:,.0f} W" + (f" (power limit {lv['power_limit_w']:,.0f} W)" if lv["power_limit_w"] else "")
+    n = power["gpus_per_node"]
+    return [
+        ["GPU average (peak)", f"{_w(power['gpu_avg_w'])} ({_w(power['gpu_peak_w'])}; tensor work at {cap})"],
+        [
+            f"node of {n} GPUs: average, peak; rated",
+            f"{_w(power['node_avg_w'])}, {_w(power['node_peak_w'])}; rated {_w(power['node_rated_w'])} "
+            f"({power['share_of_rating']:.0%} of rating)",
+        ],
+        [
+            f"cluster IT ({power['gpus']:,} GPUs + network): average; rated",
+            f"{_w(power['cluster_avg_w'])}; rated {_w(power['cluster_rated_w'])}",
+        ],
+        [
+            f"site x PUE {power['pue']:.2f}: average; rated",
+            f"{_w(power['site_avg_w'])}; rated {_w(power['site_rated_w'])}",
+        ],
+        [
+            "swing per step (cluster)",
+            f"{_w(power['swing_w'])}: {_w(power['cluster_peak_w'])} in the pipeline to {_w(power['cluster_trough_w'])} "
+            f"at the step's end, every {power['step_s']:.2f} s",
+        ],
+        [
+            "swing at a checkpoint write (cluster)",
+            f"{_w(power['checkpoint_swing_w'])}: down to {_w(power['checkpoint_w'])} for {power['checkpoint_s']:.1f} s "
+            f"every {power['checkpoint_interval_s'] / 60:,.1f} min",
+        ],
+    ]
+
+
+def energy_rows(energy: dict[str, Any], which: str = "nominal") -> list[list[str]]:
+    """Energy by both methods (economics/job.py Energy, as JSON): drawn and rated, for one of nominal /
+    after_reliability."""
+    rows = []
+    fmt = (
+        ("utility J per token", "joules_per_token", "{:.3f}"),
+        ("MWh", "mwh", "{:,.1f}"),
+        ("US household-years", "household_years", "{:,.1f}"),
+        ("electricity $", "electricity_usd", "{:,.0f}"),
+    )
+    d, r = energy.get("drawn"), energy["rated"]
+    for name, k, f in fmt:
+        key = f"{k}_{which}"
+        rows.append([name, f.format(d[key]) if d else "-", f.format(r[key])])
+    return rows

@@ -16,12 +16,15 @@ from rich.markup import escape
 from perfmodel import api
 from perfmodel.analysis import uncertainty
 from perfmodel.analysis.checks import check_measured_throughput, check_tokens_cover_a_batch, memory_error, memory_reason
+from perfmodel.analysis.energy import step_of
 from perfmodel.analysis.search import search
 from perfmodel.commands.common import (
     console,
     emit_json,
+    energy_rows,
     hardware_set_keys,
     layout_options,
+    power_rows,
     precision_option,
     resolve_hardware,
     spares_option,
@@ -34,7 +37,7 @@ from perfmodel.commands.common import (
 )
 from perfmodel.core.predict import Options, Prediction
 from perfmodel.economics.job import job
-from perfmodel.economics.reliability import REL_KEYS, reliability_inputs, whole_units
+from perfmodel.economics.reliability import RECOVERIES, REL_KEYS, reliability_inputs, whole_units
 from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
 from perfmodel.errors import InputError, cli_message, did_you_mean
 from perfmodel.specs.counts import param_counts
@@ -91,10 +94,14 @@ def reliability_options(f: Callable) -> Callable:
             "--mtbi-gpu-days",
             type=float,
             default=None,
-            help="mean time between interruptions per GPU, GPU-days [default: costs.toml, H100 3,500, NVL72 2,000]",
+            help="mean time between interruptions per GPU, GPU-days [default: costs.toml by hardware class: HGX "
+            "1,900 (Llama 3, band 1,200-5,000), A100 1,231, NVL72 2,000; given alone, no band]",
         ),
         click.option(
-            "--restart-s", type=float, default=None, help="restart time after an interruption, s [default: 1200]"
+            "--restart-s",
+            type=float,
+            default=None,
+            help="restart time after an interruption, s, without the checkpoint restore [default: 600, band 300-1,200]",
         ),
         click.option(
             "--checkpoint-s",
@@ -115,13 +122,21 @@ def reliability_options(f: Callable) -> Callable:
             show_default=True,
             help="checkpoint interval formula",
         ),
+        click.option(
+            "--recovery",
+            type=click.Choice(RECOVERIES),
+            default="job",
+            show_default=True,
+            help="job: every interruption restarts the whole job from its checkpoint; replica: only the failed "
+            "data-parallel replica recovers, from a peer, while the others train (Meta FT-HSDP / torchft)",
+        ),
     ]
     for o in reversed(opts):
         f = o(f)
     return spares_option(f)
 
 
-def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra) -> dict:
+def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery="job") -> dict:
     over: dict[str, Any] = dict(extra)
     for k, v in (
         ("mtbi_gpu_days", mtbi_gpu_days),
@@ -133,6 +148,7 @@ def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, inter
             over[k] = v
     over["count_hot_spares"] = spares == "charged"
     over["interval"] = interval
+    over["recovery"] = recovery
     return over
 
 
@@ -216,14 +232,36 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
     console.print(table(title, ["", "nominal", "after reliability"], rows, 1))
     rel = r["reliability"]
     rrows = [
-        ["job MTBI", f"{rel['mtbi_s'] / 3600:,.1f} h ({rel['interruptions_per_day']:.2f} interruptions/day)"],
+        [
+            "job MTBI",
+            f"{rel['mtbi_s'] / 3600:,.1f} h ({rel['interruptions_per_day']:.2f} interruptions/day, band "
+            f"{rel['interruptions_per_day_low']:.2f}-{rel['interruptions_per_day_high']:.2f})",
+        ],
         [
             "checkpoint write / interval",
             f"{rel['checkpoint_s']:.1f} s every {rel['checkpoint_interval_s'] / 60:,.1f} min "
             f"({rel['assumptions']['interval']['value']})",
         ],
-        ["recovery per interruption", f"{rel['recovery_s'] / 60:,.1f} min"],
-        ["goodput", f"{rel['goodput_fraction']:.2%}"],
+        [
+            "recovery per interruption",
+            f"{rel['recovery_s'] / 60:,.1f} min "
+            + (
+                f"(job-scoped: restart + {rel['restore_s']:,.0f} s checkpoint restore"
+                + (
+                    "; --recovery replica needs more than one replica holding the full state: the layout's "
+                    "optimizer or parameters are sharded over all data-parallel ranks; --set replicas=N)"
+                    if rel["assumptions"]["recovery"]["value"] == "replica"
+                    else ")"
+                )
+                if rel["recovery"] == "job"
+                else f"(replica-scoped over {rel['replicas']} replicas: stall + the failed replica's recovery / replicas)"
+            ),
+        ],
+        [
+            "goodput (band)",
+            f"{rel['goodput_fraction']:.2%} ({rel['goodput_fraction_low']:.1%}-{rel['goodput_fraction_high']:.1%}: "
+            "published spread of interruption rates and restart times)",
+        ],
         [
             "units / blast radius",
             f"{rel['units']} x {rel['blast_radius_gpus']} GPUs, "
@@ -234,6 +272,20 @@ def _print_run(title: str, r: dict[str, Any]) -> None:
     ]
     console.print(table("Reliability", ["", "value"], rrows, 1))
     console.print(r["spares_text"])
+    e = r["energy"]
+    erows = [
+        [name, a, b, c, d]
+        for (name, a, b), (_, c, d) in zip(energy_rows(e, "nominal"), energy_rows(e, "after_reliability"))
+    ]
+    console.print(
+        table(
+            "Energy: drawn (by phase of the predicted step) and rated (all-in rating x time, the cost report's)",
+            ["", "drawn nominal", "rated nominal", "drawn after reliability", "rated after reliability"],
+            erows,
+            1,
+        )
+    )
+    console.print(table("Power (drawn, economics/power.py)", ["", "value"], power_rows(r["power"]), 1))
 
 
 @click.command("cost")
@@ -279,6 +331,7 @@ def cost_cmd(
     spare_units,
     spares: str,
     interval: str,
+    recovery: str,
     as_json: bool,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
@@ -288,7 +341,7 @@ def cost_cmd(
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
     warn_context(m, seq)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery)
     head: dict[str, Any] = {
         "model": m.id,
         "hardware": hw.id,
@@ -297,6 +350,7 @@ def cost_cmd(
         "gpus": gpus,
         "tokens": tokens,
     }
+    step = None  # the predicted step, for the drawn power (none with a measured throughput and no layout)
     if measured_tps is not None:
         # the same plausibility rule as validate: no GPU runs above 100% of its dense peak (at --seq, or the
         # smallest FLOPs per token, seq 1, without it; at --precision where given, else the fastest precision)
@@ -306,6 +360,24 @@ def cost_cmd(
         )
         head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
         tps = measured_tps
+        if gbs is not None and seq is not None:  # the layout's predicted phases set the drawn power's shares
+            lay = Layout(
+                gpus=gpus,
+                gbs=gbs,
+                seq=seq,
+                tp=tp,
+                pp=pp,
+                vp=vp,
+                cp=cp,
+                ep=ep,  # type: ignore[arg-type]
+                etp=1 if etp is None else etp,
+                mbs=mbs,
+                fsdp=fsdp,
+                recompute=recompute,
+            )  # type: ignore[arg-type]
+            p = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
+            step = step_of(p, 0, m, hw, Options(precision, attention, routing, stack=stack, stack_set=stack_set))  # type: ignore[arg-type]
+            head["power_phases"] = "predicted for the given layout (throughput measured)"
     else:
         missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
         if missing:
@@ -327,7 +399,9 @@ def cost_cmd(
             fsdp=fsdp,
             recompute=recompute,
         )  # type: ignore[arg-type]
-        row = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set).row(0)
+        p = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
+        row = p.row(0)
+        step = step_of(p, 0, m, hw, Options(precision, attention, routing, stack=stack, stack_set=stack_set))  # type: ignore[arg-type]
         if not row["fits"]:  # a layout that cannot run gets no cost
             raise memory_error(
                 m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack, stack_set=stack_set
@@ -344,7 +418,8 @@ def cost_cmd(
                 **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw),
             }
         )
-    r = {**head, **job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over).to_dict()}
+    j = job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over, step=step)
+    r = {**head, **j.to_dict()}
     if as_json:
         return emit_json(r)
     src = head["throughput_source"]
@@ -375,6 +450,18 @@ def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) ->
     return api.predict(
         m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack, opts.stack_set
     ), "given"
+
+
+def _drawn(o: dict, key: str, fmt: str, rated: bool = False) -> str:
+    """A drawn energy figure of a compare row ('-' where the drawn method is unavailable), with the rated one."""
+    d, r = o["energy"]["drawn"], o["energy"]["rated"]
+    text = format(d[key], fmt) if d else "-"
+    return f"{text} / {format(r[key], fmt)}" if rated else text
+
+
+def _goodput_band(o: dict) -> str:
+    rel = o["reliability"]
+    return f"{o['goodput_fraction']:.2%} ({rel['goodput_fraction_low']:.1%}-{rel['goodput_fraction_high']:.1%})"
 
 
 @click.command("compare")
@@ -426,6 +513,7 @@ def compare_cmd(
     spare_units,
     spares: str,
     interval: str,
+    recovery: str,
     as_json: bool,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
@@ -435,7 +523,7 @@ def compare_cmd(
     warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra)
+    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery)
     given = Layout(
         gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
     )  # type: ignore[arg-type]
@@ -484,7 +572,8 @@ def compare_cmd(
             )
             continue
         tps = row["tokens_per_s_per_gpu"]
-        e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over).to_dict()
+        step = step_of(p, 0, m, hw, opts)
+        e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over, step=step).to_dict()
         o = {
             "hardware": hw.id,
             "hardware_overridden": list(hw.overridden),
@@ -571,8 +660,18 @@ def compare_cmd(
                 f"({o['usd_per_million_tokens_nominal_low']:.4f}–{o['usd_per_million_tokens_nominal_high']:.4f})"
             ),
         ),
-        ("utility J/token nominal", lambda o: f"{o['joules_per_token_nominal']:.3f}"),
-        ("goodput", lambda o: f"{o['goodput_fraction']:.2%}"),
+        ("utility J/token nominal, rated", lambda o: f"{o['joules_per_token_nominal']:.3f}"),
+        ("utility J/token nominal, drawn", lambda o: _drawn(o, "joules_per_token_nominal", ".3f")),
+        (
+            "node power drawn (of rating)",
+            lambda o: (
+                f"{o['power']['node_avg_w'] / 1e3:,.2f} kW ({o['power']['share_of_rating']:.0%})"
+                if o["power"]["method"] == "drawn"
+                else "-"
+            ),
+        ),
+        ("MWh after reliability, drawn / rated", lambda o: _drawn(o, "mwh_after_reliability", ",.0f", rated=True)),
+        ("goodput (band)", lambda o: _goodput_band(o)),
         (
             "$ per 1M tokens after reliability",
             lambda o: (

@@ -11,10 +11,13 @@ from rich.markup import escape
 from perfmodel import api
 from perfmodel.analysis import uncertainty
 from perfmodel.analysis.checks import domain_flags, domain_warning, gb, memory_error
+from perfmodel.analysis.energy import step_of
 from perfmodel.commands.common import (
     console,
     emit_json,
+    energy_rows,
     layout_options,
+    power_rows,
     resolve_hardware,
     stack_info,
     stack_line,
@@ -25,8 +28,9 @@ from perfmodel.commands.common import (
 from perfmodel.core import calibration
 from perfmodel.core.oprecords import op_records
 from perfmodel.core.predict import Options
+from perfmodel.economics.job import job
 from perfmodel.errors import WARNINGS
-from perfmodel.specs.counts import flops_per_token
+from perfmodel.specs.counts import flops_per_token, param_counts
 from perfmodel.specs.hardware import whatif_fields
 from perfmodel.specs.layout import Layout, LayoutGrid, default_etp
 from perfmodel.specs.model import load_model
@@ -43,6 +47,13 @@ from perfmodel.specs.specfile import display_path
     is_flag=True,
     help="with --json: every op record of each layer kind, priced "
     "(GEMMs, attention, streams, collectives, saved tensors)",
+)
+@click.option(
+    "--tokens",
+    type=float,
+    default=1e12,
+    show_default=True,
+    help="tokens to train, for the run's energy (drawn and rated; hyperscaler network power and PUE)",
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(
@@ -66,6 +77,7 @@ def predict_cmd(
     routing: str,
     sets: tuple[str, ...],
     ignore_memory: bool,
+    tokens: float,
     as_json: bool,
     with_ops: bool = False,
     stack: str | None = None,
@@ -111,6 +123,16 @@ def predict_cmd(
         "step_time_s": b.inverse(r["step_time_s"]),
         "mfu": b.throughput(r["mfu"]),
     }
+    # the step's power by phase and the run's energy, drawn and rated (economics/power.py, job.py)
+    j = job(
+        hw,
+        float(param_counts(m).total),
+        r["tokens_per_s_per_gpu"],
+        tokens,
+        gpus,
+        require_price=False,
+        step=step_of(p, 0, m, hw, opts),
+    )
     if as_json:
         return emit_json(
             {
@@ -129,6 +151,8 @@ def predict_cmd(
                 **{f"{k}_{end}": v[i] for k, v in lows.items() for i, end in enumerate(("low", "high"))},
                 "band": b.to_dict(),
                 **({"ops": op_records(m, hw, LayoutGrid.of(lay), opts)} if with_ops else {}),
+                "power": j.power_dict(),
+                "energy": {**j.energy_dict(), "tokens": tokens},
             }
         )
     L = r["layout"]
@@ -177,6 +201,17 @@ def predict_cmd(
         )
     b = {**r["breakdown_s"], **{f"{k}_raw": v for k, v in r.get("comm_raw_s", {}).items()}}
     print_breakdown(b, r["step_time_s"], consts, sw, domain_flags(hw, lay_d)["tp"])
+    console.print(
+        table("Power over the step (drawn by phase, economics/power.py)", ["", "value"], power_rows(j.power_dict()), 1)
+    )
+    console.print(
+        table(
+            f"Energy of {tokens:.3g} tokens, nominal (hyperscaler network power and PUE)",
+            ["", "drawn", "rated (all-in rating x time)"],
+            energy_rows(j.energy_dict()),
+            1,
+        )
+    )
     return None
 
 

@@ -84,6 +84,7 @@ def render(res: ScalingResult) -> None:
                 f"{p.goodput_tokens_per_s_per_gpu:,.0f}",
                 f"{p.usd_per_million_tokens_nominal:.3f}" if p.usd_per_million_tokens_nominal is not None else "-",
                 f"{p.joules_per_token_nominal:.3g}",
+                f"{p.joules_per_token_drawn_nominal:.3g}" if p.joules_per_token_drawn_nominal is not None else "-",
             ]
         )
     cols = [
@@ -100,13 +101,15 @@ def render(res: ScalingResult) -> None:
         "goodput",
         "×goodput",
         "$/Mtok",
-        "J/tok",
+        "J/tok rated",
+        "drawn",
     ]
     if not res.moe and all(not p.ok or p.grows_s["ep_comm"] == 0 for p in res.points):  # dense: no all-to-all
         cols, rows = cols[:9] + cols[10:], [r[:9] + r[10:] for r in rows]
     caption = (
         f"MFU: {res.attention} attention. DP, bubble, a2a: exposed data-parallel communication, pipeline "
-        "bubble and MoE all-to-all as a share of the step. ×goodput: tok/s/GPU x goodput."
+        "bubble and MoE all-to-all as a share of the step. ×goodput: tok/s/GPU x goodput. J/tok: utility joules "
+        "per token, rated (all-in rating x PUE, the cost report's method) and drawn (by phase of the step)."
     )
     t = compact(table("Per size", cols, rows, 3), rows, wrap=(2,))  # the layout column wraps
     if not fits_width(t):

@@ -76,7 +76,13 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
     ("best layout", lambda d: layout_text(d["layout"], mbs=True)),
     ("tokens/s/GPU (80% band)", lambda d: _band(d, "tokens_per_s_per_gpu", ",.0f")),
     ("MFU", lambda d: f"{d['mfu']:.1%}"),
-    ("goodput", lambda d: f"{d['goodput_fraction']:.2%}"),
+    (
+        "goodput (band)",
+        lambda d: (
+            f"{d['goodput_fraction']:.2%} ({d['reliability']['goodput_fraction_low']:.1%}-"
+            f"{d['reliability']['goodput_fraction_high']:.1%})"
+        ),
+    ),
     ("wall-clock days (80% band)", lambda d: _band(d, "wall_days_after_reliability", ",.1f")),
     ("$ whole run (80% band)", lambda d: _usd(d, "usd_total_after_reliability")),
     (
@@ -88,11 +94,28 @@ ROWS: list[tuple[str, Callable[[dict], str]]] = [
         ),
     ),
     ("$ per GPU-hour", lambda d: "-" if d["usd_per_gpu_hour"] is None else f"{d['usd_per_gpu_hour']:.3f}"),
-    ("energy MWh", lambda d: f"{d['mwh_after_reliability']:,.0f}"),
-    ("US household-years", lambda d: f"{d['household_years_after_reliability']:,.0f}"),
+    ("energy MWh, drawn / rated", lambda d: _both(d, "mwh_after_reliability")),
+    ("US household-years, drawn / rated", lambda d: _both(d, "household_years_after_reliability")),
+    ("electricity $, drawn / rated", lambda d: _both(d, "electricity_usd_after_reliability")),
+    (
+        "power drawn: node (of rating), site",
+        lambda d: (
+            f"{d['power']['node_avg_w'] / 1e3:,.2f} kW ({d['power']['share_of_rating']:.0%}), "
+            f"{d['power']['site_avg_w'] / 1e6:,.2f} MW"
+            if d["power"]["method"] == "drawn"
+            else "- (rated only)"
+        ),
+    ),
     ("limited by", lambda d: d["limit"]["text"]),
     ("equivalent layouts", lambda d: _equivalent(d)),
 ]
+
+
+def _both(d: dict, key: str) -> str:
+    """An energy figure after reliability by the drawn method and by the rated one (the cost report's)."""
+    e = d["energy"]
+    drawn = f"{e['drawn'][key]:,.0f}" if e["drawn"] else "-"
+    return f"{drawn} / {e['rated'][key]:,.0f}"
 
 
 def _equivalent(d: dict) -> str:

@@ -56,6 +56,7 @@ def summary(report: Report) -> dict[str, Any]:
     out["memory_contradictions"] = report.memory_contradictions()
     out["stack_basis"] = report.stack_bases()
     out["stack_fallbacks"] = report.stack_fallbacks()
+    out["power"] = report.power_stats()
     return out
 
 
@@ -137,7 +138,11 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
     )
     s = summary(report)
     sets = {
-        k: {**v, "memory": report.memory_stats([r for r in report.results if r.dataset == k])}
+        k: {
+            **v,
+            "memory": report.memory_stats([r for r in report.results if r.dataset == k]),
+            "power": report.power_stats([r for r in report.results if r.dataset == k]),
+        }
         for k, v in report.by("dataset").items()
     }
     if not report.results:  # nothing usable: exit 2, with every row's reason
@@ -230,6 +235,21 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
             f"{len(contra)} run(s) predicted although perfmodel's memory model places them over HBM with any recompute "
             f"mode (they ran: memory_contradictions in --json), e.g. {escape(contra[0]['run_id'])}: "
             f"{escape(contra[0]['reason'])}"
+        )
+    if s["power"]["rows"]:
+        pw = s["power"]
+        console.print(
+            f"node power (drawn model) vs measured: {pw['rows']} rows, MAPE {_pct(pw['mape'])}, bias {_pct(pw['bias'])}"
+        )
+        print_table(
+            "Node power: predicted (drawn by phase) vs measured",
+            ["run_id", "measured W", "predicted W", "error"],
+            [
+                [escape(r.run_id), f"{r.power_measured:,.0f}", f"{r.power_predicted:,.0f}", f"{r.power_error:+.1%}"]
+                for r in report.results
+                if r.power_error is not None
+            ],
+            1,
         )
     groups = report.by(by_key)
     console.print(

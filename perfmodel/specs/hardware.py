@@ -85,9 +85,48 @@ class ScaleOut(Frozen):
     # through the spine (leaf-spine-leaf)
 
 
+OptWatts = Field(default=None, ge=0, le=1e5, allow_inf_nan=False)
+
+
 class Power(Frozen):
+    """Power of one GPU in its system. `gpu_tdp_w` and `allin_w_per_gpu` are ratings (the cost report's method:
+    rating x time). The optional drawn-power fields describe what the hardware draws by phase of a step
+    (economics/power.py): all of them, or none (the drawn method is then unavailable for the spec)."""
+
     gpu_tdp_w: float = Watts
     allin_w_per_gpu: float = Watts  # GPU + its share of CPUs, NICs, switches, storage (IT power)
+    idle_w: float | None = OptWatts  # GPU idle, no job (nvidia-smi at P0, no memory held)
+    wait_w: float | None = OptWatts  # GPU in a job with no kernel running: waiting on communication, a pipeline
+    # stage, the host or a checkpoint write (memory held, clocks up)
+    memory_bound_w: float | None = OptWatts  # GPU streaming HBM (memory-bound kernels, optimizer step)
+    host_w_per_gpu: float | None = OptWatts  # per GPU: host CPUs, DRAM, NICs / DPUs, NVLink switches, drives, VRs
+    cooling_w_per_gpu: float | None = OptWatts  # per GPU: fans (air) or in-system pumps; 0 where the facility cools
+    conversion_efficiency: float | None = Field(default=None, gt=0.5, le=1, allow_inf_nan=False)  # DC out / AC in
+    # of the system's power supplies or rack power shelves
+
+    @model_validator(mode="after")
+    def _drawn_fields(self) -> "Power":
+        given = {k: getattr(self, k) for k in DRAWN_FIELDS}
+        missing = [k for k, v in given.items() if v is None]
+        if missing and len(missing) < len(DRAWN_FIELDS):
+            raise ValueError(
+                f"drawn-power fields are all given or none: missing {', '.join(missing)} "
+                f"(given: {', '.join(k for k in DRAWN_FIELDS if k not in missing)})"
+            )
+        if not missing:
+            order = (("idle_w", "wait_w"), ("wait_w", "memory_bound_w"), ("memory_bound_w", "gpu_tdp_w"))
+            for lo, hi in order:
+                if getattr(self, lo) > getattr(self, hi):
+                    raise ValueError(f"{lo} ({getattr(self, lo):g} W) must not exceed {hi} ({getattr(self, hi):g} W)")
+        return self
+
+    @property
+    def drawn(self) -> bool:
+        """The spec carries the drawn-power fields (economics/power.py can price its phases)."""
+        return self.idle_w is not None
+
+
+DRAWN_FIELDS = ("idle_w", "wait_w", "memory_bound_w", "host_w_per_gpu", "cooling_w_per_gpu", "conversion_efficiency")
 
 
 class Efficiency(Frozen):
