@@ -573,7 +573,7 @@ def test_stated_switches_set_the_stack(tmp_path, capsys):
     p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="nemo-25.11", stack_set=tuple(out["stack_set"]))
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
     # overlap off is a what-if that switches off only what is still on
-    from perfmodel.commands.check import NO_OVERLAP
+    from perfmodel.analysis.logcheck import NO_OVERLAP
 
     w = next(w for w in out["what_ifs"] if w["kind"] == "overlap")
     still_on = [x for x in NO_OVERLAP if str(got[x.split("=")[0]][0]).lower() != x.split("=")[1]]
@@ -745,7 +745,7 @@ def test_bad_stack_flags_are_one_error(tmp_path, capsys):
 def test_megatron_cross_entropy_from_the_dump():
     # Megatron's language_module.compute_language_model_loss: only cross_entropy_fusion_impl 'te' keeps the
     # bf16 logits alone; the unfused loss and the 'native' fused one work in fp32
-    from perfmodel.commands.check import _Fields, megatron_stack_sets
+    from perfmodel.analysis.logrun import _Fields, megatron_stack_sets
 
     ce = lambda **a: megatron_stack_sets(_Fields({k: str(v) for k, v in a.items()}, {}), "none", "bf16", [])
     assert ce(cross_entropy_loss_fusion=True, cross_entropy_fusion_impl="te")["cross_entropy"][0] == "te"
