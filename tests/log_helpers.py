@@ -692,13 +692,17 @@ def bridge_config(**over: Any) -> dict[str, Any]:
     return cfg
 
 
-def bridge_log(cfg: dict[str, Any], step_ms: Iterable[float], tflops: float = 180.0, every: int = 10) -> str:
+def bridge_log(
+    cfg: dict[str, Any], step_ms: Iterable[float], tflops: float = 180.0, every: int = 10, microbatches: int = 0
+) -> str:
     """A Megatron-Bridge v0.2.0 log: 'Task Configuration' with the YAML (print() adds a blank line after
     safe_dump's own final newline), then per logged iteration the 'Step Time' line and the iteration line
     (no throughput field: logger.log_throughput is off), and a memory report in GB after the first."""
     lines = ["> initializing torch distributed ...", "------- Task Configuration -------"]
     lines += yaml_dump(cfg) + ["", "----------------------------------"]
     gbs = cfg["train"]["global_batch_size"]
+    if microbatches:  # Megatron-Core num_microbatches_calculator.py @d580efc l.229 (the logger's message)
+        lines.append(f"setting number of microbatches to constant {microbatches}")
     for i, ms in enumerate(step_ms):
         it = (i + 1) * every
         lines.append(f"Step Time : {ms / 1e3:.2f}s GPU utilization: {tflops:.1f}MODEL_TFLOP/s/GPU")

@@ -892,6 +892,10 @@ def test_megatron_bridge_config_container_is_read(tmp_path, capsys):
     )
     assert (feats["dp_param_gather_overlap"]["value"], feats["dp_param_gather_overlap"]["from"]) == (False, "--arg")
     assert out["given"] == ["overlap_param_gather"]
+    # Megatron-Core's micro-batch count (128 / (2 x 8) = 8) gives the data-parallel size, so the GPU count
+    f8 = write(tmp_path, bridge_log(bridge_config(), steps, tflops=251.0, microbatches=8), "bridge-m.log")
+    got = run_json(capsys, ["check", f8, "--hardware", "h100-sxm"])
+    assert got["status"] == "predicted" and got["layout"]["gpus"] == 8
     spec = api.load_model("llama3-8b")  # the shape read from the YAML: Llama 3.2 1B, tied embeddings
     assert out["model_name"] != spec.name and out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(
         128 * 8192 / (np.median(steps[1:]) / 1e3 * 8)

@@ -9,7 +9,9 @@ these versions (never a copied log):
   '  {arg} {dots} {value}' with dots = '.' * (48 - len(arg)) (none for a name of 48 or more characters:
   '  microbatch_group_size_per_virtual_pipeline_stage  None'), sorted, then
   '-------------------- end of arguments ---------------------'. Values are str() of Python values.
-  arguments.py @d580efc validate_args: 'using world size: {}, data-parallel size: {}, ...'.
+  arguments.py @d580efc validate_args: 'using world size: {}, data-parallel size: {}, ...';
+  megatron/core/num_microbatches_calculator.py @d580efc l.229 (rank 0, logger.info): 'setting number of
+  microbatches to constant {n}' (n = gbs / (mbs x dp), so it gives the data-parallel size).
 - Megatron-LM megatron/training/training.py @001b00c / @d580efc `training_log`: ' [%Y-%m-%d %H:%M:%S.%f] iteration
   {:8d}/{:8d} | consumed samples: {:12d} | elapsed time per iteration (ms): {:.1f} | throughput per GPU
   (TFLOP/s/GPU): {:.1f} | learning rate: {:.6E} | global batch size: {:5d} | lm loss: ... |'; the time is the
@@ -119,6 +121,7 @@ BRIDGE_HEAD = b"------- Task Configuration -------"
 BRIDGE_END = b"-" * 34
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
 WORLD = re.compile(rb"using world size: (\d+),")
+MICRO = re.compile(rb"setting number of microbatches to constant (\d+)")
 NEMO_WORLD = re.compile(rb"All distributed processes registered\. Starting with (\d+) processes")
 _NUM = rb"(-?(?:[0-9.]+(?:e[+-]?\d+)?|nan|inf))"
 NEMO_STEP = re.compile(rb"global_step=([0-9.]+(?:e\+?\d+)?),.*?train_step_timing in s=" + _NUM + rb"[,\]]")
@@ -192,7 +195,15 @@ _TT_WORDS = (
     b"Dumping profiler traces",
     b"Dumping memory snapshot",
 )
-_MEG_WORDS = (b"-- arguments --", b"iteration", b"padded vocab", b"using world size", b"GPU utilization:", BRIDGE_HEAD)
+_MEG_WORDS = (
+    b"-- arguments --",
+    b"iteration",
+    b"padded vocab",
+    b"using world size",
+    b"GPU utilization:",
+    BRIDGE_HEAD,
+    b"setting number of microbatches",
+)
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 MARKS_ALL = tuple(dict.fromkeys(_MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _COMMON + (b"Evaluating on", b"memory (")))
 MARKS = {
@@ -253,6 +264,7 @@ class ParsedLog:
     quant: str = ""  # torchtitan 'float8 rowwise', 'float8 tensorwise', 'mx mxfp8', ...
     peak_flops_logged: float = 0.0  # torchtitan 'Peak FLOPS used for computing MFU'
     world_size: int = 0  # Megatron 'using world size: N', NeMo 'Starting with N processes'
+    microbatches: int = 0  # Megatron-Core 'setting number of microbatches to constant N' (gbs / (mbs x dp))
     device_name: str = ""  # 'NVIDIA H100 80GB HBM3' (torchtitan capacity line), 'AMD Instinct MI300X'
     device_source: str = ""  # the line kind that named it
     container: str = ""  # NGC banner '== NeMo Framework ==' (the product name)
@@ -444,6 +456,7 @@ class _Parser:
             (b"memory (", self._memory),
             (b"padded vocab", self._vocab),
             (b"using world size", self._world),
+            (b"setting number of microbatches", self._micro),
             (b"Starting with ", self._nemo_world),
             (b"Running with args:", self._tt_args),
             (b"Building ", self._tt_building),
@@ -774,6 +787,12 @@ class _Parser:
         m = WORLD.search(raw)
         if m:
             self.log.world_size = int(m.group(1))
+        return bool(m)
+
+    def _micro(self, raw: bytes) -> bool:
+        m = MICRO.search(raw)
+        if m:
+            self.log.microbatches = int(m.group(1))
         return bool(m)
 
     def _nemo_world(self, raw: bytes) -> bool:

@@ -735,9 +735,24 @@ def _gpus(flag: int | None, stated: int | None, what: str) -> tuple[int | None, 
     return (stated, f"the log's {what}") if stated else (None, "")
 
 
+def _world_from_microbatches(log: ParsedLog, f: _Fields) -> int | None:
+    """The world size Megatron-Core's micro-batch count implies: dp = gbs / (mbs x n), world = dp x tp x pp x cp
+    (num_microbatches_calculator.py @d580efc ConstantNumMicroBatchesCalculator: n = gbs // (mbs x dp))."""
+    n, gbs, mbs = log.microbatches, f.peek_int("global_batch_size"), f.peek_int("micro_batch_size")
+    if not (n and gbs and mbs) or gbs % (mbs * n):
+        return None
+    model = 1
+    for name in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
+        model *= f.peek_int(name) or 1
+    return gbs // (mbs * n) * model
+
+
 def _megatron_facts(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Facts:
     world = f.peek_int("world_size") or log.world_size or None
-    gpus, gpus_from = _gpus(gpus_flag, world, "world_size")
+    what = "world_size"
+    if world is None and (world := _world_from_microbatches(log, f)):
+        what = f"world size ('setting number of microbatches to constant {log.microbatches}': dp x tp x pp x cp)"
+    gpus, gpus_from = _gpus(gpus_flag, world, what)
     gbs = f.peek_int("global_batch_size")
     gbs_from = f.said("global_batch_size") if gbs else ""
     if gbs is None and len(log.gbs_logged) == 1:
