@@ -138,15 +138,19 @@ def stable_mask(
     with its initialization; Megatron logs iteration 1 alone for that overhead, training.py @001b00c
     is_first_iteration)."""
     n = len(iters)
-    warm = np.zeros(n, bool)
-    seg_origin = 0
-    for i in range(n):
-        if starts[i] or i == 0:
-            gap = int(iters[i + 1] - iters[i]) if i + 1 < n and not starts[i + 1] and iters[i + 1] > iters[i] else 0
-            seg_origin = max(0, int(iters[i]) - gap) if i + 1 < n else int(iters[i])
-            warm[i] = warmup > 0  # the first interval after a start holds initialization
-            continue
-        warm[i] = int(iters[i - 1]) < seg_origin + warmup
+    if not n:
+        return np.zeros(0, bool), np.zeros(0, bool)
+    first = starts.astype(bool).copy()
+    first[0] = True
+    s = np.flatnonzero(first)  # segment starts
+    nxt = np.minimum(s + 1, n - 1)
+    has_next = (s + 1 < n) & ~first[nxt] & (iters[nxt] > iters[s])
+    gap = np.where(has_next, iters[nxt] - iters[s], 0)
+    origin = np.where(s + 1 < n, np.maximum(0, iters[s] - gap), iters[s])
+    seg = np.cumsum(first) - 1
+    prev = np.concatenate(([0], iters[:-1]))
+    warm = prev < origin[seg] + warmup
+    warm[first] = warmup > 0  # the first interval after a start holds initialization
     return warm, events.astype(bool) & ~warm
 
 

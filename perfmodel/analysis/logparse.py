@@ -109,7 +109,8 @@ MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
 # a Megatron block is scanned once for 'iteration': an interval line matches in full, any other line naming
 # an iteration (evaluation, checkpoint save, memory report) matches the bare word and is parsed as a line
 MEG_SCAN = re.compile(rb"iteration(?:" + _MEG_FIELDS + rb")?")
-MEG_RARE = (b"-- arguments --", b"padded vocab", b"GPU utilization:", b"------- Task Configuration")
+MEG_RARE = (b"-- arguments --", b"padded vocab")
+BRIDGE_RARE = MEG_RARE + (b"GPU utilization:", b"------- Task Configuration")  # a Megatron-Bridge log's
 MEG_MEM_MB = re.compile(
     rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
     rb" \| max reserved: ([0-9.]+)(?= \||\s*$|\[Rank)"
@@ -210,6 +211,13 @@ MARKS = {
     "megatron": _MEG_WORDS + _COMMON,
     "torchtitan": _TT_WORDS + _COMMON,
     "nemo": _NEMO_WORDS + _COMMON,
+}
+# once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
+# started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
+MARKS_RUNNING = {
+    "megatron": (b"-- arguments --", b"iteration", b"padded vocab", b"GPU utilization:", BRIDGE_HEAD),
+    "torchtitan": _TT_WORDS,
+    "nemo": _NEMO_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -443,6 +451,8 @@ class _Parser:
         self.recent_set: set[int] = set()
         self.pending_event = False
         self.pending_tflops = NAN  # Megatron-Bridge 'Step Time ... GPU utilization' before its iteration line
+        self.pending = False
+        self.bridge = False  # a Megatron-Bridge log: its own lines are looked for on the fast path too
         self.new_start = True
         self.last_iter = -1
         self.handlers: tuple[tuple[bytes, Callable[[bytes], bool]], ...] = (
@@ -500,9 +510,10 @@ class _Parser:
         if it < self.last_iter:  # iterations went back: a resumed job appended to the log
             self.new_start = True
         self.last_iter = it
-        if tflops != tflops and self.pending_tflops == self.pending_tflops:  # NaN: Bridge's 'Step Time' line
-            tflops = self.pending_tflops
-        self.pending_tflops = NAN
+        if self.pending:  # Bridge's 'Step Time ... GPU utilization' line came before this iteration line
+            if tflops != tflops:
+                tflops = self.pending_tflops
+            self.pending = False
         L.iters.append(it)
         L.step_s.append(step)
         L.tflops.append(tflops)
@@ -522,7 +533,7 @@ class _Parser:
         if L.iters and L.framework == "torchtitan":
             return self._block_torchtitan(data)
         starts: set[int] = set()
-        for mark in MARKS.get(L.framework, MARKS_ALL):
+        for mark in (MARKS_RUNNING if L.iters else MARKS).get(L.framework, MARKS_ALL):
             p = data.find(mark)
             while p >= 0:
                 starts.add(data.rfind(b"\n", 0, p) + 1)
@@ -557,7 +568,7 @@ class _Parser:
         """The fast path of a Megatron log (most of a large log is interval lines): one regex pass finds
         every interval line and every other line naming an iteration; the rare lines (a new argument
         dump, the vocabulary padding, Bridge's step-time line) are found by their words and parsed in order."""
-        rare = sorted(p for mark in MEG_RARE for p in _all(data, mark))
+        rare = sorted(p for mark in (BRIDGE_RARE if self.bridge else MEG_RARE) for p in _all(data, mark))
         ri = 0
         gbs_seen: set[bytes] = set()
         pos = 0
@@ -705,6 +716,7 @@ class _Parser:
             L.config = {}
             L.last_dump_at = len(L.iters)
         self._restart()
+        self.bridge = True
         self.yaml = _YamlReader(L.config)
         self.yaml_prefix = raw[: raw.find(BRIDGE_HEAD)]
         self.yaml_lines = 0
@@ -713,7 +725,7 @@ class _Parser:
     def _bridge_step(self, raw: bytes) -> bool:
         m = BRIDGE_STEP.search(raw)
         if m:
-            self.pending_tflops = float(m.group(2))
+            self.pending_tflops, self.pending, self.bridge = float(m.group(2)), True, True
         return bool(m)
 
     def _tt_step(self, raw: bytes) -> bool:
