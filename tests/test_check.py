@@ -401,6 +401,13 @@ def test_nemo_progress_bar_with_args(tmp_path, capsys):
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert out["status"] == "measured" and out["measured"]["step_s"] == pytest.approx(15.9)
     assert "a NeMo log states neither" in out["not_predicted"]
+    # Lightning's bar numbers (tqdm format_num padded to 5 characters: 9.000, 19.00, 1e+3) and a negative time
+    bar2 = "".join(
+        f"Epoch 0: 50%|#####| {n}/2000 [00:10<00:10, global_step={g}, train_step_timing in s={t}]\r"
+        for n, g, t in ((10, "9.000", "15.90"), (20, "19.00", "-12.7"), (1001, "1e+3", "15.80"))
+    )
+    log = parse_text(bar2)
+    assert list(log.iters) == [9, 19, 1000] and list(log.step_s) == [15.9, -12.7, 15.8]
     sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
     assert out["framework"] == "nemo" and out["measured"]["step_s"] == pytest.approx(15.9)
@@ -691,10 +698,12 @@ def parse_blocks_of(data: bytes, block: int):
 
 
 def test_python_entry_point_is_the_json_document(tmp_path, capsys):
-    from perfmodel.commands.check import check_log
+    from perfmodel.analysis.logcheck import check_log
+    from perfmodel.commands import check as command
 
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
     assert check_log(f, "h100-sxm") == run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    assert command.check_log is check_log  # the name the docs use stays importable from the command module
 
 
 def test_restart_with_a_new_dump_uses_the_last_one(tmp_path, capsys):

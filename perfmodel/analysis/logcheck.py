@@ -635,6 +635,18 @@ def _header(path: str, log: ParsedLog, built: Built, notes: list[str]) -> dict[s
     }
 
 
+def _peak_note(log: ParsedLog, hw: HardwareSpec | None) -> str:
+    """torchtitan's MFU is against the peak it logged (tools/utils.py get_peak_flops: its table, else the A100's
+    312 TFLOP/s with 'Peak flops undefined for: {device}, fallback to A100')."""
+    peak = log.peak_flops_logged / 1e12
+    line = f"torchtitan's own MFU is against the peak it logged, {peak:,.0f} TFLOP/s"
+    if log.device_source == "torchtitan peak-FLOPs warning":
+        line += f" (its A100 fallback: it had no peak for '{log.device_name}')"
+    if hw is not None and abs(peak * 1e12 / hw.peak("bf16") - 1) > 0.05:
+        line += f"; {hw.id}'s dense BF16 peak is {hw.peak('bf16') / 1e12:,.0f} TFLOP/s"
+    return line
+
+
 def _stopped(log: ParsedLog) -> str:
     """The one line of a log with no training step."""
     line = "the run logged no iteration: it stopped before step 1"
@@ -751,6 +763,8 @@ def check(
     hw, hw_note, hw_missing = log_hardware(log, hardware, sets)
     if hw_note:
         notes.append(hw_note)
+    if log.peak_flops_logged:
+        notes.append(_peak_note(log, hw))
     built = build_run(log, overrides or {}, model, gpus)
     doc = _header(path, log, built, notes)
     meas = measure(log, built.facts, warmup, built.framework)
