@@ -1034,3 +1034,24 @@ def test_rocm_logs_and_the_mi300x_spec(tmp_path, capsys):
     )
     out = run_json(capsys, ["check", write(tmp_path, tt, "tt-mi300x.log")])
     assert out["status"] == "predicted" and out["hardware"] == "mi300x"
+
+
+@pytest.mark.parametrize("block", [157, 1 << 22])
+def test_torchtitan_profiler_dumps_are_left_out(tmp_path, monkeypatch, block):
+    """torchtitan with its profiler on ('Profiling active. Traces will be saved at ...', then 'Dumping profiler
+    traces at step N' and 'Finished dumping profiler traces in S seconds', profiling.py @57387af): the interval
+    after a dump holds the trace export and is left out, in any block size (the fast path after the first step)."""
+    from log_helpers import PREFIX_25, torchtitan_step_2025
+
+    import perfmodel.analysis.logparse as lp
+
+    lines = torchtitan_log_2025([]).splitlines()
+    lines.insert(1, PREFIX_25 + "Profiling active. Traces will be saved at ./outputs/profile_trace")
+    for i, step in enumerate((1, 10, 20, 30, 40, 50)):
+        lines.append(torchtitan_step_2025(step, 7000.0 - (2000.0 if step == 40 else 0.0), 41.0))
+        if step == 30:
+            lines.append(PREFIX_25 + "Dumping profiler traces at step 30")
+            lines.append(PREFIX_25 + f"Finished dumping profiler traces in {1.23:.2f} seconds")
+    monkeypatch.setattr(lp, "BLOCK", block)
+    log = parse_file(write(tmp_path, "\n".join(lines) + "\n"))
+    assert list(log.iters) == [1, 10, 20, 30, 40, 50] and list(log.event_after) == [0, 0, 0, 0, 1, 0]

@@ -147,7 +147,10 @@ TT_SCAN = re.compile(
     + _A
     + _TT_TAIL
 )
-TT_RARE = (b"checkpoint", b"Dumping profiler traces", b"Dumping memory snapshot")
+TT_RARE = (b"checkpoint",)
+# with the profiler on ('Profiling active. Traces will be saved at ...', 'Memory profiler active. Snapshot will be
+# saved at ...', profiling.py @57387af) its 'Dumping profiler traces' / 'Dumping memory snapshot' lines too
+TT_RARE_PROFILING = TT_RARE + (b"Dumping ",)
 TT_ARGS = re.compile(rb"Running with args: (\{.*\})")
 TT_BUILD = re.compile(rb"Building (\S+) (\S+) with (\w+)\((.*)\)")
 TT_TRAINER = re.compile(
@@ -195,6 +198,8 @@ _TT_WORDS = (
     b"Peak flops undefined",
     b"Dumping profiler traces",
     b"Dumping memory snapshot",
+    b"profiler active",
+    b"Profiling active",
 )
 _MEG_WORDS = (
     b"-- arguments --",
@@ -453,8 +458,19 @@ class _Parser:
         self.pending_tflops = NAN  # Megatron-Bridge 'Step Time ... GPU utilization' before its iteration line
         self.pending = False
         self.bridge = False  # a Megatron-Bridge log: its own lines are looked for on the fast path too
+        self.profiling = False  # torchtitan's profiler is on: its dump lines are looked for on the fast path too
         self.new_start = True
         self.last_iter = -1
+        L = self.log  # the per-interval arrays are appended to, never replaced
+        self.appends = (
+            L.iters.append,
+            L.step_s.append,
+            L.tflops.append,
+            L.tps.append,
+            L.mfu.append,
+            L.event_after.append,
+            L.starts.append,
+        )
         self.handlers: tuple[tuple[bytes, Callable[[bytes], bool]], ...] = (
             (b"elapsed time per iteration", self._meg_iter),
             (ARG_HEAD, self._arg_head),
@@ -483,6 +499,7 @@ class _Parser:
             (b"Converted Linear layers to", self._tt_quant),
             (b"Peak FLOPS used", self._tt_peak),
             (b"Peak flops undefined", self._tt_nopeak),
+            (b"rofil", self._tt_profiling),
             (b"Error", self._error),
         )
 
@@ -500,13 +517,14 @@ class _Parser:
         self.last_iter = -1
 
     def _interval(self, it: int, step: float, tflops: float, tps: float, mfu: float = NAN) -> None:
-        L = self.log
-        if it in self.recent_set:  # the same interval from another rank (or a repeated print)
+        recent_set = self.recent_set
+        if it in recent_set:  # the same interval from another rank (or a repeated print)
             return
-        if len(self.recent) == self.recent.maxlen:
-            self.recent_set.discard(self.recent[0])
-        self.recent.append(it)
-        self.recent_set.add(it)
+        recent = self.recent
+        if len(recent) == DEDUP_WINDOW:
+            recent_set.discard(recent[0])
+        recent.append(it)
+        recent_set.add(it)
         if it < self.last_iter:  # iterations went back: a resumed job appended to the log
             self.new_start = True
         self.last_iter = it
@@ -514,13 +532,14 @@ class _Parser:
             if tflops != tflops:
                 tflops = self.pending_tflops
             self.pending = False
-        L.iters.append(it)
-        L.step_s.append(step)
-        L.tflops.append(tflops)
-        L.tps.append(tps)
-        L.mfu.append(mfu)
-        L.event_after.append(1 if self.pending_event else 0)
-        L.starts.append(1 if self.new_start else 0)
+        a_it, a_step, a_tf, a_tps, a_mfu, a_ev, a_st = self.appends
+        a_it(it)
+        a_step(step)
+        a_tf(tflops)
+        a_tps(tps)
+        a_mfu(mfu)
+        a_ev(1 if self.pending_event else 0)
+        a_st(1 if self.new_start else 0)
         self.pending_event = self.new_start = False
 
     def block(self, data: bytes) -> None:
@@ -603,7 +622,7 @@ class _Parser:
         """The fast path of a torchtitan log once its intervals began: one regex pass over the step
         lines (colour codes included); checkpoint, profiler, validation and restart lines found by their words."""
         L = self.log
-        rare = sorted(p for mark in TT_RARE for p in _all(data, mark))
+        rare = sorted(p for mark in (TT_RARE_PROFILING if self.profiling else TT_RARE) for p in _all(data, mark))
         ri, pos = 0, 0
         recent = self.recent_set
         mem = L.mem_max_reserved / 2**30
@@ -616,17 +635,23 @@ class _Parser:
                     ri += 1
                 if p < pos:
                     continue
-            if data[max(0, p - 9) : p] == b"validate ":  # validation: no tflops / mfu
+            step, gib, _, tps, tflops, mfu = m.groups()
+            if tflops is None and data[max(0, p - 9) : p] == b"validate ":  # validation: no tflops / mfu
                 self.pending_event = True
                 continue
-            step, gib, _, tps, tflops, mfu = m.groups()
             g = float(gib)
             if g > mem:  # max over ranks
                 mem = g
             it = int(step)
             if it in recent:  # the same step printed by another rank
                 continue
-            self._interval(it, NAN, _opt(tflops), _f(tps), _opt(mfu))
+            self._interval(
+                it,
+                NAN,
+                float(tflops.replace(b",", b"")) if tflops else NAN,
+                float(tps.replace(b",", b"")),
+                float(mfu) if mfu else NAN,
+            )
         L.mem_max_reserved = mem * 2**30
         for r in rare[ri:]:
             if r >= pos:
@@ -942,6 +967,11 @@ class _Parser:
         if m and not self.log.device_name:
             self.log.device_name, self.log.device_source = _text(m.group(1)), "torchtitan peak-FLOPs warning"
         return bool(m)
+
+    def _tt_profiling(self, raw: bytes) -> bool:
+        if b"Profiling active" in raw or b"Memory profiler active" in raw:
+            self.profiling = True
+        return False
 
     def _error(self, raw: bytes) -> bool:
         L = self.log
