@@ -4,14 +4,27 @@ Each line is built from the framework's format string (cited in perfmodel/analys
 from a real log:
 - Megatron-LM megatron/training/arguments.py @000c4ac `_print_args` (argument dump),
   megatron/training/training.py @001b00c `training_log` (iteration line, validation line),
-  megatron/training/utils.py @00caa53 `report_memory` (memory line), tokenizer `_vocab_size_with_padding`.
+  megatron/training/utils.py @00caa53 `report_memory` (memory line), tokenizer `_vocab_size_with_padding`;
+  the ROCm fork's ' mem usages: {:.4f} |' (ROCm/Megatron-LM@27f7be58a02082440c119ecdf3d57d142f5e5591
+  megatron/training/training.py `training_log`); torchrun's failure summary (pytorch/pytorch@0140b62d8bab203e
+  torch/distributed/elastic/multiprocessing/errors/__init__.py `_MSG_FORMAT_TEMPLATE`, `_FAILURE_FORMAT_TEMPLATE`).
 - torchtitan torchtitan/components/metrics.py @00fbaaf `MetricsProcessor.log` (step line, with colours),
-  torchtitan/train.py @000204a (job config, model build, trainer lines), parallel_dims.py (mesh line).
+  torchtitan/train.py @000204a (job config, model build, trainer lines), parallel_dims.py (mesh line); the
+  early-2025 form (pytorch/torchtitan@57387af0e0e6173e7c0f3a38ac5db1134bb376d5 train.py: no tflops field, the
+  'Training starts at step' line; models/llama/parallelize_llama.py: 'Applied ...' lines; metrics.py: capacity
+  line) and the HEAD form with 'mfu: N/A' (pytorch/torchtitan@b5bcd76c66d0acb1a08b176d9639425bc55e0b2a
+  torchtitan/components/metrics.py `MetricsProcessor.log`, l.526-536).
+- NeMo 2 nemo/lightning/pytorch/callbacks/progress_printer.py @8cfedd7203462cb251a914e700e5605444277561
+  `ProgressPrinter.format_string` / `on_train_batch_end`, strategies/megatron_strategy.py `setup_distributed`.
+- Megatron-Bridge @7af9601c9da746d21481194356295bfe23df3737 (v0.2.0) training/setup.py `maybe_log_and_save_config`
+  (the config printed as yaml.safe_dump(default_flow_style=False): PyYAML 6.0 rules, `yaml_dump` below),
+  training/utils/train_utils.py `training_log` ('Step Time : ...' line, iteration line without microseconds).
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional
 
 # Llama 3 70B (models/llama3-70b.toml) as Megatron-LM would print it
 LLAMA3_70B_SHAPE: dict[str, Any] = {
@@ -80,6 +93,28 @@ def megatron_args(**kw: Any) -> dict[str, Any]:
     return a
 
 
+def world_size_line(a: dict[str, Any]) -> str:
+    """validate_args (Megatron-LM arguments.py @d580efc l.328, rank 0)."""
+    return (
+        "using world size: {}, data-parallel size: {}, "
+        "context-parallel size: {}, "
+        "hierarchical context-parallel sizes: {}"
+        "tensor-model-parallel size: {}, "
+        "encoder-tensor-model-parallel size: {}, "
+        "pipeline-model-parallel size: {}, "
+        "encoder-pipeline-model-parallel size: {}".format(
+            a.get("world_size"),
+            a.get("data_parallel_size"),
+            a.get("context_parallel_size"),
+            None,
+            a.get("tensor_model_parallel_size"),
+            0,
+            a.get("pipeline_model_parallel_size"),
+            0,
+        )
+    )
+
+
 def args_dump(args: dict[str, Any]) -> list[str]:
     """_print_args: '  {arg} {dots} {value}', dots = '.' * (48 - len(arg)), sorted case-insensitively."""
     lines = ["------------------------ arguments ------------------------"]
@@ -97,12 +132,16 @@ def iteration_line(
     tflops: float | None = None,
     loss: float = 7.0,
     stamp: str = "2026-11-30 10:00:00.000000",
+    mem_usages: float | None = None,
 ) -> str:
-    """training_log's line (Megatron-LM training.py @001b00c)."""
+    """training_log's line (Megatron-LM training.py @001b00c); `mem_usages`: the ROCm fork's field
+    (ROCm/Megatron-LM@27f7be5 training.py: right after the elapsed time)."""
     s = f" [{stamp}]"
     s += " iteration {:8d}/{:8d} |".format(it, train_iters)
     s += " consumed samples: {:12d} |".format(it * gbs)
     s += " elapsed time per iteration (ms): {:.1f} |".format(ms)
+    if mem_usages is not None:
+        s += " mem usages: {:.4f} |".format(mem_usages)
     if tflops is not None:
         s += f" throughput per GPU (TFLOP/s/GPU): {tflops:.1f} |"
     s += f" learning rate: {3e-4:.6E} |"
@@ -140,10 +179,12 @@ def megatron_log(
     vocab: int | None = 128256,
     mem_mb: tuple[float, float] | None = (60000.0, 70000.0),
     eval_at: Iterable[int] = (),
+    mem_usages: float | None = None,
+    head: Iterable[str] = (),
 ) -> str:
-    """A whole Megatron-LM log: dump, vocab padding, then one iteration line per `every` iterations with
-    the given interval mean step times (ms); a memory report after the first interval."""
-    lines = ["using world size: {}".format(args.get("world_size"))] + args_dump(args)
+    """A whole Megatron-LM log: `head` lines, dump, vocab padding, then one iteration line per `every` iterations
+    with the given interval mean step times (ms); a memory report after the first interval."""
+    lines = list(head) + [world_size_line(args)] + args_dump(args)
     if vocab:
         mult = args["make_vocab_size_divisible_by"] * args["tensor_model_parallel_size"]
         after = -(-vocab // mult) * mult
@@ -153,7 +194,9 @@ def megatron_log(
     evals = set(eval_at)
     for i, ms in enumerate(step_ms):
         it = (i + 1) * every
-        lines.append(iteration_line(it, args["train_iters"], args["global_batch_size"], ms, tflops))
+        lines.append(
+            iteration_line(it, args["train_iters"], args["global_batch_size"], ms, tflops, mem_usages=mem_usages)
+        )
         if i == 0 and mem_mb:
             lines.append(memory_line(0, it, *mem_mb))
         if it in evals:
@@ -199,6 +242,9 @@ def torchtitan_log(
     device: str = "NVIDIA H100 80GB HBM3",
 ) -> str:
     names, dims = mesh
+    conv = config["model"].get("converters") or []
+    recipe = (config.get("float8") or {}).get("recipe_name")
+    ac = config["activation_checkpoint"]["mode"]
     lines = [
         PREFIX + "Starting job: Llama 3 8B training",
         PREFIX + f"Running with args: {config}",
@@ -206,12 +252,23 @@ def torchtitan_log(
         PREFIX + f"CUDA capacity: {device} with 79.19GiB memory",
         PREFIX + f"Building llama3 8B with {model_args}",
         PREFIX + f"{BLUE}Model llama3 8B {RED}size: 8,030,261,248 total parameters{RESET}",
+    ]
+    if "float8" in conv:  # components/quantization/float8.py @29624e3 Float8Converter.__init__
+        lines.append(
+            PREFIX
+            + (f"Float8 training active with recipe {recipe}" if recipe else "Float8 tensorwise scaled training active")
+        )
+    if ac != "none":  # distributed/activation_checkpoint.py @29624e3 apply_ac
+        lines.append(PREFIX + f"Applied {ac} activation checkpointing to the model")
+    if "dp_shard" in names:  # models/llama3/infra/parallelize.py @29624e3 parallelize_llama
+        lines.append(PREFIX + "Applied FSDP to the model")
+    lines.append(
         PREFIX
         + (
             f"Trainer is initialized with local batch size {local_bs}, global batch size {gbs}, "
             f"gradient accumulation steps 1, sequence length {seq}, total steps 100 (warmup 10)."
-        ),
-    ]
+        )
+    )
     for i, t in enumerate(tps):
         step = 1 if i == 0 else i * every
         lines.append(torchtitan_step(step, t, t * 4.8e10 / 1e12, 40.0))
@@ -283,3 +340,376 @@ def write_examples(folder: str) -> None:
     (out / "torchtitan-llama3-8b-h100.log").write_text(
         torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), tps, 1, 8, 8192)
     )
+
+
+# ---- Megatron-LM: a run that stopped before its first iteration ------------------------------------------------
+
+
+def torchrun_failure(script: str = "pretrain_gpt.py", exitcode: int = 1) -> list[str]:
+    """torchrun's ChildFailedError summary (pytorch/pytorch@0140b62 elastic/multiprocessing/errors/__init__.py
+    `_MSG_FORMAT_TEMPLATE` / `_FAILURE_FORMAT_TEMPLATE`; the border is min(longest line, 60) '='/'-')."""
+    root = [
+        "[0]:",
+        "  time      : 2026-11-30_10:00:00",
+        "  host      : node001",
+        "  rank      : 0 (local_rank: 0)",
+        f"  exitcode  : {exitcode} (pid: 12345)",
+        "  error_file: <N/A>",
+        "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    ]
+    w = min(max(len(x) for x in root), 60)
+    return [
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "=" * w,
+        f"{script} FAILED",
+        "-" * w,
+        "Failures:",
+        "  <NO_OTHER_FAILURES>",
+        "-" * w,
+        "Root Cause (first observed failure):",
+        *root,
+        "=" * w,
+    ]
+
+
+# ---- NeMo 2 (Lightning) ---------------------------------------------------------------------------------------
+
+
+def nemo_progress_line(n: int, max_steps: int, metrics: dict[str, float], epoch: int = 0) -> str:
+    """ProgressPrinter.on_train_batch_end + format_string (NVIDIA/NeMo@8cfedd7 progress_printer.py): the
+    iteration shown is n - 1 of max_steps - 1; a whole-number float prints as an int, any other as {val:.4}."""
+    s = f"Training epoch {epoch}, iteration {n - 1}/{max_steps - 1}"
+    for metric, val in metrics.items():
+        if isinstance(val, float) and val.is_integer():
+            s += f" | {metric}: {int(val)}"
+        else:
+            s += f" | {metric}: {val:.4}"
+    return s
+
+
+def nemo_log(step_s: Iterable[float], gbs: int, world: int, interval: int = 1, tflops: float | None = None) -> str:
+    """A NeMo 2 pre-training log: the rank-0 distributed banner (megatron_strategy.py @8cfedd7 setup_distributed),
+    then one ProgressPrinter line per `interval` steps, each metric the mean over its steps (average_metrics_dict),
+    with the metrics in the order they are first logged (lr, global_batch_size, global_step, reduced_train_loss,
+    train_step_timing in s, consumed_samples; TFLOPS_per_GPU from FLOPsMeasurementCallback)."""
+    lines = [
+        "-" * 100,
+        "distributed_backend=nccl",
+        f"All distributed processes registered. Starting with {world} processes",
+        "-" * 100,
+        "",
+    ]
+    steps = list(step_s)
+    total = len(steps) * interval
+    for i, s in enumerate(steps):
+        n = (i + 1) * interval
+        m: dict[str, float] = {
+            "lr": 3e-4,
+            "global_batch_size": float(gbs),
+            "global_step": float(n - 1),
+            "reduced_train_loss": 7.0 - 0.01 * i,
+            "train_step_timing in s": s,
+            "consumed_samples": float(n * gbs),
+        }
+        if tflops is not None:
+            m["TFLOPS_per_GPU"] = tflops
+        lines.append(nemo_progress_line(n, total, m))
+    return "\n".join(lines) + "\n"
+
+
+# ---- torchtitan, early 2025 (no tflops) and HEAD (mfu N/A) -----------------------------------------------------
+
+CYAN_25, GREEN_25, YELLOW_25, BLUE_25, MAGENTA_25, RESET_25 = (
+    "\033[36m",
+    "\033[32m",
+    "\033[33m",
+    "\033[34m",
+    "\033[35m",
+    "\033[39m",
+)
+PREFIX_25 = "2025-02-10 10:00:00,000 - root - INFO - "  # torchtitan/logging.py @57387af init_logger
+
+
+def torchtitan_step_2025(step: int, tps: float, mfu: float, mem_gib: float = 60.12, pct: float = 43.02) -> str:
+    """train.py @57387af l.387-394: no tflops field."""
+    return PREFIX_25 + (
+        f"{CYAN_25}step: {step:2}  "
+        f"{GREEN_25}loss: {7.1234:7.4f}  "
+        f"{YELLOW_25}memory: {mem_gib:5.2f}GiB"
+        f"({pct:.2f}%)  "
+        f"{BLUE_25}tps: {round(tps):,}  "
+        f"{MAGENTA_25}mfu: {mfu:.2f}%{RESET_25}"
+    )
+
+
+def torchtitan_step_head(step: int, tps: float, tflops: float, mfu: float | None, mem_gib: float = 60.5) -> str:
+    """MetricsProcessor.log @b5bcd76 l.526-536: loss {:8.5f}, mfu 'N/A' when quantisation is on (mfu None)."""
+    mfu_str = f"{mfu:.2f}%" if mfu is not None else "N/A"
+    return PREFIX + (
+        f"{RED}step: {step:2}  "
+        f"{GREEN}loss: {7.12345:8.5f}  "
+        f"{ORANGE}grad_norm: {1.2345:7.4f}  "
+        f"{TURQ}memory: {mem_gib:5.2f}GiB"
+        f"({76.4:.2f}%)  "
+        f"{BLUE}tps: {round(tps):,}  "
+        f"{CYAN}tflops: {tflops:,.2f}  "
+        f"{MAGENTA}mfu: {mfu_str}{RESET}"
+    )
+
+
+@dataclass
+class BaseModelArgs:
+    """torchtitan/train_spec.py @57387af BaseModelArgs: its repr is what 'Building ... with {model_config}' prints."""
+
+    _enforced: str = "This field is used to enforce all fields have defaults."
+
+
+@dataclass
+class TransformerModelArgs(BaseModelArgs):
+    """torchtitan/models/llama/model.py @57387af TransformerModelArgs, the fields and defaults of that commit."""
+
+    dim: int = 4096
+    n_layers: int = 32
+    n_heads: int = 32
+    n_kv_heads: Optional[int] = None
+    vocab_size: int = -1
+    multiple_of: int = 256
+    ffn_dim_multiplier: Optional[float] = None
+    norm_eps: float = 1e-5
+    rope_theta: float = 10000
+    max_seq_len: int = 2048
+    depth_init: bool = True
+    norm_type: str = "rmsnorm"
+
+
+# torchtitan/models/llama/__init__.py @57387af llama3_configs["8B"] (vocab_size from the tokenizer at build time)
+LLAMA3_8B_ARGS_2025 = TransformerModelArgs(
+    dim=4096,
+    n_layers=32,
+    n_heads=32,
+    n_kv_heads=8,
+    vocab_size=128256,
+    ffn_dim_multiplier=1.3,
+    multiple_of=1024,
+    rope_theta=500000,
+    max_seq_len=8192,
+)
+
+
+def torchtitan_log_2025(
+    tps: Iterable[float],
+    mesh: tuple[list[str], list[int]] = (["dp_shard"], [8]),
+    local_bs: int = 1,
+    gbs: int = 8,
+    seq: int = 8192,
+    ac: str | None = "selective",
+    device: str = "NVIDIA H200",
+    capacity_gib: float = 139.81,
+    every: int = 10,
+    mfu: float = 41.15,
+) -> str:
+    """A torchtitan log of February 2025 (@57387af): no job config printed (job.print_args off by default), the
+    mesh, device, model, 'Applied ...' and 'Training starts at step 1, with ...' lines, then step lines
+    without tflops (logged at step 1 and every `every` steps, train.py `log_freq`)."""
+    names, dims = mesh
+    lines = [
+        PREFIX_25 + "Starting job: Llama 3 8B training",
+        PREFIX_25 + f"Building {len(dims)}-D device mesh with {names}, {dims}",
+        PREFIX_25 + f"Peak FLOPS used for computing MFU: {989e12:.3e}",
+        PREFIX_25 + f"CUDA capacity: {device} with {capacity_gib:.2f}GiB memory",
+        PREFIX_25 + f"Building llama3 8B with {LLAMA3_8B_ARGS_2025}",
+        PREFIX_25 + f"{BLUE_25}Model llama3 8B {RED}size: 8,030,261,248 total parameters{RESET_25}",
+    ]
+    if ac:
+        lines.append(PREFIX_25 + f"Applied {ac} activation checkpointing to the model")
+    lines += [
+        PREFIX_25 + "Applied FSDP to the model",
+        PREFIX_25 + f"CUDA memory usage for model: {3.77:.2f}GiB({2.70:.2f}%)",
+        PREFIX_25 + f"Training starts at step 1, with local batch size {local_bs}, global batch size {gbs}, "
+        f"sequence length {seq}, total steps 1000 (warmup 200)",
+    ]
+    for i, t in enumerate(tps):
+        step = 1 if i == 0 else i * every
+        lines.append(torchtitan_step_2025(step, t, mfu))
+    return "\n".join(lines) + "\n"
+
+
+# ---- Megatron-Bridge ---------------------------------------------------------------------------------------------
+
+
+def _yaml_scalar(v: Any) -> str:
+    """PyYAML 6.0 SafeRepresenter / Emitter for the scalars a ConfigContainer holds: null, true / false, ints,
+    floats as repr() with '.0' before a bare exponent (represent_float), strings plain unless they would read as
+    another type (then single-quoted)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        r = repr(v).lower()
+        if "." not in r and "e" in r:
+            r = r.replace("e", ".0e", 1)
+        return r
+    s = str(v)
+    special = s == "" or s.lower() in ("null", "true", "false", "yes", "no", "on", "off", "~")
+    try:
+        float(s)
+        special = True
+    except ValueError:
+        pass
+    return f"'{s}'" if special or ": " in s or s[:1] in "[]{}&*!|>'\"%@`#-" else s
+
+
+def yaml_dump(d: dict[str, Any], indent: int = 0) -> list[str]:
+    """yaml.safe_dump(d, default_flow_style=False): keys sorted, nested maps indented by 2, a list of scalars as
+    '- item' lines at its key's indentation, {} and [] for empty ones."""
+    out = []
+    pad = " " * indent
+    for k in sorted(d):
+        v = d[k]
+        if isinstance(v, dict) and v:
+            out.append(f"{pad}{k}:")
+            out += yaml_dump(v, indent + 2)
+        elif isinstance(v, list) and v:
+            out.append(f"{pad}{k}:")
+            out += [f"{pad}- {_yaml_scalar(x)}" for x in v]
+        elif isinstance(v, (dict, list)):
+            out.append(f"{pad}{k}: {'{}' if isinstance(v, dict) else '[]'}")
+        else:
+            out.append(f"{pad}{k}: {_yaml_scalar(v)}")
+    return out
+
+
+def _target(name: str, call: bool = False, args: list | None = None) -> dict[str, Any]:
+    """Megatron-Bridge utils/yaml_utils.py @7af9601: a dtype / function as {_target_, _call_: false}, an enum as
+    {_target_, _call_: true, _args_: [value]}."""
+    d: dict[str, Any] = {"_target_": name, "_call_": call}
+    if args is not None:
+        d["_args_"] = args
+    return d
+
+
+def bridge_config(**over: Any) -> dict[str, Any]:
+    """A Megatron-Bridge ConfigContainer.to_dict() of a Llama 3.2 1B pre-training run on 8 GPUs: the field names
+    of Bridge v0.2.0 training/config.py (TrainingConfig, GPTDatasetConfig, LoggerConfig, ...), MCore
+    TransformerConfig / ModelParallelConfig / DistributedDataParallelConfig, and the values of
+    models/llama/llama_provider.py Llama32ModelProvider1B. `over`: 'section.field' -> value."""
+    cfg: dict[str, Any] = {
+        "_target_": "megatron.bridge.training.config.ConfigContainer",
+        "model": {
+            "_target_": "megatron.bridge.models.llama.llama_provider.Llama32ModelProvider1B",
+            "num_layers": 16,
+            "hidden_size": 2048,
+            "ffn_hidden_size": 8192,
+            "num_attention_heads": 32,
+            "num_query_groups": 8,
+            "kv_channels": None,
+            "normalization": "RMSNorm",
+            "activation_func": _target("torch.nn.functional.silu"),
+            "gated_linear_unit": True,
+            "position_embedding_type": "rope",
+            "add_bias_linear": False,
+            "add_qkv_bias": False,
+            "share_embeddings_and_output_weights": True,
+            "seq_length": 8192,
+            "vocab_size": 128256,
+            "make_vocab_size_divisible_by": 128,
+            "tensor_model_parallel_size": 1,
+            "pipeline_model_parallel_size": 1,
+            "virtual_pipeline_model_parallel_size": None,
+            "context_parallel_size": 1,
+            "expert_model_parallel_size": 1,
+            "expert_tensor_parallel_size": None,
+            "sequence_parallel": False,
+            "num_moe_experts": None,
+            "multi_latent_attention": False,
+            "qk_layernorm": False,
+            "recompute_granularity": None,
+            "recompute_method": None,
+            "recompute_num_layers": None,
+            "recompute_modules": ["core_attn"],
+            "bf16": True,
+            "fp16": False,
+            "fp8": None,
+            "fp8_recipe": "delayed",
+            "params_dtype": _target("torch.bfloat16"),
+            "gradient_accumulation_fusion": True,
+            "cross_entropy_loss_fusion": True,
+            "cross_entropy_fusion_impl": "native",
+            "attention_backend": _target("megatron.core.transformer.enums.AttnBackend", True, [5]),
+            "cuda_graph_impl": "none",
+            "cuda_graph_scope": "full",
+            "tp_comm_overlap": False,
+            "mtp_num_layers": None,
+        },
+        "train": {
+            "_target_": "megatron.bridge.training.config.TrainingConfig",
+            "global_batch_size": 128,
+            "micro_batch_size": 2,
+            "train_iters": 100,
+            "eval_interval": 1000,
+        },
+        "dataset": {
+            "_target_": "megatron.bridge.training.config.GPTDatasetConfig",
+            "sequence_length": 8192,
+            "random_seed": 1234,
+        },
+        "ddp": {
+            "_target_": "megatron.core.distributed.distributed_data_parallel_config.DistributedDataParallelConfig",
+            "overlap_grad_reduce": True,
+            "overlap_param_gather": True,
+            "use_distributed_optimizer": True,
+            "grad_reduce_in_fp32": True,
+            "average_in_collective": True,
+        },
+        "optimizer": {
+            "_target_": "megatron.bridge.training.config.OptimizerConfig",
+            "lr": 0.0003,
+            "min_lr": 3.0e-05,
+            "use_distributed_optimizer": True,
+            "bf16": True,
+        },
+        "logger": {
+            "_target_": "megatron.bridge.training.config.LoggerConfig",
+            "log_interval": 10,
+            "log_throughput": False,
+        },
+        "mixed_precision": "bf16_mixed",
+        "checkpoint": {
+            "_target_": "megatron.bridge.training.config.CheckpointConfig",
+            "save": None,
+            "save_interval": 500,
+        },
+    }
+    for k, v in over.items():
+        sec, _, fld = k.partition(".")
+        if fld:
+            cfg[sec][fld] = v
+        else:
+            cfg[sec] = v
+    return cfg
+
+
+def bridge_log(
+    cfg: dict[str, Any], step_ms: Iterable[float], tflops: float = 180.0, every: int = 10, microbatches: int = 0
+) -> str:
+    """A Megatron-Bridge v0.2.0 log: 'Task Configuration' with the YAML (print() adds a blank line after
+    safe_dump's own final newline), then per logged iteration the 'Step Time' line and the iteration line
+    (no throughput field: logger.log_throughput is off), and a memory report in GB after the first."""
+    lines = ["> initializing torch distributed ...", "------- Task Configuration -------"]
+    lines += yaml_dump(cfg) + ["", "----------------------------------"]
+    gbs = cfg["train"]["global_batch_size"]
+    if microbatches:  # Megatron-Core num_microbatches_calculator.py @d580efc l.229 (the logger's message)
+        lines.append(f"setting number of microbatches to constant {microbatches}")
+    for i, ms in enumerate(step_ms):
+        it = (i + 1) * every
+        lines.append(f"Step Time : {ms / 1e3:.2f}s GPU utilization: {tflops:.1f}MODEL_TFLOP/s/GPU")
+        lines.append(iteration_line(it, cfg["train"]["train_iters"], gbs, ms, stamp="2026-11-30 10:00:00"))
+        if i == 0:
+            lines.append(
+                f"[Rank 0] (after {it} iterations) memory (GB) | mem-allocated-gigabytes: 20.5 | "
+                "mem-max-allocated-gigabytes: 41.25 | mem-max-reserved-gigabytes: 48.0 | mem-alloc-retires: 0"
+            )
+    return "\n".join(lines) + "\n"

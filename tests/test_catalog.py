@@ -12,7 +12,17 @@ from perfmodel.specs.counts import flops_per_token, param_counts
 from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import catalog_ids, data_dir
 
-HARDWARE_IDS = {"a100-sxm-80gb", "h100-sxm", "h800-sxm", "h200-sxm", "b200", "b300", "gb200-nvl72", "gb300-nvl72"}
+HARDWARE_IDS = {
+    "a100-sxm-80gb",
+    "h100-sxm",
+    "h800-sxm",
+    "h200-sxm",
+    "b200",
+    "b300",
+    "gb200-nvl72",
+    "gb300-nvl72",
+    "mi300x",
+}
 MODEL_IDS = {
     "deepseek-v3",
     "gpt-1.7b",

@@ -17,17 +17,25 @@ from cli_helpers import run_err, run_json
 from log_helpers import (
     LLAMA3_8B_TT_ARGS,
     args_dump,
+    bridge_config,
+    bridge_log,
     iteration_line,
     megatron_args,
     megatron_log,
     memory_line,
+    nemo_log,
+    torchrun_failure,
     torchtitan_config,
     torchtitan_log,
+    torchtitan_log_2025,
+    torchtitan_step,
+    torchtitan_step_head,
 )
 
 from perfmodel import api
 from perfmodel.analysis.logparse import MAX_LINE, parse_file, parse_text
 from perfmodel.analysis.validate import read_csv, validate_rows
+from perfmodel.cli import main
 from perfmodel.specs.specfile import data_dir
 
 L70 = dict(
@@ -70,7 +78,7 @@ def test_argument_dump_and_intervals_are_read():
 
 def test_stable_median_leaves_out_warmup_and_evaluation(tmp_path, capsys):
     # interval 1 (iterations 1-10) is warm-up; the one after the evaluation at 30 is left out too
-    steps = [30000.0, 14000.0, 14200.0, 25000.0, 14100.0, 14400.0]
+    steps = [19000.0, 14000.0, 14200.0, 25000.0, 14100.0, 14400.0]
     f = write(tmp_path, megatron_log(megatron_args(**L70), steps, eval_at=[30]))
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     m = out["measured"]
@@ -241,18 +249,20 @@ def test_truncated_log_keeps_what_was_written(tmp_path, capsys):
     f = write(tmp_path, cut)
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
     assert out["measured"]["intervals"] == 3  # the broken line has no 'elapsed time' field left
-    # a log cut inside the argument dump: every missing field is named in one line
+    # a log cut inside the argument dump logged no iteration: it says so (a measured run is data, not an error)
     dump_cut = text[: text.index("num_layers ")]
-    err = run_err(capsys, ["check", write(tmp_path, dump_cut, "cut.log"), "--hardware", "h100-sxm"])
-    for name in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "num_layers", "seq_length"):
-        assert name in err
+    out = run_json(capsys, ["check", write(tmp_path, dump_cut, "cut.log"), "--hardware", "h100-sxm"])
+    assert out["status"] == "no_iteration" and out["measured"] is None
+    assert out["summary"].startswith("the run logged no iteration: it stopped before step 1")
 
 
 def test_missing_fields_are_named_with_how_to_give_them(tmp_path, capsys):
     a = megatron_args(**L70)
     del a["tensor_model_parallel_size"], a["world_size"]
     f = write(tmp_path, megatron_log(a, [15000.0] * 3, vocab=None))
-    err = run_err(capsys, ["check", f])
+    out = run_json(capsys, ["check", f])
+    assert out["status"] == "measured" and out["measured"]["step_s"] == pytest.approx(15.0)
+    err = out["not_predicted"]
     assert "hardware" in err and "--hardware" in err
     assert "tensor_model_parallel_size (give --arg tensor_model_parallel_size=" in err
     assert "world_size (give --gpus N)" in err
@@ -388,8 +398,16 @@ def test_nemo_progress_bar_with_args(tmp_path, capsys):
         for i in range(1, 40)
     )
     f = write(tmp_path, bar)
-    err = run_err(capsys, ["check", f, "--hardware", "h100-sxm"])
-    assert "NeMo progress-bar log states no layout" in err
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    assert out["status"] == "measured" and out["measured"]["step_s"] == pytest.approx(15.9)
+    assert "a NeMo log states neither" in out["not_predicted"]
+    # Lightning's bar numbers (tqdm format_num padded to 5 characters: 9.000, 19.00, 1e+3) and a negative time
+    bar2 = "".join(
+        f"Epoch 0: 50%|#####| {n}/2000 [00:10<00:10, global_step={g}, train_step_timing in s={t}]\r"
+        for n, g, t in ((10, "9.000", "15.90"), (20, "19.00", "-12.7"), (1001, "1e+3", "15.80"))
+    )
+    log = parse_text(bar2)
+    assert list(log.iters) == [9, 19, 1000] and list(log.step_s) == [15.9, -12.7, 15.8]
     sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
     assert out["framework"] == "nemo" and out["measured"]["step_s"] == pytest.approx(15.9)
@@ -412,10 +430,11 @@ def test_torchtitan_log(tmp_path, capsys):
     assert out["model"] == "llama3-8b"  # FFN 4096 -> int(2*4*4096/3)=10922 x1.3 -> 14198 -> 14336
     assert out["layout"]["fsdp"] and out["layout"]["dp"] == 8 and out["layout"]["recompute"] == "selective"
     m = out["measured"]
-    # steps 1 and 10 are warm-up; tps is tokens/s per device (metrics.py), so it is the measured throughput
-    steps = [8 * 8192 / (t * 8) for t in (6500, 6550, 6520, 6480)]  # gbs x seq / (tps x gpus)
-    assert m["used"] == 4 and m["step_s"] == pytest.approx(np.median(steps), rel=1e-12)
-    assert m["tokens_per_s_per_gpu"] == pytest.approx(8 * 8192 / (np.median(steps) * 8), rel=1e-12)
+    # steps 1 and 10 are warm-up; tps is tokens/s per device (metrics.py), so its median is the measured
+    # throughput, and the step time is gbs x seq / (tps x gpus)
+    tps_med = np.median([6500, 6550, 6520, 6480])
+    assert m["used"] == 4 and m["tokens_per_s_per_gpu"] == pytest.approx(tps_med, rel=1e-12)
+    assert m["step_s"] == pytest.approx(8 * 8192 / (tps_med * 8), rel=1e-12) and m["basis"] == "tps"
     assert m["mem_max_reserved_bytes"] == pytest.approx(60.5 * 2**30)
     assert out["framework_flops"]["convention"] == "full"
 
@@ -425,10 +444,17 @@ def test_torchtitan_float8_tp_and_missing_config(tmp_path, capsys):
     f = write(tmp_path, torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), [5000.0] * 4, 1, 4, 8192))
     out = run_json(capsys, ["check", f])
     assert out["precision"] == "fp8" and out["layout"]["tp"] == 2 and out["layout"]["recompute"] == "full"
+    # without the job config ('Running with args' is printed only with job.print_args) the start-up lines state
+    # the same run: the mesh (tp 2), the float8 line, the activation-checkpointing line
     text = torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), [5000.0] * 4, 1, 4, 8192)
     no_cfg = "\n".join(l for l in text.splitlines() if "Running with args" not in l)
-    err = run_err(capsys, ["check", write(tmp_path, no_cfg, "nocfg.log")])
-    assert "Running with args" in err and "activation_checkpoint.mode" in err
+    got = run_json(capsys, ["check", write(tmp_path, no_cfg, "nocfg.log")])
+    assert got["status"] == "predicted" and (got["precision"], got["layout"]) == (out["precision"], out["layout"])
+    # with neither the job config nor the start-up lines, the missing layout is named and the tps still measured
+    steps_only = "\n".join(l for l in text.splitlines() if "step:" in l)
+    got = run_json(capsys, ["check", write(tmp_path, steps_only, "steps.log")])
+    assert got["status"] == "measured" and got["measured"]["tokens_per_s_per_gpu"] == pytest.approx(5000.0)
+    assert "Running with args" in got["not_predicted"] and "activation_checkpoint.mode" in got["not_predicted"]
 
 
 # ---- round trip through validation/runs.csv ----------------------------------------------------------
@@ -574,7 +600,7 @@ def test_stated_switches_set_the_stack(tmp_path, capsys):
     p = api.predict("llama3-70b", "h100-sxm", lay, "bf16", stack="nemo-25.11", stack_set=tuple(out["stack_set"]))
     assert out["predicted"]["tokens_per_s_per_gpu"] == float(p.tokens_per_s_per_gpu[0])
     # overlap off is a what-if that switches off only what is still on
-    from perfmodel.commands.check import NO_OVERLAP
+    from perfmodel.analysis.logcheck import NO_OVERLAP
 
     w = next(w for w in out["what_ifs"] if w["kind"] == "overlap")
     still_on = [x for x in NO_OVERLAP if str(got[x.split("=")[0]][0]).lower() != x.split("=")[1]]
@@ -596,9 +622,10 @@ def test_megatron_bridge_lines_with_args_given(tmp_path, capsys):
         "mem-max-reserved-gigabytes: 66.0 | mem-alloc-retires: 0",
     )
     f = write(tmp_path, "\n".join(lines) + "\n")
-    err = run_err(capsys, ["check", f, "--hardware", "h100-sxm"])
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    assert out["status"] == "measured" and out["measured"]["step_s"] == pytest.approx(15.0)
     for name in ("tensor_model_parallel_size", "num_layers", "seq_length", "recompute_granularity", "world_size"):
-        assert name in err
+        assert name in out["not_predicted"]
     sets = [f"{k}={v}" for k, v in megatron_args(**L70).items()] + ["vocab_size=128256"]
     out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
     assert out["model"] == "llama3-70b" and out["measured"]["used"] == 3
@@ -672,10 +699,12 @@ def parse_blocks_of(data: bytes, block: int):
 
 
 def test_python_entry_point_is_the_json_document(tmp_path, capsys):
-    from perfmodel.commands.check import check_log
+    from perfmodel.analysis.logcheck import check_log
+    from perfmodel.commands import check as command
 
     f = write(tmp_path, megatron_log(megatron_args(**L70), [15000.0] * 4))
     assert check_log(f, "h100-sxm") == run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    assert command.check_log is check_log  # the name the docs use stays importable from the command module
 
 
 def test_restart_with_a_new_dump_uses_the_last_one(tmp_path, capsys):
@@ -746,7 +775,7 @@ def test_bad_stack_flags_are_one_error(tmp_path, capsys):
 def test_megatron_cross_entropy_from_the_dump():
     # Megatron's language_module.compute_language_model_loss: only cross_entropy_fusion_impl 'te' keeps the
     # bf16 logits alone; the unfused loss and the 'native' fused one work in fp32
-    from perfmodel.commands.check import _Fields, megatron_stack_sets
+    from perfmodel.analysis.logrun import _Fields, megatron_stack_sets
 
     ce = lambda **a: megatron_stack_sets(_Fields({k: str(v) for k, v in a.items()}, {}), "none", "bf16", [])
     assert ce(cross_entropy_loss_fusion=True, cross_entropy_fusion_impl="te")["cross_entropy"][0] == "te"
@@ -754,3 +783,280 @@ def test_megatron_cross_entropy_from_the_dump():
     assert ce(cross_entropy_loss_fusion=True)["cross_entropy"][0] == "fp32"
     assert ce(cross_entropy_loss_fusion=False, cross_entropy_fusion_impl="te")["cross_entropy"][0] == "fp32"
     assert "cross_entropy" not in ce(sequence_parallel=True)
+
+
+# ---- issue 27: the logs people actually have (one test per bullet of the issue) ------------------------------
+
+L8B = dict(  # Llama 3 8B (models/llama3-8b.toml) as Megatron-LM prints it, 8 GPUs, data parallel
+    num_layers=32,
+    hidden_size=4096,
+    ffn_hidden_size=14336,
+    num_attention_heads=32,
+    num_query_groups=8,
+    world_size=8,
+    data_parallel_size=8,
+    global_batch_size=64,
+    seq_length=8192,
+    sequence_parallel=False,
+    tp_comm_overlap=False,
+)
+
+
+def test_what_the_log_measured_is_reported_without_prediction_inputs(tmp_path, capsys):
+    """Issue 27 bullet 1: a prediction input missing (no hardware named, no job config) still reports what the log
+    measured, with the prediction "not predicted: missing X (give ...)", exit 0 and status "measured"; a run that
+    stopped before its first iteration says so in one line."""
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [19000.0] + [15000.0] * 5, tflops=365.4))
+    out = run_json(capsys, ["check", f])
+    m = out["measured"]
+    assert out["status"] == "measured" and m["step_s"] == pytest.approx(15.0) and m["tflops_per_gpu"] == 365.4
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(128 * 8192 / (15.0 * 64))
+    assert out["not_predicted"].startswith("not predicted: missing hardware") and "--hardware" in out["not_predicted"]
+    assert main(["check", f]) == 0 and "not predicted: missing hardware" in capsys.readouterr().out.replace("\n", " ")
+    # torchtitan step lines alone (an excerpt: no start-up lines): tps is tokens/s per GPU, the step needs the batch
+    tt = "\n".join(
+        torchtitan_step(s, t, t * 4.8e10 / 1e12, 40.0)
+        for s, t in ((1, 3000.0), (10, 6400.0), (20, 6540.0), (30, 6500.0))
+    )
+    out = run_json(capsys, ["check", write(tmp_path, tt + "\n", "excerpt.log")])
+    assert out["status"] == "measured" and out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(6520.0)
+    assert out["measured"]["step_s"] is None and "needs the global batch" in out["measured"]["missing"][0]
+    # a Megatron-LM run that crashed before iteration 1: its dump, the error, torchrun's summary
+    crash = args_dump(megatron_args(**L8B)) + [
+        "[rank0]: torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB.",
+        *torchrun_failure(),
+    ]
+    f = write(tmp_path, "\n".join(crash) + "\n", "crash.log")
+    out = run_json(capsys, ["check", f, "--hardware", "mi300x"])
+    assert out["status"] == "no_iteration" and "OutOfMemoryError" in out["summary"]
+    assert main(["check", f]) == 0
+    text = capsys.readouterr().out
+    assert len(text.strip().splitlines()) == 1 and "the run logged no iteration: it stopped before step 1" in text
+
+
+def test_nemo2_progress_printer_lines(tmp_path, capsys):
+    """Issue 27 bullet 2: NeMo 2's default printer ('Training epoch 0, iteration 9/... | train_step_timing in s:
+    ...', ProgressPrinter @8cfedd7), each line the mean over the print interval; the world size from the rank-0
+    banner; with the layout given with --arg, predicted."""
+    steps = [19.5] + [16.4, 16.5, 16.3, 16.45, 16.38, 16.42]
+    f = write(tmp_path, nemo_log(steps, gbs=128, world=8, interval=10, tflops=402.0))
+    out = run_json(capsys, ["check", f])
+    m = out["measured"]
+    assert out["framework"] == "nemo" and m["intervals"] == 7 and m["dropped_warmup"] == 1
+    assert m["step_s"] == pytest.approx(np.median(steps[1:])) and m["tflops_per_gpu"] == 402.0
+    assert m["tokens_per_s_per_gpu"] is None and "sequence length" in m["missing"][0]  # NeMo prints no seq
+    sets = [f"{k}={v}" for k, v in megatron_args(**{**L8B, "global_batch_size": 128}).items() if k != "world_size"]
+    sets.append("vocab_size=128256")
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", *sum((["--arg", s] for s in sets), [])])
+    assert out["status"] == "predicted" and out["model"] == "llama3-8b" and out["layout"]["gpus"] == 8
+    assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(128 * 8192 / (np.median(steps[1:]) * 8))
+
+
+def test_torchtitan_before_tflops_and_with_mfu_na(tmp_path, capsys):
+    """Issue 27 bullet 3: an early-2025 torchtitan log (no tflops field, 'Training starts at step 1, with local
+    batch size 1, global batch size 8, sequence length 8192', 'Applied selective activation checkpointing', no job
+    config) is read and, its device named, predicted with no hint; lines with 'mfu: N/A' (FP8/MX) are read too."""
+    tps = [3100.0, 7026.0, 7031.0, 7012.0, 7040.0, 7020.0]
+    out = run_json(capsys, ["check", write(tmp_path, torchtitan_log_2025(tps), "h200.log")])
+    assert out["status"] == "predicted" and out["hardware"] == "h200-sxm" and out["model"] == "llama3-8b"
+    lay = out["layout"]
+    assert (lay["gbs"], lay["seq"], lay["mbs"], lay["fsdp"], lay["recompute"]) == (8, 8192, 1, True, "selective")
+    m = out["measured"]
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(np.median(tps[2:])) and m["tflops_per_gpu"] is None
+    assert m["mfu_framework"] == pytest.approx(0.4115)
+    feats = {f["feature"]: f for f in out["stack_features"]}
+    assert feats["recompute"]["from"] == "log" and "Applied selective" in feats["recompute"]["how"]
+    # HEAD: 'mfu: N/A' with float8 on; tflops read, no MFU
+    cfg = torchtitan_config(converters=["float8"])
+    text = torchtitan_log(cfg, LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), [], 1, 8, 8192)
+    text += "".join(
+        torchtitan_step_head(s, t, t * 4.8e10 / 1e12, None) + "\n"
+        for s, t in ((1, 4000.0), (10, 9000.0), (20, 9100.0), (30, 9050.0))
+    )
+    out = run_json(capsys, ["check", write(tmp_path, text, "fp8.log")])
+    assert out["precision"] == "fp8" and out["measured"]["used"] == 2 and out["measured"]["mfu_framework"] is None
+    assert out["measured"]["tflops_per_gpu"] == pytest.approx(9075.0 * 4.8e10 / 1e12, abs=0.01)
+
+
+def test_megatron_bridge_config_container_is_read(tmp_path, capsys):
+    """Issue 27 bullet 3 (Bridge) and 4: Megatron-Bridge's printed ConfigContainer (model.num_layers,
+    dataset.sequence_length, train.global_batch_size, ...) states the run; only what it cannot state (the GPU
+    count, the hardware) is missing; values given with --arg are labelled so."""
+    steps = [4100.0] + [3300.0, 3310.0, 3290.0, 3305.0, 3295.0]
+    f = write(tmp_path, bridge_log(bridge_config(), steps, tflops=251.0), "bridge.log")
+    out = run_json(capsys, ["check", f])
+    assert out["status"] == "measured" and out["measured"]["tflops_per_gpu"] == 251.0
+    assert [m.split(" (")[0] for m in out["missing"]] == ["hardware", "world_size"]
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--gpus", "8", "--arg", "overlap_param_gather=False"])
+    assert out["status"] == "predicted" and out["model"] == "log-model"
+    lay = out["layout"]
+    assert (lay["tp"], lay["dp"], lay["mbs"], lay["gbs"], lay["seq"]) == (1, 8, 2, 128, 8192)
+    feats = {f["feature"]: f for f in out["stack_features"]}
+    assert (
+        feats["dp_grad_reduce_overlap"]["from"] == "log"
+        and "ddp.overlap_grad_reduce" in feats["dp_grad_reduce_overlap"]["how"]
+    )
+    assert (
+        feats["main_grad_precision"]["value"] == "fp32"
+        and "ddp.grad_reduce_in_fp32" in feats["main_grad_precision"]["how"]
+    )
+    assert (feats["dp_param_gather_overlap"]["value"], feats["dp_param_gather_overlap"]["from"]) == (False, "--arg")
+    assert out["given"] == ["overlap_param_gather"]
+    # Megatron-Core's micro-batch count (128 / (2 x 8) = 8) gives the data-parallel size, so the GPU count
+    f8 = write(tmp_path, bridge_log(bridge_config(), steps, tflops=251.0, microbatches=8), "bridge-m.log")
+    got = run_json(capsys, ["check", f8, "--hardware", "h100-sxm"])
+    assert got["status"] == "predicted" and got["layout"]["gpus"] == 8
+    spec = api.load_model("llama3-8b")  # the shape read from the YAML: Llama 3.2 1B, tied embeddings
+    assert out["model_name"] != spec.name and out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(
+        128 * 8192 / (np.median(steps[1:]) / 1e3 * 8)
+    )
+
+
+def test_stated_switches_are_read_and_each_feature_has_one_source(tmp_path, capsys):
+    """Issue 27 bullet 3 (switches): gradient_accumulation_fusion False and use_flash_attn are read (the latter sets
+    no feature in a Megatron-Core model, and says so); a field given with --arg is 'from --arg', not 'from the log';
+    every feature is listed once."""
+    a = megatron_args(
+        **L70, gradient_accumulation_fusion=False, use_flash_attn=True, attention_backend="AttnBackend.auto"
+    )
+    f = write(tmp_path, megatron_log(a, [15000.0] * 4))
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm", "--arg", "tp_comm_overlap=False"])
+    feats = [x["feature"] for x in out["stack_features"]]
+    assert len(feats) == len(set(feats))
+    got = {x["feature"]: (x["value"], x["from"]) for x in out["stack_features"]}
+    assert got["grad_accumulation_fusion"] == (False, "log") and got["tp_overlap"] == ("none", "--arg")
+    assert any(r.startswith("use_flash_attn=True") for r in out["read_no_feature"])
+    assert any(r.startswith("attention_backend=AttnBackend.auto") for r in out["read_no_feature"])
+    from perfmodel.analysis.logcheck import stack_groups
+
+    groups = dict(stack_groups(out))
+    assert any(i.startswith("tp_overlap=none") for i in groups["from --arg"])
+    assert not any(
+        i.startswith("tp_overlap") for label, items in groups.items() if label != "from --arg" for i in items
+    )
+
+
+def test_invalid_outlier_and_first_interval_are_left_out_with_a_word(tmp_path, capsys):
+    """Issue 27 bullet 3 (NeMo): a negative step time (-12.71 s after 13.75 s), an outlier and the first interval
+    (which averages from iteration 1) are left out, and the printed rule says which and why."""
+    steps = [13.75, -12.71] + [0.45, 0.44, 0.46, 0.45] * 4 + [2.5, 0.45, 0.44]
+    out = run_json(capsys, ["check", write(tmp_path, nemo_log(steps, gbs=32, world=8), "nemo.log")])
+    m = out["measured"]
+    assert (m["dropped_invalid"], m["dropped_outliers"]) == (1, 1) and m["step_s"] == pytest.approx(0.45)
+    assert "-12.71 s at iteration 1" in m["rule"] and "2.5 s at iteration 18" in m["rule"]
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [19000.0] + [15000.0] * 4, every=10))
+    m = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])["measured"]
+    assert m["dropped_warmup"] == 1 and "the first interval averaging from its first one" in m["rule"]
+    assert main(["check", f, "--hardware", "h100-sxm"]) == 0
+    assert "left out 1 warm-up" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_impossible_measurement_is_refused_as_validate_refuses_and_csv_agrees(tmp_path, capsys):
+    """Issue 27 bullet 4: a step that implies an MFU above 100% is refused with validate's sentence, one line, exit
+    2 (commit b0b7176's rule kept); `check --csv` writes no row that validate refuses (a layout the memory model
+    cannot fit is predicted by both, the contradiction named)."""
+    from perfmodel.analysis.checks import implausible_throughput
+    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.model import load_model
+
+    f = write(tmp_path, megatron_log(megatron_args(**L70), [800.0] * 5), "fast.log")
+    err = run_err(capsys, ["check", f, "--hardware", "h100-sxm"])
+    why = implausible_throughput(
+        load_model("llama3-70b"), load_hardware("h100-sxm"), 128 * 8192 / (0.8 * 64), 8192, "bf16"
+    )
+    assert why and err == f"error: {f}: measured: impossible: {why}"
+    row = {
+        "run_id": "x",
+        "model": "llama3-70b",
+        "hardware": "h100-sxm",
+        "gpus": "64",
+        "precision": "bf16",
+        "seq_len": "8192",
+        "global_batch": "128",
+        "tp": "4",
+        "pp": "4",
+        "vp": "5",
+        "cp": "2",
+        "tokens_per_s_per_gpu": f"{128 * 8192 / (0.8 * 64)}",
+    }
+    assert why in validate_rows([row], data_dir("validation")).unsupported[0]["reason"]
+    # a run the memory model cannot place (tp 1 on 64 GPUs of a 70B model): predicted, but validate leaves its row
+    # out, so check --csv writes none
+    a = megatron_args(
+        **{
+            **L70,
+            "tensor_model_parallel_size": 1,
+            "pipeline_model_parallel_size": 1,
+            "virtual_pipeline_model_parallel_size": None,
+            "context_parallel_size": 1,
+            "data_parallel_size": 64,
+            "use_distributed_optimizer": False,
+        }
+    )
+    f = write(tmp_path, megatron_log(a, [18000.0] * 5), "nofit.log")
+    out = run_json(capsys, ["check", f, "--hardware", "h100-sxm"])
+    assert not out["predicted"]["fits"]  # predicted, and said not to fit
+    # validate predicts a run that ran whatever the memory model says (issue 26: a memory contradiction, not a
+    # refusal), so check --csv writes the row and validate scores it with the contradiction named
+    assert main(["check", f, "--hardware", "h100-sxm", "--csv", str(tmp_path / "r.csv")]) == 0
+    capsys.readouterr()
+    rep = validate_rows(read_csv(tmp_path / "r.csv"), tmp_path)
+    assert len(rep.results) == 1 and not rep.unsupported and rep.results[0].memory_contradiction
+    assert out["status"] == "predicted"
+
+
+def test_rocm_logs_and_the_mi300x_spec(tmp_path, capsys):
+    """Issue 27 bullet 5: a hardware spec states an AMD generation (cdna3) and the catalog has mi300x; a ROCm
+    Megatron-LM log (the fork's ' mem usages' field, the rocm/megatron-lm image) says which hardware it lacks and,
+    given --hardware mi300x, is predicted with the band of all runs (no AMD run fitted the bands); a torchtitan
+    log naming 'AMD Instinct MI300X' is predicted with no hint."""
+    from perfmodel.specs.hardware import load_hardware
+
+    hw = load_hardware("mi300x")
+    assert (hw.generation, hw.peak("bf16"), hw.peak("fp8")) == ("cdna3", 1307.4e12, 2614.9e12)
+    assert (hw.memory.hbm_bytes, hw.memory.hbm_bandwidth, hw.scale_up.domain_size) == (192e9, 5.3e12, 8)
+    a = megatron_args(**L8B, microbatch_group_size_per_virtual_pipeline_stage=None)
+    head = ["docker pull rocm/megatron-lm:v25.4"]  # the ROCm docs' image (ROCm/ROCm@e396b48 megatron-lm.rst)
+    f = write(tmp_path, megatron_log(a, [12500.0] + [10100.0] * 5, tflops=310.5, mem_usages=0.5462, head=head))
+    assert parse_file(f).args["microbatch_group_size_per_virtual_pipeline_stage"] == "None"  # 48 characters: no dots
+    out = run_json(capsys, ["check", f])
+    assert out["status"] == "measured" and out["measured"]["mem_usage_fraction"] == 0.5462
+    assert "rocm/megatron-lm:v25.4" in out["not_predicted"] and "mi300x" in out["not_predicted"]
+    out = run_json(capsys, ["check", f, "--hardware", "mi300x"])
+    assert (
+        out["status"] == "predicted" and out["hardware"] == "mi300x" and out["band"]["group"] in ("all", "unseen:dense")
+    )
+    assert any("no validation run of this hardware family" in n for n in out["notes"])
+    tt = torchtitan_log(
+        torchtitan_config(),
+        LLAMA3_8B_TT_ARGS,
+        (["dp_shard"], [8]),
+        [2500.0] + [5200.0] * 5,
+        1,
+        8,
+        8192,
+        device="AMD Instinct MI300X",
+    )
+    out = run_json(capsys, ["check", write(tmp_path, tt, "tt-mi300x.log")])
+    assert out["status"] == "predicted" and out["hardware"] == "mi300x"
+
+
+@pytest.mark.parametrize("block", [157, 1 << 22])
+def test_torchtitan_profiler_dumps_are_left_out(tmp_path, monkeypatch, block):
+    """torchtitan with its profiler on ('Profiling active. Traces will be saved at ...', then 'Dumping profiler
+    traces at step N' and 'Finished dumping profiler traces in S seconds', profiling.py @57387af): the interval
+    after a dump holds the trace export and is left out, in any block size (the fast path after the first step)."""
+    from log_helpers import PREFIX_25, torchtitan_step_2025
+
+    import perfmodel.analysis.logparse as lp
+
+    lines = torchtitan_log_2025([]).splitlines()
+    lines.insert(1, PREFIX_25 + "Profiling active. Traces will be saved at ./outputs/profile_trace")
+    for i, step in enumerate((1, 10, 20, 30, 40, 50)):
+        lines.append(torchtitan_step_2025(step, 7000.0 - (2000.0 if step == 40 else 0.0), 41.0))
+        if step == 30:
+            lines.append(PREFIX_25 + "Dumping profiler traces at step 30")
+            lines.append(PREFIX_25 + f"Finished dumping profiler traces in {1.23:.2f} seconds")
+    monkeypatch.setattr(lp, "BLOCK", block)
+    log = parse_file(write(tmp_path, "\n".join(lines) + "\n"))
+    assert list(log.iters) == [1, 10, 20, 30, 40, 50] and list(log.event_after) == [0, 0, 0, 0, 1, 0]

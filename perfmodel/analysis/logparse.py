@@ -1,37 +1,66 @@
-"""Read a training log: Megatron-LM / NeMo / Megatron-Bridge or torchtitan, streamed line by line.
+"""Read a training log: Megatron-LM (and its ROCm fork) / Megatron-Bridge / NeMo 2 or torchtitan, streamed line by line.
 
-Pure functions over bytes; no prediction here (commands/check.py turns a ParsedLog into a run). The
-formats are the frameworks' own logging code, read at these versions (never a copied log):
+Pure functions over bytes; no prediction here (perfmodel/analysis/logrun.py turns a ParsedLog into a run,
+perfmodel/analysis/logcheck.py measures and predicts it). The formats are the frameworks' own logging code, read at
+these versions (never a copied log):
 
-- Megatron-LM megatron/training/arguments.py @000c4ac `_print_args`: a header
+- Megatron-LM megatron/training/arguments.py @000c4ac / @d580efc `_print_args`: a header
   '------------------------ arguments ------------------------', then one line per argument
-  '  {arg} {dots} {value}' with dots = '.' * (48 - len(arg)), sorted, then
+  '  {arg} {dots} {value}' with dots = '.' * (48 - len(arg)) (none for a name of 48 or more characters:
+  '  microbatch_group_size_per_virtual_pipeline_stage  None'), sorted, then
   '-------------------- end of arguments ---------------------'. Values are str() of Python values.
-- Megatron-LM megatron/training/training.py @001b00c `training_log`: ' [%Y-%m-%d %H:%M:%S.%f] iteration
+  arguments.py @d580efc validate_args: 'using world size: {}, data-parallel size: {}, ...';
+  megatron/core/num_microbatches_calculator.py @d580efc l.229 (rank 0, logger.info): 'setting number of
+  microbatches to constant {n}' (n = gbs / (mbs x dp), so it gives the data-parallel size).
+- Megatron-LM megatron/training/training.py @001b00c / @d580efc `training_log`: ' [%Y-%m-%d %H:%M:%S.%f] iteration
   {:8d}/{:8d} | consumed samples: {:12d} | elapsed time per iteration (ms): {:.1f} | throughput per GPU
   (TFLOP/s/GPU): {:.1f} | learning rate: {:.6E} | global batch size: {:5d} | lm loss: ... |'; the time is the
-  mean over the logging interval (interval-time timer / iterations); the first iteration is logged alone
-  (is_first_iteration, initialization overhead). `evaluate_and_print_results`: ' validation loss at
-  iteration N | ...'. Megatron-Bridge src/megatron/bridge/training/utils/train_utils.py @031e7de prints the
-  same iteration line (timestamp without microseconds).
+  mean over the logging interval (interval-time timer / iterations). `evaluate_and_print_results`: ' validation
+  loss at iteration N | ...'. The ROCm fork (ROCm/Megatron-LM@27f7be5 training.py `training_log`) adds
+  ' mem usages: {:.4f} |' (1 - free / total device memory, torch.cuda.mem_get_info) right after the elapsed time.
+- Megatron-Bridge src/megatron/bridge/training/utils/train_utils.py @7af9601 (v0.2.0) `training_log`: the same
+  iteration line (timestamp without microseconds; the TFLOP/s field only with logger.log_throughput), preceded by
+  'Step Time : {:.2f}s GPU utilization: {:.1f}MODEL_TFLOP/s/GPU' (always printed); memory '[Rank R] (after N
+  iterations) memory (GB) | mem-max-allocated-gigabytes: X | mem-max-reserved-gigabytes: X | ...' (GB = 1e9
+  bytes). training/setup.py @7af9601 `maybe_log_and_save_config` (v0.2.0 .. v0.3.0): '------- Task Configuration
+  -------', then `print(yaml.safe_dump(cfg.to_dict(), default_flow_style=False))` (training/utils/config_utils.py
+  `print_yaml`: keys sorted, nested maps indented by 2, block lists, null / true / false), then a line of 34 '-'.
 - Megatron-LM megatron/training/utils.py @00caa53 `report_memory`: '[Rank R] (after N iterations) memory (MB)
-  | allocated: X | max allocated: X | reserved: X | max reserved: X' (MB = 2**20 bytes). Megatron-Bridge
-  train_utils.py @031e7de: '[Rank R] (after N iterations) memory (GB) | mem-max-allocated-gigabytes: X |
-  mem-max-reserved-gigabytes: X | ...' (GB = 1e9 bytes, MEMORY_KEYS names with bytes -> gigabytes).
+  | allocated: X | max allocated: X | reserved: X | max reserved: X' (MB = 2**20 bytes).
 - Megatron tokenizer `_vocab_size_with_padding`: ' > padded vocab (size: V) with D dummy tokens (new size: P)'.
-- NeMo 2 (Lightning progress bar): '... global_step=50.0, ... train_step_timing in s=5.900 ...' (the step
-  time of the last step, one value per refresh).
+- NeMo 2: nemo/lightning/pytorch/callbacks/progress_printer.py @8cfedd7 `ProgressPrinter` (the default printer,
+  MegatronStrategy replace_progress_bar=True): 'Training epoch {epoch}, iteration {n-1}/{max_steps-1}' then
+  ' | {metric}: {int(val)}' for a whole number, else ' | {metric}: {val:.4}', each metric the mean over the
+  log_interval steps (global_step the latest); 'train_step_timing in s' is nemo/utils/exp_manager.py @8cfedd7
+  TimingCallback's step time. The Lightning bar form (replace_progress_bar=False): '... global_step=50.0, ...
+  train_step_timing in s=5.900 ...' (the last step's values, tqdm format_num). megatron_strategy.py @8cfedd7
+  setup_distributed: 'All distributed processes registered. Starting with {world_size} processes'.
 - NGC container banner (the images' /opt/nvidia/entrypoint.d banner script, `cat <<EOF`): a title line
   '== {product name} ==' then 'NVIDIA Release {version} (build {id})'; a NeMo Framework container's release
-  is read as the software 'NeMo {version}' (perfmodel.specs.stack.stack_for_row maps it to its preset).
-- torchtitan torchtitan/components/metrics.py @00fbaaf `MetricsProcessor.log`: colour codes, then
-  'step: {step:2}  loss: {loss:7.4f}  grad_norm: {gn:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps:
-  {round(tps):,}  tflops: {tflops:,.2f}  mfu: {mfu:.2f}%' (grad_norm absent in older releases; tps = tokens
-  per second per device over the interval; memory = max reserved GiB); 'validate step: ...' for
-  validation. torchtitan/train.py @000204a: 'Running with args: {job_config.to_dict()}', 'Building {name}
-  {flavor} with {model_args}', 'Trainer is initialized with local batch size B, global batch size G,
-  gradient accumulation steps A, sequence length S, ...'; torchtitan/distributed/parallel_dims.py:
-  'Building {n}-D device mesh with {names}, {dims}'.
+  is read as the software 'NeMo {version}' (perfmodel.specs.stack.infer_stack maps it to its preset).
+  ROCm: the `rocm/megatron-lm` image name (ROCm/ROCm@e396b48 docs/how-to/rocm-for-ai/training/benchmark-docker/
+  megatron-lm.rst) and the device's marketing name 'AMD Instinct MI300X' (torch.cuda.get_device_name on ROCm).
+- torchtitan metrics line, four forms (colour codes between the fields): @57387af (2025-02-15) train.py
+  'step: {step:2}  loss: {loss:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  mfu: {mfu:.2f}%'
+  (no tflops); from 4e32663 (v0.1.0 @f7084fc components/metrics.py `MetricsProcessor.log`) '...  tps: ...  tflops:
+  {tflops:,.2f}  mfu: {mfu:.2f}%'; from a85e2a5 (v0.2.0 @29624e3) 'grad_norm: {gn:7.4f}' after the loss; HEAD
+  @b5bcd76 'mfu: {mfu_str}' with 'N/A' when FP8/MX quantisation is on. tps = tokens per second per device over
+  the interval; memory = max reserved GiB; 'validate step: ...' for validation. Start-up lines: 'Running with
+  args: {job_config.to_dict()}', 'Building {name} {flavor} with {model_args}' (a dataclass repr), 'Building
+  {n}-D device mesh with {names}, {dims}' (dims > 1 only), '{DEVICE} capacity: {device_name} with
+  {gib:.2f}GiB memory', 'Peak FLOPS used for computing MFU: {:.3e}', 'Peak flops undefined for: {device_name},
+  fallback to A100' (@57387af utils.py get_peak_flops); trainer: 'Training starts at step {s}, with local batch
+  size {b}, global batch size {g}, sequence length {q}, total steps {n} (warmup {w})' (@57387af train.py) or
+  'Trainer is initialized with local batch size B, global batch size G, gradient accumulation steps A,
+  sequence length S, ...' (from 12983cc; v0.2.0 train.py); 'Applied {mode} activation checkpointing to the
+  model' (@57387af models/llama/parallelize_llama.py apply_ac; HEAD: the class name, SelectiveAC / FullAC),
+  'Applied FSDP to the model' / 'Applied HSDP to the model', 'Compiling each TransformerBlock with
+  torch.compile'; quantisation: 'Float8 training active' (@57387af float8.py), 'Float8 training active with
+  recipe {r}' / 'Float8 tensorwise scaled training active' (v0.1.0, v0.2.0 components/quantization/float8.py),
+  'MX training active with recipe {r}' (v0.2.0 mx.py); profiler: 'Dumping profiler traces at step {n}'
+  (@57387af profiling.py).
+- A run that stopped: the first 'SomethingError: message' line and torchrun's ChildFailedError summary
+  (pytorch/pytorch@0140b62 torch/distributed/elastic/multiprocessing/errors/__init__.py).
 
 Robustness: ANSI colour codes and per-line prefixes (timestamps, '[rank3]:', srun '3: ') are ignored
 because every pattern is searched, not anchored; bytes that are not UTF-8 are replaced; gzip is read
@@ -42,7 +71,7 @@ prints no new dump has intervals repeating iteration numbers just logged kept on
 end at the end of the file (cut while written) is not read. Only lines holding a marker word are parsed:
 each block is searched for the words in C, and once a Megatron or torchtitan log's intervals have begun,
 one regex pass per block reads its interval lines. Memory is bounded: the per-interval numbers are arrays
-(34 bytes per interval), a block is BLOCK bytes.
+(42 bytes per interval), a block is BLOCK bytes.
 """
 
 from __future__ import annotations
@@ -54,52 +83,59 @@ from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from perfmodel.errors import InputError
 
 BLOCK = 1 << 22  # 4 MiB read at a time
 MAX_LINE = 1 << 20  # a longer line is cut here (its tail is dropped)
 DEDUP_WINDOW = 256  # iterations remembered to drop the same interval printed by several ranks
+MAX_CONFIG_LINES = 20000  # a Megatron-Bridge config dump longer than this has lost its closing line
 
 NAN = float("nan")
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 
 ARG_HEAD = b"------------------------ arguments ------------------------"
 ARG_END = b"-------------------- end of arguments"
-# '  {arg} {dots} {value}', dots = 48 - len(arg) (>= 1 for every field perfmodel reads)
-ARG_LINE = re.compile(rb"\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} (.*?)\s*$")
 
 # every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
-MEG_ITER = re.compile(
-    rb"iteration\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+_MEG_FIELDS = (
+    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+    rb"(?: mem usages: ([0-9.]+) \|)?"  # the ROCm fork, right after the elapsed time
     rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
     rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?"
 )
+MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
 # a Megatron block is scanned once for 'iteration': an interval line matches in full, any other line naming
 # an iteration (evaluation, checkpoint save, memory report) matches the bare word and is parsed as a line
-MEG_SCAN = re.compile(
-    rb"iteration(?:\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
-    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
-    rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?)?"
-)
+MEG_SCAN = re.compile(rb"iteration(?:" + _MEG_FIELDS + rb")?")
 MEG_RARE = (b"-- arguments --", b"padded vocab")
+BRIDGE_RARE = MEG_RARE + (b"GPU utilization:", b"------- Task Configuration")  # a Megatron-Bridge log's
 MEG_MEM_MB = re.compile(
     rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
     rb" \| max reserved: ([0-9.]+)(?= \||\s*$|\[Rank)"
 )
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
 BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)(?= \||\s*$)")
+BRIDGE_STEP = re.compile(rb"Step Time : ([0-9.]+)s GPU utilization: ([0-9.]+)MODEL_TFLOP/s/GPU")
+BRIDGE_HEAD = b"------- Task Configuration -------"
+BRIDGE_END = b"-" * 34
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
-NEMO_STEP = re.compile(rb"global_step=(\d+)(?:\.0)?,.*?train_step_timing in s=([0-9.]+)[,\]]")
+WORLD = re.compile(rb"using world size: (\d+),")
+MICRO = re.compile(rb"setting number of microbatches to constant (\d+)")
+NEMO_WORLD = re.compile(rb"All distributed processes registered\. Starting with (\d+) processes")
+_NUM = rb"(-?(?:[0-9.]+(?:e[+-]?\d+)?|nan|inf))"
+NEMO_STEP = re.compile(rb"global_step=([0-9.]+(?:e\+?\d+)?),.*?train_step_timing in s=" + _NUM + rb"[,\]]")
+NEMO_PRINT = re.compile(rb"Training epoch (\d+), iteration (\d+)/(-?\d+)((?: \| [^\n]*)?)")
 
+_A = rb"(?:\x1b\[[0-9;]*m)*"  # colour codes between the fields
+_TT_TAIL = rb"tps:\s*([0-9,]+)(?:\s+" + _A + rb"tflops:\s*([0-9,.]+))?(?:\s+" + _A + rb"mfu:\s*(?:([0-9.]+)%|N/A))?"
 TT_STEP = re.compile(
     rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
-    rb"\(([0-9.]+)%\)\s+tps:\s*([0-9,]+)\s+tflops:\s*([0-9,.]+)\s+mfu:\s*([0-9.]+)%"
+    rb"\(([0-9.]+)%\)\s+" + _TT_TAIL
 )
-_A = rb"(?:\x1b\[[0-9;]*m)*"  # colour codes between the fields
-# one pass finds the training step lines and the 'validate step:' lines (no tflops/mfu there; told apart
-# by the word before 'step:'); checkpoint saves are found by their word; a restart shows as steps going back
+# one pass finds the training step lines and the 'validate step:' lines (told apart by the word before 'step:');
+# checkpoint saves and profiler dumps are found by their words; a restart shows as steps going back
 TT_SCAN = re.compile(
     rb"step:\s*(\d+)\s+"
     + _A
@@ -109,61 +145,90 @@ TT_SCAN = re.compile(
     + _A
     + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+"
     + _A
-    + rb"tps:\s*([0-9,]+)"
-    + rb"(?:\s+"
-    + _A
-    + rb"tflops:\s*([0-9,.]+)\s+"
-    + _A
-    + rb"mfu:\s*([0-9.]+)%)?"
+    + _TT_TAIL
 )
 TT_RARE = (b"checkpoint",)
+# with the profiler on ('Profiling active. Traces will be saved at ...', 'Memory profiler active. Snapshot will be
+# saved at ...', profiling.py @57387af) its 'Dumping profiler traces' / 'Dumping memory snapshot' lines too
+TT_RARE_PROFILING = TT_RARE + (b"Dumping ",)
 TT_ARGS = re.compile(rb"Running with args: (\{.*\})")
 TT_BUILD = re.compile(rb"Building (\S+) (\S+) with (\w+)\((.*)\)")
 TT_TRAINER = re.compile(
     rb"local batch size (\d+), global batch size (-?\d+), gradient accumulation steps (\d+), "
     rb"sequence length (\d+)"
 )
+TT_STARTS = re.compile(
+    rb"Training starts at step \d+, with local batch size (\d+), global batch size (-?\d+), "
+    rb"sequence length (\d+)"
+)
 TT_MESH = re.compile(rb"Building (\d+)-D device mesh with \[([^\]]*)\], \[([^\]]*)\]")
+TT_AC = re.compile(rb"Applied (\w+) activation checkpointing to the model")
+TT_SHARD = re.compile(rb"Applied (FSDP|HSDP) to the model")
+TT_QUANT = re.compile(
+    rb"(Float8|MX) (?:tensorwise scaled )?training active(?: with recipe (\w+))?|Converted Linear layers to (\w+)Linear"
+)
+TT_PEAK = re.compile(rb"Peak FLOPS used for computing MFU: ([0-9.]+e[+-]\d+)")
+TT_NOPEAK = re.compile(rb"Peak flops undefined for: (.+?), fallback to A100")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
+ROCM_IMAGE = re.compile(rb"rocm/megatron-lm(?::([\w.\-]+))?")
+AMD_DEVICE = re.compile(rb"AMD Instinct (MI\d+[A-Z]*)( VF)?")
 TT_DEVICE = re.compile(rb"capacity: (.+?) with ([0-9.]+)GiB memory")
+ERROR = re.compile(rb"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): (\S.{0,300})")
 KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
 
 # Only lines holding one of these words are parsed (each block is searched once per word, in C); the set
 # narrows to the framework's own words once the log's framework is known.
-MARKS_ALL = (
-    b"-- arguments --",
-    b"iteration",
-    b"padded vocab",
+_COMMON = (b"Error", b"== ", b"NVIDIA Release ", b"AMD Instinct", b"rocm/megatron-lm")
+_TT_WORDS = (
     b"step:",
-    b"train_step_timing",
     b"checkpoint",
     b"Running with args",
     b"device mesh with",
     b"Building ",
     b"Trainer is initialized",
+    b"Training starts at",
     b"capacity: ",
-    b"Evaluating on",
-    b"memory (",
-    b"== ",
-    b"NVIDIA Release ",
+    b"activation checkpointing to the model",
+    b"to the model",
+    b"Compiling each",
+    b"training active",
+    b"Converted Linear layers to",
+    b"Peak FLOPS used",
+    b"Peak flops undefined",
+    b"Dumping profiler traces",
+    b"Dumping memory snapshot",
+    b"profiler active",
+    b"Profiling active",
 )
+_MEG_WORDS = (
+    b"-- arguments --",
+    b"iteration",
+    b"padded vocab",
+    b"using world size",
+    b"GPU utilization:",
+    BRIDGE_HEAD,
+    b"setting number of microbatches",
+)
+_NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
+MARKS_ALL = tuple(dict.fromkeys(_MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _COMMON + (b"Evaluating on", b"memory (")))
 MARKS = {
-    "megatron": (b"-- arguments --", b"iteration", b"padded vocab"),
-    "torchtitan": (
-        b"step:",
-        b"checkpoint",
-        b"Running with args",
-        b"device mesh with",
-        b"Building ",
-        b"Trainer is initialized",
-        b"capacity: ",
-    ),
-    "nemo": (b"train_step_timing", b"-- arguments --", b"checkpoint"),
+    "megatron": _MEG_WORDS + _COMMON,
+    "torchtitan": _TT_WORDS + _COMMON,
+    "nemo": _NEMO_WORDS + _COMMON,
 }
-ARG_LINE_M = re.compile(rb"^[^\n]*?\s([A-Za-z_][A-Za-z0-9_]*) \.{1,48} ([^\n]*?)[ \t]*$", re.M)
+# once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
+# started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
+MARKS_RUNNING = {
+    "megatron": (b"-- arguments --", b"iteration", b"padded vocab", b"GPU utilization:", BRIDGE_HEAD),
+    "torchtitan": _TT_WORDS,
+    "nemo": _NEMO_WORDS,
+}
+ARG_LINE_M = re.compile(
+    rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
+)
 
-# lines that start an evaluation or a checkpoint save: the interval logged next may include it
+# lines that start an evaluation, a checkpoint save or a profiler dump: the interval logged next may include it
 EVENT_WORDS = (
     b"validation loss at",
     b"saving checkpoint",
@@ -171,37 +236,55 @@ EVENT_WORDS = (
     b"validate step:",
     b"evaluating on",
     b"save-checkpoint",
+    b"dumping profiler traces",
+    b"dumping memory snapshot",
+    b"validation: iteration",
 )
 
 
 @dataclass
 class ParsedLog:
     """What a log states. `args`: the Megatron argument dump (raw strings) or torchtitan's flattened job
-    config; `iters`/`step_s`/`tflops`/`tps`: one entry per logged interval, in log order; `flagged`: 1 where
-    the interval is warm-up (first WARMUP iterations after a start) or may include an evaluation or a
-    checkpoint save."""
+    config; `config`: Megatron-Bridge's printed ConfigContainer, flattened ('model.num_layers'); `iters` /
+    `step_s` / `tflops` / `tps` / `mfu`: one entry per logged interval, in log order (NaN where not logged)."""
 
     framework: str = ""  # megatron | torchtitan | nemo | "" (nothing recognised)
     args: dict[str, str] = field(default_factory=dict)
+    config: dict[str, str] = field(default_factory=dict)  # Megatron-Bridge 'Task Configuration' YAML
     model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
     model_name: str = ""
     iters: array = field(default_factory=lambda: array("q"))
     step_s: array = field(default_factory=lambda: array("d"))
-    tflops: array = field(default_factory=lambda: array("d"))  # NaN where not logged
-    tps: array = field(default_factory=lambda: array("d"))  # torchtitan tokens/s/device; NaN otherwise
-    event_after: array = field(default_factory=lambda: array("b"))  # 1: an eval/checkpoint preceded it
+    tflops: array = field(default_factory=lambda: array("d"))  # the framework's TFLOP/s per GPU
+    tps: array = field(default_factory=lambda: array("d"))  # torchtitan tokens/s/device
+    mfu: array = field(default_factory=lambda: array("d"))  # torchtitan's MFU, %
+    event_after: array = field(default_factory=lambda: array("b"))  # 1: an eval/checkpoint/profiler dump preceded it
     starts: array = field(default_factory=lambda: array("b"))  # 1: first interval of a (re)start
     gbs_logged: set[int] = field(default_factory=set)
     mem_max_allocated: float = 0.0  # bytes, max over ranks and reports
     mem_max_reserved: float = 0.0
     mem_unit: str = ""
+    mem_usage: float = 0.0  # ROCm fork 'mem usages': device memory in use / total, max over the intervals
     vocab_unpadded: int = 0
     vocab_padded: int = 0
-    trainer: dict[str, int] = field(default_factory=dict)  # torchtitan 'Trainer is initialized with ...'
+    trainer: dict[str, int] = field(default_factory=dict)  # torchtitan trainer line
+    trainer_line: str = ""  # which one: 'Trainer is initialized' | 'Training starts at'
+    mesh: dict[str, int] = field(default_factory=dict)  # torchtitan device mesh: dim name -> degree (> 1 only)
     mesh_world: int = 0
-    device_name: str = ""  # torchtitan 'CUDA capacity: NVIDIA H100 80GB HBM3 with ...'
+    ac_mode: str = ""  # torchtitan 'Applied {mode} activation checkpointing to the model'
+    shard_line: str = ""  # torchtitan 'Applied FSDP / HSDP to the model'
+    compiled: bool = False  # torchtitan 'Compiling each TransformerBlock with torch.compile'
+    quant: str = ""  # torchtitan 'float8 rowwise', 'float8 tensorwise', 'mx mxfp8', ...
+    peak_flops_logged: float = 0.0  # torchtitan 'Peak FLOPS used for computing MFU'
+    world_size: int = 0  # Megatron 'using world size: N', NeMo 'Starting with N processes'
+    microbatches: int = 0  # Megatron-Core 'setting number of microbatches to constant N' (gbs / (mbs x dp))
+    device_name: str = ""  # 'NVIDIA H100 80GB HBM3' (torchtitan capacity line), 'AMD Instinct MI300X'
+    device_source: str = ""  # the line kind that named it
     container: str = ""  # NGC banner '== NeMo Framework ==' (the product name)
     container_release: str = ""  # ... 'NVIDIA Release 25.09 (build N)'
+    rocm_image: str = ""  # 'rocm/megatron-lm:v25.5'
+    error: str = ""  # the first 'XError: message' line
+    failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
     cut_lines: int = 0
     last_line_cut: bool = False  # the file does not end with a line end (cut while written)
@@ -301,17 +384,130 @@ def _f(b: bytes) -> float:
     return float(b.replace(b",", b""))
 
 
+def _opt(b: bytes | None) -> float:
+    return _f(b) if b else NAN
+
+
+class _YamlReader:
+    """The block YAML `yaml.safe_dump(default_flow_style=False)` writes (Megatron-Bridge print_yaml), read line
+    by line into dotted keys: nested maps by indentation, a block list ('- item' lines) as a Python-literal list,
+    scalars as Python would print them (null -> None, true -> True); a quoted scalar continued on further lines
+    (PyYAML folds long strings) is skipped to its closing quote. Anything else is ignored."""
+
+    KEY = re.compile(r"^( *)([^\s:#'\"-][^:]*?|'[^']*'):(?: (.*))?$")
+    ITEM = re.compile(r"^( *)- (.*)$")
+
+    def __init__(self, out: dict[str, str]) -> None:
+        self.out = out
+        self.stack: list[tuple[int, str]] = []
+        self.lists: dict[str, list[str]] = {}
+        self.quote = ""  # inside a multi-line quoted scalar: its quote character
+
+    @staticmethod
+    def scalar(v: str) -> str:
+        v = v.strip()
+        if v[:1] in ("'", '"') and v[-1:] == v[:1] and len(v) > 1:
+            return v[1:-1].replace("''", "'") if v[0] == "'" else v[1:-1]
+        return {"null": "None", "~": "None", "true": "True", "false": "False"}.get(v, v)
+
+    def line(self, text: str) -> None:
+        if self.quote:
+            if text.rstrip().endswith(self.quote):
+                self.quote = ""
+            return
+        m = self.ITEM.match(text)
+        if m:
+            ind = len(m.group(1))
+            path = [k for i, k in self.stack if i <= ind]
+            if path:
+                self.lists.setdefault(".".join(path), []).append(self.scalar(m.group(2)))
+            return
+        m = self.KEY.match(text)
+        if not m:
+            return
+        ind, key, val = len(m.group(1)), self.scalar(m.group(2)), m.group(3)
+        while self.stack and self.stack[-1][0] >= ind:
+            self.stack.pop()
+        path = ".".join([k for _, k in self.stack] + [key])
+        if val is None or val.strip() == "":
+            self.stack.append((ind, key))
+            return
+        v = val.strip()
+        if v[:1] in ("'", '"') and (len(v) == 1 or v[-1] != v[0]):
+            self.quote = v[0]  # continued on the next lines
+        self.out[path] = self.scalar(v)
+
+    def close(self) -> None:
+        for k, items in self.lists.items():
+            self.out[k] = repr(items)
+        self.lists = {}
+
+
 class _Parser:
     """State of one pass over a log (kept small: no line is stored)."""
 
     def __init__(self) -> None:
         self.log = ParsedLog()
         self.in_dump = False
+        self.yaml: _YamlReader | None = None
+        self.yaml_prefix = b""
+        self.yaml_lines = 0
         self.recent: deque[int] = deque(maxlen=DEDUP_WINDOW)
         self.recent_set: set[int] = set()
         self.pending_event = False
+        self.pending_tflops = NAN  # Megatron-Bridge 'Step Time ... GPU utilization' before its iteration line
+        self.pending = False
+        self.bridge = False  # a Megatron-Bridge log: its own lines are looked for on the fast path too
+        self.profiling = False  # torchtitan's profiler is on: its dump lines are looked for on the fast path too
         self.new_start = True
         self.last_iter = -1
+        L = self.log  # the per-interval arrays are appended to, never replaced
+        self.appends = (
+            L.iters.append,
+            L.step_s.append,
+            L.tflops.append,
+            L.tps.append,
+            L.mfu.append,
+            L.event_after.append,
+            L.starts.append,
+        )
+        self.handlers: tuple[tuple[bytes, Callable[[bytes], bool]], ...] = (
+            (b"elapsed time per iteration", self._meg_iter),
+            (ARG_HEAD, self._arg_head),
+            (b"step:", self._tt_step),
+            (b"Training epoch", self._nemo_print),
+            (b"train_step_timing", self._nemo_bar),
+            (b"GPU utilization:", self._bridge_step),
+            (BRIDGE_HEAD, self._bridge_head),
+            (b"memory (", self._memory),
+            (b"padded vocab", self._vocab),
+            (b"using world size", self._world),
+            (b"setting number of microbatches", self._micro),
+            (b"Starting with ", self._nemo_world),
+            (b"Running with args:", self._tt_args),
+            (b"Building ", self._tt_building),
+            (b"== ", self._banner),
+            (b"NVIDIA Release ", self._banner_release),
+            (b"capacity: ", self._tt_device),
+            (b"AMD Instinct", self._amd_device),
+            (b"rocm/megatron-lm", self._rocm_image),
+            (b"Trainer is initialized", self._tt_trainer),
+            (b"Training starts at", self._tt_starts),
+            (b" to the model", self._tt_applied),
+            (b"Compiling each TransformerBlock", self._tt_compile),
+            (b"training active", self._tt_quant),
+            (b"Converted Linear layers to", self._tt_quant),
+            (b"Peak FLOPS used", self._tt_peak),
+            (b"Peak flops undefined", self._tt_nopeak),
+            (b"rofil", self._tt_profiling),
+            (b"Error", self._error),
+        )
+
+    def finish(self) -> None:
+        """The end of the log: a Bridge config still open (its closing line never came) is kept as read."""
+        if self.yaml is not None:
+            self.yaml.close()
+            self.yaml = None
 
     def _restart(self) -> None:
         """A new start (a new argument dump): its iteration numbers may repeat the earlier ones."""
@@ -320,50 +516,64 @@ class _Parser:
         self.recent_set.clear()
         self.last_iter = -1
 
-    def _interval(self, it: int, step: float, tflops: float, tps: float) -> None:
-        L = self.log
-        if it in self.recent_set:  # the same interval from another rank (or a repeated print)
+    def _interval(self, it: int, step: float, tflops: float, tps: float, mfu: float = NAN) -> None:
+        recent_set = self.recent_set
+        if it in recent_set:  # the same interval from another rank (or a repeated print)
             return
-        if len(self.recent) == self.recent.maxlen:
-            self.recent_set.discard(self.recent[0])
-        self.recent.append(it)
-        self.recent_set.add(it)
+        recent = self.recent
+        if len(recent) == DEDUP_WINDOW:
+            recent_set.discard(recent[0])
+        recent.append(it)
+        recent_set.add(it)
         if it < self.last_iter:  # iterations went back: a resumed job appended to the log
             self.new_start = True
         self.last_iter = it
-        L.iters.append(it)
-        L.step_s.append(step)
-        L.tflops.append(tflops)
-        L.tps.append(tps)
-        L.event_after.append(1 if self.pending_event else 0)
-        L.starts.append(1 if self.new_start else 0)
+        if self.pending:  # Bridge's 'Step Time ... GPU utilization' line came before this iteration line
+            if tflops != tflops:
+                tflops = self.pending_tflops
+            self.pending = False
+        a_it, a_step, a_tf, a_tps, a_mfu, a_ev, a_st = self.appends
+        a_it(it)
+        a_step(step)
+        a_tf(tflops)
+        a_tps(tps)
+        a_mfu(mfu)
+        a_ev(1 if self.pending_event else 0)
+        a_st(1 if self.new_start else 0)
         self.pending_event = self.new_start = False
 
     def block(self, data: bytes) -> None:
         """Parse a block of whole lines: only lines holding a marker word are looked at, plus the
-        argument dump's lines."""
+        argument dump's and the Bridge config's lines."""
         L = self.log
         L.lines += data.count(b"\n")
-        if L.iters and L.framework == "megatron" and b"\x1b" not in data:
+        if L.iters and L.framework == "megatron" and b"\x1b" not in data and not self.yaml and not self.in_dump:
             return self._block_megatron(data)
         if L.iters and L.framework == "torchtitan":
             return self._block_torchtitan(data)
         starts: set[int] = set()
-        for mark in MARKS.get(L.framework, MARKS_ALL):
+        for mark in (MARKS_RUNNING if L.iters else MARKS).get(L.framework, MARKS_ALL):
             p = data.find(mark)
             while p >= 0:
                 starts.add(data.rfind(b"\n", 0, p) + 1)
                 e = data.find(b"\n", p)
                 p = data.find(mark, e) if e >= 0 else -1
-        pos = self._dump(data, 0) if self.in_dump else 0
+        pos = self._continue(data, 0)
         for s in sorted(starts):
             if s < pos:
                 continue
             e = data.find(b"\n", s)
             e = len(data) if e < 0 else e
             self.line(data[s : min(e, s + MAX_LINE)])
-            if self.in_dump:
-                pos = self._dump(data, e)
+            pos = self._continue(data, e)
+
+    def _continue(self, data: bytes, pos: int) -> int:
+        """Inside an argument dump or a Bridge config: read its lines from `pos`; returns where scanning resumes."""
+        if self.in_dump:
+            return self._dump(data, pos)
+        if self.yaml is not None:
+            return self._yaml(data, pos)
+        return pos
 
     def _line_at(self, data: bytes, p: int) -> int:
         """Parse the line holding offset p; returns the offset of its end."""
@@ -376,11 +586,11 @@ class _Parser:
     def _block_megatron(self, data: bytes) -> None:
         """The fast path of a Megatron log (most of a large log is interval lines): one regex pass finds
         every interval line and every other line naming an iteration; the rare lines (a new argument
-        dump, the vocabulary padding) are found by their words and parsed in order."""
-        rare = sorted(p for mark in MEG_RARE for p in _all(data, mark))
+        dump, the vocabulary padding, Bridge's step-time line) are found by their words and parsed in order."""
+        rare = sorted(p for mark in (BRIDGE_RARE if self.bridge else MEG_RARE) for p in _all(data, mark))
         ri = 0
         gbs_seen: set[bytes] = set()
-        pos = self._dump(data, 0) if self.in_dump else 0
+        pos = 0
         while True:
             m = MEG_SCAN.search(data, pos)
             if m is None:
@@ -388,33 +598,31 @@ class _Parser:
             p = m.start()
             while ri < len(rare) and rare[ri] < p:
                 if rare[ri] >= pos:
-                    pos = self._line_at(data, rare[ri])
-                    if self.in_dump:
-                        pos = self._dump(data, pos)
+                    pos = self._continue(data, self._line_at(data, rare[ri]))
                 ri += 1
             if p < pos:
                 continue
-            it, ms, tf, g = m.groups()
+            it, ms, mem, tf, g = m.groups()
             if it is None:
-                pos = self._line_at(data, p)
+                pos = self._continue(data, self._line_at(data, p))
                 continue
             if g and g not in gbs_seen:
                 gbs_seen.add(g)
                 self.log.gbs_logged.add(int(g))
+            if mem:
+                self.log.mem_usage = max(self.log.mem_usage, float(mem))
             self._interval(int(it), float(ms) / 1e3, float(tf) if tf else NAN, NAN)
             e = data.find(b"\n", m.end())  # the rest of an interval line names iterations again
             pos = len(data) if e < 0 else e
         for r in rare[ri:]:
             if r >= pos:
-                pos = self._line_at(data, r)
-                if self.in_dump:
-                    pos = self._dump(data, pos)
+                pos = self._continue(data, self._line_at(data, r))
 
     def _block_torchtitan(self, data: bytes) -> None:
         """The fast path of a torchtitan log once its intervals began: one regex pass over the step
-        lines (colour codes included); checkpoint, validation and restart lines found by their words."""
+        lines (colour codes included); checkpoint, profiler, validation and restart lines found by their words."""
         L = self.log
-        rare = sorted(p for mark in TT_RARE for p in _all(data, mark))
+        rare = sorted(p for mark in (TT_RARE_PROFILING if self.profiling else TT_RARE) for p in _all(data, mark))
         ri, pos = 0, 0
         recent = self.recent_set
         mem = L.mem_max_reserved / 2**30
@@ -427,10 +635,9 @@ class _Parser:
                     ri += 1
                 if p < pos:
                     continue
-            step, gib, _, tps, tflops, _ = m.groups()
-            if tflops is None:  # no tflops: a 'validate step:' line (or a cut one)
-                if data[max(0, p - 9) : p] == b"validate ":
-                    self.pending_event = True
+            step, gib, _, tps, tflops, mfu = m.groups()
+            if tflops is None and data[max(0, p - 9) : p] == b"validate ":  # validation: no tflops / mfu
+                self.pending_event = True
                 continue
             g = float(gib)
             if g > mem:  # max over ranks
@@ -438,7 +645,13 @@ class _Parser:
             it = int(step)
             if it in recent:  # the same step printed by another rank
                 continue
-            self._interval(it, NAN, float(tflops.replace(b",", b"")), float(tps.replace(b",", b"")))
+            self._interval(
+                it,
+                NAN,
+                float(tflops.replace(b",", b"")) if tflops else NAN,
+                float(tps.replace(b",", b"")),
+                float(mfu) if mfu else NAN,
+            )
         L.mem_max_reserved = mem * 2**30
         for r in rare[ri:]:
             if r >= pos:
@@ -452,122 +665,330 @@ class _Parser:
         if b"\x1b" in region:
             region = ANSI.sub(b"", region)
         for m in ARG_LINE_M.finditer(region):
-            self.log.args[m.group(1).decode()] = _text(m.group(2))
+            self.log.args[(m.group(1) or m.group(2)).decode()] = _text(m.group(3))
         if end < 0:
             return len(data)
         self.in_dump = False
         e = data.find(b"\n", end)
         return len(data) if e < 0 else e
 
+    def _yaml(self, data: bytes, start: int) -> int:
+        """Megatron-Bridge config lines from `start` to its closing line of 34 '-' (or the block's end)."""
+        reader = self.yaml
+        assert reader is not None
+        pos = start + 1 if start < len(data) and data[start : start + 1] == b"\n" else start
+        pre = self.yaml_prefix
+        while pos < len(data):
+            e = data.find(b"\n", pos)
+            e = len(data) if e < 0 else e
+            raw = data[pos:e]
+            if b"\x1b" in raw:
+                raw = ANSI.sub(b"", raw)
+            if pre and raw.startswith(pre):
+                raw = raw[len(pre) :]
+            self.yaml_lines += 1
+            if raw.rstrip() == BRIDGE_END or self.yaml_lines > MAX_CONFIG_LINES:
+                reader.close()
+                self.yaml = None
+                return e
+            reader.line(raw.decode("utf-8", errors="replace").rstrip())
+            pos = e + 1
+        return len(data)
+
     def line(self, raw: bytes) -> None:
-        L = self.log
         if b"\x1b" in raw:
             raw = ANSI.sub(b"", raw)
-        if b"elapsed time per iteration" in raw:
-            m = MEG_ITER.search(raw)
-            if m:
-                L.framework = L.framework or "megatron"
-                tf, g = m.group(3), m.group(4)
-                if g:
-                    L.gbs_logged.add(int(g))
-                self._interval(int(m.group(1)), float(m.group(2)) / 1e3, float(tf) if tf else NAN, NAN)
-                return
-        if ARG_HEAD in raw:
-            # a new start prints a new dump: its arguments replace the earlier ones (the layout may differ)
-            self.in_dump = True
-            L.framework = L.framework or "megatron"
-            L.dumps += 1
-            if L.dumps > 1:
-                L.args = {}
-                L.last_dump_at = len(L.iters)
-            self._restart()
-            return
-        if b"step:" in raw:
-            m = TT_STEP.search(raw)
-            if m:
-                L.framework = L.framework or "torchtitan"
-                L.mem_max_reserved = max(L.mem_max_reserved, _f(m.group(2)) * 2**30)
-                L.mem_unit = L.mem_unit or "GiB"
-                self._interval(int(m.group(1)), float("nan"), _f(m.group(5)), _f(m.group(4)))
-                return
-        if b"train_step_timing" in raw:
-            m = NEMO_STEP.search(raw)
-            if m:
-                L.framework = L.framework or "nemo"
-                self._interval(int(m.group(1)), float(m.group(2)), float("nan"), float("nan"))
-                return
-        if b"memory (" in raw:
-            found = False
-            for m in MEG_MEM_MB.finditer(raw):  # two ranks' reports may share a line (unbuffered writes)
-                L.mem_max_allocated = max(L.mem_max_allocated, float(m.group(2)) * 2**20)
-                L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(4)) * 2**20)
-                L.mem_unit = L.mem_unit or "MB (2^20 bytes)"
-                found = True
-            if found:
-                return
-            m = BRIDGE_MEM.search(raw)
-            if m:
-                for kind, v in BRIDGE_KEY.findall(m.group(1)):
-                    attr = "mem_max_allocated" if kind == b"allocated" else "mem_max_reserved"
-                    setattr(L, attr, max(getattr(L, attr), float(v) * 1e9))
-                L.mem_unit = L.mem_unit or "GB (1e9 bytes)"
-                return
-        if b"padded vocab" in raw:
-            m = PADDED_VOCAB.search(raw)
-            if m:
-                L.vocab_unpadded, L.vocab_padded = int(m.group(1)), int(m.group(3))
-                return
-        if b"Running with args:" in raw:
-            m = TT_ARGS.search(raw)
-            if m:
-                L.framework = L.framework or "torchtitan"
-                L.args.update(_flatten(_literal(m.group(1))))
-                L.dumps += 1
-                self._restart()
-                return
-        if b"Building " in raw:
-            m = TT_MESH.search(raw)
-            if m:
-                dims = [int(x) for x in re.findall(rb"\d+", m.group(3))]
-                w = 1
-                for d in dims:
-                    w *= d
-                L.mesh_world = w
-                return
-            m = TT_BUILD.search(raw)
-            if m:
-                L.framework = L.framework or "torchtitan"
-                L.model_name = f"{_text(m.group(1))} {_text(m.group(2))}"
-                L.model_args = {k: v.strip().strip("'\"") for k, v in KV.findall(_text(m.group(4)))}
-                return
-        if b"== " in raw and not L.container:
-            m = BANNER.search(raw)
-            if m:
-                L.container = _text(m.group(1))
-                return
-        if b"NVIDIA Release " in raw and L.container and not L.container_release:
-            m = BANNER_RELEASE.search(raw)
-            if m:
-                L.container_release = _text(m.group(1))
-                return
-        if b"capacity: " in raw:
-            m = TT_DEVICE.search(raw)
-            if m:
-                L.device_name = _text(m.group(1))
-                return
-        if b"Trainer is initialized" in raw:
-            m = TT_TRAINER.search(raw)
-            if m:
-                L.trainer = {
-                    "local_batch_size": int(m.group(1)),
-                    "global_batch_size": int(m.group(2)),
-                    "gradient_accumulation_steps": int(m.group(3)),
-                    "seq_len": int(m.group(4)),
-                }
+        for mark, handler in self.handlers:
+            if mark in raw and handler(raw):
                 return
         low = raw.lower()
         if any(w in low for w in EVENT_WORDS):
             self.pending_event = True
+
+    # ---- one handler per line kind: True when the line was that kind ----------------------------------
+
+    def _meg_iter(self, raw: bytes) -> bool:
+        m = MEG_ITER.search(raw)
+        if not m:
+            return False
+        L = self.log
+        L.framework = L.framework or "megatron"
+        it, ms, mem, tf, g = m.groups()
+        if g:
+            L.gbs_logged.add(int(g))
+        if mem:
+            L.mem_usage = max(L.mem_usage, float(mem))
+        self._interval(int(it), float(ms) / 1e3, float(tf) if tf else NAN, NAN)
+        return True
+
+    def _arg_head(self, raw: bytes) -> bool:
+        # a new start prints a new dump: its arguments replace the earlier ones (the layout may differ)
+        L = self.log
+        self.in_dump = True
+        L.framework = L.framework or "megatron"
+        L.dumps += 1
+        if L.dumps > 1:
+            L.args = {}
+            L.last_dump_at = len(L.iters)
+        self._restart()
+        return True
+
+    def _bridge_head(self, raw: bytes) -> bool:
+        L = self.log
+        L.framework = L.framework or "megatron"
+        L.dumps += 1
+        if L.dumps > 1:
+            L.config = {}
+            L.last_dump_at = len(L.iters)
+        self._restart()
+        self.bridge = True
+        self.yaml = _YamlReader(L.config)
+        self.yaml_prefix = raw[: raw.find(BRIDGE_HEAD)]
+        self.yaml_lines = 0
+        return True
+
+    def _bridge_step(self, raw: bytes) -> bool:
+        m = BRIDGE_STEP.search(raw)
+        if m:
+            self.pending_tflops, self.pending, self.bridge = float(m.group(2)), True, True
+        return bool(m)
+
+    def _tt_step(self, raw: bytes) -> bool:
+        m = TT_STEP.search(raw)
+        if not m:
+            return False
+        L = self.log
+        L.framework = L.framework or "torchtitan"
+        L.mem_max_reserved = max(L.mem_max_reserved, _f(m.group(2)) * 2**30)
+        L.mem_unit = L.mem_unit or "GiB"
+        self._interval(int(m.group(1)), NAN, _opt(m.group(5)), _f(m.group(4)), _opt(m.group(6)))
+        return True
+
+    def _nemo_print(self, raw: bytes) -> bool:
+        m = NEMO_PRINT.search(raw)
+        if not m:
+            return False
+        metrics = {}
+        for part in m.group(4).split(b" | ")[1:]:
+            k, _, v = part.rpartition(b": ")
+            metrics[k.strip()] = v.strip()
+        step = metrics.get(b"train_step_timing in s")
+        if step is None:
+            return False
+        L = self.log
+        L.framework = L.framework or "nemo"
+        g = metrics.get(b"global_batch_size")
+        if g and re.fullmatch(rb"\d+", g):
+            L.gbs_logged.add(int(g))
+        for key, attr in ((b"max_memory_reserved", "mem_max_reserved"), (b"max_memory_allocated", "mem_max_allocated")):
+            if key in metrics:
+                setattr(L, attr, max(getattr(L, attr), _num(metrics[key])))
+                L.mem_unit = L.mem_unit or "bytes"
+        self._interval(int(m.group(2)), _num(step), _num(metrics.get(b"TFLOPS_per_GPU", b"nan")), NAN)
+        return True
+
+    def _nemo_bar(self, raw: bytes) -> bool:
+        m = NEMO_STEP.search(raw)
+        if not m:
+            return False
+        self.log.framework = self.log.framework or "nemo"
+        self._interval(int(float(m.group(1))), _num(m.group(2)), NAN, NAN)
+        return True
+
+    def _memory(self, raw: bytes) -> bool:
+        L = self.log
+        found = False
+        for m in MEG_MEM_MB.finditer(raw):  # two ranks' reports may share a line (unbuffered writes)
+            L.mem_max_allocated = max(L.mem_max_allocated, float(m.group(2)) * 2**20)
+            L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(4)) * 2**20)
+            L.mem_unit = L.mem_unit or "MB (2^20 bytes)"
+            found = True
+        if found:
+            return True
+        m = BRIDGE_MEM.search(raw)
+        if not m:
+            return False
+        for kind, v in BRIDGE_KEY.findall(m.group(1)):
+            attr = "mem_max_allocated" if kind == b"allocated" else "mem_max_reserved"
+            setattr(L, attr, max(getattr(L, attr), float(v) * 1e9))
+        L.mem_unit = L.mem_unit or "GB (1e9 bytes)"
+        return True
+
+    def _vocab(self, raw: bytes) -> bool:
+        m = PADDED_VOCAB.search(raw)
+        if m:
+            self.log.vocab_unpadded, self.log.vocab_padded = int(m.group(1)), int(m.group(3))
+        return bool(m)
+
+    def _world(self, raw: bytes) -> bool:
+        m = WORLD.search(raw)
+        if m:
+            self.log.world_size = int(m.group(1))
+        return bool(m)
+
+    def _micro(self, raw: bytes) -> bool:
+        m = MICRO.search(raw)
+        if m:
+            self.log.microbatches = int(m.group(1))
+        return bool(m)
+
+    def _nemo_world(self, raw: bytes) -> bool:
+        m = NEMO_WORLD.search(raw)
+        if m:
+            self.log.world_size = int(m.group(1))
+        return bool(m)
+
+    def _tt_args(self, raw: bytes) -> bool:
+        m = TT_ARGS.search(raw)
+        if not m:
+            return False
+        L = self.log
+        L.framework = L.framework or "torchtitan"
+        L.args.update(_flatten(_literal(m.group(1))))
+        L.dumps += 1
+        self._restart()
+        return True
+
+    def _tt_building(self, raw: bytes) -> bool:
+        L = self.log
+        m = TT_MESH.search(raw)
+        if m:
+            names = [_text(n).strip("'\" ") for n in m.group(2).split(b",")]
+            dims = [int(x) for x in re.findall(rb"\d+", m.group(3))]
+            L.mesh = dict(zip(names, dims))
+            w = 1
+            for d in dims:
+                w *= d
+            L.mesh_world = w
+            return True
+        m = TT_BUILD.search(raw)
+        if not m:
+            return False
+        L.framework = L.framework or "torchtitan"
+        L.model_name = f"{_text(m.group(1))} {_text(m.group(2))}"
+        L.model_args = {k: v.strip().strip("'\"") for k, v in KV.findall(_text(m.group(4)))}
+        return True
+
+    def _banner(self, raw: bytes) -> bool:
+        if self.log.container:
+            return False
+        m = BANNER.search(raw)
+        if m:
+            self.log.container = _text(m.group(1))
+        return bool(m)
+
+    def _banner_release(self, raw: bytes) -> bool:
+        L = self.log
+        if not L.container or L.container_release:
+            return False
+        m = BANNER_RELEASE.search(raw)
+        if m:
+            L.container_release = _text(m.group(1))
+        return bool(m)
+
+    def _tt_device(self, raw: bytes) -> bool:
+        m = TT_DEVICE.search(raw)
+        if m:
+            self.log.device_name, self.log.device_source = _text(m.group(1)), "torchtitan capacity line"
+        return bool(m)
+
+    def _amd_device(self, raw: bytes) -> bool:
+        m = AMD_DEVICE.search(raw)
+        if m and not self.log.device_name:
+            self.log.device_name = f"AMD Instinct {_text(m.group(1))}{_text(m.group(2) or b'')}"
+            self.log.device_source = "the device name"
+        return False  # the line may say more (a torchtitan capacity line, an error)
+
+    def _rocm_image(self, raw: bytes) -> bool:
+        m = ROCM_IMAGE.search(raw)
+        if m and not self.log.rocm_image:
+            self.log.rocm_image = "rocm/megatron-lm" + (f":{_text(m.group(1))}" if m.group(1) else "")
+        return False
+
+    def _tt_trainer(self, raw: bytes) -> bool:
+        m = TT_TRAINER.search(raw)
+        if not m:
+            return False
+        self.log.trainer = {
+            "local_batch_size": int(m.group(1)),
+            "global_batch_size": int(m.group(2)),
+            "gradient_accumulation_steps": int(m.group(3)),
+            "seq_len": int(m.group(4)),
+        }
+        self.log.trainer_line = "Trainer is initialized"
+        return True
+
+    def _tt_starts(self, raw: bytes) -> bool:
+        m = TT_STARTS.search(raw)
+        if not m:
+            return False
+        self.log.trainer = {
+            "local_batch_size": int(m.group(1)),
+            "global_batch_size": int(m.group(2)),
+            "seq_len": int(m.group(3)),
+        }
+        self.log.trainer_line = "Training starts at"
+        return True
+
+    def _tt_applied(self, raw: bytes) -> bool:
+        m = TT_AC.search(raw)
+        if m:
+            self.log.ac_mode = _text(m.group(1))
+            return True
+        m = TT_SHARD.search(raw)
+        if m:
+            self.log.shard_line = _text(m.group(1))
+        return bool(m)
+
+    def _tt_compile(self, raw: bytes) -> bool:
+        self.log.compiled = True
+        return True
+
+    def _tt_quant(self, raw: bytes) -> bool:
+        m = TT_QUANT.search(raw)
+        if not m:
+            return False
+        if m.group(3):
+            self.log.quant = self.log.quant or _text(m.group(3)).lower()
+        else:
+            kind = _text(m.group(1)).lower()
+            recipe = _text(m.group(2)) if m.group(2) else ("tensorwise" if kind == "float8" else "")
+            self.log.quant = f"{kind} {recipe}".strip()
+        return True
+
+    def _tt_peak(self, raw: bytes) -> bool:
+        m = TT_PEAK.search(raw)
+        if m:
+            self.log.peak_flops_logged = float(m.group(1))
+        return bool(m)
+
+    def _tt_nopeak(self, raw: bytes) -> bool:
+        m = TT_NOPEAK.search(raw)
+        if m and not self.log.device_name:
+            self.log.device_name, self.log.device_source = _text(m.group(1)), "torchtitan peak-FLOPs warning"
+        return bool(m)
+
+    def _tt_profiling(self, raw: bytes) -> bool:
+        if b"Profiling active" in raw or b"Memory profiler active" in raw:
+            self.profiling = True
+        return False
+
+    def _error(self, raw: bytes) -> bool:
+        L = self.log
+        if b"ChildFailedError" in raw:
+            L.failed = True
+        if not L.error:
+            m = ERROR.search(raw)
+            if m:
+                L.error = _text(m.group(0))[:300]
+        return False
+
+
+def _num(b: bytes) -> float:
+    try:
+        return float(b)
+    except ValueError:
+        return NAN
 
 
 def _all(data: bytes, mark: bytes) -> Iterator[int]:
@@ -606,6 +1027,7 @@ def parse_blocks(blocks: Iterable[bytes]) -> ParsedLog:
     p = _Parser()
     for data in line_blocks(blocks, p.log):
         p.block(data)
+    p.finish()
     return p.log
 
 
@@ -625,4 +1047,5 @@ def parse_file(path: str | Path) -> ParsedLog:
                 p.block(data)
     except OSError as exc:
         raise InputError(str(path), "", f"cannot read file ({exc.strerror or exc})") from None
+    p.finish()
     return p.log

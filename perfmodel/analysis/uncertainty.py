@@ -9,8 +9,9 @@ Method (validation/uncertainty.py fits it; perfmodel/uncertainty.toml stores it)
   is an 80% prediction interval for a new run even for small groups, where the default linear
   interpolation (definition 7) is too narrow (70% held-out coverage instead of 80% on runs.csv,
   2026-11-30). Groups: hardware family (the hardware's
-  `generation`: ampere, hopper, blackwell, blackwell-ultra) x op class (dense / moe). A group with fewer
-  than MIN_ROWS calibration rows falls back to the family alone, then the op class alone, then all rows.
+  `generation`: ampere, hopper, blackwell, blackwell-ultra, cdna3) x op class (dense / moe). A group with fewer
+  than MIN_ROWS calibration rows falls back to the family alone, then the op class alone, then all rows; a family
+  with no group at all (cdna3: no AMD row in runs.csv) takes the band of all rows (`band_of`).
 - The band of a prediction v is [v e^min(p10, 0), v e^max(p90, 0)]: an 80% central interval of the
   measured-to-predicted ratio, widened to contain the prediction itself when the whole spread of a group
   lies on one side. Coverage on the held-out rows (never seen by the fit) is what the script reports and
@@ -164,6 +165,11 @@ def fit(
             "high": math.exp(max(hi, 0.0)),
         }
     return out
+
+
+def family_fitted(groups: dict[str, dict], fam: str) -> bool:
+    """Whether any group of `groups` is of hardware family `fam` (its own rows fitted a band)."""
+    return any(g == fam or g.startswith(fam + "/") for g in groups)
 
 
 def lookup(groups: dict[str, dict], fam: str, kind: str, source: str = Band.source) -> Band:
@@ -376,9 +382,18 @@ def band_of(
 
         own = calibration.table().get("bands")
         if own:
-            return lookup(own, family(h), op_class(m), calibration.active_file().name)
+            return lookup(own, _seen_family(own, h), op_class(m), calibration.active_file().name)
         path = str(FILE)
-    return lookup(load(path)["groups"], family(h), op_class(m))
+    groups = load(path)["groups"]
+    return lookup(groups, _seen_family(groups, h), op_class(m))
+
+
+def _seen_family(groups: dict[str, dict], hw: HardwareSpec) -> str:
+    """`hw`'s family, or ALL where no group of the file is of that family: a hardware family no validation run
+    fitted (an AMD generation; every measured row of the shipped sets is NVIDIA) takes the band of all rows, never
+    the op-class group of the other families, whose error it is not known to share (rule: unseen family -> all)."""
+    fam = family(hw)
+    return fam if family_fitted(groups, fam) else ALL
 
 
 def stack_seen(stack: str | None, path: str | None = None) -> bool | None:
@@ -401,6 +416,11 @@ def stack_seen(stack: str | None, path: str | None = None) -> bool | None:
         if not spec.base:
             return False
         spec = load_stack(spec.base)
+
+
+def hardware_fitted(hw: str | HardwareSpec) -> bool:
+    """Whether validation runs of `hw`'s hardware family fitted the shipped bands (False for an AMD generation)."""
+    return family_fitted(load(str(FILE))["groups"], family(load_hardware(hw)))
 
 
 def band_for(model: str | ModelSpec, hw: str | HardwareSpec, stack: str | None = None, vp: int = 1) -> Band:

@@ -1,1341 +1,21 @@
-"""`perfmodel check LOG`: read a run's own training log, predict the same run, explain the gap.
+"""`perfmodel check LOG`: what a run's own training log measured, the same run predicted, the gap explained.
 
-The log (perfmodel/analysis/logparse.py) gives the model shape, the layout, the stack switches its argument dump
-states and the measured step time; perfmodel predicts that very run (perfmodel.api.predict) with a software
-stack: the preset the log implies (or --stack) plus, as --stack-set overrides, every feature the dump states
-(log_stack_sets); what the dump does not state is the preset's, and the output says which is which. What-if
-variants (other recompute modes, overlap off, CUDA graphs toggled, the other releases' presets) are ranked by
-how close each comes to the measurement, beside where the predicted step spends its time (pipeline bubble
-with the run's real micro-batch count, exposed communication by kind, memory-bound kernels).
-
-Nothing is guessed silently: a field perfmodel needs that the log does not state is an InputError
-naming the field and how to give it (--arg NAME=VALUE adds or overrides an argument-dump field);
-defaults that follow from the framework's own code are listed as notes in every output.
+Parses the options, calls perfmodel.analysis.logcheck (which does the work) and renders its document.
 """
 
 from __future__ import annotations
 
-import ast
-import csv
-import math
-import re
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import click
-import numpy as np
 from rich.markup import escape
 
-from perfmodel import api
-from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import implausible_throughput, low_mfu_warning
-from perfmodel.analysis.logparse import ParsedLog, parse_file, software_of
-from perfmodel.commands.common import (
-    check_stack,
-    console,
-    emit_json,
-    print_table,
-    resolve_hardware,
-    stack_options,
-    table,
-)
-from perfmodel.errors import WARNINGS, InputError
-from perfmodel.specs.counts import flops_per_token
-from perfmodel.specs.hardware import HardwareSpec
-from perfmodel.specs.layout import Layout, layout_text
-from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.specs.specfile import data_dir
-from perfmodel.specs.stack import (
-    RecomputeModule,
-    apply_overrides,
-    infer_stack,
-    load_stack,
-    stack_ids,
-)
-
-RECOMPUTE_MODULES = get_args(RecomputeModule)
-WARMUP_ITERS = 10  # iterations after each (re)start treated as warm-up (compile, allocator, NCCL setup)
-
-# FLOP conventions of the frameworks' own TFLOP/s figures, from their code
-FLOP_CONVENTION = {
-    "megatron": (
-        "causal",
-        "Megatron-LM training.py @001b00c num_floating_point_operations: 3 (fwd+bwd) x 2 x "
-        "GEMM MACs, causal attention (s/2), logits with the padded vocabulary, no recompute",
-    ),
-    "torchtitan": (
-        "full",
-        "torchtitan models/utils.py get_nparams_and_flops: 6 (N - N_embedding) + 12 l h q t "
-        "per token, full attention (no causal halving), no recompute",
-    ),
-    "nemo": ("", "NeMo progress bar: no TFLOP/s printed"),
-}
-
-# validation/README.md columns (the measured-run schema that `perfmodel validate` reads)
-CSV_COLUMNS = [
-    "run_id",
-    "source",
-    "source_url",
-    "date",
-    "software",
-    "framework",
-    "model",
-    "hardware",
-    "gpus",
-    "precision",
-    "seq_len",
-    "global_batch",
-    "micro_batch",
-    "tp",
-    "pp",
-    "vp",
-    "cp",
-    "ep",
-    "etp",
-    "dp",
-    "fsdp",
-    "recompute",
-    "moe_routing",
-    "tokens_per_s_per_gpu",
-    "throughput_basis",
-    "step_time_s",
-    "source_model_tflops_per_gpu",
-    "source_mfu",
-    "source_model_name",
-    "stack",
-    "stack_set",
-    "notes",
-]
-
-# torchtitan prints the CUDA device name (metrics.py build_device_memory_monitor); only names that
-# identify one catalog entry without doubt are mapped (an NVL72 rack or a PCIe card is not guessed)
-DEVICE_NAMES = {
-    "NVIDIA H100 80GB HBM3": "h100-sxm",
-    "NVIDIA H200": "h200-sxm",
-    "NVIDIA H800": "h800-sxm",
-    "NVIDIA A100-SXM4-80GB": "a100-sxm-80gb",
-    "NVIDIA B200": "b200",
-}
-
-
-@dataclass
-class Run:
-    """A run as the log states it, ready to predict."""
-
-    model: ModelSpec
-    model_source: str
-    layout: Layout
-    precision: str
-    framework: str
-    notes: list[str] = field(default_factory=list)
-    # the stack features the log states: feature -> (value as --stack-set takes it, the log field(s) saying so)
-    stated: dict[str, tuple[str, str]] = field(default_factory=dict)
-    software: str = ""  # the release the log names (NeMo container banner), else ""
-    compiled: bool = False  # torchtitan: torch.compile on
-
-
-class _Fields:
-    """Argument-dump fields (Megatron) or the flattened job config (torchtitan), --arg overrides first.
-    Every field read that is absent goes to `missing` with how to give it."""
-
-    def __init__(self, args: dict[str, str], overrides: dict[str, str]):
-        self.args, self.over = args, overrides
-        self.missing: list[str] = []
-
-    def raw(self, *names: str) -> str | None:
-        for n in names:
-            for src in (self.over, self.args):
-                if n in src:
-                    v = src[n].strip()
-                    return None if v in ("None", "") else v
-        return None
-
-    def present(self, name: str) -> bool:
-        return name in self.over or name in self.args
-
-    def need(self, name: str, *aliases: str) -> str | None:
-        v = self.raw(name, *aliases)
-        if v is None:
-            self.missing.append(f"{name} (give --arg {name}=VALUE)")
-        return v
-
-    def int(self, name: str, *aliases: str, default: int | None = None) -> int | None:
-        v = self.raw(name, *aliases)
-        if v is None:
-            if default is None:
-                self.missing.append(f"{name} (give --arg {name}=N)")
-            return default
-        try:
-            f = float(v)
-            if not math.isfinite(f) or f != int(f):
-                raise ValueError
-            return int(f)
-        except ValueError:
-            raise InputError("log", name, f"not an integer ({v!r})") from None
-
-    def bool(self, name: str, default: bool | None = None) -> bool | None:
-        v = self.raw(name)
-        if v is None:
-            return default
-        if v in ("True", "true", "1"):
-            return True
-        if v in ("False", "false", "0"):
-            return False
-        raise InputError("log", name, f"not True/False ({v!r})")
-
-
-# ---- the model ----------------------------------------------------------------------------------
-
-
-def _catalog() -> list[ModelSpec]:
-    return [load_model(p.stem) for p in sorted(data_dir("models").glob("*.toml"))]
-
-
-def _shape(m: ModelSpec) -> tuple:
-    a = m.attention
-    moe = (
-        (m.moe.num_experts, m.moe.top_k, m.moe.expert_intermediate_size, m.moe.shared_experts * m.moe.shared_width)
-        if m.moe
-        else None
-    )
-    mla = (
-        (a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim)
-        if a.kind == "mla"
-        else None
-    )
-    dense = m.ffn.intermediate_size if m.num_dense_ffn_layers else 0
-    return (
-        m.num_layers,
-        m.hidden_size,
-        a.num_heads,
-        a.num_kv_heads,
-        a.head_dim if a.kind != "mla" else 0,
-        dense,
-        moe,
-        mla,
-        m.mtp_layers,
-    )
-
-
-def match_catalog(spec: ModelSpec, vocab_padded: int, pad_multiple: int) -> list[ModelSpec]:
-    """Catalog models with the same shape; the vocabulary equal to the unpadded one, or padded up to a
-    multiple of make_vocab_size_divisible_by x tp (Megatron's _vocab_size_with_padding)."""
-    out = []
-    for c in _catalog():
-        if _shape(c) != _shape(spec):
-            continue
-        v_ok = c.vocab_size == spec.vocab_size or (
-            vocab_padded
-            and c.vocab_size <= vocab_padded < c.vocab_size + max(pad_multiple, 1)
-            and vocab_padded % max(pad_multiple, 1) == 0
-        )
-        if v_ok:
-            out.append(c)
-    return out
-
-
-def _layer_freq(raw: str | None, layers: int) -> tuple[int, int] | None:
-    """moe_layer_freq as printed (an int, or a list of 0/1 per layer) -> (first_dense_layers, interval)."""
-    if raw is None:
-        return 0, 1
-    if re.fullmatch(r"\d+", raw):
-        return 0, int(raw)
-    bits = [int(b) for b in re.findall(r"\d+", raw)]
-    if len(bits) != layers or set(bits) - {0, 1}:
-        return None
-    first = bits.index(1) if 1 in bits else layers
-    for iv in range(1, layers + 1):  # ModelSpec: layer i is MoE when i >= first and (i + 1) % interval == 0
-        if all(b == int(i >= first and (i + 1) % iv == 0) for i, b in enumerate(bits)):
-            return first, iv
-    return None
-
-
-def megatron_model(f: _Fields, log: ParsedLog, tp: int) -> tuple[ModelSpec | None, str, int, int]:
-    """The model the argument dump describes (None if a shape field is missing) -> (spec, how named,
-    padded vocab, padding multiple)."""
-    L = f.int("num_layers")
-    h = f.int("hidden_size")
-    heads = f.int("num_attention_heads")
-    ffn = f.int("ffn_hidden_size")
-    gqa = f.bool("group_query_attention", False)
-    kv = f.int("num_query_groups") if gqa else heads
-    vocab = log.vocab_unpadded or f.int("vocab_size", default=0) or 0
-    padded = log.vocab_padded or f.int("padded_vocab_size", default=0) or 0
-    if not vocab and not padded:
-        f.missing.append(
-            "vocab_size (no ' > padded vocab' line and no vocab_size in the dump; give --arg vocab_size=N or --model)"
-        )
-    if None in (L, h, heads, ffn, kv):
-        return None, "", 0, 0
-    assert L and h and heads and ffn and kv
-    head_dim = f.int("kv_channels", default=h // heads)
-    swiglu = f.bool("swiglu")
-    mla = f.bool("multi_latent_attention", False)
-    norm = (f.raw("normalization") or "").lower()
-    attn: dict[str, Any] = {
-        "kind": "mla" if mla else ("gqa" if kv < heads else "mha"),
-        "num_heads": heads,
-        "num_kv_heads": heads if mla else kv,
-        "head_dim": head_dim,
-        "qkv_bias": bool(f.bool("add_qkv_bias", False) or f.bool("add_bias_linear", False)),
-        "o_bias": bool(f.bool("add_bias_linear", False)),
-        "qk_norm": "rmsnorm" if f.bool("qk_layernorm", False) else "none",
-    }
-    if mla:
-        attn.update(
-            q_lora_rank=f.int("q_lora_rank", default=0),
-            kv_lora_rank=f.int("kv_lora_rank"),
-            qk_nope_head_dim=f.int("qk_head_dim"),
-            qk_rope_head_dim=f.int("qk_pos_emb_head_dim"),
-            v_head_dim=f.int("v_head_dim"),
-        )
-    experts = f.int("num_experts", default=0)
-    moe = None
-    if experts:
-        pattern = _layer_freq(f.raw("moe_layer_freq"), L)
-        if pattern is None:
-            f.missing.append("moe_layer_freq (a layer pattern perfmodel cannot express: give --model)")
-            pattern = (0, 1)
-        shared = f.int("moe_shared_expert_intermediate_size", default=0) or 0
-        moe = {
-            "num_experts": experts,
-            "top_k": f.int("moe_router_topk"),
-            "expert_intermediate_size": f.int("moe_ffn_hidden_size", default=ffn),
-            "shared_experts": 1 if shared else 0,
-            "shared_intermediate_size": shared,
-            "first_dense_layers": pattern[0],
-            "interval": pattern[1],
-        }
-    if f.missing:
-        return None, "", 0, 0
-    doc: dict[str, Any] = {
-        "id": "log-model",
-        "name": "model of the log's argument dump",
-        "num_layers": L,
-        "hidden_size": h,
-        "vocab_size": vocab or padded,
-        "tied_embeddings": not f.bool("untie_embeddings_and_output_weights", False),
-        "position_embedding": {"rope": "rope", "learned_absolute": "learned", "none": "none"}.get(
-            f.raw("position_embedding_type") or "rope", "rope"
-        ),
-        "norm": "rmsnorm" if norm == "rmsnorm" else "layernorm",
-        "attention": attn,
-        "ffn": {
-            "activation": "swiglu" if swiglu else ("squared_relu" if f.bool("squared_relu", False) else "gelu"),
-            "intermediate_size": ffn if (not moe or moe["first_dense_layers"] or moe["interval"] > 1) else 0,
-            "bias": bool(f.bool("add_bias_linear", False)),
-        },
-        "mtp_layers": f.int("mtp_num_layers", default=0) or 0,
-        "seq_len": f.int("seq_length", default=4096) or 4096,
-    }
-    if moe:
-        doc["moe"] = moe
-    try:
-        spec = ModelSpec(**doc)
-    except ValueError as exc:
-        raise InputError(
-            "log",
-            "model",
-            f"the argument dump's shape is not a model perfmodel can build ({str(exc).splitlines()[-1]}); give --model",
-        ) from None
-    mult = (f.int("make_vocab_size_divisible_by", default=128) or 128) * tp
-    found = match_catalog(spec, padded, mult)
-    if found:
-        others = f" (same shape: {', '.join(c.id for c in found[1:])})" if len(found) > 1 else ""
-        return found[0], f"catalog {found[0].id}, matched by the dump's shape fields{others}", padded, mult
-    missing_build = [n for n in ("swiglu", "normalization", "untie_embeddings_and_output_weights") if not f.present(n)]
-    if missing_build:
-        f.missing.extend(
-            f"{n} (no catalog model has this shape; give --arg {n}=VALUE or --model)" for n in missing_build
-        )
-        return None, "", 0, 0
-    return spec, "built from the dump's shape fields (no catalog model has this shape)", padded, mult
-
-
-def torchtitan_model(log: ParsedLog, f: _Fields) -> tuple[ModelSpec | None, str]:
-    """A Llama-family model from torchtitan's 'Building NAME FLAVOR with TransformerModelArgs(...)' line.
-    FFN width as torchtitan's llama3 FeedForward (models/llama3/model/model.py): hidden = int(2 * 4 dim / 3),
-    times ffn_dim_multiplier when set, rounded up to a multiple of multiple_of."""
-    a = log.model_args
-    name = log.model_name.split(" ")[0] if log.model_name else (f.raw("model.name") or "")
-    if not a:
-        f.missing.append("model (no 'Building ... with ...ModelArgs(...)' line; give --model ID|config.json)")
-        return None, ""
-    if not name.startswith("llama") or any(k in a for k in ("moe_args", "num_experts", "n_routed_experts")):
-        f.missing.append(f"model (torchtitan '{name}' model args are read for Llama dense models only; give --model)")
-        return None, ""
-    try:
-        dim, L, heads = int(a["dim"]), int(a["n_layers"]), int(a["n_heads"])
-        kv = int(a["n_kv_heads"]) if a.get("n_kv_heads", "None") != "None" else heads
-        vocab = int(a["vocab_size"])
-        mult = int(a.get("multiple_of", "256"))
-        fdm = a.get("ffn_dim_multiplier", "None")
-    except (KeyError, ValueError) as exc:
-        f.missing.append(f"model ({exc} not readable in the model args; give --model)")
-        return None, ""
-    hidden = int(2 * 4 * dim / 3)
-    if fdm not in ("None", ""):
-        hidden = int(float(fdm) * hidden)
-    hidden = mult * ((hidden + mult - 1) // mult)
-    spec = ModelSpec(
-        id="log-model",
-        name=f"torchtitan {log.model_name}",
-        num_layers=L,
-        hidden_size=dim,
-        vocab_size=vocab,
-        attention={
-            "kind": "gqa" if kv < heads else "mha",
-            "num_heads": heads,
-            "num_kv_heads": kv,
-            "head_dim": dim // heads,
-        },
-        ffn={"activation": "swiglu", "intermediate_size": hidden},
-    )
-    found = match_catalog(spec, 0, 1)
-    if found:
-        return found[0], f"catalog {found[0].id}, matched by the model args' shape"
-    return spec, "built from torchtitan's model args (no catalog model has this shape)"
-
-
-# ---- the layout ---------------------------------------------------------------------------------
-
-
-def _precision_megatron(f: _Fields, notes: list[str]) -> str | None:
-    if f.raw("fp4"):
-        return "nvfp4"
-    if f.raw("fp8"):
-        recipe = f.raw("fp8_recipe")
-        if recipe is None:
-            notes.append(
-                "fp8_recipe absent from the dump: Megatron-LM's default 'delayed' (arguments.py "
-                "@000c4ac --fp8-recipe) -> fp8"
-            )
-            recipe = "delayed"
-        prec = {"delayed": "fp8", "tensorwise": "fp8", "mxfp8": "mxfp8", "blockwise": "fp8-block"}.get(recipe)
-        if prec is None:
-            raise InputError(
-                "log",
-                "fp8_recipe",
-                f"recipe {recipe!r} has no perfmodel precision (tensorwise, delayed, mxfp8, blockwise)",
-            )
-        return prec
-    if f.bool("bf16"):
-        return "bf16"
-    if f.bool("fp16"):
-        return "fp16"
-    f.missing.append("precision (the dump sets none of bf16, fp16, fp8, fp4; give --arg bf16=True)")
-    return None
-
-
-# ---- the stack the log states -------------------------------------------------------------------
-
-
-def _list(raw: str | None) -> list[str] | None:
-    """A printed Python list ("['core_attn', 'mlp']") or a bare word -> its items; None for None."""
-    if raw is None:
-        return None
-    try:
-        v = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        v = raw
-    items = v if isinstance(v, (list, tuple)) else [v]
-    return [str(x).strip() for x in items if str(x).strip()]
-
-
-def _tf(b: bool) -> str:
-    return "true" if b else "false"
-
-
-def megatron_stack_sets(
-    f: _Fields, recompute: str, precision: str | None, notes: list[str]
-) -> dict[str, tuple[str, str]]:
-    """The stack features a Megatron argument dump states (megatron/training/arguments.py names), as
-    feature -> (--stack-set value, the dump field(s) saying so). A field absent from the dump states
-    nothing: the feature stays the preset's. A value perfmodel cannot express is a note, not a guess."""
-    out: dict[str, tuple[str, str]] = {}
-    b = lambda n: f.bool(n) if f.present(n) else None
-    if (v := b("tp_comm_overlap")) is not None:  # Transformer Engine userbuffers (--tp-comm-overlap)
-        out["tp_overlap"] = ("userbuffers" if v else "none", f"tp_comm_overlap={v}")
-    if (v := b("overlap_grad_reduce")) is not None:
-        out["dp_grad_reduce_overlap"] = (_tf(v), f"overlap_grad_reduce={v}")
-    if (v := b("overlap_param_gather")) is not None:
-        out["dp_param_gather_overlap"] = (_tf(v), f"overlap_param_gather={v}")
-    if (v := b("sequence_parallel")) is not None:
-        out["sequence_parallel"] = (_tf(v), f"sequence_parallel={v}")
-    if (v := b("cross_entropy_loss_fusion")) is not None:  # the 'native' fused loss also works in fp32
-        impl = (f.raw("cross_entropy_fusion_impl") or "native").strip("'\"")
-        out["cross_entropy"] = (
-            "te" if v and impl == "te" else "fp32",
-            f"cross_entropy_loss_fusion={v}, cross_entropy_fusion_impl={impl}",
-        )
-    if f.present("recompute_granularity"):
-        out["recompute"] = (recompute, f"recompute_granularity={f.raw('recompute_granularity')}")
-        mods = _list(f.raw("recompute_modules"))
-        if recompute == "selective" and mods:
-            known = [m for m in mods if m in RECOMPUTE_MODULES]
-            if len(known) < len(mods):
-                notes.append(
-                    f"recompute_modules {', '.join(m for m in mods if m not in known)}: not a module "
-                    "perfmodel models; the rest are recomputed"
-                )
-            out["recompute_modules"] = (",".join(known) or "none", f"recompute_modules={mods}")
-        elif recompute == "selective":  # Megatron-LM arguments.py: --recompute-modules defaults to core_attn
-            out["recompute_modules"] = (
-                "core_attn",
-                "recompute_granularity=selective, recompute_modules=None (Megatron-LM default ['core_attn'])",
-            )
-    disp = f.raw("moe_token_dispatcher_type")
-    if disp is not None and f.int("num_experts", default=0):
-        backend = (f.raw("moe_flex_dispatcher_backend") or "").lower()
-        if disp == "flex":
-            kind = "hybridep" if backend == "hybridep" else "deepep"
-            src = f"moe_token_dispatcher_type=flex, moe_flex_dispatcher_backend={backend or 'None (deepep)'}"
-        else:
-            kind = {"allgather": "allgather", "alltoall": "alltoall", "alltoall_seq": "alltoall"}.get(disp, "")
-            src = f"moe_token_dispatcher_type={disp}"
-        if f.bool("moe_enable_deepep", False):  # older Megatron-Core: --moe-enable-deepep with flex
-            kind, src = "deepep", src + ", moe_enable_deepep=True"
-        if kind:
-            out["moe_dispatcher"] = (kind, src)
-        else:
-            notes.append(f"moe_token_dispatcher_type={disp}: not a dispatcher perfmodel models; the preset's kept")
-    if (v := b("overlap_moe_expert_parallel_comm")) is not None:
-        out["moe_a2a_overlap"] = (_tf(v), f"overlap_moe_expert_parallel_comm={v}")
-    if (v := b("moe_grouped_gemm")) is not None and f.int("num_experts", default=0):
-        out["grouped_gemm"] = ("te" if v else "none", f"moe_grouped_gemm={v}")
-    if precision and precision.startswith(("fp8", "mxfp8")) and f.raw("fp8_recipe"):
-        r = f.raw("fp8_recipe") or ""
-        kind = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8", "blockwise": "blockwise"}.get(r)
-        if kind:
-            out["fp8_recipe"] = (kind, f"fp8_recipe={r}")
-    impl, enable, scope = f.raw("cuda_graph_impl"), b("enable_cuda_graph"), _list(f.raw("cuda_graph_scope"))
-    if impl is not None or enable is not None:
-        on = (impl not in (None, "none")) or bool(enable)
-        full = bool(scope) and any(x in ("full_iteration", "full") for x in scope or [])
-        out["cuda_graphs"] = (
-            "full_iteration" if on and full else ("per_layer" if on else "none"),
-            ", ".join(
-                x
-                for x in (
-                    f"cuda_graph_impl={impl}" if impl is not None else "",
-                    f"enable_cuda_graph={enable}" if enable is not None else "",
-                    f"cuda_graph_scope={scope}" if scope else "",
-                )
-                if x
-            ),
-        )
-    acc, bf = b("accumulate_allreduce_grads_in_fp32"), b("grad_reduce_in_bf16")
-    if acc is not None or bf is not None:
-        # Megatron-Core DDP: the main_grad buffer and the reduce use fp32 when grads accumulate in fp32
-        fp32 = bool(acc) if acc is not None else not bf
-        src = ", ".join(
-            x
-            for x in (
-                f"accumulate_allreduce_grads_in_fp32={acc}" if acc is not None else "",
-                f"grad_reduce_in_bf16={bf}" if bf is not None else "",
-            )
-            if x
-        )
-        out["main_grad_precision"] = ("fp32" if fp32 else "bf16", src)
-        out["grad_reduce_precision"] = ("fp32" if fp32 and not bf else "bf16", src)
-    if f.bool("use_megatron_fsdp", False) or f.bool("use_custom_fsdp", False):
-        out["fsdp"] = ("megatron_fsdp", "use_megatron_fsdp=True")
-    elif f.bool("use_torch_fsdp2", False):
-        out["fsdp"] = ("fsdp2", "use_torch_fsdp2=True")
-    elif (v := b("use_distributed_optimizer")) is not None:
-        out["fsdp"] = ("zero1" if v else "none", f"use_distributed_optimizer={v}")
-        if v:  # Megatron-Core DistributedOptimizer: sharded over the data-parallel group with context parallel
-            out["optimizer_shard"] = ("dp_cp", "use_distributed_optimizer=True (Megatron-Core shards over dp x cp)")
-    cp = _list(f.raw("cp_comm_type"))
-    if cp and f.int("context_parallel_size", default=1) != 1:
-        kind = {
-            "p2p": "p2p",
-            "a2a": "a2a",
-            "all_gather": "allgather",
-            "allgather": "allgather",
-            "a2a+p2p": "a2a_p2p",
-        }.get(cp[0], "")
-        if kind and len(set(cp)) == 1:
-            out["cp_comm_type"] = (kind, f"cp_comm_type={cp}")
-        else:
-            notes.append(f"cp_comm_type={cp}: not one kind perfmodel models; the preset's kept")
-    ab = (f.raw("attention_backend") or "").split(".")[-1].lower()
-    if ab in ("fused", "unfused", "local"):
-        # AttnBackend (megatron/core/transformer/enums.py): fused = TE cuDNN fused attention; unfused = TE
-        # unfused; local = Megatron's own DotProductAttention (the s^2 scores in HBM, as unfused)
-        out["attention_kernel"] = (
-            "cudnn" if ab == "fused" else "unfused",
-            f"attention_backend={f.raw('attention_backend')}",
-        )
-    elif ab == "flash":
-        notes.append(
-            "attention_backend=flash: FlashAttention 2 or 3, whichever flash-attn package the run had "
-            "installed (not in the log); the preset's attention kernel kept"
-        )
-    return out
-
-
-def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Run | None:
-    notes: list[str] = []
-    tp = f.int("tensor_model_parallel_size") or 1
-    pp = f.int("pipeline_model_parallel_size") or 1
-    mbs = f.int("micro_batch_size")
-    gbs = f.int("global_batch_size")
-    seq = f.int("seq_length", "encoder_seq_length")
-    world = f.int("world_size", default=0) or None
-    gpus = gpus_flag or world
-    if gpus_flag and world and gpus_flag != world:
-        raise InputError("--gpus", str(gpus_flag), f"the log's world_size is {world}")
-    if gpus is None:
-        f.missing.append("world_size (give --gpus N)")
-    defaults = []
-
-    def opt(name: str, dflt: int) -> int:
-        if not f.present(name):
-            defaults.append(f"{name}={dflt}")
-        return f.int(name, default=dflt) or dflt
-
-    cp = opt("context_parallel_size", 1)
-    ep = opt("expert_model_parallel_size", 1)
-    if defaults:
-        notes.append("absent from the dump (the release predates the feature), taken as off: " + ", ".join(defaults))
-    rec_raw = f.raw("recompute_granularity")
-    if not f.present("recompute_granularity"):
-        f.missing.append("recompute_granularity (give --arg recompute_granularity=None|selective|full)")
-    recompute = {"selective": "selective", "full": "full", None: "none"}.get(rec_raw)
-    if recompute is None:
-        raise InputError("log", "recompute_granularity", f"{rec_raw!r}: one of None, selective, full")
-    if recompute == "full" and f.raw("recompute_method") == "block" and f.raw("recompute_num_layers"):
-        notes.append(
-            f"full recompute of {f.raw('recompute_num_layers')} layers per stage (recompute_method=block) "
-            "is modelled as full recompute of every layer"
-        )
-    precision = _precision_megatron(f, notes)
-    model: ModelSpec | None
-    if model_ref:
-        model, how = load_model(model_ref), f"--model {model_ref}"
-        differ = [
-            f"{n}={f.raw(n)} vs {v}"
-            for n, v in (
-                ("num_layers", model.num_layers),
-                ("hidden_size", model.hidden_size),
-                ("num_attention_heads", model.attention.num_heads),
-            )
-            if f.raw(n) is not None and f.raw(n) != str(v)
-        ]
-        if differ:
-            notes.append(f"--model {model_ref} differs from the dump's shape ({', '.join(differ)}): --model is used")
-    else:
-        model, how, _, _ = megatron_model(f, log, tp)
-    if f.missing or model is None or precision is None:
-        return None
-    assert gpus and mbs and gbs and seq
-    vp = 1
-    if f.raw("virtual_pipeline_model_parallel_size"):
-        vp = f.int("virtual_pipeline_model_parallel_size") or 1
-    elif f.raw("num_layers_per_virtual_pipeline_stage"):
-        per = f.int("num_layers_per_virtual_pipeline_stage") or 1
-        vp = max(1, model.num_layers // (pp * per))
-    etp = 1
-    if model.is_moe:
-        etp = f.int("expert_tensor_parallel_size", default=0) or tp  # Megatron-Core: expert TP defaults to TP
-    fsdp = bool(
-        f.bool("use_torch_fsdp2", False) or f.bool("use_megatron_fsdp", False) or f.bool("use_custom_fsdp", False)
-    )
-    dp_dump = f.int("data_parallel_size", default=0)
-    if dp_dump and gpus % (tp * pp * cp) == 0 and dp_dump != gpus // (tp * pp * cp):
-        raise InputError(
-            "log", "data_parallel_size", f"{dp_dump} but world_size / (tp * pp * cp) = {gpus // (tp * pp * cp)}"
-        )
-    stated = megatron_stack_sets(f, recompute, precision, notes)
-    if len(log.gbs_logged) > 1:
-        raise InputError(
-            "log",
-            "global batch size",
-            f"varies in the log ({', '.join(map(str, sorted(log.gbs_logged)))}"
-            "; batch-size ramp-up): check a log of a fixed batch",
-        )
-    if log.gbs_logged and gbs not in log.gbs_logged:
-        raise InputError(
-            "log", "global_batch_size", f"{gbs} in the dump but {min(log.gbs_logged)} in the iteration lines"
-        )
-    lay = Layout(
-        gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
-    )  # type: ignore[arg-type]
-    return Run(
-        model, how, lay, precision, "nemo" if log.framework == "nemo" else "megatron", notes, stated, software_of(log)
-    )
-
-
-def _tt(f: _Fields, key: str) -> str | None:
-    """A torchtitan config value by its last component (sections moved between releases)."""
-    v = f.raw(key)
-    if v is not None:
-        return v
-    last = key.split(".")[-1]
-    for src in (f.over, f.args):
-        for k, val in src.items():
-            if k.split(".")[-1] == last and val.strip() not in ("None", ""):
-                return val.strip()
-    return None
-
-
-def _tt_int(f: _Fields, key: str, default: int | None = None) -> int | None:
-    v = _tt(f, key)
-    if v is None:
-        if default is None:
-            f.missing.append(f"{key} (give --arg {key}=N)")
-        return default
-    try:
-        return int(float(v))
-    except ValueError:
-        raise InputError("log", key, f"not an integer ({v!r})") from None
-
-
-def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Run | None:
-    notes: list[str] = []
-    if not log.args and not f.over:
-        f.missing.append(
-            "job config (no 'Running with args: {...}' line: run with --job.print_args, or give "
-            "--arg parallelism.tensor_parallel_degree=N ... )"
-        )
-    tp = _tt_int(f, "parallelism.tensor_parallel_degree", 1) or 1
-    pp = _tt_int(f, "parallelism.pipeline_parallel_degree", 1) or 1
-    cp = _tt_int(f, "parallelism.context_parallel_degree", 1) or 1
-    ep = _tt_int(f, "parallelism.expert_parallel_degree", 1) or 1
-    rep = _tt_int(f, "parallelism.data_parallel_replicate_degree", 1) or 1
-    shard = _tt_int(f, "parallelism.data_parallel_shard_degree", -1)
-    gpus = gpus_flag or log.mesh_world or None
-    if gpus_flag and log.mesh_world and gpus_flag != log.mesh_world:
-        raise InputError("--gpus", str(gpus_flag), f"the log's device mesh has {log.mesh_world} GPUs")
-    if gpus is None:
-        f.missing.append("gpus (no 'Building N-D device mesh' line; give --gpus N)")
-        return None
-    if shard is None or shard < 0:
-        shard = gpus // (rep * tp * pp * cp)
-    dp = rep * shard
-    if dp * tp * pp * cp != gpus:
-        raise InputError(
-            "log", "parallelism", f"dp_replicate {rep} x dp_shard {shard} x tp {tp} x pp {pp} x cp {cp} != {gpus} GPUs"
-        )
-    local = (
-        log.trainer.get("local_batch_size")
-        or _tt_int(f, "training.local_batch_size", 0)
-        or _tt_int(f, "training.batch_size", 0)
-    )
-    seq = log.trainer.get("seq_len") or _tt_int(f, "training.seq_len")
-    gbs = log.trainer.get("global_batch_size") or _tt_int(f, "training.global_batch_size", -1)
-    if not local:
-        f.missing.append("training.local_batch_size (give --arg training.local_batch_size=N)")
-    if gbs is not None and gbs < 0 and local:
-        gbs = local * dp
-    mbs = local or 1
-    schedule = _tt(f, "parallelism.pipeline_parallel_schedule") or "1F1B"
-    vp = 1
-    if pp > 1:
-        mbs = _tt_int(f, "parallelism.pipeline_parallel_microbatch_size", 1) or 1
-        if not re.fullmatch(r"1F1B|GPipe", schedule):
-            lps = _tt_int(f, "parallelism.pipeline_parallel_layers_per_stage", 0)
-            if not lps:
-                f.missing.append(
-                    f"parallelism.pipeline_parallel_layers_per_stage (schedule {schedule} has several "
-                    "stages per rank; give --arg parallelism.pipeline_parallel_layers_per_stage=N)"
-                )
-            vp = -lps if lps else 1  # resolved below with the model's layer count
-    mode = _tt(f, "activation_checkpoint.mode")
-    if mode is None:
-        f.missing.append("activation_checkpoint.mode (give --arg activation_checkpoint.mode=none|selective|full)")
-    recompute = {"none": "none", "selective": "selective", "full": "full", None: "none"}.get(mode)
-    if recompute is None:
-        raise InputError("log", "activation_checkpoint.mode", f"{mode!r}: perfmodel models none, selective, full")
-    sac = _tt(f, "activation_checkpoint.selective_ac_option") or "op"
-    if recompute == "selective" and sac != "op":
-        recompute = "full"
-        notes.append(
-            f"selective_ac_option={sac}: every {sac}th layer checkpointed in full, a per-layer mix perfmodel "
-            "does not model; priced as full recompute of every layer (an upper bound on its recompute time)"
-        )
-    elif recompute == "selective":
-        notes.append(
-            "selective_ac_option=op: op-level SAC recomputes the element-wise ops and every second matmul "
-            "(wk, wo, w3 of a Llama block, ~37% of its matmul FLOPs); perfmodel's nearest module list, "
-            "layernorm + mlp, recomputes the norms, the SwiGLU and the MLP matmuls (~80%): recompute "
-            "time over-, kept activations under-stated"
-        )
-    conv = (_tt(f, "model.converters") or "") + " " + (_tt(f, "quantize.linear.float8.recipe_name") or "")
-    recipe = _tt(f, "float8.recipe_name") or _tt(f, "recipe_name") or "tensorwise"
-    if "mx" in conv:
-        precision = "mxfp8"
-    elif "float8" in conv:
-        precision = {"tensorwise": "fp8", "rowwise": "fp8-block", "rowwise_with_gw_hp": "fp8-block"}.get(recipe, "")
-        if not precision:
-            raise InputError("log", "float8.recipe_name", f"{recipe!r} has no perfmodel precision")
-        if precision == "fp8-block":
-            notes.append(f"torchtitan float8 recipe {recipe!r} (finer-than-tensor scales) read as fp8-block")
-    else:
-        mp = _tt(f, "training.mixed_precision_param") or "bfloat16"
-        precision = {"bfloat16": "bf16", "float16": "fp16"}.get(mp, "")
-        if not precision:
-            raise InputError("log", "training.mixed_precision_param", f"{mp!r}: perfmodel predicts bf16/fp16/fp8 runs")
-    if model_ref:
-        model, how = load_model(model_ref), f"--model {model_ref}"
-    else:
-        model, how = torchtitan_model(log, f)  # type: ignore[assignment]
-    if f.missing or model is None or not seq or not gbs:
-        return None
-    if vp < 0:
-        vp = max(1, model.num_layers // (pp * -vp))
-    fsdp = shard > 1
-    if fsdp:
-        notes.append(f"data_parallel_shard_degree={shard}: FSDP2 shards parameters, gradients and optimizer (ZeRO-3)")
-    etp = 1
-    lay = Layout(
-        gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
-    )  # type: ignore[arg-type]
-    compiled = any((f.raw(k) or "").lower() in ("true", "1") for k in ("compile.enable", "training.compile"))
-    stated: dict[str, tuple[str, str]] = {"recompute": (recompute, "activation_checkpoint.mode")}
-    if recompute == "selective":
-        stated["recompute_modules"] = (
-            "layernorm,mlp",
-            "activation_checkpoint.selective_ac_option=op (nearest modules)",
-        )
-    if fsdp:
-        stated["fsdp"] = ("fsdp2", f"parallelism.data_parallel_shard_degree={shard}")
-    atp = _tt(f, "parallelism.enable_async_tensor_parallel")
-    if atp is not None and tp > 1:
-        stated["tp_overlap"] = (
-            "async_tp" if atp.lower() in ("true", "1") else "none",
-            f"parallelism.enable_async_tensor_parallel={atp}",
-        )
-    if "float8" in conv and "mx" not in conv:
-        stated["fp8_recipe"] = ({"tensorwise": "current"}.get(recipe, "rowwise"), f"float8.recipe_name={recipe}")
-    return Run(model, how, lay, precision, "torchtitan", notes, stated, compiled=compiled)
-
-
-def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, gpus: int | None, where: str) -> Run:
-    f = _Fields(log.args, overrides)
-    if log.framework == "torchtitan":
-        run = torchtitan_run(log, f, model_ref, gpus)
-    else:
-        if log.framework == "nemo" and not log.args and not overrides:
-            f.missing.append(
-                "arguments (a NeMo progress-bar log states no layout: give the run's fields with "
-                "--arg NAME=VALUE, Megatron names: tensor_model_parallel_size, ...)"
-            )
-        run = megatron_run(log, f, model_ref, gpus)
-    if f.missing or run is None:
-        seen: list[str] = []
-        for m in f.missing:
-            if m not in seen:
-                seen.append(m)
-        raise InputError(where, "missing", "; ".join(seen))
-    return run
-
-
-# ---- the measurement ----------------------------------------------------------------------------
-
-
-@dataclass
-class Measured:
-    intervals: int
-    used: int
-    dropped_warmup: int
-    dropped_events: int
-    step_s: float
-    step_p10_s: float
-    step_p90_s: float
-    tokens_per_s_per_gpu: float
-    tflops_per_gpu: float | None
-    flops_per_token_framework: float | None
-    mem_max_allocated_bytes: float | None
-    mem_max_reserved_bytes: float | None
-
-
-def stable_mask(
-    iters: np.ndarray, starts: np.ndarray, events: np.ndarray, warmup: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(warm-up, after an event) masks over the intervals. An interval logged at iteration i after one
-    at j covers (j, i]; it is warm-up when j < origin + warmup, origin being where its segment (a start or
-    a resume) began, estimated as the first line's iteration minus the first logging gap, at least 0. The
-    first interval of a segment is warm-up unless warmup = 0 (Megatron logs iteration 1 alone to show
-    its initialization overhead, training.py @001b00c is_first_iteration)."""
-    n = len(iters)
-    warm = np.zeros(n, bool)
-    seg_origin = 0
-    for i in range(n):
-        if starts[i] or i == 0:
-            gap = int(iters[i + 1] - iters[i]) if i + 1 < n and not starts[i + 1] and iters[i + 1] > iters[i] else 0
-            seg_origin = max(0, int(iters[i]) - gap) if i + 1 < n else int(iters[i])
-            warm[i] = warmup > 0  # the first interval after a start holds initialization
-            continue
-        warm[i] = int(iters[i - 1]) < seg_origin + warmup
-    return warm, events.astype(bool) & ~warm
-
-
-def measure(log: ParsedLog, run: Run, warmup: int, where: str) -> Measured:
-    lay = run.layout
-    iters = np.frombuffer(log.iters, dtype=np.int64) if len(log.iters) else np.zeros(0, np.int64)
-    if not len(iters):
-        raise InputError(
-            where,
-            "",
-            "no interval lines (iteration ... elapsed time per iteration / step: ... tps:)"
-            " in the log: nothing measured",
-        )
-    step = np.frombuffer(log.step_s, dtype=np.float64)
-    tps = np.frombuffer(log.tps, dtype=np.float64)
-    tflops = np.frombuffer(log.tflops, dtype=np.float64)
-    tokens = lay.gbs * lay.seq
-    if run.framework == "torchtitan":
-        with np.errstate(divide="ignore"):
-            step = np.where(tps > 0, tokens / (tps * lay.gpus), np.nan)
-    warm, ev = stable_mask(
-        iters, np.frombuffer(log.starts, dtype=np.int8), np.frombuffer(log.event_after, dtype=np.int8), warmup
-    )
-    ok = ~warm & ~ev & np.isfinite(step) & (step > 0)
-    ok[: log.last_dump_at] = False  # intervals of an earlier start: the dump read is the last one
-    if not ok.any():
-        raise InputError(
-            where,
-            "",
-            f"no stable interval: {len(iters)} interval line(s), all warm-up (the first "
-            f"{warmup} iterations after a start) or after an evaluation/checkpoint; "
-            "give --warmup 0 to use them",
-        )
-    s = step[ok]
-    med = float(np.median(s))
-    tf = tflops[ok]
-    tf = tf[np.isfinite(tf)]
-    tf_med = float(np.median(tf)) if len(tf) else None
-    tok = tokens / (med * lay.gpus)
-    return Measured(
-        len(iters),
-        int(ok.sum()),
-        int(warm.sum()),
-        int(ev.sum()),
-        med,
-        float(np.percentile(s, 10)),
-        float(np.percentile(s, 90)),
-        tok,
-        tf_med,
-        tf_med * 1e12 / tok if tf_med else None,
-        log.mem_max_allocated or None,
-        log.mem_max_reserved or None,
-    )
-
-
-# ---- prediction and causes ----------------------------------------------------------------------
-
-
-# only the public Prediction fields (step_time_s, tokens_per_s_per_gpu, mfu, memory_bytes_per_gpu,
-# breakdown_s) are read; whether a layout fits is memory against the hardware's HBM
-def _tps(p: Any) -> float:
-    return float(p.tokens_per_s_per_gpu[0])
-
-
-def _fits(p: Any, hw: HardwareSpec) -> bool:
-    return float(p.memory_bytes_per_gpu[0]) <= hw.memory.hbm_bytes
-
-
-# ---- the stack ------------------------------------------------------------------------------------
-
-NO_OVERLAP = (
-    "tp_overlap=none",
-    "dp_grad_reduce_overlap=false",
-    "dp_param_gather_overlap=false",
-    "moe_a2a_overlap=false",
-)
-
-
-def implied_stack(run: Run) -> tuple[str, str]:
-    """(preset id, why) of the stack the log implies: torchtitan -> torchtitan-2025 (-compile with compile
-    on); a NeMo release named by the container banner -> its preset (stack_for_row); else Megatron-Core's
-    library defaults."""
-    if run.framework == "torchtitan":
-        if run.compiled:
-            return "torchtitan-2025-compile", "a torchtitan log with torch.compile on (compile.enable=True)"
-        return "torchtitan-2025", "a torchtitan log, torch.compile off"
-    if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
-        c = infer_stack("megatron", run.software)
-        return c.stack, f"the log's container banner names {run.software}: {c.why}"
-    if run.framework == "nemo":
-        return "megatron-core", "a NeMo log naming no release: Megatron-Core defaults (--stack ID names the release)"
-    return "megatron-core", "a Megatron-LM argument dump: the Megatron-Core library defaults"
-
-
-@dataclass
-class RunStack:
-    stack: str  # the base preset id or file
-    why: str
-    stack_set: tuple[str, ...]  # what the log states, then --stack-set
-    from_log: dict[str, tuple[str, str]]
-    user_set: tuple[str, ...]
-
-    def features(self, run: Run, hw: HardwareSpec) -> list[dict[str, Any]]:
-        """Every feature of the stack used, with where its value came from: the log (and its field), the
-        command line (--stack-set) or the preset (and the preset's own origin)."""
-        spec = apply_overrides(
-            load_stack(self.stack).for_model(run.model.id, run.model.is_moe, hw.id, run.precision), list(self.stack_set)
-        )
-        user = {x.split("=", 1)[0].strip() for x in self.user_set}
-        out = []
-        for r in spec.rows():
-            f = r["feature"]
-            if f in user:
-                src, how = "--stack-set", r["source"]
-            elif f in self.from_log:
-                src, how = "log", self.from_log[f][1]
-            else:
-                src, how = "preset", f"{spec.id}: {r['origin']}"
-            out.append({"feature": f, "value": r["value"], "from": src, "how": how})
-        return out
-
-
-def run_stack(run: Run, stack: str | None, user_set: tuple[str, ...]) -> RunStack:
-    """The stack check predicts with: --stack, else the preset the log implies; then the features the log
-    states (--stack-set overrides), then the command's own --stack-set."""
-    sid, why = (stack, "--stack") if stack is not None else implied_stack(run)
-    logged = tuple(f"{k}={v}" for k, (v, _) in run.stated.items())
-    sets = logged + tuple(user_set)
-    check_stack(sid, sets)
-    return RunStack(sid, why, sets, dict(run.stated), tuple(user_set))
-
-
-def what_ifs(run: Run, hw: HardwareSpec, measured: float, st: RunStack) -> list[dict[str, Any]]:
-    """Variants of the run, each predicted with the run's stack but one change: other recompute modes,
-    every overlap switch off, CUDA graphs toggled, and the other releases' presets (with the features the
-    log states kept); ranked by how close each comes to the measured throughput (|ln(predicted / measured)|)."""
-    out: list[dict[str, Any]] = []
-    lay = run.layout
-
-    def add(cause: str, kind: str, layout: Layout, stack: str, sets: tuple[str, ...], **extra: Any) -> None:
-        try:
-            p = api.predict(run.model, hw, layout, run.precision, stack=stack, stack_set=sets)
-        except InputError:
-            return
-        out.append(
-            {
-                "cause": cause,
-                "kind": kind,
-                "stack": stack,
-                "stack_set": list(sets),
-                **extra,
-                "tokens_per_s_per_gpu": _tps(p),
-                "fits": _fits(p, hw),
-            }
-        )
-
-    for mode in ("none", "selective", "full"):
-        if mode != lay.recompute:
-            add(
-                f"recompute {mode} instead of {lay.recompute}",
-                "recompute",
-                replace(lay, recompute=mode),  # type: ignore[arg-type]
-                st.stack,
-                st.stack_set,
-            )
-    feats = {f["feature"]: f["value"] for f in st.features(run, hw)}
-    on = [x for x in NO_OVERLAP if str(feats[x.split("=")[0]]).lower() != x.split("=")[1]]
-    if on:
-        add(
-            "communication overlap off (--stack-set " + ", ".join(on) + ")",
-            "overlap",
-            lay,
-            st.stack,
-            st.stack_set + tuple(on),
-        )
-    graphs = "per_layer" if feats["cuda_graphs"] == "none" else "none"
-    add(
-        f"CUDA graphs {'on' if graphs != 'none' else 'off'} (--stack-set cuda_graphs={graphs})",
-        "cuda_graphs",
-        lay,
-        st.stack,
-        st.stack_set + (f"cuda_graphs={graphs}",),
-    )
-    prefixes = ("torchtitan-",) if run.framework == "torchtitan" else ("nemo-", "dgxc-", "megatron-core", "default")
-    logged = tuple(f"{k}={v}" for k, (v, _) in st.from_log.items()) + st.user_set
-    for sid in stack_ids():
-        if sid != st.stack and sid.startswith(prefixes) and not sid.endswith("-maxtext"):
-            add(f"stack {sid} (the log's stated features kept)", "release", lay, sid, logged, release=sid)
-    for o in out:
-        o["log_distance"] = abs(math.log(o["tokens_per_s_per_gpu"] / measured))
-    return sorted(out, key=lambda o: o["log_distance"])
-
-
-def shown_what_ifs(ws: list[dict[str, Any]], n: int = 8) -> list[dict[str, Any]]:
-    """The table's rows: every variant except the other release presets, of which only the closest one
-    (with how many there are), so a dozen releases do not crowd out the physical causes."""
-    rel = [w for w in ws if w["kind"] == "release"]
-    rows = [w for w in ws if w["kind"] != "release"]
-    if rel:
-        best = dict(rel[0])
-        best["cause"] = f"{best['cause']}: the closest of {len(rel)} other release presets"
-        rows.append(best)
-    return sorted(rows, key=lambda o: o["log_distance"])[:n]
-
-
-def overheads(run: Run, p: Any) -> list[dict[str, Any]]:
-    """Where the predicted step spends time beyond the tensor-core work, largest first, each with the
-    throughput the run would have without it. The bubble uses the run's own micro-batch count."""
-    step = float(p.step_time_s[0])
-    lay = run.layout
-    m = lay.gbs // (lay.dp * lay.mbs)
-    tokens = lay.gbs * lay.seq
-    out = []
-    for k, arr in p.breakdown_s.items():
-        v = float(arr[0])
-        if v <= 0 or k in ("gemm", "attention"):
-            continue
-        label = k
-        if "bubble" in k:
-            label = (
-                f"pipeline bubble (pp {lay.pp}, vp {lay.vp}, m {m}: (pp-1)/(vp m) = {(lay.pp - 1) / (lay.vp * m):.4f})"
-            )
-        elif k.endswith("_comm"):
-            label = f"exposed {k.replace('_comm', '').upper()} communication"
-        out.append(
-            {
-                "part": k,
-                "label": label,
-                "seconds": v,
-                "share": v / step,
-                "tokens_per_s_per_gpu_without": tokens / (max(step - v, 1e-12) * lay.gpus),
-            }
-        )
-    return sorted(out, key=lambda o: -o["seconds"])
-
-
-def verdict(ratio: float, band: Any) -> str:
-    """Where measured / predicted lies against the 80% band of validation spread (perfmodel/analysis/uncertainty.py)."""
-    where = f"measured/predicted {ratio:.3f}, 80% band {band.low:.3f}-{band.high:.3f} ({band.group})"
-    if band.low <= ratio <= band.high:
-        return f"consistent with the prediction ({where})"
-    return f"{'slower' if ratio < band.low else 'faster'} than predicted ({where})"
-
-
-def _csv_row(
-    run: Run,
-    hw_ref: str,
-    hw: HardwareSpec,
-    meas: Measured,
-    log_path: str,
-    run_id: str,
-    mfu_framework: float | None,
-    st: RunStack,
-) -> dict[str, Any]:
-    lay = run.layout
-    if run.model.id == "log-model":
-        raise InputError(
-            "--csv", "model", "the log's model is not in the catalog: give --model FILE so the CSV row can name it"
-        )
-    # a spec file is named by its absolute path (validate resolves cells relative to the CSV's folder)
-    in_catalog = bool(run.model.path) and Path(run.model.path).resolve().parent == data_dir("models").resolve()
-    model_cell = run.model.id if in_catalog or not run.model.path else str(Path(run.model.path).resolve())
-    hw_cell = hw.id if not hw_ref.endswith(".toml") else str(Path(hw_ref).resolve())
-    return {
-        "run_id": run_id,
-        "source": f"training log {Path(log_path).name}",
-        "source_url": "",
-        "date": "",
-        "software": run.software or run.framework,
-        "framework": "megatron" if run.framework in ("megatron", "nemo") else "other",
-        "model": model_cell,
-        "hardware": hw_cell,
-        "gpus": lay.gpus,
-        "precision": run.precision,
-        "seq_len": lay.seq,
-        "global_batch": lay.gbs,
-        "micro_batch": lay.mbs,
-        "tp": lay.tp,
-        "pp": lay.pp,
-        "vp": lay.vp if lay.vp > 1 else "",
-        "cp": lay.cp,
-        "ep": lay.ep,
-        "etp": lay.etp if run.model.is_moe else "",
-        "dp": lay.dp,
-        "fsdp": int(lay.fsdp),
-        "recompute": lay.recompute,
-        "moe_routing": "",
-        "tokens_per_s_per_gpu": f"{meas.tokens_per_s_per_gpu:.2f}",
-        "throughput_basis": "step_time",
-        "step_time_s": f"{meas.step_s:.4f}",
-        "source_model_tflops_per_gpu": f"{meas.tflops_per_gpu:.1f}" if meas.tflops_per_gpu else "",
-        "source_mfu": f"{mfu_framework:.4f}" if mfu_framework else "",
-        "source_model_name": run.model.name,
-        # the stack check predicted with: validate reads these cells first (a file by its absolute path)
-        "stack": st.stack if st.stack in stack_ids() else str(Path(st.stack).resolve()),
-        "stack_set": ";".join(st.stack_set),
-        "notes": f"task=pretrain; perfmodel check of {Path(log_path).name}: median of {meas.used} stable "
-        f"intervals" + "".join(f"; {n}" for n in run.notes),
-    }
-
-
-def check_log(
-    path: str,
-    hardware_ref: str | None = None,
-    gpus: int | None = None,
-    model_ref: str | None = None,
-    overrides: dict[str, str] | None = None,
-    warmup: int = WARMUP_ITERS,
-    sets: tuple[str, ...] = (),
-    stack: str | None = None,
-    stack_set: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """The whole check as a JSON-ready dict (what `perfmodel check --json` prints)."""
-    out = _check(path, hardware_ref, gpus, model_ref, overrides or {}, warmup, sets, stack, tuple(stack_set))
-    out.pop("_csv")
-    return out
-
-
-def _check(
-    path: str,
-    hardware_ref: str | None,
-    gpus: int | None,
-    model_ref: str | None,
-    overrides: dict[str, str],
-    warmup: int,
-    sets: tuple[str, ...],
-    stack: str | None = None,
-    stack_set: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """check_log, plus under "_csv" what the --csv row needs."""
-    log = parse_file(path)
-    if not log.framework:
-        raise InputError(
-            path,
-            "",
-            f"no Megatron-LM / NeMo / Megatron-Bridge or torchtitan training lines in "
-            f"{log.lines:,} lines (argument dump, 'iteration ... elapsed time per iteration', "
-            "'step: ... tps:')",
-        )
-    notes: list[str] = []
-    if log.last_dump_at:
-        notes.append(
-            f"the log holds {log.dumps} argument dumps (restarts): the last one and its "
-            f"{len(log.iters) - log.last_dump_at} intervals are used, the {log.last_dump_at} before it left out"
-        )
-    if log.last_line_cut or log.gzip_truncated:
-        notes.append("the log ends inside a line (cut while written): that last line is not read")
-    hw_missing = ""
-    if hardware_ref is None:
-        hardware_ref = DEVICE_NAMES.get(log.device_name)
-        if hardware_ref:
-            notes.append(f"hardware from the log's device name '{log.device_name}': {hardware_ref}")
-        else:
-            hw_missing = (
-                "hardware (the log does not name it"
-                + (f": '{log.device_name}' is ambiguous" if log.device_name else "")
-                + "; give --hardware ID|FILE)"
-            )
-    try:
-        run = build_run(log, overrides, model_ref, gpus, path)
-    except InputError as exc:
-        if hw_missing and exc.field == "missing":
-            raise InputError(path, "missing", f"{hw_missing}; {exc.reason}") from None
-        raise
-    if hw_missing:
-        raise InputError(path, "missing", hw_missing)
-    assert hardware_ref is not None
-    hw = resolve_hardware(hardware_ref, sets)
-    meas = measure(log, run, warmup, path)
-    # a measurement no GPU can reach is refused, as validate refuses the row (checks.implausible_throughput)
-    why = implausible_throughput(run.model, hw, meas.tokens_per_s_per_gpu, run.layout.seq, run.precision)
-    if why:
-        raise InputError(path, "measured", f"impossible: {why}")
-    low = low_mfu_warning(run.model, hw, meas.tokens_per_s_per_gpu, run.layout.seq, run.precision)
-    if low:
-        notes.append(low)
-        if low not in WARNINGS:
-            WARNINGS.append(low)
-    st = run_stack(run, stack, stack_set)
-    p = api.predict(run.model, hw, run.layout, run.precision, stack=st.stack, stack_set=st.stack_set)
-    r = {
-        "step_time_s": float(p.step_time_s[0]),
-        "tokens_per_s_per_gpu": _tps(p),
-        "mfu": float(p.mfu[0]),
-        "memory_bytes_per_gpu": float(p.memory_bytes_per_gpu[0]),
-        "fits": _fits(p, hw),
-        "breakdown_s": {k: float(v[0]) for k, v in p.breakdown_s.items()},
-    }
-    band = uncertainty.band_for(
-        run.model, hw, st.stack, run.layout.vp
-    )  # the unseen-stack band for a stack the bands never saw
-    pred = r["tokens_per_s_per_gpu"]
-    ratio = meas.tokens_per_s_per_gpu / pred
-    conv, conv_text = FLOP_CONVENTION[run.framework]
-    seq = run.layout.seq
-    fpt = {c: float(flops_per_token(run.model, seq, c)) for c in ("causal", "full")}  # type: ignore[arg-type]
-    mfu_fw = None  # the frameworks' MFU use their own peak tables; MFU is recomputed with perfmodel's
-    mfu_meas = meas.tokens_per_s_per_gpu * fpt["causal"] / hw.peak(run.precision)
-    return {
-        "log": path,
-        "framework": run.framework,
-        "lines": log.lines,
-        "cut_lines": log.cut_lines,
-        "gzip": log.gzip,
-        "last_line_cut": log.last_line_cut,
-        "gzip_truncated": log.gzip_truncated,
-        "model": run.model.id,
-        "model_name": run.model.name,
-        "model_source": run.model_source,
-        "hardware": hw.id,
-        "hardware_overridden": list(hw.overridden),
-        "precision": run.precision,
-        "layout": {**run.layout.__dict__, "dp": run.layout.dp},
-        "layout_text": layout_text(run.layout, mbs=True),
-        "micro_batches": run.layout.gbs // (run.layout.dp * run.layout.mbs),
-        "notes": notes + run.notes,
-        "stack": st.stack,
-        "stack_name": load_stack(st.stack).name,
-        "stack_why": st.why,
-        "stack_set": list(st.stack_set),
-        "stack_features": st.features(run, hw),
-        "measured": {**meas.__dict__, "mfu_causal": mfu_meas},
-        "framework_flops": {
-            "convention": conv,
-            "source": conv_text,
-            "perfmodel_flops_per_token_causal": fpt["causal"],
-            "perfmodel_flops_per_token_full": fpt["full"],
-        },
-        "predicted": {
-            "step_time_s": r["step_time_s"],
-            "tokens_per_s_per_gpu": pred,
-            "mfu_causal": r["mfu"],
-            "memory_bytes_per_gpu": r["memory_bytes_per_gpu"],
-            "fits": r["fits"],
-            "breakdown_s": r["breakdown_s"],
-        },
-        "gap": (pred - meas.tokens_per_s_per_gpu) / meas.tokens_per_s_per_gpu,
-        "measured_over_predicted": ratio,
-        "band": band.to_dict(),
-        "verdict": verdict(ratio, band),
-        "what_ifs": what_ifs(run, hw, meas.tokens_per_s_per_gpu, st),
-        "overheads": overheads(run, p),
-        "_csv": (run, hardware_ref, hw, meas, mfu_fw, st),
-    }
-
-
-def print_stack(out: dict[str, Any]) -> None:
-    """Which stack, and which features came from the log, from --stack-set and from the preset."""
-    console.print(escape(f"stack: {out['stack']} ({out['stack_name']}): {out['stack_why']}"))
-    by: dict[str, list[str]] = {}
-    for f in out["stack_features"]:
-        v = f["value"]
-        v = (
-            (",".join(v) or "none")
-            if isinstance(v, list)
-            else ("none" if v is None else str(v).lower() if isinstance(v, bool) else v)
-        )
-        said = f["from"] == "log" and f["how"].lower() != f"{f['feature']}={v}".lower()
-        by.setdefault(f["from"], []).append(f"{f['feature']}={v}" + (f" ({f['how']})" if said else ""))
-    for src, label in (
-        ("log", "from the log"),
-        ("--stack-set", "from --stack-set"),
-        ("preset", f"not stated, from the preset {out['stack']}"),
-    ):
-        if by.get(src):
-            console.print(escape(f"  {label}: " + "; ".join(by[src])))
+from perfmodel.analysis.logcheck import WARMUP_ITERS, check, check_log, shown_what_ifs, stack_groups, write_csv
+from perfmodel.commands.common import console, emit_json, print_table, stack_options, table
+from perfmodel.errors import InputError
+
+__all__ = ["check_cmd", "check_log"]  # check_log: the library entry, kept importable from here
 
 
 def _kv(items: tuple[str, ...]) -> dict[str, str]:
@@ -1352,123 +32,62 @@ def _gb(x: float | None) -> str:
     return "-" if not x else f"{x / 1e9:.1f} GB"
 
 
-@click.command("check")
-@click.argument("log", type=click.Path(dir_okay=False))
-@click.option(
-    "--hardware", "hardware_ref", default=None, help="catalog id or TOML spec (required unless the log names the GPU)"
-)
-@click.option("--gpus", type=int, default=None, help="GPU count, where the log does not state it")
-@click.option(
-    "--model",
-    "model_ref",
-    default=None,
-    help="catalog id or spec file (TOML / HF config.json) instead of the log's shape",
-)
-@click.option(
-    "--arg",
-    "args",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="add or override a field of the log's argument dump / job config (repeatable)",
-)
-@click.option(
-    "--warmup",
-    type=int,
-    default=WARMUP_ITERS,
-    show_default=True,
-    help="iterations after each start treated as warm-up and left out",
-)
-@click.option("--run-id", default=None, help="run_id of the --csv row [default: the log's file name]")
-@click.option(
-    "--csv",
-    "csv_out",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="write the run as one row of the measured-run schema (validation/README.md)",
-)
-@click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="FIELD=VALUE",
-    help="what-if hardware: override a spec field (repeatable), e.g. nic_gbps=800",
-)
-@stack_options
-@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def check_cmd(
-    *,
-    log: str,
-    hardware_ref: str | None,
-    gpus: int | None,
-    model_ref: str | None,
-    args: tuple[str, ...],
-    warmup: int,
-    run_id: str | None,
-    csv_out: str | None,
-    sets: tuple[str, ...],
-    as_json: bool,
-    stack: str | None = None,
-    stack_set: tuple[str, ...] = (),
-) -> None:
-    """Read a Megatron-LM / NeMo / Megatron-Bridge or torchtitan training LOG, predict the same run and
-    explain the gap: measured vs predicted throughput, ranked what-ifs, the predicted overheads."""
-    if warmup < 0:
-        raise InputError("--warmup", str(warmup), "must be >= 0")
-    if gpus is not None and gpus < 1:
-        raise InputError("--gpus", str(gpus), "must be a positive integer")
-    if csv_out and sets:
-        raise InputError(
-            "--csv",
-            csv_out,
-            "a measured-run row names catalog hardware or a spec file: write the "
-            "what-if hardware (--set) to a TOML file and pass it as --hardware",
-        )
-    out = _check(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets, stack, stack_set)
-    run, hw_ref, hw, meas, mfu_fw, st = out.pop("_csv")
-    if csv_out:
-        row = _csv_row(run, hw_ref, hw, meas, log, run_id or Path(log).name, mfu_fw, st)
-        try:
-            with open(csv_out, "w", newline="", encoding="utf-8") as fh:
-                w = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)
-                w.writeheader()
-                w.writerow(row)
-        except OSError as exc:
-            raise InputError("--csv", csv_out, f"cannot write ({exc.strerror or exc})") from None
-        out["csv"] = csv_out
-    if as_json:
-        return emit_json(out)
+def _num(x: float | None, fmt: str) -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def _measured_rows(m: dict[str, Any], framework: str) -> list[list[str]]:
+    """The measured column: step time, tokens/s/GPU, the framework's own TFLOP/s and MFU, peak memory."""
+    step = _num(m["step_s"], ".3f")
+    if m["step_p10_s"] is not None:
+        step += f" (p10-p90 {m['step_p10_s']:.3f}-{m['step_p90_s']:.3f})"
+    mem = f"{_gb(m['mem_max_reserved_bytes'])} reserved, {_gb(m['mem_max_allocated_bytes'])} allocated"
+    if m["mem_usage_fraction"]:
+        mem += f"; device {m['mem_usage_fraction']:.1%} in use"
+    return [
+        ["step time (s)", step],
+        ["tokens/s/GPU", _num(m["tokens_per_s_per_gpu"], ",.0f")],
+        ["MFU (causal, perfmodel FLOPs)", _num(m["mfu_causal"], ".1%")],
+        [f"TFLOP/s/GPU ({framework}'s own)", _num(m["tflops_per_gpu"], ".1f")],
+        [f"MFU ({framework}'s own)", _num(m["mfu_framework"], ".1%")],
+        ["peak memory per GPU", mem],
+    ]
+
+
+def _print_measured_only(out: dict[str, Any]) -> None:
+    m = out["measured"]
+    console.print(table("Measured", ["", "measured"], _measured_rows(m, out["framework"]), 1))
+    for n in m["missing"]:
+        console.print(f"[yellow]not measured:[/yellow] {escape(n)}")
+    console.print(f"[bold]{escape(out['not_predicted'])}[/bold]")
+
+
+def _print_stack(out: dict[str, Any]) -> None:
+    console.print(escape(f"stack: {out['stack']} ({out['stack_name']}): {out['stack_why']}"))
+    for label, items in stack_groups(out):
+        console.print(escape(f"  {label}: " + "; ".join(items)))
+
+
+def _print_predicted(out: dict[str, Any]) -> None:
     m, pr = out["measured"], out["predicted"]
-    console.print(
-        f"[bold]{escape(log)}[/bold]: {out['framework']} log, {out['lines']:,} lines, "
-        f"{m['intervals']} intervals ({m['used']} stable; {m['dropped_warmup']} warm-up, "
-        f"{m['dropped_events']} after an evaluation/checkpoint left out)"
-    )
     console.print(
         f"model: {escape(out['model_name'])} ({escape(out['model_source'])}); {out['hardware']}, "
         f"{out['precision']}, {out['layout']['gpus']} GPUs, {out['layout_text']}, "
         f"gbs {out['layout']['gbs']}, seq {out['layout']['seq']}, {out['micro_batches']} micro-batches"
     )
-    for n in out["notes"]:
-        console.print(f"[yellow]note:[/yellow] {escape(n)}")
-    print_stack(out)
-    ff = out["framework_flops"]
-    fw_tf = "-" if m["tflops_per_gpu"] is None else f"{m['tflops_per_gpu']:.1f}"
-    rows = [
-        [
-            "step time (s)",
-            f"{m['step_s']:.3f} (p10-p90 {m['step_p10_s']:.3f}-{m['step_p90_s']:.3f})",
-            f"{pr['step_time_s']:.3f}",
-        ],
-        ["tokens/s/GPU", f"{m['tokens_per_s_per_gpu']:,.0f}", f"{pr['tokens_per_s_per_gpu']:,.0f}"],
-        ["MFU (causal, perfmodel FLOPs)", f"{m['mfu_causal']:.1%}", f"{pr['mfu_causal']:.1%}"],
-        [f"TFLOP/s/GPU ({out['framework']}, {ff['convention'] or '-'} attention)", fw_tf, "-"],
-        [
-            "peak memory per GPU",
-            f"{_gb(m['mem_max_reserved_bytes'])} reserved, {_gb(m['mem_max_allocated_bytes'])} allocated",
-            f"{_gb(pr['memory_bytes_per_gpu'])}" + ("" if pr["fits"] else " (does not fit)"),
-        ],
+    _print_stack(out)
+    rows = _measured_rows(m, out["framework"])
+    predicted = [
+        f"{pr['step_time_s']:.3f}",
+        f"{pr['tokens_per_s_per_gpu']:,.0f}",
+        f"{pr['mfu_causal']:.1%}",
+        "-",
+        "-",
+        _gb(pr["memory_bytes_per_gpu"]) + ("" if pr["fits"] else " (does not fit)"),
     ]
+    rows = [r + [p] for r, p in zip(rows, predicted)]
     console.print(table("Measured vs predicted", ["", "measured", "predicted"], rows, 1))
+    ff = out["framework_flops"]
     if m["flops_per_token_framework"]:
         console.print(
             f"framework FLOPs/token {m['flops_per_token_framework']:.3e} ({escape(ff['source'])}); "
@@ -1476,7 +95,6 @@ def check_cmd(
             f"{ff['perfmodel_flops_per_token_full']:.3e} full"
         )
     console.print(f"[bold]gap[/bold] (predicted - measured) / measured: {out['gap']:+.1%}; {out['verdict']}")
-    wi = shown_what_ifs(out["what_ifs"])
     print_table(
         "Likely causes, closest to the measurement first (each predicted)",
         ["what if", "tokens/s/GPU", "vs measured", "fits"],
@@ -1487,7 +105,7 @@ def check_cmd(
                 f"{w['tokens_per_s_per_gpu'] / m['tokens_per_s_per_gpu'] - 1:+.1%}",
                 "yes" if w["fits"] else "no",
             ]
-            for w in wi
+            for w in shown_what_ifs(out["what_ifs"])
         ],
         1,
         wrap=(0,),
@@ -1507,8 +125,70 @@ def check_cmd(
         1,
         wrap=(0,),
     )
+
+
+def _render(out: dict[str, Any]) -> None:
+    head = f"[bold]{escape(out['log'])}[/bold]: {out['framework']} log, {out['lines']:,} lines"
+    if out["status"] == "no_iteration":  # one line, however wide
+        console.print(f"{head}: {escape(out['summary'])}", soft_wrap=True)
+        return
+    console.print(f"{head}, {out['measured']['intervals']} intervals; step time: {escape(out['measured']['rule'])}")
+    for n in out["notes"]:
+        console.print(f"[yellow]note:[/yellow] {escape(n)}")
+    if out["status"] == "measured":
+        _print_measured_only(out)
+    else:
+        _print_predicted(out)
+    if out.get("csv"):
+        console.print(f"wrote {escape(out['csv'])} (one row; `perfmodel validate {escape(out['csv'])}`)")
+
+
+@click.command("check")
+@click.argument("log", type=click.Path(dir_okay=False))
+@click.option("--hardware", "hardware_ref", default=None, help="catalog id or TOML spec (where the log names no GPU)")
+@click.option("--gpus", type=int, default=None, help="GPU count, where the log does not state it")
+@click.option("--model", "model_ref", default=None, help="catalog id or spec file (TOML / HF config.json)")
+@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="add or override a log field (repeatable)")
+@click.option(
+    "--warmup", type=int, default=WARMUP_ITERS, show_default=True, help="iterations after each start left out"
+)
+@click.option("--run-id", default=None, help="run_id of the --csv row [default: the log's file name]")
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False), default=None, help="write the run as a CSV row")
+@click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="what-if hardware field (repeatable)")
+@stack_options
+@click.option("--json", "as_json", is_flag=True, help="machine-readable output")
+def check_cmd(
+    *,
+    log: str,
+    hardware_ref: str | None,
+    gpus: int | None,
+    model_ref: str | None,
+    args: tuple[str, ...],
+    warmup: int,
+    run_id: str | None,
+    csv_out: str | None,
+    sets: tuple[str, ...],
+    as_json: bool,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> None:
+    """Read a Megatron-LM / Megatron-Bridge / NeMo or torchtitan training LOG: what it measured, and where the
+    log states the whole run, the same run predicted with the gap explained (ranked what-ifs, overheads)."""
+    if csv_out and sets:
+        raise InputError(
+            "--csv",
+            csv_out,
+            "a measured-run row names catalog hardware or a spec file: write the "
+            "what-if hardware (--set) to a TOML file and pass it as --hardware",
+        )
+    res = check(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets, stack, tuple(stack_set))
+    out = res.document
     if csv_out:
-        console.print(f"wrote {escape(csv_out)} (one row; `perfmodel validate {escape(csv_out)}`)")
+        write_csv(csv_out, res.csv_row(run_id or Path(log).name, csv_out))
+        out["csv"] = csv_out
+    if as_json:
+        return emit_json(out)
+    _render(out)
     return None
 
 

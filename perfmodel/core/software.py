@@ -44,10 +44,17 @@ _ATTN_FACTOR = {
     ("blackwell-ultra", "fa4"): (1.0, 1.0),
     ("blackwell-ultra", "fa3"): (1.0, 1.0),
     ("blackwell-ultra", "fa2"): (1 / 1.75, 1 / 1.6),
+    # AMD CDNA 3 (MI300X): FA3's wgmma tiles, FA4's tcgen05 tiles and cuDNN do not exist there; what a ROCm run
+    # calls for any of them (Transformer Engine's fused backend, the flash-attn package's ROCm build) is the
+    # Composable Kernel flash attention that mi300x.toml's attention_fwd / attention_bwd stand for -> 1
+    ("cdna3", "cudnn"): (1.0, 1.0),
+    ("cdna3", "fa2"): (1.0, 1.0),
+    ("cdna3", "fa3"): (1.0, 1.0),
+    ("cdna3", "fa4"): (1.0, 1.0),
 }
 
 
-for _gen in ("ampere", "hopper", "blackwell", "blackwell-ultra"):
+for _gen in ("ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3"):
     _f, _b = _ATTN_FACTOR[(_gen, "fa2")]
     _ATTN_FACTOR[(_gen, "fa1")] = (_f * _FA1, _b * _FA1)
     _ATTN_FACTOR[(_gen, "triton")] = (_f * _TRITON, _b * _TRITON)

@@ -1,4 +1,4 @@
-"""HardwareSpec: one GPU type in its system (HGX node or NVL72 rack), loaded from hardware/*.toml.
+"""HardwareSpec: one GPU type in its system (HGX node, NVL72 rack, AMD Infinity Fabric platform), loaded from hardware/*.toml.
 
 Units are SI throughout: FLOP/s (dense, no 2:4 sparsity), bytes, bytes/s per GPU per direction,
 seconds, watts, US dollars.
@@ -161,7 +161,9 @@ class Cost(Frozen):
 class HardwareSpec(Frozen):
     id: str
     name: str
-    generation: Literal["ampere", "hopper", "blackwell", "blackwell-ultra"]
+    # NVIDIA ampere / hopper / blackwell / blackwell-ultra; AMD cdna3 (Instinct MI300X). The band family
+    # (perfmodel/analysis/uncertainty.py) and the attention-kernel factors (perfmodel/core/software.py) key on it
+    generation: Literal["ampere", "hopper", "blackwell", "blackwell-ultra", "cdna3"]
     gpus_per_node: int = Field(ge=1)
     peak_flops: PeakFlops
     memory: Memory

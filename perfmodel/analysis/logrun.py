@@ -1,0 +1,1171 @@
+"""The run a training log states (perfmodel/analysis/logparse.py reads it): the model shape, the layout, the
+precision and the stack switches its argument dump, Megatron-Bridge config or torchtitan job config and start-up
+lines state, each with where it came from (the log, or --arg NAME=VALUE). perfmodel/analysis/logcheck.py measures
+that run and predicts it.
+
+Nothing is guessed silently: a field perfmodel needs that the log does not state is named in `Built.missing`, with
+how to give it; defaults that follow from the framework's own code are listed as notes. A field that the log states
+inconsistently (a --gpus that is not the log's world size, a batch that varies) is an InputError.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, get_args
+
+from perfmodel.analysis.logparse import ParsedLog, software_of
+from perfmodel.errors import InputError
+from perfmodel.specs.layout import Layout
+from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.specs.specfile import data_dir
+from perfmodel.specs.stack import RecomputeModule
+
+RECOMPUTE_MODULES = get_args(RecomputeModule)
+
+# the device names the logs print (torch.cuda.get_device_name: torchtitan's capacity line, ROCm tools) -> catalog id;
+# only names that identify one catalog entry without doubt (an NVL72 rack or a PCIe card is not guessed). ROCm names
+# its device 'AMD Instinct MI300X' (pytorch/ao PR #2853: get_device_properties on MI300X), 'AMD Instinct MI300X VF'
+# in an Azure VM (the same GPU behind SR-IOV)
+DEVICE_NAMES = {
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H200": "h200-sxm",
+    "NVIDIA H800": "h800-sxm",
+    "NVIDIA A100-SXM4-80GB": "a100-sxm-80gb",
+    "NVIDIA B200": "b200",
+    "AMD Instinct MI300X": "mi300x",
+    "AMD Instinct MI300X VF": "mi300x",
+}
+
+
+class Stated(NamedTuple):
+    """A stack feature the log (or --arg) states: its value as --stack-set takes it, the field(s) saying so, and
+    where they came from ("log" or "--arg")."""
+
+    value: str
+    how: str
+    origin: str = "log"
+
+
+@dataclass
+class Run:
+    """A run as the log states it, ready to predict."""
+
+    model: ModelSpec
+    model_source: str
+    layout: Layout
+    precision: str
+    framework: str
+    notes: list[str] = field(default_factory=list)
+    stated: dict[str, Stated] = field(default_factory=dict)  # stack feature -> what the log states
+    read: list[str] = field(default_factory=list)  # switches read that set no feature (and why)
+    software: str = ""  # the release the log names (NeMo container banner), else ""
+    compiled: bool = False  # torchtitan: torch.compile on
+    states: str = "Megatron-LM argument dump"  # what in the log states the run
+
+
+@dataclass
+class Facts:
+    """What the measurement needs besides the logged times: the global batch, the sequence length and the GPU count
+    (None where neither the log nor a flag states it), each with where it came from."""
+
+    gbs: int | None = None
+    seq: int | None = None
+    gpus: int | None = None
+    gbs_from: str = ""
+    seq_from: str = ""
+    gpus_from: str = ""
+
+
+@dataclass
+class Built:
+    """The outcome of reading a log's run: the run when every field is stated (else None and `missing`, each with
+    how to give it), the measurement's facts, and what could be read of the model and precision anyway."""
+
+    framework: str
+    run: Run | None
+    missing: list[str]
+    facts: Facts
+    model: ModelSpec | None = None
+    precision: str | None = None
+    notes: list[str] = field(default_factory=list)
+    given: list[str] = field(default_factory=list)  # the --arg fields the run used
+
+
+class _Fields:
+    """Argument-dump fields (Megatron, or Megatron-Bridge's config under Megatron's names) or the flattened job
+    config (torchtitan), --arg overrides first. Every field read that is absent goes to `missing` with how to
+    give it; `labels` names a field as the log printed it (Bridge 'model.num_layers')."""
+
+    def __init__(self, args: dict[str, str], overrides: dict[str, str], labels: dict[str, str] | None = None):
+        self.args, self.over, self.labels = args, overrides, labels or {}
+        self.missing: list[str] = []
+        self.given: set[str] = set()
+
+    def _get(self, name: str) -> str | None:
+        if name in self.over:
+            self.given.add(name)
+            return self.over[name]
+        return self.args.get(name)
+
+    def raw(self, *names: str) -> str | None:
+        for n in names:
+            if self.present(n):
+                v = (self._get(n) or "").strip()
+                return None if v in ("None", "") else v
+        return None
+
+    def present(self, name: str) -> bool:
+        return name in self.over or name in self.args
+
+    def origin(self, *names: str) -> str:
+        """'--arg' when any of the fields is given with --arg, else 'log'."""
+        return "--arg" if any(n in self.over for n in names) else "log"
+
+    def said(self, name: str) -> str:
+        """'field=value' as the log (or --arg) states it."""
+        if name in self.over:
+            return f"--arg {name}={self.over[name]}"
+        return f"{self.labels.get(name, name)}={self.args.get(name)}"
+
+    def need(self, name: str, *aliases: str) -> str | None:
+        v = self.raw(name, *aliases)
+        if v is None:
+            self.missing.append(f"{name} (give --arg {name}=VALUE)")
+        return v
+
+    def int(self, name: str, *aliases: str, default: int | None = None) -> int | None:
+        v = self.raw(name, *aliases)
+        if v is None:
+            if default is None:
+                self.missing.append(f"{name} (give --arg {name}=N)")
+            return default
+        try:
+            f = float(v)
+            if not math.isfinite(f) or f != int(f):
+                raise ValueError
+            return int(f)
+        except ValueError:
+            raise InputError("log", name, f"not an integer ({v!r})") from None
+
+    def peek_int(self, *names: str) -> int | None:
+        """The field as an integer without recording it as missing (None when absent or not an integer)."""
+        v = self.raw(*names)
+        try:
+            return int(float(v)) if v is not None else None
+        except ValueError:
+            return None
+
+    def bool(self, name: str, default: bool | None = None) -> bool | None:
+        v = self.raw(name)
+        if v is None:
+            return default
+        if v in ("True", "true", "1"):
+            return True
+        if v in ("False", "false", "0"):
+            return False
+        raise InputError("log", name, f"not True/False ({v!r})")
+
+
+Fields = _Fields
+
+
+# ---- Megatron-Bridge's config under Megatron-LM's argument names ---------------------------------------------------
+
+# AttnBackend (Megatron-LM megatron/core/transformer/enums.py @d580efc): the enum's values, as Bridge prints it
+ATTN_BACKEND = {"1": "flash", "2": "fused", "3": "unfused", "4": "local", "5": "auto"}
+# ConfigContainer sections whose fields carry Megatron-LM's argument names (Bridge v0.2.0 training/config.py:
+# TrainingConfig, DistributedDataParallelConfig, OptimizerConfig; MCore TransformerConfig for `model`)
+_BRIDGE_SECTIONS = ("model", "train", "ddp", "optimizer", "comm_overlap")
+# Bridge mixed_precision recipe names (training/mixed_precision.py @7af9601) -> the Megatron-LM fields they set
+_BRIDGE_PRECISION = {
+    "bf16_mixed": {"bf16": "True"},
+    "fp16_mixed": {"fp16": "True"},
+    "bf16_with_fp8_delayed_scaling_mixed": {"bf16": "True", "fp8": "hybrid", "fp8_recipe": "delayed"},
+    "bf16_with_fp8_current_scaling_mixed": {"bf16": "True", "fp8": "hybrid", "fp8_recipe": "tensorwise"},
+    "bf16_with_fp8_subchannel_scaling_mixed": {"bf16": "True", "fp8": "e4m3", "fp8_recipe": "blockwise"},
+    "bf16_with_mxfp8_mixed": {"bf16": "True", "fp8": "e4m3", "fp8_recipe": "mxfp8"},
+    "bf16_with_nvfp4_mixed": {"bf16": "True", "fp4": "e2m1"},
+}
+
+
+def bridge_args(config: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Megatron-Bridge's printed ConfigContainer (flattened: 'model.num_layers') -> (Megatron-LM argument names ->
+    value, name -> the config key it came from). The sections of _BRIDGE_SECTIONS keep their field names (MCore
+    TransformerConfig / ModelParallelConfig, DDP config, TrainingConfig), a later section never overriding an
+    earlier one; the fields that Megatron-LM names otherwise are translated: num_moe_experts -> num_experts,
+    gated_linear_unit with silu -> swiglu, share_embeddings_and_output_weights -> untie_embeddings_..., the DDP
+    grad_reduce_in_fp32 -> accumulate_allreduce_grads_in_fp32 (Megatron-LM training.py @d580efc l.1001 sets the one
+    from the other), dataset.sequence_length -> seq_length, the attention_backend enum and the mixed-precision
+    recipe to their fields."""
+    args: dict[str, str] = {}
+    labels: dict[str, str] = {}
+
+    def put(name: str, value: str | None, key: str) -> None:
+        if value is not None and name not in args:
+            args[name], labels[name] = value, key
+
+    for sec in _BRIDGE_SECTIONS:
+        for k, v in config.items():
+            s, _, name = k.partition(".")
+            if s == sec and name and "." not in name and not name.startswith("_"):
+                put(name, v, k)
+    for key in ("dataset.sequence_length", "dataset.seq_length"):
+        if key in config:  # the training sequence (Bridge validate asserts model.seq_length equals it)
+            args["seq_length"], labels["seq_length"] = config[key], key
+            break
+    put("num_experts", config.get("model.num_moe_experts"), "model.num_moe_experts")
+    glu, act = config.get("model.gated_linear_unit"), config.get("model.activation_func._target_", "")
+    if glu is not None:
+        put("swiglu", str(glu == "True" and act.endswith("silu")), "model.gated_linear_unit, model.activation_func")
+    share = config.get("model.share_embeddings_and_output_weights")
+    if share is not None:
+        put("untie_embeddings_and_output_weights", str(share != "True"), "model.share_embeddings_and_output_weights")
+    groups, heads = config.get("model.num_query_groups"), config.get("model.num_attention_heads")
+    if groups not in (None, "None") and heads:
+        put("group_query_attention", str(groups != heads), "model.num_query_groups")
+    put("accumulate_allreduce_grads_in_fp32", config.get("ddp.grad_reduce_in_fp32"), "ddp.grad_reduce_in_fp32")
+    backend = _literal_list(config.get("model.attention_backend._args_"))
+    if backend and backend[0] in ATTN_BACKEND:
+        args["attention_backend"] = f"AttnBackend.{ATTN_BACKEND[backend[0]]}"
+        labels["attention_backend"] = "model.attention_backend"
+    mp = config.get("mixed_precision")
+    for name, v in _BRIDGE_PRECISION.get(mp or "", {}).items():
+        put(name, v, f"mixed_precision={mp}")
+    for name in ("bf16", "fp16", "fp8", "fp8_recipe", "fp4"):
+        put(name, config.get(f"mixed_precision.{name}"), f"mixed_precision.{name}")
+    return args, labels
+
+
+def _literal_list(raw: str | None) -> list[str]:
+    if not raw:
+        return []
+    try:
+        v = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return []
+    return [str(x) for x in v] if isinstance(v, (list, tuple)) else []
+
+
+# ---- the model ----------------------------------------------------------------------------------
+
+
+def _catalog() -> list[ModelSpec]:
+    return [load_model(p.stem) for p in sorted(data_dir("models").glob("*.toml"))]
+
+
+def _shape(m: ModelSpec) -> tuple:
+    a = m.attention
+    moe = (
+        (m.moe.num_experts, m.moe.top_k, m.moe.expert_intermediate_size, m.moe.shared_experts * m.moe.shared_width)
+        if m.moe
+        else None
+    )
+    mla = (
+        (a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim)
+        if a.kind == "mla"
+        else None
+    )
+    dense = m.ffn.intermediate_size if m.num_dense_ffn_layers else 0
+    return (
+        m.num_layers,
+        m.hidden_size,
+        a.num_heads,
+        a.num_kv_heads,
+        a.head_dim if a.kind != "mla" else 0,
+        dense,
+        moe,
+        mla,
+        m.mtp_layers,
+    )
+
+
+def match_catalog(spec: ModelSpec, vocab_padded: int, pad_multiple: int) -> list[ModelSpec]:
+    """Catalog models with the same shape; the vocabulary equal to the unpadded one, or padded up to a
+    multiple of make_vocab_size_divisible_by x tp (Megatron's _vocab_size_with_padding)."""
+    out = []
+    for c in _catalog():
+        if _shape(c) != _shape(spec):
+            continue
+        v_ok = c.vocab_size == spec.vocab_size or (
+            vocab_padded
+            and c.vocab_size <= vocab_padded < c.vocab_size + max(pad_multiple, 1)
+            and vocab_padded % max(pad_multiple, 1) == 0
+        )
+        if v_ok:
+            out.append(c)
+    return out
+
+
+def _layer_freq(raw: str | None, layers: int) -> tuple[int, int] | None:
+    """moe_layer_freq as printed (an int, or a list of 0/1 per layer) -> (first_dense_layers, interval)."""
+    if raw is None:
+        return 0, 1
+    if re.fullmatch(r"\d+", raw):
+        return 0, int(raw)
+    bits = [int(b) for b in re.findall(r"\d+", raw)]
+    if len(bits) != layers or set(bits) - {0, 1}:
+        return None
+    first = bits.index(1) if 1 in bits else layers
+    for iv in range(1, layers + 1):  # ModelSpec: layer i is MoE when i >= first and (i + 1) % interval == 0
+        if all(b == int(i >= first and (i + 1) % iv == 0) for i, b in enumerate(bits)):
+            return first, iv
+    return None
+
+
+def _megatron_attention(f: _Fields, h: int, heads: int, kv: int) -> dict[str, Any]:
+    mla = f.bool("multi_latent_attention", False)
+    attn: dict[str, Any] = {
+        "kind": "mla" if mla else ("gqa" if kv < heads else "mha"),
+        "num_heads": heads,
+        "num_kv_heads": heads if mla else kv,
+        "head_dim": f.int("kv_channels", default=h // heads),
+        "qkv_bias": bool(f.bool("add_qkv_bias", False) or f.bool("add_bias_linear", False)),
+        "o_bias": bool(f.bool("add_bias_linear", False)),
+        "qk_norm": "rmsnorm" if f.bool("qk_layernorm", False) else "none",
+    }
+    if mla:
+        attn.update(
+            q_lora_rank=f.int("q_lora_rank", default=0),
+            kv_lora_rank=f.int("kv_lora_rank"),
+            qk_nope_head_dim=f.int("qk_head_dim"),
+            qk_rope_head_dim=f.int("qk_pos_emb_head_dim"),
+            v_head_dim=f.int("v_head_dim"),
+        )
+    return attn
+
+
+def _megatron_moe(f: _Fields, layers: int, ffn: int) -> dict[str, Any] | None:
+    experts = f.int("num_experts", default=0)
+    if not experts:
+        return None
+    pattern = _layer_freq(f.raw("moe_layer_freq"), layers)
+    if pattern is None:
+        f.missing.append("moe_layer_freq (a layer pattern perfmodel cannot express: give --model)")
+        pattern = (0, 1)
+    shared = f.int("moe_shared_expert_intermediate_size", default=0) or 0
+    return {
+        "num_experts": experts,
+        "top_k": f.int("moe_router_topk"),
+        "expert_intermediate_size": f.int("moe_ffn_hidden_size", default=ffn),
+        "shared_experts": 1 if shared else 0,
+        "shared_intermediate_size": shared,
+        "first_dense_layers": pattern[0],
+        "interval": pattern[1],
+    }
+
+
+def _megatron_doc(f: _Fields, layers: int, h: int, ffn: int, vocab: int, attn: dict, moe: dict | None) -> dict:
+    """The ModelSpec document of a Megatron shape."""
+    norm = (f.raw("normalization") or "").lower()
+    swiglu = f.bool("swiglu")
+    doc: dict[str, Any] = {
+        "id": "log-model",
+        "name": "model of the log's " + ("Megatron-Bridge config" if "num_layers" in f.labels else "argument dump"),
+        "num_layers": layers,
+        "hidden_size": h,
+        "vocab_size": vocab,
+        "tied_embeddings": not f.bool("untie_embeddings_and_output_weights", False),
+        "position_embedding": {"rope": "rope", "learned_absolute": "learned", "none": "none"}.get(
+            f.raw("position_embedding_type") or "rope", "rope"
+        ),
+        "norm": "rmsnorm" if norm == "rmsnorm" else "layernorm",
+        "attention": attn,
+        "ffn": {
+            "activation": "swiglu" if swiglu else ("squared_relu" if f.bool("squared_relu", False) else "gelu"),
+            "intermediate_size": ffn if (not moe or moe["first_dense_layers"] or moe["interval"] > 1) else 0,
+            "bias": bool(f.bool("add_bias_linear", False)),
+        },
+        "mtp_layers": f.int("mtp_num_layers", default=0) or 0,
+        "seq_len": f.int("seq_length", default=4096) or 4096,
+    }
+    if moe:
+        doc["moe"] = moe
+    return doc
+
+
+def megatron_model(f: _Fields, log: ParsedLog, tp: int) -> tuple[ModelSpec | None, str, int, int]:
+    """The model the argument dump describes (None if a shape field is missing) -> (spec, how named,
+    padded vocab, padding multiple)."""
+    before = len(f.missing)
+    L = f.int("num_layers")
+    h = f.int("hidden_size")
+    heads = f.int("num_attention_heads")
+    ffn = f.int("ffn_hidden_size")
+    kv = f.int("num_query_groups") if f.bool("group_query_attention", False) else heads
+    vocab = log.vocab_unpadded or f.int("vocab_size", default=0) or 0
+    padded = log.vocab_padded or f.int("padded_vocab_size", default=0) or 0
+    if not vocab and not padded:
+        f.missing.append(
+            "vocab_size (no ' > padded vocab' line and no vocab_size in the dump; give --arg vocab_size=N or --model)"
+        )
+    if None in (L, h, heads, ffn, kv):
+        return None, "", 0, 0
+    assert L and h and heads and ffn and kv
+    attn = _megatron_attention(f, h, heads, kv)
+    moe = _megatron_moe(f, L, ffn)
+    if len(f.missing) > before:
+        return None, "", 0, 0
+    try:
+        spec = ModelSpec(**_megatron_doc(f, L, h, ffn, vocab or padded, attn, moe))
+    except ValueError as exc:
+        raise InputError(
+            "log",
+            "model",
+            f"the argument dump's shape is not a model perfmodel can build ({str(exc).splitlines()[-1]}); give --model",
+        ) from None
+    mult = (f.int("make_vocab_size_divisible_by", default=128) or 128) * tp
+    found = match_catalog(spec, padded, mult)
+    if found:
+        others = f" (same shape: {', '.join(c.id for c in found[1:])})" if len(found) > 1 else ""
+        return found[0], f"catalog {found[0].id}, matched by the dump's shape fields{others}", padded, mult
+    missing_build = [n for n in ("swiglu", "normalization", "untie_embeddings_and_output_weights") if not f.present(n)]
+    if missing_build:
+        f.missing.extend(
+            f"{n} (no catalog model has this shape; give --arg {n}=VALUE or --model)" for n in missing_build
+        )
+        return None, "", 0, 0
+    return spec, "built from the dump's shape fields (no catalog model has this shape)", padded, mult
+
+
+def torchtitan_model(log: ParsedLog, f: _Fields) -> tuple[ModelSpec | None, str]:
+    """A Llama-family model from torchtitan's 'Building NAME FLAVOR with TransformerModelArgs(...)' line.
+    FFN width as torchtitan's llama3 FeedForward (models/llama3/model/model.py): hidden = int(2 * 4 dim / 3),
+    times ffn_dim_multiplier when set, rounded up to a multiple of multiple_of."""
+    a = log.model_args
+    name = log.model_name.split(" ")[0] if log.model_name else (f.raw("model.name") or "")
+    if not a:
+        f.missing.append("model (no 'Building ... with ...ModelArgs(...)' line; give --model ID|config.json)")
+        return None, ""
+    if not name.startswith("llama") or any(k in a for k in ("moe_args", "num_experts", "n_routed_experts")):
+        f.missing.append(f"model (torchtitan '{name}' model args are read for Llama dense models only; give --model)")
+        return None, ""
+    try:
+        dim, L, heads = int(a["dim"]), int(a["n_layers"]), int(a["n_heads"])
+        kv = int(a["n_kv_heads"]) if a.get("n_kv_heads", "None") != "None" else heads
+        vocab = int(a["vocab_size"])
+        mult = int(a.get("multiple_of", "256"))
+        fdm = a.get("ffn_dim_multiplier", "None")
+    except (KeyError, ValueError) as exc:
+        f.missing.append(f"model ({exc} not readable in the model args; give --model)")
+        return None, ""
+    hidden = int(2 * 4 * dim / 3)
+    if fdm not in ("None", ""):
+        hidden = int(float(fdm) * hidden)
+    hidden = mult * ((hidden + mult - 1) // mult)
+    spec = ModelSpec(
+        id="log-model",
+        name=f"torchtitan {log.model_name}",
+        num_layers=L,
+        hidden_size=dim,
+        vocab_size=vocab,
+        attention={
+            "kind": "gqa" if kv < heads else "mha",
+            "num_heads": heads,
+            "num_kv_heads": kv,
+            "head_dim": dim // heads,
+        },
+        ffn={"activation": "swiglu", "intermediate_size": hidden},
+    )
+    found = match_catalog(spec, 0, 1)
+    if found:
+        return found[0], f"catalog {found[0].id}, matched by the model args' shape"
+    return spec, "built from torchtitan's model args (no catalog model has this shape)"
+
+
+# ---- the precision ----------------------------------------------------------------------------
+
+
+def _precision_megatron(f: _Fields, notes: list[str]) -> str | None:
+    if f.raw("fp4"):
+        return "nvfp4"
+    if f.raw("fp8"):
+        recipe = f.raw("fp8_recipe")
+        if recipe is None:
+            notes.append(
+                "fp8_recipe absent from the dump: Megatron-LM's default 'delayed' (arguments.py "
+                "@000c4ac --fp8-recipe) -> fp8"
+            )
+            recipe = "delayed"
+        prec = {"delayed": "fp8", "tensorwise": "fp8", "mxfp8": "mxfp8", "blockwise": "fp8-block"}.get(recipe)
+        if prec is None:
+            raise InputError(
+                "log",
+                "fp8_recipe",
+                f"recipe {recipe!r} has no perfmodel precision (tensorwise, delayed, mxfp8, blockwise)",
+            )
+        return prec
+    if f.bool("bf16"):
+        return "bf16"
+    if f.bool("fp16"):
+        return "fp16"
+    f.missing.append("precision (the dump sets none of bf16, fp16, fp8, fp4; give --arg bf16=True)")
+    return None
+
+
+# ---- the stack the log states -------------------------------------------------------------------
+
+
+def _list(raw: str | None) -> list[str] | None:
+    """A printed Python list ("['core_attn', 'mlp']") or a bare word -> its items; None for None."""
+    if raw is None:
+        return None
+    try:
+        v = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        v = raw
+    items = v if isinstance(v, (list, tuple)) else [v]
+    return [str(x).strip() for x in items if str(x).strip()]
+
+
+def _tf(b: bool) -> str:
+    return "true" if b else "false"
+
+
+class _Sets:
+    """The stack features a Megatron argument dump states, collected with where each came from."""
+
+    def __init__(self, f: _Fields, notes: list[str]):
+        self.f, self.notes = f, notes
+        self.out: dict[str, Stated] = {}
+        self.read: list[str] = []
+
+    def put(self, feature: str, value: str, *names: str, how: str = "") -> None:
+        f = self.f
+        how = how or ", ".join(f.said(n) for n in names if f.present(n))
+        self.out[feature] = Stated(value, how, f.origin(*names))
+
+    def flag(self, name: str) -> bool | None:
+        return self.f.bool(name) if self.f.present(name) else None
+
+
+def _overlap_sets(s: _Sets) -> None:
+    if (v := s.flag("tp_comm_overlap")) is not None:  # Transformer Engine userbuffers (--tp-comm-overlap)
+        s.put("tp_overlap", "userbuffers" if v else "none", "tp_comm_overlap")
+    if (v := s.flag("overlap_grad_reduce")) is not None:
+        s.put("dp_grad_reduce_overlap", _tf(v), "overlap_grad_reduce")
+    if (v := s.flag("overlap_param_gather")) is not None:
+        s.put("dp_param_gather_overlap", _tf(v), "overlap_param_gather")
+    if (v := s.flag("sequence_parallel")) is not None:
+        s.put("sequence_parallel", _tf(v), "sequence_parallel")
+    if (v := s.flag("gradient_accumulation_fusion")) is not None:  # --no-gradient-accumulation-fusion
+        s.put("grad_accumulation_fusion", _tf(v), "gradient_accumulation_fusion")
+
+
+def _loss_sets(s: _Sets) -> None:
+    f = s.f
+    if (v := s.flag("cross_entropy_loss_fusion")) is not None:  # the 'native' fused loss also works in fp32
+        impl = (f.raw("cross_entropy_fusion_impl") or "native").strip("'\"")
+        s.put(
+            "cross_entropy",
+            "te" if v and impl == "te" else "fp32",
+            "cross_entropy_loss_fusion",
+            "cross_entropy_fusion_impl",
+            how=f"{f.said('cross_entropy_loss_fusion')}, cross_entropy_fusion_impl={impl}",
+        )
+
+
+def _recompute_sets(s: _Sets, recompute: str) -> None:
+    f = s.f
+    if not f.present("recompute_granularity"):
+        return
+    s.put("recompute", recompute, "recompute_granularity")
+    mods = _list(f.raw("recompute_modules"))
+    if recompute == "selective" and mods:
+        known = [m for m in mods if m in RECOMPUTE_MODULES]
+        if len(known) < len(mods):
+            s.notes.append(
+                f"recompute_modules {', '.join(m for m in mods if m not in known)}: not a module "
+                "perfmodel models; the rest are recomputed"
+            )
+        s.put("recompute_modules", ",".join(known) or "none", "recompute_modules")
+    elif recompute == "selective":  # Megatron-LM arguments.py: --recompute-modules defaults to core_attn
+        s.put(
+            "recompute_modules",
+            "core_attn",
+            "recompute_granularity",
+            how=f"{f.said('recompute_granularity')}, recompute_modules=None (Megatron-LM default ['core_attn'])",
+        )
+
+
+def _moe_sets(s: _Sets) -> None:
+    f = s.f
+    if not f.int("num_experts", default=0):
+        return
+    disp = f.raw("moe_token_dispatcher_type")
+    if disp is not None:
+        backend = (f.raw("moe_flex_dispatcher_backend") or "").lower()
+        if disp == "flex":
+            kind = "hybridep" if backend == "hybridep" else "deepep"
+            how = f"moe_token_dispatcher_type=flex, moe_flex_dispatcher_backend={backend or 'None (deepep)'}"
+        else:
+            kind = {"allgather": "allgather", "alltoall": "alltoall", "alltoall_seq": "alltoall"}.get(disp, "")
+            how = f"moe_token_dispatcher_type={disp}"
+        if f.bool("moe_enable_deepep", False):  # older Megatron-Core: --moe-enable-deepep with flex
+            kind, how = "deepep", how + ", moe_enable_deepep=True"
+        if kind:
+            s.put("moe_dispatcher", kind, "moe_token_dispatcher_type", "moe_enable_deepep", how=how)
+        else:
+            s.notes.append(f"moe_token_dispatcher_type={disp}: not a dispatcher perfmodel models; the preset's kept")
+    if (v := s.flag("moe_grouped_gemm")) is not None:
+        s.put("grouped_gemm", "te" if v else "none", "moe_grouped_gemm")
+
+
+def _precision_sets(s: _Sets, precision: str | None) -> None:
+    f = s.f
+    if precision and precision.startswith(("fp8", "mxfp8")) and f.raw("fp8_recipe"):
+        r = f.raw("fp8_recipe") or ""
+        kind = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8", "blockwise": "blockwise"}.get(r)
+        if kind:
+            s.put("fp8_recipe", kind, "fp8_recipe")
+
+
+def _graph_sets(s: _Sets) -> None:
+    f = s.f
+    impl, enable, scope = f.raw("cuda_graph_impl"), s.flag("enable_cuda_graph"), _list(f.raw("cuda_graph_scope"))
+    if impl is None and enable is None:
+        return
+    on = (impl not in (None, "none")) or bool(enable)
+    full = bool(scope) and any(x in ("full_iteration", "full") for x in scope or [])
+    names = [n for n in ("cuda_graph_impl", "enable_cuda_graph", "cuda_graph_scope") if f.raw(n) is not None]
+    s.put("cuda_graphs", "full_iteration" if on and full else ("per_layer" if on else "none"), *names)
+
+
+def _grad_sets(s: _Sets) -> None:
+    acc, bf = s.flag("accumulate_allreduce_grads_in_fp32"), s.flag("grad_reduce_in_bf16")
+    if acc is None and bf is None:
+        return
+    # Megatron-Core DDP: the main_grad buffer and the reduce use fp32 when grads accumulate in fp32
+    fp32 = bool(acc) if acc is not None else not bf
+    names = ("accumulate_allreduce_grads_in_fp32", "grad_reduce_in_bf16")
+    s.put("main_grad_precision", "fp32" if fp32 else "bf16", *names)
+    s.put("grad_reduce_precision", "fp32" if fp32 and not bf else "bf16", *names)
+
+
+def _shard_sets(s: _Sets) -> None:
+    f = s.f
+    if f.bool("use_megatron_fsdp", False) or f.bool("use_custom_fsdp", False):
+        s.put("fsdp", "megatron_fsdp", "use_megatron_fsdp", "use_custom_fsdp")
+    elif f.bool("use_torch_fsdp2", False):
+        s.put("fsdp", "fsdp2", "use_torch_fsdp2")
+    elif (v := s.flag("use_distributed_optimizer")) is not None:
+        s.put("fsdp", "zero1" if v else "none", "use_distributed_optimizer")
+        if v:  # Megatron-Core DistributedOptimizer: sharded over the data-parallel group with context parallel
+            s.put(
+                "optimizer_shard",
+                "dp_cp",
+                "use_distributed_optimizer",
+                how=f"{f.said('use_distributed_optimizer')} (Megatron-Core shards over dp x cp)",
+            )
+    cp = _list(f.raw("cp_comm_type"))
+    if cp and f.int("context_parallel_size", default=1) != 1:
+        kind = {"p2p": "p2p", "a2a": "a2a", "all_gather": "allgather", "allgather": "allgather", "a2a+p2p": "a2a_p2p"}
+        if kind.get(cp[0]) and len(set(cp)) == 1:
+            s.put("cp_comm_type", kind[cp[0]], "cp_comm_type")
+        else:
+            s.notes.append(f"cp_comm_type={cp}: not one kind perfmodel models; the preset's kept")
+
+
+def _attention_sets(s: _Sets) -> None:
+    f = s.f
+    ab = (f.raw("attention_backend") or "").split(".")[-1].lower()
+    legacy = bool(f.bool("use_legacy_models", False))
+    flash = s.flag("use_flash_attn")
+    if legacy and flash is not None:
+        # megatron/legacy/model/transformer.py @d580efc ParallelAttention: the flash_attn package's
+        # flash_attn_unpadded_func (FA1) or flash_attn_varlen_func (FA2), else the unfused core attention
+        s.put("attention_kernel", "fa2" if flash else "unfused", "use_legacy_models", "use_flash_attn")
+        return
+    if flash is not None:
+        s.read.append(
+            f"{f.said('use_flash_attn')} (selects FlashAttention in Megatron-LM's legacy models only, "
+            "megatron/legacy/model/transformer.py @d580efc; Megatron-Core models take attention_backend)"
+        )
+    if ab in ("fused", "unfused", "local"):
+        # AttnBackend (megatron/core/transformer/enums.py): fused = TE cuDNN fused attention; unfused = TE
+        # unfused; local = Megatron's own DotProductAttention (the s^2 scores in HBM, as unfused)
+        s.put("attention_kernel", "cudnn" if ab == "fused" else "unfused", "attention_backend")
+    elif ab == "flash":
+        s.read.append(
+            f"{f.said('attention_backend')} (FlashAttention 2 or 3, whichever flash-attn package the run had "
+            "installed, not in the log: the preset's attention kernel kept)"
+        )
+    elif ab == "auto":
+        s.read.append(
+            f"{f.said('attention_backend')} (Transformer Engine picks the kernel at run time: the preset's "
+            "attention kernel kept)"
+        )
+
+
+def megatron_stack_sets(
+    f: _Fields, recompute: str, precision: str | None, notes: list[str], read: list[str] | None = None
+) -> dict[str, Stated]:
+    """The stack features a Megatron argument dump states (megatron/training/arguments.py names), as
+    feature -> Stated(--stack-set value, the dump field(s) saying so, "log" or "--arg"). A field absent from the
+    dump states nothing: the feature stays the preset's. A value perfmodel cannot express is a note, not a guess;
+    a switch read that sets no feature goes to `read` with why."""
+    s = _Sets(f, notes)
+    _overlap_sets(s)
+    _loss_sets(s)
+    _recompute_sets(s, recompute)
+    _moe_sets(s)
+    if (v := s.flag("overlap_moe_expert_parallel_comm")) is not None:
+        s.put("moe_a2a_overlap", _tf(v), "overlap_moe_expert_parallel_comm")
+    _precision_sets(s, precision)
+    _graph_sets(s)
+    _grad_sets(s)
+    _shard_sets(s)
+    _attention_sets(s)
+    if read is not None:
+        read.extend(s.read)
+    return s.out
+
+
+# ---- Megatron-LM / Megatron-Bridge / NeMo -------------------------------------------------------------------
+
+
+def _gpus(flag: int | None, stated: int | None, what: str) -> tuple[int | None, str]:
+    """The GPU count: --gpus, else the log's; InputError when both are given and differ."""
+    if flag and stated and flag != stated:
+        raise InputError("gpus", str(flag), f"the log's {what} is {stated}")
+    if flag:
+        return flag, "--gpus"
+    return (stated, f"the log's {what}") if stated else (None, "")
+
+
+def _world_from_microbatches(log: ParsedLog, f: _Fields) -> int | None:
+    """The world size Megatron-Core's micro-batch count implies: dp = gbs / (mbs x n), world = dp x tp x pp x cp
+    (num_microbatches_calculator.py @d580efc ConstantNumMicroBatchesCalculator: n = gbs // (mbs x dp))."""
+    n, gbs, mbs = log.microbatches, f.peek_int("global_batch_size"), f.peek_int("micro_batch_size")
+    if not (n and gbs and mbs) or gbs % (mbs * n):
+        return None
+    model = 1
+    for name in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
+        model *= f.peek_int(name) or 1
+    return gbs // (mbs * n) * model
+
+
+def _megatron_facts(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Facts:
+    world = f.peek_int("world_size") or log.world_size or None
+    what = "world_size"
+    if world is None and (world := _world_from_microbatches(log, f)):
+        what = f"world size ('setting number of microbatches to constant {log.microbatches}': dp x tp x pp x cp)"
+    gpus, gpus_from = _gpus(gpus_flag, world, what)
+    gbs = f.peek_int("global_batch_size")
+    gbs_from = f.said("global_batch_size") if gbs else ""
+    if gbs is None and len(log.gbs_logged) == 1:
+        gbs, gbs_from = next(iter(log.gbs_logged)), "the iteration lines' global batch size"
+    seq = f.peek_int("seq_length", "encoder_seq_length")
+    seq_from = f.said("seq_length") if f.present("seq_length") else ("encoder_seq_length" if seq else "")
+    return Facts(gbs, seq, gpus, gbs_from, seq_from, gpus_from)
+
+
+def _check_batch(log: ParsedLog, gbs: int | None) -> None:
+    if len(log.gbs_logged) > 1:
+        raise InputError(
+            "log",
+            "global batch size",
+            f"varies in the log ({', '.join(map(str, sorted(log.gbs_logged)))}"
+            "; batch-size ramp-up): check a log of a fixed batch",
+        )
+    if gbs and log.gbs_logged and gbs not in log.gbs_logged:
+        raise InputError(
+            "log", "global_batch_size", f"{gbs} in the dump but {min(log.gbs_logged)} in the iteration lines"
+        )
+
+
+def _megatron_recompute(f: _Fields, notes: list[str]) -> str:
+    rec_raw = f.raw("recompute_granularity")
+    if not f.present("recompute_granularity"):
+        f.missing.append("recompute_granularity (give --arg recompute_granularity=None|selective|full)")
+    recompute = {"selective": "selective", "full": "full", None: "none"}.get(rec_raw)
+    if recompute is None:
+        raise InputError("log", "recompute_granularity", f"{rec_raw!r}: one of None, selective, full")
+    if recompute == "full" and f.raw("recompute_method") == "block" and f.raw("recompute_num_layers"):
+        notes.append(
+            f"full recompute of {f.raw('recompute_num_layers')} layers per stage (recompute_method=block) "
+            "is modelled as full recompute of every layer"
+        )
+    return recompute
+
+
+def _megatron_model_of(
+    log: ParsedLog, f: _Fields, model_ref: str | None, tp: int, notes: list[str]
+) -> tuple[ModelSpec | None, str]:
+    if not model_ref:
+        model, how, _, _ = megatron_model(f, log, tp)
+        return model, how
+    model = load_model(model_ref)
+    differ = [
+        f"{n}={f.raw(n)} vs {v}"
+        for n, v in (
+            ("num_layers", model.num_layers),
+            ("hidden_size", model.hidden_size),
+            ("num_attention_heads", model.attention.num_heads),
+        )
+        if f.raw(n) is not None and f.raw(n) != str(v)
+    ]
+    if differ:
+        notes.append(f"--model {model_ref} differs from the dump's shape ({', '.join(differ)}): --model is used")
+    return model, f"--model {model_ref}"
+
+
+def _megatron_layout(
+    f: _Fields, model: ModelSpec, gpus: int, degrees: tuple[int, int, int, int], mbs: int, gbs: int, seq: int, rec: str
+) -> Layout:
+    """The layout of a complete dump: virtual pipeline from either of its fields, expert TP defaulting to TP,
+    FSDP from its switches, and the dump's data_parallel_size checked against the world size."""
+    tp, pp, cp, ep = degrees
+    vp = 1
+    if f.raw("virtual_pipeline_model_parallel_size"):
+        vp = f.int("virtual_pipeline_model_parallel_size") or 1
+    elif f.raw("num_layers_per_virtual_pipeline_stage"):
+        per = f.int("num_layers_per_virtual_pipeline_stage") or 1
+        vp = max(1, model.num_layers // (pp * per))
+    etp = 1
+    if model.is_moe:
+        etp = f.int("expert_tensor_parallel_size", default=0) or tp  # Megatron-Core: expert TP defaults to TP
+    fsdp = bool(
+        f.bool("use_torch_fsdp2", False) or f.bool("use_megatron_fsdp", False) or f.bool("use_custom_fsdp", False)
+    )
+    dp_dump = f.int("data_parallel_size", default=0)
+    if dp_dump and gpus % (tp * pp * cp) == 0 and dp_dump != gpus // (tp * pp * cp):
+        raise InputError(
+            "log", "data_parallel_size", f"{dp_dump} but world_size / (tp * pp * cp) = {gpus // (tp * pp * cp)}"
+        )
+    return Layout(
+        gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=rec
+    )  # type: ignore[arg-type]
+
+
+def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """The run of a Megatron-LM argument dump (or Megatron-Bridge's config, or --arg fields for NeMo)."""
+    notes: list[str] = []
+    framework = "nemo" if log.framework == "nemo" else "megatron"
+    facts = _megatron_facts(log, f, gpus_flag)
+    tp = f.int("tensor_model_parallel_size") or 1
+    pp = f.int("pipeline_model_parallel_size") or 1
+    mbs = f.int("micro_batch_size")
+    gbs = f.int("global_batch_size") if not (framework == "nemo" and facts.gbs) else facts.gbs
+    seq = f.int("seq_length", "encoder_seq_length")
+    if facts.gpus is None:
+        f.missing.append("world_size (give --gpus N)")
+    defaults = []
+
+    def opt(name: str, dflt: int) -> int:
+        if not f.present(name):
+            defaults.append(f"{name}={dflt}")
+        return f.int(name, default=dflt) or dflt
+
+    cp = opt("context_parallel_size", 1)
+    ep = opt("expert_model_parallel_size", 1)
+    if defaults and (f.args or f.over):
+        notes.append("absent from the dump (the release predates the feature), taken as off: " + ", ".join(defaults))
+    recompute = _megatron_recompute(f, notes)
+    precision = _precision_megatron(f, notes)
+    model, how = _megatron_model_of(log, f, model_ref, tp, notes)
+    _check_batch(log, gbs)
+    built = Built(framework, None, f.missing, facts, model, precision, notes)
+    if f.missing or model is None or precision is None:
+        return built
+    assert facts.gpus and mbs and gbs and seq
+    lay = _megatron_layout(f, model, facts.gpus, (tp, pp, cp, ep), mbs, gbs, seq, recompute)
+    read: list[str] = []
+    stated = megatron_stack_sets(f, recompute, precision, notes, read)
+    states = "Megatron-Bridge config" if "num_layers" in f.labels else "Megatron-LM argument dump"
+    built.run = Run(model, how, lay, precision, framework, notes, stated, read, software_of(log), states=states)
+    return built
+
+
+# ---- torchtitan -------------------------------------------------------------------------------------------
+
+
+def _tt(f: _Fields, key: str) -> str | None:
+    """A torchtitan config value by its last component (sections moved between releases)."""
+    v = f.raw(key)
+    if v is not None:
+        return v
+    last = key.split(".")[-1]
+    for src in (f.over, f.args):
+        for k, val in src.items():
+            if k.split(".")[-1] == last and val.strip() not in ("None", ""):
+                if src is f.over:
+                    f.given.add(k)
+                return val.strip()
+    return None
+
+
+def _tt_int(f: _Fields, key: str, default: int | None = None) -> int | None:
+    v = _tt(f, key)
+    if v is None:
+        if default is None:
+            f.missing.append(f"{key} (give --arg {key}=N)")
+        return default
+    try:
+        return int(float(v))
+    except ValueError:
+        raise InputError("log", key, f"not an integer ({v!r})") from None
+
+
+# torchtitan's mesh dimension names (parallelisms/parallel_dims.py @57387af build_mesh; v0.2.0 with EP) -> config key
+_MESH = {
+    "tp": "tensor_parallel_degree",
+    "pp": "pipeline_parallel_degree",
+    "cp": "context_parallel_degree",
+    "dp_replicate": "data_parallel_replicate_degree",
+    "dp_shard": "data_parallel_shard_degree",
+}
+
+
+def _tt_degree(f: _Fields, log: ParsedLog, name: str, default: int) -> int:
+    """A parallel degree from the job config, else the device mesh line (which lists only the degrees above 1)."""
+    v = _tt_int(f, f"parallelism.{_MESH[name]}", -999)
+    if v != -999:
+        return v if v is not None else default
+    if log.mesh:
+        return log.mesh.get(name, 1)
+    return default
+
+
+class _TTLayout(NamedTuple):
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    rep: int
+    shard: int
+
+
+def _tt_layout(log: ParsedLog, f: _Fields, gpus: int) -> _TTLayout:
+    tp, pp, cp = (_tt_degree(f, log, n, 1) for n in ("tp", "pp", "cp"))
+    ep = _tt_int(f, "parallelism.expert_parallel_degree", 1) or 1
+    rep = _tt_degree(f, log, "dp_replicate", 1)
+    shard = _tt_degree(f, log, "dp_shard", -1)
+    if shard < 0:
+        shard = gpus // (rep * tp * pp * cp)
+    if rep * shard * tp * pp * cp != gpus:
+        raise InputError(
+            "log", "parallelism", f"dp_replicate {rep} x dp_shard {shard} x tp {tp} x pp {pp} x cp {cp} != {gpus} GPUs"
+        )
+    return _TTLayout(tp, pp, cp, ep, rep, shard)
+
+
+def _tt_facts(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Facts:
+    gpus, gpus_from = _gpus(gpus_flag, log.mesh_world or None, "device mesh")
+    t = log.trainer
+    seq = t.get("seq_len") or f.peek_int("training.seq_len")
+    gbs = (
+        t.get("global_batch_size")
+        if (t.get("global_batch_size") or 0) > 0
+        else f.peek_int("training.global_batch_size")
+    )
+    how = f"the '{log.trainer_line}' line" if t else "the job config"
+    return Facts(gbs if gbs and gbs > 0 else None, seq, gpus, how, how, gpus_from)
+
+
+def _tt_recompute(log: ParsedLog, f: _Fields, notes: list[str]) -> tuple[str, str]:
+    """(recompute mode, how the log states it): the job config, else the 'Applied {mode} activation checkpointing'
+    line; a log whose start-up (the model build) shows no such line applied none (torchtitan applies AC only for a
+    mode other than 'none': models/llama/parallelize_llama.py @57387af parallelize_llama)."""
+    mode = _tt(f, "activation_checkpoint.mode")
+    how = "activation_checkpoint.mode"
+    if mode is None and log.ac_mode:
+        mode = {"SelectiveAC": "selective", "FullAC": "full"}.get(log.ac_mode, log.ac_mode.lower())
+        how = f"'Applied {log.ac_mode} activation checkpointing to the model'"
+    elif mode is None and log.model_args:
+        mode, how = "none", "no 'Applied ... activation checkpointing' line after the model build"
+        notes.append("no activation-checkpointing line after torchtitan's model build: no activation checkpointing")
+    if mode is None:
+        f.missing.append("activation_checkpoint.mode (give --arg activation_checkpoint.mode=none|selective|full)")
+    recompute = {"none": "none", "selective": "selective", "full": "full", None: "none"}.get(mode)
+    if recompute is None:
+        raise InputError("log", "activation_checkpoint.mode", f"{mode!r}: perfmodel models none, selective, full")
+    sac = _tt(f, "activation_checkpoint.selective_ac_option")
+    if recompute == "selective" and sac is None:
+        sac = "op"
+        notes.append(
+            "selective_ac_option not in the log (no job config): 'op', as torchtitan's train_configs/llama3_8b.toml "
+            "@57387af sets it; its command-line default '2' (every second layer in full) is the 'recompute full' "
+            "what-if"
+        )
+    if recompute == "selective" and sac != "op":
+        recompute = "full"
+        notes.append(
+            f"selective_ac_option={sac}: every {sac}th layer checkpointed in full, a per-layer mix perfmodel "
+            "does not model; priced as full recompute of every layer (an upper bound on its recompute time)"
+        )
+    elif recompute == "selective":
+        notes.append(
+            "selective_ac_option=op: op-level SAC recomputes the element-wise ops and every second matmul "
+            "(wk, wo, w3 of a Llama block, ~37% of its matmul FLOPs); perfmodel's nearest module list, "
+            "layernorm + mlp, recomputes the norms, the SwiGLU and the MLP matmuls (~80%): recompute "
+            "time over-, kept activations under-stated"
+        )
+    return recompute, how
+
+
+def _tt_precision(log: ParsedLog, f: _Fields, notes: list[str]) -> tuple[str, str, str]:
+    """(precision, float8 recipe or '', how the log states it): the job config's converters, else the
+    quantisation line ('Float8 training active ...', 'MX training active ...'), else bf16 (training.
+    mixed_precision_param defaults to bfloat16: config_manager.py @57387af l.440)."""
+    conv = (_tt(f, "model.converters") or "") + " " + (_tt(f, "quantize.linear.float8.recipe_name") or "")
+    recipe = _tt(f, "float8.recipe_name") or _tt(f, "recipe_name") or "tensorwise"
+    how = "model.converters"
+    if not conv.strip() and log.quant:
+        kind, _, r = log.quant.partition(" ")
+        conv, recipe, how = ("mx" if kind.startswith("mx") else "float8"), (r or "tensorwise"), f"'{log.quant}' line"
+    if "mx" in conv:
+        return "mxfp8", "", how
+    if "float8" in conv:
+        precision = {"tensorwise": "fp8", "rowwise": "fp8-block", "rowwise_with_gw_hp": "fp8-block"}.get(recipe, "")
+        if not precision:
+            raise InputError("log", "float8.recipe_name", f"{recipe!r} has no perfmodel precision")
+        if precision == "fp8-block":
+            notes.append(f"torchtitan float8 recipe {recipe!r} (finer-than-tensor scales) read as fp8-block")
+        return precision, recipe, how
+    mp = _tt(f, "training.mixed_precision_param") or "bfloat16"
+    precision = {"bfloat16": "bf16", "float16": "fp16"}.get(mp, "")
+    if not precision:
+        raise InputError("log", "training.mixed_precision_param", f"{mp!r}: perfmodel predicts bf16/fp16/fp8 runs")
+    return precision, "", "training.mixed_precision_param"
+
+
+def _tt_batch(log: ParsedLog, f: _Fields, dp: int, pp: int, schedule: str) -> tuple[int | None, int, int]:
+    """(global batch, micro-batch, layers-per-stage hint < 0 for interleaved schedules, else 1)."""
+    local = (
+        log.trainer.get("local_batch_size")
+        or _tt_int(f, "training.local_batch_size", 0)
+        or _tt_int(f, "training.batch_size", 0)
+    )
+    gbs = log.trainer.get("global_batch_size") or _tt_int(f, "training.global_batch_size", -1)
+    if not local:
+        f.missing.append("training.local_batch_size (give --arg training.local_batch_size=N)")
+    if gbs is not None and gbs < 0 and local:
+        gbs = local * dp
+    mbs, vp = local or 1, 1
+    if pp > 1:
+        mbs = _tt_int(f, "parallelism.pipeline_parallel_microbatch_size", 1) or 1
+        if not re.fullmatch(r"1F1B|GPipe", schedule):
+            lps = _tt_int(f, "parallelism.pipeline_parallel_layers_per_stage", 0)
+            if not lps:
+                f.missing.append(
+                    f"parallelism.pipeline_parallel_layers_per_stage (schedule {schedule} has several "
+                    "stages per rank; give --arg parallelism.pipeline_parallel_layers_per_stage=N)"
+                )
+            vp = -lps if lps else 1  # resolved with the model's layer count
+    return gbs if gbs and gbs > 0 else None, mbs, vp
+
+
+def _tt_stated(log: ParsedLog, f: _Fields, recompute: str, how_ac: str, fsdp: bool, shard: int) -> dict[str, Stated]:
+    stated = {"recompute": Stated(recompute, how_ac, f.origin("activation_checkpoint.mode"))}
+    if recompute == "selective":
+        stated["recompute_modules"] = Stated(
+            "layernorm,mlp", "activation_checkpoint.selective_ac_option=op (nearest modules)", "log"
+        )
+    if fsdp:
+        how = (
+            "parallelism.data_parallel_shard_degree"
+            if f.present("parallelism.data_parallel_shard_degree")
+            else (f"the device mesh (dp_shard {shard})" + (f", '{log.shard_line}' line" if log.shard_line else ""))
+        )
+        stated["fsdp"] = Stated("fsdp2", how, f.origin("parallelism.data_parallel_shard_degree"))
+    return stated
+
+
+def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """The run of a torchtitan log: the job config when printed ('Running with args'), else its start-up lines
+    (device mesh, trainer, activation checkpointing, quantisation, compile)."""
+    notes: list[str] = []
+    facts = _tt_facts(log, f, gpus_flag)
+    if not log.args and not f.over and not log.mesh:
+        f.missing.append(
+            "parallelism (no 'Running with args: {...}' job config and no 'Building N-D device mesh' line: "
+            "give --arg parallelism.tensor_parallel_degree=N ...)"
+        )
+    if facts.gpus is None:
+        f.missing.append("gpus (no 'Building N-D device mesh' line; give --gpus N)")
+    recompute, how_ac = _tt_recompute(log, f, notes)
+    precision, recipe, _ = _tt_precision(log, f, notes)
+    if model_ref:
+        model, how = load_model(model_ref), f"--model {model_ref}"
+    else:
+        model, how = torchtitan_model(log, f)  # type: ignore[assignment]
+    built = Built("torchtitan", None, f.missing, facts, model, precision, notes)
+    if facts.gpus is None:
+        return built
+    gpus = facts.gpus
+    t = _tt_layout(log, f, gpus)
+    dp = t.rep * t.shard
+    schedule = _tt(f, "parallelism.pipeline_parallel_schedule") or "1F1B"
+    gbs, mbs, vp = _tt_batch(log, f, dp, t.pp, schedule)
+    seq = facts.seq or _tt_int(f, "training.seq_len")
+    if f.missing or model is None or not seq or not gbs:
+        return built
+    if vp < 0:
+        vp = max(1, model.num_layers // (t.pp * -vp))
+    fsdp = t.shard > 1
+    if fsdp:
+        notes.append(f"data_parallel_shard_degree={t.shard}: FSDP2 shards parameters, gradients and optimizer (ZeRO-3)")
+    lay = Layout(
+        gpus=gpus,
+        gbs=gbs,
+        seq=seq,
+        tp=t.tp,
+        pp=t.pp,
+        vp=vp,
+        cp=t.cp,
+        ep=t.ep,
+        etp=1,
+        mbs=mbs,
+        fsdp=fsdp,
+        recompute=recompute,
+    )  # type: ignore[arg-type]
+    compiled = log.compiled or any(
+        (f.raw(k) or "").lower() in ("true", "1") for k in ("compile.enable", "training.compile")
+    )
+    stated = _tt_stated(log, f, recompute, how_ac, fsdp, t.shard)
+    atp = _tt(f, "parallelism.enable_async_tensor_parallel")
+    if atp is not None and t.tp > 1:
+        stated["tp_overlap"] = Stated(
+            "async_tp" if atp.lower() in ("true", "1") else "none",
+            f"parallelism.enable_async_tensor_parallel={atp}",
+            f.origin("parallelism.enable_async_tensor_parallel"),
+        )
+    if recipe:
+        stated["fp8_recipe"] = Stated(
+            {"tensorwise": "current"}.get(recipe, "rowwise"), f"float8 recipe {recipe}", "log"
+        )
+    built.run = Run(model, how, lay, precision, "torchtitan", notes, stated, compiled=compiled)
+    return built
+
+
+# ---- any log -----------------------------------------------------------------------------------------------
+
+
+def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, gpus: int | None) -> Built:
+    """The run the log states (with --arg overrides, --model and --gpus): never an error for a field the log
+    does not state (it is in `missing`), an InputError for one it states inconsistently."""
+    if log.framework == "torchtitan":
+        f = _Fields(log.args, overrides)
+        built = torchtitan_run(log, f, model_ref, gpus)
+    else:
+        args, labels = bridge_args(log.config) if log.config else ({}, {})
+        args.update(log.args)
+        f = _Fields(args, overrides, labels)
+        built = megatron_run(log, f, model_ref, gpus)
+        if log.framework == "nemo" and not args and not overrides:  # one item naming every field, not fifteen
+            names = ", ".join(dict.fromkeys(m.split(" (")[0] for m in f.missing))
+            f.missing[:] = [
+                "the run's layout and model (a NeMo log states neither: give --arg NAME=VALUE with Megatron's "
+                f"names for {names}, or --model for the shape)"
+            ]
+    built.missing = list(dict.fromkeys(f.missing))
+    built.given = sorted(f.given)
+    if built.run is not None:
+        if built.missing:
+            built.run = None
+        elif built.given:
+            built.run.notes.insert(0, "given with --arg: " + ", ".join(f"{k}={overrides[k]}" for k in built.given))
+    return built
