@@ -406,7 +406,7 @@ NO_FIT = [
 
 def test_layout_that_does_not_fit_names_single_changes_that_fit(capsys):
     line = run_err(capsys, predict("llama3-70b", "h100-sxm", NO_FIT))
-    assert re.search(r"needs [\d.]+ GB per GPU, [\d.]+ GB over the 80.0 GB of HBM", line), line
+    assert re.search(r"needs [\d.]+ GB per GPU, [\d.]+ GB over the 85.0 GB usable on h100-sxm", line), line
     fixes = re.search(r"single changes that fit: (.*?) \(or --ignore-memory\)", line)
     assert fixes, line
     for fix in fixes.group(1).split(", "):  # each suggestion really fits

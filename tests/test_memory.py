@@ -56,3 +56,31 @@ def test_activations_per_layer_match_korthikanti_table2():
     kept, full = layer_activation_bytes(layer, np.array(0))
     assert float(full[0]) == pytest.approx(32 * s * b * h / t + 4 * a * s * b / t, rel=1e-12)
     assert float(kept[0]) == float(full[0])
+
+
+def test_capacity_is_what_the_device_reports_not_the_vendor_gb():
+    """Issue 26 item 5: an "80 GB" H100 lets PyTorch allocate 81,090 MiB (total_memory), 85.03e9 B, not 80e9. A
+    layout needing 81.3 GB (Llama 3 70B, 64 GPUs, tp 4, pp 4, no recompute) fits it; the same layout on the
+    vendor figure alone (device_bytes unset) does not. Every catalog GPU's device total is sourced and lies
+    within 10% of its vendor figure."""
+    from perfmodel.api import Layout, predict
+    from perfmodel.specs.hardware import apply_overrides, load_hardware
+    from perfmodel.specs.specfile import data_dir
+
+    h100 = load_hardware("h100-sxm")
+    assert h100.memory.capacity == 81090 * 2**20
+    lay = Layout(gpus=64, gbs=128, seq=8192, tp=4, pp=4)
+    p = predict("llama3-70b", h100, lay)
+    need = float(p.memory_bytes_per_gpu[0])
+    assert 80e9 < need < h100.memory.capacity and bool(p.fits[0]) and float(p.hbm_bytes) == h100.memory.capacity
+    vendor_only = h100.model_copy(update={"memory": h100.memory.model_copy(update={"device_bytes": None})})
+    q = predict("llama3-70b", vendor_only, lay)
+    assert float(q.memory_bytes_per_gpu[0]) == need and not bool(q.fits[0])
+    # a what-if capacity keeps the usable share: hbm_gb=96 -> 96e9 x 85.03/80
+    w = apply_overrides(h100, ["hbm_gb=96"])
+    assert w.memory.capacity == pytest.approx(96e9 * 81090 * 2**20 / 80e9, rel=1e-12)
+    for f in sorted((data_dir("hardware")).glob("*.toml")):
+        hw = load_hardware(f.stem)
+        if hw.memory.device_bytes is not None:
+            assert 0.9 < hw.memory.device_bytes / hw.memory.hbm_bytes < 1.1, hw.id
+            assert len(hw.sources["memory.device_bytes"]) > 40, hw.id

@@ -76,8 +76,13 @@ def test_base_file_differs_only_in_overridden_fields(tmp_path: Path):
     assert set(hw.overridden) == {"scale_up.domain_size", "memory.hbm_bytes"}
     a, b = flat(base), flat(hw)
     assert a.keys() == b.keys()
-    assert {k for k in a if a[k] != b[k]} == set(hw.overridden)
+    # besides the overrides, only the device-reported capacity, which keeps the base's usable share
+    assert {k for k in a if a[k] != b[k]} == set(hw.overridden) | {"memory.device_bytes"}
     assert hw.scale_up.domain_size == 144 and hw.memory.hbm_bytes == 288e9
+    share = base.memory.device_bytes / base.memory.hbm_bytes
+    assert (
+        hw.memory.capacity == pytest.approx(288e9 * share, rel=1e-12) and "share" in hw.sources["memory.device_bytes"]
+    )
     assert hw.sources["memory.hbm_bytes"] == "hypothetical 12-high HBM3e"
     assert "nvl144-hbm.toml" in hw.sources["scale_up.domain_size"]
     assert hw.sources["scale_up.bandwidth"] == base.sources["scale_up.bandwidth"]  # inherited source
@@ -185,7 +190,8 @@ def test_set_aliases_convert_units_and_record_overrides():
         "peak_flops.bf16",
     }
     a, b = flat(base), flat(hw)
-    assert {k for k in a if a[k] != b[k]} == set(hw.overridden)
+    assert {k for k in a if a[k] != b[k]} == set(hw.overridden) | {"memory.device_bytes"}
+    assert hw.memory.capacity == pytest.approx(288e9 * base.memory.device_bytes / base.memory.hbm_bytes, rel=1e-12)
     assert all(hw.sources[f].startswith("--set ") for f in hw.overridden)
     assert apply_overrides(base, []) is base
     assert resolve_hardware("gb200-nvl72", ("nvlink_domain=144",)).scale_up.domain_size == 144

@@ -34,10 +34,17 @@ def gb(x: float) -> str:
     return f"{x / GB:.1f} GB"
 
 
+def usable_note(hw) -> str:
+    """' (the device's total; 80 GB HBM)' where the usable capacity is the device-reported total."""
+    m = hw.memory
+    return f" (device total; {m.hbm_bytes / 1e9:.0f} GB HBM)" if m.device_bytes is not None else " HBM"
+
+
 def memory_reason(memory_bytes: float, hbm_bytes: float, hw_id: str) -> str:
-    """'needs 131.7 GB per GPU, 51.7 GB over the 80.0 GB of HBM on h100-sxm'."""
+    """'needs 131.7 GB per GPU, 51.7 GB over the 85.0 GB the device reports on h100-sxm' (hbm_bytes: the
+    capacity the fit used, hardware Memory.capacity)."""
     return (
-        f"needs {gb(memory_bytes)} per GPU, {gb(memory_bytes - hbm_bytes)} over the {gb(hbm_bytes)} of HBM on {hw_id}"
+        f"needs {gb(memory_bytes)} per GPU, {gb(memory_bytes - hbm_bytes)} over the {gb(hbm_bytes)} usable on {hw_id}"
     )
 
 

@@ -323,7 +323,7 @@ def _tps(p: Any) -> float:
 
 
 def _fits(p: Any, hw: HardwareSpec) -> bool:
-    return float(p.memory_bytes_per_gpu[0]) <= hw.memory.hbm_bytes
+    return float(p.memory_bytes_per_gpu[0]) <= hw.memory.capacity
 
 
 # ---- the stack ------------------------------------------------------------------------------------

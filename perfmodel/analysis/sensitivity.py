@@ -225,7 +225,7 @@ def sensitivity(model: ModelSpec, hw: HardwareSpec, layout: Layout, opts: Option
             )
         ]
         cost_rows.sort(key=lambda r: -abs(r["cost_elasticity"]))
-    need, cap = base["memory_bytes_per_gpu"], hw.memory.hbm_bytes
+    need, cap = base["memory_bytes_per_gpu"], hw.memory.capacity
     memory = {
         "hbm_bytes": cap,
         "memory_bytes_per_gpu": need,

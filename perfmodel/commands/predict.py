@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import domain_flags, domain_warning, gb, memory_error
+from perfmodel.analysis.checks import domain_flags, domain_warning, gb, memory_error, usable_note
 from perfmodel.analysis.energy import step_of
 from perfmodel.commands.common import (
     console,
@@ -179,7 +179,10 @@ def predict_cmd(
         [f"MFU ({other} attention)", f"{mfu_other:.1%}"],
         ["HFU (incl. recompute)", f"{r['hfu']:.1%}"],
         ["model FLOPs per token", f"{r['model_flops_per_token']:.3e}"],
-        ["memory per GPU", f"{gb(mem)} of {gb(hbm)} HBM: " + ("fits" if r["fits"] else "[red]DOES NOT FIT[/red]")],
+        [
+            "memory per GPU",
+            f"{gb(mem)} of {gb(hbm)} usable{usable_note(hw)}: " + ("fits" if r["fits"] else "[red]DOES NOT FIT[/red]"),
+        ],
     ]
     console.print(table("Prediction", ["", "value (80% band)"], summary, 1))
     console.print(escape(b.line()))

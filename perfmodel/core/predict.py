@@ -490,10 +490,10 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
         hfu=hfu,
         memory_bytes_per_gpu=total_mem,
         memory_parts=mem,
-        fits=total_mem <= hw.memory.hbm_bytes,
+        fits=total_mem <= hw.memory.capacity,
         breakdown_s=breakdown,
         model_flops_per_token=fpt,
-        hbm_bytes=hw.memory.hbm_bytes,
+        hbm_bytes=hw.memory.capacity,
         comm_raw_s=comm_raw,
         memory_stages=mem_stages,
     )

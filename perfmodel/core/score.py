@@ -329,7 +329,7 @@ def _tables(
         m,
         sw,
         c,
-        hw.memory.hbm_bytes,
+        hw.memory.capacity,
         fs,
         rec,
         n_k,

@@ -48,11 +48,21 @@ class PeakFlops(Frozen):
 
 
 class Memory(Frozen):
-    hbm_bytes: float = Bytes
+    hbm_bytes: float = Bytes  # the vendor's capacity, its "GB" read as 10^9 bytes (80 GB H100: 80e9)
     hbm_bandwidth: float = Bandwidth
+    # what the device lets a process allocate, as PyTorch reports it (torch.cuda.get_device_properties().total_memory,
+    # the driver's context already outside it): 85.03e9 B on an "80 GB" H100. None = not measured for this part;
+    # the capacity is then hbm_bytes
+    device_bytes: float | None = Field(default=None, ge=1e6, le=1e14, allow_inf_nan=False)
     # GPU <-> host memory link, per GPU per direction (NVLink-C2C on Grace systems, PCIe otherwise): what
     # activation CPU offloading moves over; None = not given (a stack that offloads is then refused)
     host_bandwidth: float | None = Field(default=None, ge=1e8, le=1e15, allow_inf_nan=False)
+
+    @property
+    def capacity(self) -> float:
+        """Bytes a training process can hold on one GPU before the reserve (constants.reserved_bytes): the
+        device-reported total where it is measured, else the vendor's figure."""
+        return self.device_bytes if self.device_bytes is not None else self.hbm_bytes
 
 
 class ScaleUp(Frozen):
@@ -253,7 +263,7 @@ def hardware_unit(field: str) -> tuple[float, str, str]:
     leaf = field.rsplit(".", 1)[-1]
     if field.startswith("peak_flops."):
         return 1e12, "TFLOP/s", "FLOP/s"
-    if leaf == "hbm_bytes":
+    if leaf in ("hbm_bytes", "device_bytes"):
         return 1e9, "GB", "B"
     if leaf == "hbm_bandwidth":
         return 1e12, "TB/s", "B/s"
@@ -366,6 +376,18 @@ def _tag(doc: Any, source: str) -> Any:
     return {"value": doc, "source": source}
 
 
+def scaled_device_bytes(hbm_bytes: float, device_bytes: float | None, new_hbm_bytes: Any) -> float | None:
+    """A what-if vendor capacity keeps the part's measured usable share: device total / vendor figure of the
+    base, times the new figure (None where the base has no device total or the new figure is not a number)."""
+    if device_bytes is None or isinstance(new_hbm_bytes, bool) or not isinstance(new_hbm_bytes, (int, float)):
+        return None
+    return float(new_hbm_bytes) * device_bytes / hbm_bytes
+
+
+def _leaf_value(x: Any) -> Any:
+    return x.get("value") if _is_value_leaf(x) else x
+
+
 def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[str]]:
     """The raw document of `path` with its `base = "<catalog id or file>"` chain merged in, and the
     dotted fields the chain overrides."""
@@ -401,6 +423,18 @@ def _read_with_base(path: Path, depth: int = 0) -> tuple[dict[str, Any], list[st
         merged.pop("notes_of", None)
     elif merged.get("notes"):
         merged["notes_of"] = base_doc.get("notes_of") or base_id
+    own_mem, base_mem = doc.get("memory") or {}, base_doc.get("memory") or {}
+    if isinstance(own_mem, dict) and "hbm_bytes" in own_mem and "device_bytes" not in own_mem:
+        dev = scaled_device_bytes(
+            float(_leaf_value(base_mem.get("hbm_bytes"))),
+            _leaf_value(base_mem.get("device_bytes")),
+            _leaf_value(own_mem["hbm_bytes"]),
+        )
+        if dev is not None:  # derived, not an override of the file's own (its source says how)
+            merged["memory"]["device_bytes"] = {
+                "value": dev,
+                "source": f"memory.hbm_bytes of {path.name} x {base_id}'s device-reported share of its vendor capacity",
+            }
     over = [c for c in changed if c not in _NOT_OVERRIDES]
     return merged, list(dict.fromkeys(base_over + over))
 
@@ -506,6 +540,14 @@ def apply_overrides(hw: HardwareSpec, sets: list[str] | tuple[str, ...]) -> Hard
         node[leaf] = value
         doc["sources"][field] = f"--set {item.strip()}" + (f" ({ALIASES[name][2]})" if name in ALIASES else "")
         changed.append(field)
+    if "memory.hbm_bytes" in given and "memory.device_bytes" not in given:
+        # derived, so not listed among the fields the user overrode (its source says how)
+        dev = scaled_device_bytes(hw.memory.hbm_bytes, hw.memory.device_bytes, doc["memory"]["hbm_bytes"])
+        if dev is not None:
+            doc["memory"]["device_bytes"] = dev
+            doc["sources"]["memory.device_bytes"] = (
+                f"--set {given['memory.hbm_bytes']} x {hw.id}'s device-reported share of its vendor capacity"
+            )
     doc["overridden"] = tuple(dict.fromkeys(hw.overridden + tuple(changed)))
     doc["base"] = hw.base or hw.id
     if hw.notes and not hw.notes_of:  # the notes describe the spec before --set
