@@ -72,3 +72,9 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
 
 # warnings a command raises while it runs, printed on stderr after its output (perfmodel.cli.main)
 WARNINGS: list[str] = []
+
+
+def warn(message: str | None) -> None:
+    """A warning for the command line to print on stderr after the output (once, however often raised)."""
+    if message and message not in WARNINGS:
+        WARNINGS.append(message)

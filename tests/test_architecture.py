@@ -3,7 +3,8 @@ parse, call the library and render, and no function with more than 16 positional
 
 Layers, lowest first: errors; specs (what goes in); core (the performance model) and economics (dollars and
 joules, which read no prediction); api (the Python facade over core) and analysis (what reads predictions);
-report; commands and the CLI on top. An import under `if TYPE_CHECKING:` is for annotations only and not an edge."""
+report (the HTML report) and render (text rendering shared by commands); commands and the CLI on top. An
+import under `if TYPE_CHECKING:` is for annotations only and not an edge."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ LAYER = {
     "api": 3,
     "analysis": 3,
     "report": 4,
+    "render": 4,
     "commands": 5,
     "cli": 5,
     "__main__": 6,

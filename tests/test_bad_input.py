@@ -1061,10 +1061,10 @@ def test_nic_alias_is_gbit_per_s_and_nvlink_alias_gbyte_per_s():
 
 @pytest.mark.parametrize("kind", ["hardware", "models"])
 def test_list_never_cuts_ids_at_80_columns(capsys, monkeypatch, kind):
-    from perfmodel.commands import common
+    from perfmodel import render
     from perfmodel.specs.specfile import catalog_ids
 
-    monkeypatch.setattr(common.console, "width", 80)
+    monkeypatch.setattr(render.console, "width", 80)
     assert main(["list", kind]) == 0
     out = capsys.readouterr().out
     assert all(len(l) <= 80 for l in out.splitlines())
@@ -1076,9 +1076,9 @@ def test_list_never_cuts_ids_at_80_columns(capsys, monkeypatch, kind):
 
 def test_search_prints_memory_in_gb_as_predict_does(capsys, monkeypatch):
     """One memory unit (GB = 1e9 bytes) in every table: predict's 'memory per GPU' and search's 'mem GB' agree."""
-    from perfmodel.commands import common
+    from perfmodel import render
 
-    monkeypatch.setattr(common.console, "width", 200)
+    monkeypatch.setattr(render.console, "width", 200)
     args = [
         "search",
         "--model",
@@ -1256,13 +1256,13 @@ def test_breakdown_shows_raw_communication_beside_exposed_and_the_overlap_that_h
     """A breakdown with `ep_comm_raw` (before overlap) shows it beside the exposed ep_comm and names the stack
     switch (moe_a2a_overlap) with the share it grants; one without raw keys shows the exposed times alone. Raw
     keys never become a term of their own."""
-    from perfmodel.commands import common
+    from perfmodel import render
     from perfmodel.commands.predict import print_breakdown
     from perfmodel.core.calibration import constants
     from perfmodel.core.software import resolve
     from perfmodel.specs.hardware import load_hardware
 
-    monkeypatch.setattr(common.console, "width", 200)
+    monkeypatch.setattr(render.console, "width", 200)
     sw = resolve("default", (), "deepseek-v3", True, load_hardware("gb200-nvl72"), "bf16", constants())
     b = {"gemm": 1.0, "ep_comm": 0.0, "ep_comm_raw": 0.4, "tp_comm": 0.1, "tp_comm_raw": 0.5}
     print_breakdown(b, 1.2, constants(), sw)

@@ -131,7 +131,7 @@ def test_calibration_flag_changes_predictions_exactly_and_only_for_that_command(
 def test_text_output_names_the_calibration_file_by_its_path_from_here(slow_fit, capsys, monkeypatch):
     """The text header printed the file's absolute path (README examples carried this machine's paths): below
     the working directory it is printed relative to it; --json keeps the absolute path (test above)."""
-    from perfmodel.commands.common import console
+    from perfmodel.render import console
 
     _, _, out, _ = slow_fit
     monkeypatch.setattr(console, "_width", 200)

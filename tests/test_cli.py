@@ -45,7 +45,7 @@ def test_show_hardware(capsys):
 def test_show_hardware_never_cuts_a_field_name(capsys, monkeypatch, width, args):
     """`efficiency.scale_out_collective` printed as `efficiency.scale_out_collecti…` at 80-100 columns: the
     field column now keeps every name whole (marked `* ` when overridden) and the source column wraps."""
-    from perfmodel.commands.common import console
+    from perfmodel.render import console
 
     names = [f["field"] for f in run_json(capsys, ["show", "hardware", *args])["fields"]]
     monkeypatch.setattr(console, "_width", width)
@@ -74,7 +74,7 @@ def test_show_prints_catalog_paths_relative(capsys, monkeypatch, tmp_path, kind,
     """The text output named each catalog file by this machine's absolute path (README examples carried
     /work/main/...): a shipped spec prints its catalog-relative path wherever the command runs; --json
     keeps the absolute path."""
-    from perfmodel.commands.common import console
+    from perfmodel.render import console
 
     monkeypatch.setattr(console, "_width", 200)
     monkeypatch.chdir(tmp_path)

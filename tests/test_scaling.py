@@ -180,7 +180,7 @@ def test_report_weak_scaling_shapes_reproduced(model, seq, gpus, gbs0):
 def test_table_never_drops_columns(capsys, monkeypatch, width):
     """A pipe or an 80-column terminal gets two tables instead of squeezed, cut or ellipsised columns."""
     from perfmodel.cli import main
-    from perfmodel.commands.common import console
+    from perfmodel.render import console
 
     monkeypatch.setattr(console, "width", width)
     assert main(["scaling", *L70, "--gpus", "64,128,...,2048", "--gbs", "128", "--attention", "full"]) == 0

@@ -263,9 +263,9 @@ def test_validate_has_no_profile_switch(capsys):
     ],
 )
 def test_search_and_compare_headers_state_the_stack(capsys, monkeypatch, args):
-    from perfmodel.commands import common
+    from perfmodel import render
 
-    monkeypatch.setattr(common.console, "width", 300)
+    monkeypatch.setattr(render.console, "width", 300)
     assert main([*args, "--stack", "nemo-25.09", "--stack-set", "cuda_graphs=none"]) == 0
     out = capsys.readouterr().out
     assert f"stack nemo-25.09 ({load_stack('nemo-25.09').name}) + --stack-set cuda_graphs=none" in out

@@ -12,11 +12,10 @@ from cli_helpers import run_err, run_json
 from perfmodel.analysis.sensitivity import knobs, sensitivity, sweep
 from perfmodel.api import load_model
 from perfmodel.cli import cli, main
-from perfmodel.commands.common import resolve_hardware, split_hardware_sets
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options, predict_grid
 from perfmodel.errors import InputError
-from perfmodel.specs.hardware import HardwareSpec, apply_overrides, load_hardware
+from perfmodel.specs.hardware import HardwareSpec, apply_overrides, load_hardware, resolve_hardware, split_hardware_sets
 from perfmodel.specs.layout import Layout, LayoutGrid
 
 # DeepSeek-V3 with an EP group of 128: wider than one NVL72 rack, so the all-to-all crosses the NICs
@@ -392,7 +391,7 @@ def test_sensitivity_table_never_prints_a_negative_effect_as_plus(capsys, monkey
         "8192",
     ]
     d = run_json(capsys, args)
-    from perfmodel.commands.common import console
+    from perfmodel.render import console
 
     monkeypatch.setattr(console, "_width", 120)  # one table row per knob
     assert main([*args]) == 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfmodel import api
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, warn
 from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec
 from perfmodel.specs.layout import Layout
@@ -125,6 +125,12 @@ def context_warning(model: ModelSpec, seq: int) -> str | None:
         "predicted as given (rule: above the maximum context perfmodel warns and goes on; long-context "
         "training extends RoPE)"
     )
+
+
+def warn_context(model: ModelSpec, seq: int | None) -> None:
+    """context_warning as a warning the command line prints on stderr after its output (errors.WARNINGS), never
+    on stdout, so --json stays one document; the command goes on."""
+    warn(context_warning(model, seq) if seq else None)
 
 
 def domain_flags(hw: HardwareSpec, layout) -> dict[str, bool]:

@@ -18,9 +18,10 @@ import click
 from rich.markup import escape
 
 from perfmodel.analysis import fit as F
-from perfmodel.commands.common import calibration_option, console, emit_json, print_table, stderr_progress
+from perfmodel.commands.common import calibration_option, emit_json, stderr_progress
 from perfmodel.core import calibration as C
 from perfmodel.errors import InputError
+from perfmodel.render import console, print_table
 
 
 def _stats(rep) -> dict:

@@ -10,8 +10,9 @@ import sympy as sp
 from rich.markup import escape
 from rich.table import Table
 
-from perfmodel.commands.common import _cell_len, console, emit_json, print_table, resolve_hardware, si, table
+from perfmodel.commands.common import emit_json
 from perfmodel.errors import InputError
+from perfmodel.render import cell_len, console, print_table, si, table
 from perfmodel.specs.counts import (
     Convention,
     S,
@@ -21,7 +22,7 @@ from perfmodel.specs.counts import (
     param_counts,
     symbolic_flops_formula,
 )
-from perfmodel.specs.hardware import HardwareSpec, hardware_unit, load_hardware, whatif_fields
+from perfmodel.specs.hardware import HardwareSpec, hardware_unit, load_hardware, resolve_hardware, whatif_fields
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.specs.specfile import catalog_ids, display_path
 
@@ -223,7 +224,7 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
     value and source columns wrap, folding a word longer than the column instead of cutting it."""
     t = table(title, ["field", "value", "source"], rows, 1)
     name = t.columns[0]
-    name.no_wrap, name.min_width = True, max([len("field")] + [_cell_len(r[0]) for r in rows])
+    name.no_wrap, name.min_width = True, max([len("field")] + [cell_len(r[0]) for r in rows])
     for col in t.columns[1:]:
         col.overflow = "fold"
     return t

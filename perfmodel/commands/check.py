@@ -12,8 +12,9 @@ import click
 from rich.markup import escape
 
 from perfmodel.analysis.logcheck import WARMUP_ITERS, check, check_log, shown_what_ifs, stack_groups, write_csv
-from perfmodel.commands.common import console, emit_json, print_table, stack_options, table
+from perfmodel.commands.common import emit_json, stack_options
 from perfmodel.errors import InputError
+from perfmodel.render import console, print_table, table
 
 __all__ = ["check_cmd", "check_log"]  # check_log: the library entry, kept importable from here
 

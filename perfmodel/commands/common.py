@@ -1,41 +1,21 @@
-"""Shared CLI plumbing: layout flags, --json output, rich tables."""
+"""Shared CLI plumbing: the flags several commands take, --json output, progress bars on stderr. Rendering
+shared by commands is perfmodel/render.py."""
 
 from __future__ import annotations
 
 import functools
 import json
-import math
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
-from rich import box
 from rich.console import Console
-from rich.errors import MarkupError
-from rich.measure import Measurement
-from rich.table import Table
-from rich.text import Text
 
-from perfmodel.analysis.checks import context_warning
-from perfmodel.specs.hardware import (
-    ALIASES,
-    PRECISIONS,
-    RENAMED,
-    HardwareSpec,
-    apply_overrides,
-    load_hardware,
-    settable_fields,
-)
+from perfmodel.jsonable import to_jsonable
+from perfmodel.specs.hardware import PRECISIONS
+from perfmodel.specs.stack import check_stack
 
 if TYPE_CHECKING:
     from rich.progress import Progress
-
-from perfmodel.core.predict import stack_info  # noqa: E402,F401
-from perfmodel.jsonable import to_jsonable  # noqa: E402,F401  (re-exported for the commands)
-from perfmodel.specs.stack import check_stack  # noqa: E402,F401
-
-# stdout closed early (`perfmodel ... | head`): rich points stdout at devnull and raises SystemExit(1) from the
-# BrokenPipeError, which cli.main turns into status 0 (as it does for click.echo)
-console = Console()
 
 
 def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
@@ -58,83 +38,6 @@ def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
 
 def emit_json(obj: Any) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=2))
-
-
-def table(title: str, columns: list[str], rows: list[list[Any]], justify_right_from: int = 1) -> Table:
-    t = Table(title=title, title_justify="left", header_style="bold")
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="right" if i >= justify_right_from else "left")
-    for r in rows:
-        t.add_row(*[str(x) for x in r])
-    return t
-
-
-def compact(t: Table, rows: list[list[Any]], wrap: tuple[int, ...] = ()) -> Table:
-    """Simple borders, no outer padding; numbers never truncate (each column as wide as its widest
-    cell), only the `wrap` columns fold. Cells with rich markup are measured as printed."""
-    t.box, t.pad_edge, t.collapse_padding = box.SIMPLE_HEAD, False, True
-    for i, c in enumerate(t.columns):
-        if i not in wrap:
-            c.min_width = max([len(str(c.header))] + [_cell_len(r[i]) for r in rows if len(r) > i])
-            c.no_wrap = True
-    return t
-
-
-def _cell_len(cell: Any) -> int:
-    try:
-        return Text.from_markup(str(cell)).cell_len
-    except MarkupError:
-        return len(str(cell))
-
-
-def fits_width(t: Table) -> bool:
-    """Whether `t` prints within the console's width without squeezing a column."""
-    wide = console.options.update(width=100_000, max_width=100_000)  # measure unclamped
-    return Measurement.get(console, wide, t).minimum <= console.width
-
-
-def print_table(
-    title: str,
-    columns: list[str],
-    rows: list[list[Any]],
-    justify_right_from: int = 1,
-    wrap: tuple[int, ...] = (),
-    keep: int = 1,
-    left: tuple[int, ...] = (),
-) -> None:
-    """Print a compact table (see `compact`); where the console is too narrow for it (an 80-column terminal,
-    a pipe), as consecutive tables that each repeat the first `keep` columns, so no column is ever cut."""
-
-    def sub(idx: list[int], head: str) -> Table:
-        t = Table(title=head, title_justify="left", header_style="bold")
-        for j in idx:
-            t.add_column(columns[j], justify="right" if j >= justify_right_from and j not in left else "left")
-        sub_rows = [[r[j] for j in idx] for r in rows]
-        for r in sub_rows:
-            t.add_row(*[str(x) for x in r])
-        return compact(t, sub_rows, tuple(k for k, j in enumerate(idx) if j in wrap))
-
-    whole = sub(list(range(len(columns))), title)
-    if fits_width(whole):
-        console.print(whole)
-        return
-    chunks: list[list[int]] = [[]]
-    for j in range(keep, len(columns)):
-        if chunks[-1] and not fits_width(sub(list(range(keep)) + chunks[-1] + [j], title)):
-            chunks.append([])
-        chunks[-1].append(j)
-    for n, ch in enumerate(chunks):
-        console.print(sub(list(range(keep)) + ch, title if n == 0 else "(continued)"))
-
-
-def si(x: float, unit: str = "", digits: int = 3) -> str:
-    """1.23e12 -> '1.23 T' + unit."""
-    if x is None or not math.isfinite(x):
-        return "-"
-    for p, s in ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= p:
-            return f"{x / p:.{digits}g} {s}{unit}"
-    return f"{x:.{digits}g} {unit}".rstrip()
 
 
 def _precision() -> Callable:
@@ -260,34 +163,6 @@ def layout_options(f: Callable) -> Callable:
     return calibration_option(f)
 
 
-from perfmodel.errors import WARNINGS  # noqa: E402  (warnings printed after a command's output, by cli.main)
-
-
-def warn_context(model: Any, seq: int | None) -> None:
-    """A warning when seq exceeds the model's maximum context (perfmodel/analysis/checks.py: the command goes on):
-    one stderr line after the output, never on stdout, so --json stays one document."""
-    msg = context_warning(model, seq) if seq else None
-    if msg and msg not in WARNINGS:
-        WARNINGS.append(msg)
-
-
-def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:
-    """--hardware REF plus its --set FIELD=VALUE overrides -> the effective HardwareSpec."""
-    return apply_overrides(load_hardware(ref), list(sets))
-
-
-def hardware_set_keys() -> list[str]:
-    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbit_s, ...)."""
-    return [*settable_fields(), *ALIASES]
-
-
-def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
-    """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
-    hw_keys = set(hardware_set_keys()) | set(RENAMED)  # a renamed alias reaches parse_set, which names the new one
-    mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
-    return mine, [s for s in sets if s not in mine]
-
-
 # ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE ----------------------------------------
 
 
@@ -325,80 +200,3 @@ def stack_options(f: Callable) -> Callable:
     ):
         wrapper = o(wrapper)
     return wrapper
-
-
-def stack_line(opts: Any, model: Any = None, hw: Any = None) -> str:
-    """The output header's stack line: 'stack nemo-25.11 (NeMo 25.11 ...) + --stack-set tp_overlap=none'."""
-    from rich.markup import escape
-
-    s = stack_info(opts, model, hw)
-    sets = f" + --stack-set {', '.join(s['stack_set'])}" if s["stack_set"] else ""
-    rules = f"; per-model rules: {'; '.join(s['stack_rules'])}" if s["stack_rules"] else ""
-    return escape(f"stack {s['stack']} ({s['stack_name']}){sets}{rules}")
-
-
-def _w(v: float | None) -> str:
-    """Watts in a readable unit: '643 W', '7.93 kW', '1.22 MW'."""
-    if v is None:
-        return "-"
-    for div, unit in ((1e6, "MW"), (1e3, "kW")):
-        if abs(v) >= div:
-            return f"{v / div:,.3g} {unit}" if abs(v) < 100 * div else f"{v / div:,.0f} {unit}"
-    return f"{v:,.0f} W"
-
-
-def power_rows(power: dict[str, Any]) -> list[list[str]]:
-    """The drawn power of a job (economics/power.py PowerDraw, as JSON) beside the rated method, as table rows."""
-    if power.get("method") != "drawn":
-        return [
-            ["method", f"rated only: {power.get('note', '')}"],
-            ["node (rated)", _w(power["node_avg_w"])],
-            ["cluster IT (rated)", _w(power["cluster_avg_w"])],
-            ["site x PUE (rated)", _w(power["site_avg_w"])],
-        ]
-    lv = power["levels_w"]
-    cap = f"{lv['tensor']:,.0f} W" + (f" (power limit {lv['power_limit_w']:,.0f} W)" if lv["power_limit_w"] else "")
-    n = power["gpus_per_node"]
-    return [
-        ["GPU average (peak)", f"{_w(power['gpu_avg_w'])} ({_w(power['gpu_peak_w'])}; tensor work at {cap})"],
-        [
-            f"node of {n} GPUs: average, peak; rated",
-            f"{_w(power['node_avg_w'])}, {_w(power['node_peak_w'])}; rated {_w(power['node_rated_w'])} "
-            f"({power['share_of_rating']:.0%} of rating)",
-        ],
-        [
-            f"cluster IT ({power['gpus']:,} GPUs + network): average; rated",
-            f"{_w(power['cluster_avg_w'])}; rated {_w(power['cluster_rated_w'])}",
-        ],
-        [
-            f"site x PUE {power['pue']:.2f}: average; rated",
-            f"{_w(power['site_avg_w'])}; rated {_w(power['site_rated_w'])}",
-        ],
-        [
-            "swing per step (cluster)",
-            f"{_w(power['swing_w'])}: {_w(power['cluster_peak_w'])} in the pipeline to {_w(power['cluster_trough_w'])} "
-            f"at the step's end, every {power['step_s']:.2f} s",
-        ],
-        [
-            "swing at a checkpoint write (cluster)",
-            f"{_w(power['checkpoint_swing_w'])}: down to {_w(power['checkpoint_w'])} for {power['checkpoint_s']:.1f} s "
-            f"every {power['checkpoint_interval_s'] / 60:,.1f} min",
-        ],
-    ]
-
-
-def energy_rows(energy: dict[str, Any], which: str = "nominal") -> list[list[str]]:
-    """Energy by both methods (economics/job.py Energy, as JSON): drawn and rated, for one of nominal /
-    after_reliability."""
-    rows = []
-    fmt = (
-        ("utility J per token", "joules_per_token", "{:.3f}"),
-        ("MWh", "mwh", "{:,.1f}"),
-        ("US household-years", "household_years", "{:,.1f}"),
-        ("electricity $", "electricity_usd", "{:,.0f}"),
-    )
-    d, r = energy.get("drawn"), energy["rated"]
-    for name, k, f in fmt:
-        key = f"{k}_{which}"
-        rows.append([name, f.format(d[key]) if d else "-", f.format(r[key])])
-    return rows

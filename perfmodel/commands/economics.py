@@ -15,33 +15,30 @@ from rich.markup import escape
 
 from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import check_measured_throughput, check_tokens_cover_a_batch, memory_error, memory_reason
-from perfmodel.analysis.energy import step_of
-from perfmodel.analysis.search import search
-from perfmodel.commands.common import (
-    console,
-    emit_json,
-    energy_rows,
-    hardware_set_keys,
-    layout_options,
-    power_rows,
-    precision_option,
-    resolve_hardware,
-    spares_option,
-    split_hardware_sets,
-    stack_info,
-    stack_line,
-    stack_options,
-    table,
+from perfmodel.analysis.checks import (
+    check_measured_throughput,
+    check_tokens_cover_a_batch,
+    memory_error,
+    memory_reason,
     warn_context,
 )
-from perfmodel.core.predict import Options, Prediction
+from perfmodel.analysis.energy import step_of
+from perfmodel.analysis.search import search
+from perfmodel.commands.common import emit_json, layout_options, precision_option, spares_option, stack_options
+from perfmodel.core.predict import Options, Prediction, stack_info
 from perfmodel.economics.job import job
 from perfmodel.economics.reliability import RECOVERIES, REL_KEYS, reliability_inputs, whole_units
 from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
 from perfmodel.errors import InputError, cli_message, did_you_mean
+from perfmodel.render import console, energy_rows, power_rows, stack_line, table
 from perfmodel.specs.counts import param_counts
-from perfmodel.specs.hardware import HardwareSpec, whatif_fields
+from perfmodel.specs.hardware import (
+    HardwareSpec,
+    hardware_set_keys,
+    resolve_hardware,
+    split_hardware_sets,
+    whatif_fields,
+)
 from perfmodel.specs.layout import Layout, layout_text
 from perfmodel.specs.model import ModelSpec, load_model
 

@@ -10,28 +10,17 @@ from rich.markup import escape
 
 from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import domain_flags, domain_warning, gb, memory_error, usable_note
+from perfmodel.analysis.checks import domain_flags, domain_warning, gb, memory_error, usable_note, warn_context
 from perfmodel.analysis.energy import step_of
-from perfmodel.commands.common import (
-    console,
-    emit_json,
-    energy_rows,
-    layout_options,
-    power_rows,
-    resolve_hardware,
-    stack_info,
-    stack_line,
-    stack_options,
-    table,
-    warn_context,
-)
+from perfmodel.commands.common import emit_json, layout_options, stack_options
 from perfmodel.core import calibration
 from perfmodel.core.oprecords import op_records
-from perfmodel.core.predict import Options
+from perfmodel.core.predict import Options, stack_info
 from perfmodel.economics.job import job
-from perfmodel.errors import WARNINGS
+from perfmodel.errors import warn
+from perfmodel.render import console, energy_rows, power_rows, stack_line, table
 from perfmodel.specs.counts import flops_per_token, param_counts
-from perfmodel.specs.hardware import whatif_fields
+from perfmodel.specs.hardware import resolve_hardware, whatif_fields
 from perfmodel.specs.layout import Layout, LayoutGrid, default_etp
 from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import display_path
@@ -115,8 +104,7 @@ def predict_cmd(
     sw = software_of(m, hw, opts)
     lay_d = r["layout"]
     dom = domain_warning(hw, lay_d, sw.tp_overlap_scale_up)
-    if dom and dom not in WARNINGS:
-        WARNINGS.append(dom)
+    warn(dom)
     b = uncertainty.band_for(m, hw, stack, vp)  # 80% band from validation spread (perfmodel/analysis/uncertainty.py)
     lows = {
         "tokens_per_s_per_gpu": b.throughput(r["tokens_per_s_per_gpu"]),

@@ -10,8 +10,9 @@ from rich.markup import escape
 
 from perfmodel.analysis.recipes import check_rows, summary
 from perfmodel.analysis.validate import read_csv
-from perfmodel.commands.common import calibration_option, console, emit_json, stack_options, stderr_progress, table
+from perfmodel.commands.common import calibration_option, emit_json, stack_options, stderr_progress
 from perfmodel.errors import InputError
+from perfmodel.render import console, table
 from perfmodel.specs.layout import layout_text
 from perfmodel.specs.specfile import data_dir
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from perfmodel.commands.common import console, emit_json, print_table
+from perfmodel.commands.common import emit_json
+from perfmodel.render import console, print_table
 
 
 def _hw_short(h: str) -> str:

@@ -5,16 +5,10 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from perfmodel.commands.common import (
-    console,
-    emit_json,
-    precision_option,
-    spares_option,
-    stack_options,
-    stderr_progress,
-    warn_context,
-)
+from perfmodel.analysis.checks import warn_context
+from perfmodel.commands.common import emit_json, precision_option, spares_option, stack_options, stderr_progress
 from perfmodel.economics.tco import BUYERS
+from perfmodel.render import console
 from perfmodel.report import REPORT_STEPS, ReportConfig, build
 from perfmodel.specs.model import load_model
 

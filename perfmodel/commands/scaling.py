@@ -8,6 +8,7 @@ from typing import Any
 import click
 from rich.markup import escape
 
+from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.releases import release_of
 from perfmodel.analysis.scaling import (
     GROWS,
@@ -21,24 +22,19 @@ from perfmodel.analysis.scaling import (
 )
 from perfmodel.analysis.search import parse_constraints
 from perfmodel.commands.common import (
-    compact,
-    console,
     convention_options,
     emit_json,
-    fits_width,
     precision_option,
-    resolve_hardware,
     spares_option,
-    stack_line,
     stack_options,
     stderr_progress,
-    table,
-    warn_context,
 )
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options
 from perfmodel.economics.tco import BUYERS
 from perfmodel.errors import InputError
+from perfmodel.render import compact, console, fits_width, stack_line, table
+from perfmodel.specs.hardware import resolve_hardware
 from perfmodel.specs.layout import Layout, layout_text
 from perfmodel.specs.model import load_model
 

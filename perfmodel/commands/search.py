@@ -9,25 +9,16 @@ import numpy as np
 from rich.markup import escape
 
 from perfmodel.analysis import uncertainty
+from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.planner_report import search_report
 from perfmodel.analysis.scaling import parse_gpu_list
 from perfmodel.analysis.search import OBJECTIVES, SearchResult, describe_why, parse_constraints, search
-from perfmodel.commands.common import (
-    console,
-    convention_options,
-    emit_json,
-    precision_option,
-    resolve_hardware,
-    si,
-    stack_options,
-    stderr_progress,
-    table,
-    warn_context,
-)
+from perfmodel.commands.common import convention_options, emit_json, precision_option, stack_options, stderr_progress
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options, Prediction, terms
-from perfmodel.errors import WARNINGS
-from perfmodel.specs.hardware import HardwareSpec, whatif_fields
+from perfmodel.errors import warn
+from perfmodel.render import console, si, table
+from perfmodel.specs.hardware import HardwareSpec, resolve_hardware, whatif_fields
 from perfmodel.specs.layout import layout_text
 from perfmodel.specs.model import load_model
 
@@ -166,8 +157,7 @@ def command(
     )
     out, top, front, values = search_report(model, hw, gpus, gbs, seq, opts, objective, top_k, results, fix, cap)
     out["seconds"] = time.perf_counter() - t0
-    if out.get("suggestion_warning") and out["suggestion_warning"] not in WARNINGS:
-        WARNINGS.append(out["suggestion_warning"])
+    warn(out.get("suggestion_warning"))
     if as_json:
         emit_json(out)
         return

@@ -8,23 +8,14 @@ import click
 from rich.markup import escape
 
 from perfmodel import api
-from perfmodel.analysis.checks import memory_error
+from perfmodel.analysis.checks import memory_error, warn_context
 from perfmodel.analysis.sensitivity import Elasticity, plot_sweep, sensitivity, sweep
-from perfmodel.commands.common import (
-    console,
-    emit_json,
-    layout_options,
-    resolve_hardware,
-    stack_info,
-    stack_line,
-    stack_options,
-    table,
-    warn_context,
-)
+from perfmodel.commands.common import emit_json, layout_options, stack_options
 from perfmodel.core.calibration import constants
-from perfmodel.core.predict import Options
+from perfmodel.core.predict import Options, stack_info
 from perfmodel.errors import InputError
-from perfmodel.specs.hardware import show_field
+from perfmodel.render import console, stack_line, table
+from perfmodel.specs.hardware import resolve_hardware, show_field
 from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import load_model
 

@@ -11,28 +11,24 @@ from typing import Any, Callable
 import click
 from rich.markup import escape
 
+from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
 from perfmodel.analysis.uncertainty import span
 from perfmodel.commands.common import (
-    console,
     convention_options,
     emit_json,
     precision_option,
-    resolve_hardware,
     spares_option,
-    split_hardware_sets,
-    stack_info,
-    stack_line,
     stack_options,
     stderr_progress,
-    table,
-    warn_context,
 )
 from perfmodel.commands.economics import split_sets
 from perfmodel.core.calibration import constants
-from perfmodel.core.predict import Options
+from perfmodel.core.predict import Options, stack_info
 from perfmodel.economics.tco import BUYERS
 from perfmodel.errors import InputError, cli_message
+from perfmodel.render import console, stack_line, table
+from perfmodel.specs.hardware import resolve_hardware, split_hardware_sets
 from perfmodel.specs.layout import layout_text
 from perfmodel.specs.model import load_model
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from perfmodel.commands.common import console, emit_json, print_table, table
+from perfmodel.commands.common import emit_json
+from perfmodel.render import console, print_table, table
 from perfmodel.specs.specfile import display_path
 from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_ids
 

@@ -25,8 +25,10 @@ from perfmodel.analysis.validate import (
     shipped_sets,
     validate_rows,
 )
-from perfmodel.commands.common import calibration_option, console, print_table, stderr_progress, table, to_jsonable
+from perfmodel.commands.common import calibration_option, stderr_progress
 from perfmodel.errors import InputError
+from perfmodel.jsonable import to_jsonable
+from perfmodel.render import console, print_table, table
 from perfmodel.specs.specfile import data_dir, display_path
 
 GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")

@@ -574,3 +574,20 @@ def _in_user_units(exc: InputError, item: str) -> InputError:
         _, factor, unit = ALIASES[name]
         return InputError("set", name, f"must be {words} {value / factor:g} ({unit}; got {raw})")
     return InputError("set", name, f"must be {words} {value:g} (got {raw})")
+
+
+def resolve_hardware(ref: str | HardwareSpec, sets: tuple[str, ...] | list[str] = ()) -> HardwareSpec:
+    """A hardware reference plus its FIELD=VALUE overrides -> the effective HardwareSpec."""
+    return apply_overrides(load_hardware(ref), list(sets))
+
+
+def hardware_set_keys() -> list[str]:
+    """Every key --set takes for hardware: dotted spec fields and their aliases (nvlink_domain, nic_gbit_s, ...)."""
+    return [*settable_fields(), *ALIASES]
+
+
+def split_hardware_sets(sets: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
+    """--set items -> (hardware overrides, the rest), for commands whose --set also takes other keys."""
+    hw_keys = set(hardware_set_keys()) | set(RENAMED)  # a renamed alias reaches parse_set, which names the new one
+    mine = [s for s in sets if s.partition("=")[0].strip() in hw_keys]
+    return mine, [s for s in sets if s not in mine]
