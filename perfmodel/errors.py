@@ -28,6 +28,7 @@ FLAGS = {
     "gbs": "--gbs",
     "seq": "--seq",
     "tokens": "--tokens",
+    "tokens_per_s_per_gpu": "--tokens-per-s-per-gpu",
     "days": "--days",
     "budget": "--budget",
     "set": "--set",

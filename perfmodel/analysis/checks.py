@@ -109,7 +109,8 @@ def low_mfu_warning(
 def check_measured_throughput(
     model: ModelSpec, hw: HardwareSpec, tokens_per_s_per_gpu: float, seq: int, flag: str, precision: str | None = None
 ) -> None:
-    """InputError naming `flag` when a measured throughput is impossible (implausible_throughput)."""
+    """InputError naming the input `flag` (errors.FLAGS) when a measured throughput is impossible
+    (implausible_throughput)."""
     why = implausible_throughput(model, hw, tokens_per_s_per_gpu, seq, precision)
     if why:
         raise InputError(flag, "tokens_per_s_per_gpu", why)
@@ -169,8 +170,8 @@ def domain_warning(hw: HardwareSpec, layout, tp_overlap_scale_up: bool = False) 
     return f"{hw.id} has {D} GPUs per NVLink domain; " + "; ".join(parts) + " (priced so)"
 
 
-def check_tokens_cover_a_batch(tokens: float, gbs: int, seq: int, flag: str = "--tokens") -> None:
-    """InputError naming `flag` when a run's tokens are fewer than one global batch (gbs x seq): a run
+def check_tokens_cover_a_batch(tokens: float, gbs: int, seq: int, flag: str = "tokens") -> None:
+    """InputError naming the input `flag` when a run's tokens are fewer than one global batch (gbs x seq): a run
     trains at least one step, so its days, dollars and energy would be a fraction of one step's, printed as
     "$0" and "0.0 days"."""
     batch = float(gbs) * float(seq)

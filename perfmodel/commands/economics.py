@@ -6,60 +6,25 @@ Formulas live in perfmodel/economics/tco.py (TCO, $/token, J/token, households) 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 import click
 from click.core import ParameterSource
 from rich.markup import escape
 
-from perfmodel import api
 from perfmodel.analysis import uncertainty
-from perfmodel.analysis.checks import (
-    check_measured_throughput,
-    check_tokens_cover_a_batch,
-    memory_error,
-    memory_reason,
-    warn_context,
-)
-from perfmodel.analysis.energy import step_of
-from perfmodel.analysis.search import search
+from perfmodel.analysis.checks import warn_context
+from perfmodel.analysis.costs import compare, run_cost
 from perfmodel.commands.common import emit_json, layout_options, precision_option, spares_option, stack_options
-from perfmodel.core.predict import Options, Prediction, stack_info
-from perfmodel.economics.job import job
-from perfmodel.economics.reliability import RECOVERIES, REL_KEYS, reliability_inputs, whole_units
-from perfmodel.economics.tco import BUYERS, COST_KEYS, parse_sets, tco_for
-from perfmodel.errors import InputError, cli_message, did_you_mean
+from perfmodel.core.predict import Options
+from perfmodel.economics.job import reliability_overrides, split_sets
+from perfmodel.economics.reliability import RECOVERIES
+from perfmodel.economics.tco import BUYERS, tco_for
+from perfmodel.errors import InputError
 from perfmodel.render import console, energy_rows, power_rows, stack_line, table
-from perfmodel.specs.counts import param_counts
-from perfmodel.specs.hardware import (
-    HardwareSpec,
-    hardware_set_keys,
-    resolve_hardware,
-    split_hardware_sets,
-    whatif_fields,
-)
+from perfmodel.specs.hardware import resolve_hardware, split_hardware_sets, whatif_fields
 from perfmodel.specs.layout import Layout, layout_text
-from perfmodel.specs.model import ModelSpec, load_model
-
-
-def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
-    """--set KEY=VALUE items -> (cost overrides, reliability overrides); unknown keys name a close match
-    (hardware fields included: split those off first with split_hardware_sets)."""
-    sets = parse_sets(items)
-    known = COST_KEYS + tuple(k for k in REL_KEYS if k != "count_hot_spares")
-    for k in sets:
-        if k == "count_hot_spares":
-            raise InputError("--set", k, "the spare policy has one flag on every command: --spares charged|excluded")
-        if k not in known:
-            raise InputError(
-                "--set",
-                k,
-                f"unknown assumption{did_you_mean(k, [*known, *hardware_set_keys()])}; "
-                f"known: {', '.join(known)}, or a hardware field as `perfmodel show hardware` "
-                "lists it",
-            )
-    return ({k: v for k, v in sets.items() if k in COST_KEYS}, {k: v for k, v in sets.items() if k in REL_KEYS})
+from perfmodel.specs.model import load_model
 
 
 def cost_options(f: Callable) -> Callable:
@@ -131,22 +96,6 @@ def reliability_options(f: Callable) -> Callable:
     for o in reversed(opts):
         f = o(f)
     return spares_option(f)
-
-
-def _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery="job") -> dict:
-    over: dict[str, Any] = dict(extra)
-    for k, v in (
-        ("mtbi_gpu_days", mtbi_gpu_days),
-        ("restart_s", restart_s),
-        ("checkpoint_s", checkpoint_s),
-        ("spare_units", spare_units),
-    ):
-        if v is not None:
-            over[k] = v
-    over["count_hot_spares"] = spares == "charged"
-    over["interval"] = interval
-    over["recovery"] = recovery
-    return over
 
 
 # ---- tco -------------------------------------------------------------------------------------------
@@ -338,50 +287,18 @@ def cost_cmd(
     m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
     warn_context(m, seq)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery)
-    head: dict[str, Any] = {
-        "model": m.id,
-        "hardware": hw.id,
-        "hardware_overridden": list(hw.overridden),
-        "buyer": buyer,
-        "gpus": gpus,
-        "tokens": tokens,
-    }
-    step = None  # the predicted step, for the drawn power (none with a measured throughput and no layout)
-    if measured_tps is not None:
-        # the same plausibility rule as validate: no GPU runs above 100% of its dense peak (at --seq, or the
-        # smallest FLOPs per token, seq 1, without it; at --precision where given, else the fastest precision)
-        prec_given = click.get_current_context().get_parameter_source("precision") != ParameterSource.DEFAULT
-        check_measured_throughput(
-            m, hw, measured_tps, seq or 1, "--tokens-per-s-per-gpu", precision if prec_given else None
-        )
-        head.update({"throughput_source": "measured", "tokens_per_s_per_gpu": measured_tps})
-        tps = measured_tps
-        if gbs is not None and seq is not None:  # the layout's predicted phases set the drawn power's shares
-            lay = Layout(
-                gpus=gpus,
-                gbs=gbs,
-                seq=seq,
-                tp=tp,
-                pp=pp,
-                vp=vp,
-                cp=cp,
-                ep=ep,  # type: ignore[arg-type]
-                etp=1 if etp is None else etp,
-                mbs=mbs,
-                fsdp=fsdp,
-                recompute=recompute,
-            )  # type: ignore[arg-type]
-            p = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
-            step = step_of(p, 0, m, hw, Options(precision, attention, routing, stack=stack, stack_set=stack_set))  # type: ignore[arg-type]
-            head["power_phases"] = "predicted for the given layout (throughput measured)"
-    else:
-        missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
-        if missing:
-            raise InputError(
-                " and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)"
-            )
-        check_tokens_cover_a_batch(tokens, gbs, seq)  # type: ignore[arg-type]
+    rel_over = reliability_overrides(
+        extra,
+        mtbi_gpu_days=mtbi_gpu_days,
+        restart_s=restart_s,
+        checkpoint_s=checkpoint_s,
+        spare_units=spare_units,
+        spares=spares,
+        interval=interval,
+        recovery=recovery,
+    )
+    lay = None
+    if gbs is not None and seq is not None:
         lay = Layout(
             gpus=gpus,
             gbs=gbs,
@@ -396,30 +313,29 @@ def cost_cmd(
             fsdp=fsdp,
             recompute=recompute,
         )  # type: ignore[arg-type]
-        p = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
-        row = p.row(0)
-        step = step_of(p, 0, m, hw, Options(precision, attention, routing, stack=stack, stack_set=stack_set))  # type: ignore[arg-type]
-        if not row["fits"]:  # a layout that cannot run gets no cost
-            raise memory_error(
-                m, hw, lay, row, precision, attention, routing, ignore_flag=False, stack=stack, stack_set=stack_set
-            )
-        tps = row["tokens_per_s_per_gpu"]
-        head.update(
-            {
-                "throughput_source": "predicted",
-                "tokens_per_s_per_gpu": tps,
-                "mfu": row["mfu"],
-                "precision": precision,
-                "layout": row["layout"],
-                "fits": row["fits"],
-                **stack_info(Options(precision, stack=stack, stack_set=stack_set), m, hw),
-            }
-        )
-    j = job(hw, float(param_counts(m).total), tps, tokens, gpus, buyer, cost_over, rel_over, step=step)
-    r = {**head, **j.to_dict()}
+    elif measured_tps is None:
+        missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
+        raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
+    opts = Options(precision, attention, routing, stack=stack, stack_set=stack_set)  # type: ignore[arg-type]
+    # the precision bounds a measured throughput's implied MFU only where given (else the fastest precision)
+    prec_given = click.get_current_context().get_parameter_source("precision") != ParameterSource.DEFAULT
+    r = run_cost(
+        m,
+        hw,
+        lay,
+        opts,
+        tokens=tokens,
+        buyer=buyer,
+        cost_over=cost_over,
+        rel_over=rel_over,
+        gpus=gpus,
+        measured_tps=measured_tps,
+        seq=seq,
+        precision_given=prec_given,
+    )
     if as_json:
         return emit_json(r)
-    src = head["throughput_source"]
+    src, tps = r["throughput_source"], r["tokens_per_s_per_gpu"]
     console.print(
         f"[bold]{escape(m.name)}[/bold] on {gpus} x {escape(hw.display_name(changes=False))}, {tokens:.3g} tokens, buyer {buyer}"
     )
@@ -428,25 +344,13 @@ def cost_cmd(
     if r["tco"]["price_note"]:
         console.print(f"[yellow]{escape(r['tco']['price_note'])}[/yellow]")
     if src == "predicted":
-        console.print(stack_line(Options(precision, stack=stack, stack_set=stack_set), m, hw))
-    console.print(
-        f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {head['mfu']:.1%}" if "mfu" in head else "")
-    )
+        console.print(stack_line(opts, m, hw))
+    console.print(f"throughput ({src}): {tps:,.1f} tokens/s/GPU" + (f", MFU {r['mfu']:.1%}" if "mfu" in r else ""))
     _print_run("Training run", r)
     return None
 
 
 # ---- compare ---------------------------------------------------------------------------------------
-
-
-def best_layout(m: ModelSpec, hw: HardwareSpec, given: Layout, opts: Options) -> tuple[Prediction, str]:
-    """The planner's best layout (perfmodel/analysis/search.py) when it finds one that fits, else the given layout."""
-    res = search(m, hw, given.gpus, given.gbs, given.seq, opts, objective="throughput", top_k=1)
-    if res.top is not None:
-        return res.top, "planner"
-    return api.predict(
-        m, hw, given, opts.precision, opts.attention, opts.routing, opts.consts, opts.stack, opts.stack_set
-    ), "given"
 
 
 def _drawn(o: dict, key: str, fmt: str, rated: bool = False) -> str:
@@ -520,109 +424,29 @@ def compare_cmd(
     warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
-    rel_over = _rel_over(mtbi_gpu_days, restart_s, checkpoint_s, spare_units, spares, interval, extra, recovery)
+    rel_over = reliability_overrides(
+        extra,
+        mtbi_gpu_days=mtbi_gpu_days,
+        restart_s=restart_s,
+        checkpoint_s=checkpoint_s,
+        spare_units=spare_units,
+        spares=spares,
+        interval=interval,
+        recovery=recovery,
+    )
     given = Layout(
         gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
     )  # type: ignore[arg-type]
     opts = Options(precision=precision, stack=stack, stack_set=stack_set)
-    out: list[dict[str, Any]] = []
-    for ref in hardware_refs:
-        hw = resolve_hardware(ref, hw_sets)
-        # a system is bought in whole servers / racks: the GPU count rounded up to whole units of this system
-        units, n = whole_units(reliability_inputs(hw, rel_over), gpus)
-        unit = {"units": units, "unit_name": hw.cost.unit_name if hw.cost is not None else "server", "gpus": n}
-        sys_given = replace(given, gpus=n)
-        try:
-            if planner:
-                p, how = best_layout(m, hw, sys_given, opts)
-            else:
-                p, how = api.predict(m, hw, sys_given, precision, stack=stack, stack_set=stack_set), "given"
-        except InputError as exc:  # the given layout breaks a rule on this system
-            out.append(
-                {
-                    "hardware": hw.id,
-                    "hardware_overridden": list(hw.overridden),
-                    "runnable": False,
-                    "reason": cli_message(exc),
-                    **unit,
-                }
-            )
-            continue
-        row = p.row(0)
-        if not row["fits"]:  # cannot run: no throughput, cost or energy beside it
-            why = memory_reason(row["memory_bytes_per_gpu"], row["hbm_bytes"], hw.id)
-            out.append(
-                {
-                    "hardware": hw.id,
-                    "hardware_overridden": list(hw.overridden),
-                    "runnable": False,
-                    "layout_from": how,
-                    "layout": row["layout"],
-                    **unit,
-                    "reason": (
-                        "no layout the planner tried fits; the given layout "
-                        if how == "given" and planner
-                        else "the given layout "
-                    )
-                    + why,
-                }
-            )
-            continue
-        tps = row["tokens_per_s_per_gpu"]
-        step = step_of(p, 0, m, hw, opts)
-        e = job(hw, float(param_counts(m).total), tps, tokens, n, buyer, cost_over, rel_over, step=step).to_dict()
-        o = {
-            "hardware": hw.id,
-            "hardware_overridden": list(hw.overridden),
-            "runnable": True,
-            "layout_from": how,
-            **unit,
-            "layout": row["layout"],
-            "tokens_per_s_per_gpu": tps,
-            "mfu": row["mfu"],
-            "stack_rules": stack_info(opts, m, hw)["stack_rules"],
-            **e,
-        }
-        # 80% band from validation spread (perfmodel/analysis/uncertainty.py): cost per token is inverse to throughput
-        b = uncertainty.band_for(m, hw, opts.stack, int(row["layout"]["vp"]))
-        o["band"] = b.to_dict()
-        uncertainty.with_band(o, "tokens_per_s_per_gpu", b.throughput(tps))
-        for k in (
-            "usd_per_million_tokens_nominal",
-            "usd_per_million_tokens_after_reliability",
-            "usd_total_after_reliability",
-        ):
-            uncertainty.with_band(o, k, b.inverse(e[k]))
-        out.append(o)
-    ok = [o for o in out if o["runnable"]]
-    if not ok:  # nothing usable to show
-        raise InputError(
-            "compare",
-            "",
-            f"no system can run {m.id} on {gpus} GPUs (gbs {gbs}, seq {seq}): "
-            + "; ".join(f"{o['hardware']}: {o['reason']}" for o in out),
-        )
-    base = ok[0]  # perf per TCO relative to the first system that can run
-    for o in ok:
-        o["perf_per_tco_vs_first_nominal"] = (o["tokens_per_s_per_gpu"] / o["usd_per_gpu_hour"]) / (
-            base["tokens_per_s_per_gpu"] / base["usd_per_gpu_hour"]
-        )
-        o["perf_per_tco_vs_first_after_reliability"] = (
-            base["usd_per_million_tokens_after_reliability"] / o["usd_per_million_tokens_after_reliability"]
-        )
+    hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]
+    doc = compare(
+        m, hws, given, opts, planner=planner, tokens=tokens, buyer=buyer, cost_over=cost_over, rel_over=rel_over
+    )
     if as_json:
-        return emit_json(
-            {
-                "model": m.id,
-                "gpus_requested": gpus,
-                "gpus": gpus,
-                "precision": precision,
-                "buyer": buyer,
-                "tokens": tokens,
-                **{k: v for k, v in stack_info(opts).items() if k != "stack_rules"},
-                "systems": out,
-            }
-        )
+        return emit_json(doc)
+    out = doc["systems"]
+    ok = [o for o in out if o["runnable"]]
+    base = ok[0]
     console.print(
         f"[bold]{escape(m.name)}[/bold], {gpus} GPUs, {precision}, seq {seq}, global batch {gbs}, "
         f"{tokens:.3g} tokens, buyer {buyer}"

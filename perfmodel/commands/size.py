@@ -22,9 +22,9 @@ from perfmodel.commands.common import (
     stack_options,
     stderr_progress,
 )
-from perfmodel.commands.economics import split_sets
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options, stack_info
+from perfmodel.economics.job import split_sets
 from perfmodel.economics.tco import BUYERS
 from perfmodel.errors import InputError, cli_message
 from perfmodel.render import console, stack_line, table

@@ -10,10 +10,26 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from perfmodel.economics import power as pw
-from perfmodel.economics.reliability import Reliability, ReliabilityInputs, assess, reliability_inputs, spares_text
-from perfmodel.economics.tco import HOUSEHOLD_J_PER_YEAR, J_PER_KWH, TCO, RunCost, run_cost, tco_for
-from perfmodel.errors import InputError
-from perfmodel.specs.hardware import HardwareSpec
+from perfmodel.economics.reliability import (
+    REL_KEYS,
+    Reliability,
+    ReliabilityInputs,
+    assess,
+    reliability_inputs,
+    spares_text,
+)
+from perfmodel.economics.tco import (
+    COST_KEYS,
+    HOUSEHOLD_J_PER_YEAR,
+    J_PER_KWH,
+    TCO,
+    RunCost,
+    parse_sets,
+    run_cost,
+    tco_for,
+)
+from perfmodel.errors import InputError, did_you_mean
+from perfmodel.specs.hardware import HardwareSpec, hardware_set_keys
 
 
 @dataclass(frozen=True)
@@ -258,3 +274,53 @@ def step_power(
         rel.checkpoint_s,
         rel.checkpoint_interval_s,
     ).to_dict()
+
+
+# ---- the assumptions a command overrides -----------------------------------------------------------------
+
+
+def split_sets(items: tuple[str, ...] | list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """KEY=VALUE overrides -> (cost overrides, reliability overrides); unknown keys name a close match
+    (hardware fields included: split those off first with specs.hardware.split_hardware_sets)."""
+    sets = parse_sets(items)
+    known = COST_KEYS + tuple(k for k in REL_KEYS if k != "count_hot_spares")
+    for k in sets:
+        if k == "count_hot_spares":
+            raise InputError("set", k, "the spare policy has one flag on every command: --spares charged|excluded")
+        if k not in known:
+            raise InputError(
+                "set",
+                k,
+                f"unknown assumption{did_you_mean(k, [*known, *hardware_set_keys()])}; "
+                f"known: {', '.join(known)}, or a hardware field as `perfmodel show hardware` "
+                "lists it",
+            )
+    return ({k: v for k, v in sets.items() if k in COST_KEYS}, {k: v for k, v in sets.items() if k in REL_KEYS})
+
+
+def reliability_overrides(
+    extra: Mapping[str, Any],
+    *,
+    mtbi_gpu_days: float | None = None,
+    restart_s: float | None = None,
+    checkpoint_s: float | None = None,
+    spare_units: int | None = None,
+    spares: str = "charged",
+    interval: str = "young",
+    recovery: str = "job",
+) -> dict[str, Any]:
+    """The reliability overrides of a job: `extra` (KEY=VALUE assumptions), the values given (None: the
+    costs.toml default), the spare policy, the checkpoint-interval formula and the recovery scope."""
+    over: dict[str, Any] = dict(extra)
+    for k, v in (
+        ("mtbi_gpu_days", mtbi_gpu_days),
+        ("restart_s", restart_s),
+        ("checkpoint_s", checkpoint_s),
+        ("spare_units", spare_units),
+    ):
+        if v is not None:
+            over[k] = v
+    over["count_hot_spares"] = spares == "charged"
+    over["interval"] = interval
+    over["recovery"] = recovery
+    return over
