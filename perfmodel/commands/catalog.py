@@ -3,94 +3,26 @@ number comes from. Values stay SI inside; tables convert at the edge (TFLOP/s, G
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
-import sympy as sp
 from rich.markup import escape
 from rich.table import Table
 
 from perfmodel.commands.common import emit_json
 from perfmodel.errors import InputError
 from perfmodel.render import cell_len, console, print_table, si, table
-from perfmodel.specs.counts import (
-    Convention,
-    S,
-    flops_per_token,
-    flops_per_token_expr,
-    mean_keys,
-    param_counts,
-    symbolic_flops_formula,
+from perfmodel.specs.catalog import (
+    flops_explanation,
+    fmt,
+    hardware_doc,
+    hardware_row,
+    model_doc,
+    model_row,
 )
-from perfmodel.specs.hardware import HardwareSpec, hardware_unit, load_hardware, resolve_hardware, whatif_fields
-from perfmodel.specs.model import ModelSpec, load_model
+from perfmodel.specs.hardware import load_hardware, resolve_hardware, whatif_fields
+from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import catalog_ids, display_path
 
-# ---- units of spec fields (SI value -> display value, display unit, SI unit) -------------------------
-
-_SKIP = {"sources", "path", "notes", "overridden", "base", "notes_of"}
-
-
-def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    """Nested dict -> [(dotted.field, leaf value)] in declaration order."""
-    if isinstance(obj, dict):
-        out: list[tuple[str, Any]] = []
-        for k, v in obj.items():
-            if not prefix and k in _SKIP:
-                continue
-            out += _flatten(v, f"{prefix}.{k}" if prefix else k)
-        return out
-    return [(prefix, obj)]
-
-
-def model_unit(field: str) -> str:
-    leaf = field.rsplit(".", 1)[-1]
-    if leaf in ("seq_len", "max_position_embeddings", "window"):
-        return "tokens"
-    if leaf.endswith("_params"):
-        return "params"
-    if leaf.endswith("tolerance"):
-        return "relative"
-    return ""
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
 # ---- list ---------------------------------------------------------------------------------------
-
-
-def hardware_row(hw: HardwareSpec) -> dict[str, Any]:
-    p = hw.peak_flops
-    return {
-        "id": hw.id,
-        "name": hw.name,
-        "bf16_flops": p.bf16,
-        "fp8_flops": p.fp8,
-        "hbm_bytes": hw.memory.hbm_bytes,
-        "hbm_bandwidth": hw.memory.hbm_bandwidth,
-        "nvlink_domain": hw.scale_up.domain_size,
-        "nvlink_bandwidth": hw.scale_up.bandwidth,
-        "nic_bandwidth": hw.scale_out.bandwidth,
-        "tdp_w": hw.power.gpu_tdp_w,
-    }
-
-
-def model_row(m: ModelSpec) -> dict[str, Any]:
-    pc = param_counts(m)
-    return {
-        "id": m.id,
-        "name": m.name,
-        "layers": m.num_layers,
-        "hidden": m.hidden_size,
-        "total_params": pc.total,
-        "active_params": pc.active,
-        "moe": m.is_moe,
-        "seq_len": m.seq_len,
-    }
 
 
 @click.command("list")
@@ -169,55 +101,6 @@ def list_cmd(*, kind: str, as_json: bool) -> None:
 # ---- show ---------------------------------------------------------------------------------------
 
 
-def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
-    out = []
-    for field, val in _flatten(hw.model_dump()):
-        if field == "name":
-            val = hw.display_name()  # a what-if says so, and what changed
-        div, unit, si_unit = hardware_unit(field)
-        shown = val / div if isinstance(val, (int, float)) and not isinstance(val, bool) and val is not None else val
-        out.append(
-            {
-                "field": field,
-                "value": val,
-                "unit": si_unit,
-                "display": _fmt(shown),
-                "display_unit": unit,
-                "source": hw.sources.get(field, ""),
-                "overridden": field in hw.overridden,
-            }
-        )
-    return out
-
-
-def model_fields(m: ModelSpec) -> list[dict[str, Any]]:
-    return [
-        {"field": f, "value": v, "unit": model_unit(f), "source": m.sources.get(f, "")}
-        for f, v in _flatten(m.model_dump())
-    ]
-
-
-def model_summary(m: ModelSpec, seq: int) -> dict[str, Any]:
-    """Counted vs published parameters and model FLOPs per token at `seq` (both conventions, +/- MTP)."""
-    pc = param_counts(m)
-    pub = m.published
-    params: dict[str, Any] = {"total": pc.total, "active": pc.active, "mtp_total": pc.mtp_total}
-    if pub:
-        params["published_total"] = pub.total_params
-        params["total_gap"] = (pc.total - pub.total_params) / pub.total_params
-        params["total_tolerance"] = pub.tolerance
-        if pub.active_params:
-            params["published_active"] = pub.active_params
-            params["active_gap"] = (pc.active - pub.active_params) / pub.active_params
-            params["active_tolerance"] = pub.active_tolerance
-    flops: dict[str, float] = {}
-    for conv in ("causal", "full"):
-        flops[conv] = float(flops_per_token(m, seq, conv, mtp=True))
-        if m.mtp_layers:
-            flops[f"{conv}_without_mtp"] = float(flops_per_token(m, seq, conv, mtp=False))
-    return {"params": params, "seq": seq, "flops_per_token": flops}
-
-
 def field_table(title: str, rows: list[list[str]]) -> Table:
     """The field / value / source table of `show`: the field column is as wide as its longest name and
     never wraps or truncates (a dotted name cut to `efficiency.scale_out_collecti…` names nothing); the
@@ -253,20 +136,10 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_
         return show_stack(ref, sets, as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)
-        rows = hardware_fields(hw)
+        doc = hardware_doc(hw)
         if as_json:
-            whatif = {"base": hw.base, "notes_of": hw.notes_of} if hw.base or hw.notes_of else {}
-            return emit_json(
-                {
-                    "id": hw.id,
-                    "name": hw.display_name(),
-                    "path": hw.path,
-                    "notes": hw.notes,
-                    "overridden": list(hw.overridden),
-                    **whatif,
-                    "fields": rows,
-                }
-            )
+            return emit_json(doc)
+        rows = doc["fields"]
         where = display_path(hw.path)
         head = (
             f"{hw.id} ({where}): {hw.display_name(changes=False)}"
@@ -305,17 +178,17 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_
         raise InputError("--set", sets[0], "only for `show hardware` and `show stack` (model specs take no overrides)")
     m = load_model(ref)
     s = seq or m.seq_len
-    rows = model_fields(m)
-    summary = model_summary(m, s)
+    doc = model_doc(m, s)
     if as_json:
-        return emit_json({"id": m.id, "name": m.name, "path": m.path, "notes": m.notes, "fields": rows, **summary})
+        return emit_json(doc)
+    rows = doc["fields"]
     console.print(
         field_table(
             escape(f"{m.name}: {m.id} ({display_path(m.path)})"),
-            [[r["field"], escape(f"{_fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])] for r in rows],
+            [[r["field"], escape(f"{fmt(r['value'])} {r['unit']}".strip()), escape(r["source"])] for r in rows],
         )
     )
-    p = summary["params"]
+    p = doc["params"]
     prow = [["total (counted)", f"{p['total']:,}", ""], ["active (counted)", f"{p['active']:,}", ""]]
     if m.mtp_layers:
         prow.append(["MTP modules (not in total)", f"{p['mtp_total']:,}", ""])
@@ -336,7 +209,7 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_
             ]
         )
     console.print(table("Parameters (perfmodel.specs.counts.param_counts)", ["", "params", "vs published"], prow, 1))
-    frow = [[k.replace("_", " "), si(v, "FLOP")] for k, v in summary["flops_per_token"].items()]
+    frow = [[k.replace("_", " "), si(v, "FLOP")] for k, v in doc["flops_per_token"].items()]
     console.print(
         table(
             f"Model FLOPs per token, training fwd+bwd, seq {s} (attention convention)",
@@ -351,36 +224,6 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_
 
 
 # ---- explain ------------------------------------------------------------------------------------
-
-
-def flops_explanation(m: ModelSpec, seq: int, convention: Convention) -> dict[str, Any]:
-    pc = param_counts(m)
-    a = m.attention
-    general = symbolic_flops_formula(m, convention)
-    expr = flops_per_token_expr(m, convention, mtp=True)
-    out: dict[str, Any] = {
-        "model": m.id,
-        "convention": convention,
-        "seq": seq,
-        "general_formula": str(general),
-        "general_formula_pretty": sp.pretty(general, use_unicode=True),
-        "symbols": {
-            "n_mm": pc.n_mm + pc.mtp_n_mm,
-            "L": m.num_layers + m.mtp_layers,
-            "n_heads": a.num_heads,
-            "d_qk": a.qk_dim,
-            "d_v": a.v_dim,
-            "S_eff(global layers)": float(mean_keys("global", 0, convention).subs(S, seq)),
-        },
-        "model_expression": str(expr),
-        "model_expression_pretty": sp.pretty(expr, use_unicode=True),
-        "flops_per_token": float(flops_per_token(m, seq, convention, mtp=True)),
-    }
-    if m.mtp_layers:
-        out["flops_per_token_without_mtp"] = float(flops_per_token(m, seq, convention, mtp=False))
-    if m.num_windowed_layers:
-        out["windowed_layers"] = m.num_windowed_layers
-    return out
 
 
 @click.command("explain")

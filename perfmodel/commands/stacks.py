@@ -9,25 +9,11 @@ from rich.markup import escape
 
 from perfmodel.commands.common import emit_json
 from perfmodel.render import console, print_table, table
+from perfmodel.specs.catalog import KEY_FEATURES, stack_doc, stack_row
 from perfmodel.specs.specfile import display_path
-from perfmodel.specs.stack import StackSpec, apply_overrides, load_stack, stack_ids
+from perfmodel.specs.stack import apply_overrides, load_stack, stack_ids
 
-# features shown in the `list stacks` overview (all of them are in `show stack` and in --json)
-_KEY = (
-    "attention_kernel",
-    "sequence_parallel",
-    "tp_overlap",
-    "dp_grad_reduce_overlap",
-    "cuda_graphs",
-    "fsdp",
-    "grad_reduce_precision",
-    "fp8_recipe",
-    "moe_dispatcher",
-    "moe_a2a_overlap",
-    "recompute",
-    "pipeline_schedule",
-)
-_SHORT = {
+SHORT = {
     "attention_kernel": "attention",
     "sequence_parallel": "SP",
     "tp_overlap": "TP overlap",
@@ -51,37 +37,18 @@ def _cell(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
-def stack_row(s: StackSpec) -> dict[str, Any]:
-    unstated = [f for f, o in s.origin.items() if o.startswith("unstated")]
-    return {
-        "id": s.id,
-        "name": s.name,
-        "family": s.family,
-        "base": s.base,
-        "date": s.date,
-        "software": list(s.software),
-        "features": {f: _cell_json(s.value(f)) for f in _KEY},
-        "unstated": unstated,
-        "per_model_rules": len(s.per_model),
-    }
-
-
-def _cell_json(v: Any) -> Any:
-    return list(v) if isinstance(v, tuple) else v
-
-
 def list_stacks(as_json: bool) -> None:
     specs = [load_stack(i) for i in stack_ids()]
     if as_json:
         return emit_json([stack_row(s) for s in specs])
     print_table(
         "Software stacks (stacks/*.toml): key features; `perfmodel show stack ID` for all with sources",
-        ["id", "date", *(_SHORT[f] for f in _KEY), "unstated", "rules"],
+        ["id", "date", *(SHORT[f] for f in KEY_FEATURES), "unstated", "rules"],
         [
             [
                 s.id,
                 s.date,
-                *(_cell(s.value(f)) for f in _KEY),
+                *(_cell(s.value(f)) for f in KEY_FEATURES),
                 sum(o.startswith("unstated") for o in s.origin.values()),
                 len(s.per_model),
             ]
@@ -94,32 +61,10 @@ def list_stacks(as_json: bool) -> None:
 
 def show_stack(ref: str, sets: tuple[str, ...], as_json: bool) -> None:
     s = apply_overrides(load_stack(ref), sets)
-    rows = s.rows()
-    rules = [
-        {
-            "match": r.match.model_dump(exclude_none=True),
-            "values": {k: _cell_json(v) for k, v in r.values.items()},
-            "sources": r.sources,
-        }
-        for r in s.per_model
-    ]
+    doc = stack_doc(s)
     if as_json:
-        return emit_json(
-            {
-                "id": s.id,
-                "name": s.name,
-                "family": s.family,
-                "base": s.base,
-                "base_source": s.base_source,
-                "date": s.date,
-                "software": list(s.software),
-                "frameworks": list(s.frameworks),
-                "path": s.path,
-                "notes": s.notes,
-                "features": rows,
-                "per_model": rules,
-            }
-        )
+        return emit_json(doc)
+    rows, rules = doc["features"], doc["per_model"]
     console.print(f"[bold]{escape(s.name)}[/bold]: {s.id} ({escape(display_path(s.path))})")
     console.print(f"family {s.family}" + (f", base {s.base} ({escape(s.base_source)})" if s.base else ""))
     ft = table(
