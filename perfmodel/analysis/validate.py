@@ -129,6 +129,12 @@ class RowResult:
     power_error: float | None = None  # (predicted - measured) / measured
 
 
+# the columns a report groups rows by (Report.by), and the verdicts that flag a row far from its prediction (others
+# are "ok" or informational)
+GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
+FLAG_VERDICTS = ("underperforms", "faster than predicted")
+
+
 @dataclass
 class Report:
     given: int
@@ -200,6 +206,59 @@ class Report:
             }[key]
             groups.setdefault(k, []).append(r)
         return {k: self.stats(v) for k, v in sorted(groups.items())}
+
+    def summary(self) -> dict[str, Any]:
+        """Rows given/predicted, coverage and error statistics: all rows, calibration split, held-out; memory,
+        power, the stack each row ran and why, and the runs the memory model cannot place."""
+        rs = self.results
+        out: dict[str, Any] = {
+            "rows": self.given,
+            "predicted": len(rs),
+            "coverage": len(rs) / self.given if self.given else 0.0,
+        }
+        all_stats = self.stats()
+        out.update({k: all_stats[k] for k in ("mape", "median_ape", "p90_ape", "bias")})
+        out["calibration"] = self.stats([r for r in rs if r.calibration])
+        out["held_out"] = self.stats([r for r in rs if not r.calibration])
+        out["memory"] = self.memory_stats()
+        out["memory_contradictions"] = self.memory_contradictions()
+        out["stack_basis"] = self.stack_bases()
+        out["stack_fallbacks"] = self.stack_fallbacks()
+        out["power"] = self.power_stats()
+        return out
+
+    def by_set(self) -> dict[str, dict]:
+        """Error statistics per measured set (file), with its memory and power statistics."""
+        return {
+            k: {
+                **v,
+                "memory": self.memory_stats([r for r in self.results if r.dataset == k]),
+                "power": self.power_stats([r for r in self.results if r.dataset == k]),
+            }
+            for k, v in self.by("dataset").items()
+        }
+
+    def worst(self, n: int = 10) -> list[RowResult]:
+        """The `n` rows farthest from their prediction."""
+        return sorted(self.results, key=lambda r: -abs(r.error))[:n]
+
+    def flagged(self) -> list[RowResult]:
+        """The rows whose verdict flags them far from their prediction (FLAG_VERDICTS)."""
+        return [r for r in self.results if r.verdict.startswith(FLAG_VERDICTS)]
+
+    def document(self, by_key: str) -> dict[str, Any]:
+        """`validate --json` without its per-row list: the summary, per set, per group of every GROUP_KEYS,
+        the worst and flagged rows, the unsupported ones with their reasons, warnings."""
+        return {
+            **self.summary(),
+            "sets": self.by_set(),
+            "by_key": by_key,
+            "by": {k: self.by(k) for k in GROUP_KEYS},
+            "worst": [r.run_id for r in self.worst()],
+            "unsupported": self.unsupported,
+            "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in self.flagged()],
+            "warnings": self.warnings,
+        }
 
 
 def _int(row: dict, key: str, default: int | None = None) -> int | None:

@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from perfmodel.analysis.validate import (
     COLUMNS,
+    GROUP_KEYS,
     Report,
     RowResult,
     count_rows,
@@ -31,35 +32,12 @@ from perfmodel.jsonable import to_jsonable
 from perfmodel.render import console, print_table, table
 from perfmodel.specs.specfile import data_dir, display_path
 
-GROUP_KEYS = ("hardware", "model", "source", "precision", "kind", "split", "stack", "dataset")
 PROGRESS_MIN_ROWS = 2000
 FLAGGED_SHOWN = 25
-# verdicts perfmodel.analysis.validate gives rows far from their prediction (others are "ok" or informational)
-FLAG_VERDICTS = ("underperforms", "faster than predicted")
 
 
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{x:.1%}"
-
-
-def summary(report: Report) -> dict[str, Any]:
-    """Rows given/predicted, coverage and error statistics: all rows, calibration split, held-out."""
-    rs = report.results
-    out: dict[str, Any] = {
-        "rows": report.given,
-        "predicted": len(rs),
-        "coverage": len(rs) / report.given if report.given else 0.0,
-    }
-    all_stats = report.stats()
-    out.update({k: all_stats[k] for k in ("mape", "median_ape", "p90_ape", "bias")})
-    out["calibration"] = report.stats([r for r in rs if r.calibration])
-    out["held_out"] = report.stats([r for r in rs if not r.calibration])
-    out["memory"] = report.memory_stats()
-    out["memory_contradictions"] = report.memory_contradictions()
-    out["stack_basis"] = report.stack_bases()
-    out["stack_fallbacks"] = report.stack_fallbacks()
-    out["power"] = report.power_stats()
-    return out
 
 
 def run_validation(path: str) -> Report:
@@ -138,15 +116,6 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
     path = (
         file or f"{len(paths)} shipped sets (runs.csv and independent/*.csv in {display_path(data_dir('validation'))})"
     )
-    s = summary(report)
-    sets = {
-        k: {
-            **v,
-            "memory": report.memory_stats([r for r in report.results if r.dataset == k]),
-            "power": report.power_stats([r for r in report.results if r.dataset == k]),
-        }
-        for k, v in report.by("dataset").items()
-    }
     if not report.results:  # nothing usable: exit 2, with every row's reason
         u = report.unsupported
         if not as_json:
@@ -165,22 +134,9 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
             f"reason, line {u[0]['row']}: {u[0]['reason']}",
             details={"unsupported": u},
         )
-    worst = sorted(report.results, key=lambda r: -abs(r.error))[:10]
-    flagged = [r for r in report.results if r.verdict.startswith(FLAG_VERDICTS)]
     if as_json:
-        return emit_json_rows(
-            {
-                **s,
-                "sets": sets,
-                "by_key": by_key,
-                "by": {k: report.by(k) for k in GROUP_KEYS},
-                "worst": [r.run_id for r in worst],
-                "unsupported": report.unsupported,
-                "flagged": [{"run_id": r.run_id, "error": r.error, "verdict": r.verdict} for r in flagged],
-                "warnings": report.warnings,
-            },
-            report.results,
-        )
+        return emit_json_rows(report.document(by_key), report.results)
+    s, worst, flagged, sets = report.summary(), report.worst(), report.flagged(), report.by_set()
     cal, held = s["calibration"], s["held_out"]
     console.print(
         f"[bold]{escape(path)}[/bold]: {s['rows']} rows given, {s['predicted']} predicted "
