@@ -1265,12 +1265,12 @@ def test_breakdown_shows_raw_communication_beside_exposed_and_the_overlap_that_h
     monkeypatch.setattr(render.console, "width", 200)
     sw = resolve("default", (), "deepseek-v3", True, load_hardware("gb200-nvl72"), "bf16", constants())
     b = {"gemm": 1.0, "ep_comm": 0.0, "ep_comm_raw": 0.4, "tp_comm": 0.1, "tp_comm_raw": 0.5}
-    print_breakdown(b, 1.2, constants(), sw)
+    print_breakdown(b, 1.2, sw)
     out = capsys.readouterr().out
     ep = next(l for l in out.splitlines() if l.strip().startswith("│ ep_comm"))
     assert "0.4000" in ep and f"moe_a2a_overlap x{sw.ep_share:.2f}" in ep
     assert "raw s" in out and "ep_comm_raw" not in out
-    print_breakdown({"gemm": 1.0, "tp_comm": 0.1}, 1.1, constants())
+    print_breakdown({"gemm": 1.0, "tp_comm": 0.1}, 1.1)
     out = capsys.readouterr().out
     assert "raw s" not in out and "exposed time" in out
 
