@@ -28,9 +28,9 @@ import numpy as np
 from perfmodel import api
 from perfmodel.analysis import uncertainty
 from perfmodel.analysis.checks import implausible_throughput, low_mfu_warning
+from perfmodel.analysis.explain import overheads
 from perfmodel.analysis.logparse import ParsedLog, parse_file
 from perfmodel.analysis.logrun import DEVICE_NAMES, Built, Facts, Run, Stated, build_run
-from perfmodel.core.predict import BREAKDOWN
 from perfmodel.errors import WARNINGS, InputError
 from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import HardwareSpec, apply_overrides, load_hardware
@@ -463,35 +463,6 @@ def shown_what_ifs(ws: list[dict[str, Any]], n: int = 8) -> list[dict[str, Any]]
     return sorted(rows, key=lambda o: o["log_distance"])[:n]
 
 
-def overheads(run: Run, p: Any) -> list[dict[str, Any]]:
-    """Where the predicted step spends time beyond the tensor-core work, largest first, each with the
-    throughput the run would have without it. The bubble uses the run's own micro-batch count."""
-    step = float(p.step_time_s[0])
-    lay = run.layout
-    m = lay.gbs // (lay.dp * lay.mbs)
-    tokens = lay.gbs * lay.seq
-    out = []
-    for k, arr in p.breakdown_s.items():
-        v = float(arr[0])
-        if v <= 0 or k in ("gemm", "attention"):
-            continue
-        label = BREAKDOWN[k].short if k in BREAKDOWN else k  # the one breakdown vocabulary (core/predict.py)
-        if k == "pipeline_bubble":
-            label = f"{label}: pp {lay.pp}, vp {lay.vp}, m {m}: (pp-1)/(vp m) = {(lay.pp - 1) / (lay.vp * m):.4f}"
-        elif BREAKDOWN.get(k) and BREAKDOWN[k].group == "communication":
-            label = f"{label}, exposed"
-        out.append(
-            {
-                "part": k,
-                "label": label,
-                "seconds": v,
-                "share": v / step,
-                "tokens_per_s_per_gpu_without": tokens / (max(step - v, 1e-12) * lay.gpus),
-            }
-        )
-    return sorted(out, key=lambda o: -o["seconds"])
-
-
 def verdict(ratio: float, band: Any) -> str:
     """Where measured / predicted lies against the 80% band of validation spread (perfmodel/analysis/uncertainty.py)."""
     where = f"measured/predicted {ratio:.3f}, 80% band {band.low:.3f}-{band.high:.3f} ({band.group})"
@@ -727,7 +698,7 @@ def _prediction(run: Run, hw: HardwareSpec, meas: Measured, st: RunStack) -> dic
         "band": band.to_dict(),
         "verdict": verdict(ratio, band),
         "what_ifs": what_ifs(run, hw, measured, st),
-        "overheads": overheads(run, p),
+        "overheads": overheads({k: float(v[0]) for k, v in p.breakdown_s.items()}, float(p.step_time_s[0]), run.layout),
     }
 
 

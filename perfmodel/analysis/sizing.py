@@ -31,10 +31,8 @@ Method:
   and its own exact goodput and spares, it could fit the budget and beat the fastest so far. Over budget
   everywhere, the error names the cheapest size found the same way, and why fewer GPUs cost more.
 - --gpus: the given GPU count, rounded up to whole units.
-- What limits it: "memory" when fewer than MEMORY_FIT_SHARE of the legal layouts fit in HBM, else the
-  largest non-compute term of the best layout's step breakdown (predict.py breakdown_s): the pipeline
-  bubble means the batch is too small for the cluster, the *_comm terms communication, recompute memory;
-  "compute" when that term is under COMPUTE_BOUND_OVERHEAD of the step.
+- What limits it: analysis/explain.py `limit` on the best layout's step breakdown and the share of legal
+  layouts that fit in HBM.
 """
 
 from __future__ import annotations
@@ -46,9 +44,10 @@ from typing import Any, Callable, Literal, Mapping
 
 from perfmodel.analysis.checks import check_tokens_cover_a_batch
 from perfmodel.analysis.energy import step_of
+from perfmodel.analysis.explain import limit
 from perfmodel.analysis.search import Constraints, SearchResult, equivalents, parse_constraints, search
 from perfmodel.analysis.uncertainty import band_for, with_band
-from perfmodel.core.predict import BREAKDOWN, KERNEL_TERMS, Options
+from perfmodel.core.predict import Options
 from perfmodel.economics.job import Job, Step, job_of, priced_tco
 from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
 from perfmodel.economics.tco import TCO, RunCost
@@ -63,8 +62,6 @@ DEFAULT_SEQ = 4096
 DEFAULT_BATCH_TOKENS = 2**24
 MAX_GPUS = 2**20  # sizes beyond a million GPUs are not searched
 SIZE_CONSTRAINTS = Constraints(cap={"etp": 2})
-MEMORY_FIT_SHARE = 0.05  # below this share of legal layouts fitting in HBM, memory is the limit
-COMPUTE_BOUND_OVERHEAD = 0.05  # largest non-compute term under this share of the step: compute-bound
 
 
 LADDER_STEPS = 8  # candidate sizes per doubling above 2 x LADDER_STEPS units
@@ -367,32 +364,11 @@ class Sizer:
         return None if eq is None else {**eq, "suggestion_layout": lays[eq["suggestion"] - 1]}
 
     def limit(self, p: Point) -> dict[str, Any]:
-        """What limits the run at this size (see the module docstring)."""
+        """What limits the run at this size (analysis/explain.py limit)."""
         top, res = p.result.top, p.result
         assert top is not None
         b = {k: float(v[0]) for k, v in top.breakdown_s.items()}
-        step = float(top.step_time_s[0])
-        other = {k: v for k, v in b.items() if k not in KERNEL_TERMS and not k.endswith("_raw")}
-        term = max(other, key=lambda k: other[k])
-        fit_share = res.fits / res.legal if res.legal else 0.0
-        share = other[term] / step
-        compute = sum(b[k] for k in KERNEL_TERMS if k in b) / step
-        overhead = f"{BREAKDOWN[term].short} {share:.0%}"
-        if fit_share < MEMORY_FIT_SHARE:
-            what, text = "memory", f"memory: {fit_share:.1%} of legal layouts fit in HBM (largest overhead: {overhead})"
-        elif share < COMPUTE_BOUND_OVERHEAD:
-            what, text = "compute", f"compute: kernels {compute:.0%} of the step (largest overhead: {overhead})"
-        else:
-            what = BREAKDOWN[term].limit
-            text = f"{what}: {overhead} of the step (kernels {compute:.0%})"
-        return {
-            "limit": what,
-            "term": term,
-            "term_share": share,
-            "compute_share": compute,
-            "fits_share": fit_share,
-            "text": text,
-        }
+        return limit(b, float(top.step_time_s[0]), res.fits / res.legal if res.legal else 0.0)
 
     def report(self, p: Point, mode: Mode, target: float, smaller: Point | None = None) -> dict[str, Any]:
         """JSON-ready dict of one sized system."""

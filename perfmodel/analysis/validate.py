@@ -18,9 +18,10 @@ from typing import Any, Callable, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
+from perfmodel.analysis import explain
 from perfmodel.analysis.checks import implausible_throughput, min_flops_per_token
 from perfmodel.analysis.energy import power_limit_w
-from perfmodel.core.predict import KERNEL_TERMS, Options, Prediction, predict_grid, software_of
+from perfmodel.core.predict import Options, Prediction, predict_grid, software_of
 from perfmodel.economics import power as pw
 from perfmodel.economics.job import priced_tco
 from perfmodel.errors import InputError, did_you_mean
@@ -448,22 +449,7 @@ def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: boo
 
 def likely_cause(p: Prediction, i: int = 0) -> str:
     """The largest non-compute term of the breakdown: where a slow real run most likely lost time."""
-    return _cause(p.row(i)["breakdown_s"], float(p.step_time_s[i]))
-
-
-def _cause(b: dict[str, float], step: float) -> str:
-    """Where a run slower than predicted most likely lost time. When no overhead reaches 10% of the
-    predicted step, the step is kernel-bound and the loss is in kernel efficiency (shapes, fusion,
-    unsupported features such as attention sinks), so name the largest kernel class instead."""
-    comm = {k: v for k, v in b.items() if k not in KERNEL_TERMS and not k.endswith("_raw")}  # raw: before overlap
-    k = max(comm, key=comm.get)  # type: ignore[arg-type]
-    if comm[k] >= 0.10 * step:
-        return f"largest overhead in the prediction: {k} ({comm[k] / step:.0%} of the step)"
-    kern = max(KERNEL_TERMS, key=lambda n: b.get(n, 0.0))
-    return (
-        f"kernel-bound prediction (no overhead above 10%): slower kernels than modelled, "
-        f"most likely {kern} ({b.get(kern, 0.0) / step:.0%} of the step)"
-    )
+    return explain.likely_cause(p.row(i)["breakdown_s"], float(p.step_time_s[i]))
 
 
 class _Row(NamedTuple):
@@ -679,7 +665,7 @@ def _result(
     verdict = "ok" if not s.inferred else f"recompute={s.inferred} inferred (no-recompute layout does not fit in HBM)"
     note = f"; {verdict}" if s.inferred else ""
     if err > 0.25:
-        verdict = "underperforms prediction; " + _cause(breakdown, c["step"][i]) + note
+        verdict = "underperforms prediction; " + explain.likely_cause(breakdown, c["step"][i]) + note
     elif err < -0.25:
         verdict = "faster than predicted" + note
     mem = c["mem_alloc"][i]
