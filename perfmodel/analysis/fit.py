@@ -15,15 +15,18 @@ dependency-free (Hooke & Jeeves 1961, pattern search without the pattern move).
 
 from __future__ import annotations
 
+import datetime as _dt
+import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from perfmodel.analysis import uncertainty as U
 from perfmodel.analysis.validate import Report, calibration_split, merge, read_csv, validate_rows
 from perfmodel.analysis.validate import _resolve_ref as resolve_ref
+from perfmodel.core import calibration as C
 from perfmodel.core.calibration import BANDS, PROVENANCE, Constants, bounds, names
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import load_hardware
@@ -360,3 +363,80 @@ def calibrate_runs(
     return UserCalibration(
         sets, f, start_rep, fitted, cv, k, U.fit(samples), fold_coverage(samples, fold_of), attribution(sets, f)
     )
+
+
+# ---- the calibration file `perfmodel calibrate` writes ------------------------------------------------------
+
+HEADER = (
+    "perfmodel calibration file written by `perfmodel calibrate` (perfmodel/analysis/fit.py); use it with\n"
+    "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
+    "prior and source; `value` is fitted on every row of the inputs in [provenance], [bands.*] are the\n"
+    "80% bands of ln(measured / predicted) of those rows predicted out of sample (cross-validation;\n"
+    "perfmodel/analysis/uncertainty.py)."
+)
+
+
+def error_stats(rep: Report) -> dict[str, Any]:
+    """Rows, MAPE, bias and mean |ln(predicted / measured)| of a report."""
+    s = rep.stats()
+    e = log_errors(rep)
+    return {
+        "rows": s["rows"],
+        "mape": s["mape"],
+        "bias": s["bias"],
+        "mean_abs_log_error": float(e.mean()) if e.size else None,
+    }
+
+
+def provenance(files: Iterable[str], uc: UserCalibration, rounds: int, passes: int, folds: int) -> dict[str, Any]:
+    """How a user calibration was made: the command, the date, each input with its sha256 and rows, the
+    cross-validation, the start file, what was fitted and what the rows do not identify, the objective."""
+    files = list(files)
+    fit = uc.fit
+    n_rows = sum(len(s.rows) for s in uc.sets)
+    prov: dict[str, Any] = {
+        "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds} --passes {passes} --folds {folds}",
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "inputs": [str(Path(p).resolve()) for p in files],
+        "inputs_sha256": [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in files],
+        "rows": [len(s.rows) for s in uc.sets],
+        "fit_rows": len(uc.fitted_report.results),
+        "cross_validation": (
+            f"{uc.folds}-fold (row i in fold i % {uc.folds}, file order)" if uc.folds < n_rows else "leave-one-out"
+        )
+        + "; each fold fitted as the whole fit is, from the same start",
+        "started_from": str(C.active_file()),
+        "fitted": list(fit.names),
+        "not_identified": list(fit.inert),
+        "rounds": rounds,
+        "passes": fit.passes,
+        "objective": "mean |ln(predicted / measured tokens/s/GPU)| over every predicted row",
+        "objective_start": fit.start_objective,
+        "objective_fitted": fit.objective,
+        "cross_validated_mape_start": error_stats(uc.start_report)["mape"],
+        "cross_validated_mape_fitted": error_stats(uc.cv_report)["mape"],
+    }
+    if uc.coverage["coverage"] is not None:  # TOML has no null: without it the key is left out
+        prov["cross_validated_band_coverage"] = uc.coverage["coverage"]
+    return prov
+
+
+def write_calibration(out: Path, uc: UserCalibration, prov: dict[str, Any]) -> dict[str, Any]:
+    """Write the calibration file (calibration.toml's shape plus [provenance] and [bands.*]) and return what
+    `perfmodel calibrate --json` reports of it."""
+    try:
+        out.write_text(calibration_text(C.table(), uc.fit.consts, prov, HEADER, uc.bands), encoding="utf-8")
+    except OSError as exc:
+        raise InputError("out", str(out), f"cannot write ({exc.strerror or exc})") from None
+    C.forget()  # the file just written may replace one read earlier
+    return {
+        "out": str(out),
+        "provenance": prov,
+        "constants": uc.attribution,
+        "calibration": {"start": error_stats(uc.start_report), "fitted": error_stats(uc.fitted_report)},
+        "cross_validated": {"start": error_stats(uc.start_report), "fitted": error_stats(uc.cv_report)},
+        "bands": uc.bands,
+        "cross_validated_band_coverage": uc.coverage,
+        "unsupported": uc.start_report.unsupported,
+        "evaluations": uc.fit.evaluations,
+    }

@@ -10,8 +10,6 @@ every predicting command takes as `--calibration FILE`."""
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 from pathlib import Path
 
 import click
@@ -24,17 +22,6 @@ from perfmodel.errors import InputError
 from perfmodel.render import console, print_table
 
 
-def _stats(rep) -> dict:
-    s = rep.stats()
-    e = F.log_errors(rep)
-    return {
-        "rows": s["rows"],
-        "mape": s["mape"],
-        "bias": s["bias"],
-        "mean_abs_log_error": float(e.mean()) if e.size else None,
-    }
-
-
 def _pct(x: float | None, sign: bool = False) -> str:
     return "-" if x is None else (f"{x:+.1%}" if sign else f"{x:.1%}")
 
@@ -42,10 +29,6 @@ def _pct(x: float | None, sign: bool = False) -> str:
 def _start_name() -> str:
     f = C.active_file()
     return "the shipped perfmodel/calibration.toml" if f == C.shipped_file() else escape(str(f))
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @click.command("calibrate")
@@ -95,53 +78,8 @@ def command(*, files: tuple[str, ...], out: str, rounds: int, passes: int, folds
         uc = F.calibrate_runs(sets, C.constants(), names, rounds, passes, folds, log=lambda _m: bar.advance(task))
     fit = uc.fit
     n_rows = sum(len(s.rows) for s in sets)
-    prov = {
-        "command": "perfmodel calibrate " + " ".join(files) + f" --rounds {rounds} --passes {passes} --folds {folds}",
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": [str(Path(p).resolve()) for p in files],
-        "inputs_sha256": [_sha256(Path(p)) for p in files],
-        "rows": [len(s.rows) for s in sets],
-        "fit_rows": len(uc.fitted_report.results),
-        "cross_validation": (
-            f"{uc.folds}-fold (row i in fold i % {uc.folds}, file order)" if uc.folds < n_rows else "leave-one-out"
-        )
-        + "; each fold fitted as the whole fit is, from the same start",
-        "started_from": str(C.active_file()),
-        "fitted": list(names),
-        "not_identified": list(fit.inert),
-        "rounds": rounds,
-        "passes": fit.passes,
-        "objective": "mean |ln(predicted / measured tokens/s/GPU)| over every predicted row",
-        "objective_start": fit.start_objective,
-        "objective_fitted": fit.objective,
-        "cross_validated_mape_start": _stats(uc.start_report)["mape"],
-        "cross_validated_mape_fitted": _stats(uc.cv_report)["mape"],
-    }
-    if uc.coverage["coverage"] is not None:  # TOML has no null: without it the key is left out
-        prov["cross_validated_band_coverage"] = uc.coverage["coverage"]
-    header = (
-        "perfmodel calibration file written by `perfmodel calibrate` (perfmodel/analysis/fit.py); use it with\n"
-        "`--calibration FILE` on any predicting command. Each constant keeps calibration.toml's meaning,\n"
-        "prior and source; `value` is fitted on every row of the inputs in [provenance], [bands.*] are the\n"
-        "80% bands of ln(measured / predicted) of those rows predicted out of sample (cross-validation;\n"
-        "perfmodel/analysis/uncertainty.py)."
-    )
-    try:
-        out_p.write_text(F.calibration_text(C.table(), fit.consts, prov, header, uc.bands), encoding="utf-8")
-    except OSError as exc:
-        raise InputError("--out", out, f"cannot write ({exc.strerror or exc})") from None
-    C.forget()  # the file just written may replace one read earlier
-    res = {
-        "out": str(out_p),
-        "provenance": prov,
-        "constants": uc.attribution,
-        "calibration": {"start": _stats(uc.start_report), "fitted": _stats(uc.fitted_report)},
-        "cross_validated": {"start": _stats(uc.start_report), "fitted": _stats(uc.cv_report)},
-        "bands": uc.bands,
-        "cross_validated_band_coverage": uc.coverage,
-        "unsupported": uc.start_report.unsupported,
-        "evaluations": fit.evaluations,
-    }
+    prov = F.provenance(files, uc, rounds, passes, folds)
+    res = F.write_calibration(out_p, uc, prov)
     if as_json:
         return emit_json(res)
     n_fit = len(uc.fitted_report.results)
