@@ -47,11 +47,11 @@ from perfmodel.analysis.energy import step_of
 from perfmodel.analysis.explain import limit
 from perfmodel.analysis.search import Constraints, SearchResult, equivalents, parse_constraints, search
 from perfmodel.analysis.uncertainty import band_for, with_band
-from perfmodel.core.predict import Options
+from perfmodel.core.predict import Options, stack_info
 from perfmodel.economics.job import Job, Step, job_of, priced_tco
 from perfmodel.economics.reliability import Reliability, reliability_inputs, spares_text, whole_units
 from perfmodel.economics.tco import TCO, RunCost
-from perfmodel.errors import InputError
+from perfmodel.errors import InputError, cli_message
 from perfmodel.specs.counts import param_counts
 from perfmodel.specs.hardware import HardwareSpec, load_hardware
 from perfmodel.specs.model import ModelSpec, load_model
@@ -533,3 +533,56 @@ def size(
     else:
         raise InputError("size", "mode", f"unknown mode {mode!r}")
     return s.report(p, mode, target, smaller)
+
+
+def size_systems(
+    model: ModelSpec,
+    hws: list[HardwareSpec],
+    tokens: float,
+    mode: Mode,
+    target: float,
+    opts: Options,
+    *,
+    seq: int | None,
+    gbs: int | None,
+    buyer: str,
+    cost_over: Mapping[str, float],
+    rel_over: Mapping[str, Any],
+    constraints: Constraints,
+    on_system: Callable[[HardwareSpec], Callable[[int], None] | None] | None = None,
+) -> list[dict[str, Any]]:
+    """`size` on each system, with its seconds and stack. With several systems, one that cannot be sized is
+    {"hardware", "error"} and the others go on; an InputError when none can. `on_system(hw)` is called as each
+    system starts and returns its `on_size` callback (progress bars)."""
+    out: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for hw in hws:
+        on_size = on_system(hw) if on_system else None
+        try:
+            t1 = time.perf_counter()
+            d = size(
+                model,
+                hw,
+                tokens,
+                mode,
+                target,
+                opts,
+                seq,
+                gbs,
+                buyer,
+                cost_over,
+                rel_over,
+                on_size=on_size,
+                constraints=constraints,
+            )
+            d["seconds"] = time.perf_counter() - t1
+            d.update(stack_info(opts, model, hw))
+            out.append(d)
+        except InputError as exc:
+            if len(hws) == 1:
+                raise
+            out.append({"hardware": hw.id, "error": cli_message(exc)})
+            errors.append(f"{hw.id}: {cli_message(exc)}")
+    if len(errors) == len(hws):
+        raise InputError("size", "", "; ".join(errors))
+    return out

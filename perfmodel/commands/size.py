@@ -6,13 +6,13 @@ Method in perfmodel/analysis/sizing.py (planner per size, reliability goodput an
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Callable
 
 import click
 from rich.markup import escape
 
 from perfmodel.analysis.checks import warn_context
-from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size, size_constraints
+from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, MAX_GPUS, size_constraints, size_systems
 from perfmodel.analysis.uncertainty import span
 from perfmodel.commands.common import (
     convention_options,
@@ -23,12 +23,12 @@ from perfmodel.commands.common import (
     stderr_progress,
 )
 from perfmodel.core.calibration import constants
-from perfmodel.core.predict import Options, stack_info
+from perfmodel.core.predict import Options
 from perfmodel.economics.job import split_sets
 from perfmodel.economics.tco import BUYERS
-from perfmodel.errors import InputError, cli_message
+from perfmodel.errors import InputError
 from perfmodel.render import console, stack_line, table
-from perfmodel.specs.hardware import resolve_hardware, split_hardware_sets
+from perfmodel.specs.hardware import HardwareSpec, resolve_hardware, split_hardware_sets
 from perfmodel.specs.layout import layout_text
 from perfmodel.specs.model import load_model
 
@@ -216,44 +216,30 @@ def command(
     cost_over, rel_over = split_sets(tuple(rest))
     rel_over = {**rel_over, "count_hot_spares": spares == "charged"}
     opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
-    out: list[dict[str, Any]] = []
-    errors: list[str] = []
     hws = [resolve_hardware(ref, hw_sets) for ref in hardware_refs]  # every id checked before any planning
     # progress on a terminal's stderr only (never in --json, never in a log): the sizes planned so far
     with stderr_progress("{task.description}", "{task.completed} sizes planned", show=not as_json) as bar:
-        for hw in hws:
+
+        def on_system(hw: HardwareSpec) -> Callable[[int], None]:
             task = bar.add_task(f"{hw.id}", total=None)
+            return lambda n: bar.update(task, advance=1, description=f"{hw.id}: {n:,} GPUs")
 
-            def step(n: int, task=task, hw=hw) -> None:
-                bar.update(task, advance=1, description=f"{hw.id}: {n:,} GPUs")
-
-            try:
-                t1 = time.perf_counter()
-                d = size(
-                    m,
-                    hw,
-                    tokens,
-                    mode,
-                    target,
-                    opts,
-                    seq,
-                    gbs,
-                    buyer,
-                    cost_over,
-                    rel_over,  # type: ignore[arg-type]
-                    on_size=step,
-                    constraints=cons,
-                )
-                d["seconds"] = time.perf_counter() - t1
-                d.update(stack_info(opts, m, hw))
-                out.append(d)
-            except InputError as exc:
-                if len(hardware_refs) == 1:
-                    raise
-                out.append({"hardware": hw.id, "error": cli_message(exc)})
-                errors.append(f"{hw.id}: {cli_message(exc)}")
-    if len(errors) == len(hardware_refs):
-        raise InputError("size", "", "; ".join(errors))
+        out = size_systems(
+            m,
+            hws,
+            tokens,
+            mode,  # type: ignore[arg-type]
+            target,
+            opts,
+            seq=seq,
+            gbs=gbs,
+            buyer=buyer,
+            cost_over=cost_over,
+            rel_over=rel_over,
+            constraints=cons,
+            on_system=on_system,
+        )
+    errors = [d for d in out if "error" in d]
     if as_json:
         return emit_json(out)
     ok = [d for d in out if "error" not in d]
