@@ -228,9 +228,9 @@ def _assert_clean_interrupt(rc: int, out: str, err: str) -> str:
 
 
 def test_search_interrupt_message(capsys, monkeypatch):
-    import perfmodel.commands.search as cmd
+    import perfmodel.analysis.search as lib  # search_sizes calls it for the command
 
-    real = cmd.search
+    real = lib.search
 
     def interrupted_at_2(*a, on_chunk=None, **kw):
         def cb(done: int, total: int) -> None:
@@ -240,7 +240,7 @@ def test_search_interrupt_message(capsys, monkeypatch):
 
         return real(*a, on_chunk=cb, **kw)
 
-    monkeypatch.setattr(cmd, "search", interrupted_at_2)
+    monkeypatch.setattr(lib, "search", interrupted_at_2)
     rc = main(
         [
             "search",

@@ -605,6 +605,26 @@ def search(
     )
 
 
+def search_sizes(
+    model: ModelSpec,
+    hw: HardwareSpec,
+    gpus: list[int],
+    gbs: int,
+    seq: int,
+    opts: Options,
+    objective: str = "throughput",
+    top_k: int = 10,
+    constraints: Constraints = Constraints(),
+    on_size: Callable[[int], Callable[[int, int], None] | None] | None = None,
+) -> list[SearchResult]:
+    """`search` at each GPU count of `gpus`. `on_size(n)` is called as the search at n GPUs starts and returns
+    its `on_chunk(done, total)` callback (progress bars)."""
+    return [
+        search(model, hw, n, gbs, seq, opts, objective, top_k, constraints, on_chunk=on_size(n) if on_size else None)
+        for n in gpus
+    ]
+
+
 # ---- explanation -----------------------------------------------------------------------------------
 
 

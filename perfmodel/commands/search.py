@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import click
 import numpy as np
@@ -12,7 +13,7 @@ from perfmodel.analysis import uncertainty
 from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.planner_report import search_report
 from perfmodel.analysis.scaling import parse_gpu_list
-from perfmodel.analysis.search import OBJECTIVES, SearchResult, describe_why, parse_constraints, search
+from perfmodel.analysis.search import OBJECTIVES, SearchResult, describe_why, parse_constraints, search_sizes
 from perfmodel.commands.common import convention_options, emit_json, precision_option, stack_options, stderr_progress
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options, Prediction, terms
@@ -56,32 +57,21 @@ def run_searches(
     uneven_vp: bool = False,
 ) -> list[SearchResult]:
     cons = parse_constraints(fix, cap, uneven_vp)
-    results = []
     at = {"gpus": gpus[0], "done": 0, "total": 0}  # how far the search got, for a Ctrl-C message
 
     def step(done: int, total: int, task) -> None:
         at.update(done=done, total=total)
         bar.update(task, completed=done, total=total, visible=total > 1)
 
+    def on_size(n: int) -> Callable[[int, int], None]:
+        at.update(gpus=n, done=0, total=0)
+        task = bar.add_task(f"{n} GPUs", total=None)
+        return lambda done, total: step(done, total, task)
+
     try:
         # progress on a terminal's stderr only: never mixed into --json, never written into a log file
         with stderr_progress("{task.description}", "{task.completed}/{task.total} chunks", show_progress) as bar:
-            for n in gpus:
-                at.update(gpus=n, done=0, total=0)
-                task = bar.add_task(f"{n} GPUs", total=None)
-                r = search(
-                    model,
-                    hw,
-                    n,
-                    gbs,
-                    seq,
-                    opts,
-                    objective,
-                    top_k,
-                    cons,
-                    on_chunk=lambda done, total, t=task: step(done, total, t),
-                )
-                results.append(r)
+            results = search_sizes(model, hw, gpus, gbs, seq, opts, objective, top_k, cons, on_size)
     except KeyboardInterrupt:
         where = f" of the {at['gpus']:,}-GPU search" if len(gpus) > 1 else ""
         got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
