@@ -155,6 +155,28 @@ def release_series(
     }
 
 
+def main_stacks(series: dict[str, Any]) -> dict[str, str]:
+    """Per release of a release_series: the stack preset most of its rows ran ('-' for none)."""
+    count: dict[tuple[str, str], int] = {}
+    for x in series["rows"]:
+        count[(x["release"], x["stack"])] = count.get((x["release"], x["stack"]), 0) + 1
+    return {
+        r["release"]: max(r["stacks"], key=lambda sid: count.get((r["release"], sid), 0)) if r["stacks"] else "-"
+        for r in series["releases"]
+    }
+
+
+def software_story(series: dict[str, Any]) -> tuple[tuple, list[tuple[str, str, float]]] | None:
+    """One configuration (model, hardware, GPUs, precision) across time: (the configuration, every release's
+    (date, release, measured MFU with full attention), oldest first); None when the rows span several
+    configurations or fewer than two releases."""
+    pts = sorted((r["date"], r["release"], r["measured_mfu_full"]) for r in series["rows"])
+    cfgs = {(r["model"], r["hardware"], r["gpus"], r["precision"]) for r in series["rows"]}
+    if len(pts) < 2 or len(cfgs) != 1:
+        return None
+    return next(iter(cfgs)), pts
+
+
 def _full_over_causal(model_id: str, seq: int) -> float:
     """MFU in the full-attention convention (DGXC recipes, older NeMo pages) over the causal one that
     validate computes: the ratio of model FLOPs per token (counts.flops_per_token)."""

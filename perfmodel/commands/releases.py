@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 from rich.markup import escape
 
+from perfmodel.analysis.releases import main_stacks, release_series, software_story
+from perfmodel.analysis.scaling import default_runs_csv, load_runs
 from perfmodel.commands.common import emit_json
 from perfmodel.render import console, print_table
+from perfmodel.specs.hardware import load_hardware
+from perfmodel.specs.model import load_model
 
 
 def _hw_short(h: str) -> str:
@@ -22,12 +28,9 @@ def _print_series(s: dict, show_rows: bool) -> None:
     f = {k: v for k, v in s["filters"].items() if v}
     title = "Release series" + (f" ({', '.join(f'{k}={v}' for k, v in f.items())})" if f else "")
     rows = []
-    count: dict[tuple[str, str], int] = {}
-    for x in s["rows"]:
-        count[(x["release"], x["stack"])] = count.get((x["release"], x["stack"]), 0) + 1
+    main = main_stacks(s)
     for r in s["releases"]:
-        main = max(r["stacks"], key=lambda sid: count.get((r["release"], sid), 0)) if r["stacks"] else "-"
-        stack = main + (f" +{len(r['stacks']) - 1}" if len(r["stacks"]) > 1 else "")
+        stack = main[r["release"]] + (f" +{len(r['stacks']) - 1}" if len(r["stacks"]) > 1 else "")
         like = (
             f"{r['like_for_like_speedup']:.3f}x ({r['like_for_like_pairs']})"
             if r["like_for_like_speedup"] is not None
@@ -102,17 +105,11 @@ def _print_series(s: dict, show_rows: bool) -> None:
         )
         story = software_story(s)
         if story:
-            console.print(story)
+            console.print(story_text(*story))
 
 
-def software_story(s: dict) -> str | None:
-    """One configuration (model, hardware, GPUs, precision) across time: every release's measured MFU (full
-    attention), oldest first; None when the rows span several configurations."""
-    pts = sorted((r["date"], r["release"], r["measured_mfu_full"]) for r in s["rows"])
-    cfgs = {(r["model"], r["hardware"], r["gpus"], r["precision"]) for r in s["rows"]}
-    if len(pts) < 2 or len(cfgs) != 1:
-        return None
-    model, hw, gpus, prec = next(iter(cfgs))
+def story_text(config: tuple, pts: list[tuple[str, str, float]]) -> str:
+    model, hw, gpus, prec = config
     return (
         f"Software over time, {model} on {gpus} {hw}, {prec}: MFU (full attention) "
         + " -> ".join(f"{100 * m:.1f}% ({escape(lab)})" for _, lab, m in pts)
@@ -158,13 +155,6 @@ def releases_cmd(
     as_json: bool,
 ) -> None:
     """The release series: per software release, its measured rows vs the prediction with that release's own stack preset."""
-    from pathlib import Path
-
-    from perfmodel.analysis.releases import release_series
-    from perfmodel.analysis.scaling import default_runs_csv, load_runs
-    from perfmodel.specs.hardware import load_hardware
-    from perfmodel.specs.model import load_model
-
     if model:
         model = load_model(model).id  # unknown id -> InputError with a suggestion
     if hardware:
