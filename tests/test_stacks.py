@@ -578,10 +578,43 @@ def test_deepseek_v3_26_02_runs_the_26_04_presets():
         assert all(x.value(f) == y.value(f) for f in FEATURES), (hw, prec)
     g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
     assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
-    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's
-    assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value(
-        "recompute_modules"
-    ) == ("mlp", "moe_act")
+    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's, for the BF16 and FP8_CS presets it names
+    n11 = load_stack("nemo-25.11")
+    assert n11.for_model("deepseek-v3", True, "gb300-nvl72", "bf16").value("recompute_modules") == ("mlp", "moe_act")
+
+
+def test_rule_scopes_follow_the_presets_they_cite():
+    """Issue 25 item 4: each rule catches only the precisions and systems its source names."""
+    n11 = load_stack("nemo-25.11")
+    # 0fa501ac workload_base_configs.py: GB300 BF16 / FP8_CS recompute ['mlp', 'moe_act'] under TE graphs (attn);
+    # GB300 FP8_MX ['mla_up_proj'] without graphs; GB200 FP8_MX ['mla_up_proj', 'mlp']
+    for prec in ("bf16", "fp8"):
+        g = n11.for_model("deepseek-v3", True, "gb300-nvl72", prec)
+        assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("mlp", "moe_act"), "per_layer"), prec
+    mx = n11.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
+    assert mx.value("recompute_modules") == ("mla_up_proj",) and mx.value("cuda_graphs") != "per_layer"
+    assert n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == (
+        "mla_up_proj",
+        "mlp",
+    )
+    # 04264182: GB200 FP8_MX V1 recomputes ['mla_up_proj']; only FP8_CS (= GB200_V1) recomputes ['mlp']
+    n6 = load_stack("nemo-26.06")
+    assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == ("mla_up_proj",)
+    assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("recompute_modules") == ("mla_up_proj",)
+    assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "fp8").value("recompute_modules") == ("mlp",)
+    # 07eea52d: B200 FP8_MX V2 = B200 BF16 V2 (all-to-all, no overlap, TE grouped GEMM, recompute kept)
+    for sid in ("nemo-26.02", "nemo-26.04", "nemo-26.06"):
+        s = load_stack(sid)
+        b = s.for_model("gpt-oss-120b", True, "b200", "mxfp8")
+        bf = s.for_model("gpt-oss-120b", True, "b200", "bf16")
+        assert all(b.value(f) == bf.value(f) for f in FEATURES if f != "fp8_recipe"), sid
+        assert (b.value("moe_dispatcher"), b.value("moe_a2a_overlap")) == ("alltoall", False), sid
+        b3 = s.for_model("gpt-oss-120b", True, "b300", "mxfp8")
+        assert (b3.value("moe_dispatcher"), b3.value("moe_a2a_overlap"), b3.value("recompute")) == (
+            "hybridep",
+            True,
+            "none",
+        ), sid
 
 
 def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
