@@ -26,6 +26,15 @@ from perfmodel.specs.stack import DEFAULT_STACK, StackSpec, apply_overrides, loa
 # FA2 paper (Dao 2023) §4.1, Fig. 4-5 (A100): FA2 is 1.7-3.0x faster than FlashAttention 1 and 1.3-2.5x
 # faster than FlashAttention in Triton -> FA1 at 1/2.3, Triton at 1/1.8 of FA2 (geometric means), on every
 # generation relative to that generation's FA2 factor.
+# On Hopper "triton" is the kernel the llm-foundry presets ran: llm-foundry's flash_attn_triton (flash-attention
+# eff9fe6b flash_attn_triton.py, "only been tested on A100") on the pre-MLIR Triton compiler (llm-foundry setup.py
+# at b2a43a14 / 5e85bd62: triton-pre-mlir from vchiley/triton@triton_pre_mlir_sm90, whose sm90 commits 808e5642 /
+# 25cecaaf only add the sm_90 target and PTX 8.0 to the legacy backend: no wgmma, no TMA). Like FA2 (2.4.x has no
+# Hopper path) it issues Ampere mma.sync on H100, so the A100 ratio to FA2 is carried to Hopper by that shared
+# instruction path; no H100 measurement of this kernel is published. The Triton column of the FlashAttention-3
+# paper's H100 figures (~0.6 of FA3 forward at head_dim 128) is another kernel: the Triton tutorial fused
+# attention built with 2024 Triton nightly, which emits wgmma (flash-attention hopper/benchmark_attn.py at
+# dfe1a59e imports triton_fused_attention and asks for triton-nightly); it is not used for this kernel.
 _FA1, _TRITON = 1 / 2.3, 1 / 1.8
 _ATTN_FACTOR = {
     ("ampere", "fa2"): (1.0, 1.0),
