@@ -27,7 +27,7 @@ from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid, check_layout, default_etp
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.specs.stack import StackChoice, StackSpec, apply_overrides, infer_stack, load_stack
+from perfmodel.specs.stack import READ_ONLY, StackChoice, StackSpec, apply_overrides, infer_stack, load_stack
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
 # the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
@@ -127,6 +127,18 @@ class RowResult:
     power_measured: float | None = None  # mean node power (W, AC; + network per GPU where energy_scope = cluster)
     power_predicted: float | None = None  # the drawn-power model over the row's predicted step
     power_error: float | None = None  # (predicted - measured) / measured
+    # the stack statements (rules, inheritance, features) this row's values rest on whose basis is secondary or
+    # inferred (StackSpec.not_read), and the prediction with them switched off (the preset as `ID#read`)
+    not_read: list[dict] = field(default_factory=list)
+    predicted_read_only: float | None = None
+    error_read_only: float | None = None
+
+
+def _err_stats(errs: list[float]) -> dict:
+    if not errs:
+        return {"rows": 0, "mape": None, "bias": None}
+    e = np.asarray(errs)
+    return {"rows": len(errs), "mape": float(np.abs(e).mean()), "bias": float(e.mean())}
 
 
 @dataclass
@@ -164,6 +176,28 @@ class Report:
             for r in self.results
             if r.stack_basis in ("framework default", "default")
         ]
+
+    def read_only_stats(self, rows: Iterable[RowResult] | None = None) -> dict:
+        """Accuracy with and without the secondary / inferred stack statements (issue 25): the rows that rest on
+        any, how many on each basis, MAPE and bias over every row as predicted ("with") and with those rows
+        predicted from the preset without them ("without", `ID#read`), the same over the marked rows alone, and
+        the marked rows the read-only preset cannot predict (left out of both)."""
+        rs = list(self.results if rows is None else rows)
+        marked = [r for r in rs if r.not_read]
+        lost = [r.run_id for r in marked if r.error_read_only is None]
+        both = [r for r in rs if not r.not_read or r.error_read_only is not None]
+        pairs = [r for r in marked if r.error_read_only is not None]
+        by_basis = {b: sum(any(g["basis"] == b for g in r.not_read) for r in marked) for b in ("secondary", "inferred")}
+        return {
+            "rows_marked": len(marked),
+            "rows_moved": sum(abs(r.error_read_only - r.error) > 1e-9 for r in pairs),  # type: ignore[operator]
+            "by_basis": by_basis,
+            "with": _err_stats([r.error for r in both]),
+            "without": _err_stats([r.error if r.error_read_only is None else r.error_read_only for r in both]),
+            "marked_with": _err_stats([r.error for r in pairs]),
+            "marked_without": _err_stats([r.error_read_only for r in pairs]),  # type: ignore[misc]
+            "unpredicted_without": lost,
+        }
 
     def memory_contradictions(self) -> list[dict]:
         """The runs predicted although the memory model places them over HBM with any recompute mode."""
@@ -424,6 +458,7 @@ class _Row(NamedTuple):
     stack_why: str = ""  # why the row runs its stack preset (stack_why)
     stack_basis: str = ""
     power_measured: tuple[float, str] | None = None  # (W per node, or per node + network; scope) where measured
+    not_read: tuple = ()  # StackSpec.not_read of the row's resolved stack
 
 
 class _Scored(NamedTuple):
@@ -656,6 +691,7 @@ def _result(
         power_measured=None if r.power_measured is None else r.power_measured[0],
         power_predicted=pow_pred,
         power_error=pow_err,
+        not_read=[dict(g) for g in r.not_read],
     )
 
 
@@ -667,6 +703,30 @@ def predicted_node_power(r: _Row, breakdown: dict[str, float]) -> float:
     if r.power_measured is not None and r.power_measured[1] == "cluster":
         per_gpu += priced_tco(r.hw, "hyperscaler")[0].inputs.network_storage_w_per_gpu
     return r.hw.gpus_per_node * per_gpu
+
+
+def not_read(opts: Options, model: ModelSpec, hw: HardwareSpec) -> tuple:
+    """The secondary / inferred statements the stack of `opts` rests on for this model, system and precision (the
+    preset's per-model rules, then the row's stack_set, as the cost model resolves it)."""
+    spec = load_stack(opts.stack).for_model(model.id, model.is_moe, hw.id, opts.precision)
+    return tuple(apply_overrides(spec, list(opts.stack_set)).not_read())
+
+
+def _read_only_pass(done: list[tuple[int, _Row]], results: list[RowResult]) -> None:
+    """Predict the rows of this chunk (`done`: result index, parsed row) that rest on secondary / inferred stack
+    statements again with their preset as `ID#read` (those statements switched off), into predicted_read_only /
+    error_read_only; a row the read-only preset cannot predict keeps None there."""
+    marked = [(k, r) for k, r in done if r.not_read]
+    if not marked:
+        return
+    idx = [k for k, _ in marked]
+    rows = [r._replace(opts=replace(r.opts, stack=r.opts.stack + READ_ONLY)) for _, r in marked]
+    columns: dict[int, dict[str, list]] = {}
+    for k, r, s in zip(idx, rows, _score(rows)):
+        if isinstance(s, Exception):
+            continue
+        res = _result(r, s, columns)
+        results[k].predicted_read_only, results[k].error_read_only = res.predicted, res.error
 
 
 def row_stack(row: dict, base: Path | None = None) -> str:
@@ -758,6 +818,7 @@ def validate_rows(
     unsupported: list[dict] = []
     specs: SpecCache = {}
     plausible: dict[tuple, float] = {}  # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
+    marks: dict[tuple, tuple] = {}  # (stack, stack_set, model, hardware, precision) -> not_read
     it = iter(rows)
     given = 0
     while True:
@@ -787,6 +848,9 @@ def validate_rows(
                 why, basis = stack_why(row)
                 mem_measured = _mem(row)
                 power_measured = _power(row, lay, hw)
+                mkey = (opts.stack, opts.stack_set, id(model), id(hw), opts.precision)
+                if mkey not in marks:
+                    marks[mkey] = not_read(opts, model, hw)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue
@@ -807,6 +871,7 @@ def validate_rows(
                     sys.intern(why),
                     sys.intern(basis),
                     power_measured,
+                    marks[mkey],
                 )
             )
             lines.append(i + 2)
@@ -815,14 +880,17 @@ def validate_rows(
         columns: dict[int, dict[str, list]] = {}
         bad: list[dict] = []
         slow: list[tuple[_Row, RowResult]] = []
+        done: list[tuple[int, _Row]] = []
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
             else:  # predicted as stated even where the memory model cannot place it: the run happened
                 results.append(_result(r, s, columns, dataset, memory_contradiction(r, s)))
+                done.append((len(results) - 1, r))
                 if results[-1].error > SLOW_ERROR:
                     slow.append((r, results[-1]))
         explain_slow(slow)
+        _read_only_pass(done, results)
         if bad:  # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:

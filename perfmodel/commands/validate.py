@@ -57,6 +57,7 @@ def summary(report: Report) -> dict[str, Any]:
     out["stack_basis"] = report.stack_bases()
     out["stack_fallbacks"] = report.stack_fallbacks()
     out["power"] = report.power_stats()
+    out["read_only"] = report.read_only_stats()
     return out
 
 
@@ -142,6 +143,7 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
             **v,
             "memory": report.memory_stats([r for r in report.results if r.dataset == k]),
             "power": report.power_stats([r for r in report.results if r.dataset == k]),
+            "read_only": report.read_only_stats([r for r in report.results if r.dataset == k]),
         }
         for k, v in report.by("dataset").items()
     }
@@ -222,6 +224,15 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
         m = s["memory"]
         console.print(
             f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}"
+        )
+    ro = s["read_only"]
+    if ro["rows_marked"]:
+        w, wo = ro["with"], ro["without"]
+        console.print(
+            f"{ro['rows_marked']} row(s) rest on secondary or inferred stack statements ({ro['by_basis']['secondary']} "
+            f"secondary, {ro['by_basis']['inferred']} inferred; {ro['rows_moved']} move without them): MAPE "
+            f"{_pct(w['mape'])} (bias {_pct(w['bias'])}) with them, {_pct(wo['mape'])} (bias {_pct(wo['bias'])}) "
+            f"with the presets' read statements only (read_only and per-row not_read in --json)"
         )
     falls = s["stack_fallbacks"]
     if falls:

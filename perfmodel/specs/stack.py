@@ -25,6 +25,16 @@ A preset file:
 Every feature ends with a value, a non-empty source and an origin: `stated` (the preset's own source),
 `inherited:<base>`, `unstated:<family>` (not published for this release: the family default, recorded so),
 `per_model:<rule>` or `--stack-set`.
+
+Every stated feature and rule also has a basis (issue 25): `read` (the release's own code, config or docs state
+it), `secondary` (a blog, a third-party guide, a summary, another system's paper) or `inferred` (the framework's
+code, but its link to this release or configuration is inferred: matched by layout, interpreted, copied from a
+neighbouring release). A feature entry or a rule says `basis = "..."`; without it the basis is what the source's own
+wording marks (`⚑ secondary` -> secondary; `⚑ by layout`, `assigned by layout`, `interp` -> inferred), else read,
+and an explicit `read` that the wording contradicts is refused. `base_basis = "inferred"` marks a base whose
+features and rules are assumed for this release (a release whose own configs were not read). `ID#read` loads a
+preset with every secondary or inferred statement switched off: what it states without them (the base's, else
+the family default; a family preset's own feature has nothing beneath it and is kept, still marked).
 """
 
 from __future__ import annotations
@@ -42,6 +52,13 @@ from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.specfile import catalog_ids, read_document, resolve, validate
 
 DEFAULT_STACK = "default"
+READ_ONLY = "#read"  # `ID#read` / `FILE#read`: the preset without its secondary or inferred statements
+BASES = ("read", "secondary", "inferred")
+# a source's own wording that marks it as not read from the release (what the basis must then say)
+_WORDED = (
+    (re.compile(r"⚑\s*secondary", re.IGNORECASE), "secondary"),
+    (re.compile(r"⚑\s*(?:assigned\s+)?by\s+layout|\binterp\b|\binferred\b", re.IGNORECASE), "inferred"),
+)
 
 RecomputeModule = Literal["core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"]
 
@@ -294,6 +311,7 @@ class PerModel(BaseModel):
     match: MatchRule
     values: dict[str, Any]
     sources: dict[str, str]
+    basis: dict[str, str] = Field(default_factory=dict)  # per feature: read | secondary | inferred (absent: read)
 
 
 class StackSpec(BaseModel):
@@ -311,29 +329,51 @@ class StackSpec(BaseModel):
     features: Features
     sources: dict[str, str]
     origin: dict[str, str]
+    basis: dict[str, str] = Field(default_factory=dict)  # per feature: read | secondary | inferred (absent: read)
+    base_basis: str = "read"
+    read_only: bool = False  # loaded as `ID#read`: the secondary and inferred statements switched off
     per_model: tuple[PerModel, ...] = ()
     applied: tuple[str, ...] = ()  # per-model rules applied by `for_model`
 
     def value(self, feature: str) -> Any:
         return getattr(self.features, feature)
 
+    def basis_of(self, feature: str) -> str:
+        return self.basis.get(feature, "read")
+
+    def not_read(self) -> list[dict[str, Any]]:
+        """The statements a value of this spec rests on that are secondary or inferred, one per (origin, basis):
+        the rule or inheritance (origin), its basis and the features it sets."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for f in FEATURES:
+            if self.basis_of(f) != "read":
+                groups.setdefault((self.origin[f], self.basis_of(f)), []).append(f)
+        return [{"origin": o, "basis": b, "features": fs} for (o, b), fs in groups.items()]
+
     def for_model(self, model_id: str, is_moe: bool, hardware_id: str, precision: str = "") -> StackSpec:
         """The preset as it applies to one model on one system at one GEMM precision: matching per-model
         rules in file order (a later rule wins; a base's rules come first)."""
         vals = self.features.model_dump()
-        sources, origin, applied = dict(self.sources), dict(self.origin), []
+        sources, origin, basis, applied = dict(self.sources), dict(self.origin), dict(self.basis), []
         for rule in self.per_model:
             if rule.match.matches(model_id, is_moe, hardware_id, precision):
                 vals.update(rule.values)
                 for f in rule.values:
                     sources[f] = rule.sources[f]
                     origin[f] = f"per_model:{rule.match.label()}"
+                    basis[f] = rule.basis.get(f, "read")
                 applied.append(rule.match.label())
         if not applied:
             return self
         feats = _features(vals, self.path or self.id)
         return self.model_copy(
-            update={"features": feats, "sources": sources, "origin": origin, "applied": tuple(applied)}
+            update={
+                "features": feats,
+                "sources": sources,
+                "origin": origin,
+                "basis": basis,
+                "applied": tuple(applied),
+            }
         )
 
     def rows(self) -> list[dict[str, Any]]:
@@ -343,6 +383,7 @@ class StackSpec(BaseModel):
                 "feature": f,
                 "value": _jsonable(getattr(self.features, f)),
                 "origin": self.origin[f],
+                "basis": self.basis_of(f),
                 "source": self.sources[f],
                 "meaning": Features.model_fields[f].description,
             }
@@ -354,11 +395,25 @@ def _jsonable(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
 
 
-_META = {"id", "name", "family", "date", "base", "base_source", "software", "frameworks", "notes"}
+_META = {"id", "name", "family", "date", "base", "base_source", "base_basis", "software", "frameworks", "notes"}
 
 
-def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
-    """('stated' | 'unstated', value, source) of one [features] or [[per_model]] entry."""
+def _basis(where: str, field: str, given: Any, source: str) -> str:
+    """The basis of a statement: `given` (checked), else what its source's wording marks, else read. An explicit
+    read that the wording contradicts is refused: the mark and the words must agree."""
+    if given is not None and given not in BASES:
+        raise InputError(where, field, f"must be one of {', '.join(BASES)} (got {given!r})")
+    worded = next((b for rx, b in _WORDED if rx.search(source)), None)
+    if given == "read" and worded:
+        raise InputError(
+            where, field, f"basis 'read', but the source's own words mark it {worded}: say basis = \"{worded}\""
+        )
+    return str(given or worded or "read")
+
+
+def _feature_entry(where: str, name: str, entry: Any, default_basis: str | None = None) -> tuple[str, Any, str, str]:
+    """('stated' | 'unstated', value, source, basis) of one [features] or [[per_model]] entry; `default_basis`:
+    the rule's own basis, for an entry that gives none."""
     field = f"features.{name}"
     if name not in FEATURES:
         raise InputError(where, field, f"unknown stack feature{did_you_mean(name, FEATURES)}")
@@ -366,13 +421,15 @@ def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
         raise InputError(
             where, field, 'must be a table { value = ..., source = "..." } or { unstated = true, note = "..." }'
         )
-    extra = set(entry) - {"value", "source", "note", "unstated"}
+    extra = set(entry) - {"value", "source", "note", "unstated", "basis"}
     if extra:
-        raise InputError(where, f"{field}.{sorted(extra)[0]}", "unknown key (value, source, note, unstated)")
+        raise InputError(where, f"{field}.{sorted(extra)[0]}", "unknown key (value, source, note, unstated, basis)")
     if entry.get("unstated") is True:
         if "value" in entry:
             raise InputError(where, field, "an unstated feature takes the family default: give no value")
-        return "unstated", None, str(entry.get("note", "")).strip()
+        if "basis" in entry:
+            raise InputError(where, f"{field}.basis", "an unstated feature states nothing: give no basis")
+        return "unstated", None, str(entry.get("note", "")).strip(), "read"
     if "value" not in entry:
         raise InputError(where, f"{field}.value", "required field is missing (or mark the feature unstated = true)")
     src = entry.get("source")
@@ -382,7 +439,8 @@ def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
         )
     note = str(entry.get("note", "")).strip()
     value = None if name in NULLABLE and entry["value"] == "none" else entry["value"]
-    return "stated", value, src.strip() + (f" — {note}" if note else "")
+    text = src.strip() + (f" — {note}" if note else "")
+    return "stated", value, text, _basis(where, f"{field}.basis", entry.get("basis", default_basis), text)
 
 
 def _features(doc: dict[str, Any], where: str) -> Features:
@@ -393,7 +451,10 @@ def _features(doc: dict[str, Any], where: str) -> Features:
         raise InputError(where, f"features.{exc.field}", exc.reason) from None
 
 
-def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
+def _load(path: Path, chain: tuple[str, ...] = (), read_only: bool = False) -> StackSpec:
+    """The preset of `path`; with `read_only` its secondary and inferred statements are left out (the base's and
+    family's read-only values beneath them), a base whose basis is not read is not inherited, and a feature with
+    nothing read beneath it keeps its value and its mark."""
     where = str(path)
     doc = read_document(path)
     sid = str(doc.get("id", path.stem))
@@ -409,27 +470,34 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
     base_ref, family_ref = doc.get("base"), doc["family"]
     if base_ref is not None and not str(doc.get("base_source", "")).strip():
         raise InputError(where, "base_source", "required with base: say why the base's features hold for this release")
+    base_basis = _basis(where, "base_basis", doc.get("base_basis"), "")
+    if "base_basis" in doc and base_ref is None:
+        raise InputError(where, "base_basis", "only with base: how the base's features are known to hold")
     feats = doc.get("features", {})
     if not isinstance(feats, dict):
         raise InputError(where, "features", "must be a table")
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     origin: dict[str, str] = {}
+    basis: dict[str, str] = {}
     unstated: dict[str, str] = {}
     for name, entry in feats.items():
-        kind, val, src = _feature_entry(where, name, entry)
+        kind, val, src, b = _feature_entry(where, name, entry)
         if kind == "unstated":
             unstated[name] = src
-        else:
-            values[name], sources[name], origin[name] = val, src, "stated"
-    base = _ref(base_ref, path, chain + (sid,), where, "base") if base_ref is not None else None
+        elif not (read_only and b != "read"):
+            values[name], sources[name], origin[name], basis[name] = val, src, "stated", b
+    base = _ref(base_ref, path, chain + (sid,), where, "base", read_only) if base_ref is not None else None
+    if read_only and base_basis != "read":
+        base = None  # the base's features are assumed for this release, not read: not inherited
     family = None
     if family_ref != sid:
-        family = _ref(family_ref, path, chain + (sid,), where, "family")
+        family = _ref(family_ref, path, chain + (sid,), where, "family", read_only)
+    full = _load(path, chain) if read_only else None  # what a feature with nothing read beneath it keeps
     for name in FEATURES:
         if name in values:
             continue
-        if name in unstated:
+        if name in unstated or (read_only and base is None and family is not None):
             src_spec = family or base
             if src_spec is None:
                 raise InputError(
@@ -438,18 +506,28 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                     "unstated, but this preset is its own family: a family preset states every feature",
                 )
             values[name] = src_spec.value(name)
-            note = f" ({unstated[name]})" if unstated[name] else ""
-            sources[name] = (
-                f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
-            )
+            basis[name] = src_spec.basis_of(name)
+            if name in unstated:
+                note = f" ({unstated[name]})" if unstated[name] else ""
+                sources[name] = (
+                    f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
+                )
+            else:
+                sources[name] = f"no read statement in this preset (read-only); family default from {src_spec.id}: "
+                sources[name] += src_spec.sources[name]
             origin[name] = f"unstated:{src_spec.id}"
         elif base is not None:
             values[name] = base.value(name)
+            b = base.basis_of(name)
             if base.origin[name].startswith("unstated"):  # still not published: say so, not "inherited"
-                sources[name], origin[name] = base.sources[name], base.origin[name]
+                sources[name], origin[name], basis[name] = base.sources[name], base.origin[name], b
             else:
+                basis[name] = b if b != "read" else base_basis
                 sources[name] = f"as {base.id} ({doc['base_source']}): {base.sources[name]}"
                 origin[name] = f"inherited:{base.id}"
+        elif full is not None:  # read-only, a family preset's own secondary / inferred feature: nothing beneath it
+            values[name], sources[name], origin[name] = full.value(name), full.sources[name], full.origin[name]
+            basis[name] = full.basis_of(name)
         else:
             raise InputError(
                 where,
@@ -457,7 +535,14 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                 "required field is missing (state it with its source, or mark it unstated = true)",
             )
     features = _features({k: values[k] for k in FEATURES}, where)
-    per_model = [] if base is None else list(base.per_model)
+    per_model = []
+    if base is not None:
+        per_model = [
+            r
+            if base_basis == "read"
+            else r.model_copy(update={"basis": {f: r.basis.get(f, base_basis) for f in r.values}})
+            for r in base.per_model
+        ]
     if family is not None and unstated:  # the family default of an unstated feature keeps its own per-model rules
         for rule in family.per_model:
             keep = {f: v for f, v in rule.values.items() if f in unstated}
@@ -471,6 +556,7 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                             f: f"not published for this release; family rule of {family.id}: {rule.sources[f]}"
                             for f in keep
                         },
+                        basis={f: rule.basis[f] for f in keep if f in rule.basis},
                     ),
                 )
     rules = doc.get("per_model", [])
@@ -483,20 +569,29 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         match = validate(MatchRule, rule["match"], rwhere)
         if match == MatchRule():
             raise InputError(rwhere, "match", "give at least one of model, kind, hardware, precision")
-        rvals, rsrc = {}, {}
+        rule_basis = rule.get("basis")
+        if rule_basis is not None:
+            _basis(rwhere, "basis", rule_basis, "")
+        rvals, rsrc, rbasis = {}, {}, {}
         for name, entry in rule.items():
-            if name == "match":
+            if name in ("match", "basis"):
                 continue
-            kind, val, src = _feature_entry(rwhere, name, entry)
+            kind, val, src, b = _feature_entry(rwhere, name, entry, rule_basis)
             if kind == "unstated":
                 raise InputError(
                     rwhere, f"features.{name}", "a per-model rule states values; leave unstated features out"
                 )
+            if read_only and b != "read":
+                continue
             rvals[name], rsrc[name] = val, src
+            if b != "read":
+                rbasis[name] = b
         if not rvals:
+            if read_only:  # every statement of the rule is secondary or inferred: the rule is off
+                continue
             raise InputError(rwhere, "", "a per-model rule needs at least one feature")
         _features({**features.model_dump(), **rvals}, rwhere)  # each value checked by the schema
-        per_model.append(PerModel(match=match, values=rvals, sources=rsrc))
+        per_model.append(PerModel(match=match, values=rvals, sources=rsrc, basis=rbasis))
     software = doc.get("software", [])
     frameworks = doc.get("frameworks", [])
     for key, seq in (("software", software), ("frameworks", frameworks)):
@@ -507,7 +602,7 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         name=doc["name"].strip(),
         family=str(family_ref),
         date=str(doc.get("date", "")),
-        base=base.id if base else None,
+        base=base_ref if base_ref is None or base is None else base.id,
         base_source=str(doc.get("base_source", "")),
         software=tuple(software),
         frameworks=tuple(frameworks),
@@ -516,11 +611,14 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         features=features,
         sources=sources,
         origin=origin,
+        basis={f: b for f, b in basis.items() if b != "read"},
+        base_basis=base_basis,
+        read_only=read_only,
         per_model=tuple(per_model),
     )
 
 
-def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str) -> StackSpec:
+def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str, read_only: bool = False) -> StackSpec:
     if not isinstance(ref, str) or not ref.strip():
         raise InputError(where, field, "must be a stack id or a file path")
     rel = path.parent / ref
@@ -529,26 +627,31 @@ def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str) -
         p = target or resolve(ref, "stacks")
     except InputError as exc:
         raise InputError(where, field, exc.reason if exc.field else str(exc)) from None
-    return _load(Path(p), chain)
+    return _load(Path(p), chain, read_only)
 
 
 @lru_cache(maxsize=256)
-def _load_cached(path: str, stamp: tuple[int, int]) -> StackSpec:
-    return _load(Path(path))
+def _load_cached(path: str, stamp: tuple[int, int], read_only: bool = False) -> StackSpec:
+    return _load(Path(path), (), read_only)
 
 
 def load_stack(ref: str | StackSpec | None = None) -> StackSpec:
-    """A catalog id (`nemo-25.09`), a path to a stack TOML, or None for the default stack. Loaded once
-    per file version (path, mtime, size): an edited file is read again."""
+    """A catalog id (`nemo-25.09`), a path to a stack TOML, or None for the default stack; `ID#read` (or
+    `FILE#read`): the preset with its secondary and inferred statements switched off. Loaded once per file version
+    (path, mtime, size): an edited file is read again."""
     if isinstance(ref, StackSpec):
         return ref
-    path = resolve(ref or DEFAULT_STACK, "stacks")
+    ref = ref or DEFAULT_STACK
+    read_only = ref.endswith(READ_ONLY)
+    if read_only:
+        ref = ref[: -len(READ_ONLY)] or DEFAULT_STACK
+    path = resolve(ref, "stacks")
     try:
         st = path.stat()
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = (0, 0)
-    return _load_cached(str(path), stamp)
+    return _load_cached(str(path), stamp, read_only)
 
 
 def stack_ids() -> list[str]:
@@ -597,7 +700,7 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
     if not sets:
         return spec
     vals = spec.features.model_dump()
-    sources, origin = dict(spec.sources), dict(spec.origin)
+    sources, origin, basis = dict(spec.sources), dict(spec.origin), dict(spec.basis)
     for item in sets:
         if "=" not in item:
             raise InputError("stack_set", item.strip(), "expects FEATURE=VALUE")
@@ -611,11 +714,12 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
         vals[name] = _parse(name, text)
         sources[name] = f"--stack-set {name}={text}"
         origin[name] = "--stack-set"
+        basis.pop(name, None)  # the user's own statement
     try:
         feats = validate(Features, vals, "--stack-set")
     except InputError as exc:  # the feature as the user typed it (a list item keeps its index)
         raise InputError("stack_set", exc.field, exc.reason) from None
-    return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin})
+    return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin, "basis": basis})
 
 
 # ---- measured-run rows -> preset --------------------------------------------------------------------
