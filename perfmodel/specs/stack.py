@@ -678,6 +678,8 @@ _DGXC_RELEASE = re.compile(r"dgxc[\s:_-]*v?(\d{2})\.(\d{2})", re.IGNORECASE)
 # frameworks named in free text -> preset, and words that state a feature of that framework's run
 _NAMED = (
     (re.compile(r"torch\s*titan", re.IGNORECASE), "torchtitan-2025"),
+    (re.compile(r"big[\s-]*science|\bbloom\b", re.IGNORECASE), "megatron-deepspeed-bloom-2022"),
+    (re.compile(r"mt[\s-]*nlg|megatron[\s-]*turing", re.IGNORECASE), "megatron-deepspeed-2021"),
     (re.compile(r"megatron[\s-]*deepspeed|deepspeed", re.IGNORECASE), "megatron-deepspeed-2023"),
     (re.compile(r"automodel", re.IGNORECASE), "automodel-2025"),
     (re.compile(r"max\s*text", re.IGNORECASE), "maxtext-gpu-2024"),
