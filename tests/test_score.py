@@ -57,6 +57,15 @@ CASES = [
         Options("bf16", stack="zero-bubble-2024", stack_set=("pipeline_schedule=zero_bubble",)),
     ),
     ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("fsdp=zero2",))),
+    # DeepSpeed BF16_Optimizer: whole-gradient all-reduce, bf16 gradients beside the fp32 buffer
+    (
+        "gpt3-175b",
+        "a100-sxm-80gb",
+        256,
+        512,
+        2048,
+        Options("bf16", stack_set=("fsdp=bf16_optimizer", "optimizer_shard=dp")),
+    ),
     ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("power_limit_w=500",))),  # a power cap
     ("mixtral-8x22b", "h100-sxm", 256, 256, 4096, Options("fp8", routing="balanced")),
     ("gpt-oss-120b", "b200", 64, 512, 8192, Options("mxfp8")),

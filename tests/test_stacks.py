@@ -39,6 +39,8 @@ REQUIRED_PRESETS = {
     "megatron-lm-2021",
     "megatron-lm-2022",
     "megatron-deepspeed-2023",
+    "megatron-deepspeed-2021",
+    "megatron-deepspeed-bloom-2022",
     "llm-foundry-2023",
     "maxtext-gpu-2024",
     "torchtitan-2025",
@@ -653,7 +655,10 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         # the framework named inside the software text when the framework cell says `other`
         ("other", "torchtitan 9dec370", "", "torchtitan-2025", "framework named"),
         ("other", "TorchTitan FSDP2, eager", "", "torchtitan-2025", "framework named"),
-        ("other", "Megatron-DeepSpeed (BLOOM)", "", "megatron-deepspeed-2023", "framework named"),
+        ("other", "Megatron-DeepSpeed (BLOOM)", "", "megatron-deepspeed-bloom-2022", "framework named"),
+        ("other", "MT-NLG 530B on Selene", "", "megatron-deepspeed-2021", "label"),
+        ("other", "Megatron-Turing NLG 530B", "", "megatron-deepspeed-2021", "label"),
+        ("other", "DeepSpeed 0.6.1", "", "megatron-deepspeed-2023", "framework named"),
         # nothing known: the framework's library defaults, or the default stack (flagged)
         ("megatron", "an in-house fork", "", "megatron-core", "framework default"),
         ("xla", "", "", "default", "default"),

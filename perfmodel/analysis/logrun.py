@@ -552,6 +552,16 @@ def _overlap_sets(s: _Sets) -> None:
         s.put("sequence_parallel", _tf(v), "sequence_parallel")
     if (v := s.flag("gradient_accumulation_fusion")) is not None:  # --no-gradient-accumulation-fusion
         s.put("grad_accumulation_fusion", _tf(v), "gradient_accumulation_fusion")
+    if (v := s.flag("overlap_p2p_comm")) is not None:
+        # --no-overlap-p2p-communication (store_false, dest overlap_p2p_comm): core_transformer_config_from_args sets
+        # batch_p2p_comm = not overlap_p2p_comm (megatron/training/arguments.py @c550cf6c41 ~L1132)
+        s.put("pp_p2p_overlap", _tf(v), "overlap_p2p_comm")
+    if s.f.present("async_tensor_model_parallel_allreduce"):
+        s.read.append(
+            f"{s.f.said('async_tensor_model_parallel_allreduce')} (parsed by Megatron-LM but read by no Megatron-Core "
+            "layer at @c550cf6c41: LinearWithGradAccumulationAndAsyncCommunication decides its async dgrad "
+            "collective itself; the preset's tp_bwd_async kept)"
+        )
 
 
 def _loss_sets(s: _Sets) -> None:
@@ -620,6 +630,16 @@ def _precision_sets(s: _Sets, precision: str | None) -> None:
         kind = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8", "blockwise": "blockwise"}.get(r)
         if kind:
             s.put("fp8_recipe", kind, "fp8_recipe")
+    if precision and precision.startswith(("fp8", "mxfp8")) and (v := s.flag("fp8_param_gather")) is not None:
+        s.put("fp8_param_gather", _tf(v), "fp8_param_gather")  # --fp8-param-gather (store_true)
+
+
+def _impl_sets(s: _Sets) -> None:
+    """--transformer-impl local: Megatron-Core's own modules (pretrain_gpt.py @c550cf6c41 get_gpt_layer_local_spec;
+    megatron/core/models/backends.py LocalSpecProvider.core_attention = DotProductAttention, which materialises the
+    s x s scores), so no Transformer Engine attention kernel; transformer_engine keeps the preset's."""
+    if (s.f.raw("transformer_impl") or "").strip("'\"") == "local" and not s.f.bool("use_legacy_models", False):
+        s.put("attention_kernel", "unfused", "transformer_impl")
 
 
 def _graph_sets(s: _Sets) -> None:
@@ -718,6 +738,7 @@ def megatron_stack_sets(
     _grad_sets(s)
     _shard_sets(s)
     _attention_sets(s)
+    _impl_sets(s)
     if read is not None:
         read.extend(s.read)
     return s.out

@@ -12,6 +12,7 @@ import math
 import sys
 import zlib
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -64,6 +65,14 @@ COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("recompute", "-", "lightest that fits (inferred)", "none, selective, full"),
     ("moe_routing", "-", "real", "balanced-dropless, token-drop, or empty (real routing)"),
     ("source", "-", "empty", "free text (grouping with --by source)"),
+    (
+        "megatron_args",
+        "-",
+        "empty",
+        "Megatron-LM command-line flags (--use-distributed-optimizer --recompute-granularity full ...): exactly the "
+        "stack features they state over Megatron-LM's library defaults (megatron-core), or over the stack cell's "
+        "preset; their recompute, precision and layout flags must agree with the row's columns",
+    ),
     ("peak_mem_allocated_bytes", "bytes per GPU", "empty", "positive number: scored against predicted memory"),
     (
         "avg_node_power_w",
@@ -316,7 +325,10 @@ def row_inputs(
             f"one of {', '.join(PRECISIONS)}"
         )
     tp = _int(row, "tp", 1)
-    rec = _cell(row, "recompute") or "none"
+    margs = row_megatron(row)
+    if margs is not None:
+        _check_megatron_columns(row, margs)
+    rec = _cell(row, "recompute") or (margs.recompute if margs is not None else None) or "none"
     lay = Layout(
         gpus=_int(row, "gpus"),
         gbs=_int(row, "global_batch"),
@@ -744,8 +756,96 @@ def row_stack(row: dict, base: Path | None = None) -> str:
 
 def row_stack_choice(row: dict) -> StackChoice:
     """The preset a row's own words describe (specs/stack.infer_stack: its framework, software and date cells),
-    with why; a `stack` cell overrides it (row_stack)."""
+    with why; a `stack` cell overrides it (row_stack). A row with Megatron-LM flags (megatron_args) and no stack
+    cell runs Megatron-LM's library defaults (megatron-core) with every feature its command line states."""
+    margs = row_megatron(row)
+    if margs is not None and not _cell(row, "stack"):
+        return StackChoice("megatron-core", margs.sets, margs.why, "megatron args")
     return infer_stack(_cell(row, "framework"), _cell(row, "software"), _cell(row, "date"))
+
+
+@dataclass(frozen=True)
+class MegatronRow:
+    """What a row's megatron_args cell states (analysis/megatron_args.py, mapped by logrun.megatron_stack_sets):
+    --stack-set items, why (each feature with the flags and Megatron-LM source), the recompute mode, precision and
+    layout flags."""
+
+    sets: tuple[str, ...]
+    why: str
+    recompute: str | None
+    precision: str | None
+    layout: dict[str, tuple[str, int]]  # validate column -> (flag, value)
+
+
+def row_megatron(row: dict) -> MegatronRow | None:
+    """The row's megatron_args cell read (None without one); a bad flag is an InputError naming megatron_args."""
+    cell = _cell(row, "megatron_args")
+    return _megatron(cell, bool(_cell(row, "stack")), _int(row, "tp", 1) or 1) if cell else None
+
+
+@lru_cache(maxsize=4096)
+def _megatron(cell: str, over_preset: bool, tp: int) -> MegatronRow:
+    from perfmodel.analysis import megatron_args as ma
+    from perfmodel.analysis.logrun import Fields, megatron_stack_sets
+
+    p = ma.parse(cell)
+    full = not over_preset  # a command line over the library defaults states every flag of the table
+    recompute = ma.recompute_of(p, full)
+    notes: list[str] = []
+    read: list[str] = []
+    f = Fields(ma.validated(p.dump(full), tp), {})
+    prec = ma.precision_of(p)
+    stated = megatron_stack_sets(f, recompute or "none", prec, notes, read)
+    if not full:  # over a preset: only the features whose flags the row gives
+        stated = {k: v for k, v in stated.items() if any(d in p.given for d in _dests(v.how))}
+    sets = tuple(f"{k}={v.value}" for k, v in stated.items())
+    dump = f.args
+    defaults = {fl.dest: fl.default for fl in ma.FLAGS.values()}
+    said = lambda d: d in p.given or dump.get(d) != defaults.get(d)  # noqa: E731  given, or set by validate_args
+    src = lambda d: ma.FLAGS[p.flags[d]].source(p.flags[d]) if d in p.flags else f"{d} set by validate_args"  # noqa: E731
+    parts, kept = [], []
+    for k, v in stated.items():
+        ds = _dests(v.how)
+        if any(said(d) for d in ds):
+            parts.append(f"{k}={v.value} ({'; '.join(src(d) for d in ds if said(d))})")
+        else:
+            kept.append(f"{k}={v.value}")
+    base = "over the stack cell's preset" if over_preset else "over Megatron-LM's library defaults (megatron-core)"
+    why = f"megatron_args {base}: " + ("; ".join(parts) if parts else "no stack feature stated by a flag")
+    if kept:
+        why += f"; flags at their defaults ({ma.SOURCE}): {', '.join(kept)}"
+    if p.ignored:
+        why += f"; flags that set no stack feature: {' '.join(p.ignored)}"
+    read = [r for r in read if any(r.startswith(d + "=") for d in p.given)]  # about the flags the row gave
+    if notes or read:
+        why += "; " + "; ".join(notes + read)
+    layout = {col: (p.flags[d], int(p.given[d])) for d, col in ma.LAYOUT_COLUMNS.items() if d in p.given}
+    return MegatronRow(sets, why, recompute, prec, layout)
+
+
+def _dests(how: str) -> list[str]:
+    """The argument-dump fields a Stated.how names ('overlap_grad_reduce=True, ...')."""
+    from perfmodel.analysis import megatron_args as ma
+
+    known = {fl.dest for fl in ma.FLAGS.values()}
+    return [w for w in (t.strip().split("=")[0] for t in how.replace(";", ",").split(",")) if w in known]
+
+
+def _check_megatron_columns(row: dict, m: MegatronRow) -> None:
+    """The row's columns and its Megatron-LM flags describe one run: layout, recompute and precision agree."""
+    for col, (flag, v) in m.layout.items():
+        have = _cell(row, col)
+        if have and _int(row, col) != v:
+            raise InputError("megatron_args", flag, f"{v}, but the row's {col} is {have}")
+    rec = _cell(row, "recompute")
+    if rec and m.recompute and rec != m.recompute:
+        raise InputError("megatron_args", "--recompute-granularity", f"{m.recompute}, but the row's recompute is {rec}")
+    prec = _cell(row, "precision")
+    family = "fp8" if prec in ("fp8", "fp8-block", "mxfp8") else prec
+    if m.precision and prec and family != m.precision:
+        raise InputError(
+            "megatron_args", f"--{m.precision}", f"states {m.precision}, but the row's precision is {prec}"
+        )
 
 
 def stack_why(row: dict) -> tuple[str, str]:
@@ -757,7 +857,11 @@ def stack_why(row: dict) -> tuple[str, str]:
 
 
 def _stack_sets(row: dict) -> list[str]:
-    return [s.strip() for s in _cell(row, "stack_set").split(";") if s.strip()]
+    """The row's stack_set cell, after what its megatron_args state over a stack cell's preset (without a stack cell
+    they are the preset choice's own sets, row_stack_choice)."""
+    cell = [s.strip() for s in _cell(row, "stack_set").split(";") if s.strip()]
+    margs = row_megatron(row) if _cell(row, "stack") else None
+    return [*(margs.sets if margs is not None else ()), *cell]
 
 
 def row_stack_spec(row: dict, base: Path, model: ModelSpec, hw: HardwareSpec, precision: str) -> StackSpec:
@@ -864,7 +968,7 @@ def validate_rows(
                     lay,
                     opts,
                     measured,
-                    bool((row.get("recompute") or "").strip()),
+                    bool((row.get("recompute") or "").strip()) or _megatron_recompute(row),
                     stack,
                     mem_measured,
                     bool((row.get("micro_batch") or "").strip()),
@@ -896,6 +1000,12 @@ def validate_rows(
         if progress:
             progress(given)
     return Report(given, results, unsupported)
+
+
+def _megatron_recompute(row: dict) -> bool:
+    """The row's megatron_args state its recompute mode (row_inputs takes it as published)."""
+    m = row_megatron(row)
+    return m is not None and m.recompute is not None
 
 
 def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:

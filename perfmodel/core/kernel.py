@@ -250,7 +250,14 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                         )
                         o = dp.opt_fs[q, rb]
                     else:
-                        d = dp_par.exposed_plain(dp.rs[q, rb], dp.ag[q, rb], t_max, dp.rs_share, dp.ag_share)
+                        d = dp_par.exposed_plain(
+                            dp.rs[q, rb],
+                            dp.ag[q, rb],
+                            t_max,
+                            dp.rs_share,
+                            dp.ag_share,
+                            dp_par.grad_calls(sc.nmb[b], mm.shards_grads),
+                        )
                         o = dp.opt[q, rb]
                     tot = d + o
                     if q == 0 or tot > best:

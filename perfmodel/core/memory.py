@@ -211,7 +211,7 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, nmb, ranks: Ranks |
         sw.fsdp_per_microbatch,
         sw.shards_grads,
         wb,
-        sw.grad_bytes,
+        sw.grad_bytes + sw.lp_grad_bytes,  # DeepSpeed BF16_Optimizer: its bf16 gradients beside the fp32 buffer
         K.ADAM_STATE_BYTES,
     )
     held = 0.0

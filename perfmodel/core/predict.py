@@ -397,6 +397,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
         etp[:, None],
         hw,
         sw.hybrid_shard_group if sw.shards_params else None,
+        sw.grad_all_reduce,
     )
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
     # the optimizer steps the state this GPU holds (memory.memory_per_gpu): FSDP's shard (under hybrid sharding

@@ -285,6 +285,7 @@ def _tables(
         col(xR),
         hw,
         sw.hybrid_shard_group if sw.shards_params else None,
+        sw.grad_all_reduce,
     )
     # the state each GPU holds and steps (dp.optimizer_shard): FSDP's shard (hybrid sharding: its group's) and,
     # without FSDP, the stack's optimizer sharding; the optimizer step per fsdp choice [2, runs, Q]
@@ -360,7 +361,7 @@ def _tables(
         nmb,
         p2p,
         wb,
-        gb,
+        gb + sw.lp_grad_bytes,  # gradient bytes held per parameter (memory.memory_per_gpu)
         float(gbs) * float(seq),
         float(gpus),
         ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]), rec[None, :] == FULL),
@@ -410,7 +411,9 @@ def _numpy_tail(t: _Tables) -> Scores:
             dp_r = fsdp_t
         else:
             if plain is None:
-                plain = dp_par.exposed_plain(rs3, ag3, stage, sw.dp_rs_share, sw.dp_ag_share)
+                plain = dp_par.exposed_plain(
+                    rs3, ag3, stage, sw.dp_rs_share, sw.dp_ag_share, dp_par.grad_calls(nmb3, sw.shards_grads)
+                )
             dp_r = plain
         opt3 = q3(t.opt[int(on_f)][t.run])
         # the rank that finishes last (np.argmax's rule: the first of equal ones)

@@ -170,6 +170,10 @@ class Software:
     tp_bwd_async: bool = False  # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
     megatron_core: bool = False  # a Megatron-Core stack (family): its MoE experts run Megatron-Core's activation code
     tp_overlap_scale_up: bool = False  # the TP overlap runs only inside the NVLink domain (OVERLAP_DOMAIN)
+    # DeepSpeed BF16_Optimizer (stack fsdp = bf16_optimizer): the gradient collective is an all-reduce of the whole
+    # buffer although the optimizer is sharded, and autograd's bf16 gradients stay beside the fp32 buffer
+    grad_all_reduce: bool = False
+    lp_grad_bytes: float = 0.0  # bytes per parameter of those bf16 gradients (memory only)
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -243,6 +247,13 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         grad_accum_fusion=f.grad_accumulation_fusion,
         pipeline_layout=f.pipeline_layout,
         pp_share_1f1b=c.pp_overlap if f.pipeline_schedule in ("zero_bubble", "dualpipe") else 0.0,
+        # BF16_Optimizer (DeepSpeed@v0.7.0 deepspeed/runtime/bf16_optimizer.py): backward() sets the bf16 .grad to
+        # None, lets autograd write it and adds it into fp32_groups_gradients_flat (zeros_like of the flat bf16
+        # group, unsharded) in update_hp_grads(clear_lp_grads=False), so at a backward's end the rank holds both;
+        # the pipe engine's _bf16_reduce_grads all-reduces that fp32 buffer (buffered_allreduce_fallback) and
+        # step() all-gathers the updated bf16 partitions (all_gather_dp_groups)
+        grad_all_reduce=f.fsdp == "bf16_optimizer",
+        lp_grad_bytes=K.BF16 if f.fsdp == "bf16_optimizer" else 0.0,
     )
 
 

@@ -128,12 +128,22 @@ class Features(BaseModel):
             "xla = XLA fusion (JAX)"
         )
     )
-    fsdp: Literal["none", "fsdp1", "fsdp2", "megatron_fsdp", "zero1", "zero2", "zero3", "xla_fsdp"] = Field(
+    fsdp: Literal[
+        "none", "fsdp1", "fsdp2", "megatron_fsdp", "zero1", "zero2", "zero3", "xla_fsdp", "bf16_optimizer"
+    ] = Field(
         description=(
             "sharding of weights/gradients/optimizer over data parallel: none = replicated DDP; zero1 = "
-            "optimizer states and fp32 master weights sharded (Megatron distributed optimizer); zero2 = plus "
-            "gradients; zero3 / fsdp1 / fsdp2 / megatron_fsdp = plus parameters (all-gathered before use); "
-            "xla_fsdp = GSPMD parameter sharding over the fsdp mesh axis"
+            "optimizer states and fp32 master weights sharded (Megatron distributed optimizer, DeepSpeed ZeRO "
+            "stage 1): gradients reduced into the shards once per step, updated parameters all-gathered; zero2 = "
+            "plus gradients, so each micro-batch's gradients are reduced into their partitions as its backward "
+            "runs (DeepSpeed stage 2: stage_1_and_2.py reduce_ready_partitions_and_remove_grads reduces every "
+            "micro-batch when partition_gradients); zero3 / fsdp1 / fsdp2 / megatron_fsdp = plus parameters "
+            "(all-gathered before use); xla_fsdp = GSPMD parameter sharding over the fsdp mesh axis; "
+            "bf16_optimizer = DeepSpeed BF16_Optimizer (bf16 without ZeRO, DeepSpeed >= 0.6.2, 'its own zero stage "
+            "1'): fp32 master weights and Adam states sharded over data parallel, gradients added every "
+            "micro-batch into an unsharded fp32 buffer beside the bf16 gradients autograd writes, the whole "
+            "buffer all-reduced after the pipeline flush, then the updated bf16 parameters all-gathered "
+            "(deepspeed/runtime/bf16_optimizer.py, pipe/engine.py _bf16_reduce_grads)"
         )
     )
     reshard_after_forward: bool = Field(
@@ -772,6 +782,8 @@ _DGXC_RELEASE = re.compile(r"dgxc[\s:_-]*v?(\d{2})\.(\d{2})", re.IGNORECASE)
 # frameworks named in free text -> preset, and words that state a feature of that framework's run
 _NAMED = (
     (re.compile(r"torch\s*titan", re.IGNORECASE), "torchtitan-2025"),
+    (re.compile(r"big[\s-]*science|\bbloom\b", re.IGNORECASE), "megatron-deepspeed-bloom-2022"),
+    (re.compile(r"mt[\s-]*nlg|megatron[\s-]*turing", re.IGNORECASE), "megatron-deepspeed-2021"),
     (re.compile(r"megatron[\s-]*deepspeed|deepspeed", re.IGNORECASE), "megatron-deepspeed-2023"),
     (re.compile(r"automodel", re.IGNORECASE), "automodel-2025"),
     (re.compile(r"max\s*text", re.IGNORECASE), "maxtext-gpu-2024"),
