@@ -255,9 +255,9 @@ def test_distinct_stacks_differ_where_their_sources_differ():
             "its own family",
         ),
         (
-            lambda t: t.replace('power_limit_w = { value = "none"', "power_limit_w = { value = -5"),
+            lambda t: t + 'power_limit_w = { value = 500, source = "site" }\n',  # moved: a cap is a hardware fact
             "features.power_limit_w",
-            "must be more than 0",
+            "hardware power.power_limit_w",
         ),
         (
             lambda t: re.sub(
@@ -316,13 +316,12 @@ def test_overrides_set_values_and_record_their_origin():
             "tp_overlap=none",
             "dp_grad_reduce_overlap=false",
             "recompute_modules=core_attn,mlp",
-            "power_limit_w=700",
             "hybrid_shard_group=8",
         ],
     )
     assert (s.value("tp_overlap"), s.value("dp_grad_reduce_overlap")) == ("none", False)
     assert s.value("recompute_modules") == ("core_attn", "mlp")
-    assert (s.value("power_limit_w"), s.value("hybrid_shard_group")) == (700.0, 8)
+    assert s.value("hybrid_shard_group") == 8
     assert s.origin["tp_overlap"] == "--stack-set" and s.sources["tp_overlap"] == "--stack-set tp_overlap=none"
     assert (
         s.value("fsdp") == base.value("fsdp") and base.value("tp_overlap") == "userbuffers"
@@ -337,8 +336,8 @@ def test_overrides_set_values_and_record_their_origin():
         ("tp_overlapp=none", "tp_overlapp", "did you mean 'tp_overlap'"),
         ("sequence_parallel=perhaps", "sequence_parallel", "true or false"),
         ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
-        ("power_limit_w=inf", "power_limit_w", "finite"),
-        ("power_limit_w=-1", "power_limit_w", "must be more than 0"),
+        ("hybrid_shard_group=inf", "hybrid_shard_group", "finite"),
+        ("power_limit_w=500", "power_limit_w", "hardware power.power_limit_w"),  # moved to the hardware
         (
             "cpu_offload_layers=\u00b2",
             "cpu_offload_layers",

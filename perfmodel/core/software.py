@@ -112,6 +112,15 @@ OVERLAP_DOMAIN = {
 }
 
 
+def power_factor(hw: HardwareSpec) -> float:
+    """Sustained tensor rate under the site's GPU power cap (hardware power.power_limit_w), relative to the TDP:
+    a cap below the TDP lowers the sustained clock and the tensor rate follows it (dynamic power ~ f V^2 with
+    V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour). 1 without a cap
+    or at / above the TDP."""
+    limit = hw.power.power_limit_w
+    return min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
+
+
 @dataclass(frozen=True)
 class Software:
     """The cost model's view of one stack on one system."""
@@ -146,7 +155,7 @@ class Software:
     recompute_modules: tuple[str, ...]
     schedule: str  # 1f1b | interleaved | zero_bubble | dualpipe | gpipe
     cp_comm: str  # p2p | a2a | allgather | a2a_p2p
-    power_factor: float  # sustained tensor rate under the stack's power limit, relative to TDP
+    power_factor: float  # sustained tensor rate under the site's power limit (hardware), relative to TDP
     eager: bool = False  # memory-bound ops as eager PyTorch kernels (fusions = "none")
     cpu_offload_layers: int = 0  # layers whose saved activations go to host memory (pp = 1 only)
     dummy_wgrad: bool = False  # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
@@ -174,10 +183,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     graphs = f.cuda_graphs
     graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)  # a graph removes the host part only
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
-    # a power cap below the TDP lowers the sustained clock; the tensor rate follows it (dynamic power
-    # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)
-    limit = f.power_limit_w
-    power = min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
+    power = power_factor(hw)
     fp8 = f.fp8_recipe
     sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
     return Software(

@@ -16,7 +16,7 @@ A preset file:
 
     [features]
     attention_kernel = { value = "cudnn", source = "Megatron-Bridge ... at commit ..." }
-    power_limit_w = { unstated = true, note = "not published for this release" }
+    cpu_offload_layers = { unstated = true, note = "not published for this release" }
 
     [[per_model]]                # values that differ by model family inside one release
     match = { model = "deepseek-v3", hardware = "h100" }     # model id prefix, kind (dense|moe), hardware id prefix
@@ -245,12 +245,6 @@ class Features(BaseModel):
             "logits for backward and write the gradient into them in place: 2 B per logit"
         )
     )
-    power_limit_w: float | None = Field(
-        gt=0,
-        le=5000,
-        allow_inf_nan=False,
-        description=("GPU power cap the runs used, W; null = the hardware spec's TDP"),
-    )
     cpu_offload_layers: int = Field(
         ge=0,
         le=100_000,
@@ -264,7 +258,7 @@ class Features(BaseModel):
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
-NULLABLE = ("hybrid_shard_group", "power_limit_w")  # "none" in a file (TOML has no null) = null
+NULLABLE = ("hybrid_shard_group",)  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")
 
 
@@ -357,6 +351,23 @@ def _jsonable(v: Any) -> Any:
 _META = {"id", "name", "family", "date", "base", "base_source", "software", "frameworks", "notes"}
 
 
+# A GPU power cap is a fact about the site, not the software: hardware power.power_limit_w (--set power_limit_w=W).
+# Stack files written before it moved may still say `power_limit_w = { value = "none" }` or leave it unstated
+# (no framework sets a cap): such an entry is read and dropped; a number is refused with where it belongs now.
+MOVED = {
+    "power_limit_w": "a GPU power cap is a site fact: give it as hardware power.power_limit_w (--set power_limit_w=W)"
+}
+
+
+def _moved_entry(where: str, name: str, entry: Any) -> bool:
+    """True for an entry of a feature that moved (MOVED) that says nothing (unstated, or "none"): skip it."""
+    if name not in MOVED:
+        return False
+    if isinstance(entry, dict) and (entry.get("unstated") is True or entry.get("value") == "none"):
+        return True
+    raise InputError(where, f"features.{name}", f"no longer a stack feature: {MOVED[name]}")
+
+
 def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
     """('stated' | 'unstated', value, source) of one [features] or [[per_model]] entry."""
     field = f"features.{name}"
@@ -417,6 +428,8 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
     origin: dict[str, str] = {}
     unstated: dict[str, str] = {}
     for name, entry in feats.items():
+        if _moved_entry(where, name, entry):
+            continue
         kind, val, src = _feature_entry(where, name, entry)
         if kind == "unstated":
             unstated[name] = src
@@ -485,7 +498,7 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
             raise InputError(rwhere, "match", "give at least one of model, kind, hardware, precision")
         rvals, rsrc = {}, {}
         for name, entry in rule.items():
-            if name == "match":
+            if name == "match" or _moved_entry(rwhere, name, entry):
                 continue
             kind, val, src = _feature_entry(rwhere, name, entry)
             if kind == "unstated":
@@ -570,7 +583,7 @@ def _parse(feature: str, text: str) -> Any:
         if low in ("false", "0", "no", "off"):
             return False
         raise InputError("stack_set", feature, f"expects true or false (got {t!r})")
-    if feature in ("hybrid_shard_group", "power_limit_w"):
+    if feature == "hybrid_shard_group":
         if low in ("none", "null", ""):
             return None
         try:
@@ -579,11 +592,9 @@ def _parse(feature: str, text: str) -> Any:
             raise InputError("stack_set", feature, f"expects a number or none (got {t!r})") from None
         if not math.isfinite(v):
             raise InputError("stack_set", feature, "value must be finite")
-        if feature == "hybrid_shard_group":
-            if v != int(v):
-                raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
-            return int(v)
-        return v
+        if v != int(v):
+            raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
+        return int(v)
     if feature == "cpu_offload_layers":
         if not (t.isascii() and t.isdigit()):  # isdigit alone takes '²', which int() refuses
             raise InputError("stack_set", feature, f"expects a non-negative integer (got {t!r})")
@@ -602,6 +613,8 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
         if "=" not in item:
             raise InputError("stack_set", item.strip(), "expects FEATURE=VALUE")
         name, text = (s.strip() for s in item.split("=", 1))
+        if name in MOVED:
+            raise InputError("stack_set", name, f"no longer a stack feature: {MOVED[name]}")
         if name not in FEATURES:
             raise InputError(
                 "stack_set",
