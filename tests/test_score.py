@@ -34,7 +34,18 @@ CASES = [
         256,
         256,
         8192,
-        Options("bf16", stack="torchtitan-2025", stack_set=("recompute_modules=layernorm,mlp",)),
+        Options("bf16", stack="torchtitan-2025", stack_set=("selective_ac=modules", "recompute_modules=layernorm,mlp")),
+    ),
+    # torchtitan as it runs: op-level SAC, AsyncTP collective matmuls, FSDP gathered once per step under PP only,
+    # CP's all-gather rotation, on the 500 W Grand Teton part; per-layer SAC
+    ("llama3-70b", "h100-grand-teton", 256, 256, 8192, Options("fp8", stack="torchtitan-2025-asynctp")),
+    (
+        "llama3-8b",
+        "h100-grand-teton",
+        64,
+        128,
+        32768,
+        Options("bf16", stack="torchtitan-2025", stack_set=("selective_ac=layer", "selective_ac_every=3")),
     ),
     (
         "llama3-70b",
@@ -45,7 +56,12 @@ CASES = [
         Options(
             "bf16",
             stack="torchtitan-2025",
-            stack_set=("fsdp_gather=per_step", "reshard_after_forward=false", "recompute_modules=core_attn"),
+            stack_set=(
+                "fsdp_gather=per_step",
+                "reshard_after_forward=false",
+                "selective_ac=modules",
+                "recompute_modules=core_attn",
+            ),
         ),
     ),
     (

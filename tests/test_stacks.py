@@ -17,6 +17,7 @@ from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir
 from perfmodel.specs.stack import (
     FEATURES,
+    OPTIONAL,
     Features,
     apply_overrides,
     infer_stack,
@@ -85,8 +86,9 @@ def test_every_preset_loads_and_every_feature_has_a_source(sid):
         assert set(rule.values) == set(rule.sources) and all(v.strip() for v in rule.sources.values())
     if s.family != sid:  # a release preset names an existing family preset
         assert s.family in FAMILIES
-    else:  # a family preset states every feature itself
-        assert set(s.origin.values()) == {"stated"}
+    else:  # a family preset states every feature itself, but the optional ones (stack.OPTIONAL: the schema default)
+        assert {o for f, o in s.origin.items() if f not in OPTIONAL} == {"stated"}
+        assert all(s.origin[f] in ("stated", "unstated:schema") for f in OPTIONAL)
 
 
 def test_unstated_takes_the_family_default_and_says_so():

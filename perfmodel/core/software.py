@@ -170,6 +170,26 @@ class Software:
     tp_bwd_async: bool = False  # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
     megatron_core: bool = False  # a Megatron-Core stack (family): its MoE experts run Megatron-Core's activation code
     tp_overlap_scale_up: bool = False  # the TP overlap runs only inside the NVLink domain (OVERLAP_DOMAIN)
+    selective_ac: str = "modules"  # modules | op | layer: what selective recompute means (stack selective_ac)
+    selective_every: int = 2  # selective_ac = layer: one block in this many fully checkpointed
+    separate_projections: bool = False  # wq, wk, wv and w1, w3 as separate GEMMs (stack projections)
+    async_tp: bool = False  # PyTorch AsyncTP: collective matmuls over symmetric memory (parallel/tp.py)
+    fsdp_pp_per_step: bool = False  # FSDP gathers once per step at pp > 1, per micro-batch at pp = 1 (torchtitan)
+
+    @property
+    def has_selective(self) -> bool:
+        """The stack can run recompute = selective: a module list (op-level SAC is one, OP_SAC) or layer SAC."""
+        return bool(self.recompute_modules) or self.selective_ac == "layer"
+
+    @property
+    def split_tp(self) -> bool:
+        """A block's TP all-gather and reduce-scatter are separate records (AsyncTP prices each under its own
+        GEMMs; op-level SAC recomputes the all-gather and keeps the reduce-scatter's output)."""
+        return self.async_tp or self.selective_ac == "op"
+
+
+# the recompute "module" of every record torchtitan's op-level SAC re-runs in backward (workload.py tags them)
+OP_SAC = "op_sac"
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -178,8 +198,19 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         "none": (0.0, 0.0),
         "bulk": (0.0, c.tp_overlap),
         "userbuffers": (c.tp_overlap, c.tp_overlap),
-        "async_tp": (c.tp_overlap, c.tp_overlap),
+        # PyTorch AsyncTP has its own mechanism (parallel/tp.py async_tp_exposed: the collective decomposed into
+        # tp - 1 peer copies under tp partial GEMMs), not the share fitted on Transformer Engine userbuffers
+        "async_tp": (0.0, 0.0),
     }[f.tp_overlap]
+    if f.tp_overlap == "async_tp" and spec.family == "torchtitan-2025" and f.fusions != "torch_compile":
+        from perfmodel.errors import InputError
+
+        raise InputError(
+            f"stack {spec.id}",
+            "tp_overlap",
+            "async_tp needs torch.compile (fusions = torch_compile): torchtitan refuses it otherwise "
+            "(torchtitan/models/llama3/infra/parallelize.py: 'Async TP requires torch.compile')",
+        )
     graphs = f.cuda_graphs
     graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)  # a graph removes the host part only
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
@@ -214,7 +245,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         shards_grads=f.fsdp == "zero2",
         # a layout that asks for FSDP on a stack whose own kind does not shard parameters gets ZeRO-3 /
         # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
-        fsdp_per_microbatch=(f.fsdp_gather == "per_microbatch") if sharding else True,
+        fsdp_per_microbatch=(f.fsdp_gather != "per_step") if sharding else True,
         fsdp_reshard=f.reshard_after_forward if sharding else True,
         hybrid_shard_group=f.hybrid_shard_group if sharding else None,
         fp8_param_gather=f.fp8_param_gather,
@@ -224,7 +255,16 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         recompute=f.recompute,
         # a Megatron-family preset whose recipe recomputes nothing lists no modules; run selective, Megatron-Core
         # recomputes its default module (transformer_config.py: recompute_modules defaults to ['core_attn'])
-        recompute_modules=tuple(f.recompute_modules) or (("core_attn",) if spec.family == "megatron-core" else ()),
+        recompute_modules=(
+            (OP_SAC,)
+            if f.selective_ac == "op"
+            else tuple(f.recompute_modules) or (("core_attn",) if spec.family == "megatron-core" else ())
+        ),
+        selective_ac=f.selective_ac,
+        selective_every=f.selective_ac_every,
+        separate_projections=f.projections == "separate",
+        async_tp=f.tp_overlap == "async_tp",
+        fsdp_pp_per_step=sharding and f.fsdp_gather == "per_microbatch_unless_pp",
         schedule=f.pipeline_schedule,
         cp_comm=f.cp_comm_type,
         power_factor=power,

@@ -125,10 +125,12 @@ class Features(BaseModel):
             "again for its backward (FSDP FULL_SHARD / ZeRO-3); false keeps them to the backward (SHARD_GRAD_OP)"
         )
     )
-    fsdp_gather: Literal["per_step", "per_microbatch"] = Field(
+    fsdp_gather: Literal["per_step", "per_microbatch", "per_microbatch_unless_pp"] = Field(
         description=(
             "parameter-sharding only: parameters all-gathered once per optimizer step (kept across "
-            "micro-batches) or again for every micro-batch"
+            "micro-batches) or again for every micro-batch; per_microbatch_unless_pp = per micro-batch (resharded "
+            "after forward as reshard_after_forward says) at pp = 1, once per step and kept at pp > 1 (torchtitan "
+            "apply_fsdp: reshard_after_forward = not pp_enabled, 'to avoid per-microbatch all-gathers')"
         )
     )
     hybrid_shard_group: int | None = Field(
@@ -198,6 +200,33 @@ class Features(BaseModel):
     recompute: Literal["none", "selective", "full"] = Field(
         description=("activation recompute the recipe uses when a measured run does not state it")
     )
+    selective_ac: Literal["modules", "op", "layer"] = Field(
+        default="modules",
+        description=(
+            "what recompute = selective means in this stack: modules = the recompute_modules list (Megatron-Core); "
+            "op = torchtitan's per-op SAC: each block re-runs in backward every forward op except those its save "
+            "list keeps (matmul outputs but every second one of the block, SDPA outputs, TP reduce-scatters, "
+            "max), parallel/recompute.py; layer = torchtitan's per-layer SAC: every selective_ac_every-th block "
+            "fully checkpointed, the others keep everything"
+        ),
+    )
+    selective_ac_every: int = Field(
+        default=2,
+        ge=1,
+        le=100_000,
+        description=(
+            "with selective_ac = layer: one block in this many is fully checkpointed (torchtitan "
+            "selective_ac_option = 'N': a block is wrapped when its running count % N == 0)"
+        ),
+    )
+    projections: Literal["fused", "separate"] = Field(
+        default="fused",
+        description=(
+            "the attention and MLP input projections as GEMMs: fused = one QKV GEMM and one gate + up GEMM "
+            "(Megatron-Core linear_qkv / linear_fc1); separate = wq, wk, wv and w1, w3 as separate linears, "
+            "in that order (torchtitan Attention / FeedForward)"
+        ),
+    )
     recompute_modules: tuple[RecomputeModule, ...] = Field(
         description=(
             "with recompute = selective: the modules recomputed (Megatron recompute_modules); core_attn = the "
@@ -230,10 +259,13 @@ class Features(BaseModel):
             "send_forward_recv_backward and the other 1F1B calls), whatever this says"
         )
     )
-    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(
+    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p", "torch_allgather"] = Field(
         description=(
             "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
-            "or a2a within and p2p across groups"
+            "or a2a within and p2p across groups; torch_allgather = PyTorch context_parallel with rotate_method "
+            "allgather (torchtitan's default): K/V all-gathered in forward and again in backward, each under the "
+            "first of cp blockwise attention steps, dK/dV passed around the ring in fp32, each hop under the next "
+            "step's backward, the last one exposed (parallel/cp.py)"
         )
     )
     cross_entropy: Literal["fp32", "te"] = Field(
@@ -258,6 +290,14 @@ class Features(BaseModel):
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
+# features a preset may leave out (added after most presets were written; they describe mechanisms only some
+# stacks have): missing from a file (and its base), they take the schema default, whose meaning the field states
+# (the Megatron-Core behaviour)
+OPTIONAL = {
+    "selective_ac": "not a torchtitan stack: selective recompute is the recompute_modules list",
+    "selective_ac_every": "only read with selective_ac = layer",
+    "projections": "fused QKV and gate + up projections (Megatron-Core linear_qkv / linear_fc1)",
+}
 NULLABLE = ("hybrid_shard_group",)  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")
 
@@ -456,6 +496,10 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                 f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
             )
             origin[name] = f"unstated:{src_spec.id}"
+        elif base is None and name in OPTIONAL:  # the schema default, not the family's: a preset that does not
+            # know the mechanism keeps the behaviour it was written for
+            values[name] = Features.model_fields[name].default
+            sources[name], origin[name] = f"not stated: {OPTIONAL[name]}", "unstated:schema"
         elif base is not None:
             values[name] = base.value(name)
             if base.origin[name].startswith("unstated"):  # still not published: say so, not "inherited"
@@ -595,7 +639,7 @@ def _parse(feature: str, text: str) -> Any:
         if v != int(v):
             raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
         return int(v)
-    if feature == "cpu_offload_layers":
+    if feature in ("cpu_offload_layers", "selective_ac_every"):
         if not (t.isascii() and t.isdigit()):  # isdigit alone takes '²', which int() refuses
             raise InputError("stack_set", feature, f"expects a non-negative integer (got {t!r})")
         return int(t)
@@ -692,7 +736,13 @@ _NAMED = (
 _FEATURE_WORDS = {
     "torchtitan-2025": (
         (re.compile(r"compile", re.IGNORECASE), "fusions=torch_compile"),
+        # AsyncTP runs only compiled (torchtitan parallelize.py: 'Async TP requires torch.compile')
+        (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "fusions=torch_compile"),
         (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "tp_overlap=async_tp"),
+        (re.compile(r"row[\s_-]*wise", re.IGNORECASE), "fp8_recipe=rowwise"),
+        (re.compile(r"mxfp8", re.IGNORECASE), "fp8_recipe=mxfp8"),
+        (re.compile(r"float8 all[\s_-]*gather|fsdp[\s_-]*float8", re.IGNORECASE), "fp8_param_gather=true"),
+        (re.compile(r"selective[\s_-]*layer|per[\s_-]*layer sac|layer[\s_-]*sac", re.IGNORECASE), "selective_ac=layer"),
     ),
 }
 
@@ -774,7 +824,7 @@ def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
             )
     for rx, sid in _NAMED:
         if rx.search(sw) or rx.search(fw):
-            sets = tuple(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw))
+            sets = tuple(dict.fromkeys(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw)))
             said = f" with {', '.join(sets)} from its words" if sets else ""
             return StackChoice(sid, sets, f"framework named in '{sw or fw}': preset {sid}{said}", "framework named")
     if fw in FRAMEWORK_FALLBACK:
