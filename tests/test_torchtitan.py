@@ -157,3 +157,20 @@ def test_grand_teton_rows_fit():
     """torchtitan's published 8B op-SAC run on 8 Grand Teton H100s (82.4 GiB reserved) fits the 96 GB part."""
     p = _p(_lay(recompute="selective"))
     assert p.fits[0] and np.isfinite(p.step_time_s[0])
+
+
+def test_torchao_float8_recipes_cost_their_casts():
+    """torchao's linear keeps the bf16 input (re-cast in backward), so float8 saves no activation memory; rowwise
+    casts the output gradient along both axes and rescales the gradient GEMMs' fp32 output, so on an H100 at 8B it
+    runs slower than tensorwise (torchao's own pretraining table: +10% vs +25% over bf16); on a B200 below MXFP8,
+    whose amax is found inside its block cast."""
+    lay = _lay(gpus=8, gbs=8, mbs=1, recompute="selective")
+    h100 = load_hardware("h100-sxm")
+    bf, tw = _p(lay, stack="torchtitan-2025-compile", hw=h100), _p(lay, "torchtitan-2025-compile", prec="fp8", hw=h100)
+    rw = _p(lay, "torchtitan-2025-compile", ("fp8_recipe=rowwise",), prec="fp8", hw=h100)
+    assert tw.memory_parts["activations"][0] == pytest.approx(bf.memory_parts["activations"][0], rel=1e-12)
+    assert bf.tokens_per_s_per_gpu[0] < rw.tokens_per_s_per_gpu[0] < tw.tokens_per_s_per_gpu[0]
+    b200 = load_hardware("b200")
+    mx = _p(lay, "torchtitan-2025-compile", ("fp8_recipe=mxfp8",), prec="mxfp8", hw=b200)
+    rw2 = _p(lay, "torchtitan-2025-compile", ("fp8_recipe=rowwise",), prec="fp8", hw=b200)
+    assert rw2.tokens_per_s_per_gpu[0] < mx.tokens_per_s_per_gpu[0]

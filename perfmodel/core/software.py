@@ -175,6 +175,8 @@ class Software:
     separate_projections: bool = False  # wq, wk, wv and w1, w3 as separate GEMMs (stack projections)
     async_tp: bool = False  # PyTorch AsyncTP: collective matmuls over symmetric memory (parallel/tp.py)
     fsdp_pp_per_step: bool = False  # FSDP gathers once per step at pp > 1, per micro-batch at pp = 1 (torchtitan)
+    fp8_torchao: bool = False  # torchao's FP8 linear: bf16 input saved, re-cast in backward (stack fp8_linear)
+    fp8_recipe: str = "none"  # stack fp8_recipe (what FP8 GEMMs run as)
 
     @property
     def has_selective(self) -> bool:
@@ -265,6 +267,8 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         separate_projections=f.projections == "separate",
         async_tp=f.tp_overlap == "async_tp",
         fsdp_pp_per_step=sharding and f.fsdp_gather == "per_microbatch_unless_pp",
+        fp8_torchao=f.fp8_linear == "torchao",
+        fp8_recipe=fp8,
         schedule=f.pipeline_schedule,
         cp_comm=f.cp_comm_type,
         power_factor=power,

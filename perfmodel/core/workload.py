@@ -168,7 +168,7 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
 # ---- the layer kinds --------------------------------------------------------------------------------
 
 
-def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.BF16):
+def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.BF16, ag: float = K.BF16):
     """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer; `gin` = bytes
     per element of the GEMM inputs the linear layers keep for their weight gradient (saved_input_bytes)."""
     a, h = m.attention, m.hidden_size
@@ -232,7 +232,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     if a.kind == "mla":
         tp_comms = [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)]
     elif sw.split_tp:
-        tp_comms = tp_par.split_pair("attention TP", T * h * K.BF16, tp, sw, COLUMN[sep], ("out proj",))
+        tp_comms = tp_par.split_pair("attention TP", T * h * K.BF16, tp, sw, COLUMN[sep], ("out proj",), T * h * ag)
     else:
         tp_comms = tp_par.block_pair(name, T * h * K.BF16, tp, sw, COLUMN[sep])
     cp_comms = cp_par.exchange(m, T, tp, cp, sw.cp_comm)
@@ -272,7 +272,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     return gemms, cores, streams, comms, saved
 
 
-def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
+def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16, ag: float = K.BF16):
     h, f = m.hidden_size, m.ffn.intermediate_size
     Tn = Ts if sw.sequence_parallel else T
     glu = 2 if m.ffn.matrices == 3 else 1
@@ -282,7 +282,7 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
     streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
     column = MLP_COLUMN[sep and m.ffn.matrices == 3]
     if sw.split_tp:
-        comms = tp_par.split_pair("MLP TP", T * h * K.BF16, tp, sw, column, ("mlp down",))
+        comms = tp_par.split_pair("MLP TP", T * h * K.BF16, tp, sw, column, ("mlp down",), T * h * ag)
     else:
         comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, column)
     saved = [
@@ -421,13 +421,34 @@ def _eager_clamp(f: int, rows, sw):
     )
 
 
+# torchao rowwise recipes: the gradient GEMMs (use_fast_accum=False) run the cuBLAS kernel with an fp32 output and
+# scale it afterwards instead of the slow CUTLASS rowwise kernel (pytorch/ao#1325, torchao/float8/
+# float8_python_api.py addmm_float8_unwrapped): per output element the fp32 write is 2 B more than bf16, the rescale
+# reads those 4 B and writes 2 B of bf16: 8 B
+ROWWISE_RESCALE_BYTES = 2.0 + 4.0 + 2.0
+
+
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:
     """Quantising each low-precision GEMM's inputs (forward) and output gradients (backward) to FP8:
-    fp8_cast_bytes of HBM traffic per element (calibration.toml), plus an amax read under current scaling."""
+    fp8_cast_bytes of HBM traffic per element (calibration.toml), plus an amax read under current scaling.
+    torchao's linear (stack fp8_linear = torchao) saves the bf16 input and casts it again in backward for the weight
+    gradient (torchao/float8/float8_linear.py matmul_with_hp_or_float8_args: ctx.save_for_backward(input_hp,
+    weight_hp_t)); its rowwise and MX recipes scale along each GEMM's reduction dimension, so the output gradient
+    is cast once for dgrad (along N) and once for wgrad (along M), the amax found inside the cast (a per-row /
+    per-block reduction); rowwise adds the gradient GEMMs' fp32 output and rescale (ROWWISE_RESCALE_BYTES per
+    dgrad [M, K] and wgrad [N, K] element)."""
     per = c.fp8_cast_bytes + (K.AMAX_PASS_BYTES if sw.fp8_amax_pass else 0.0)
-    fwd = sum(g.count * g.M * g.K for g in gemms if g.low_precision)
-    bwd = sum(g.count * g.M * g.N for g in gemms if g.low_precision)
-    return Stream("fp8 casts", per * fwd, per * bwd)
+    low = [g for g in gemms if g.low_precision]
+    fwd = sum(g.count * g.M * g.K for g in low)
+    bwd = sum(g.count * g.M * g.N for g in low)
+    extra = 0.0
+    if sw.fp8_torchao:
+        extra = per * fwd  # the saved bf16 input re-cast for wgrad
+        if sw.fp8_recipe in ("rowwise", "mxfp8"):
+            extra = extra + c.fp8_cast_bytes * bwd  # the output gradient along its second axis
+        if sw.fp8_recipe == "rowwise":
+            extra = extra + ROWWISE_RESCALE_BYTES * sum(g.count * (g.M * g.K + g.N * g.K) for g in low)
+    return Stream("fp8 casts", per * fwd, per * bwd + extra)
 
 
 def _grad_accumulate(gemms: list[Gemm], sw, name: str = "wgrad accumulate into main_grad") -> Stream:
@@ -496,14 +517,18 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
     h = m.hidden_size
     T = mbs * seq / cp
     Ts = T / tp
-    gin = saved_input_bytes(low_precision)
-    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw, gin)
+    gin = saved_input_bytes(low_precision and not sw.fp8_torchao)  # torchao keeps the bf16 input (_fp8_casts)
+    # torchao's tensorwise float8 TP styles (Float8ColwiseParallel / PrepareFloat8ModuleInput: the block input cast
+    # to float8 before its all-gather; pytorch/torchtitan@9dec370ad:torchtitan/parallelisms/parallelize_llama.py
+    # apply_tp enable_float8, @038d5fd1b enable_float8_tensorwise_tp); rowwise recipes keep the plain styles
+    ag = K.FP8 if (low_precision and sw.fp8_torchao and sw.fp8_recipe == "current") else K.BF16
+    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw, gin, ag)
     layers = []
     for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
         if not count:
             continue
         ffn = (
-            _dense_ffn(m, T, Ts, tp, sw, gin)
+            _dense_ffn(m, T, Ts, tp, sw, gin, ag)
             if kind == "dense"
             else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw, gin)
         )

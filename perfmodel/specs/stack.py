@@ -219,6 +219,17 @@ class Features(BaseModel):
             "selective_ac_option = 'N': a block is wrapped when its running count % N == 0)"
         ),
     )
+    fp8_linear: Literal["te", "torchao"] = Field(
+        default="te",
+        description=(
+            "the FP8 linear layer: te = Transformer Engine (the quantised input saved for the weight gradient, "
+            "one cast kernel writing the row- and column-wise copies); torchao = torchao Float8Linear / MX: the "
+            "bf16 input and weight saved and re-cast in backward (matmul_with_hp_or_float8_args), each operand cast "
+            "per layout it is used in (rowwise and mxfp8 scale along the GEMM's reduction dimension, so the output "
+            "gradient is cast along both axes), and with rowwise scales the gradient GEMMs run in cuBLAS with an "
+            "fp32 output and a separate rescale (pytorch/ao#1325); workload.py _fp8_casts"
+        ),
+    )
     projections: Literal["fused", "separate"] = Field(
         default="fused",
         description=(
@@ -297,6 +308,7 @@ OPTIONAL = {
     "selective_ac": "not a torchtitan stack: selective recompute is the recompute_modules list",
     "selective_ac_every": "only read with selective_ac = layer",
     "projections": "fused QKV and gate + up projections (Megatron-Core linear_qkv / linear_fc1)",
+    "fp8_linear": "Transformer Engine's FP8 linear layers",
 }
 NULLABLE = ("hybrid_shard_group",)  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")

@@ -63,7 +63,9 @@ def block_pair(name: str, nbytes, tp, sw, column: tuple[str, ...]) -> list[Colle
     ]
 
 
-def split_pair(name: str, nbytes, tp, sw, column: tuple[str, ...], row: tuple[str, ...]) -> list[Collective]:
+def split_pair(
+    name: str, nbytes, tp, sw, column: tuple[str, ...], row: tuple[str, ...], ag_bytes=None
+) -> list[Collective]:
     """One TP block's collectives as four records (sw.split_tp): the input all-gather before the column-parallel
     GEMMs `column` (its backward: the input gradient's reduce-scatter after their dgrad) and the output
     reduce-scatter after the row-parallel GEMM `row` (its backward: the output gradient's all-gather before its
@@ -72,16 +74,17 @@ def split_pair(name: str, nbytes, tp, sw, column: tuple[str, ...], row: tuple[st
     TP: plain NCCL collectives on the critical path (overlap "tp", the stack's share, none for torchtitan). AsyncTP:
     overlap "mechanism", priced by async_tp_exposed. Under op-level SAC the all-gather is re-run in backward
     (_c10d_functional.all_gather_into_tensor is not in the save list) and the reduce-scatter is kept
-    (reduce_scatter_tensor is): `module` OP_SAC on the forward all-gather."""
+    (reduce_scatter_tensor is): `module` OP_SAC on the forward all-gather. `ag_bytes`: the forward all-gather's
+    bytes where they differ (torchao's float8 TP styles gather the float8 input)."""
     from perfmodel.core.software import OP_SAC
 
     over = "mechanism" if sw.async_tp else "tp"
     ag_mod = OP_SAC if (sw.selective_ac == "op" and not sw.async_tp) else ""
-    one = lambda n, f, b, win, mech, mod="": Collective(
-        n, over, "all_gather", nbytes, tp, 1, f, b, module=mod, window=win, mechanism=mech if sw.async_tp else ""
+    one = lambda n, f, b, win, mech, mod="", nb=nbytes: Collective(
+        n, over, "all_gather", nb, tp, 1, f, b, module=mod, window=win, mechanism=mech if sw.async_tp else ""
     )
     return [
-        one(f"{name}: input all-gather", 1, 0, column, "ag", ag_mod),
+        one(f"{name}: input all-gather", 1, 0, column, "ag", ag_mod, nbytes if ag_bytes is None else ag_bytes),
         one(f"{name}: input-gradient reduce-scatter", 0, 1, column, "rs"),
         one(f"{name}: output reduce-scatter", 1, 0, row, "rs"),
         one(f"{name}: output-gradient all-gather", 0, 1, row, "ag"),
