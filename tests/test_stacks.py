@@ -17,6 +17,7 @@ from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir
 from perfmodel.specs.stack import (
     FEATURES,
+    OPTIONAL,
     Features,
     apply_overrides,
     infer_stack,
@@ -87,8 +88,9 @@ def test_every_preset_loads_and_every_feature_has_a_source(sid):
         assert set(rule.values) == set(rule.sources) and all(v.strip() for v in rule.sources.values())
     if s.family != sid:  # a release preset names an existing family preset
         assert s.family in FAMILIES
-    else:  # a family preset states every feature itself
-        assert set(s.origin.values()) == {"stated"}
+    else:  # a family preset states every feature itself, but the optional ones (stack.OPTIONAL: the schema default)
+        assert {o for f, o in s.origin.items() if f not in OPTIONAL} == {"stated"}
+        assert all(s.origin[f] in ("stated", "unstated:schema") for f in OPTIONAL)
 
 
 def test_unstated_takes_the_family_default_and_says_so():
@@ -257,9 +259,9 @@ def test_distinct_stacks_differ_where_their_sources_differ():
             "its own family",
         ),
         (
-            lambda t: t.replace('power_limit_w = { value = "none"', "power_limit_w = { value = -5"),
+            lambda t: t + 'power_limit_w = { value = 500, source = "site" }\n',  # moved: a cap is a hardware fact
             "features.power_limit_w",
-            "must be more than 0",
+            "hardware power.power_limit_w",
         ),
         (
             lambda t: re.sub(
@@ -318,13 +320,12 @@ def test_overrides_set_values_and_record_their_origin():
             "tp_overlap=none",
             "dp_grad_reduce_overlap=false",
             "recompute_modules=core_attn,mlp",
-            "power_limit_w=700",
             "hybrid_shard_group=8",
         ],
     )
     assert (s.value("tp_overlap"), s.value("dp_grad_reduce_overlap")) == ("none", False)
     assert s.value("recompute_modules") == ("core_attn", "mlp")
-    assert (s.value("power_limit_w"), s.value("hybrid_shard_group")) == (700.0, 8)
+    assert s.value("hybrid_shard_group") == 8
     assert s.origin["tp_overlap"] == "--stack-set" and s.sources["tp_overlap"] == "--stack-set tp_overlap=none"
     assert (
         s.value("fsdp") == base.value("fsdp") and base.value("tp_overlap") == "userbuffers"
@@ -339,8 +340,8 @@ def test_overrides_set_values_and_record_their_origin():
         ("tp_overlapp=none", "tp_overlapp", "did you mean 'tp_overlap'"),
         ("sequence_parallel=perhaps", "sequence_parallel", "true or false"),
         ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
-        ("power_limit_w=inf", "power_limit_w", "finite"),
-        ("power_limit_w=-1", "power_limit_w", "must be more than 0"),
+        ("hybrid_shard_group=inf", "hybrid_shard_group", "finite"),
+        ("power_limit_w=500", "power_limit_w", "hardware power.power_limit_w"),  # moved to the hardware
         (
             "cpu_offload_layers=\u00b2",
             "cpu_offload_layers",

@@ -103,6 +103,7 @@ class _Fields:
         self.args, self.over, self.labels = args, overrides, labels or {}
         self.missing: list[str] = []
         self.given: set[str] = set()
+        self.sac: str | None = None  # torchtitan selective_ac_option of a selective run (_tt_recompute)
 
     def _get(self, name: str) -> str | None:
         if name in self.over:
@@ -1012,18 +1013,16 @@ def _tt_recompute(log: ParsedLog, f: _Fields, notes: list[str]) -> tuple[str, st
             "what-if"
         )
     if recompute == "selective" and sac != "op":
-        recompute = "full"
         notes.append(
-            f"selective_ac_option={sac}: every {sac}th layer checkpointed in full, a per-layer mix perfmodel "
-            "does not model; priced as full recompute of every layer (an upper bound on its recompute time)"
+            f"selective_ac_option={sac}: per-layer SAC, every {sac}th block checkpointed in full "
+            "(stack selective_ac=layer, selective_ac_every=" + str(sac) + ")"
         )
     elif recompute == "selective":
         notes.append(
-            "selective_ac_option=op: op-level SAC recomputes the element-wise ops and every second matmul "
-            "(wk, wo, w3 of a Llama block, ~37% of its matmul FLOPs); perfmodel's nearest module list, "
-            "layernorm + mlp, recomputes the norms, the SwiGLU and the MLP matmuls (~80%): recompute "
-            "time over-, kept activations under-stated"
+            "selective_ac_option=op: op-level SAC as torchtitan's save list runs it (stack selective_ac=op: every "
+            "second matmul of a block and its element-wise ops recomputed, SDPA and reduce-scatter outputs kept)"
         )
+    f.sac = sac if recompute == "selective" else None
     return recompute, how
 
 
@@ -1081,10 +1080,12 @@ def _tt_batch(log: ParsedLog, f: _Fields, dp: int, pp: int, schedule: str) -> tu
 
 def _tt_stated(log: ParsedLog, f: _Fields, recompute: str, how_ac: str, fsdp: bool, shard: int) -> dict[str, Stated]:
     stated = {"recompute": Stated(recompute, how_ac, f.origin("activation_checkpoint.mode"))}
-    if recompute == "selective":
-        stated["recompute_modules"] = Stated(
-            "layernorm,mlp", "activation_checkpoint.selective_ac_option=op (nearest modules)", "log"
-        )
+    sac = f.sac
+    if recompute == "selective" and sac is not None:
+        how = f"activation_checkpoint.selective_ac_option={sac}"
+        stated["selective_ac"] = Stated("op" if sac == "op" else "layer", how, "log")
+        if sac != "op" and str(sac).isdigit():  # 0 wraps every block, as 1 does (ac_freq falsy)
+            stated["selective_ac_every"] = Stated(str(max(int(sac), 1)), how, "log")
     if fsdp:
         how = (
             "parallelism.data_parallel_shard_degree"

@@ -392,7 +392,7 @@ def _could_fit(p: Prediction) -> np.ndarray:
 
 def has_selective(model, hw, opts: Options) -> bool:
     """The stack names selective-recompute modules (else selective is not a mode it can run: predict.check_recompute)."""
-    return bool(software_of(model, hw, opts).recompute_modules)
+    return software_of(model, hw, opts).has_selective
 
 
 def _mode_grid(grid: LayoutGrid, selective: bool) -> LayoutGrid:

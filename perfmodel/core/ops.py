@@ -84,6 +84,11 @@ class Collective:
     num_experts: int = 1
     groups: int = 0
     group_topk: int = 0
+    # a collective whose exposure follows from its own mechanism rather than a shared overlap budget (overlap
+    # "mechanism"): "ag" / "rs" = PyTorch AsyncTP's all-gather-matmul / matmul-reduce-scatter over the GEMMs
+    # `window` (parallel/tp.py async_tp_exposed); "cp_ag" / "cp_dkv" = PyTorch context_parallel's K/V all-gather
+    # and dK/dV ring hop (parallel/cp.py torch_allgather_exposed)
+    mechanism: str = ""
 
     def price(self, hw) -> np.ndarray:
         """Seconds per call on `hw` (comm.collective_time)."""
@@ -150,3 +155,4 @@ class Workload:
     layer_kinds: tuple[int, ...] = ()  # for each of the model's layers, in order, its index in `layers`
     tp: np.ndarray | float = 1.0  # the TP and expert-TP group sizes of each combination (overlap domains)
     etp: np.ndarray | float = 1.0
+    cp: np.ndarray | float = 1.0  # the CP group size of each combination (parallel/cp.py torch_allgather_exposed)

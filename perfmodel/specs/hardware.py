@@ -105,6 +105,11 @@ class Power(Frozen):
 
     gpu_tdp_w: float = Watts
     allin_w_per_gpu: float = Watts  # GPU + its share of CPUs, NICs, switches, storage (IT power)
+    # the GPU power cap the site runs at (nvidia-smi -pl), W; None = the TDP. A fact about the site, not the
+    # software: Meta's Grand Teton H100s run at a 500 W default limit (torchtitan
+    # benchmarks/llama3_h100_202412_torchtitan.md). The cost model lowers the tensor clocks by the rule of
+    # core/software.py (power_factor); the drawn-power model caps every phase at it (economics/power.py)
+    power_limit_w: float | None = Field(default=None, gt=0, le=1e5, allow_inf_nan=False)
     idle_w: float | None = OptWatts  # GPU idle, no job (nvidia-smi at P0, no memory held)
     wait_w: float | None = OptWatts  # GPU in a job with no kernel running: waiting on communication, a pipeline
     # stage, the host or a checkpoint write (memory held, clocks up)
@@ -316,6 +321,7 @@ ALIASES: dict[str, tuple[str, float, str]] = {
     "spine_oversubscription": ("scale_out.spine_oversubscription", 1.0, "leaf down:up bandwidth, 1 = non-blocking"),
     "hbm_gb": ("memory.hbm_bytes", 1e9, "GB per GPU"),
     "hbm_tbyte_s": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
+    "power_limit_w": ("power.power_limit_w", 1.0, "W, the GPU power cap the site runs at"),
 }
 
 

@@ -16,7 +16,7 @@ A preset file:
 
     [features]
     attention_kernel = { value = "cudnn", source = "Megatron-Bridge ... at commit ..." }
-    power_limit_w = { unstated = true, note = "not published for this release" }
+    cpu_offload_layers = { unstated = true, note = "not published for this release" }
 
     [[per_model]]                # values that differ by model family inside one release
     match = { model = "deepseek-v3", hardware = "h100" }     # model id prefix, kind (dense|moe), hardware id prefix
@@ -152,10 +152,12 @@ class Features(BaseModel):
             "again for its backward (FSDP FULL_SHARD / ZeRO-3); false keeps them to the backward (SHARD_GRAD_OP)"
         )
     )
-    fsdp_gather: Literal["per_step", "per_microbatch"] = Field(
+    fsdp_gather: Literal["per_step", "per_microbatch", "per_microbatch_unless_pp"] = Field(
         description=(
             "parameter-sharding only: parameters all-gathered once per optimizer step (kept across "
-            "micro-batches) or again for every micro-batch"
+            "micro-batches) or again for every micro-batch; per_microbatch_unless_pp = per micro-batch (resharded "
+            "after forward as reshard_after_forward says) at pp = 1, once per step and kept at pp > 1 (torchtitan "
+            "apply_fsdp: reshard_after_forward = not pp_enabled, 'to avoid per-microbatch all-gathers')"
         )
     )
     hybrid_shard_group: int | None = Field(
@@ -225,6 +227,44 @@ class Features(BaseModel):
     recompute: Literal["none", "selective", "full"] = Field(
         description=("activation recompute the recipe uses when a measured run does not state it")
     )
+    selective_ac: Literal["modules", "op", "layer"] = Field(
+        default="modules",
+        description=(
+            "what recompute = selective means in this stack: modules = the recompute_modules list (Megatron-Core); "
+            "op = torchtitan's per-op SAC: each block re-runs in backward every forward op except those its save "
+            "list keeps (matmul outputs but every second one of the block, SDPA outputs, TP reduce-scatters, "
+            "max), parallel/recompute.py; layer = torchtitan's per-layer SAC: every selective_ac_every-th block "
+            "fully checkpointed, the others keep everything"
+        ),
+    )
+    selective_ac_every: int = Field(
+        default=2,
+        ge=1,
+        le=100_000,
+        description=(
+            "with selective_ac = layer: one block in this many is fully checkpointed (torchtitan "
+            "selective_ac_option = 'N': a block is wrapped when its running count % N == 0)"
+        ),
+    )
+    fp8_linear: Literal["te", "torchao"] = Field(
+        default="te",
+        description=(
+            "the FP8 linear layer: te = Transformer Engine (the quantised input saved for the weight gradient, "
+            "one cast kernel writing the row- and column-wise copies); torchao = torchao Float8Linear / MX: the "
+            "bf16 input and weight saved and re-cast in backward (matmul_with_hp_or_float8_args), each operand cast "
+            "per layout it is used in (rowwise and mxfp8 scale along the GEMM's reduction dimension, so the output "
+            "gradient is cast along both axes), and with rowwise scales the gradient GEMMs run in cuBLAS with an "
+            "fp32 output and a separate rescale (pytorch/ao#1325); workload.py _fp8_casts"
+        ),
+    )
+    projections: Literal["fused", "separate"] = Field(
+        default="fused",
+        description=(
+            "the attention and MLP input projections as GEMMs: fused = one QKV GEMM and one gate + up GEMM "
+            "(Megatron-Core linear_qkv / linear_fc1); separate = wq, wk, wv and w1, w3 as separate linears, "
+            "in that order (torchtitan Attention / FeedForward)"
+        ),
+    )
     recompute_modules: tuple[RecomputeModule, ...] = Field(
         description=(
             "with recompute = selective: the modules recomputed (Megatron recompute_modules); core_attn = the "
@@ -257,10 +297,13 @@ class Features(BaseModel):
             "send_forward_recv_backward and the other 1F1B calls), whatever this says"
         )
     )
-    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(
+    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p", "torch_allgather"] = Field(
         description=(
             "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
-            "or a2a within and p2p across groups"
+            "or a2a within and p2p across groups; torch_allgather = PyTorch context_parallel with rotate_method "
+            "allgather (torchtitan's default): K/V all-gathered in forward and again in backward, each under the "
+            "first of cp blockwise attention steps, dK/dV passed around the ring in fp32, each hop under the next "
+            "step's backward, the last one exposed (parallel/cp.py)"
         )
     )
     cross_entropy: Literal["fp32", "te"] = Field(
@@ -271,12 +314,6 @@ class Features(BaseModel):
             "parallel_cross_entropy (Megatron --cross-entropy-fusion-impl te): Triton kernels keep only the bf16 "
             "logits for backward and write the gradient into them in place: 2 B per logit"
         )
-    )
-    power_limit_w: float | None = Field(
-        gt=0,
-        le=5000,
-        allow_inf_nan=False,
-        description=("GPU power cap the runs used, W; null = the hardware spec's TDP"),
     )
     cpu_offload_layers: int = Field(
         ge=0,
@@ -291,7 +328,16 @@ class Features(BaseModel):
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
-NULLABLE = ("hybrid_shard_group", "power_limit_w")  # "none" in a file (TOML has no null) = null
+# features a preset may leave out (added after most presets were written; they describe mechanisms only some
+# stacks have): missing from a file (and its base), they take the schema default, whose meaning the field states
+# (the Megatron-Core behaviour)
+OPTIONAL = {
+    "selective_ac": "not a torchtitan stack: selective recompute is the recompute_modules list",
+    "selective_ac_every": "only read with selective_ac = layer",
+    "projections": "fused QKV and gate + up projections (Megatron-Core linear_qkv / linear_fc1)",
+    "fp8_linear": "Transformer Engine's FP8 linear layers",
+}
+NULLABLE = ("hybrid_shard_group",)  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")
 
 
@@ -408,6 +454,23 @@ def _jsonable(v: Any) -> Any:
 _META = {"id", "name", "family", "date", "base", "base_source", "base_basis", "software", "frameworks", "notes"}
 
 
+# A GPU power cap is a fact about the site, not the software: hardware power.power_limit_w (--set power_limit_w=W).
+# Stack files written before it moved may still say `power_limit_w = { value = "none" }` or leave it unstated
+# (no framework sets a cap): such an entry is read and dropped; a number is refused with where it belongs now.
+MOVED = {
+    "power_limit_w": "a GPU power cap is a site fact: give it as hardware power.power_limit_w (--set power_limit_w=W)"
+}
+
+
+def _moved_entry(where: str, name: str, entry: Any) -> bool:
+    """True for an entry of a feature that moved (MOVED) that says nothing (unstated, or "none"): skip it."""
+    if name not in MOVED:
+        return False
+    if isinstance(entry, dict) and (entry.get("unstated") is True or entry.get("value") == "none"):
+        return True
+    raise InputError(where, f"features.{name}", f"no longer a stack feature: {MOVED[name]}")
+
+
 def _basis(where: str, field: str, given: Any, source: str) -> str:
     """The basis of a statement: `given` (checked), else what its source's wording marks, else read. An explicit
     read that the wording contradicts is refused: the mark and the words must agree."""
@@ -492,6 +555,8 @@ def _load(path: Path, chain: tuple[str, ...] = (), read_only: bool = False) -> S
     basis: dict[str, str] = {}
     unstated: dict[str, str] = {}
     for name, entry in feats.items():
+        if _moved_entry(where, name, entry):
+            continue
         kind, val, src, b = _feature_entry(where, name, entry)
         if kind == "unstated":
             unstated[name] = src
@@ -526,6 +591,10 @@ def _load(path: Path, chain: tuple[str, ...] = (), read_only: bool = False) -> S
                 sources[name] = f"no read statement in this preset (read-only); family default from {src_spec.id}: "
                 sources[name] += src_spec.sources[name]
             origin[name] = f"unstated:{src_spec.id}"
+        elif base is None and name in OPTIONAL:  # the schema default, not the family's: a preset that does not
+            # know the mechanism keeps the behaviour it was written for
+            values[name] = Features.model_fields[name].default
+            sources[name], origin[name] = f"not stated: {OPTIONAL[name]}", "unstated:schema"
         elif base is not None:
             values[name] = base.value(name)
             b = base.basis_of(name)
@@ -584,7 +653,7 @@ def _load(path: Path, chain: tuple[str, ...] = (), read_only: bool = False) -> S
             _basis(rwhere, "basis", rule_basis, "")
         rvals, rsrc, rbasis = {}, {}, {}
         for name, entry in rule.items():
-            if name in ("match", "basis"):
+            if name in ("match", "basis") or _moved_entry(rwhere, name, entry):
                 continue
             kind, val, src, b = _feature_entry(rwhere, name, entry, rule_basis)
             if kind == "unstated":
@@ -683,7 +752,7 @@ def _parse(feature: str, text: str) -> Any:
         if low in ("false", "0", "no", "off"):
             return False
         raise InputError("stack_set", feature, f"expects true or false (got {t!r})")
-    if feature in ("hybrid_shard_group", "power_limit_w"):
+    if feature == "hybrid_shard_group":
         if low in ("none", "null", ""):
             return None
         try:
@@ -692,12 +761,10 @@ def _parse(feature: str, text: str) -> Any:
             raise InputError("stack_set", feature, f"expects a number or none (got {t!r})") from None
         if not math.isfinite(v):
             raise InputError("stack_set", feature, "value must be finite")
-        if feature == "hybrid_shard_group":
-            if v != int(v):
-                raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
-            return int(v)
-        return v
-    if feature == "cpu_offload_layers":
+        if v != int(v):
+            raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
+        return int(v)
+    if feature in ("cpu_offload_layers", "selective_ac_every"):
         if not (t.isascii() and t.isdigit()):  # isdigit alone takes '²', which int() refuses
             raise InputError("stack_set", feature, f"expects a non-negative integer (got {t!r})")
         return int(t)
@@ -715,6 +782,8 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
         if "=" not in item:
             raise InputError("stack_set", item.strip(), "expects FEATURE=VALUE")
         name, text = (s.strip() for s in item.split("=", 1))
+        if name in MOVED:
+            raise InputError("stack_set", name, f"no longer a stack feature: {MOVED[name]}")
         if name not in FEATURES:
             raise InputError(
                 "stack_set",
@@ -795,7 +864,13 @@ _NAMED = (
 _FEATURE_WORDS = {
     "torchtitan-2025": (
         (re.compile(r"compile", re.IGNORECASE), "fusions=torch_compile"),
+        # AsyncTP runs only compiled (torchtitan parallelize.py: 'Async TP requires torch.compile')
+        (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "fusions=torch_compile"),
         (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "tp_overlap=async_tp"),
+        (re.compile(r"row[\s_-]*wise", re.IGNORECASE), "fp8_recipe=rowwise"),
+        (re.compile(r"mxfp8", re.IGNORECASE), "fp8_recipe=mxfp8"),
+        (re.compile(r"float8 all[\s_-]*gather|fsdp[\s_-]*float8", re.IGNORECASE), "fp8_param_gather=true"),
+        (re.compile(r"selective[\s_-]*layer|per[\s_-]*layer sac|layer[\s_-]*sac", re.IGNORECASE), "selective_ac=layer"),
     ),
 }
 
@@ -877,7 +952,7 @@ def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
             )
     for rx, sid in _NAMED:
         if rx.search(sw) or rx.search(fw):
-            sets = tuple(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw))
+            sets = tuple(dict.fromkeys(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw)))
             said = f" with {', '.join(sets)} from its words" if sets else ""
             return StackChoice(sid, sets, f"framework named in '{sw or fw}': preset {sid}{said}", "framework named")
     if fw in FRAMEWORK_FALLBACK:

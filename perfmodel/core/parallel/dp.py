@@ -102,6 +102,14 @@ def grad_and_param_times(
     return rs, ag
 
 
+def gathers_per_microbatch(per_microbatch, pp_per_step, pp):
+    """Whether FSDP gathers parameters again for every micro-batch on a layout with `pp` stages: the stack's rule,
+    except under a stack that keeps them for the whole step once the layout pipelines (Software.fsdp_pp_per_step:
+    torchtitan apply_fsdp, reshard_after_forward = not pp_enabled, and torch.distributed.pipelining reducing the
+    gradients on the last backward only). Elementwise (core/elementwise.py)."""
+    return select(pp_per_step & (pp > 1), False, per_microbatch)
+
+
 def fsdp_calls(nmb, per_microbatch, reshard):
     """(gathers, scatters) of FSDP per step: per micro-batch, one gather for forward and, resharding after
     forward (FULL_SHARD), another for backward, and one reduce-scatter; gathered once per step (kept across
@@ -134,20 +142,22 @@ def exposed_fsdp(rs, ag, stage, nmb, per_microbatch, reshard, rs_share, ag_share
     return exposed_pair(n_ag * ag, ag_share, n_rs * rs, rs_share, nmb * stage)
 
 
-def exposed_time(rs, ag, fsdp, stage, nmb, sw):
+def exposed_time(rs, ag, fsdp, stage, nmb, sw, pp=1.0):
     """Exposed DP communication per step: FSDP's where `fsdp`, the distributed optimizer's elsewhere."""
-    fs = exposed_fsdp(rs, ag, stage, nmb, sw.fsdp_per_microbatch, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
+    pm = gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, np.asarray(pp))
+    fs = exposed_fsdp(rs, ag, stage, nmb, pm, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
     plain = exposed_plain(rs, ag, stage, sw.dp_rs_share, sw.dp_ag_share, grad_calls(nmb, sw.shards_grads))
     return np.where(fsdp, fs, plain)
 
 
-def raw_time(rs, ag, fsdp, nmb, sw):
+def raw_time(rs, ag, fsdp, nmb, sw, pp=1.0):
     """DP communication per step before any overlap."""
-    n_ag, n_rs = fsdp_calls(nmb, sw.fsdp_per_microbatch, sw.fsdp_reshard)
+    pm = gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, np.asarray(pp))
+    n_ag, n_rs = fsdp_calls(nmb, pm, sw.fsdp_reshard)
     return np.where(fsdp, n_ag * ag + n_rs * rs, grad_calls(nmb, sw.shards_grads) * rs + ag)
 
 
-TAIL_FUNCTIONS = (fsdp_calls, exposed_plain, grad_calls, exposed_fsdp)
+TAIL_FUNCTIONS = (gathers_per_microbatch, fsdp_calls, exposed_plain, grad_calls, exposed_fsdp)
 
 
 def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:
