@@ -73,6 +73,9 @@ class KernelTables:
     collectives: tuple[dict, ...]
     collectives_source: str
     notes: dict[str, str]  # table -> why it is borrowed from another generation (empty: measured on this one)
+    occupancy: dict[str, Sourced]  # attention pass -> work items (q tiles x heads x batch) at half the plateau
+    occupancy_ref: float  # the work items at which the hardware file's attention efficiency is stated
+    tile_rows: int  # query rows per attention work item (the kernel's q tile)
 
 
 def _dir() -> Path:
@@ -176,6 +179,48 @@ def _shape(doc: dict, kind: str, where: str) -> ShapeFit:
     return ShapeFit(Sourced(kh, klo, khi, how), Sourced(mh, mlo, mhi, how), t0, err, n, table, source, plateau)
 
 
+def work_items(batch, heads, q_rows, tile: int):
+    """Independent (q tile, head, sequence) work items of one flash-attention call: what fills the SMs."""
+    return np.asarray(batch, dtype=float) * heads * np.ceil(np.asarray(q_rows, dtype=float) / tile)
+
+
+def attention_occupancy(doc: dict, rows: tuple[dict, ...], where: str) -> tuple[dict[str, Sourced], float, int]:
+    """Per pass, the work items n at which the table's kernel reaches half its plateau, rate = E n / (n + n_half),
+    fitted to the rows of `occupancy_kernel` at `occupancy_seq` that vary the heads (the FlashAttention
+    benchmarks hold batch x heads x tiles fixed and say nothing of it); the range is the n_half within 5% of the
+    best error. Empty where the table has no such rows (the hardware file's rate is then used as it is)."""
+    kern, seq, tile = doc.get("occupancy_kernel"), doc.get("occupancy_seq"), int(doc.get("tile_rows", 128))
+    if not kern:
+        return {}, 0.0, tile
+    out: dict[str, Sourced] = {}
+    ref = 0.0
+    grid = np.geomspace(4.0, 8192.0, 301)
+    for p in ("fwd", "bwd"):
+        pts = [r for r in rows if r["kernel"] == kern and r["pass"] == p and int(r["seq"]) == int(seq)]
+        if len(pts) < 3:
+            raise InputError(where, "attention.occupancy_kernel", f"fewer than 3 {kern} {p} rows at seq {seq}")
+        n = work_items([float(r["batch"]) for r in pts], np.array([float(r["heads"]) for r in pts]), float(seq), tile)
+        y = np.array([float(r["tflops"]) for r in pts])
+        g = n[None, :] / (n[None, :] + grid[:, None])
+        E = np.exp(np.mean(np.log(y[None, :] / g), axis=1))
+        errs = np.mean(np.abs(np.log(E[:, None] * g / y[None, :])), axis=1)
+        i = int(np.argmin(errs))
+        near = grid[errs <= errs[i] * NEAR]
+        how = f"fitted to {len(pts)} {kern} {p} rows at seq {seq} (mean |ln error| {errs[i]:.3f}): {doc.get('source', '')}"
+        out[p] = Sourced(float(grid[i]), float(near.min()), float(near.max()), how)
+        ref = max(ref, float(n.max()))
+    return out, ref, tile
+
+
+def occupancy_factor(t: KernelTables, p: str, n):
+    """The rate at `n` work items relative to the rate at the table's reference (the hardware file's attention
+    efficiency is read as the rate with that much parallel work); 1 where the generation measures none."""
+    if p not in t.occupancy:
+        return 1.0
+    h = t.occupancy[p].value
+    return (np.asarray(n, dtype=float) / (n + h)) * (t.occupancy_ref + h) / t.occupancy_ref
+
+
 def _sourced(where: str, name: str, x: object) -> Sourced:
     if not isinstance(x, dict) or not {"value", "low", "high", "source"} <= set(x):
         raise InputError(where, name, "needs value, low, high and source")
@@ -233,6 +278,7 @@ def tables(gen: str) -> KernelTables:
     memory = tuple(_rows(secs["memory_bound"]["table"]))
     coll = secs["collectives"]
     collectives = tuple(_rows(coll["table"])) if "table" in coll else ()
+    occupancy, ref, tile = attention_occupancy(secs["attention"], attention, where)
     return KernelTables(
         gen,
         str(doc.get("name", gen)),
@@ -244,6 +290,9 @@ def tables(gen: str) -> KernelTables:
         collectives,
         str(coll.get("source", "")),
         notes,
+        occupancy,
+        ref,
+        tile,
     )
 
 
