@@ -25,6 +25,7 @@ class Gemm:
     module: str = ""  # recompute module (Megatron-Core recompute_modules names)
     grouped: bool = True  # `count` > 1 runs as one grouped kernel (else one kernel per GEMM)
     axes: tuple[str, ...] | None = None  # the layout axes M, N, K and count depend on (None: any, workload.AXES)
+    experts: bool = False  # the local experts of an MoE layer: a grouped kernel prices with the grouped shape
 
     @property
     def flops_fwd(self):
@@ -43,6 +44,7 @@ class AttentionCore:
     module: str = "core_attn"
     dim_factor_fwd: float = 1.0  # the kernel's rate at this head dimension relative to head_dim 128
     dim_factor_bwd: float = 1.0  # (software.head_dim_factor)
+    items: np.ndarray | float | None = None  # independent work items per call (kernels.work_items); None: ample
 
 
 @dataclass(frozen=True)

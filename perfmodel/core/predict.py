@@ -468,7 +468,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     f64 = lambda x: np.asarray(x, dtype=float)
     seq, gpus, zero = f64(grid.seq), f64(grid.gpus), 0 * f64(grid.tp)
     nmb = np.maximum(f64(grid.gbs) / (f64(grid.dp) * f64(grid.mbs)), 1.0)
-    imb = c.moe_imbalance if opts.routing == "real" else 1.0
+    imb = "real" if opts.routing == "real" else 1.0  # real: per layout, parallel/ep.py
     low = prec not in ("bf16", "fp16")
     c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
     # the workload, its layer kinds and head priced once per distinct (tp, cp, ep, etp, mbs, seq)

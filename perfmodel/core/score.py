@@ -556,7 +556,7 @@ def _context(m: ModelSpec, hw: HardwareSpec, opts: Options):
         c_layer,
         c_other,
         opts.precision not in ("bf16", "fp16"),
-        (c.moe_imbalance if opts.routing == "real" else 1.0),
+        ("real" if opts.routing == "real" else 1.0),  # real: per layout, parallel/ep.py routing_imbalance
     )
 
 

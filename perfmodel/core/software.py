@@ -190,6 +190,7 @@ class Software:
     fsdp_pp_per_step: bool = False  # FSDP gathers once per step at pp > 1, per micro-batch at pp = 1 (torchtitan)
     fp8_torchao: bool = False  # torchao's FP8 linear: bf16 input saved, re-cast in backward (stack fp8_linear)
     fp8_recipe: str = "none"  # stack fp8_recipe (what FP8 GEMMs run as)
+    moe_balancing: str = "unstated"  # stack moe_load_balancing: real routing's imbalance (parallel/ep.py)
 
     @property
     def has_selective(self) -> bool:
@@ -282,6 +283,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         fsdp_pp_per_step=sharding and f.fsdp_gather == "per_microbatch_unless_pp",
         fp8_torchao=f.fp8_linear == "torchao",
         fp8_recipe=fp8,
+        moe_balancing=f.moe_load_balancing,
         schedule=f.pipeline_schedule,
         cp_comm=f.cp_comm_type,
         power_factor=power,

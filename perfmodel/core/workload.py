@@ -152,7 +152,16 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
     one = 0 * np.asarray(etp, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * e.expert_intermediate_size
     return [
-        Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts, module="moe", grouped=grouped),
+        Gemm(
+            "expert up/gate",
+            rows_per_expert,
+            up / etp,
+            h + one,
+            local_experts,
+            module="moe",
+            grouped=grouped,
+            experts=True,
+        ),
         Gemm(
             "expert down",
             rows_per_expert,
@@ -161,6 +170,7 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
             local_experts,
             module="moe",
             grouped=grouped,
+            experts=True,
         ),
     ]
 
@@ -213,6 +223,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                         count / m.num_layers,
                         dim_factor_fwd=dim_f,
                         dim_factor_bwd=dim_b,
+                        items=mbs * (a.num_heads / tp) * np.ceil(seq / cp / K.ATTENTION_TILE_ROWS),
                     )
                 )
     eager = sw.eager
@@ -509,11 +520,15 @@ def op_sac(gemms, streams, comms, fixed, saved, tp):
     return out_g, streams, comms, fixed, saved
 
 
-def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float, c, sw) -> Workload:
+def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance, c, sw) -> Workload:
     """The op records of every layer kind and of the head for the layouts of `grid`, as software stack
-    `sw` (perfmodel/core/software.py `Software`) runs them."""
+    `sw` (perfmodel/core/software.py `Software`) runs them. `imbalance`: the busiest EP rank's token load over
+    the mean, a number (1 = force-balanced) or "real": real routing under the stack's load-balancing method, per
+    layout (parallel/ep.py routing_imbalance)."""
     f64 = lambda x: np.asarray(x, dtype=float)
     tp, cp, ep, etp, mbs, seq = (f64(getattr(grid, k)) for k in ("tp", "cp", "ep", "etp", "mbs", "seq"))
+    if isinstance(imbalance, str):
+        imbalance = ep_par.routing_imbalance(m, ep, sw.moe_balancing)
     h = m.hidden_size
     T = mbs * seq / cp
     Ts = T / tp

@@ -153,6 +153,10 @@ class Efficiency(Frozen):
     # BF16 tensor rate that back-to-back large GEMMs sustain at the board power limit (steady state), / bf16
     # peak: a GEMM's efficiency never exceeds it (compute.gemm_time); None = the part is not power-bound
     gemm_bf16_power_bound: float | None = Field(default=None, gt=0, le=1)
+    # the GEMM efficiency shape (compute.gemm_time): K, and M / N, at which a GEMM reaches half its best-shape rate;
+    # None = fitted to the part's generation's measured GEMM table (hardware/kernels/, specs/kernels.py)
+    gemm_k_half: float | None = Field(default=None, ge=0, le=1e5, allow_inf_nan=False)
+    gemm_mn_half: float | None = Field(default=None, ge=0, le=1e5, allow_inf_nan=False)
     attention_fwd: float = Frac  # flash-attention forward / bf16 peak
     attention_bwd: float = Frac  # flash-attention backward / bf16 peak
     memory_bound: float = Frac  # streaming kernels / HBM bandwidth
@@ -280,6 +284,8 @@ def hardware_unit(field: str) -> tuple[float, str, str]:
         return 1.0, "W", "W"
     if leaf.endswith("_usd"):
         return 1.0, "USD", "USD"
+    if leaf in ("gemm_k_half", "gemm_mn_half"):
+        return 1.0, "elements", "elements"
     if field.startswith("efficiency."):
         return 1.0, "fraction of peak", "fraction of peak"
     return 1.0, "", ""

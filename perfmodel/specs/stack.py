@@ -257,6 +257,19 @@ class Features(BaseModel):
             "fp32 output and a separate rescale (pytorch/ao#1325); workload.py _fp8_casts"
         ),
     )
+    moe_load_balancing: Literal["unstated", "aux_loss", "expert_bias", "global_batch"] = Field(
+        default="unstated",
+        description=(
+            "how real (not force-balanced) MoE routing is balanced, which sets how far the busiest EP rank's token "
+            "load exceeds the mean (parallel/ep.py routing_imbalance, constants.ROUTING_CV): aux_loss = a "
+            "GShard / Switch auxiliary loss (Megatron-Core's moe_router_load_balancing_type 'aux_loss'); "
+            "expert_bias = DeepSeek-V3's auxiliary-loss-free bias (moe_router_enable_expert_bias); global_batch = "
+            "a global-batch load-balancing loss (Qwen3, arXiv 2501.11873); unstated = no imbalance priced (the "
+            "measurements behind ROUTING_CV come from fine-grained MoE, 64-256 experts; a coarse one such as "
+            "Mixtral's or Grok-1's 8 is not measured). Force-balanced (moe_routing balanced-dropless) and "
+            "token-dropping rows are at 1 whatever this says"
+        ),
+    )
     projections: Literal["fused", "separate"] = Field(
         default="fused",
         description=(
@@ -336,6 +349,7 @@ OPTIONAL = {
     "selective_ac_every": "only read with selective_ac = layer",
     "projections": "fused QKV and gate + up projections (Megatron-Core linear_qkv / linear_fc1)",
     "fp8_linear": "Transformer Engine's FP8 linear layers",
+    "moe_load_balancing": "unstated: no routing imbalance priced (say the release's balancing to price it)",
 }
 NULLABLE = ("hybrid_shard_group",)  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")
