@@ -15,6 +15,7 @@ from perfmodel.specs.specfile import catalog_ids, data_dir
 HARDWARE_IDS = {
     "a100-sxm-80gb",
     "h100-sxm",
+    "h100-grand-teton",
     "h800-sxm",
     "h200-sxm",
     "b200",

@@ -11,7 +11,7 @@ from toy import toy_consts, toy_dense, toy_hw, toy_sw
 from perfmodel.core import price
 from perfmodel.core.ops import AttentionCore, Collective, Fixed, Gemm, Layer, Stream
 
-HW, C = toy_hw(), toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
+HW, C = toy_hw(gemm_k_half=0.0, gemm_mn_half=0.0), toy_consts()
 REL = 1e-12
 # M = 100, N = 8000, K = 1000: 1.6e9 FLOPs (2.5 us at FP8's 6.4e14, 4 us at BF16's 4e14): HBM-bound in every shape
 G = Gemm("expert up", np.array(100.0), np.array(8000.0), np.array(1000.0), 4.0)

@@ -196,31 +196,46 @@ def test_in_flight_capped_by_microbatches():
     assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2 * LAYER + INPUT + 1e9 + DUMMY, rel=REL)
 
 
+def _moe_saved(imb: float) -> float:
+    """The toy MoE layer's saved activations at tp 2 with `imb` x 2,048 token copies per GPU (1,024 tokens, top-2):
+    2,097,152 x 2 + permuted 2 x copies x 1024 + expert act in 2 x copies x 1024 + out 2 x copies x 512 + router
+    logits 4 x 1024 x 16 + shared in 4,194,304 + shared out 2,097,152 (23,658,496 at imbalance 1.25)."""
+    copies = 2048 * imb
+    return 2 * 2097152 + 2 * copies * 1024 + 2 * copies * 1024 + 2 * copies * 512 + 4 * 1024 * 16 + 4194304 + 2097152
+
+
+def _toy_imbalance() -> float:
+    """Real routing's busiest-rank load of the toy MoE at ep 2 under the toy stack (load balancing unstated: none
+    priced, parallel/ep.py routing_imbalance): 1."""
+    return 1.0
+
+
 def test_mtp_on_the_last_rank():
-    # toy MoE, tp 2, pp 2, ep 2 (edp 2), real routing (imbalance 1.25): one MTP module adds to the last rank
-    # its parameters (dense 34,624,512 - 25,165,824 = 9,458,688 / tp; experts 25,165,824 / ep) and one MoE layer's
-    # saved activations: attention 2,097,152 x 2 + 2 (1024 + 2048 + 1024)/2 T + 32,768 = 12,615,680;
-    # MoE 2,097,152 x 2 + permuted 2 x 2560 x 1024 + expert act in 2 x 2560 x 1024 + out 2 x 2560 x 512 +
-    # router logits 4 x 1024 x 16 + shared in 4,194,304 + shared out 2,097,152 = 23,658,496; and the bf16 dummy
-    # wgrad of its 2h -> h projection, 2 x 1024 x 2048 (test_mtp_projection_has_a_dummy_wgrad)
+    # toy MoE, tp 2, pp 2, ep 2 (edp 2), real routing: one MTP module adds to the last rank its parameters (dense
+    # 34,624,512 - 25,165,824 = 9,458,688 / tp; experts 25,165,824 / ep) and one MoE layer's saved activations:
+    # attention 2,097,152 x 2 + 2 (1024 + 2048 + 1024)/2 T + 32,768 = 12,615,680; MoE _moe_saved; and the bf16
+    # dummy wgrad of its 2h -> h projection, 2 x 1024 x 2048 (test_mtp_projection_has_a_dummy_wgrad)
+    imb = _toy_imbalance()
+    assert _moe_saved(1.25) == 23658496
     _, base = _mem(toy_moe(), ep=2)
     _, mtp = _mem(toy_moe(mtp_layers=1), ep=2)
     dense, expert = 9458688 / 2, 25165824 / 2
     params = (2 + 2) * (dense + expert) + 12 * (dense / 2 + expert / 2)
-    assert mtp["last"] - base["last"] == pytest.approx(params + 12615680 + 23658496 + 2 * 1024 * 2048, rel=1e-9)
+    assert mtp["last"] - base["last"] == pytest.approx(params + 12615680 + _moe_saved(imb) + 2 * 1024 * 2048, rel=1e-9)
     assert mtp["first"] == pytest.approx(base["first"], rel=REL)
 
 
 def test_two_layer_kinds_on_one_rank():
     # toy MoE, tp 2, pp 2, ep 2 (dp 2, edp 2): rank 0 holds layer 0 (dense) and layer 1 (MoE) and the embedding.
-    # Saved: dense layer 12,615,680 (attention, MHA) + 29,360,128 (SwiGLU MLP) = 41,975,808; MoE layer 36,274,176
-    # (test_mtp_on_the_last_rank); 2 in flight + the embedding output 2,097,152.
+    # Saved: dense layer 12,615,680 (attention, MHA) + 29,360,128 (SwiGLU MLP) = 41,975,808; MoE layer 12,615,680 +
+    # _moe_saved (test_mtp_on_the_last_rank); 2 in flight + the embedding output 2,097,152.
     # Parameters: dense 16,779,264 + 7,358,464 + 32,768,000 = 56,905,728 / tp; experts 25,165,824 / ep.
     # Dummy wgrads (bf16, one per shape, router none): qkv 1536 x 1024, proj 1024 x 512 (shared by both kinds),
     # MLP 4096 x 1024 + 1024 x 2048, one expert 1024 x 1024 + 1024 x 512, shared expert the same: 11,534,336
     _, st = _mem(toy_moe(), ep=2)
     d, e = 56905728 / 2, 25165824 / 2
-    expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + 36274176) + INPUT + 1e9 + 2 * 11534336
+    moe = 12615680 + _moe_saved(_toy_imbalance())
+    expect = 4 * (d + e) + 12 * (d / 2 + e / 2) + 2 * (41975808 + moe) + INPUT + 1e9 + 2 * 11534336
     assert st["first"] == pytest.approx(expect, rel=REL)
 
 

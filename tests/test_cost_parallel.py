@@ -278,7 +278,14 @@ def test_grad_and_param_times_per_layout():
 def test_exposed_time():
     from types import SimpleNamespace
 
-    sw = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=True, fsdp_reshard=True)
+    sw = SimpleNamespace(
+        dp_rs_share=0.5,
+        dp_ag_share=0.25,
+        fsdp_per_microbatch=True,
+        fsdp_reshard=True,
+        shards_grads=False,
+        fsdp_pp_per_step=False,
+    )
     rs, ag, stage, nmb = np.array(6.0), np.array(6.0), np.array(3.0), np.array(4.0)
     # distributed optimizer: RS (share 0.5) under 2/3 of a stage (2 s): 3 + (3 - 2) = 4;
     # AG (share 0.25) under 1/3 (1 s): 4.5 + (1.5 - 1) = 5
@@ -287,7 +294,14 @@ def test_exposed_time():
     # step's 4 x 3 = 12 s of compute: hideable 24, spill 12, split 12/24 each: 36 + 6 + 12 + 6 = 60
     assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, sw)) == pytest.approx(60.0)
     # FSDP gathered once per step: one AG (6 s, 1.5 hideable) and one RS (6 s, 3 hideable) under 12 s: 4.5 + 3
-    once = SimpleNamespace(dp_rs_share=0.5, dp_ag_share=0.25, fsdp_per_microbatch=False, fsdp_reshard=True)
+    once = SimpleNamespace(
+        dp_rs_share=0.5,
+        dp_ag_share=0.25,
+        fsdp_per_microbatch=False,
+        fsdp_reshard=True,
+        shards_grads=False,
+        fsdp_pp_per_step=False,
+    )
     assert float(dp.exposed_time(rs, ag, np.array(True), stage, nmb, once)) == pytest.approx(7.5)
 
 

@@ -19,8 +19,9 @@ from toy import toy_consts, toy_dense, toy_hw
 from perfmodel.core.predict import BREAKDOWN, Options, predict_grid
 from perfmodel.specs.layout import Layout, LayoutGrid
 
-HW = toy_hw().model_copy(update={"memory": toy_hw().memory.model_copy(update={"hbm_bandwidth": 1e14})})
-C = toy_consts(gemm_k_half=0.0, gemm_mn_half=0.0)
+HW = toy_hw(gemm_k_half=0.0, gemm_mn_half=0.0)
+HW = HW.model_copy(update={"memory": HW.memory.model_copy(update={"hbm_bandwidth": 1e14})})
+C = toy_consts()
 REL = 1e-9
 NMM, LAYER_PARAMS, EMB, V = 15204352, 15206400, 32768000, 32000
 SIZE = 0.8 * 1024.5 / 2024.5

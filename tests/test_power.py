@@ -88,7 +88,8 @@ def test_power_cap_by_the_cost_models_clock_rule():
     350 W; memory-bound 400 W is capped at 350 W too, waiting 100 W is not."""
     hw = toy_power()
     assert pw.clock_factor(700, 350) == pytest.approx(0.5 ** (1 / 3))
-    sw = resolve(None, ("power_limit_w=350",), "toy-dense", False, hw, "bf16", toy_consts())
+    capped = apply_overrides(hw, ["power_limit_w=350"])  # a site fact: the hardware's power.power_limit_w
+    sw = resolve(None, (), "toy-dense", False, capped, "bf16", toy_consts())
     assert sw.power_factor == pytest.approx(pw.clock_factor(700, 350))
     lv = pw.levels(hw, 350)
     assert (lv.tensor_w, lv.memory_w, lv.wait_w) == pytest.approx((350.0, 350.0, 100.0))
@@ -227,6 +228,8 @@ def test_power_bad_input_cli(capsys):
     assert "--tokens" in run_err(capsys, [*args, "--tokens", "-1"])
     assert "power.conversion_efficiency" in run_err(capsys, [*args, "--set", "power.conversion_efficiency=0.3"])
     assert "wait_w" in run_err(capsys, [*args, "--set", "power.wait_w=650"])
-    assert "power_limit_w" in run_err(capsys, [*args, "--stack-set", "power_limit_w=0"])
+    assert "power_limit_w: must be more than 0" in run_err(capsys, [*args, "--set", "power_limit_w=0"])
+    # no longer a stack feature: the message says where a cap belongs
+    assert "--set power_limit_w" in run_err(capsys, [*args, "--stack-set", "power_limit_w=500"])
     cost = ["cost", *L8, "--hardware", "h100-sxm", "--tp", "2", "--tokens", "1e12"]
     assert "restart_s_low" in run_err(capsys, [*cost, "--set", "restart_s_low=900"])

@@ -23,18 +23,13 @@ def test_gpt3_tp4_beats_tp8_on_h100():
 
 def test_gemm_time_hand_case():
     """Roofline by hand: 2MNK / (peak * eff_best * sustained * size factors) + fixed cost."""
+    from perfmodel.specs.kernels import tables
+
     hw, c = load_hardware("h100-sxm"), constants()
     M = N = K = 8192
-    eff = (
-        hw.efficiency.gemm_bf16
-        * c.tensor_sustained
-        * K
-        / (K + c.gemm_k_half)
-        * M
-        / (M + c.gemm_mn_half)
-        * N
-        / (N + c.gemm_mn_half)
-    )
+    shape = tables("hopper").gemm  # the shape fitted to Hopper's measured GEMM sweep (hardware/kernels/)
+    kh, mh = shape.k_half.value, shape.mn_half.value
+    eff = hw.efficiency.gemm_bf16 * c.tensor_sustained * K / (K + kh) * M / (M + mh) * N / (N + mh)
     expect = 2 * M * N * K / (hw.peak_flops.bf16 * eff) + c.kernel_fixed_s
     assert float(gemm_time(M, N, K, hw, "bf16", c)) == pytest.approx(expect, rel=1e-12)
 

@@ -1,5 +1,6 @@
-"""Selective recompute on a stack that names no recompute modules (torchtitan's op-level SAC, Composer's block
-checkpointing): refused by predict, skipped by the planner, never inferred by validate."""
+"""Selective recompute on a stack that names no recompute modules and no other selective policy (Composer's block
+checkpointing): refused by predict, skipped by the planner, never inferred by validate. torchtitan's selective
+policies (op-level and per-layer SAC) are predicted (test_torchtitan.py)."""
 
 import pytest
 
@@ -20,9 +21,9 @@ def test_predict_refuses_selective_without_modules():
     m, hw = _setup()
     lay = Layout(gpus=8, gbs=64, seq=4096, tp=1, recompute="selective")
     with pytest.raises(InputError, match="names no selective-recompute modules"):
-        predict_grid(m, hw, LayoutGrid.of(lay), Options(stack="torchtitan-2025"))
+        predict_grid(m, hw, LayoutGrid.of(lay), Options(stack="llm-foundry-2023"))
     # with modules given, selective keeps less than none and recomputes something
-    opts = Options(stack="torchtitan-2025", stack_set=("recompute_modules=core_attn,mlp",))
+    opts = Options(stack="llm-foundry-2023", stack_set=("recompute_modules=core_attn,mlp",))
     sel = predict_grid(m, hw, LayoutGrid.of(lay), opts)
     none = predict_grid(m, hw, LayoutGrid.of(Layout(gpus=8, gbs=64, seq=4096, tp=1)), opts)
     assert sel.memory_parts["activations"][0] < none.memory_parts["activations"][0]
@@ -31,16 +32,18 @@ def test_predict_refuses_selective_without_modules():
 
 def test_search_skips_selective_without_modules():
     m, hw = _setup()
-    res = search(m, hw, 8, 64, 4096, Options(stack="torchtitan-2025"))
+    res = search(m, hw, 8, 64, 4096, Options(stack="llm-foundry-2023"))
     assert res.top is not None and 1 not in set(res.top.layouts.recompute.tolist())
     assert set(res.space.recompute.tolist()) == {0, 2}
-    with_mods = search(m, hw, 8, 64, 4096, Options(stack="torchtitan-2025", stack_set=("recompute_modules=core_attn",)))
+    with_mods = search(
+        m, hw, 8, 64, 4096, Options(stack="llm-foundry-2023", stack_set=("recompute_modules=core_attn",))
+    )
     assert with_mods.legal == res.legal * 3 // 2  # none / full -> none / selective / full
 
 
 def test_validate_never_infers_selective_without_modules():
     m, hw = _setup()
-    opts = Options(stack="torchtitan-2025")
+    opts = Options(stack="llm-foundry-2023")
     grid = _mode_grid(LayoutGrid.of(Layout(gpus=8, gbs=64, seq=4096, tp=1)), selective=False)
     assert grid.recompute.tolist() == [0, 0, 2]
     p = predict_grid(m, hw, grid, opts)

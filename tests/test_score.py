@@ -34,7 +34,18 @@ CASES = [
         256,
         256,
         8192,
-        Options("bf16", stack="torchtitan-2025", stack_set=("recompute_modules=layernorm,mlp",)),
+        Options("bf16", stack="torchtitan-2025", stack_set=("selective_ac=modules", "recompute_modules=layernorm,mlp")),
+    ),
+    # torchtitan as it runs: op-level SAC, AsyncTP collective matmuls, FSDP gathered once per step under PP only,
+    # CP's all-gather rotation, on the 500 W Grand Teton part; per-layer SAC
+    ("llama3-70b", "h100-grand-teton", 256, 256, 8192, Options("fp8", stack="torchtitan-2025-asynctp")),
+    (
+        "llama3-8b",
+        "h100-grand-teton",
+        64,
+        128,
+        32768,
+        Options("bf16", stack="torchtitan-2025", stack_set=("selective_ac=layer", "selective_ac_every=3")),
     ),
     (
         "llama3-70b",
@@ -45,7 +56,12 @@ CASES = [
         Options(
             "bf16",
             stack="torchtitan-2025",
-            stack_set=("fsdp_gather=per_step", "reshard_after_forward=false", "recompute_modules=core_attn"),
+            stack_set=(
+                "fsdp_gather=per_step",
+                "reshard_after_forward=false",
+                "selective_ac=modules",
+                "recompute_modules=core_attn",
+            ),
         ),
     ),
     (
@@ -57,7 +73,16 @@ CASES = [
         Options("bf16", stack="zero-bubble-2024", stack_set=("pipeline_schedule=zero_bubble",)),
     ),
     ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("fsdp=zero2",))),
-    ("llama3-8b", "h100-sxm", 64, 512, 4096, Options("bf16", stack_set=("power_limit_w=500",))),  # a power cap
+    # DeepSpeed BF16_Optimizer: whole-gradient all-reduce, bf16 gradients beside the fp32 buffer
+    (
+        "gpt3-175b",
+        "a100-sxm-80gb",
+        256,
+        512,
+        2048,
+        Options("bf16", stack_set=("fsdp=bf16_optimizer", "optimizer_shard=dp")),
+    ),
+    ("llama3-8b", "h100-grand-teton", 64, 512, 4096, Options("bf16")),  # a site power cap (hardware power_limit_w)
     ("mixtral-8x22b", "h100-sxm", 256, 256, 4096, Options("fp8", routing="balanced")),
     ("gpt-oss-120b", "b200", 64, 512, 8192, Options("mxfp8")),
     ("qwen3-30b-a3b", "gb300-nvl72", 72, 576, 4096, Options("bf16", stack="nemo-25.11")),

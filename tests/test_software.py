@@ -58,23 +58,39 @@ def test_power_cap_below_tdp_lowers_the_tensor_clock():
     from perfmodel.core.calibration import constants
     from perfmodel.core.predict import Options, predict_grid
     from perfmodel.core.software import resolve
-    from perfmodel.specs.hardware import load_hardware
+    from perfmodel.specs.hardware import apply_overrides, load_hardware
     from perfmodel.specs.layout import Layout, LayoutGrid
     from perfmodel.specs.model import load_model
 
     h100, c = load_hardware("h100-sxm"), constants()
-    sw = resolve("megatron-core", ("power_limit_w=350",), "llama3-8b", False, h100, "bf16", c)
+    cap = lambda w: apply_overrides(h100, [f"power_limit_w={w}"])  # the site's cap: hardware power.power_limit_w
+    sw = resolve("megatron-core", (), "llama3-8b", False, cap(350), "bf16", c)
     assert sw.power_factor == pytest.approx(0.5 ** (1 / 3))
     slow = h100.at_clock(sw.power_factor)
     assert slow.peak("bf16") == pytest.approx(h100.peak("bf16") * 0.5 ** (1 / 3))
     assert slow.memory.hbm_bandwidth == h100.memory.hbm_bandwidth and h100.at_clock(1.0) is h100
     for w in ("700", "1000"):
-        assert (
-            resolve("megatron-core", (f"power_limit_w={w}",), "llama3-8b", False, h100, "bf16", c).power_factor == 1.0
-        )
+        assert resolve("megatron-core", (), "llama3-8b", False, cap(w), "bf16", c).power_factor == 1.0
     m, lay = load_model("llama3-8b"), LayoutGrid.of(Layout(gpus=8, gbs=64, seq=4096, tp=1))
     full = predict_grid(m, h100, lay, Options(stack="megatron-core"))
-    capped = predict_grid(m, h100, lay, Options(stack="megatron-core", stack_set=("power_limit_w=350",)))
+    capped = predict_grid(m, cap(350), lay, Options(stack="megatron-core"))
     assert capped.breakdown_s["gemm"][0] > full.breakdown_s["gemm"][0]
     assert capped.breakdown_s["attention"][0] > full.breakdown_s["attention"][0]
     assert capped.step_time_s[0] > full.step_time_s[0] and capped.mfu[0] < full.mfu[0]
+
+
+def test_grand_teton_power_cap_is_the_sites():
+    """Meta's Grand Teton H100 runs at its site's 500 W default limit (torchtitan's benchmark text): the hardware
+    spec carries it, the tensor clock follows (500 / 700)^(1/3) = 0.894, inside Meta's 'between NVL (835) and SXM
+    (989)' bracket; whatever the stack, the same cap."""
+    from perfmodel.core.calibration import constants
+    from perfmodel.core.software import resolve
+    from perfmodel.specs.hardware import load_hardware
+
+    gt, c = load_hardware("h100-grand-teton"), constants()
+    assert gt.power.power_limit_w == 500 and gt.power.gpu_tdp_w == 700
+    for stack in ("torchtitan-2025", "megatron-core"):
+        f = resolve(stack, (), "llama3-8b", False, gt, "bf16", c).power_factor
+        assert f == pytest.approx((500 / 700) ** (1 / 3))
+        assert 835e12 < gt.peak("bf16") * f < 989.4e12
+    assert resolve("torchtitan-2025", (), "llama3-8b", False, load_hardware("h100-sxm"), "bf16", c).power_factor == 1.0

@@ -17,6 +17,7 @@ from perfmodel.errors import InputError
 from perfmodel.specs.specfile import data_dir
 from perfmodel.specs.stack import (
     FEATURES,
+    OPTIONAL,
     Features,
     apply_overrides,
     infer_stack,
@@ -39,6 +40,8 @@ REQUIRED_PRESETS = {
     "megatron-lm-2021",
     "megatron-lm-2022",
     "megatron-deepspeed-2023",
+    "megatron-deepspeed-2021",
+    "megatron-deepspeed-bloom-2022",
     "llm-foundry-2023",
     "maxtext-gpu-2024",
     "torchtitan-2025",
@@ -85,8 +88,9 @@ def test_every_preset_loads_and_every_feature_has_a_source(sid):
         assert set(rule.values) == set(rule.sources) and all(v.strip() for v in rule.sources.values())
     if s.family != sid:  # a release preset names an existing family preset
         assert s.family in FAMILIES
-    else:  # a family preset states every feature itself
-        assert set(s.origin.values()) == {"stated"}
+    else:  # a family preset states every feature itself, but the optional ones (stack.OPTIONAL: the schema default)
+        assert {o for f, o in s.origin.items() if f not in OPTIONAL} == {"stated"}
+        assert all(s.origin[f] in ("stated", "unstated:schema") for f in OPTIONAL)
 
 
 def test_unstated_takes_the_family_default_and_says_so():
@@ -255,9 +259,9 @@ def test_distinct_stacks_differ_where_their_sources_differ():
             "its own family",
         ),
         (
-            lambda t: t.replace('power_limit_w = { value = "none"', "power_limit_w = { value = -5"),
+            lambda t: t + 'power_limit_w = { value = 500, source = "site" }\n',  # moved: a cap is a hardware fact
             "features.power_limit_w",
-            "must be more than 0",
+            "hardware power.power_limit_w",
         ),
         (
             lambda t: re.sub(
@@ -316,13 +320,12 @@ def test_overrides_set_values_and_record_their_origin():
             "tp_overlap=none",
             "dp_grad_reduce_overlap=false",
             "recompute_modules=core_attn,mlp",
-            "power_limit_w=700",
             "hybrid_shard_group=8",
         ],
     )
     assert (s.value("tp_overlap"), s.value("dp_grad_reduce_overlap")) == ("none", False)
     assert s.value("recompute_modules") == ("core_attn", "mlp")
-    assert (s.value("power_limit_w"), s.value("hybrid_shard_group")) == (700.0, 8)
+    assert s.value("hybrid_shard_group") == 8
     assert s.origin["tp_overlap"] == "--stack-set" and s.sources["tp_overlap"] == "--stack-set tp_overlap=none"
     assert (
         s.value("fsdp") == base.value("fsdp") and base.value("tp_overlap") == "userbuffers"
@@ -337,8 +340,8 @@ def test_overrides_set_values_and_record_their_origin():
         ("tp_overlapp=none", "tp_overlapp", "did you mean 'tp_overlap'"),
         ("sequence_parallel=perhaps", "sequence_parallel", "true or false"),
         ("hybrid_shard_group=2.5", "hybrid_shard_group", "integer"),
-        ("power_limit_w=inf", "power_limit_w", "finite"),
-        ("power_limit_w=-1", "power_limit_w", "must be more than 0"),
+        ("hybrid_shard_group=inf", "hybrid_shard_group", "finite"),
+        ("power_limit_w=500", "power_limit_w", "hardware power.power_limit_w"),  # moved to the hardware
         (
             "cpu_offload_layers=\u00b2",
             "cpu_offload_layers",
@@ -368,6 +371,7 @@ def test_stack_for_row_maps_every_shipped_row_to_an_existing_preset():
     # each independent set maps to its own preset, never to the NVIDIA default
     assert {s for f, s in seen if f != "runs.csv"} == {
         "llm-foundry-2023",
+        "llm-foundry-2024",  # the H100 Large Scale table (README commit 5e85bd62): FA2 per its sweep.py
         "maxtext-gpu-2024",
         "zero-bubble-2024",
         "fp8-lm-2023",
@@ -578,10 +582,43 @@ def test_deepseek_v3_26_02_runs_the_26_04_presets():
         assert all(x.value(f) == y.value(f) for f in FEATURES), (hw, prec)
     g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
     assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
-    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's
-    assert load_stack("nemo-25.11").for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value(
-        "recompute_modules"
-    ) == ("mlp", "moe_act")
+    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's, for the BF16 and FP8_CS presets it names
+    n11 = load_stack("nemo-25.11")
+    assert n11.for_model("deepseek-v3", True, "gb300-nvl72", "bf16").value("recompute_modules") == ("mlp", "moe_act")
+
+
+def test_rule_scopes_follow_the_presets_they_cite():
+    """Issue 25 item 4: each rule catches only the precisions and systems its source names."""
+    n11 = load_stack("nemo-25.11")
+    # 0fa501ac workload_base_configs.py: GB300 BF16 / FP8_CS recompute ['mlp', 'moe_act'] under TE graphs (attn);
+    # GB300 FP8_MX ['mla_up_proj'] without graphs; GB200 FP8_MX ['mla_up_proj', 'mlp']
+    for prec in ("bf16", "fp8"):
+        g = n11.for_model("deepseek-v3", True, "gb300-nvl72", prec)
+        assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("mlp", "moe_act"), "per_layer"), prec
+    mx = n11.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
+    assert mx.value("recompute_modules") == ("mla_up_proj",) and mx.value("cuda_graphs") != "per_layer"
+    assert n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == (
+        "mla_up_proj",
+        "mlp",
+    )
+    # 04264182: GB200 FP8_MX V1 recomputes ['mla_up_proj']; only FP8_CS (= GB200_V1) recomputes ['mlp']
+    n6 = load_stack("nemo-26.06")
+    assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == ("mla_up_proj",)
+    assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("recompute_modules") == ("mla_up_proj",)
+    assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "fp8").value("recompute_modules") == ("mlp",)
+    # 07eea52d: B200 FP8_MX V2 = B200 BF16 V2 (all-to-all, no overlap, TE grouped GEMM, recompute kept)
+    for sid in ("nemo-26.02", "nemo-26.04", "nemo-26.06"):
+        s = load_stack(sid)
+        b = s.for_model("gpt-oss-120b", True, "b200", "mxfp8")
+        bf = s.for_model("gpt-oss-120b", True, "b200", "bf16")
+        assert all(b.value(f) == bf.value(f) for f in FEATURES if f != "fp8_recipe"), sid
+        assert (b.value("moe_dispatcher"), b.value("moe_a2a_overlap")) == ("alltoall", False), sid
+        b3 = s.for_model("gpt-oss-120b", True, "b300", "mxfp8")
+        assert (b3.value("moe_dispatcher"), b3.value("moe_a2a_overlap"), b3.value("recompute")) == (
+            "hybridep",
+            True,
+            "none",
+        ), sid
 
 
 def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
@@ -619,7 +656,10 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         # the framework named inside the software text when the framework cell says `other`
         ("other", "torchtitan 9dec370", "", "torchtitan-2025", "framework named"),
         ("other", "TorchTitan FSDP2, eager", "", "torchtitan-2025", "framework named"),
-        ("other", "Megatron-DeepSpeed (BLOOM)", "", "megatron-deepspeed-2023", "framework named"),
+        ("other", "Megatron-DeepSpeed (BLOOM)", "", "megatron-deepspeed-bloom-2022", "framework named"),
+        ("other", "MT-NLG 530B on Selene", "", "megatron-deepspeed-2021", "label"),
+        ("other", "Megatron-Turing NLG 530B", "", "megatron-deepspeed-2021", "label"),
+        ("other", "DeepSpeed 0.6.1", "", "megatron-deepspeed-2023", "framework named"),
         # nothing known: the framework's library defaults, or the default stack (flagged)
         ("megatron", "an in-house fork", "", "megatron-core", "framework default"),
         ("xla", "", "", "default", "default"),

@@ -198,11 +198,11 @@ def test_compare_json_band(capsys):
 
 
 def test_unidentified_constant_spans_its_bounds():
-    # moe_imbalance is bounded to [1, 2.5] (calibration.BOUNDS): uniform there, its 10th / 90th percentile points
-    # are 1.15 and 2.35; a fraction in [0, 1] gives 0.1 and 0.9
-    (n1, lo1, hi1), (n2, lo2, hi2) = U.unidentified_points(["moe_imbalance", "ep_overlap"])
-    assert (n1, n2) == ("moe_imbalance", "ep_overlap")
-    assert (lo1, hi1) == pytest.approx((1.15, 2.35)) and (lo2, hi2) == pytest.approx((0.1, 0.9))
+    # moe_layer_overhead_s is bounded to [0, 0.01] s (calibration.BOUNDS): uniform there, its 10th / 90th
+    # percentile points are 1 and 9 ms; a fraction in [0, 1] gives 0.1 and 0.9
+    (n1, lo1, hi1), (n2, lo2, hi2) = U.unidentified_points(["moe_layer_overhead_s", "ep_overlap"])
+    assert (n1, n2) == ("moe_layer_overhead_s", "ep_overlap")
+    assert (lo1, hi1) == pytest.approx((0.001, 0.009)) and (lo2, hi2) == pytest.approx((0.1, 0.9))
 
 
 def test_parameter_spread_and_widening_by_hand():

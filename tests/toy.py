@@ -20,6 +20,8 @@ EFF = dict(
     scale_up_all_to_all=0.25,
     scale_out_collective=0.8,
     scale_out_all_to_all=0.5,
+    gemm_k_half=1000.0,  # the GEMM shape of the toy GPU (in place of its generation's measured table)
+    gemm_mn_half=100.0,
 )
 
 
@@ -43,8 +45,6 @@ def toy_hw(domain: int = 8, **eff) -> HardwareSpec:
 def toy_consts(**kw) -> Constants:
     base = dict(
         tensor_sustained=0.8,
-        gemm_k_half=1000.0,
-        gemm_mn_half=100.0,
         kernel_fixed_s=1e-5,
         graphed_kernel_s=4e-6,
         attention_keys_half=1000.0,
@@ -54,7 +54,6 @@ def toy_consts(**kw) -> Constants:
         cp_overlap=0.25,
         dp_overlap=0.5,
         pp_overlap=0.5,
-        moe_imbalance=1.25,
         moe_layer_overhead_s=1e-3,
         moe_permute_bytes=20.0,
         fp8_cast_bytes=4.0,

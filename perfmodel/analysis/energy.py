@@ -1,4 +1,4 @@
-"""A predicted step as the economics read it (economics/job.py Step): its breakdown, the stack's GPU power
+"""A predicted step as the economics read it (economics/job.py Step): its breakdown, the site's GPU power
 limit and the job's data-parallel replicas. Power and energy themselves are economics/power.py and job.py."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from perfmodel.specs.model import ModelSpec
 
 
 def power_limit_w(m: ModelSpec, hw: HardwareSpec, opts: Options) -> float | None:
-    """The GPU power limit the stack runs at (None: the TDP), read back from the clock factor the cost model
-    priced the kernels with (core/software.py: factor = (limit / TDP)^(1/3) below the TDP)."""
-    f = software_of(m, hw, opts).power_factor
-    return hw.power.gpu_tdp_w * f**3 if f < 1.0 else None
+    """The GPU power limit the site runs at (hardware power.power_limit_w; None: the TDP), where it is below the
+    TDP: the cap the cost model priced the kernels under (core/software.py power_factor)."""
+    limit = hw.power.power_limit_w
+    return limit if limit is not None and limit < hw.power.gpu_tdp_w else None
 
 
 def replicas(p: Prediction, i: int, m: ModelSpec, hw: HardwareSpec, opts: Options) -> int:

@@ -103,6 +103,7 @@ class _Fields:
         self.args, self.over, self.labels = args, overrides, labels or {}
         self.missing: list[str] = []
         self.given: set[str] = set()
+        self.sac: str | None = None  # torchtitan selective_ac_option of a selective run (_tt_recompute)
 
     def _get(self, name: str) -> str | None:
         if name in self.over:
@@ -552,6 +553,16 @@ def _overlap_sets(s: _Sets) -> None:
         s.put("sequence_parallel", _tf(v), "sequence_parallel")
     if (v := s.flag("gradient_accumulation_fusion")) is not None:  # --no-gradient-accumulation-fusion
         s.put("grad_accumulation_fusion", _tf(v), "gradient_accumulation_fusion")
+    if (v := s.flag("overlap_p2p_comm")) is not None:
+        # --no-overlap-p2p-communication (store_false, dest overlap_p2p_comm): core_transformer_config_from_args sets
+        # batch_p2p_comm = not overlap_p2p_comm (megatron/training/arguments.py @c550cf6c41 ~L1132)
+        s.put("pp_p2p_overlap", _tf(v), "overlap_p2p_comm")
+    if s.f.present("async_tensor_model_parallel_allreduce"):
+        s.read.append(
+            f"{s.f.said('async_tensor_model_parallel_allreduce')} (parsed by Megatron-LM but read by no Megatron-Core "
+            "layer at @c550cf6c41: LinearWithGradAccumulationAndAsyncCommunication decides its async dgrad "
+            "collective itself; the preset's tp_bwd_async kept)"
+        )
 
 
 def _loss_sets(s: _Sets) -> None:
@@ -620,6 +631,16 @@ def _precision_sets(s: _Sets, precision: str | None) -> None:
         kind = {"delayed": "delayed", "tensorwise": "current", "mxfp8": "mxfp8", "blockwise": "blockwise"}.get(r)
         if kind:
             s.put("fp8_recipe", kind, "fp8_recipe")
+    if precision and precision.startswith(("fp8", "mxfp8")) and (v := s.flag("fp8_param_gather")) is not None:
+        s.put("fp8_param_gather", _tf(v), "fp8_param_gather")  # --fp8-param-gather (store_true)
+
+
+def _impl_sets(s: _Sets) -> None:
+    """--transformer-impl local: Megatron-Core's own modules (pretrain_gpt.py @c550cf6c41 get_gpt_layer_local_spec;
+    megatron/core/models/backends.py LocalSpecProvider.core_attention = DotProductAttention, which materialises the
+    s x s scores), so no Transformer Engine attention kernel; transformer_engine keeps the preset's."""
+    if (s.f.raw("transformer_impl") or "").strip("'\"") == "local" and not s.f.bool("use_legacy_models", False):
+        s.put("attention_kernel", "unfused", "transformer_impl")
 
 
 def _graph_sets(s: _Sets) -> None:
@@ -718,6 +739,7 @@ def megatron_stack_sets(
     _grad_sets(s)
     _shard_sets(s)
     _attention_sets(s)
+    _impl_sets(s)
     if read is not None:
         read.extend(s.read)
     return s.out
@@ -991,18 +1013,16 @@ def _tt_recompute(log: ParsedLog, f: _Fields, notes: list[str]) -> tuple[str, st
             "what-if"
         )
     if recompute == "selective" and sac != "op":
-        recompute = "full"
         notes.append(
-            f"selective_ac_option={sac}: every {sac}th layer checkpointed in full, a per-layer mix perfmodel "
-            "does not model; priced as full recompute of every layer (an upper bound on its recompute time)"
+            f"selective_ac_option={sac}: per-layer SAC, every {sac}th block checkpointed in full "
+            "(stack selective_ac=layer, selective_ac_every=" + str(sac) + ")"
         )
     elif recompute == "selective":
         notes.append(
-            "selective_ac_option=op: op-level SAC recomputes the element-wise ops and every second matmul "
-            "(wk, wo, w3 of a Llama block, ~37% of its matmul FLOPs); perfmodel's nearest module list, "
-            "layernorm + mlp, recomputes the norms, the SwiGLU and the MLP matmuls (~80%): recompute "
-            "time over-, kept activations under-stated"
+            "selective_ac_option=op: op-level SAC as torchtitan's save list runs it (stack selective_ac=op: every "
+            "second matmul of a block and its element-wise ops recomputed, SDPA and reduce-scatter outputs kept)"
         )
+    f.sac = sac if recompute == "selective" else None
     return recompute, how
 
 
@@ -1060,10 +1080,12 @@ def _tt_batch(log: ParsedLog, f: _Fields, dp: int, pp: int, schedule: str) -> tu
 
 def _tt_stated(log: ParsedLog, f: _Fields, recompute: str, how_ac: str, fsdp: bool, shard: int) -> dict[str, Stated]:
     stated = {"recompute": Stated(recompute, how_ac, f.origin("activation_checkpoint.mode"))}
-    if recompute == "selective":
-        stated["recompute_modules"] = Stated(
-            "layernorm,mlp", "activation_checkpoint.selective_ac_option=op (nearest modules)", "log"
-        )
+    sac = f.sac
+    if recompute == "selective" and sac is not None:
+        how = f"activation_checkpoint.selective_ac_option={sac}"
+        stated["selective_ac"] = Stated("op" if sac == "op" else "layer", how, "log")
+        if sac != "op" and str(sac).isdigit():  # 0 wraps every block, as 1 does (ac_freq falsy)
+            stated["selective_ac_every"] = Stated(str(max(int(sac), 1)), how, "log")
     if fsdp:
         how = (
             "parallelism.data_parallel_shard_degree"

@@ -520,7 +520,7 @@ def search(
     hw.peak(opts.precision)
     s = space(model, gpus, gbs, seq, constraints)
     sw = software_of(model, hw, opts)
-    if not sw.recompute_modules:  # selective would be a duplicate of none
+    if not sw.has_selective:  # selective would be a duplicate of none
         kept = s.recompute[s.recompute != SELECTIVE]
         if not kept.size:
             check_recompute(sw, s.recompute)

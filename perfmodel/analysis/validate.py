@@ -12,6 +12,7 @@ import math
 import sys
 import zlib
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, NamedTuple
@@ -28,7 +29,7 @@ from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, load_hardware
 from perfmodel.specs.layout import Layout, LayoutGrid, check_layout, default_etp
 from perfmodel.specs.model import ModelSpec, load_model
-from perfmodel.specs.stack import StackChoice, StackSpec, apply_overrides, infer_stack, load_stack
+from perfmodel.specs.stack import READ_ONLY, StackChoice, StackSpec, apply_overrides, infer_stack, load_stack
 
 REQUIRED = ("model", "hardware", "gpus", "precision", "seq_len", "global_batch")
 # the measurement: tokens/s/GPU, or the step time it converts from (tokens/s/GPU = gbs x seq / (step x gpus))
@@ -65,6 +66,14 @@ COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("recompute", "-", "lightest that fits (inferred)", "none, selective, full"),
     ("moe_routing", "-", "real", "balanced-dropless, token-drop, or empty (real routing)"),
     ("source", "-", "empty", "free text (grouping with --by source)"),
+    (
+        "megatron_args",
+        "-",
+        "empty",
+        "Megatron-LM command-line flags (--use-distributed-optimizer --recompute-granularity full ...): exactly the "
+        "stack features they state over Megatron-LM's library defaults (megatron-core), or over the stack cell's "
+        "preset; their recompute, precision and layout flags must agree with the row's columns",
+    ),
     ("peak_mem_allocated_bytes", "bytes per GPU", "empty", "positive number: scored against predicted memory"),
     (
         "avg_node_power_w",
@@ -128,6 +137,18 @@ class RowResult:
     power_measured: float | None = None  # mean node power (W, AC; + network per GPU where energy_scope = cluster)
     power_predicted: float | None = None  # the drawn-power model over the row's predicted step
     power_error: float | None = None  # (predicted - measured) / measured
+    # the stack statements (rules, inheritance, features) this row's values rest on whose basis is secondary or
+    # inferred (StackSpec.not_read), and the prediction with them switched off (the preset as `ID#read`)
+    not_read: list[dict] = field(default_factory=list)
+    predicted_read_only: float | None = None
+    error_read_only: float | None = None
+
+
+def _err_stats(errs: list[float]) -> dict:
+    if not errs:
+        return {"rows": 0, "mape": None, "bias": None}
+    e = np.asarray(errs)
+    return {"rows": len(errs), "mape": float(np.abs(e).mean()), "bias": float(e.mean())}
 
 
 # the columns a report groups rows by (Report.by), and the verdicts that flag a row far from its prediction (others
@@ -171,6 +192,28 @@ class Report:
             for r in self.results
             if r.stack_basis in ("framework default", "default")
         ]
+
+    def read_only_stats(self, rows: Iterable[RowResult] | None = None) -> dict:
+        """Accuracy with and without the secondary / inferred stack statements (issue 25): the rows that rest on
+        any, how many on each basis, MAPE and bias over every row as predicted ("with") and with those rows
+        predicted from the preset without them ("without", `ID#read`), the same over the marked rows alone, and
+        the marked rows the read-only preset cannot predict (left out of both)."""
+        rs = list(self.results if rows is None else rows)
+        marked = [r for r in rs if r.not_read]
+        lost = [r.run_id for r in marked if r.error_read_only is None]
+        both = [r for r in rs if not r.not_read or r.error_read_only is not None]
+        pairs = [r for r in marked if r.error_read_only is not None]
+        by_basis = {b: sum(any(g["basis"] == b for g in r.not_read) for r in marked) for b in ("secondary", "inferred")}
+        return {
+            "rows_marked": len(marked),
+            "rows_moved": sum(abs(r.error_read_only - r.error) > 1e-9 for r in pairs),  # type: ignore[operator]
+            "by_basis": by_basis,
+            "with": _err_stats([r.error for r in both]),
+            "without": _err_stats([r.error if r.error_read_only is None else r.error_read_only for r in both]),
+            "marked_with": _err_stats([r.error for r in pairs]),
+            "marked_without": _err_stats([r.error_read_only for r in pairs]),  # type: ignore[misc]
+            "unpredicted_without": lost,
+        }
 
     def memory_contradictions(self) -> list[dict]:
         """The runs predicted although the memory model places them over HBM with any recompute mode."""
@@ -226,6 +269,7 @@ class Report:
         out["stack_basis"] = self.stack_bases()
         out["stack_fallbacks"] = self.stack_fallbacks()
         out["power"] = self.power_stats()
+        out["read_only"] = self.read_only_stats()
         return out
 
     def by_set(self) -> dict[str, dict]:
@@ -235,6 +279,7 @@ class Report:
                 **v,
                 "memory": self.memory_stats([r for r in self.results if r.dataset == k]),
                 "power": self.power_stats([r for r in self.results if r.dataset == k]),
+                "read_only": self.read_only_stats([r for r in self.results if r.dataset == k]),
             }
             for k, v in self.by("dataset").items()
         }
@@ -342,7 +387,10 @@ def row_inputs(
             f"one of {', '.join(PRECISIONS)}"
         )
     tp = _int(row, "tp", 1)
-    rec = _cell(row, "recompute") or "none"
+    margs = row_megatron(row)
+    if margs is not None:
+        _check_megatron_columns(row, margs)
+    rec = _cell(row, "recompute") or (margs.recompute if margs is not None else None) or "none"
     lay = Layout(
         gpus=_int(row, "gpus"),
         gbs=_int(row, "global_batch"),
@@ -406,7 +454,7 @@ def _could_fit(p: Prediction) -> np.ndarray:
 
 def has_selective(model, hw, opts: Options) -> bool:
     """The stack names selective-recompute modules (else selective is not a mode it can run: predict.check_recompute)."""
-    return bool(software_of(model, hw, opts).recompute_modules)
+    return software_of(model, hw, opts).has_selective
 
 
 def _mode_grid(grid: LayoutGrid, selective: bool) -> LayoutGrid:
@@ -469,6 +517,7 @@ class _Row(NamedTuple):
     stack_why: str = ""  # why the row runs its stack preset (stack_why)
     stack_basis: str = ""
     power_measured: tuple[float, str] | None = None  # (W per node, or per node + network; scope) where measured
+    not_read: tuple = ()  # StackSpec.not_read of the row's resolved stack
 
 
 class _Scored(NamedTuple):
@@ -701,6 +750,7 @@ def _result(
         power_measured=None if r.power_measured is None else r.power_measured[0],
         power_predicted=pow_pred,
         power_error=pow_err,
+        not_read=[dict(g) for g in r.not_read],
     )
 
 
@@ -712,6 +762,30 @@ def predicted_node_power(r: _Row, breakdown: dict[str, float]) -> float:
     if r.power_measured is not None and r.power_measured[1] == "cluster":
         per_gpu += priced_tco(r.hw, "hyperscaler")[0].inputs.network_storage_w_per_gpu
     return r.hw.gpus_per_node * per_gpu
+
+
+def not_read(opts: Options, model: ModelSpec, hw: HardwareSpec) -> tuple:
+    """The secondary / inferred statements the stack of `opts` rests on for this model, system and precision (the
+    preset's per-model rules, then the row's stack_set, as the cost model resolves it)."""
+    spec = load_stack(opts.stack).for_model(model.id, model.is_moe, hw.id, opts.precision)
+    return tuple(apply_overrides(spec, list(opts.stack_set)).not_read())
+
+
+def _read_only_pass(done: list[tuple[int, _Row]], results: list[RowResult]) -> None:
+    """Predict the rows of this chunk (`done`: result index, parsed row) that rest on secondary / inferred stack
+    statements again with their preset as `ID#read` (those statements switched off), into predicted_read_only /
+    error_read_only; a row the read-only preset cannot predict keeps None there."""
+    marked = [(k, r) for k, r in done if r.not_read]
+    if not marked:
+        return
+    idx = [k for k, _ in marked]
+    rows = [r._replace(opts=replace(r.opts, stack=r.opts.stack + READ_ONLY)) for _, r in marked]
+    columns: dict[int, dict[str, list]] = {}
+    for k, r, s in zip(idx, rows, _score(rows)):
+        if isinstance(s, Exception):
+            continue
+        res = _result(r, s, columns)
+        results[k].predicted_read_only, results[k].error_read_only = res.predicted, res.error
 
 
 def row_stack(row: dict, base: Path | None = None) -> str:
@@ -729,8 +803,96 @@ def row_stack(row: dict, base: Path | None = None) -> str:
 
 def row_stack_choice(row: dict) -> StackChoice:
     """The preset a row's own words describe (specs/stack.infer_stack: its framework, software and date cells),
-    with why; a `stack` cell overrides it (row_stack)."""
+    with why; a `stack` cell overrides it (row_stack). A row with Megatron-LM flags (megatron_args) and no stack
+    cell runs Megatron-LM's library defaults (megatron-core) with every feature its command line states."""
+    margs = row_megatron(row)
+    if margs is not None and not _cell(row, "stack"):
+        return StackChoice("megatron-core", margs.sets, margs.why, "megatron args")
     return infer_stack(_cell(row, "framework"), _cell(row, "software"), _cell(row, "date"))
+
+
+@dataclass(frozen=True)
+class MegatronRow:
+    """What a row's megatron_args cell states (analysis/megatron_args.py, mapped by logrun.megatron_stack_sets):
+    --stack-set items, why (each feature with the flags and Megatron-LM source), the recompute mode, precision and
+    layout flags."""
+
+    sets: tuple[str, ...]
+    why: str
+    recompute: str | None
+    precision: str | None
+    layout: dict[str, tuple[str, int]]  # validate column -> (flag, value)
+
+
+def row_megatron(row: dict) -> MegatronRow | None:
+    """The row's megatron_args cell read (None without one); a bad flag is an InputError naming megatron_args."""
+    cell = _cell(row, "megatron_args")
+    return _megatron(cell, bool(_cell(row, "stack")), _int(row, "tp", 1) or 1) if cell else None
+
+
+@lru_cache(maxsize=4096)
+def _megatron(cell: str, over_preset: bool, tp: int) -> MegatronRow:
+    from perfmodel.analysis import megatron_args as ma
+    from perfmodel.analysis.logrun import Fields, megatron_stack_sets
+
+    p = ma.parse(cell)
+    full = not over_preset  # a command line over the library defaults states every flag of the table
+    recompute = ma.recompute_of(p, full)
+    notes: list[str] = []
+    read: list[str] = []
+    f = Fields(ma.validated(p.dump(full), tp), {})
+    prec = ma.precision_of(p)
+    stated = megatron_stack_sets(f, recompute or "none", prec, notes, read)
+    if not full:  # over a preset: only the features whose flags the row gives
+        stated = {k: v for k, v in stated.items() if any(d in p.given for d in _dests(v.how))}
+    sets = tuple(f"{k}={v.value}" for k, v in stated.items())
+    dump = f.args
+    defaults = {fl.dest: fl.default for fl in ma.FLAGS.values()}
+    said = lambda d: d in p.given or dump.get(d) != defaults.get(d)  # noqa: E731  given, or set by validate_args
+    src = lambda d: ma.FLAGS[p.flags[d]].source(p.flags[d]) if d in p.flags else f"{d} set by validate_args"  # noqa: E731
+    parts, kept = [], []
+    for k, v in stated.items():
+        ds = _dests(v.how)
+        if any(said(d) for d in ds):
+            parts.append(f"{k}={v.value} ({'; '.join(src(d) for d in ds if said(d))})")
+        else:
+            kept.append(f"{k}={v.value}")
+    base = "over the stack cell's preset" if over_preset else "over Megatron-LM's library defaults (megatron-core)"
+    why = f"megatron_args {base}: " + ("; ".join(parts) if parts else "no stack feature stated by a flag")
+    if kept:
+        why += f"; flags at their defaults ({ma.SOURCE}): {', '.join(kept)}"
+    if p.ignored:
+        why += f"; flags that set no stack feature: {' '.join(p.ignored)}"
+    read = [r for r in read if any(r.startswith(d + "=") for d in p.given)]  # about the flags the row gave
+    if notes or read:
+        why += "; " + "; ".join(notes + read)
+    layout = {col: (p.flags[d], int(p.given[d])) for d, col in ma.LAYOUT_COLUMNS.items() if d in p.given}
+    return MegatronRow(sets, why, recompute, prec, layout)
+
+
+def _dests(how: str) -> list[str]:
+    """The argument-dump fields a Stated.how names ('overlap_grad_reduce=True, ...')."""
+    from perfmodel.analysis import megatron_args as ma
+
+    known = {fl.dest for fl in ma.FLAGS.values()}
+    return [w for w in (t.strip().split("=")[0] for t in how.replace(";", ",").split(",")) if w in known]
+
+
+def _check_megatron_columns(row: dict, m: MegatronRow) -> None:
+    """The row's columns and its Megatron-LM flags describe one run: layout, recompute and precision agree."""
+    for col, (flag, v) in m.layout.items():
+        have = _cell(row, col)
+        if have and _int(row, col) != v:
+            raise InputError("megatron_args", flag, f"{v}, but the row's {col} is {have}")
+    rec = _cell(row, "recompute")
+    if rec and m.recompute and rec != m.recompute:
+        raise InputError("megatron_args", "--recompute-granularity", f"{m.recompute}, but the row's recompute is {rec}")
+    prec = _cell(row, "precision")
+    family = "fp8" if prec in ("fp8", "fp8-block", "mxfp8") else prec
+    if m.precision and prec and family != m.precision:
+        raise InputError(
+            "megatron_args", f"--{m.precision}", f"states {m.precision}, but the row's precision is {prec}"
+        )
 
 
 def stack_why(row: dict) -> tuple[str, str]:
@@ -742,7 +904,11 @@ def stack_why(row: dict) -> tuple[str, str]:
 
 
 def _stack_sets(row: dict) -> list[str]:
-    return [s.strip() for s in _cell(row, "stack_set").split(";") if s.strip()]
+    """The row's stack_set cell, after what its megatron_args state over a stack cell's preset (without a stack cell
+    they are the preset choice's own sets, row_stack_choice)."""
+    cell = [s.strip() for s in _cell(row, "stack_set").split(";") if s.strip()]
+    margs = row_megatron(row) if _cell(row, "stack") else None
+    return [*(margs.sets if margs is not None else ()), *cell]
 
 
 def row_stack_spec(row: dict, base: Path, model: ModelSpec, hw: HardwareSpec, precision: str) -> StackSpec:
@@ -803,6 +969,7 @@ def validate_rows(
     unsupported: list[dict] = []
     specs: SpecCache = {}
     plausible: dict[tuple, float] = {}  # (model, hardware, precision, seq) -> tokens/s/GPU at 100% MFU
+    marks: dict[tuple, tuple] = {}  # (stack, stack_set, model, hardware, precision) -> not_read
     it = iter(rows)
     given = 0
     while True:
@@ -832,6 +999,9 @@ def validate_rows(
                 why, basis = stack_why(row)
                 mem_measured = _mem(row)
                 power_measured = _power(row, lay, hw)
+                mkey = (opts.stack, opts.stack_set, id(model), id(hw), opts.precision)
+                if mkey not in marks:
+                    marks[mkey] = not_read(opts, model, hw)
             except (InputError, ValueError, KeyError) as exc:
                 unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
                 continue
@@ -845,13 +1015,14 @@ def validate_rows(
                     lay,
                     opts,
                     measured,
-                    bool((row.get("recompute") or "").strip()),
+                    bool((row.get("recompute") or "").strip()) or _megatron_recompute(row),
                     stack,
                     mem_measured,
                     bool((row.get("micro_batch") or "").strip()),
                     sys.intern(why),
                     sys.intern(basis),
                     power_measured,
+                    marks[mkey],
                 )
             )
             lines.append(i + 2)
@@ -860,19 +1031,28 @@ def validate_rows(
         columns: dict[int, dict[str, list]] = {}
         bad: list[dict] = []
         slow: list[tuple[_Row, RowResult]] = []
+        done: list[tuple[int, _Row]] = []
         for r, line, s in zip(parsed, lines, _score(parsed)):
             if isinstance(s, Exception):
                 bad.append({"run_id": r.rid, "row": line, "reason": str(s)})
             else:  # predicted as stated even where the memory model cannot place it: the run happened
                 results.append(_result(r, s, columns, dataset, memory_contradiction(r, s)))
+                done.append((len(results) - 1, r))
                 if results[-1].error > SLOW_ERROR:
                     slow.append((r, results[-1]))
         explain_slow(slow)
+        _read_only_pass(done, results)
         if bad:  # keep `unsupported` in file order
             unsupported = sorted(unsupported + bad, key=lambda u: u["row"])
         if progress:
             progress(given)
     return Report(given, results, unsupported)
+
+
+def _megatron_recompute(row: dict) -> bool:
+    """The row's megatron_args state its recompute mode (row_inputs takes it as published)."""
+    m = row_megatron(row)
+    return m is not None and m.recompute is not None
 
 
 def _csv_rows(path: str | Path, raw: bool) -> Iterator[Any]:

@@ -18,7 +18,7 @@ from perfmodel.specs.catalog import (
     model_doc,
     model_row,
 )
-from perfmodel.specs.hardware import load_hardware, resolve_hardware, whatif_fields
+from perfmodel.specs.hardware import HardwareSpec, load_hardware, resolve_hardware, whatif_fields
 from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import catalog_ids, display_path
 
@@ -127,13 +127,23 @@ def field_table(title: str, rows: list[list[str]]) -> Table:
     help="hardware: show the effective spec with this field overridden (repeatable), e.g. nvlink_domain=144; "
     "stack: a feature override, e.g. tp_overlap=none",
 )
+@click.option(
+    "--kernels",
+    is_flag=True,
+    help="hardware: the measured component tables of its GPU generation (GEMM and grouped-GEMM shape, attention, "
+    "memory-bound kernels, launch costs, collectives; hardware/kernels/), each with its source",
+)
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
-def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], as_json: bool) -> None:
+def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], kernels: bool, as_json: bool) -> None:
     """Every field of a hardware, model or stack spec (catalog id or file), with units and sources."""
+    if kernels and kind != "hardware":
+        raise InputError("--kernels", kind, "only for `show hardware` (kernel tables belong to a GPU generation)")
     if kind == "stack":
         from perfmodel.commands.stacks import show_stack
 
         return show_stack(ref, sets, as_json)
+    if kind == "hardware" and kernels:
+        return show_kernels(resolve_hardware(ref, sets), as_json)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)
         doc = hardware_doc(hw)
@@ -269,3 +279,43 @@ def explain_cmd(*, topic: str, model_ref: str, seq: int | None, convention: str,
 
 
 COMMANDS = [list_cmd, show_cmd, explain_cmd]
+
+
+def show_kernels(hw: HardwareSpec, as_json: bool) -> None:
+    """`show hardware ID --kernels`: the component tables of the part's generation (perfmodel/specs/kernels.py)."""
+    from perfmodel.specs.kernels import report
+
+    r = report(hw.id, hw.generation)
+    if as_json:
+        return emit_json({"id": hw.id, **r})
+    console.print(
+        f"[bold]{escape(hw.id)}: component tables of {escape(r['name'])}[/] (hardware/kernels/{r['generation']}.toml)"
+    )
+    for name, title in (("gemm", "GEMM efficiency shape"), ("grouped_gemm", "grouped GEMM (MoE experts) shape")):
+        sec = r[name]
+        print_table(f"{title}: {sec['table']}", ["parameter", "value", "range", "unit"], sec["rows"])
+        console.print(
+            f"  source: {escape(sec['source'])}"
+            + (f" ({escape(r['borrowed'][name])})" if name in r["borrowed"] else "")
+        )
+    print_table("launch and host costs per kernel", ["cost", "us", "range us", "source"], r["launch"], wrap=(3,))
+    if r["attention"]:
+        print_table(
+            "attention kernels, TFLOP/s by sequence length",
+            ["kernel", "pass", "head dim", "mask", "TFLOP/s"],
+            r["attention"],
+            wrap=(4,),
+        )
+    if r["memory_bound"]:
+        print_table(
+            "memory-bound kernels, achieved GB/s on ideal bytes",
+            ["kind", "implementation", "pass", "size", "GB/s", "GPU"],
+            r["memory_bound"],
+        )
+    if r["collectives"]:
+        print_table(
+            "collectives, bus bandwidth by message size", ["op", "groups x GPUs", "busbw"], r["collectives"], wrap=(2,)
+        )
+    console.print(f"  collectives: {escape(r['collectives_source'])}")
+    for name, why in r["borrowed"].items():
+        console.print(f"  {name}: {escape(why)}")

@@ -151,6 +151,13 @@ def _render(out: dict[str, Any]) -> None:
 @click.option("--model", "model_ref", default=None, help="catalog id or spec file (TOML / HF config.json)")
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="add or override a log field (repeatable)")
 @click.option(
+    "--megatron-args",
+    default=None,
+    metavar="FLAGS",
+    help="Megatron-LM command-line flags the run used ('--use-distributed-optimizer --sequence-parallel ...'): "
+    "the argument-dump fields they set, under --arg",
+)
+@click.option(
     "--warmup", type=int, default=WARMUP_ITERS, show_default=True, help="iterations after each start left out"
 )
 @click.option("--run-id", default=None, help="run_id of the --csv row [default: the log's file name]")
@@ -165,6 +172,7 @@ def check_cmd(
     gpus: int | None,
     model_ref: str | None,
     args: tuple[str, ...],
+    megatron_args: str | None,
     warmup: int,
     run_id: str | None,
     csv_out: str | None,
@@ -182,7 +190,12 @@ def check_cmd(
             "a measured-run row names catalog hardware or a spec file: write the "
             "what-if hardware (--set) to a TOML file and pass it as --hardware",
         )
-    res = check(log, hardware_ref, gpus, model_ref, _kv(args), warmup, sets, stack, tuple(stack_set))
+    fields = _kv(args)
+    if megatron_args:  # Megatron-LM's argparse table (analysis/megatron_args.py): the dump fields the flags set
+        from perfmodel.analysis.megatron_args import parse
+
+        fields = {**parse(megatron_args, "--megatron-args").given, **fields}
+    res = check(log, hardware_ref, gpus, model_ref, fields, warmup, sets, stack, tuple(stack_set))
     out = res.document
     if csv_out:
         write_csv(csv_out, res.csv_row(run_id or Path(log).name, csv_out))

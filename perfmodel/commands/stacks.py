@@ -66,33 +66,41 @@ def show_stack(ref: str, sets: tuple[str, ...], as_json: bool) -> None:
         return emit_json(doc)
     rows, rules = doc["features"], doc["per_model"]
     console.print(f"[bold]{escape(s.name)}[/bold]: {s.id} ({escape(display_path(s.path))})")
-    console.print(f"family {s.family}" + (f", base {s.base} ({escape(s.base_source)})" if s.base else ""))
+    console.print(
+        f"family {s.family}"
+        + (f", base {s.base} ({escape(s.base_source)})" if s.base else "")
+        + (f"; the base's features are {s.base_basis}, not read for this release" if s.base_basis != "read" else "")
+    )
+    if s.read_only:
+        console.print("read-only: the preset's secondary and inferred statements are switched off")
     ft = table(
-        "Features (origin: stated / inherited:<base> / unstated:<family default> / --stack-set)",
-        ["feature", "value", "origin", "source"],
-        [[r["feature"], escape(_cell(r["value"])), r["origin"], escape(r["source"])] for r in rows],
-        4,
+        "Features (origin: stated / inherited:<base> / unstated:<family default> / --stack-set; basis: read / "
+        "secondary / inferred)",
+        ["feature", "value", "origin", "basis", "source"],
+        [[r["feature"], escape(_cell(r["value"])), r["origin"], r["basis"], escape(r["source"])] for r in rows],
+        5,
     )
     ft.columns[0].no_wrap = True
-    ft.columns[3].overflow = "fold"  # a long file path folds, never cut
+    ft.columns[4].overflow = "fold"  # a long file path folds, never cut
     console.print(ft)
     if rules:
         rt = table(
             "Per-model rules (applied in order to matching model / hardware / precision)",
-            ["match", "feature", "value", "source"],
+            ["match", "feature", "value", "basis", "source"],
             [
                 [
                     escape(",".join(f"{k}={v}" for k, v in r["match"].items())),
                     f,
                     escape(_cell(v)),
+                    r["basis"][f],
                     escape(r["sources"][f]),
                 ]
                 for r in rules
                 for f, v in r["values"].items()
             ],
-            4,
+            5,
         )
-        rt.columns[3].overflow = "fold"
+        rt.columns[4].overflow = "fold"
         console.print(rt)
     if s.notes:
         console.print(f"notes: {escape(s.notes)}")

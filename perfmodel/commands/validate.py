@@ -181,6 +181,15 @@ def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
         console.print(
             f"memory per GPU vs measured peak allocated: {m['rows']} rows, MAPE {_pct(m['mape'])}, bias {_pct(m['bias'])}"
         )
+    ro = s["read_only"]
+    if ro["rows_marked"]:
+        w, wo = ro["with"], ro["without"]
+        console.print(
+            f"{ro['rows_marked']} row(s) rest on secondary or inferred stack statements ({ro['by_basis']['secondary']} "
+            f"secondary, {ro['by_basis']['inferred']} inferred; {ro['rows_moved']} move without them): MAPE "
+            f"{_pct(w['mape'])} (bias {_pct(w['bias'])}) with them, {_pct(wo['mape'])} (bias {_pct(wo['bias'])}) "
+            f"with the presets' read statements only (read_only and per-row not_read in --json)"
+        )
     falls = s["stack_fallbacks"]
     if falls:
         console.print(

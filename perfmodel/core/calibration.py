@@ -26,14 +26,18 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "tensor_sustained": (0.3, 1.0),
     "tp_overlap": (0.0, 1.0),
     "ep_overlap": (0.0, 1.0),
-    "moe_imbalance": (1.0, 2.5),
-    "gemm_k_half": (16, 4096),
-    "gemm_mn_half": (4, 1024),
     "kernel_fixed_s": (5e-7, 5e-5),
     "graphed_kernel_s": (1e-6, 5e-5),
     "step_overhead_s": (1e-3, 0.5),
     "moe_layer_overhead_s": (0.0, 0.01),
     "moe_permute_bytes": (2.0, 24.0),
+}
+# constants an older calibration file may still carry, and where the quantity lives now
+RETIRED = {
+    "gemm_k_half": "the GEMM efficiency shape is measured per GPU generation (hardware/kernels/, efficiency.gemm_k_half)",
+    "gemm_mn_half": "the GEMM efficiency shape is measured per GPU generation (hardware/kernels/, efficiency.gemm_mn_half)",
+    "moe_imbalance": "real routing's imbalance follows from the stack's moe_load_balancing and the layout's ep "
+    "(parallel/ep.py routing_imbalance)",
 }
 # not fitted, but fractions all the same
 _FRACTIONS = ("tp_overlap", "ep_overlap", "cp_overlap", "dp_overlap", "pp_overlap")
@@ -44,8 +48,6 @@ BANDS = "bands"  # a calibrate file's own 80% bands (perfmodel/analysis/uncertai
 @dataclass(frozen=True)
 class Constants:
     tensor_sustained: float
-    gemm_k_half: float
-    gemm_mn_half: float
     kernel_fixed_s: float
     graphed_kernel_s: float
     attention_keys_half: float
@@ -55,7 +57,6 @@ class Constants:
     cp_overlap: float
     dp_overlap: float
     pp_overlap: float
-    moe_imbalance: float
     moe_layer_overhead_s: float
     moe_permute_bytes: float
     fp8_cast_bytes: float
@@ -110,6 +111,9 @@ def load_table(path: str) -> dict[str, dict]:
         raise InputError(path, "", f"cannot read calibration file ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, "", f"not valid TOML ({exc})") from None
+    for n, why in RETIRED.items():
+        if n in doc:
+            raise InputError(path, n, f"no longer a constant: {why}; run `perfmodel calibrate` again")
     for n in names():
         t = doc.get(n)
         if not isinstance(t, dict) or "value" not in t:

@@ -36,6 +36,11 @@ ACT_BYTES_PLAIN = 4.0
 LAYER_KERNELS_FWD = 12
 LAYER_KERNELS_BWD = 20
 
+# query rows per flash-attention work item (one thread block's q tile): 128 in FlashAttention-2/-3 and cuDNN's
+# fused attention for head_dim 128 (Dao 2023, FlashAttention-2 Sec. 3.3 block sizes; hardware/kernels/*.toml
+# tile_rows states the tile the occupancy tables were read with)
+ATTENTION_TILE_ROWS = 128
+
 # ---- embedding, LM head and loss ---------------------------------------------------------------------
 # fp32 logits: write, read for softmax + cross-entropy, write the gradient (3 x 4 B per vocab entry);
 # final norm in and out in fp32 (2 x 4 B per hidden unit) (Megatron-Core vocab_parallel_cross_entropy)
@@ -116,6 +121,21 @@ EAGER_EXTRA_KERNELS_BWD = 11
 # of DeepEP or HybridEP fuses the global permute into the communication kernel ... but still requires a permute
 # kernel to ... rearrange the tokens distributed to different local experts")
 MOE_GLOBAL_PERMUTE_BYTES = 12.0
+
+# ---- MoE routing imbalance (parallel/ep.py routing_imbalance) ---------------------------------------------------
+# Coefficient of variation of one expert's routed-token load within a step under real routing, by load-balancing
+# method, read back through the same max-of-sums relation from measured per-rank or per-expert imbalance
+# (research notes moe-imbalance.md):
+# - expert_bias (DeepSeek-V3's auxiliary-loss-free bias balancing): UltraEP (arXiv 2606.04101) measured the busiest
+#   of 64 EP ranks at 1.30 of the mean with 4 DeepSeek-V3 experts each (Megatron-LM, from a training checkpoint):
+#   0.30 x sqrt(4) / 2.335 = 0.26;
+# - global_batch (Qwen3's global-batch load-balancing loss): UltraEP, Qwen3-235B, EP 64, 2 experts per rank: 2.86:
+#   1.86 x sqrt(2) / 2.335 = 1.13;
+# - aux_loss (GShard / Switch auxiliary loss, Megatron-Core's default moe_router_load_balancing_type): the
+#   Auxiliary-Loss-Free Load Balancing paper (Wang et al. 2024, arXiv 2408.15664) Table: MaxVio_global 0.52-0.72
+#   over 64 experts with aux-loss control: 0.72 / 2.335 = 0.31 (the upper end: a step's own imbalance exceeds the
+#   whole validation set's).
+ROUTING_CV = {"aux_loss": 0.31, "expert_bias": 0.26, "global_batch": 1.13}
 
 # ---- point-to-point send/recv (pipeline stage boundaries, the context-parallel ring) -------------------
 # NCCL gives one pair of GPUs only a few channels for send/recv ("2 p2p channels per peer" in NCCL's init log,

@@ -113,6 +113,7 @@ class DataParallel(NamedTuple):
     per_microbatch: bool
     reshard: bool
     fs: np.ndarray  # [F] the fsdp choices
+    pp_per_step: bool  # FSDP gathers once per step at pp > 1 (Software.fsdp_pp_per_step; dp.gathers_per_microbatch)
 
 
 class Step(NamedTuple):
@@ -177,6 +178,7 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
     for b in range(B):
         ub, pb, mb, rb, fb, lb = st.u[b], st.pair[b], mm.mpair[b], dp.run[b], sp.fl[b], st.upl[b]
         solo_b = sp.ep_solo[ub] / sc.pp[b]
+        pm = dp_par.gathers_per_microbatch(dp.per_microbatch, dp.pp_per_step, sc.pp[b])
         for q in range(Q):
             lg[q] = memory.rank_logits(mm.last[q, mb], mm.logit_bytes, mm.T[ub], mm.vocab, mm.tp[b])
             dm = 0.0
@@ -190,7 +192,7 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                     mm.shard[q, rb],
                     mm.opt_group[q, rb],
                     dp.fs[f],
-                    dp.per_microbatch,
+                    pm,
                     mm.shards_grads,
                     mm.wb,
                     mm.gb,
@@ -243,14 +245,21 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                             dp.ag[q, rb],
                             t_max,
                             sc.nmb[b],
-                            dp.per_microbatch,
+                            pm,
                             dp.reshard,
                             dp.rs_share,
                             dp.ag_share,
                         )
                         o = dp.opt_fs[q, rb]
                     else:
-                        d = dp_par.exposed_plain(dp.rs[q, rb], dp.ag[q, rb], t_max, dp.rs_share, dp.ag_share)
+                        d = dp_par.exposed_plain(
+                            dp.rs[q, rb],
+                            dp.ag[q, rb],
+                            t_max,
+                            dp.rs_share,
+                            dp.ag_share,
+                            dp_par.grad_calls(sc.nmb[b], mm.shards_grads),
+                        )
                         o = dp.opt[q, rb]
                     tot = d + o
                     if q == 0 or tot > best:

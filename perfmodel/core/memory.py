@@ -28,6 +28,7 @@ from perfmodel.core.elementwise import select
 from perfmodel.core.ops import Workload
 from perfmodel.core.parallel import dp as dp_par
 from perfmodel.core.parallel import pp as pp_par
+from perfmodel.core.parallel import recompute
 from perfmodel.core.parallel.recompute import FULL, NONE, SELECTIVE, dropped
 
 
@@ -37,14 +38,24 @@ def weight_bytes(precision: str, fp8_param_gather: bool = True) -> float:
     return K.FP8 if precision not in ("bf16", "fp16") and fp8_param_gather else K.BF16
 
 
-def layer_activation_bytes(layer, rec, modules: tuple[str, ...] = ("core_attn",), gather=lambda x: x):
+def layer_activation_bytes(
+    layer, rec, modules: tuple[str, ...] = ("core_attn",), gather=lambda x: x, layer_share: float = 0.0
+):
     """(kept, full) saved bytes of one layer for one micro-batch under recompute policy `rec` (array);
-    selective recompute drops the saved activations of `modules` (parallel/recompute.py). `gather` maps the
-    layer's arrays (a workload built on the distinct layer-axis combinations) to the layouts of `rec`."""
+    selective recompute drops the saved activations of `modules` (parallel/recompute.py); the records only
+    op-level SAC keeps (workload.SAC_SAVED: the outputs its save list caches) count under selective alone.
+    `layer_share` > 0: per-layer SAC (stack selective_ac = layer), that share of the layers fully checkpointed
+    (their input kept), the rest keeping everything (recompute.layer_share). `gather` maps the layer's arrays (a
+    workload built on the distinct layer-axis combinations) to the layouts of `rec`."""
+    from perfmodel.core.workload import SAC_SAVED
+
     gone = dropped(modules)
-    full = gather(sum(s.nbytes for s in layer.saved))
-    selective = gather(sum(s.nbytes for s in layer.saved if s.module not in gone))
+    full = gather(sum(s.nbytes for s in layer.saved if s.module != SAC_SAVED))
     only_input = gather(sum(s.nbytes for s in layer.saved if s.module == "input"))
+    if layer_share:
+        selective = layer_share * only_input + (1.0 - layer_share) * full
+    else:
+        selective = gather(sum(s.nbytes for s in layer.saved if s.module not in gone))
     return np.where(rec == FULL, only_input, np.where(rec == SELECTIVE, selective, full)), full
 
 
@@ -152,8 +163,9 @@ def rank_state(params, shard, opt_group, fsdp, per_microbatch, shards_grads, wb,
 
 def rank_activations(held, in_flight, kept_share, last, mtp_bytes, rec_full, full_layer, first, embed_bytes):
     """Activation bytes of one rank: its layers' saved bytes per micro-batch x the micro-batches in flight x the
-    share activation offloading keeps in HBM; the MTP blocks' on the last rank (one micro-batch); during full
-    recompute one layer's full activations live again; the embedding output on the first rank."""
+    share activation offloading keeps in HBM; the MTP blocks' on the last rank (one micro-batch); while a layer is
+    recomputed (`rec_full`: recompute.transient) one layer's full activations live again; the embedding output on
+    the first rank."""
     a = held * in_flight * kept_share
     a = a + select(last, mtp_bytes, 0.0)
     a = a + select(rec_full, full_layer, 0.0)
@@ -208,29 +220,30 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, nmb, ranks: Ranks |
         shard,
         opt_group,
         fsdp,
-        sw.fsdp_per_microbatch,
+        dp_par.gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, pp),
         sw.shards_grads,
         wb,
-        sw.grad_bytes,
+        sw.grad_bytes + sw.lp_grad_bytes,  # DeepSpeed BF16_Optimizer: its bf16 gradients beside the fp32 buffer
         K.ADAM_STATE_BYTES,
     )
     held = 0.0
     full_layer = 0.0
+    share = recompute.layer_share(sw, m.num_layers)
     for k, layer in enumerate(w.layers):
-        kept, full = layer_activation_bytes(layer, rec, sw.recompute_modules, gather)
+        kept, full = layer_activation_bytes(layer, rec, sw.recompute_modules, gather, share)
         held = held + cnt[k] * col(kept)
         full_layer = np.maximum(full_layer, col(full))
     last = rank == pp - 1
     mtp = 0.0
     if w.head.mtp_layers:  # MTP blocks on the last rank: one layer of the last kind each, one micro-batch
-        mtp = w.head.mtp_layers * col(layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather)[0])
+        mtp = w.head.mtp_layers * col(layer_activation_bytes(w.layers[-1], rec, sw.recompute_modules, gather, share)[0])
     activations = rank_activations(
         held,
         pp_par.in_flight(pp, vp, col(nmb), rank, sw.schedule),
         offload_kept_share(sw, pp, sum(cnt), col(rec)),
         last,
         mtp,
-        col(rec) == FULL,
+        recompute.transient(col(rec), sw),
         full_layer,
         rank == 0,
         K.BF16 * m.hidden_size * col(gather(w.Ts)),

@@ -25,7 +25,7 @@ def op_records(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Optio
     c, prec = opts.consts, opts.precision
     sw = software_of(model, hw, opts)
     g1 = grid.take(np.array([0]))
-    imb = c.moe_imbalance if opts.routing == "real" else 1.0
+    imb = "real" if opts.routing == "real" else 1.0  # real: per layout, parallel/ep.py
     ws = workload.build(model, g1, prec not in ("bf16", "fp16"), imb, c, sw)
     hw_k = hw.at_clock(sw.power_factor)
     c_layer = replace(c, kernel_fixed_s=sw.layer_kernel_s)

@@ -25,6 +25,7 @@ class Gemm:
     module: str = ""  # recompute module (Megatron-Core recompute_modules names)
     grouped: bool = True  # `count` > 1 runs as one grouped kernel (else one kernel per GEMM)
     axes: tuple[str, ...] | None = None  # the layout axes M, N, K and count depend on (None: any, workload.AXES)
+    experts: bool = False  # the local experts of an MoE layer: a grouped kernel prices with the grouped shape
 
     @property
     def flops_fwd(self):
@@ -43,6 +44,7 @@ class AttentionCore:
     module: str = "core_attn"
     dim_factor_fwd: float = 1.0  # the kernel's rate at this head dimension relative to head_dim 128
     dim_factor_bwd: float = 1.0  # (software.head_dim_factor)
+    items: np.ndarray | float | None = None  # independent work items per call (kernels.work_items); None: ample
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,11 @@ class Collective:
     num_experts: int = 1
     groups: int = 0
     group_topk: int = 0
+    # a collective whose exposure follows from its own mechanism rather than a shared overlap budget (overlap
+    # "mechanism"): "ag" / "rs" = PyTorch AsyncTP's all-gather-matmul / matmul-reduce-scatter over the GEMMs
+    # `window` (parallel/tp.py async_tp_exposed); "cp_ag" / "cp_dkv" = PyTorch context_parallel's K/V all-gather
+    # and dK/dV ring hop (parallel/cp.py torch_allgather_exposed)
+    mechanism: str = ""
 
     def price(self, hw) -> np.ndarray:
         """Seconds per call on `hw` (comm.collective_time)."""
@@ -150,3 +157,4 @@ class Workload:
     layer_kinds: tuple[int, ...] = ()  # for each of the model's layers, in order, its index in `layers`
     tp: np.ndarray | float = 1.0  # the TP and expert-TP group sizes of each combination (overlap domains)
     etp: np.ndarray | float = 1.0
+    cp: np.ndarray | float = 1.0  # the CP group size of each combination (parallel/cp.py torch_allgather_exposed)

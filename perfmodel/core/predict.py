@@ -21,10 +21,12 @@ from perfmodel.core.calibration import Constants, constants
 from perfmodel.core.compute import memory_time
 from perfmodel.core.memory import Ranks, memory_per_gpu, offloads, ranks_of, weight_bytes
 from perfmodel.core.overlap import exposed, exposed_shared
+from perfmodel.core.parallel import cp as cp_par
 from perfmodel.core.parallel import dp as dp_par
 from perfmodel.core.parallel import ep as ep_par
 from perfmodel.core.parallel import pp as pp_par
 from perfmodel.core.parallel import recompute
+from perfmodel.core.parallel import tp as tp_par
 from perfmodel.core.software import Software
 from perfmodel.core.software import resolve as resolve_software
 from perfmodel.core.topology import leaves_domain
@@ -196,7 +198,7 @@ def check_recompute(sw: Software, rec) -> None:
     """Selective recompute needs the stack's module list (Megatron-Core recompute_modules): a stack that names
     none (its selective policy is not a module list, e.g. torchtitan's op-level SAC, or it has none) would
     price selective as no recompute at all, a silently wrong number; refused instead."""
-    if not sw.recompute_modules and np.any(np.asarray(rec) == recompute.SELECTIVE):
+    if not sw.has_selective and np.any(np.asarray(rec) == recompute.SELECTIVE):
         from perfmodel.errors import InputError
 
         raise InputError(
@@ -248,17 +250,39 @@ def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduc
     tp_c = t.comm.get("tp", (zs, zs))
     comm = {"tp_f": tp_c[0], "tp_b": tp_c[1], **{k: t.comm[k][0] + t.comm[k][1] for k in ("cp", "ep") if k in t.comm}}
     exp = exposed_shared(comm, shares, t.compute_f + t.compute_b)
-    # the asynchronous backward TP collectives (tp_async) hide under their own GEMMs, outside this budget
+    # the asynchronous backward TP collectives (tp_async) hide under their own GEMMs, outside this budget; so do
+    # the collectives whose exposure follows from their own mechanism (overlap "mechanism": PyTorch AsyncTP's
+    # collective matmuls, parallel/tp.py; PyTorch context_parallel's all-gather rotation, parallel/cp.py)
     tp_a = t.comm.get("tp_async", (zs, zs))[1]
+    m_tp = tp_par.async_tp_exposed(layer, hw, prec, c_layer, ws.tp, sw.selective_ac == "op") if sw.async_tp else None
+    m_tp = m_tp or (zs, zs, zs, zs, zs)
+    m_cp = (
+        cp_par.torch_allgather_exposed(layer, t.attn_f, t.attn_b, ws.cp, hw)
+        if sw.cp_comm == "torch_allgather"
+        else None
+    )
+    m_cp = m_cp or (zs, zs, zs, zs)
     parts = {
         "gemm": t.gemm_f + t.gemm_b,
         "attention": t.attn_f + t.attn_b,
         "memory_bound": t.mem_f + t.mem_b,
-        "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed,
-        **{f"{k}_comm": exp.get(k, zs) for k in ("cp", "ep")},
+        "tp_comm": exp["tp_f"] + exp["tp_b"] + t.tp_async_exposed + m_tp[0] + m_tp[1],
+        "cp_comm": exp.get("cp", zs) + m_cp[0] + m_cp[1],
+        "ep_comm": exp.get("ep", zs),
     }
-    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, tp_f)  # what full recompute re-runs
-    raw = {"tp_comm": tp_c[0] + tp_c[1] + tp_a, **{f"{k}_comm": comm.get(k, zs) for k in ("cp", "ep")}}
+    fwd = t.compute_f + exposed(tp_c[0], t.gemm_f, tp_f) + m_tp[0] + m_cp[0]  # what full recompute re-runs
+    raw = {
+        "tp_comm": tp_c[0] + tp_c[1] + tp_a + m_tp[2] + m_tp[3],
+        "cp_comm": comm.get("cp", zs) + m_cp[2] + m_cp[3],
+        "ep_comm": comm.get("ep", zs),
+    }
+    sel_f, sel_flops = t.selective_f + m_tp[4], t.selective_flops
+    share = recompute.layer_share(sw, ws.model.num_layers)
+    if share:  # per-layer SAC: that share of the layers re-runs its whole forward
+        sel_f = share * fwd
+        sel_flops = share * (
+            sum(g.flops_fwd for g in layer.gemms) + sum(a.flops_fwd * a.share for a in layer.attention)
+        )
     # activation CPU offloading: the host-link transfer beyond the layer's own compute (memory traffic),
     # per layer of this kind at pp = 1 (added where the layout has pp = 1, _gather_kinds)
     off = price.offload_exposed(layer, t, hw, sw, ws.model.num_layers)
@@ -269,7 +293,7 @@ def price_kind(layer, ws, hw, prec: str, c_layer: Constants, sw: Software, reduc
         if sw.ep_share > 0 and "ep" in comm and sw.schedule != "dualpipe"
         else 0.0
     )
-    return KindPrice(parts, raw, fwd, t.selective_f, t.selective_flops, off, solo)
+    return KindPrice(parts, raw, fwd, sel_f, sel_flops, off, solo)
 
 
 def tp_shares(ws, hw, sw: Software, moe: bool = False):
@@ -397,8 +421,10 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
         etp[:, None],
         hw,
         sw.hybrid_shard_group if sw.shards_params else None,
+        sw.grad_all_reduce,
     )
-    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw)
+    pp = f64(grid.pp)[:, None]
+    dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw, pp)
     # the optimizer steps the state this GPU holds (memory.memory_per_gpu): FSDP's shard (under hybrid sharding
     # its group's), else the stack's optimizer sharding (dp x cp, dp, or none: every rank steps all of it)
     shard = dp_par.optimizer_shard(r.p_dense, r.p_exp, dpc[:, None], edp[:, None], cp[:, None], grid.fsdp[:, None], sw)
@@ -410,7 +436,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     )
     last = np.argmax(dp_r + opt_r, axis=1)
     pick = lambda a: np.take_along_axis(a, last[:, None], axis=1)[:, 0]
-    raw = pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw))
+    raw = pick(dp_par.raw_time(rs, ag, grid.fsdp[:, None], nmb[:, None], sw, pp))
     return StepEnd(pick(dp_r), raw, pick(opt_r), r)
 
 
@@ -442,7 +468,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     f64 = lambda x: np.asarray(x, dtype=float)
     seq, gpus, zero = f64(grid.seq), f64(grid.gpus), 0 * f64(grid.tp)
     nmb = np.maximum(f64(grid.gbs) / (f64(grid.dp) * f64(grid.mbs)), 1.0)
-    imb = c.moe_imbalance if opts.routing == "real" else 1.0
+    imb = "real" if opts.routing == "real" else 1.0  # real: per layout, parallel/ep.py
     low = prec not in ("bf16", "fp16")
     c_layer, c_other = replace(c, kernel_fixed_s=sw.layer_kernel_s), replace(c, kernel_fixed_s=sw.other_kernel_s)
     # the workload, its layer kinds and head priced once per distinct (tp, cp, ep, etp, mbs, seq)

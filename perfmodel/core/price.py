@@ -11,6 +11,7 @@ from perfmodel.core.calibration import Constants
 from perfmodel.core.compute import attention_time, gemm_time, memory_time
 from perfmodel.core.ops import AttentionCore, Collective, Gemm, Layer, Stream
 from perfmodel.specs.hardware import HardwareSpec
+from perfmodel.specs.kernels import tables
 
 
 def gemm_fwd_bwd(g: Gemm, hw: HardwareSpec, precision: str, c: Constants):
@@ -21,8 +22,20 @@ def gemm_fwd_bwd(g: Gemm, hw: HardwareSpec, precision: str, c: Constants):
     if not g.grouped:  # one kernel (and its fixed cost) per GEMM of the group
         f = n * gemm_time(g.M, g.N, g.K, hw, prec, c)
         return f, n * (gemm_time(g.M, g.K, g.N, hw, prec, c) + gemm_time(g.N, g.K, g.M, hw, prec, c))
-    f = n * (gemm_time(g.M, g.N, g.K, hw, prec, c) - fx) + fx
-    b = n * (gemm_time(g.M, g.K, g.N, hw, prec, c) + gemm_time(g.N, g.K, g.M, hw, prec, c) - 2 * fx) + 2 * fx
+    # the local experts' grouped kernel has its own efficiency shape, measured at few tokens per expert (the
+    # generation's grouped_gemm table, specs/kernels.py); one local expert (count 1) and batched GEMMs (the
+    # unfused attention's per-head bmm) keep the dense shape
+    sh = None
+    if g.experts:
+        gs = tables(hw.generation).grouped_gemm
+        sh = (gs.k_half.value, gs.mn_half.value)
+    one = np.asarray(n) == 1
+
+    def t(a, b_, k):
+        return np.where(one, gemm_time(a, b_, k, hw, prec, c), gemm_time(a, b_, k, hw, prec, c, sh))
+
+    f = n * (t(g.M, g.N, g.K) - fx) + fx
+    b = n * (t(g.M, g.K, g.N) + t(g.N, g.K, g.M) - 2 * fx) + 2 * fx
     return f, b
 
 
@@ -43,7 +56,7 @@ def attention_fwd_bwd(
     fwd = bwd = 0.0
     fx = c.kernel_fixed_s
     for a in cores:
-        f, b = attention_time(a.flops_fwd, a.mean_keys, hw, c)
+        f, b = attention_time(a.flops_fwd, a.mean_keys, hw, c, a.items)
         f, b = (f - fx) / (factor_fwd * a.dim_factor_fwd) + fx, (b - fx) / (factor_bwd * a.dim_factor_bwd) + fx
         fwd, bwd = fwd + f * a.share, bwd + b * a.share
     return fwd, bwd

@@ -285,6 +285,7 @@ def _tables(
         col(xR),
         hw,
         sw.hybrid_shard_group if sw.shards_params else None,
+        sw.grad_all_reduce,
     )
     # the state each GPU holds and steps (dp.optimizer_shard): FSDP's shard (hybrid sharding: its group's) and,
     # without FSDP, the stack's optimizer sharding; the optimizer step per fsdp choice [2, runs, Q]
@@ -360,7 +361,7 @@ def _tables(
         nmb,
         p2p,
         wb,
-        gb,
+        gb + sw.lp_grad_bytes,  # gradient bytes held per parameter (memory.memory_per_gpu)
         float(gbs) * float(seq),
         float(gpus),
         ep_par.a2a_solo_microbatches(col(pp[one]), col(vp[one]), col(nmb[one]), rec[None, :] == FULL),
@@ -400,17 +401,18 @@ def _numpy_tail(t: _Tables) -> Scores:
     rs3, ag3 = (q3(x[t.run]) for x in (t.rs, t.ag))
     stage, nmb3 = t_max[None], t.nmb[None, :, None]
     plain = fsdp_t = None
+    pm = dp_par.gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, t.pp)[None, :, None]  # [1, B, 1]
     step = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
         if on_f:
             if fsdp_t is None:
-                fsdp_t = dp_par.exposed_fsdp(
-                    rs3, ag3, stage, nmb3, sw.fsdp_per_microbatch, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share
-                )
+                fsdp_t = dp_par.exposed_fsdp(rs3, ag3, stage, nmb3, pm, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
             dp_r = fsdp_t
         else:
             if plain is None:
-                plain = dp_par.exposed_plain(rs3, ag3, stage, sw.dp_rs_share, sw.dp_ag_share)
+                plain = dp_par.exposed_plain(
+                    rs3, ag3, stage, sw.dp_rs_share, sw.dp_ag_share, dp_par.grad_calls(nmb3, sw.shards_grads)
+                )
             dp_r = plain
         opt3 = q3(t.opt[int(on_f)][t.run])
         # the rank that finishes last (np.argmax's rule: the first of equal ones)
@@ -440,7 +442,7 @@ def _numpy_tail(t: _Tables) -> Scores:
         np.where(rr[None] == NONE, q3(t.act_share[t.mpair]), 1.0),  # memory.offloads
         lastr,
         t.mtp_layers * kept[-1][u][None],
-        rr[None] == FULL,
+        recompute.transient(rr[None], sw),
         tab["full_layer"][u][None, :, None],
         rank3 == 0,
         K.BF16 * m.hidden_size * Ts[None, :, None],
@@ -457,7 +459,7 @@ def _numpy_tail(t: _Tables) -> Scores:
     mem = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
         weights, grads, optim = rank_state(
-            params, shard3, opt_group, on_f, sw.fsdp_per_microbatch, sw.shards_grads, t.wb, t.gb, K.ADAM_STATE_BYTES
+            params, shard3, opt_group, on_f, pm, sw.shards_grads, t.wb, t.gb, K.ADAM_STATE_BYTES
         )
         total = rank_total(rank_held(weights, grads, dummies, optim), activations, logits, reserved)
         mem[:, f] = np.maximum.reduce(total, axis=0)
@@ -501,6 +503,7 @@ def _kernel_tail(t: _Tables) -> Scores:
         bool(sw.fsdp_per_microbatch),
         bool(sw.fsdp_reshard),
         t.fs,
+        bool(sw.fsdp_pp_per_step),
     )
     stepa = kernel.Step(
         float(c.step_overhead_s), np.ascontiguousarray(t.solo), tab["ep_solo"], i64(t.fl), t.tokens, t.gpus
@@ -520,7 +523,7 @@ def _kernel_tail(t: _Tables) -> Scores:
         qr(t.mrank == 0),  # last rank (pp - 1), first rank
         tab["kept"],
         tab["full_layer"],
-        t.rec == FULL,
+        recompute.transient(t.rec, sw),
         t.rec == NONE,
         t.mtp_layers,
         tab["Ts"],
@@ -553,7 +556,7 @@ def _context(m: ModelSpec, hw: HardwareSpec, opts: Options):
         c_layer,
         c_other,
         opts.precision not in ("bf16", "fp16"),
-        (c.moe_imbalance if opts.routing == "real" else 1.0),
+        ("real" if opts.routing == "real" else 1.0),  # real: per layout, parallel/ep.py routing_imbalance
     )
 
 
@@ -640,7 +643,9 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     ep_solo = at_u(a2a_solo(ws, prices, 1.0, 1.0, 1.0, 0))  # all layers, one micro-batch (predict.a2a_solo)
     kept, full_layer = [], 0.0
     for layer in ws.layers:
-        k_, fl = layer_activation_bytes(layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None])
+        k_, fl = layer_activation_bytes(
+            layer, rr, sw.recompute_modules, lambda x: f64(x)[..., None], recompute.layer_share(sw, m.num_layers)
+        )
         kept.append(at_u(k_, len(rec)))
         full_layer = np.maximum(full_layer, at_u(fl, 1)[:, 0])
     return {

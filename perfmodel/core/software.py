@@ -26,6 +26,15 @@ from perfmodel.specs.stack import DEFAULT_STACK, StackSpec, apply_overrides, loa
 # FA2 paper (Dao 2023) §4.1, Fig. 4-5 (A100): FA2 is 1.7-3.0x faster than FlashAttention 1 and 1.3-2.5x
 # faster than FlashAttention in Triton -> FA1 at 1/2.3, Triton at 1/1.8 of FA2 (geometric means), on every
 # generation relative to that generation's FA2 factor.
+# On Hopper "triton" is the kernel the llm-foundry presets ran: llm-foundry's flash_attn_triton (flash-attention
+# eff9fe6b flash_attn_triton.py, "only been tested on A100") on the pre-MLIR Triton compiler (llm-foundry setup.py
+# at b2a43a14 / 5e85bd62: triton-pre-mlir from vchiley/triton@triton_pre_mlir_sm90, whose sm90 commits 808e5642 /
+# 25cecaaf only add the sm_90 target and PTX 8.0 to the legacy backend: no wgmma, no TMA). Like FA2 (2.4.x has no
+# Hopper path) it issues Ampere mma.sync on H100, so the A100 ratio to FA2 is carried to Hopper by that shared
+# instruction path; no H100 measurement of this kernel is published. The Triton column of the FlashAttention-3
+# paper's H100 figures (~0.6 of FA3 forward at head_dim 128) is another kernel: the Triton tutorial fused
+# attention built with 2024 Triton nightly, which emits wgmma (flash-attention hopper/benchmark_attn.py at
+# dfe1a59e imports triton_fused_attention and asks for triton-nightly); it is not used for this kernel.
 _FA1, _TRITON = 1 / 2.3, 1 / 1.8
 _ATTN_FACTOR = {
     ("ampere", "fa2"): (1.0, 1.0),
@@ -112,6 +121,15 @@ OVERLAP_DOMAIN = {
 }
 
 
+def power_factor(hw: HardwareSpec) -> float:
+    """Sustained tensor rate under the site's GPU power cap (hardware power.power_limit_w), relative to the TDP:
+    a cap below the TDP lowers the sustained clock and the tensor rate follows it (dynamic power ~ f V^2 with
+    V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour). 1 without a cap
+    or at / above the TDP."""
+    limit = hw.power.power_limit_w
+    return min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
+
+
 @dataclass(frozen=True)
 class Software:
     """The cost model's view of one stack on one system."""
@@ -146,7 +164,7 @@ class Software:
     recompute_modules: tuple[str, ...]
     schedule: str  # 1f1b | interleaved | zero_bubble | dualpipe | gpipe
     cp_comm: str  # p2p | a2a | allgather | a2a_p2p
-    power_factor: float  # sustained tensor rate under the stack's power limit, relative to TDP
+    power_factor: float  # sustained tensor rate under the site's power limit (hardware), relative to TDP
     eager: bool = False  # memory-bound ops as eager PyTorch kernels (fusions = "none")
     cpu_offload_layers: int = 0  # layers whose saved activations go to host memory (pp = 1 only)
     dummy_wgrad: bool = False  # Megatron + TE gradient-accumulation fusion: a cached bf16 dummy wgrad per weight shape
@@ -161,6 +179,33 @@ class Software:
     tp_bwd_async: bool = False  # backward TP collectives under the column-parallel GEMMs (stack tp_bwd_async)
     megatron_core: bool = False  # a Megatron-Core stack (family): its MoE experts run Megatron-Core's activation code
     tp_overlap_scale_up: bool = False  # the TP overlap runs only inside the NVLink domain (OVERLAP_DOMAIN)
+    # DeepSpeed BF16_Optimizer (stack fsdp = bf16_optimizer): the gradient collective is an all-reduce of the whole
+    # buffer although the optimizer is sharded, and autograd's bf16 gradients stay beside the fp32 buffer
+    grad_all_reduce: bool = False
+    lp_grad_bytes: float = 0.0  # bytes per parameter of those bf16 gradients (memory only)
+    selective_ac: str = "modules"  # modules | op | layer: what selective recompute means (stack selective_ac)
+    selective_every: int = 2  # selective_ac = layer: one block in this many fully checkpointed
+    separate_projections: bool = False  # wq, wk, wv and w1, w3 as separate GEMMs (stack projections)
+    async_tp: bool = False  # PyTorch AsyncTP: collective matmuls over symmetric memory (parallel/tp.py)
+    fsdp_pp_per_step: bool = False  # FSDP gathers once per step at pp > 1, per micro-batch at pp = 1 (torchtitan)
+    fp8_torchao: bool = False  # torchao's FP8 linear: bf16 input saved, re-cast in backward (stack fp8_linear)
+    fp8_recipe: str = "none"  # stack fp8_recipe (what FP8 GEMMs run as)
+    moe_balancing: str = "unstated"  # stack moe_load_balancing: real routing's imbalance (parallel/ep.py)
+
+    @property
+    def has_selective(self) -> bool:
+        """The stack can run recompute = selective: a module list (op-level SAC is one, OP_SAC) or layer SAC."""
+        return bool(self.recompute_modules) or self.selective_ac == "layer"
+
+    @property
+    def split_tp(self) -> bool:
+        """A block's TP all-gather and reduce-scatter are separate records (AsyncTP prices each under its own
+        GEMMs; op-level SAC recomputes the all-gather and keeps the reduce-scatter's output)."""
+        return self.async_tp or self.selective_ac == "op"
+
+
+# the recompute "module" of every record torchtitan's op-level SAC re-runs in backward (workload.py tags them)
+OP_SAC = "op_sac"
 
 
 def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
@@ -169,15 +214,23 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         "none": (0.0, 0.0),
         "bulk": (0.0, c.tp_overlap),
         "userbuffers": (c.tp_overlap, c.tp_overlap),
-        "async_tp": (c.tp_overlap, c.tp_overlap),
+        # PyTorch AsyncTP has its own mechanism (parallel/tp.py async_tp_exposed: the collective decomposed into
+        # tp - 1 peer copies under tp partial GEMMs), not the share fitted on Transformer Engine userbuffers
+        "async_tp": (0.0, 0.0),
     }[f.tp_overlap]
+    if f.tp_overlap == "async_tp" and spec.family == "torchtitan-2025" and f.fusions != "torch_compile":
+        from perfmodel.errors import InputError
+
+        raise InputError(
+            f"stack {spec.id}",
+            "tp_overlap",
+            "async_tp needs torch.compile (fusions = torch_compile): torchtitan refuses it otherwise "
+            "(torchtitan/models/llama3/infra/parallelize.py: 'Async TP requires torch.compile')",
+        )
     graphs = f.cuda_graphs
     graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)  # a graph removes the host part only
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
-    # a power cap below the TDP lowers the sustained clock; the tensor rate follows it (dynamic power
-    # ~ f V^2 with V ~ f near the top of the DVFS curve gives f ~ P^(1/3); NVIDIA power-capping behaviour)
-    limit = f.power_limit_w
-    power = min(1.0, (limit / hw.power.gpu_tdp_w) ** (1 / 3)) if limit else 1.0
+    power = power_factor(hw)
     fp8 = f.fp8_recipe
     sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
     return Software(
@@ -208,7 +261,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         shards_grads=f.fsdp == "zero2",
         # a layout that asks for FSDP on a stack whose own kind does not shard parameters gets ZeRO-3 /
         # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
-        fsdp_per_microbatch=(f.fsdp_gather == "per_microbatch") if sharding else True,
+        fsdp_per_microbatch=(f.fsdp_gather != "per_step") if sharding else True,
         fsdp_reshard=f.reshard_after_forward if sharding else True,
         hybrid_shard_group=f.hybrid_shard_group if sharding else None,
         fp8_param_gather=f.fp8_param_gather,
@@ -218,7 +271,19 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         recompute=f.recompute,
         # a Megatron-family preset whose recipe recomputes nothing lists no modules; run selective, Megatron-Core
         # recomputes its default module (transformer_config.py: recompute_modules defaults to ['core_attn'])
-        recompute_modules=tuple(f.recompute_modules) or (("core_attn",) if spec.family == "megatron-core" else ()),
+        recompute_modules=(
+            (OP_SAC,)
+            if f.selective_ac == "op"
+            else tuple(f.recompute_modules) or (("core_attn",) if spec.family == "megatron-core" else ())
+        ),
+        selective_ac=f.selective_ac,
+        selective_every=f.selective_ac_every,
+        separate_projections=f.projections == "separate",
+        async_tp=f.tp_overlap == "async_tp",
+        fsdp_pp_per_step=sharding and f.fsdp_gather == "per_microbatch_unless_pp",
+        fp8_torchao=f.fp8_linear == "torchao",
+        fp8_recipe=fp8,
+        moe_balancing=f.moe_load_balancing,
         schedule=f.pipeline_schedule,
         cp_comm=f.cp_comm_type,
         power_factor=power,
@@ -234,6 +299,13 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         grad_accum_fusion=f.grad_accumulation_fusion,
         pipeline_layout=f.pipeline_layout,
         pp_share_1f1b=c.pp_overlap if f.pipeline_schedule in ("zero_bubble", "dualpipe") else 0.0,
+        # BF16_Optimizer (DeepSpeed@v0.7.0 deepspeed/runtime/bf16_optimizer.py): backward() sets the bf16 .grad to
+        # None, lets autograd write it and adds it into fp32_groups_gradients_flat (zeros_like of the flat bf16
+        # group, unsharded) in update_hp_grads(clear_lp_grads=False), so at a backward's end the rank holds both;
+        # the pipe engine's _bf16_reduce_grads all-reduces that fp32 buffer (buffered_allreduce_fallback) and
+        # step() all-gathers the updated bf16 partitions (all_gather_dp_groups)
+        grad_all_reduce=f.fsdp == "bf16_optimizer",
+        lp_grad_bytes=K.BF16 if f.fsdp == "bf16_optimizer" else 0.0,
     )
 
 

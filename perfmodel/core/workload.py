@@ -76,7 +76,9 @@ def act_bytes_per_width(m: ModelSpec, eager: bool = False) -> float:
     return K.ACT_BYTES_PLAIN
 
 
-def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
+def attention_gemms(m: ModelSpec, T, tp, separate: bool = False) -> list[Gemm]:
+    """The attention block's GEMMs in execution order; `separate` (stack projections): wq, wk, wv as three GEMMs
+    (torchtitan Attention.forward: xq, xk, xv = self.wq(x), self.wk(x), self.wv(x)), else one fused QKV GEMM."""
     a, h = m.attention, m.hidden_size
     one = 0 * np.asarray(tp, dtype=float)
     if a.kind == "mla":
@@ -103,14 +105,39 @@ def attention_gemms(m: ModelSpec, T, tp) -> list[Gemm]:
         return _dense_axes(out)
     q = a.num_heads * a.head_dim
     kv = 2 * a.num_kv_heads * a.head_dim
+    if separate:
+        return _dense_axes(
+            [
+                Gemm("q proj", T, q / tp, h + one),
+                Gemm("k proj", T, kv / 2 / tp, h + one),
+                Gemm("v proj", T, kv / 2 / tp, h + one),
+                Gemm("out proj", T, h + one, q / tp),
+            ]
+        )
     return _dense_axes([Gemm("qkv proj", T, (q + kv) / tp, h + one), Gemm("out proj", T, h + one, q / tp)])
 
 
-def mlp_gemms(m: ModelSpec, T, width, split, name: str = "mlp", module: str = "mlp") -> list[Gemm]:
-    """Dense MLP (or shared expert) of `width`, split `split`-ways (TP)."""
+COLUMN = {False: ("qkv proj",), True: ("q proj", "k proj", "v proj")}  # the column-parallel GEMMs of attention
+MLP_COLUMN = {False: ("mlp up/gate",), True: ("mlp gate", "mlp up")}
+
+
+def mlp_gemms(
+    m: ModelSpec, T, width, split, name: str = "mlp", module: str = "mlp", separate: bool = False
+) -> list[Gemm]:
+    """Dense MLP (or shared expert) of `width`, split `split`-ways (TP), in execution order; `separate` (stack
+    projections) with a gated FFN: w1 (gate), w3 (up), w2 (down) as three GEMMs (torchtitan FeedForward.forward:
+    self.w2(F.silu(self.w1(x)) * self.w3(x)))."""
     h = m.hidden_size
     one = 0 * np.asarray(split, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * width
+    if separate and m.ffn.matrices == 3:
+        return _dense_axes(
+            [
+                Gemm(f"{name} gate", T, width / split, h + one, module=module),
+                Gemm(f"{name} up", T, width / split, h + one, module=module),
+                Gemm(f"{name} down", T, h + one, width / split, module=module),
+            ]
+        )
     return _dense_axes(
         [
             Gemm(f"{name} up/gate", T, up / split, h + one, module=module),
@@ -125,7 +152,16 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
     one = 0 * np.asarray(etp, dtype=float)
     up = (2 if m.ffn.matrices == 3 else 1) * e.expert_intermediate_size
     return [
-        Gemm("expert up/gate", rows_per_expert, up / etp, h + one, local_experts, module="moe", grouped=grouped),
+        Gemm(
+            "expert up/gate",
+            rows_per_expert,
+            up / etp,
+            h + one,
+            local_experts,
+            module="moe",
+            grouped=grouped,
+            experts=True,
+        ),
         Gemm(
             "expert down",
             rows_per_expert,
@@ -134,6 +170,7 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
             local_experts,
             module="moe",
             grouped=grouped,
+            experts=True,
         ),
     ]
 
@@ -141,11 +178,12 @@ def expert_gemms(m: ModelSpec, rows_per_expert, local_experts, etp, grouped: boo
 # ---- the layer kinds --------------------------------------------------------------------------------
 
 
-def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.BF16):
+def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.BF16, ag: float = K.BF16):
     """(gemms, attention cores, streams, collectives, saved) of the attention half of a layer; `gin` = bytes
     per element of the GEMM inputs the linear layers keep for their weight gradient (saved_input_bytes)."""
     a, h = m.attention, m.hidden_size
-    gemms = attention_gemms(m, T, tp)
+    sep = sw.separate_projections and a.kind != "mla"
+    gemms = attention_gemms(m, T, tp, sep)
     # without sequence parallelism norms, dropout and residual adds run on every TP rank's full sequence
     # (Korthikanti et al. 2022 §4.2.2); the TP all-reduce moves the same bytes as all-gather + reduce-scatter
     Tn = Ts if sw.sequence_parallel else T
@@ -185,6 +223,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                         count / m.num_layers,
                         dim_factor_fwd=dim_f,
                         dim_factor_bwd=dim_b,
+                        items=mbs * (a.num_heads / tp) * np.ceil(seq / cp / K.ATTENTION_TILE_ROWS),
                     )
                 )
     eager = sw.eager
@@ -201,12 +240,14 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     # input itself before its duplicated down-projections (Megatron-Core MLASelfAttention), so its backward
     # pair stays synchronous
     name = "attention TP all-gather + reduce-scatter"
-    tp_comms = (
-        tp_par.block_pair(name, T * h * K.BF16, tp, sw, ("qkv proj",))
-        if a.kind != "mla"
-        else [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)]
-    )
-    comms = [*tp_comms, cp_par.exchange(m, T, tp, cp, sw.cp_comm)]
+    if a.kind == "mla":
+        tp_comms = [tp_par.sequence_parallel_pair(name, T * h * K.BF16, tp)]
+    elif sw.split_tp:
+        tp_comms = tp_par.split_pair("attention TP", T * h * K.BF16, tp, sw, COLUMN[sep], ("out proj",), T * h * ag)
+    else:
+        tp_comms = tp_par.block_pair(name, T * h * K.BF16, tp, sw, COLUMN[sep])
+    cp_comms = cp_par.exchange(m, T, tp, cp, sw.cp_comm)
+    comms = [*tp_comms, *(cp_comms if isinstance(cp_comms, list) else [cp_comms])]
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
     if a.kind == "mla":
         q, kv, o = a.num_heads * a.qk_dim, a.num_heads * (a.qk_dim + a.v_dim), a.num_heads * a.v_dim
@@ -242,14 +283,19 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     return gemms, cores, streams, comms, saved
 
 
-def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16):
+def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16, ag: float = K.BF16):
     h, f = m.hidden_size, m.ffn.intermediate_size
     Tn = Ts if sw.sequence_parallel else T
     glu = 2 if m.ffn.matrices == 3 else 1
-    gemms = mlp_gemms(m, T, f, tp)
+    sep = sw.separate_projections
+    gemms = mlp_gemms(m, T, f, tp, separate=sep)
     ab = act_bytes_per_width(m, sw.eager)
     streams = [Stream("activation", ab * f / tp * T, 2 * ab * f / tp * T, module="mlp")]
-    comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, ("mlp up/gate",))
+    column = MLP_COLUMN[sep and m.ffn.matrices == 3]
+    if sw.split_tp:
+        comms = tp_par.split_pair("MLP TP", T * h * K.BF16, tp, sw, column, ("mlp down",), T * h * ag)
+    else:
+        comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, column)
     saved = [
         Saved("MLP norm input", K.BF16 * h * Tn, "residual"),
         Saved("fc1 input", gin * h * Tn, "layernorm"),
@@ -386,13 +432,34 @@ def _eager_clamp(f: int, rows, sw):
     )
 
 
+# torchao rowwise recipes: the gradient GEMMs (use_fast_accum=False) run the cuBLAS kernel with an fp32 output and
+# scale it afterwards instead of the slow CUTLASS rowwise kernel (pytorch/ao#1325, torchao/float8/
+# float8_python_api.py addmm_float8_unwrapped): per output element the fp32 write is 2 B more than bf16, the rescale
+# reads those 4 B and writes 2 B of bf16: 8 B
+ROWWISE_RESCALE_BYTES = 2.0 + 4.0 + 2.0
+
+
 def _fp8_casts(gemms: list[Gemm], c, sw) -> Stream:
     """Quantising each low-precision GEMM's inputs (forward) and output gradients (backward) to FP8:
-    fp8_cast_bytes of HBM traffic per element (calibration.toml), plus an amax read under current scaling."""
+    fp8_cast_bytes of HBM traffic per element (calibration.toml), plus an amax read under current scaling.
+    torchao's linear (stack fp8_linear = torchao) saves the bf16 input and casts it again in backward for the weight
+    gradient (torchao/float8/float8_linear.py matmul_with_hp_or_float8_args: ctx.save_for_backward(input_hp,
+    weight_hp_t)); its rowwise and MX recipes scale along each GEMM's reduction dimension, so the output gradient
+    is cast once for dgrad (along N) and once for wgrad (along M), the amax found inside the cast (a per-row /
+    per-block reduction); rowwise adds the gradient GEMMs' fp32 output and rescale (ROWWISE_RESCALE_BYTES per
+    dgrad [M, K] and wgrad [N, K] element)."""
     per = c.fp8_cast_bytes + (K.AMAX_PASS_BYTES if sw.fp8_amax_pass else 0.0)
-    fwd = sum(g.count * g.M * g.K for g in gemms if g.low_precision)
-    bwd = sum(g.count * g.M * g.N for g in gemms if g.low_precision)
-    return Stream("fp8 casts", per * fwd, per * bwd)
+    low = [g for g in gemms if g.low_precision]
+    fwd = sum(g.count * g.M * g.K for g in low)
+    bwd = sum(g.count * g.M * g.N for g in low)
+    extra = 0.0
+    if sw.fp8_torchao:
+        extra = per * fwd  # the saved bf16 input re-cast for wgrad
+        if sw.fp8_recipe in ("rowwise", "mxfp8"):
+            extra = extra + c.fp8_cast_bytes * bwd  # the output gradient along its second axis
+        if sw.fp8_recipe == "rowwise":
+            extra = extra + ROWWISE_RESCALE_BYTES * sum(g.count * (g.M * g.K + g.N * g.K) for g in low)
+    return Stream("fp8 casts", per * fwd, per * bwd + extra)
 
 
 def _grad_accumulate(gemms: list[Gemm], sw, name: str = "wgrad accumulate into main_grad") -> Stream:
@@ -413,22 +480,70 @@ def _grad_accumulate(gemms: list[Gemm], sw, name: str = "wgrad accumulate into m
     return Stream(name, 0.0, (2 * sw.grad_bytes + K.BF16) * elems, 0.0, tensors)
 
 
-def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float, c, sw) -> Workload:
+SAC_SAVED = "sac_saved"  # saved-activation records only op-level SAC keeps (memory.layer_activation_bytes)
+
+
+def op_sac(gemms, streams, comms, fixed, saved, tp):
+    """A layer's records as torchtitan's op-level selective activation checkpointing treats them
+    (pytorch/torchtitan@9dec370ad:torchtitan/parallelisms/parallelize_llama.py _save_list and
+    _apply_ac_to_transformer_block; the same at @820504e20 and @038d5fd1b:torchtitan/models/llama3/infra/
+    parallelize.py less aten.abs): the block is checkpointed with a policy that saves the outputs of aten.mm,
+    the flash / efficient SDPA ops, _c10d_functional.reduce_scatter_tensor and aten.max, "except every second mm"
+    (a per-block counter: mm number 2, 4, 6, ... is recomputed), and re-runs every other forward op in backward.
+    Records re-run get module OP_SAC (what the stack's selective policy recomputes, price.price_layer): the even-
+    numbered GEMMs in execution order (only non-grouped GEMMs are aten.mm; grouped expert GEMMs, _grouped_mm,
+    are re-run), every memory-bound stream and fixed cost, the TP input all-gather (split_pair tags it) and the MoE
+    all-to-all; the attention cores (SDPA saved) and the reduce-scatters are not. Saved for backward: the
+    block's input, the saved GEMMs' outputs, the SDPA outputs (attention output, log-sum-exp) and the reduce-
+    scatter outputs (SAC_SAVED records, counted only under this policy); the other saved tensors are recomputed
+    (module OP_SAC). Returns (gemms, streams, comms, fixed, saved)."""
+    from perfmodel.core.software import OP_SAC
+
+    count, out_g, extra = 0, [], []
+    for g in gemms:
+        mm = not (g.grouped and np.max(np.asarray(g.count, dtype=float)) > 1) and g.module != "core_attn"
+        count += mm
+        keep = mm and count % 2 == 1
+        out_g.append(replace(g, module="" if keep else OP_SAC))
+        if keep:
+            extra.append(Saved(f"{g.name} output (op-SAC saved mm)", K.BF16 * g.M * g.N * g.count, SAC_SAVED))
+    for x in comms:
+        if x.calls_fwd and "reduce-scatter" in x.name:
+            extra.append(
+                Saved(f"{x.name} (op-SAC saved)", x.nbytes / np.asarray(tp, dtype=float) * (tp > 1), SAC_SAVED)
+            )
+    keep_mod = ("input", "core_attn")
+    streams = [replace(st, module=OP_SAC) for st in streams]
+    fixed = [replace(fx, module=OP_SAC) for fx in fixed]
+    comms = [replace(x, module=OP_SAC) if x.overlap == "ep" else x for x in comms]
+    saved = [sv if sv.module in keep_mod else replace(sv, module=OP_SAC) for sv in saved] + extra
+    return out_g, streams, comms, fixed, saved
+
+
+def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance, c, sw) -> Workload:
     """The op records of every layer kind and of the head for the layouts of `grid`, as software stack
-    `sw` (perfmodel/core/software.py `Software`) runs them."""
+    `sw` (perfmodel/core/software.py `Software`) runs them. `imbalance`: the busiest EP rank's token load over
+    the mean, a number (1 = force-balanced) or "real": real routing under the stack's load-balancing method, per
+    layout (parallel/ep.py routing_imbalance)."""
     f64 = lambda x: np.asarray(x, dtype=float)
     tp, cp, ep, etp, mbs, seq = (f64(getattr(grid, k)) for k in ("tp", "cp", "ep", "etp", "mbs", "seq"))
+    if isinstance(imbalance, str):
+        imbalance = ep_par.routing_imbalance(m, ep, sw.moe_balancing)
     h = m.hidden_size
     T = mbs * seq / cp
     Ts = T / tp
-    gin = saved_input_bytes(low_precision)
-    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw, gin)
+    gin = saved_input_bytes(low_precision and not sw.fp8_torchao)  # torchao keeps the bf16 input (_fp8_casts)
+    # torchao's tensorwise float8 TP styles (Float8ColwiseParallel / PrepareFloat8ModuleInput: the block input cast
+    # to float8 before its all-gather; pytorch/torchtitan@9dec370ad:torchtitan/parallelisms/parallelize_llama.py
+    # apply_tp enable_float8, @038d5fd1b enable_float8_tensorwise_tp); rowwise recipes keep the plain styles
+    ag = K.FP8 if (low_precision and sw.fp8_torchao and sw.fp8_recipe == "current") else K.BF16
+    att = _attention_block(m, T, Ts, tp, cp, mbs, seq, sw, gin, ag)
     layers = []
     for kind, count in (("dense", m.num_dense_ffn_layers), ("moe", m.num_moe_layers)):
         if not count:
             continue
         ffn = (
-            _dense_ffn(m, T, Ts, tp, sw, gin)
+            _dense_ffn(m, T, Ts, tp, sw, gin, ag)
             if kind == "dense"
             else _moe_ffn(m, T, Ts, tp, ep, etp, imbalance, c, sw, gin)
         )
@@ -443,17 +558,11 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
         streams.append(
             Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0], K.LAYER_KERNELS_BWD + extra[1])
         )
+        comms, fixed, saved = list(att[3] + ffn[2]), list(ffn[3]), list(att[4] + ffn[4])
+        if sw.selective_ac == "op":
+            gemms, streams, comms, fixed, saved = op_sac(gemms, streams, comms, fixed, saved, tp)
         layers.append(
-            Layer(
-                kind,
-                count,
-                tuple(gemms),
-                tuple(att[1]),
-                tuple(streams),
-                tuple(att[3] + ffn[2]),
-                tuple(ffn[3]),
-                tuple(att[4] + ffn[4]),
-            )
+            Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(comms), tuple(fixed), tuple(saved))
         )
     one = 0 * tp
     lm_head = Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False)
@@ -476,7 +585,7 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance: float,
     )
     index = {layer.kind: i for i, layer in enumerate(layers)}
     kinds = tuple(index["moe" if m.is_moe_layer(i) else "dense"] for i in range(m.num_layers))
-    return Workload(m, T, Ts, tuple(layers), head, low_precision, kinds, tp, etp)
+    return Workload(m, T, Ts, tuple(layers), head, low_precision, kinds, tp, etp, cp)
 
 
 def layer_kind_index(m: ModelSpec, w: Workload) -> list[int]:

@@ -236,6 +236,8 @@ def stack_doc(s: StackSpec) -> dict[str, Any]:
         "family": s.family,
         "base": s.base,
         "base_source": s.base_source,
+        "base_basis": s.base_basis,
+        "read_only": s.read_only,
         "date": s.date,
         "software": list(s.software),
         "frameworks": list(s.frameworks),
@@ -247,6 +249,7 @@ def stack_doc(s: StackSpec) -> dict[str, Any]:
                 "match": r.match.model_dump(exclude_none=True),
                 "values": {k: _cell_json(v) for k, v in r.values.items()},
                 "sources": r.sources,
+                "basis": {k: r.basis.get(k, "read") for k in r.values},
             }
             for r in s.per_model
         ],

@@ -105,6 +105,11 @@ class Power(Frozen):
 
     gpu_tdp_w: float = Watts
     allin_w_per_gpu: float = Watts  # GPU + its share of CPUs, NICs, switches, storage (IT power)
+    # the GPU power cap the site runs at (nvidia-smi -pl), W; None = the TDP. A fact about the site, not the
+    # software: Meta's Grand Teton H100s run at a 500 W default limit (torchtitan
+    # benchmarks/llama3_h100_202412_torchtitan.md). The cost model lowers the tensor clocks by the rule of
+    # core/software.py (power_factor); the drawn-power model caps every phase at it (economics/power.py)
+    power_limit_w: float | None = Field(default=None, gt=0, le=1e5, allow_inf_nan=False)
     idle_w: float | None = OptWatts  # GPU idle, no job (nvidia-smi at P0, no memory held)
     wait_w: float | None = OptWatts  # GPU in a job with no kernel running: waiting on communication, a pipeline
     # stage, the host or a checkpoint write (memory held, clocks up)
@@ -148,6 +153,10 @@ class Efficiency(Frozen):
     # BF16 tensor rate that back-to-back large GEMMs sustain at the board power limit (steady state), / bf16
     # peak: a GEMM's efficiency never exceeds it (compute.gemm_time); None = the part is not power-bound
     gemm_bf16_power_bound: float | None = Field(default=None, gt=0, le=1)
+    # the GEMM efficiency shape (compute.gemm_time): K, and M / N, at which a GEMM reaches half its best-shape rate;
+    # None = fitted to the part's generation's measured GEMM table (hardware/kernels/, specs/kernels.py)
+    gemm_k_half: float | None = Field(default=None, ge=0, le=1e5, allow_inf_nan=False)
+    gemm_mn_half: float | None = Field(default=None, ge=0, le=1e5, allow_inf_nan=False)
     attention_fwd: float = Frac  # flash-attention forward / bf16 peak
     attention_bwd: float = Frac  # flash-attention backward / bf16 peak
     memory_bound: float = Frac  # streaming kernels / HBM bandwidth
@@ -275,6 +284,8 @@ def hardware_unit(field: str) -> tuple[float, str, str]:
         return 1.0, "W", "W"
     if leaf.endswith("_usd"):
         return 1.0, "USD", "USD"
+    if leaf in ("gemm_k_half", "gemm_mn_half"):
+        return 1.0, "elements", "elements"
     if field.startswith("efficiency."):
         return 1.0, "fraction of peak", "fraction of peak"
     return 1.0, "", ""
@@ -316,6 +327,7 @@ ALIASES: dict[str, tuple[str, float, str]] = {
     "spine_oversubscription": ("scale_out.spine_oversubscription", 1.0, "leaf down:up bandwidth, 1 = non-blocking"),
     "hbm_gb": ("memory.hbm_bytes", 1e9, "GB per GPU"),
     "hbm_tbyte_s": ("memory.hbm_bandwidth", 1e12, "TB/s per GPU"),
+    "power_limit_w": ("power.power_limit_w", 1.0, "W, the GPU power cap the site runs at"),
 }
 
 

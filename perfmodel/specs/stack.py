@@ -16,7 +16,7 @@ A preset file:
 
     [features]
     attention_kernel = { value = "cudnn", source = "Megatron-Bridge ... at commit ..." }
-    power_limit_w = { unstated = true, note = "not published for this release" }
+    cpu_offload_layers = { unstated = true, note = "not published for this release" }
 
     [[per_model]]                # values that differ by model family inside one release
     match = { model = "deepseek-v3", hardware = "h100" }     # model id prefix, kind (dense|moe), hardware id prefix
@@ -25,6 +25,16 @@ A preset file:
 Every feature ends with a value, a non-empty source and an origin: `stated` (the preset's own source),
 `inherited:<base>`, `unstated:<family>` (not published for this release: the family default, recorded so),
 `per_model:<rule>` or `--stack-set`.
+
+Every stated feature and rule also has a basis (issue 25): `read` (the release's own code, config or docs state
+it), `secondary` (a blog, a third-party guide, a summary, another system's paper) or `inferred` (the framework's
+code, but its link to this release or configuration is inferred: matched by layout, interpreted, copied from a
+neighbouring release). A feature entry or a rule says `basis = "..."`; without it the basis is what the source's own
+wording marks (`⚑ secondary` -> secondary; `⚑ by layout`, `assigned by layout`, `interp` -> inferred), else read,
+and an explicit `read` that the wording contradicts is refused. `base_basis = "inferred"` marks a base whose
+features and rules are assumed for this release (a release whose own configs were not read). `ID#read` loads a
+preset with every secondary or inferred statement switched off: what it states without them (the base's, else
+the family default; a family preset's own feature has nothing beneath it and is kept, still marked).
 """
 
 from __future__ import annotations
@@ -42,6 +52,13 @@ from perfmodel.errors import InputError, did_you_mean
 from perfmodel.specs.specfile import catalog_ids, read_document, resolve, validate
 
 DEFAULT_STACK = "default"
+READ_ONLY = "#read"  # `ID#read` / `FILE#read`: the preset without its secondary or inferred statements
+BASES = ("read", "secondary", "inferred")
+# a source's own wording that marks it as not read from the release (what the basis must then say)
+_WORDED = (
+    (re.compile(r"⚑\s*secondary", re.IGNORECASE), "secondary"),
+    (re.compile(r"⚑\s*(?:assigned\s+)?by\s+layout|\binterp\b|\binferred\b", re.IGNORECASE), "inferred"),
+)
 
 RecomputeModule = Literal["core_attn", "mlp", "moe_act", "layernorm", "mla_up_proj", "moe", "shared_experts"]
 
@@ -111,12 +128,22 @@ class Features(BaseModel):
             "xla = XLA fusion (JAX)"
         )
     )
-    fsdp: Literal["none", "fsdp1", "fsdp2", "megatron_fsdp", "zero1", "zero2", "zero3", "xla_fsdp"] = Field(
+    fsdp: Literal[
+        "none", "fsdp1", "fsdp2", "megatron_fsdp", "zero1", "zero2", "zero3", "xla_fsdp", "bf16_optimizer"
+    ] = Field(
         description=(
             "sharding of weights/gradients/optimizer over data parallel: none = replicated DDP; zero1 = "
-            "optimizer states and fp32 master weights sharded (Megatron distributed optimizer); zero2 = plus "
-            "gradients; zero3 / fsdp1 / fsdp2 / megatron_fsdp = plus parameters (all-gathered before use); "
-            "xla_fsdp = GSPMD parameter sharding over the fsdp mesh axis"
+            "optimizer states and fp32 master weights sharded (Megatron distributed optimizer, DeepSpeed ZeRO "
+            "stage 1): gradients reduced into the shards once per step, updated parameters all-gathered; zero2 = "
+            "plus gradients, so each micro-batch's gradients are reduced into their partitions as its backward "
+            "runs (DeepSpeed stage 2: stage_1_and_2.py reduce_ready_partitions_and_remove_grads reduces every "
+            "micro-batch when partition_gradients); zero3 / fsdp1 / fsdp2 / megatron_fsdp = plus parameters "
+            "(all-gathered before use); xla_fsdp = GSPMD parameter sharding over the fsdp mesh axis; "
+            "bf16_optimizer = DeepSpeed BF16_Optimizer (bf16 without ZeRO, DeepSpeed >= 0.6.2, 'its own zero stage "
+            "1'): fp32 master weights and Adam states sharded over data parallel, gradients added every "
+            "micro-batch into an unsharded fp32 buffer beside the bf16 gradients autograd writes, the whole "
+            "buffer all-reduced after the pipeline flush, then the updated bf16 parameters all-gathered "
+            "(deepspeed/runtime/bf16_optimizer.py, pipe/engine.py _bf16_reduce_grads)"
         )
     )
     reshard_after_forward: bool = Field(
@@ -125,10 +152,12 @@ class Features(BaseModel):
             "again for its backward (FSDP FULL_SHARD / ZeRO-3); false keeps them to the backward (SHARD_GRAD_OP)"
         )
     )
-    fsdp_gather: Literal["per_step", "per_microbatch"] = Field(
+    fsdp_gather: Literal["per_step", "per_microbatch", "per_microbatch_unless_pp"] = Field(
         description=(
             "parameter-sharding only: parameters all-gathered once per optimizer step (kept across "
-            "micro-batches) or again for every micro-batch"
+            "micro-batches) or again for every micro-batch; per_microbatch_unless_pp = per micro-batch (resharded "
+            "after forward as reshard_after_forward says) at pp = 1, once per step and kept at pp > 1 (torchtitan "
+            "apply_fsdp: reshard_after_forward = not pp_enabled, 'to avoid per-microbatch all-gathers')"
         )
     )
     hybrid_shard_group: int | None = Field(
@@ -198,6 +227,57 @@ class Features(BaseModel):
     recompute: Literal["none", "selective", "full"] = Field(
         description=("activation recompute the recipe uses when a measured run does not state it")
     )
+    selective_ac: Literal["modules", "op", "layer"] = Field(
+        default="modules",
+        description=(
+            "what recompute = selective means in this stack: modules = the recompute_modules list (Megatron-Core); "
+            "op = torchtitan's per-op SAC: each block re-runs in backward every forward op except those its save "
+            "list keeps (matmul outputs but every second one of the block, SDPA outputs, TP reduce-scatters, "
+            "max), parallel/recompute.py; layer = torchtitan's per-layer SAC: every selective_ac_every-th block "
+            "fully checkpointed, the others keep everything"
+        ),
+    )
+    selective_ac_every: int = Field(
+        default=2,
+        ge=1,
+        le=100_000,
+        description=(
+            "with selective_ac = layer: one block in this many is fully checkpointed (torchtitan "
+            "selective_ac_option = 'N': a block is wrapped when its running count % N == 0)"
+        ),
+    )
+    fp8_linear: Literal["te", "torchao"] = Field(
+        default="te",
+        description=(
+            "the FP8 linear layer: te = Transformer Engine (the quantised input saved for the weight gradient, "
+            "one cast kernel writing the row- and column-wise copies); torchao = torchao Float8Linear / MX: the "
+            "bf16 input and weight saved and re-cast in backward (matmul_with_hp_or_float8_args), each operand cast "
+            "per layout it is used in (rowwise and mxfp8 scale along the GEMM's reduction dimension, so the output "
+            "gradient is cast along both axes), and with rowwise scales the gradient GEMMs run in cuBLAS with an "
+            "fp32 output and a separate rescale (pytorch/ao#1325); workload.py _fp8_casts"
+        ),
+    )
+    moe_load_balancing: Literal["unstated", "aux_loss", "expert_bias", "global_batch"] = Field(
+        default="unstated",
+        description=(
+            "how real (not force-balanced) MoE routing is balanced, which sets how far the busiest EP rank's token "
+            "load exceeds the mean (parallel/ep.py routing_imbalance, constants.ROUTING_CV): aux_loss = a "
+            "GShard / Switch auxiliary loss (Megatron-Core's moe_router_load_balancing_type 'aux_loss'); "
+            "expert_bias = DeepSeek-V3's auxiliary-loss-free bias (moe_router_enable_expert_bias); global_batch = "
+            "a global-batch load-balancing loss (Qwen3, arXiv 2501.11873); unstated = no imbalance priced (the "
+            "measurements behind ROUTING_CV come from fine-grained MoE, 64-256 experts; a coarse one such as "
+            "Mixtral's or Grok-1's 8 is not measured). Force-balanced (moe_routing balanced-dropless) and "
+            "token-dropping rows are at 1 whatever this says"
+        ),
+    )
+    projections: Literal["fused", "separate"] = Field(
+        default="fused",
+        description=(
+            "the attention and MLP input projections as GEMMs: fused = one QKV GEMM and one gate + up GEMM "
+            "(Megatron-Core linear_qkv / linear_fc1); separate = wq, wk, wv and w1, w3 as separate linears, "
+            "in that order (torchtitan Attention / FeedForward)"
+        ),
+    )
     recompute_modules: tuple[RecomputeModule, ...] = Field(
         description=(
             "with recompute = selective: the modules recomputed (Megatron recompute_modules); core_attn = the "
@@ -230,10 +310,13 @@ class Features(BaseModel):
             "send_forward_recv_backward and the other 1F1B calls), whatever this says"
         )
     )
-    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p"] = Field(
+    cp_comm_type: Literal["p2p", "a2a", "allgather", "a2a_p2p", "torch_allgather"] = Field(
         description=(
             "context-parallel attention communication: p2p ring of KV blocks, a2a (Ulysses), allgather of KV, "
-            "or a2a within and p2p across groups"
+            "or a2a within and p2p across groups; torch_allgather = PyTorch context_parallel with rotate_method "
+            "allgather (torchtitan's default): K/V all-gathered in forward and again in backward, each under the "
+            "first of cp blockwise attention steps, dK/dV passed around the ring in fp32, each hop under the next "
+            "step's backward, the last one exposed (parallel/cp.py)"
         )
     )
     cross_entropy: Literal["fp32", "te"] = Field(
@@ -244,12 +327,6 @@ class Features(BaseModel):
             "parallel_cross_entropy (Megatron --cross-entropy-fusion-impl te): Triton kernels keep only the bf16 "
             "logits for backward and write the gradient into them in place: 2 B per logit"
         )
-    )
-    power_limit_w: float | None = Field(
-        gt=0,
-        le=5000,
-        allow_inf_nan=False,
-        description=("GPU power cap the runs used, W; null = the hardware spec's TDP"),
     )
     cpu_offload_layers: int = Field(
         ge=0,
@@ -264,7 +341,17 @@ class Features(BaseModel):
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
-NULLABLE = ("hybrid_shard_group", "power_limit_w")  # "none" in a file (TOML has no null) = null
+# features a preset may leave out (added after most presets were written; they describe mechanisms only some
+# stacks have): missing from a file (and its base), they take the schema default, whose meaning the field states
+# (the Megatron-Core behaviour)
+OPTIONAL = {
+    "selective_ac": "not a torchtitan stack: selective recompute is the recompute_modules list",
+    "selective_ac_every": "only read with selective_ac = layer",
+    "projections": "fused QKV and gate + up projections (Megatron-Core linear_qkv / linear_fc1)",
+    "fp8_linear": "Transformer Engine's FP8 linear layers",
+    "moe_load_balancing": "unstated: no routing imbalance priced (say the release's balancing to price it)",
+}
+NULLABLE = ("hybrid_shard_group",)  # "none" in a file (TOML has no null) = null
 ORIGINS = ("stated", "inherited", "unstated", "per_model", "--stack-set")
 
 
@@ -294,6 +381,7 @@ class PerModel(BaseModel):
     match: MatchRule
     values: dict[str, Any]
     sources: dict[str, str]
+    basis: dict[str, str] = Field(default_factory=dict)  # per feature: read | secondary | inferred (absent: read)
 
 
 class StackSpec(BaseModel):
@@ -311,29 +399,51 @@ class StackSpec(BaseModel):
     features: Features
     sources: dict[str, str]
     origin: dict[str, str]
+    basis: dict[str, str] = Field(default_factory=dict)  # per feature: read | secondary | inferred (absent: read)
+    base_basis: str = "read"
+    read_only: bool = False  # loaded as `ID#read`: the secondary and inferred statements switched off
     per_model: tuple[PerModel, ...] = ()
     applied: tuple[str, ...] = ()  # per-model rules applied by `for_model`
 
     def value(self, feature: str) -> Any:
         return getattr(self.features, feature)
 
+    def basis_of(self, feature: str) -> str:
+        return self.basis.get(feature, "read")
+
+    def not_read(self) -> list[dict[str, Any]]:
+        """The statements a value of this spec rests on that are secondary or inferred, one per (origin, basis):
+        the rule or inheritance (origin), its basis and the features it sets."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for f in FEATURES:
+            if self.basis_of(f) != "read":
+                groups.setdefault((self.origin[f], self.basis_of(f)), []).append(f)
+        return [{"origin": o, "basis": b, "features": fs} for (o, b), fs in groups.items()]
+
     def for_model(self, model_id: str, is_moe: bool, hardware_id: str, precision: str = "") -> StackSpec:
         """The preset as it applies to one model on one system at one GEMM precision: matching per-model
         rules in file order (a later rule wins; a base's rules come first)."""
         vals = self.features.model_dump()
-        sources, origin, applied = dict(self.sources), dict(self.origin), []
+        sources, origin, basis, applied = dict(self.sources), dict(self.origin), dict(self.basis), []
         for rule in self.per_model:
             if rule.match.matches(model_id, is_moe, hardware_id, precision):
                 vals.update(rule.values)
                 for f in rule.values:
                     sources[f] = rule.sources[f]
                     origin[f] = f"per_model:{rule.match.label()}"
+                    basis[f] = rule.basis.get(f, "read")
                 applied.append(rule.match.label())
         if not applied:
             return self
         feats = _features(vals, self.path or self.id)
         return self.model_copy(
-            update={"features": feats, "sources": sources, "origin": origin, "applied": tuple(applied)}
+            update={
+                "features": feats,
+                "sources": sources,
+                "origin": origin,
+                "basis": basis,
+                "applied": tuple(applied),
+            }
         )
 
     def rows(self) -> list[dict[str, Any]]:
@@ -343,6 +453,7 @@ class StackSpec(BaseModel):
                 "feature": f,
                 "value": _jsonable(getattr(self.features, f)),
                 "origin": self.origin[f],
+                "basis": self.basis_of(f),
                 "source": self.sources[f],
                 "meaning": Features.model_fields[f].description,
             }
@@ -354,11 +465,42 @@ def _jsonable(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
 
 
-_META = {"id", "name", "family", "date", "base", "base_source", "software", "frameworks", "notes"}
+_META = {"id", "name", "family", "date", "base", "base_source", "base_basis", "software", "frameworks", "notes"}
 
 
-def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
-    """('stated' | 'unstated', value, source) of one [features] or [[per_model]] entry."""
+# A GPU power cap is a fact about the site, not the software: hardware power.power_limit_w (--set power_limit_w=W).
+# Stack files written before it moved may still say `power_limit_w = { value = "none" }` or leave it unstated
+# (no framework sets a cap): such an entry is read and dropped; a number is refused with where it belongs now.
+MOVED = {
+    "power_limit_w": "a GPU power cap is a site fact: give it as hardware power.power_limit_w (--set power_limit_w=W)"
+}
+
+
+def _moved_entry(where: str, name: str, entry: Any) -> bool:
+    """True for an entry of a feature that moved (MOVED) that says nothing (unstated, or "none"): skip it."""
+    if name not in MOVED:
+        return False
+    if isinstance(entry, dict) and (entry.get("unstated") is True or entry.get("value") == "none"):
+        return True
+    raise InputError(where, f"features.{name}", f"no longer a stack feature: {MOVED[name]}")
+
+
+def _basis(where: str, field: str, given: Any, source: str) -> str:
+    """The basis of a statement: `given` (checked), else what its source's wording marks, else read. An explicit
+    read that the wording contradicts is refused: the mark and the words must agree."""
+    if given is not None and given not in BASES:
+        raise InputError(where, field, f"must be one of {', '.join(BASES)} (got {given!r})")
+    worded = next((b for rx, b in _WORDED if rx.search(source)), None)
+    if given == "read" and worded:
+        raise InputError(
+            where, field, f"basis 'read', but the source's own words mark it {worded}: say basis = \"{worded}\""
+        )
+    return str(given or worded or "read")
+
+
+def _feature_entry(where: str, name: str, entry: Any, default_basis: str | None = None) -> tuple[str, Any, str, str]:
+    """('stated' | 'unstated', value, source, basis) of one [features] or [[per_model]] entry; `default_basis`:
+    the rule's own basis, for an entry that gives none."""
     field = f"features.{name}"
     if name not in FEATURES:
         raise InputError(where, field, f"unknown stack feature{did_you_mean(name, FEATURES)}")
@@ -366,13 +508,15 @@ def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
         raise InputError(
             where, field, 'must be a table { value = ..., source = "..." } or { unstated = true, note = "..." }'
         )
-    extra = set(entry) - {"value", "source", "note", "unstated"}
+    extra = set(entry) - {"value", "source", "note", "unstated", "basis"}
     if extra:
-        raise InputError(where, f"{field}.{sorted(extra)[0]}", "unknown key (value, source, note, unstated)")
+        raise InputError(where, f"{field}.{sorted(extra)[0]}", "unknown key (value, source, note, unstated, basis)")
     if entry.get("unstated") is True:
         if "value" in entry:
             raise InputError(where, field, "an unstated feature takes the family default: give no value")
-        return "unstated", None, str(entry.get("note", "")).strip()
+        if "basis" in entry:
+            raise InputError(where, f"{field}.basis", "an unstated feature states nothing: give no basis")
+        return "unstated", None, str(entry.get("note", "")).strip(), "read"
     if "value" not in entry:
         raise InputError(where, f"{field}.value", "required field is missing (or mark the feature unstated = true)")
     src = entry.get("source")
@@ -382,7 +526,8 @@ def _feature_entry(where: str, name: str, entry: Any) -> tuple[str, Any, str]:
         )
     note = str(entry.get("note", "")).strip()
     value = None if name in NULLABLE and entry["value"] == "none" else entry["value"]
-    return "stated", value, src.strip() + (f" — {note}" if note else "")
+    text = src.strip() + (f" — {note}" if note else "")
+    return "stated", value, text, _basis(where, f"{field}.basis", entry.get("basis", default_basis), text)
 
 
 def _features(doc: dict[str, Any], where: str) -> Features:
@@ -393,7 +538,10 @@ def _features(doc: dict[str, Any], where: str) -> Features:
         raise InputError(where, f"features.{exc.field}", exc.reason) from None
 
 
-def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
+def _load(path: Path, chain: tuple[str, ...] = (), read_only: bool = False) -> StackSpec:
+    """The preset of `path`; with `read_only` its secondary and inferred statements are left out (the base's and
+    family's read-only values beneath them), a base whose basis is not read is not inherited, and a feature with
+    nothing read beneath it keeps its value and its mark."""
     where = str(path)
     doc = read_document(path)
     sid = str(doc.get("id", path.stem))
@@ -409,27 +557,36 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
     base_ref, family_ref = doc.get("base"), doc["family"]
     if base_ref is not None and not str(doc.get("base_source", "")).strip():
         raise InputError(where, "base_source", "required with base: say why the base's features hold for this release")
+    base_basis = _basis(where, "base_basis", doc.get("base_basis"), "")
+    if "base_basis" in doc and base_ref is None:
+        raise InputError(where, "base_basis", "only with base: how the base's features are known to hold")
     feats = doc.get("features", {})
     if not isinstance(feats, dict):
         raise InputError(where, "features", "must be a table")
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     origin: dict[str, str] = {}
+    basis: dict[str, str] = {}
     unstated: dict[str, str] = {}
     for name, entry in feats.items():
-        kind, val, src = _feature_entry(where, name, entry)
+        if _moved_entry(where, name, entry):
+            continue
+        kind, val, src, b = _feature_entry(where, name, entry)
         if kind == "unstated":
             unstated[name] = src
-        else:
-            values[name], sources[name], origin[name] = val, src, "stated"
-    base = _ref(base_ref, path, chain + (sid,), where, "base") if base_ref is not None else None
+        elif not (read_only and b != "read"):
+            values[name], sources[name], origin[name], basis[name] = val, src, "stated", b
+    base = _ref(base_ref, path, chain + (sid,), where, "base", read_only) if base_ref is not None else None
+    if read_only and base_basis != "read":
+        base = None  # the base's features are assumed for this release, not read: not inherited
     family = None
     if family_ref != sid:
-        family = _ref(family_ref, path, chain + (sid,), where, "family")
+        family = _ref(family_ref, path, chain + (sid,), where, "family", read_only)
+    full = _load(path, chain) if read_only else None  # what a feature with nothing read beneath it keeps
     for name in FEATURES:
         if name in values:
             continue
-        if name in unstated:
+        if name in unstated or (read_only and base is None and family is not None):
             src_spec = family or base
             if src_spec is None:
                 raise InputError(
@@ -438,18 +595,32 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                     "unstated, but this preset is its own family: a family preset states every feature",
                 )
             values[name] = src_spec.value(name)
-            note = f" ({unstated[name]})" if unstated[name] else ""
-            sources[name] = (
-                f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
-            )
+            basis[name] = src_spec.basis_of(name)
+            if name in unstated:
+                note = f" ({unstated[name]})" if unstated[name] else ""
+                sources[name] = (
+                    f"not published for this release{note}; family default from {src_spec.id}: {src_spec.sources[name]}"
+                )
+            else:
+                sources[name] = f"no read statement in this preset (read-only); family default from {src_spec.id}: "
+                sources[name] += src_spec.sources[name]
             origin[name] = f"unstated:{src_spec.id}"
+        elif base is None and name in OPTIONAL:  # the schema default, not the family's: a preset that does not
+            # know the mechanism keeps the behaviour it was written for
+            values[name] = Features.model_fields[name].default
+            sources[name], origin[name] = f"not stated: {OPTIONAL[name]}", "unstated:schema"
         elif base is not None:
             values[name] = base.value(name)
+            b = base.basis_of(name)
             if base.origin[name].startswith("unstated"):  # still not published: say so, not "inherited"
-                sources[name], origin[name] = base.sources[name], base.origin[name]
+                sources[name], origin[name], basis[name] = base.sources[name], base.origin[name], b
             else:
+                basis[name] = b if b != "read" else base_basis
                 sources[name] = f"as {base.id} ({doc['base_source']}): {base.sources[name]}"
                 origin[name] = f"inherited:{base.id}"
+        elif full is not None:  # read-only, a family preset's own secondary / inferred feature: nothing beneath it
+            values[name], sources[name], origin[name] = full.value(name), full.sources[name], full.origin[name]
+            basis[name] = full.basis_of(name)
         else:
             raise InputError(
                 where,
@@ -457,7 +628,14 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                 "required field is missing (state it with its source, or mark it unstated = true)",
             )
     features = _features({k: values[k] for k in FEATURES}, where)
-    per_model = [] if base is None else list(base.per_model)
+    per_model = []
+    if base is not None:
+        per_model = [
+            r
+            if base_basis == "read"
+            else r.model_copy(update={"basis": {f: r.basis.get(f, base_basis) for f in r.values}})
+            for r in base.per_model
+        ]
     if family is not None and unstated:  # the family default of an unstated feature keeps its own per-model rules
         for rule in family.per_model:
             keep = {f: v for f, v in rule.values.items() if f in unstated}
@@ -471,6 +649,7 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
                             f: f"not published for this release; family rule of {family.id}: {rule.sources[f]}"
                             for f in keep
                         },
+                        basis={f: rule.basis[f] for f in keep if f in rule.basis},
                     ),
                 )
     rules = doc.get("per_model", [])
@@ -483,20 +662,29 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         match = validate(MatchRule, rule["match"], rwhere)
         if match == MatchRule():
             raise InputError(rwhere, "match", "give at least one of model, kind, hardware, precision")
-        rvals, rsrc = {}, {}
+        rule_basis = rule.get("basis")
+        if rule_basis is not None:
+            _basis(rwhere, "basis", rule_basis, "")
+        rvals, rsrc, rbasis = {}, {}, {}
         for name, entry in rule.items():
-            if name == "match":
+            if name in ("match", "basis") or _moved_entry(rwhere, name, entry):
                 continue
-            kind, val, src = _feature_entry(rwhere, name, entry)
+            kind, val, src, b = _feature_entry(rwhere, name, entry, rule_basis)
             if kind == "unstated":
                 raise InputError(
                     rwhere, f"features.{name}", "a per-model rule states values; leave unstated features out"
                 )
+            if read_only and b != "read":
+                continue
             rvals[name], rsrc[name] = val, src
+            if b != "read":
+                rbasis[name] = b
         if not rvals:
+            if read_only:  # every statement of the rule is secondary or inferred: the rule is off
+                continue
             raise InputError(rwhere, "", "a per-model rule needs at least one feature")
         _features({**features.model_dump(), **rvals}, rwhere)  # each value checked by the schema
-        per_model.append(PerModel(match=match, values=rvals, sources=rsrc))
+        per_model.append(PerModel(match=match, values=rvals, sources=rsrc, basis=rbasis))
     software = doc.get("software", [])
     frameworks = doc.get("frameworks", [])
     for key, seq in (("software", software), ("frameworks", frameworks)):
@@ -507,7 +695,7 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         name=doc["name"].strip(),
         family=str(family_ref),
         date=str(doc.get("date", "")),
-        base=base.id if base else None,
+        base=base_ref if base_ref is None or base is None else base.id,
         base_source=str(doc.get("base_source", "")),
         software=tuple(software),
         frameworks=tuple(frameworks),
@@ -516,11 +704,14 @@ def _load(path: Path, chain: tuple[str, ...] = ()) -> StackSpec:
         features=features,
         sources=sources,
         origin=origin,
+        basis={f: b for f, b in basis.items() if b != "read"},
+        base_basis=base_basis,
+        read_only=read_only,
         per_model=tuple(per_model),
     )
 
 
-def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str) -> StackSpec:
+def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str, read_only: bool = False) -> StackSpec:
     if not isinstance(ref, str) or not ref.strip():
         raise InputError(where, field, "must be a stack id or a file path")
     rel = path.parent / ref
@@ -529,26 +720,31 @@ def _ref(ref: Any, path: Path, chain: tuple[str, ...], where: str, field: str) -
         p = target or resolve(ref, "stacks")
     except InputError as exc:
         raise InputError(where, field, exc.reason if exc.field else str(exc)) from None
-    return _load(Path(p), chain)
+    return _load(Path(p), chain, read_only)
 
 
 @lru_cache(maxsize=256)
-def _load_cached(path: str, stamp: tuple[int, int]) -> StackSpec:
-    return _load(Path(path))
+def _load_cached(path: str, stamp: tuple[int, int], read_only: bool = False) -> StackSpec:
+    return _load(Path(path), (), read_only)
 
 
 def load_stack(ref: str | StackSpec | None = None) -> StackSpec:
-    """A catalog id (`nemo-25.09`), a path to a stack TOML, or None for the default stack. Loaded once
-    per file version (path, mtime, size): an edited file is read again."""
+    """A catalog id (`nemo-25.09`), a path to a stack TOML, or None for the default stack; `ID#read` (or
+    `FILE#read`): the preset with its secondary and inferred statements switched off. Loaded once per file version
+    (path, mtime, size): an edited file is read again."""
     if isinstance(ref, StackSpec):
         return ref
-    path = resolve(ref or DEFAULT_STACK, "stacks")
+    ref = ref or DEFAULT_STACK
+    read_only = ref.endswith(READ_ONLY)
+    if read_only:
+        ref = ref[: -len(READ_ONLY)] or DEFAULT_STACK
+    path = resolve(ref, "stacks")
     try:
         st = path.stat()
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = (0, 0)
-    return _load_cached(str(path), stamp)
+    return _load_cached(str(path), stamp, read_only)
 
 
 def stack_ids() -> list[str]:
@@ -570,7 +766,7 @@ def _parse(feature: str, text: str) -> Any:
         if low in ("false", "0", "no", "off"):
             return False
         raise InputError("stack_set", feature, f"expects true or false (got {t!r})")
-    if feature in ("hybrid_shard_group", "power_limit_w"):
+    if feature == "hybrid_shard_group":
         if low in ("none", "null", ""):
             return None
         try:
@@ -579,12 +775,10 @@ def _parse(feature: str, text: str) -> Any:
             raise InputError("stack_set", feature, f"expects a number or none (got {t!r})") from None
         if not math.isfinite(v):
             raise InputError("stack_set", feature, "value must be finite")
-        if feature == "hybrid_shard_group":
-            if v != int(v):
-                raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
-            return int(v)
-        return v
-    if feature == "cpu_offload_layers":
+        if v != int(v):
+            raise InputError("stack_set", feature, f"expects an integer (got {t!r})")
+        return int(v)
+    if feature in ("cpu_offload_layers", "selective_ac_every"):
         if not (t.isascii() and t.isdigit()):  # isdigit alone takes '²', which int() refuses
             raise InputError("stack_set", feature, f"expects a non-negative integer (got {t!r})")
         return int(t)
@@ -597,11 +791,13 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
     if not sets:
         return spec
     vals = spec.features.model_dump()
-    sources, origin = dict(spec.sources), dict(spec.origin)
+    sources, origin, basis = dict(spec.sources), dict(spec.origin), dict(spec.basis)
     for item in sets:
         if "=" not in item:
             raise InputError("stack_set", item.strip(), "expects FEATURE=VALUE")
         name, text = (s.strip() for s in item.split("=", 1))
+        if name in MOVED:
+            raise InputError("stack_set", name, f"no longer a stack feature: {MOVED[name]}")
         if name not in FEATURES:
             raise InputError(
                 "stack_set",
@@ -611,11 +807,12 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
         vals[name] = _parse(name, text)
         sources[name] = f"--stack-set {name}={text}"
         origin[name] = "--stack-set"
+        basis.pop(name, None)  # the user's own statement
     try:
         feats = validate(Features, vals, "--stack-set")
     except InputError as exc:  # the feature as the user typed it (a list item keeps its index)
         raise InputError("stack_set", exc.field, exc.reason) from None
-    return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin})
+    return spec.model_copy(update={"features": feats, "sources": sources, "origin": origin, "basis": basis})
 
 
 # ---- measured-run rows -> preset --------------------------------------------------------------------
@@ -668,6 +865,8 @@ _DGXC_RELEASE = re.compile(r"dgxc[\s:_-]*v?(\d{2})\.(\d{2})", re.IGNORECASE)
 # frameworks named in free text -> preset, and words that state a feature of that framework's run
 _NAMED = (
     (re.compile(r"torch\s*titan", re.IGNORECASE), "torchtitan-2025"),
+    (re.compile(r"big[\s-]*science|\bbloom\b", re.IGNORECASE), "megatron-deepspeed-bloom-2022"),
+    (re.compile(r"mt[\s-]*nlg|megatron[\s-]*turing", re.IGNORECASE), "megatron-deepspeed-2021"),
     (re.compile(r"megatron[\s-]*deepspeed|deepspeed", re.IGNORECASE), "megatron-deepspeed-2023"),
     (re.compile(r"automodel", re.IGNORECASE), "automodel-2025"),
     (re.compile(r"max\s*text", re.IGNORECASE), "maxtext-gpu-2024"),
@@ -679,7 +878,13 @@ _NAMED = (
 _FEATURE_WORDS = {
     "torchtitan-2025": (
         (re.compile(r"compile", re.IGNORECASE), "fusions=torch_compile"),
+        # AsyncTP runs only compiled (torchtitan parallelize.py: 'Async TP requires torch.compile')
+        (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "fusions=torch_compile"),
         (re.compile(r"async[\s_-]*tp|async tensor parallel", re.IGNORECASE), "tp_overlap=async_tp"),
+        (re.compile(r"row[\s_-]*wise", re.IGNORECASE), "fp8_recipe=rowwise"),
+        (re.compile(r"mxfp8", re.IGNORECASE), "fp8_recipe=mxfp8"),
+        (re.compile(r"float8 all[\s_-]*gather|fsdp[\s_-]*float8", re.IGNORECASE), "fp8_param_gather=true"),
+        (re.compile(r"selective[\s_-]*layer|per[\s_-]*layer sac|layer[\s_-]*sac", re.IGNORECASE), "selective_ac=layer"),
     ),
 }
 
@@ -761,7 +966,7 @@ def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
             )
     for rx, sid in _NAMED:
         if rx.search(sw) or rx.search(fw):
-            sets = tuple(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw))
+            sets = tuple(dict.fromkeys(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw)))
             said = f" with {', '.join(sets)} from its words" if sets else ""
             return StackChoice(sid, sets, f"framework named in '{sw or fw}': preset {sid}{said}", "framework named")
     if fw in FRAMEWORK_FALLBACK:

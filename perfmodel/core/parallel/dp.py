@@ -62,14 +62,19 @@ def optimizer_shard(p_dense, p_exp, dpc, edp, cp, fsdp, sw):
     return np.where(fsdp, sharded, group)
 
 
-def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw, hsg=None):
+def grad_and_param_times(
+    p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw, hsg=None, all_reduce=False
+):
     """(reduce-scatter of gradients, all-gather of parameters) seconds over dp*cp (dense: CP ranks hold the
     same weights and reduce their gradients together, Megatron-Core's data-parallel group with context
     parallelism; members tp ranks apart) and edp (experts; members ep*etp ranks apart). `p_dense` / `p_exp`
     may carry a trailing axis (pipeline ranks): each group shape is placed once and its terms broadcast.
     `hsg`: hybrid sharding (parameter-sharding stacks only): the gather and reduce-scatter run inside the
     shard group h = shard_group(dp*cp, hsg) (members tp ranks apart), and the gradient reduction adds the
-    all-reduce of the 1/h shard across the dp*cp/h replicas (members h*tp ranks apart)."""
+    all-reduce of the 1/h shard across the dp*cp/h replicas (members h*tp ranks apart).
+    `all_reduce` (DeepSpeed BF16_Optimizer, Software.grad_all_reduce): the gradients are all-reduced whole although
+    the optimizer is sharded; a ring all-reduce is a reduce-scatter followed by an all-gather of the same bytes
+    (Patarasuk & Yuan 2009; Thakur et al. 2005, NCCL's ring), so the gradient term is twice the reduce-scatter."""
     one = lambda x: np.asarray(x, dtype=float)[..., 0] if np.ndim(x) > 1 else x
     h = shard_group(one(dpc), hsg)
     d = tuple(t[..., None] for t in comm.all_gather_terms(h, one(tp), hw))
@@ -92,7 +97,17 @@ def grad_and_param_times(p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp,
         if np.ndim(p_dense) >= 2:
             lat, per_byte, h, reps = lat[..., None], per_byte[..., None], h[..., None], reps[..., None]
         rs = rs + np.where(reps > 1, lat + per_byte * (p_dense / h * grad_bytes), 0.0)
+    if all_reduce:
+        rs = 2.0 * rs
     return rs, ag
+
+
+def gathers_per_microbatch(per_microbatch, pp_per_step, pp):
+    """Whether FSDP gathers parameters again for every micro-batch on a layout with `pp` stages: the stack's rule,
+    except under a stack that keeps them for the whole step once the layout pipelines (Software.fsdp_pp_per_step:
+    torchtitan apply_fsdp, reshard_after_forward = not pp_enabled, and torch.distributed.pipelining reducing the
+    gradients on the last backward only). Elementwise (core/elementwise.py)."""
+    return select(pp_per_step & (pp > 1), False, per_microbatch)
 
 
 def fsdp_calls(nmb, per_microbatch, reshard):
@@ -103,11 +118,20 @@ def fsdp_calls(nmb, per_microbatch, reshard):
     return n_ag, select(per_microbatch, nmb, 1.0 + 0 * nmb)
 
 
-def exposed_plain(rs, ag, stage, rs_share, ag_share):
+def exposed_plain(rs, ag, stage, rs_share, ag_share, rs_calls=1.0):
     """Exposed DP communication per step with the distributed optimizer: the reduce-scatter hides under the
     last micro-batch's backward (2/3 of a stage time) when the stack overlaps gradient reduction, the
-    all-gather under the first forward (1/3) when it overlaps the parameter gather. Elementwise."""
-    return exposed(rs, stage * 2 / 3, rs_share) + exposed(ag, stage / 3, ag_share)
+    all-gather under the first forward (1/3) when it overlaps the parameter gather. `rs_calls` reductions per
+    step (grad_calls: every micro-batch's under its own backward with sharded gradients, ZeRO-2). Elementwise."""
+    return exposed(rs_calls * rs, rs_calls * stage * 2 / 3, rs_share) + exposed(ag, stage / 3, ag_share)
+
+
+def grad_calls(nmb, shards_grads):
+    """Gradient reductions per step without parameter sharding: once per step, or with gradients sharded (ZeRO-2)
+    once per micro-batch, since a rank keeps only its partition and must reduce each micro-batch's gradients into
+    it before the next (DeepSpeed@v0.9.0 deepspeed/runtime/zero/stage_1_and_2.py reduce_ready_partitions_and_remove_
+    grads: 'if self.partition_gradients or self.is_gradient_accumulation_boundary'). Elementwise."""
+    return select(shards_grads, nmb, 1.0 + 0 * nmb)
 
 
 def exposed_fsdp(rs, ag, stage, nmb, per_microbatch, reshard, rs_share, ag_share):
@@ -118,19 +142,22 @@ def exposed_fsdp(rs, ag, stage, nmb, per_microbatch, reshard, rs_share, ag_share
     return exposed_pair(n_ag * ag, ag_share, n_rs * rs, rs_share, nmb * stage)
 
 
-def exposed_time(rs, ag, fsdp, stage, nmb, sw):
+def exposed_time(rs, ag, fsdp, stage, nmb, sw, pp=1.0):
     """Exposed DP communication per step: FSDP's where `fsdp`, the distributed optimizer's elsewhere."""
-    fs = exposed_fsdp(rs, ag, stage, nmb, sw.fsdp_per_microbatch, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
-    return np.where(fsdp, fs, exposed_plain(rs, ag, stage, sw.dp_rs_share, sw.dp_ag_share))
+    pm = gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, np.asarray(pp))
+    fs = exposed_fsdp(rs, ag, stage, nmb, pm, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
+    plain = exposed_plain(rs, ag, stage, sw.dp_rs_share, sw.dp_ag_share, grad_calls(nmb, sw.shards_grads))
+    return np.where(fsdp, fs, plain)
 
 
-def raw_time(rs, ag, fsdp, nmb, sw):
+def raw_time(rs, ag, fsdp, nmb, sw, pp=1.0):
     """DP communication per step before any overlap."""
-    n_ag, n_rs = fsdp_calls(nmb, sw.fsdp_per_microbatch, sw.fsdp_reshard)
-    return np.where(fsdp, n_ag * ag + n_rs * rs, rs + ag)
+    pm = gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, np.asarray(pp))
+    n_ag, n_rs = fsdp_calls(nmb, pm, sw.fsdp_reshard)
+    return np.where(fsdp, n_ag * ag + n_rs * rs, grad_calls(nmb, sw.shards_grads) * rs + ag)
 
 
-TAIL_FUNCTIONS = (fsdp_calls, exposed_plain, exposed_fsdp)
+TAIL_FUNCTIONS = (gathers_per_microbatch, fsdp_calls, exposed_plain, grad_calls, exposed_fsdp)
 
 
 def layer_params(m: ModelSpec, kind: str) -> tuple[float, float]:

@@ -8,8 +8,11 @@ etp-ep-edp (Megatron-Core), so EP members are etp ranks apart.
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 
+from perfmodel.core import constants as K
 from perfmodel.core.ops import Collective
 from perfmodel.specs.model import ModelSpec
 
@@ -78,3 +81,24 @@ def a2a_solo_microbatches(pp, vp, nmb, full_recompute):
     mean_w = (J * c + J * (J - 1) + (pp - J) * cap) / pp / vp
     solo = np.where(pp == 1, 1.0, np.where(vp > 1, mean_w, nmb))
     return np.minimum(np.where(full_recompute, nmb, solo), nmb)
+
+
+def _expected_max(n: float) -> float:
+    """Expected largest of n standard normal draws, Blom's approximation Phi^-1((n - 0.375) / (n + 0.25))
+    (Blom 1958, Statistical Estimates and Transformed Beta-Variables); 0 for one draw."""
+    return NormalDist().inv_cdf((n - 0.375) / (n + 0.25)) if n > 1 else 0.0
+
+
+def routing_imbalance(m: ModelSpec, ep, balancing: str):
+    """Busiest EP rank's routed tokens over the mean under real (not force-balanced) routing, per layout: a rank
+    holds n = E / ep experts whose loads scatter with a coefficient of variation sigma (constants.ROUTING_CV, by
+    the stack's load-balancing method, measured); the busiest of ep ranks carries 1 + sigma x E[max of ep
+    normals] / sqrt(n) of the mean (a sum of n independent loads). One rank (ep = 1) has no busier peer: 1; a
+    stack that does not state its balancing (unstated) prices none."""
+    e = m.moe
+    ep = np.asarray(ep, dtype=float)
+    if e is None or balancing == "unstated":
+        return np.ones_like(ep)
+    sigma = K.ROUTING_CV[balancing]
+    z = np.vectorize(_expected_max, otypes=[float])(ep)
+    return 1.0 + sigma * z / np.sqrt(e.num_experts / np.maximum(ep, 1.0))

@@ -37,3 +37,24 @@ def extra_flops_per_token(rec, model_flops_per_token, selective_flops_per_token)
     """HFU's extra FLOPs: full recompute runs one more forward (a third of fwd+bwd), selective the
     forward FLOPs of the recomputed modules."""
     return np.where(rec == FULL, model_flops_per_token / 3, np.where(rec == SELECTIVE, selective_flops_per_token, 0.0))
+
+
+def layer_share(sw, num_layers: int) -> float:
+    """Share of the layers torchtitan's per-layer SAC fully checkpoints (stack selective_ac = layer, N =
+    selective_ac_every): a block is wrapped when its running count % N == 0 (pytorch/torchtitan@9dec370ad:
+    torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block, ptd_checkpoint_wrapper._count;
+    the same at @038d5fd1b), floor(L / N) of L blocks. 0 for any other policy."""
+    if sw.selective_ac != "layer" or num_layers <= 0:
+        return 0.0
+    return (num_layers // max(int(sw.selective_every), 1)) / num_layers
+
+
+def transient(rec, sw):
+    """Where one layer's full activations live again during backward: under full recompute (its forward re-runs),
+    and under torchtitan's selective policies, which re-run the forward of a whole block (per-layer SAC: the
+    checkpointed blocks; op-level SAC: every op but the saved ones) before its backward."""
+    rec = np.asarray(rec)
+    out = rec == FULL
+    if sw.selective_ac in ("op", "layer"):
+        out = out | (rec == SELECTIVE)
+    return out
