@@ -1,5 +1,5 @@
-"""Shared CLI plumbing: the flags several commands take, --json output, progress bars on stderr. Rendering
-shared by commands is perfmodel/render.py."""
+"""Shared CLI plumbing: the flags several commands take, --json output, progress bars on stderr. The commands'
+text is perfmodel/render/."""
 
 from __future__ import annotations
 
