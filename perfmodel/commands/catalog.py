@@ -26,7 +26,7 @@ from perfmodel.specs.catalog import (
     stack_doc,
     stack_row,
 )
-from perfmodel.specs.hardware import HardwareSpec, load_hardware, resolve_hardware
+from perfmodel.specs.hardware import load_hardware, resolve_hardware
 from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import catalog_ids
 from perfmodel.specs.stack import apply_overrides, load_stack, stack_ids
@@ -81,8 +81,12 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], ker
         st = apply_overrides(load_stack(ref), sets)
         doc = stack_doc(st)
         return emit_json(doc) if as_json else print_stack(st, doc)
-    if kind == "hardware" and kernels:
-        return show_kernels(resolve_hardware(ref, sets), as_json)
+    if kind == "hardware" and kernels:  # the component tables of the part's generation (perfmodel/specs/kernels.py)
+        from perfmodel.specs.kernels import report
+
+        hw = resolve_hardware(ref, sets)
+        r = report(hw.id, hw.generation)
+        return emit_json({"id": hw.id, **r}) if as_json else print_kernels(hw, r)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)
         doc = hardware_doc(hw)
@@ -120,11 +124,3 @@ def explain_cmd(*, topic: str, model_ref: str, seq: int | None, convention: str,
 
 
 COMMANDS = [list_cmd, show_cmd, explain_cmd]
-
-
-def show_kernels(hw: HardwareSpec, as_json: bool) -> None:
-    """`show hardware ID --kernels`: the component tables of the part's generation (perfmodel/specs/kernels.py)."""
-    from perfmodel.specs.kernels import report
-
-    r = report(hw.id, hw.generation)
-    return emit_json({"id": hw.id, **r}) if as_json else print_kernels(hw, r)

@@ -6,18 +6,28 @@ Formulas live in perfmodel/economics/tco.py (TCO, $/token, J/token, households) 
 
 from __future__ import annotations
 
-from typing import Callable
+import functools
+from typing import Any, Callable
 
 import click
 from click.core import ParameterSource
 
 from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.costs import compare, run_cost
-from perfmodel.commands.common import emit_json, layout_options, precision_option, spares_option, stack_options
+from perfmodel.commands.common import (
+    LayoutFlags,
+    buyer_option,
+    emit_json,
+    layout_options,
+    precision_option,
+    recompute_option,
+    spares_option,
+    stack_options,
+)
 from perfmodel.core.predict import Options
 from perfmodel.economics.job import reliability_overrides, split_sets
 from perfmodel.economics.reliability import RECOVERIES
-from perfmodel.economics.tco import BUYERS, tco_for
+from perfmodel.economics.tco import tco_for
 from perfmodel.errors import InputError
 from perfmodel.render.economics import print_compare, print_cost, print_tco
 from perfmodel.specs.hardware import resolve_hardware, split_hardware_sets
@@ -27,13 +37,7 @@ from perfmodel.specs.model import load_model
 
 def cost_options(f: Callable) -> Callable:
     opts = [
-        click.option(
-            "--buyer",
-            default="hyperscaler",
-            show_default=True,
-            type=click.Choice(BUYERS),
-            help="buyer type whose cost assumptions apply (perfmodel/costs.toml)",
-        ),
+        buyer_option,
         click.option(
             "--set",
             "sets",
@@ -48,7 +52,17 @@ def cost_options(f: Callable) -> Callable:
     return f
 
 
+RELIABILITY_FLAGS = ("mtbi_gpu_days", "restart_s", "checkpoint_s", "spare_units", "spares", "interval", "recovery")
+
+
 def reliability_options(f: Callable) -> Callable:
+    """The reliability flags, passed to the command as `reliability`: economics.job.reliability_overrides's
+    keyword arguments."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        return f(*args, reliability={k: kw.pop(k) for k in RELIABILITY_FLAGS}, **kw)
+
     opts = [
         click.option(
             "--mtbi-gpu-days",
@@ -92,8 +106,8 @@ def reliability_options(f: Callable) -> Callable:
         ),
     ]
     for o in reversed(opts):
-        f = o(f)
-    return spares_option(f)
+        wrapper = o(wrapper)
+    return spares_option(wrapper)
 
 
 # ---- tco -------------------------------------------------------------------------------------------
@@ -147,73 +161,27 @@ def _relaxed_layout_options(f: Callable) -> Callable:
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def cost_cmd(
     *,
-    model_ref: str,
-    hardware_ref: str,
-    gpus: int,
-    tp: int,
-    pp: int,
-    vp: int,
-    cp: int,
-    ep: int,
-    etp: int | None,
-    fsdp: bool,
-    mbs: int,
-    gbs: int | None,
-    seq: int | None,
-    precision: str,
-    recompute: str,
-    attention: str,
-    routing: str,
+    flags: LayoutFlags,
     measured_tps: float | None,
     tokens: float,
     buyer: str,
     sets: tuple[str, ...],
-    mtbi_gpu_days,
-    restart_s,
-    checkpoint_s,
-    spare_units,
-    spares: str,
-    interval: str,
-    recovery: str,
+    reliability: dict[str, Any],
     as_json: bool,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
 ) -> None:
     """Cost, energy and time of training TOKENS: per 1M tokens, whole run, households; nominal and after reliability."""
     hw_sets, rest = split_hardware_sets(sets)
-    m, hw = load_model(model_ref), resolve_hardware(hardware_ref, hw_sets)
-    warn_context(m, seq)
+    m, hw = flags.specs(hw_sets)
     cost_over, extra = split_sets(rest)
-    rel_over = reliability_overrides(
-        extra,
-        mtbi_gpu_days=mtbi_gpu_days,
-        restart_s=restart_s,
-        checkpoint_s=checkpoint_s,
-        spare_units=spare_units,
-        spares=spares,
-        interval=interval,
-        recovery=recovery,
-    )
-    lay = None
-    if gbs is not None and seq is not None:
-        lay = Layout(
-            gpus=gpus,
-            gbs=gbs,
-            seq=seq,
-            tp=tp,
-            pp=pp,
-            vp=vp,
-            cp=cp,
-            ep=ep,  # type: ignore[arg-type]
-            etp=1 if etp is None else etp,
-            mbs=mbs,
-            fsdp=fsdp,
-            recompute=recompute,
-        )  # type: ignore[arg-type]
-    elif measured_tps is None:
+    rel_over = reliability_overrides(extra, **reliability)
+    gpus, gbs, seq = flags.gpus, flags.gbs, flags.seq
+    lay = flags.layout() if gbs is not None and seq is not None else None
+    if lay is None and measured_tps is None:
         missing = [n for n, v in (("--gbs", gbs), ("--seq", seq)) if v is None]
         raise InputError(" and ".join(missing), "", "required to predict throughput (or pass --tokens-per-s-per-gpu)")
-    opts = Options(precision, attention, routing, stack=stack, stack_set=stack_set)  # type: ignore[arg-type]
+    opts = flags.options(stack, stack_set)
     # the precision bounds a measured throughput's implied MFU only where given (else the fastest precision)
     prec_given = click.get_current_context().get_parameter_source("precision") != ParameterSource.DEFAULT
     r = run_cost(
@@ -254,7 +222,7 @@ def cost_cmd(
 @click.option("--etp", type=int, default=1, show_default=True)
 @click.option("--mbs", type=int, default=1, show_default=True)
 @click.option("--fsdp", is_flag=True)
-@click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"]))
+@recompute_option
 @click.option("--planner/--no-planner", default=True, show_default=True, help="search the best layout per system")
 @click.option("--tokens", type=float, default=1e12, show_default=True, help="tokens to train (run totals)")
 @cost_options
@@ -282,13 +250,7 @@ def compare_cmd(
     tokens: float,
     buyer: str,
     sets: tuple[str, ...],
-    mtbi_gpu_days,
-    restart_s,
-    checkpoint_s,
-    spare_units,
-    spares: str,
-    interval: str,
-    recovery: str,
+    reliability: dict[str, Any],
     as_json: bool,
     stack: str | None = None,
     stack_set: tuple[str, ...] = (),
@@ -298,16 +260,7 @@ def compare_cmd(
     warn_context(m, seq)
     hw_sets, rest = split_hardware_sets(sets)
     cost_over, extra = split_sets(rest)
-    rel_over = reliability_overrides(
-        extra,
-        mtbi_gpu_days=mtbi_gpu_days,
-        restart_s=restart_s,
-        checkpoint_s=checkpoint_s,
-        spare_units=spare_units,
-        spares=spares,
-        interval=interval,
-        recovery=recovery,
-    )
+    rel_over = reliability_overrides(extra, **reliability)
     given = Layout(
         gpus=gpus, gbs=gbs, seq=seq, tp=tp, pp=pp, vp=vp, cp=cp, ep=ep, etp=etp, mbs=mbs, fsdp=fsdp, recompute=recompute
     )  # type: ignore[arg-type]

@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import click
 
-from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.predict_report import predict_report
-from perfmodel.commands.common import emit_json, layout_options, stack_options
-from perfmodel.core import calibration
-from perfmodel.core.predict import Options
+from perfmodel.commands.common import LayoutFlags, emit_json, layout_options, stack_options
 from perfmodel.render.predict import print_prediction
-from perfmodel.specs.hardware import resolve_hardware
-from perfmodel.specs.layout import Layout, default_etp
-from perfmodel.specs.model import load_model
+from perfmodel.specs.layout import default_etp
 
 
 @click.command("predict")
@@ -39,23 +34,7 @@ from perfmodel.specs.model import load_model
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def predict_cmd(
     *,
-    model_ref: str,
-    hardware_ref: str,
-    gpus: int,
-    tp: int,
-    pp: int,
-    vp: int,
-    cp: int,
-    ep: int,
-    etp: int | None,
-    fsdp: bool,
-    mbs: int,
-    gbs: int,
-    seq: int,
-    precision: str,
-    recompute: str,
-    attention: str,
-    routing: str,
+    flags: LayoutFlags,
     sets: tuple[str, ...],
     ignore_memory: bool,
     tokens: float,
@@ -65,23 +44,10 @@ def predict_cmd(
     stack_set: tuple[str, ...] = (),
 ) -> None:
     """Predict one training step of MODEL on HARDWARE with a parallel layout."""
-    m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
-    warn_context(m, seq)
-    opts = Options(precision, attention, routing, calibration.constants(), stack, stack_set)  # type: ignore[arg-type]
-    lay = Layout(
-        gpus=gpus,
-        gbs=gbs,
-        seq=seq,
-        tp=tp,
-        pp=pp,
-        vp=vp,
-        cp=cp,
-        ep=ep,
-        etp=default_etp(m.is_moe, tp, cp, gpus // max(tp * pp * cp, 1), ep) if etp is None else etp,
-        mbs=mbs,
-        fsdp=fsdp,
-        recompute=recompute,
-    )  # type: ignore[arg-type]
+    m, hw = flags.specs(sets)
+    opts = flags.options(stack, stack_set)
+    f = flags
+    lay = f.layout(default_etp(m.is_moe, f.tp, f.cp, f.gpus // max(f.tp * f.pp * f.cp, 1), f.ep))
     res = predict_report(m, hw, lay, opts, tokens=tokens, with_ops=with_ops and as_json, ignore_memory=ignore_memory)
     if as_json:
         return emit_json(res.doc)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from perfmodel.analysis.recipes import check_rows, summary
+from perfmodel.analysis.recipes import check_rows, disagreements, summary
 from perfmodel.analysis.validate import read_csv
 from perfmodel.commands.common import calibration_option, emit_json, stack_options, stderr_progress
 from perfmodel.errors import InputError
@@ -44,12 +44,8 @@ def command(
         checks, skipped, seconds = check_rows(
             rows, base, top_k, lambda i, n: bar.update(task, completed=i), stack, stack_set
         )
-    s = summary(checks, top_k, threshold)
-    s["seconds"] = seconds
-    s["skipped"] = len(skipped)
-    s["stack"] = stack if stack is not None else ("each row's own" if not stack_set else "each row's own + --stack-set")
-    s["stack_set"] = list(stack_set)
-    dis = sorted((c for c in checks if c.gap is None or abs(c.gap) > threshold), key=lambda c: -(abs(c.gap or 0)))
+    s = summary(checks, top_k, threshold, seconds=seconds, skipped=len(skipped), stack=stack, stack_set=stack_set)
+    dis = disagreements(checks, threshold)
     if as_json:
         emit_json({"summary": s, "rows": [asdict(c) for c in checks], "skipped": skipped})
         return

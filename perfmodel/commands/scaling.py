@@ -19,12 +19,14 @@ from perfmodel.analysis.scaling import (
 )
 from perfmodel.analysis.search import parse_constraints
 from perfmodel.commands.common import (
+    PlannerProgress,
+    axis_options,
     convention_options,
     emit_json,
     precision_option,
+    recompute_option,
     spares_option,
     stack_options,
-    stderr_progress,
 )
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options
@@ -60,16 +62,9 @@ from perfmodel.specs.model import load_model
 @click.option(
     "--max", "cap", multiple=True, metavar="AXIS=V", help="with --search: cap an axis, e.g. --max pp=8 (repeatable)"
 )
-@click.option("--tp", type=int, default=1, show_default=True, help="tensor parallel (+ sequence parallel)")
-@click.option("--pp", type=int, default=1, show_default=True, help="pipeline parallel")
-@click.option("--vp", type=int, default=1, show_default=True, help="virtual stages per pipeline rank")
-@click.option("--cp", type=int, default=1, show_default=True, help="context parallel")
-@click.option("--ep", type=int, default=1, show_default=True, help="expert parallel")
-@click.option("--etp", type=int, default=1, show_default=True, help="expert tensor parallel")
-@click.option("--fsdp", is_flag=True, help="shard parameters, grads and optimizer over dp (ZeRO-3)")
-@click.option("--mbs", type=int, default=1, show_default=True, help="micro-batch size (sequences)")
+@axis_options
 @precision_option
-@click.option("--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"]))
+@recompute_option
 @convention_options
 @click.option("--set", "sets", multiple=True, metavar="FIELD=VALUE", help="what-if hardware field (repeatable)")
 @stack_options
@@ -101,14 +96,7 @@ def command(
     use_search: bool,
     fix: tuple[str, ...],
     cap: tuple[str, ...],
-    tp: int,
-    pp: int,
-    vp: int,
-    cp: int,
-    ep: int,
-    etp: int,
-    fsdp: bool,
-    mbs: int,
+    axes: dict[str, Any],
     precision: str,
     recompute: str,
     attention: str,
@@ -128,22 +116,9 @@ def command(
     warn_context(m, seq)
     gpus = parse_gpu_list(gpus_text)
     opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
-    base = Layout(
-        gpus=gpus[0],
-        gbs=gbs,
-        seq=seq,
-        tp=tp,
-        pp=pp,
-        vp=vp,
-        cp=cp,
-        ep=ep,
-        etp=etp,
-        mbs=mbs,
-        fsdp=fsdp,
-        recompute=recompute,
-    )  # type: ignore[arg-type]
+    base = Layout(gpus=gpus[0], gbs=gbs, seq=seq, recompute=recompute, **axes)  # type: ignore[arg-type]
     given = [f"--{k}" for k in ("tp", "pp", "vp", "cp", "ep", "etp", "mbs") if getattr(base, k) != 1]
-    given += ["--fsdp"] * fsdp + ["--recompute"] * (recompute != "none")
+    given += ["--fsdp"] * base.fsdp + ["--recompute"] * (recompute != "none")
     if use_search and given:
         raise InputError(
             "--search",
@@ -154,20 +129,9 @@ def command(
     if (fix or cap) and not use_search:
         raise InputError("--fix / --max", "", "constrain the planner: use them with --search")
     cons = parse_constraints(fix, cap) if use_search else None
-    at = {"gpus": gpus[0], "done": 0, "total": 0}  # how far the planner got, for a Ctrl-C message
+    prog = PlannerProgress(gpus[0], show=use_search and not as_json)  # a fixed layout takes well under a second
     try:
-        # progress on a terminal's stderr only, for the planner (a fixed layout takes well under a second)
-        with stderr_progress(
-            "{task.description}", "{task.completed}/{task.total} chunks", show=use_search and not as_json
-        ) as bar:
-            tasks: dict[int, Any] = {}
-
-            def step(n: int, done: int, total: int) -> None:
-                at.update(gpus=n, done=done, total=total)
-                if n not in tasks:
-                    tasks[n] = bar.add_task(f"{n:,} GPUs", total=total)
-                bar.update(tasks[n], completed=done, total=total)
-
+        with prog.bar:
             res = scaling(
                 m,
                 hw,
@@ -179,12 +143,11 @@ def command(
                 buyer=buyer,
                 measured=load_runs() if measured and not hw.overridden else None,
                 constraints=cons,
-                on_chunk=step if use_search else None,
+                on_chunk=prog.step if use_search else None,
                 spares=spares,
             )
     except KeyboardInterrupt:
-        got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
-        raise KeyboardInterrupt(f"interrupted {got} of the {at['gpus']:,}-GPU search; no results written") from None
+        raise prog.interrupted() from None
     if not any(p.ok for p in res.points):  # nothing usable to show
         raise InputError(
             "scaling",

@@ -3,58 +3,20 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
 
 import click
 
 from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.planner_report import search_report
 from perfmodel.analysis.scaling import parse_gpu_list
-from perfmodel.analysis.search import OBJECTIVES, SearchResult, parse_constraints, search_sizes
-from perfmodel.commands.common import convention_options, emit_json, precision_option, stack_options, stderr_progress
+from perfmodel.analysis.search import OBJECTIVES, parse_constraints, search_sizes
+from perfmodel.commands.common import PlannerProgress, convention_options, emit_json, precision_option, stack_options
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options
 from perfmodel.errors import warn
 from perfmodel.render.search import print_search
-from perfmodel.specs.hardware import HardwareSpec, resolve_hardware, whatif_fields
+from perfmodel.specs.hardware import resolve_hardware, whatif_fields
 from perfmodel.specs.model import load_model
-
-
-def run_searches(
-    model,
-    hw: HardwareSpec,
-    gpus: list[int],
-    gbs: int,
-    seq: int,
-    opts: Options,
-    objective: str,
-    top_k: int,
-    fix: tuple[str, ...],
-    cap: tuple[str, ...],
-    show_progress: bool,
-    uneven_vp: bool = False,
-) -> list[SearchResult]:
-    cons = parse_constraints(fix, cap, uneven_vp)
-    at = {"gpus": gpus[0], "done": 0, "total": 0}  # how far the search got, for a Ctrl-C message
-
-    def step(done: int, total: int, task) -> None:
-        at.update(done=done, total=total)
-        bar.update(task, completed=done, total=total, visible=total > 1)
-
-    def on_size(n: int) -> Callable[[int, int], None]:
-        at.update(gpus=n, done=0, total=0)
-        task = bar.add_task(f"{n} GPUs", total=None)
-        return lambda done, total: step(done, total, task)
-
-    try:
-        # progress on a terminal's stderr only: never mixed into --json, never written into a log file
-        with stderr_progress("{task.description}", "{task.completed}/{task.total} chunks", show_progress) as bar:
-            results = search_sizes(model, hw, gpus, gbs, seq, opts, objective, top_k, cons, on_size)
-    except KeyboardInterrupt:
-        where = f" of the {at['gpus']:,}-GPU search" if len(gpus) > 1 else ""
-        got = f"after {at['done']} of {at['total']} chunks" if at["total"] else "before the first chunk was scored"
-        raise KeyboardInterrupt(f"interrupted {got}{where}; no results written") from None
-    return results
 
 
 @click.command("search")
@@ -120,9 +82,13 @@ def command(
     warn_context(model, seq)
     gpus = parse_gpu_list(gpus_text)
     opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
-    results = run_searches(
-        model, hw, gpus, gbs, seq, opts, objective, top_k, fix, cap, show_progress=not as_json, uneven_vp=uneven_vp
-    )
+    cons = parse_constraints(fix, cap, uneven_vp)
+    prog = PlannerProgress(gpus[0], show=not as_json)
+    try:
+        with prog.bar:
+            results = search_sizes(model, hw, gpus, gbs, seq, opts, objective, top_k, cons, prog.on_size)
+    except KeyboardInterrupt:
+        raise prog.interrupted(where=len(gpus) > 1) from None
     out, top, front, values = search_report(model, hw, gpus, gbs, seq, opts, objective, top_k, results, fix, cap)
     out["seconds"] = time.perf_counter() - t0
     warn(out.get("suggestion_warning"))

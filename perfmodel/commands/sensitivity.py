@@ -7,18 +7,13 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from perfmodel import api
-from perfmodel.analysis.checks import memory_error, warn_context
+from perfmodel.analysis.checks import require_fits
 from perfmodel.analysis.sensitivity import plot_sweep, sensitivity, sweep
-from perfmodel.commands.common import emit_json, layout_options, stack_options
-from perfmodel.core.calibration import constants
-from perfmodel.core.predict import Options, stack_info
+from perfmodel.commands.common import LayoutFlags, emit_json, layout_options, stack_options
+from perfmodel.core.predict import stack_info
 from perfmodel.errors import InputError
 from perfmodel.render import console
 from perfmodel.render.sensitivity import print_sensitivity, print_sweep
-from perfmodel.specs.hardware import resolve_hardware
-from perfmodel.specs.layout import Layout
-from perfmodel.specs.model import load_model
 
 
 @click.command("sensitivity")
@@ -49,23 +44,7 @@ from perfmodel.specs.model import load_model
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def sensitivity_cmd(
     *,
-    model_ref: str,
-    hardware_ref: str,
-    gpus: int,
-    tp: int,
-    pp: int,
-    vp: int,
-    cp: int,
-    ep: int,
-    etp: int | None,
-    fsdp: bool,
-    mbs: int,
-    gbs: int,
-    seq: int,
-    precision: str,
-    recompute: str,
-    attention: str,
-    routing: str,
+    flags: LayoutFlags,
     sets: tuple[str, ...],
     sweeps: tuple[str, ...],
     plot_path: str | None,
@@ -76,23 +55,8 @@ def sensitivity_cmd(
 ) -> None:
     """Elasticity of step time and cost per token to each hardware parameter, ranked (which knob matters),
     or --sweep tables."""
-    m, hw = load_model(model_ref), resolve_hardware(hardware_ref, sets)
-    warn_context(m, seq)
-    lay = Layout(
-        gpus=gpus,
-        gbs=gbs,
-        seq=seq,
-        tp=tp,
-        pp=pp,
-        vp=vp,
-        cp=cp,
-        ep=ep,
-        etp=1 if etp is None else etp,
-        mbs=mbs,
-        fsdp=fsdp,
-        recompute=recompute,
-    )  # type: ignore[arg-type]
-    opts = Options(precision, attention, routing, constants(), stack, stack_set)  # type: ignore[arg-type]
+    m, hw = flags.specs(sets)
+    lay, opts, precision = flags.layout(), flags.options(stack, stack_set), flags.precision
     head = {
         "model": m.id,
         "hardware": hw.id,
@@ -100,24 +64,20 @@ def sensitivity_cmd(
         "precision": precision,
         **stack_info(opts, m, hw),
     }
-    title = f"{m.name} on {gpus} x {hw.id}, {precision}"
+    title = f"{m.name} on {lay.gpus} x {hw.id}, {precision}"
     if plot_path and not sweeps:
         raise InputError("--plot", plot_path, "needs --sweep (the heat map shows a sweep)")
     if sweeps:
         sw = sweep(m, hw, lay, opts, list(sweeps))
         if plot_path:
-            plot_sweep(sw, plot_path, f"tokens/s per GPU: {m.id}, {gpus} x {hw.id}, {precision}")
+            plot_sweep(sw, plot_path, f"tokens/s per GPU: {m.id}, {lay.gpus} x {hw.id}, {precision}")
         if as_json:
             return emit_json({**head, **sw.to_dict(), **({"plot": plot_path} if plot_path else {})})
         print_sweep(sw, title, opts, m, hw)
         if plot_path:
             console.print(f"heat map written to {escape(plot_path)}")
         return None
-    base = api.predict(m, hw, lay, precision, attention, routing, stack=stack, stack_set=stack_set)
-    if not bool(base.fits[0]):  # elasticities of a layout that cannot run mean nothing
-        raise memory_error(
-            m, hw, lay, base.row(0), precision, attention, routing, ignore_flag=False, stack=stack, stack_set=stack_set
-        )
+    require_fits(m, hw, lay, opts)  # elasticities of a layout that cannot run mean nothing
     s = sensitivity(m, hw, lay, opts, rel)
     if as_json:
         return emit_json({**head, **s.to_dict()})

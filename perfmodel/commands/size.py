@@ -13,6 +13,7 @@ import click
 from perfmodel.analysis.checks import warn_context
 from perfmodel.analysis.sizing import DEFAULT_BATCH_TOKENS, size_constraints, size_systems
 from perfmodel.commands.common import (
+    buyer_option,
     convention_options,
     emit_json,
     precision_option,
@@ -23,7 +24,6 @@ from perfmodel.commands.common import (
 from perfmodel.core.calibration import constants
 from perfmodel.core.predict import Options
 from perfmodel.economics.job import split_sets
-from perfmodel.economics.tco import BUYERS
 from perfmodel.errors import InputError
 from perfmodel.render.size import print_sizing
 from perfmodel.specs.hardware import HardwareSpec, resolve_hardware, split_hardware_sets
@@ -56,13 +56,7 @@ from perfmodel.specs.model import load_model
     default=None,
     help=f"global batch (sequences) [default: {DEFAULT_BATCH_TOKENS:,} tokens / seq, a power of two]",
 )
-@click.option(
-    "--buyer",
-    default="hyperscaler",
-    show_default=True,
-    type=click.Choice(BUYERS),
-    help="buyer type whose cost assumptions apply (perfmodel/costs.toml)",
-)
+@buyer_option
 @click.option(
     "--set",
     "sets",

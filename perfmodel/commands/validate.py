@@ -78,9 +78,6 @@ def _columns_help() -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="machine-readable output")
 def validate_cmd(*, file: str | None, by_key: str, as_json: bool) -> None:
-    """Predict every measured run of FILE.csv (validation/README.md schema) and report the errors.
-    Without FILE: every measured set shipped with perfmodel (validation/runs.csv and
-    validation/independent/*.csv), with a per-set table."""
     paths = [file] if file else [str(p) for p in shipped_sets()]
     report = merge([run_validation(p) for p in paths])
     path = (
