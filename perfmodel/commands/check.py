@@ -9,22 +9,12 @@ from pathlib import Path
 
 import click
 
-from perfmodel.analysis.logcheck import WARMUP_ITERS, check, check_log, write_csv
+from perfmodel.analysis.logcheck import WARMUP_ITERS, check, check_log, field_overrides, write_csv
 from perfmodel.commands.common import emit_json, stack_options
 from perfmodel.errors import InputError
 from perfmodel.render.check import print_check
 
 __all__ = ["check_cmd", "check_log"]  # check_log: the library entry, kept importable from here
-
-
-def _kv(items: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k.strip():
-            raise InputError("--arg", it, "expected NAME=VALUE (an argument-dump or job-config field)")
-        out[k.strip()] = v.strip()
-    return out
 
 
 @click.command("check")
@@ -73,7 +63,7 @@ def check_cmd(
             "a measured-run row names catalog hardware or a spec file: write the "
             "what-if hardware (--set) to a TOML file and pass it as --hardware",
         )
-    fields = _kv(args)
+    fields = field_overrides(args)
     if megatron_args:  # Megatron-LM's argparse table (analysis/megatron_args.py): the dump fields the flags set
         from perfmodel.analysis.megatron_args import parse
 
