@@ -48,6 +48,7 @@ FLAGS = {
     "objective": "--objective",
     "buyer": "--buyer",
     "scaling_max_gpus": "--scaling-max-gpus",
+    "arg": "--arg",
 }
 
 

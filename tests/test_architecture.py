@@ -3,8 +3,8 @@ parse, call the library and render, and no function with more than 16 positional
 
 Layers, lowest first: errors; specs (what goes in); core (the performance model) and economics (dollars and
 joules, which read no prediction); api (the Python facade over core) and analysis (what reads predictions);
-report (the HTML report) and render (text rendering shared by commands); commands and the CLI on top. An
-import under `if TYPE_CHECKING:` is for annotations only and not an edge."""
+report (the HTML report) and render (the commands' text, one module per command group); commands and the CLI
+on top. An import under `if TYPE_CHECKING:` is for annotations only and not an edge."""
 
 from __future__ import annotations
 

@@ -1257,9 +1257,9 @@ def test_breakdown_shows_raw_communication_beside_exposed_and_the_overlap_that_h
     switch (moe_a2a_overlap) with the share it grants; one without raw keys shows the exposed times alone. Raw
     keys never become a term of their own."""
     from perfmodel import render
-    from perfmodel.commands.predict import print_breakdown
     from perfmodel.core.calibration import constants
     from perfmodel.core.software import resolve
+    from perfmodel.render.predict import print_breakdown
     from perfmodel.specs.hardware import load_hardware
 
     monkeypatch.setattr(render.console, "width", 200)

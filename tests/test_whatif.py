@@ -354,7 +354,7 @@ def test_sensitivity_sweep_json_and_plot(capsys, tmp_path: Path):
 
 
 def test_effect_percent_keeps_its_sign():
-    from perfmodel.commands.sensitivity import signed_percent
+    from perfmodel.render.sensitivity import signed_percent
 
     assert [signed_percent(c) for c in (-0.0668, -0.0085, 0.000989, -0.000316, -0.0000499, 0.0000178, 0.0, 0.012)] == [
         "-6.7%",
@@ -400,7 +400,7 @@ def test_sensitivity_table_never_prints_a_negative_effect_as_plus(capsys, monkey
     assert -0.0005 < nic["change_high"] < 0
     assert "+10% NIC bandwidth -> -0.03% step time" in out
     assert "+0.0%" not in out and "-0.0%" not in out
-    from perfmodel.commands.sensitivity import signed_percent
+    from perfmodel.render.sensitivity import signed_percent
 
     for e in d["elasticities"]:
         shown = signed_percent(e["change_high"])

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perfmodel import api
+from perfmodel.core.predict import Options
 from perfmodel.errors import InputError, warn
 from perfmodel.specs.counts import flops_per_token
 from perfmodel.specs.hardware import PRECISIONS, HardwareSpec
@@ -252,3 +253,14 @@ def memory_error(
         f"{memory_reason(row['memory_bytes_per_gpu'], row['hbm_bytes'], hw.id)}; "
         f"{hint}" + (" (or --ignore-memory)" if ignore_flag else ""),
     )
+
+
+def require_fits(m: ModelSpec, hw: HardwareSpec, lay: Layout, opts: Options) -> None:
+    """memory_error (without --ignore-memory) where `lay` does not fit in HBM: what reads its prediction further
+    (elasticities, cost) would mean nothing for a layout that cannot run."""
+    o = opts
+    p = api.predict(m, hw, lay, o.precision, o.attention, o.routing, o.consts, o.stack, o.stack_set)
+    if not bool(p.fits[0]):
+        raise memory_error(
+            m, hw, lay, p.row(0), o.precision, o.attention, o.routing, o.consts, False, o.stack, o.stack_set
+        )

@@ -702,6 +702,17 @@ def _prediction(run: Run, hw: HardwareSpec, meas: Measured, st: RunStack) -> dic
     }
 
 
+def field_overrides(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """NAME=VALUE items (check's --arg) as the log fields they add or override."""
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k.strip():
+            raise InputError("arg", it, "expected NAME=VALUE (an argument-dump or job-config field)")
+        out[k.strip()] = v.strip()
+    return out
+
+
 def check(
     path: str,
     hardware: str | None = None,

@@ -145,7 +145,18 @@ def check_rows(
     return out, skipped, time.perf_counter() - t0
 
 
-def summary(checks: list[RecipeCheck], top_k: int, threshold: float) -> dict:
+def summary(
+    checks: list[RecipeCheck],
+    top_k: int,
+    threshold: float,
+    *,
+    seconds: float = 0.0,
+    skipped: int = 0,
+    stack: str | None = None,
+    stack_set: tuple[str, ...] = (),
+) -> dict:
+    """What `recipes` reports of `checks`: how often the planner's top-`top_k` contains or beats the recipe, the
+    disagreements over `threshold`, and the run (its seconds, rows skipped, the stack the rows ran with)."""
     n = len(checks)
     disagree = [c for c in checks if c.gap is None or abs(c.gap) > threshold]
     return {
@@ -162,4 +173,15 @@ def summary(checks: list[RecipeCheck], top_k: int, threshold: float) -> dict:
         "disagreements": len(disagree),
         "planner_faster": sum(1 for c in disagree if c.gap is not None and c.gap > threshold),
         "recipe_faster": sum(1 for c in disagree if c.gap is not None and c.gap < -threshold),
+        "seconds": seconds,
+        "skipped": skipped,
+        "stack": stack
+        if stack is not None
+        else ("each row's own" if not stack_set else "each row's own + --stack-set"),
+        "stack_set": list(stack_set),
     }
+
+
+def disagreements(checks: list[RecipeCheck], threshold: float) -> list[RecipeCheck]:
+    """The checks whose gap exceeds `threshold` (or that have none), largest first."""
+    return sorted((c for c in checks if c.gap is None or abs(c.gap) > threshold), key=lambda c: -(abs(c.gap or 0)))

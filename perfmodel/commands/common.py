@@ -1,17 +1,23 @@
-"""Shared CLI plumbing: the flags several commands take, --json output, progress bars on stderr. Rendering
-shared by commands is perfmodel/render.py."""
+"""Shared CLI plumbing: the flags several commands take, --json output, progress bars on stderr. The commands'
+text is perfmodel/render/."""
 
 from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
 from rich.console import Console
 
+from perfmodel.analysis.checks import warn_context
+from perfmodel.core.predict import Options
+from perfmodel.economics.tco import BUYERS
 from perfmodel.jsonable import to_jsonable
-from perfmodel.specs.hardware import PRECISIONS
+from perfmodel.specs.hardware import PRECISIONS, HardwareSpec, resolve_hardware
+from perfmodel.specs.layout import Layout
+from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.specs.stack import check_stack
 
 if TYPE_CHECKING:
@@ -36,39 +42,62 @@ def stderr_progress(label: str, count: str, show: bool = True) -> Progress:
     )
 
 
+class PlannerProgress:
+    """The planner's progress on a terminal's stderr (stderr_progress), one bar per GPU count, and how far it got:
+    the one line a Ctrl-C prints (perfmodel.cli, exit 130)."""
+
+    def __init__(self, gpus: int, show: bool) -> None:
+        self.bar = stderr_progress("{task.description}", "{task.completed}/{task.total} chunks", show)
+        self.tasks: dict[int, Any] = {}
+        self.gpus, self.done, self.total = gpus, 0, 0
+
+    def on_size(self, n: int) -> Callable[[int, int], None]:
+        """search_sizes' callback: the search at `n` GPUs starts, and reports (done, total) chunks."""
+        self.gpus, self.done, self.total = n, 0, 0
+        self.tasks[n] = self.bar.add_task(f"{n:,} GPUs", total=None)
+        return lambda done, total: self.step(n, done, total, visible=total > 1)
+
+    def step(self, n: int, done: int, total: int, visible: bool = True) -> None:
+        """`done` of `total` chunks scored at `n` GPUs (scaling's on_chunk)."""
+        self.gpus, self.done, self.total = n, done, total
+        if n not in self.tasks:
+            self.tasks[n] = self.bar.add_task(f"{n:,} GPUs", total=total)
+        self.bar.update(self.tasks[n], completed=done, total=total, visible=visible)
+
+    def interrupted(self, where: bool = True) -> KeyboardInterrupt:
+        got = f"after {self.done} of {self.total} chunks" if self.total else "before the first chunk was scored"
+        of = f" of the {self.gpus:,}-GPU search" if where else ""
+        return KeyboardInterrupt(f"interrupted {got}{of}; no results written")
+
+
 def emit_json(obj: Any) -> None:
     click.echo(json.dumps(to_jsonable(obj), indent=2))
 
 
-def _precision() -> Callable:
-    return click.option(
-        "--precision",
-        default="bf16",
-        show_default=True,
-        type=click.Choice(PRECISIONS),
-        help="number format of the GEMMs",
-    )
+_precision = click.option(
+    "--precision",
+    default="bf16",
+    show_default=True,
+    type=click.Choice(PRECISIONS),
+    help="number format of the GEMMs",
+)
 
+_attention = click.option(
+    "--attention",
+    "attention",
+    default="causal",
+    show_default=True,
+    type=click.Choice(["causal", "full"]),
+    help="attention-FLOPs convention for MFU (DGXC recipes count full)",
+)
 
-def _attention() -> Callable:
-    return click.option(
-        "--attention",
-        "attention",
-        default="causal",
-        show_default=True,
-        type=click.Choice(["causal", "full"]),
-        help="attention-FLOPs convention for MFU (DGXC recipes count full)",
-    )
-
-
-def _routing() -> Callable:
-    return click.option(
-        "--routing",
-        default="real",
-        show_default=True,
-        type=click.Choice(["real", "balanced"]),
-        help="MoE routing: real (load imbalance) or force-balanced",
-    )
+_routing = click.option(
+    "--routing",
+    default="real",
+    show_default=True,
+    type=click.Choice(["real", "balanced"]),
+    help="MoE routing: real (load imbalance) or force-balanced",
+)
 
 
 def _use_calibration(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -97,6 +126,15 @@ def calibration_option(f: Callable) -> Callable:
     )(f)
 
 
+buyer_option = click.option(
+    "--buyer",
+    default="hyperscaler",
+    show_default=True,
+    type=click.Choice(BUYERS),
+    help="buyer type whose cost assumptions apply (perfmodel/costs.toml)",
+)
+
+
 def spares_option(f: Callable) -> Callable:
     """--spares charged|excluded: one flag on every economics command (perfmodel/economics/reliability.py)."""
     return click.option(
@@ -111,41 +149,112 @@ def spares_option(f: Callable) -> Callable:
 
 def precision_option(f: Callable) -> Callable:
     """--precision and --calibration FILE, as every predicting command takes them."""
-    return calibration_option(_precision()(f))
+    return calibration_option(_precision(f))
 
 
 def convention_options(f: Callable) -> Callable:
     """--attention (the MFU convention) and --routing (MoE), as every predicting command takes them."""
-    return _attention()(_routing()(f))
+    return _attention(_routing(f))
 
 
-def layout_options(f: Callable) -> Callable:
-    """The layout flags shared by predict, cost, scaling and friends."""
-    opts = [
-        click.option("--model", "model_ref", required=True, help="catalog id or spec file (TOML / HF config.json)"),
-        click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file"),
-        click.option("--gpus", type=int, required=True, help="number of GPUs"),
+recompute_option = click.option(
+    "--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"])
+)
+AXES = ("tp", "pp", "vp", "cp", "ep", "etp", "fsdp", "mbs")  # the parallel axes of a layout, as flags
+
+
+def _axes(etp: Callable) -> list[Callable]:
+    """--tp --pp --vp --cp --ep, then `etp` (--etp, whose default differs by command), --fsdp and --mbs."""
+    return [
         click.option("--tp", type=int, default=1, show_default=True, help="tensor parallel (+ sequence parallel)"),
         click.option("--pp", type=int, default=1, show_default=True, help="pipeline parallel"),
         click.option("--vp", type=int, default=1, show_default=True, help="virtual stages per pipeline rank"),
         click.option("--cp", type=int, default=1, show_default=True, help="context parallel"),
         click.option("--ep", type=int, default=1, show_default=True, help="expert parallel"),
-        click.option(
-            "--etp",
-            type=int,
-            default=None,
-            help="expert tensor parallel [default: tp, as Megatron-Core; 1 for a dense model or where ep*tp does not divide tp*cp*dp]",
-        ),
+        etp,
         click.option("--fsdp", is_flag=True, help="shard parameters, grads and optimizer over dp (ZeRO-3)"),
         click.option("--mbs", type=int, default=1, show_default=True, help="micro-batch size (sequences)"),
+    ]
+
+
+def axis_options(f: Callable) -> Callable:
+    """The parallel axes of a fixed layout (--etp default 1), passed to the command as `axes`: Layout's keyword
+    arguments."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        return f(*args, axes={k: kw.pop(k) for k in AXES}, **kw)
+
+    etp = click.option("--etp", type=int, default=1, show_default=True, help="expert tensor parallel")
+    for o in reversed(_axes(etp)):
+        wrapper = o(wrapper)
+    return wrapper
+
+
+@dataclass(frozen=True)
+class LayoutFlags:
+    """What layout_options parsed, passed to the command as one `flags` argument: the model and hardware as
+    given, the layout and the conventions of the prediction."""
+
+    model_ref: str
+    hardware_ref: str
+    gpus: int
+    tp: int
+    pp: int
+    vp: int
+    cp: int
+    ep: int
+    etp: int | None
+    fsdp: bool
+    mbs: int
+    gbs: int | None
+    seq: int | None
+    precision: str
+    recompute: str
+    attention: str
+    routing: str
+
+    def specs(self, sets: tuple[str, ...] | list[str] = ()) -> tuple[ModelSpec, HardwareSpec]:
+        """The model and the (what-if) hardware; warns where --seq exceeds the model's context."""
+        m, hw = load_model(self.model_ref), resolve_hardware(self.hardware_ref, sets)
+        warn_context(m, self.seq)
+        return m, hw
+
+    def layout(self, etp: int = 1) -> Layout:
+        """The layout, with `etp` where --etp is not given."""
+        kw = {k: getattr(self, k) for k in ("gpus", "gbs", "seq", *AXES, "recompute")}
+        return Layout(**{**kw, "etp": etp if self.etp is None else self.etp})
+
+    def options(self, stack: str | None, stack_set: tuple[str, ...]) -> Options:
+        """The prediction options (the active calibration's constants)."""
+        return Options(self.precision, self.attention, self.routing, stack=stack, stack_set=stack_set)  # type: ignore[arg-type]
+
+
+def layout_options(f: Callable) -> Callable:
+    """The layout flags shared by predict, cost and sensitivity, passed to the command as `flags` (LayoutFlags)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        return f(*args, flags=LayoutFlags(**{k.name: kw.pop(k.name) for k in fields(LayoutFlags)}), **kw)
+
+    opts = [
+        click.option("--model", "model_ref", required=True, help="catalog id or spec file (TOML / HF config.json)"),
+        click.option("--hardware", "hardware_ref", required=True, help="catalog id or TOML spec file"),
+        click.option("--gpus", type=int, required=True, help="number of GPUs"),
+        *_axes(
+            click.option(
+                "--etp",
+                type=int,
+                default=None,
+                help="expert tensor parallel [default: tp, as Megatron-Core; 1 for a dense model or where ep*tp does not divide tp*cp*dp]",
+            )
+        ),
         click.option("--gbs", type=int, required=True, help="global batch (sequences)"),
         click.option("--seq", type=int, required=True, help="sequence length (tokens)"),
-        _precision(),
-        click.option(
-            "--recompute", default="none", show_default=True, type=click.Choice(["none", "selective", "full"])
-        ),
-        _attention(),
-        _routing(),
+        _precision,
+        recompute_option,
+        _attention,
+        _routing,
     ]
     if not any(p.name == "sets" for p in getattr(f, "__click_params__", [])):  # a command's own --set wins
         opts.append(
@@ -159,8 +268,8 @@ def layout_options(f: Callable) -> Callable:
             )
         )
     for o in reversed(opts):
-        f = o(f)
-    return calibration_option(f)
+        wrapper = o(wrapper)
+    return calibration_option(wrapper)
 
 
 # ---- the software stack: --stack ID|FILE, --stack-set FEATURE=VALUE ----------------------------------------

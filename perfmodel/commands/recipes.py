@@ -6,21 +6,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import click
-from rich.markup import escape
 
-from perfmodel.analysis.recipes import check_rows, summary
+from perfmodel.analysis.recipes import check_rows, disagreements, summary
 from perfmodel.analysis.validate import read_csv
 from perfmodel.commands.common import calibration_option, emit_json, stack_options, stderr_progress
 from perfmodel.errors import InputError
-from perfmodel.render import console, table
-from perfmodel.specs.layout import layout_text
+from perfmodel.render.recipes import print_recipes
 from perfmodel.specs.specfile import data_dir
-
-SHOWN = 20  # disagreements printed as a table (every row is in --json)
-
-
-def _lay(d: dict | None) -> str:
-    return layout_text(d or None)
 
 
 @click.command("recipes")
@@ -52,53 +44,12 @@ def command(
         checks, skipped, seconds = check_rows(
             rows, base, top_k, lambda i, n: bar.update(task, completed=i), stack, stack_set
         )
-    s = summary(checks, top_k, threshold)
-    s["seconds"] = seconds
-    s["skipped"] = len(skipped)
-    s["stack"] = stack if stack is not None else ("each row's own" if not stack_set else "each row's own + --stack-set")
-    s["stack_set"] = list(stack_set)
-    dis = sorted((c for c in checks if c.gap is None or abs(c.gap) > threshold), key=lambda c: -(abs(c.gap or 0)))
+    s = summary(checks, top_k, threshold, seconds=seconds, skipped=len(skipped), stack=stack, stack_set=stack_set)
+    dis = disagreements(checks, threshold)
     if as_json:
         emit_json({"summary": s, "rows": [asdict(c) for c in checks], "skipped": skipped})
         return
-    console.print(f"[bold]planner vs recipes[/]: {s['rows']} rows checked ({s['skipped']} skipped) in {seconds:.1f} s")
-    console.print(escape(f"  stack: {s['stack']}" + (f" + --stack-set {', '.join(stack_set)}" if stack_set else "")))
-    console.print(
-        f"  planner's top-{top_k} contains or beats the recipe: {s['contained_or_beaten']}/{s['rows']} "
-        f"({(s['share_contained_or_beaten'] or 0):.0%}); recipe itself in top-{top_k}: {s['recipe_in_top_k']}, "
-        f"ranked 1st: {s['recipe_rank_1']}"
-    )
-    console.print(
-        f"  recipe outside the planner's space: {s['recipe_outside_space']}; recipe predicted OOM: "
-        f"{s['recipe_predicted_oom']}; median gap best/recipe - 1: {(s['median_gap'] or 0):+.1%}"
-    )
-    console.print(
-        f"  disagreements > {threshold:.0%}: {s['disagreements']} (planner faster {s['planner_faster']}, "
-        f"recipe faster {s['recipe_faster']})"
-    )
-    shown = dis[:SHOWN]
-    more = f"; the {len(shown)} largest of {len(dis)} shown, all in --json" if len(dis) > len(shown) else ""
-    t = table(
-        f"disagreements > {threshold:.0%} (gap = planner best / recipe - 1, predicted{more})",
-        ["run", "recipe", "rank", "planner best", "gap", "reason"],
-        [
-            [
-                c.run_id,
-                _lay(c.recipe),
-                f"{c.rank}/{c.candidates}",
-                _lay(c.best),
-                f"{c.gap:+.0%}" if c.gap is not None else "-",
-                c.reason,
-            ]
-            for c in shown
-        ],
-    )
-    t.columns[0].overflow = "fold"  # a run id cut to "am-gptoss120b-h…" names nothing
-    for i in (1, 3, 5):
-        t.columns[i].justify = "left"
-    console.print(t)
-    if skipped:
-        console.print(table("skipped rows", ["run", "reason"], [[k["run_id"], k["reason"]] for k in skipped]))
+    print_recipes(s, dis, skipped, top_k, threshold, stack_set)
 
 
 COMMANDS = [command]

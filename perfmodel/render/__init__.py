@@ -1,6 +1,7 @@
-"""Text rendering shared by the commands: rich tables that never cut a cell, SI units, the stack line of an
-output header, and the drawn-power and energy rows of a job (predict, cost, compare). Rendering that belongs
-to one command stays in that command."""
+"""The commands' text. This module: what several commands share (rich tables that never cut a cell, SI units,
+the stack line of an output header, the drawn-power and energy rows of a job); one module per command group
+(render/predict.py, render/economics.py, ...) prints that group's documents. Rendering formats what the
+library returned; it predicts nothing."""
 
 from __future__ import annotations
 
