@@ -16,17 +16,17 @@ def test_legal_interleaving():
     assert got.tolist() == [False, True, True, True, False]
 
 
-def test_p2p_time():
+def test_boundary_p2p_time():
     hw = toy_hw()
     # Ts = 1024 rows x h 1024 x 2 B = 2,097,152 B; neighbours tp*cp*dp = 2*1*2 = 4 apart share NVLink (200 GB/s busbw):
     # one send at NCCL's per-pair send/recv rate (K.NCCL_P2P_PEER_BW 8e10, below the link's 2e11): 2097152 / 8e10 + 10 us;
     # 2 vp sends per micro-batch (activation forward, gradient backward)
     one = 2097152 / 8e10 + 10e-6
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 3.0, hw)) == pytest.approx(6 * one, rel=1e-12)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0  # no pipeline
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 3.0, hw)) == pytest.approx(6 * one, rel=1e-12)
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 1.0, 1.0, hw)) == 0.0  # no pipeline
     # tp 2 x cp 2 x dp 2 = 8 apart: the next domain, over the NIC (40 GB/s)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 2.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 2.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(
         2 * (2097152 / 4e10 + 20e-6), rel=1e-12
     )
 
@@ -35,13 +35,13 @@ def test_p2p_neighbours_just_inside_a_domain():
     # neighbours 2 x 1 x 5 = 10 ranks apart, pp 2: 20 GPUs. A 20-GPU domain holds every pipeline: NVLink at the
     # per-pair rate
     inside = 2 * (2097152 / 8e10 + 10e-6)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=20))) == pytest.approx(
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=20))) == pytest.approx(
         inside, rel=1e-12
     )
     # an 11-GPU domain: GPU 0's pipeline (GPUs 0, 10) shares it, but dp rank 1's (GPUs 1, 11) crosses its edge, and
     # the step waits for the slowest pipeline rank: the boundary over the NIC (4e10) + 20 us
     edge = 2 * (2097152 / 4e10 + 20e-6)
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=11))) == pytest.approx(
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 5.0, 2.0, 1.0, toy_hw(domain=11))) == pytest.approx(
         edge, rel=1e-12
     )
 
@@ -51,10 +51,10 @@ def test_p2p_pipeline_spanning_domains():
     # side of the edge, so the slowest rank's boundary is the NIC's: 2 x (2097152 / 4e10 + 20 us). pp 2 on the same
     # stride fits one domain (8 GPUs): NVLink
     hw = toy_hw()
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 4.0, 1.0, hw)) == pytest.approx(
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 4.0, 1.0, hw)) == pytest.approx(
         2 * (2097152 / 4e10 + 20e-6), rel=1e-12
     )
-    assert float(pp.p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(
+    assert float(pp.boundary_p2p_time(1024.0, 1024, 2.0, 1.0, 2.0, 2.0, 1.0, hw)) == pytest.approx(
         2 * (2097152 / 8e10 + 10e-6), rel=1e-12
     )
 
@@ -160,8 +160,10 @@ def test_p2p_worked_case_zero_bubble_interleaved_row():
 
     hw = load_hardware("a100-sxm-80gb")
     one = 25165824 / 80e9 + 8.4e-6
-    got = float(pp.p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 4.0, hw))
+    got = float(pp.boundary_p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 4.0, hw))
     assert got == pytest.approx(8 * one, rel=1e-12)
     assert 8 * one == pytest.approx(2.5838e-3, rel=1e-4)
     # the same boundary on plain 1F1B (vp 1): 2 sends per micro-batch
-    assert float(pp.p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 1.0, hw)) == pytest.approx(2 * one, rel=1e-12)
+    assert float(pp.boundary_p2p_time(3 * 1024.0, 4096, 1.0, 1.0, 1.0, 8.0, 1.0, hw)) == pytest.approx(
+        2 * one, rel=1e-12
+    )

@@ -294,7 +294,7 @@ class ParsedLog:
     gzip_truncated: bool = False
 
 
-def software_of(log: ParsedLog) -> str:
+def software_label(log: ParsedLog) -> str:
     """The software release the log names: 'NeMo 25.09' from a NeMo Framework container banner, else ''."""
     if log.container_release and "nemo" in log.container.lower():
         return f"NeMo {log.container_release}"

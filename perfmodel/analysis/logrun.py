@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, get_args
 
-from perfmodel.analysis.logparse import ParsedLog, software_of
+from perfmodel.analysis.logparse import ParsedLog, software_label
 from perfmodel.errors import InputError
 from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import ModelSpec, load_model
@@ -897,7 +897,7 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     read: list[str] = []
     stated = megatron_stack_sets(f, recompute, precision, notes, read)
     states = "Megatron-Bridge config" if "num_layers" in f.labels else "Megatron-LM argument dump"
-    built.run = Run(model, how, lay, precision, framework, notes, stated, read, software_of(log), states=states)
+    built.run = Run(model, how, lay, precision, framework, notes, stated, read, software_label(log), states=states)
     return built
 
 

@@ -376,7 +376,7 @@ def _stages(
     per_layer = [sum(k.parts.values()) + k.recompute for k in kinds]
     layers = sum(cnt[i] * per_layer[i][:, None] for i in range(len(kinds)))
     compute_s = pp_par.stage_compute(layers, has_emb, embed[:, None], has_head, head[:, None])
-    p2p = pp_par.p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
+    p2p = pp_par.boundary_p2p_time(g(w.Ts), m.hidden_size, tp, cp, dp, pp, vp, hw)
     t_stage = pp_par.stage_seconds(compute_s, p2p[:, None], pp_share(sw, vp)[:, None], mult > 0)
     pp_exp_s = exposed(p2p[:, None], compute_s, pp_share(sw, vp)[:, None])  # the breakdown's part of it
     t_max = t_stage.max(axis=1)

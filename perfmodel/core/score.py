@@ -258,7 +258,8 @@ def _tables(
     fl = seen[pkey]
     one = np.empty(ukeys.size, np.intp)
     one[fl[::-1]] = np.arange(B - 1, -1, -1)  # a representative row of each
-    p2p = pp_par.p2p_time(tab["Ts"][u[one]], m.hidden_size, tp[one], cp[one], dp[one], pp[one], vp[one], hw)[fl]
+    Ts = tab["Ts"][u[one]]
+    p2p = pp_par.boundary_p2p_time(Ts, m.hidden_size, tp[one], cp[one], dp[one], pp[one], vp[one], hw)[fl]
 
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
     # (tp, cp, pp, vp, ep, etp), gathered back by `run`

@@ -221,7 +221,7 @@ def legal_interleaving(pp, vp, nmb) -> np.ndarray:
     return (vp <= 1) | (pp <= 1) | (np.mod(nmb, pp) == 0)
 
 
-def p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
+def boundary_p2p_time(Ts, h: int, tp, cp, dp, pp, vp, hw):
     """Send activations forward and gradients backward, once per virtual chunk per micro-batch: 2 vp sends
     of one micro-batch's sequence-parallel activation (tokens/tp x hidden, bf16; Megatron-Core
     get_tensor_shapes); neighbours are tp*cp*dp ranks apart (order tp-cp-ep-dp-pp). Where neighbours share a
