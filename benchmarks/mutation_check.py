@@ -18,12 +18,13 @@ each runs against a copy of the checkout in a temporary folder, first on the pat
 Skipped: `0 * x` (a broadcast helper, not a formula). Perturbing a*b*c is the same whichever * is scaled, so a
 product is one site; a sum gives one site per term.
 
-The tests run for each module are listed in TARGETS (its worked cases, tests/test_cost_*.py, and the older
-hand-case files); snapshot-style tests (none in tests/ today; benchmarks/snapshot.py is not a test) are never
-run. A mutation is caught when a test fails or the mutated module no longer imports; one that cannot change any
-number the package produces is listed in EQUIVALENT with the reason, and counted apart. Each mutation runs in
-a forked child of this process (numpy, sympy, pydantic, pytest imported once, before forking; the child
-imports the sandbox's perfmodel and runs pytest -x), two at a time: ~580 mutations in ~8 minutes on 2 cores.
+The tests run for each module are listed in TARGETS (its worked cases, tests/core/test_<module>.py or
+tests/core/parallel/, and the topic files with hand cases for it); snapshot-style tests (none in tests/ today;
+benchmarks/snapshot.py is not a test) are never run. A mutation is caught when a test fails or the mutated
+module no longer imports; one that cannot change any number the package produces is listed in EQUIVALENT with
+the reason, and counted apart. Each mutation runs in a forked child of this process (numpy, sympy, pydantic,
+pytest imported once, before forking; the child imports the sandbox's perfmodel and runs pytest -x), two at a
+time: ~580 mutations in ~8 minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -43,39 +44,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # module -> the test files run for each of its mutations
-T_PAR = ["tests/test_cost_parallel.py"]
-T_MEM = ["tests/test_cost_memory.py", "tests/test_memory.py"]
-T_WL = ["tests/test_cost_workload.py"]
-T_PRED = ["tests/test_cost_predict.py", "tests/test_predict.py"]
+T_PAR = ["tests/core/parallel/test_parallel.py"]
+T_MEM = ["tests/core/test_memory.py"]
+T_WL = ["tests/core/test_workload.py"]
+T_PRED = ["tests/core/test_predict.py"]
 TARGETS: dict[str, list[str]] = {
-    "perfmodel/core/compute.py": [
-        "tests/test_cost_compute.py",
-        "tests/test_cost_cost.py",
-        "tests/test_cost_predict.py",
+    "perfmodel/core/compute.py": ["tests/core/test_compute.py", "tests/core/test_price.py", *T_PRED],
+    "perfmodel/core/comm.py": ["tests/core/test_comm.py", *T_PAR],
+    "perfmodel/core/topology.py": [
+        "tests/core/test_comm.py",
+        "tests/core/test_topology.py",
+        "tests/core/test_path_store.py",
     ],
-    "perfmodel/core/comm.py": ["tests/test_cost_comm.py", "tests/test_cost_parallel.py"],
-    "perfmodel/core/topology.py": ["tests/test_cost_comm.py", "tests/test_topology.py", "tests/test_path_store.py"],
-    "perfmodel/core/overlap.py": ["tests/test_cost_overlap.py", "tests/test_cost_parallel.py"],
-    "perfmodel/core/price.py": ["tests/test_cost_cost.py", "tests/test_cost_predict.py", "tests/test_dense_rows.py"],
-    "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + ["tests/test_moe_rows.py"],
+    "perfmodel/core/overlap.py": ["tests/core/test_overlap.py", *T_PAR],
+    "perfmodel/core/price.py": ["tests/core/test_price.py", *T_PRED, "tests/core/test_dense_rows.py"],
+    "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + ["tests/specs/test_moe_rows.py"],
     "perfmodel/core/parallel/tp.py": T_PAR + T_WL + T_PRED,
     "perfmodel/core/parallel/cp.py": T_PAR,
-    "perfmodel/core/parallel/ep.py": T_PAR + ["tests/test_a2a_overlap.py"],
+    "perfmodel/core/parallel/ep.py": T_PAR + ["tests/core/parallel/test_a2a_overlap.py"],
     "perfmodel/core/parallel/dp.py": T_PAR + T_PRED,
     "perfmodel/core/parallel/recompute.py": T_PAR + T_PRED,
-    "perfmodel/core/parallel/pp.py": [
-        "tests/test_pp.py",
-        "tests/test_cost_pp.py",
-        "tests/test_cost_memory.py",
-        "tests/test_cost_predict.py",
-    ],
-    "perfmodel/core/memory.py": T_MEM + T_PRED + ["tests/test_dense_rows.py", "tests/test_forks.py"],
+    "perfmodel/core/parallel/pp.py": ["tests/core/parallel/test_pp.py", *T_MEM, *T_PRED],
+    "perfmodel/core/memory.py": T_MEM + T_PRED + ["tests/core/test_dense_rows.py", "tests/core/test_forks.py"],
     "perfmodel/core/workload.py": T_WL
     + T_MEM
-    + ["tests/test_forks.py", "tests/test_dense_rows.py", "tests/test_moe_rows.py"],
+    + ["tests/core/test_forks.py", "tests/core/test_dense_rows.py", "tests/specs/test_moe_rows.py"],
     "perfmodel/core/predict.py": T_PRED
     + T_MEM
-    + ["tests/test_a2a_overlap.py", "tests/test_forks.py", "tests/test_dense_rows.py"],
+    + ["tests/core/parallel/test_a2a_overlap.py", "tests/core/test_forks.py", "tests/core/test_dense_rows.py"],
 }
 # copied into the sandbox (data folders are linked: read only)
 COPY = ("perfmodel", "tests")

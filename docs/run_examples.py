@@ -29,7 +29,7 @@ size's "...GPUs; 1.8 s". A block preceded (on the line before its fence) by
     <!-- example: skip -->        is left as written and never run.
 
 Examples run in file order, so one may use a file an earlier one wrote (write such files under /tmp, never in the
-checkout). tests/test_docs.py checks, without running them, that every example names a perfmodel subcommand.
+checkout). tests/cli/test_docs.py checks, without running them, that every example names a perfmodel subcommand.
 """
 
 from __future__ import annotations

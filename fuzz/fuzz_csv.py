@@ -9,7 +9,7 @@ Run standalone (longer than the test suite does):
     python fuzz/fuzz_csv.py                    # hypothesis, 1000 examples per target
     python fuzz/fuzz_csv.py --examples 10000
     python fuzz/fuzz_csv.py --atheris [atheris args]     # coverage-guided read_csv, needs `pip install atheris`
-tests/test_fuzz.py runs the same targets with a small bounded number of examples.
+tests/cli/test_fuzz.py runs the same targets with a small bounded number of examples.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Run standalone (longer than the test suite does):
     python fuzz/fuzz_specs.py                  # hypothesis, 2000 examples per target
     python fuzz/fuzz_specs.py --examples 20000
     python fuzz/fuzz_specs.py --atheris [atheris args]     # coverage-guided, needs `pip install atheris`
-tests/test_fuzz.py runs the same targets with a small bounded number of examples.
+tests/cli/test_fuzz.py runs the same targets with a small bounded number of examples.
 """
 
 from __future__ import annotations

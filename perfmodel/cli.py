@@ -3,7 +3,7 @@ click command named `command`; this module only collects them and turns InputErr
 message with exit status 2 (never a traceback).
 
 Commands load lazily: `perfmodel predict ...` imports perfmodel.commands.predict only, and `perfmodel
---help` none of them (its listing comes from HELP below, which tests/test_startup.py checks against the
+--help` none of them (its listing comes from HELP below, which tests/cli/test_startup.py checks against the
 commands themselves). The console script is perfmodel/__main__.py's `run`: this module's `run` (`main`
 plus a fast exit) behind a guard that keeps Ctrl-C clean during the start-up imports too."""
 

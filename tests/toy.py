@@ -1,6 +1,6 @@
 """A toy GPU, toy constants and a toy model with round numbers, so the cost formulas' worked cases in
-tests/test_cost_*.py can be computed by hand. Nothing here is a real product: every efficiency differs from
-every other, so a formula reading the wrong field gives a different number."""
+tests/core/ and tests/core/parallel/ can be computed by hand. Nothing here is a real product: every efficiency
+differs from every other, so a formula reading the wrong field gives a different number."""
 
 from __future__ import annotations
 

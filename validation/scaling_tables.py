@@ -4,7 +4,7 @@ DGXC recipes count it; measured MFU recomputed from measured tokens/s/GPU) measu
 
     python3 validation/scaling_tables.py          # Markdown, paste into README.md "scaling"
 
-Rerun after any change of the cost model or the calibration; tests/test_scaling.py checks the shapes
+Rerun after any change of the cost model or the calibration; tests/analysis/test_scaling.py checks the shapes
 (flat from the smallest to the largest size, levels within 10% of every measured cell)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 for a grid of layouts, score.py's numpy tail for a planner product) and, compiled by core/kernel.py with numba,
 on the scalars of one layout (the planner's compiled loop). They use only arithmetic, comparisons,
 np.maximum / np.minimum and `select` below, which all three callers evaluate in the same order of operations
-(IEEE, no fast-math), so the three agree bit for bit (tests/test_score.py). kernel.py registers every such
+(IEEE, no fast-math), so the three agree bit for bit (tests/core/test_score.py). kernel.py registers every such
 function (TAIL_FUNCTIONS of each module) with numba when it loads; nothing here imports numba."""
 
 from __future__ import annotations

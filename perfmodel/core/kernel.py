@@ -9,7 +9,7 @@ exposed_fsdp), overlap.py (exposed, exposed_pair), memory.py (rank_state, rank_a
 rank_dummies, rank_total) and predict.py (step_seconds) -- which numba compiles from their Python source
 (`numba.extending.register_jitable`), `elementwise.select` as a scalar `a if c else b`. predict_grid and
 score's numpy tail call the same functions on arrays, in the same order of operations (IEEE, no fast-math),
-so the three agree bit for bit: tests/test_score.py asserts it on every sampled layout.
+so the three agree bit for bit: tests/core/test_score.py asserts it on every sampled layout.
 
 Why the dependency: numpy evaluates each term as a pass over arrays of every layout (memory traffic on
 temporaries, ~0.3 µs per layout here); one fused loop keeps a layout's values in registers. Loading numba

@@ -20,7 +20,7 @@ The step tail is written once: its formulas are elementwise functions in the mod
 overlap.py, memory.py rank_state / rank_activations / rank_logits / rank_dummies / rank_held / rank_total,
 predict.step_seconds; core/elementwise.py), which predict_grid calls on [n, ...] arrays, the numpy tail on the
 product's axes and kernel.tail, compiled, on one layout's scalars. Only the loops and reductions over
-signatures and memory ranks are the callers' own. tests/test_score.py asserts that the result equals
+signatures and memory ranks are the callers' own. tests/core/test_score.py asserts that the result equals
 predict_grid on every layout of sampled grids to 1e-12 relative (it is bit-identical) and the kernel the numpy
 tail bit for bit; benchmarks/search_bench.py compares the full benchmark grids.
 """
