@@ -439,11 +439,11 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "G >= groups",
     ): "at G == groups both branches give R = group_topk: group_topk G / groups = group_topk, and "
     "G (1 - C(G - 1, t) / C(G, t)) = G t / G = group_topk",
-    **{
-        ("perfmodel/core/parallel/cp.py", "exchange", w): "cp >= 1 differs only at cp = 1, where the all-to-all / "
-        "all-gather over one rank is 0 anyway"
-        for w in ("np.asarray(cp) > 1", "np.asarray(cp) > 1 #2")
-    },
+    (
+        "perfmodel/core/parallel/cp.py",
+        "exchange",
+        "np.asarray(cp) > 1",
+    ): "cp >= 1 differs only at cp = 1, where the all-to-all / all-gather over one rank is 0 anyway",
     (
         "perfmodel/core/parallel/cp.py",
         "ring_exchange",
