@@ -48,8 +48,12 @@ T_PAR = ["tests/core/parallel/test_parallel.py"]
 T_MEM = ["tests/core/test_memory.py"]
 T_WL = ["tests/core/test_workload.py"]
 T_PRED = ["tests/core/test_predict.py"]
+# the worked cases of the stacks read in session 8 (torchtitan's SAC / AsyncTP / CP allgather / float8, DeepSpeed's
+# engines) and of the measured component tables (grouped GEMM, attention occupancy, routing imbalance)
+T_STK = ["tests/core/test_torchtitan.py", "tests/core/test_deepspeed.py"]
+T_KRN = ["tests/specs/test_kernels.py"]
 TARGETS: dict[str, list[str]] = {
-    "perfmodel/core/compute.py": ["tests/core/test_compute.py", "tests/core/test_price.py", *T_PRED],
+    "perfmodel/core/compute.py": ["tests/core/test_compute.py", "tests/core/test_price.py", *T_PRED, *T_KRN],
     "perfmodel/core/comm.py": ["tests/core/test_comm.py", *T_PAR],
     "perfmodel/core/topology.py": [
         "tests/core/test_comm.py",
@@ -58,19 +62,22 @@ TARGETS: dict[str, list[str]] = {
     ],
     "perfmodel/core/overlap.py": ["tests/core/test_overlap.py", *T_PAR],
     "perfmodel/core/price.py": ["tests/core/test_price.py", *T_PRED, "tests/core/test_dense_rows.py"],
-    "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + ["tests/specs/test_moe_rows.py"],
-    "perfmodel/core/parallel/tp.py": T_PAR + T_WL + T_PRED,
-    "perfmodel/core/parallel/cp.py": T_PAR,
-    "perfmodel/core/parallel/ep.py": T_PAR + ["tests/core/parallel/test_a2a_overlap.py"],
-    "perfmodel/core/parallel/dp.py": T_PAR + T_PRED,
-    "perfmodel/core/parallel/recompute.py": T_PAR + T_PRED,
+    "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + T_STK + T_KRN + ["tests/specs/test_moe_rows.py"],
+    "perfmodel/core/parallel/tp.py": T_PAR + T_WL + T_PRED + T_STK,
+    "perfmodel/core/parallel/cp.py": T_PAR + T_STK,
+    "perfmodel/core/parallel/ep.py": T_PAR + T_KRN + ["tests/core/parallel/test_a2a_overlap.py"],
+    "perfmodel/core/parallel/dp.py": T_PAR + T_PRED + T_STK,
+    "perfmodel/core/parallel/recompute.py": T_PAR + T_PRED + T_STK,
     "perfmodel/core/parallel/pp.py": ["tests/core/parallel/test_pp.py", *T_MEM, *T_PRED],
-    "perfmodel/core/memory.py": T_MEM + T_PRED + ["tests/core/test_dense_rows.py", "tests/core/test_forks.py"],
+    "perfmodel/core/memory.py": T_MEM + T_PRED + T_STK + ["tests/core/test_dense_rows.py", "tests/core/test_forks.py"],
     "perfmodel/core/workload.py": T_WL
     + T_MEM
+    + T_STK
+    + T_KRN
     + ["tests/core/test_forks.py", "tests/core/test_dense_rows.py", "tests/specs/test_moe_rows.py"],
     "perfmodel/core/predict.py": T_PRED
     + T_MEM
+    + T_STK
     + ["tests/core/parallel/test_a2a_overlap.py", "tests/core/test_forks.py", "tests/core/test_dense_rows.py"],
 }
 # copied into the sandbox (data folders are linked: read only)
