@@ -17,7 +17,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -25,13 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from perfmodel.analysis.validate import read_csv, row_inputs  # noqa: E402
-from perfmodel.core.predict import Options, predict_grid  # noqa: E402
+from perfmodel.analysis.validate import predict_row, read_csv, row_inputs  # noqa: E402
 from perfmodel.economics.reliability import assess, reliability_inputs  # noqa: E402
 from perfmodel.economics.tco import HOUSEHOLD_J_PER_YEAR, TCO, run_cost, tco_for  # noqa: E402
 from perfmodel.specs.counts import param_counts  # noqa: E402
 from perfmodel.specs.hardware import load_hardware  # noqa: E402
-from perfmodel.specs.layout import LayoutGrid  # noqa: E402
 
 CSV = ROOT / "validation" / "runs.csv"
 TOLERANCE = 0.03
@@ -109,11 +107,12 @@ def throughputs(predict: bool = True) -> dict[str, Throughput]:
             measured = run.report_mfu * hw.peak("fp8") / flops_per_token
         prow = rows[run.predict_row or run.measured_row]
         pm, phw, play, popts = row_inputs(prow, CSV.parent)
-        if run.precision:
-            popts = Options(precision=run.precision, attention=popts.attention, routing=popts.routing)
-        predicted = (
-            float(predict_grid(pm, phw, LayoutGrid.of(play), popts).tokens_per_s_per_gpu[0]) if predict else None
-        )
+        if run.precision:  # the row's stack and conventions, at the report's precision
+            popts = replace(popts, precision=run.precision)
+        # predicted as validate predicts the row: an unpublished recompute mode is the stack's if it fits, else
+        # the lightest that fits (validate.predict_row)
+        published = bool((prow.get("recompute") or "").strip())
+        predicted = float(predict_row(pm, phw, play, popts, published)[0].tokens_per_s_per_gpu[0]) if predict else None
         out[run.key] = Throughput(
             run.key, m, hw, play.gpus if run.predict_row else lay.gpus, measured, predicted, run.note
         )

@@ -481,7 +481,7 @@ def _inferred_modes(fits: np.ndarray, model, hw, opts: Options) -> np.ndarray:
     return np.where(fits[stated], stated, mode)
 
 
-def _predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
+def predict_row(model, hw, lay: Layout, opts: Options, recompute_published: bool) -> tuple[Prediction, str]:
     """Predict a measured row. When the source does not say which recompute it used: the stack's own
     policy if it fits in HBM, else the lightest recompute mode (none, selective, full) whose predicted
     memory fits (the run must have fit)."""
@@ -531,8 +531,8 @@ class _Scored(NamedTuple):
 def _score_group(rows: list[_Row]) -> list[_Scored]:
     """Rows sharing model, hardware, options and whether recompute is published: one predict_grid call.
     Element-wise the cost model does not depend on the other layouts of the grid, so each row gets
-    the bit-identical numbers `_predict_row` gives it alone. Unpublished recompute: the three modes are
-    scored side by side (n rows each) and each row takes the lightest that fits, as `_predict_row`."""
+    the bit-identical numbers `predict_row` gives it alone. Unpublished recompute: the three modes are
+    scored side by side (n rows each) and each row takes the lightest that fits, as `predict_row`."""
     r0 = rows[0]
     grid = LayoutGrid.from_layouts([r.lay for r in rows])
     if r0.published:
@@ -561,7 +561,7 @@ def _score(rows: list[_Row]) -> list[_Scored | Exception]:
             for j in idx:
                 r = rows[j]
                 try:
-                    one, inferred = _predict_row(r.model, r.hw, r.lay, r.opts, r.published)
+                    one, inferred = predict_row(r.model, r.hw, r.lay, r.opts, r.published)
                     scored.append(_Scored(one, 0, inferred))
                 except (InputError, ValueError, KeyError) as exc:
                     scored.append(exc)

@@ -62,14 +62,14 @@ def _bits(x: float) -> str:
 
 
 def _per_row_reference(rows: list[dict], base: Path) -> tuple[list[tuple], list[dict]]:
-    """The pre-batching validate loop: every row predicted alone (V._predict_row, one-layout grids)."""
+    """The pre-batching validate loop: every row predicted alone (V.predict_row, one-layout grids)."""
     out, unsupported = [], []
     for i, row in enumerate(rows):
         rid = (row.get("run_id") or f"row{i + 2}").strip()
         try:
             model, hw, lay, opts = V.row_inputs(row, base)
             published = bool((row.get("recompute") or "").strip())
-            p, inferred = V._predict_row(model, hw, lay, opts, published)
+            p, inferred = V.predict_row(model, hw, lay, opts, published)
         except (InputError, ValueError, KeyError) as exc:
             unsupported.append({"run_id": rid, "row": i + 2, "reason": str(exc)})
             continue

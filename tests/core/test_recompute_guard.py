@@ -5,7 +5,7 @@ policies (op-level and per-layer SAC) are predicted (test_torchtitan.py)."""
 import pytest
 
 from perfmodel.analysis.search import search
-from perfmodel.analysis.validate import _mode_fits, _mode_grid, _predict_row
+from perfmodel.analysis.validate import _mode_fits, _mode_grid, predict_row
 from perfmodel.core.predict import Options, predict_grid
 from perfmodel.errors import InputError
 from perfmodel.specs.hardware import load_hardware
@@ -48,5 +48,5 @@ def test_validate_never_infers_selective_without_modules():
     assert grid.recompute.tolist() == [0, 0, 2]
     p = predict_grid(m, hw, grid, opts)
     assert _mode_fits(p, 1, selective=False)[1].tolist() == [False]
-    _, used = _predict_row(m, hw, Layout(gpus=8, gbs=64, seq=4096, tp=1), opts, recompute_published=False)
+    _, used = predict_row(m, hw, Layout(gpus=8, gbs=64, seq=4096, tp=1), opts, recompute_published=False)
     assert used in ("", "full")
