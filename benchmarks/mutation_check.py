@@ -63,8 +63,8 @@ TARGETS: dict[str, list[str]] = {
     "perfmodel/core/overlap.py": ["tests/core/test_overlap.py", *T_PAR],
     "perfmodel/core/price.py": ["tests/core/test_price.py", *T_PRED, "tests/core/test_dense_rows.py"],
     "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + T_STK + T_KRN + ["tests/specs/test_moe_rows.py"],
-    "perfmodel/core/parallel/tp.py": T_PAR + T_WL + T_PRED + T_STK,
-    "perfmodel/core/parallel/cp.py": T_PAR + T_STK,
+    "perfmodel/core/parallel/tp.py": ["tests/core/parallel/test_tp.py", *T_PAR, *T_WL, *T_PRED, *T_STK],
+    "perfmodel/core/parallel/cp.py": ["tests/core/parallel/test_cp.py", *T_PAR, *T_STK],
     "perfmodel/core/parallel/ep.py": T_PAR + T_KRN + ["tests/core/parallel/test_a2a_overlap.py"],
     "perfmodel/core/parallel/dp.py": T_PAR + T_PRED + T_STK,
     "perfmodel/core/parallel/recompute.py": T_PAR + T_PRED + T_STK,
@@ -456,6 +456,19 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "ring_exchange",
         "np.asarray(cp) > 1",
     ): "cp >= 1 differs only at cp = 1, where the ring's (cp - 1) steps are 0 anyway",
+    (
+        "perfmodel/core/parallel/cp.py",
+        "torch_allgather_exposed",
+        "cp > 1",
+    ): "cp >= 1 differs only at cp = 1, where every torch_allgather record is inactive (active = cp > 1, "
+    "tests/core/parallel/test_cp.py) and prices 0: np.where picks 0 either way",
+    (
+        "perfmodel/core/parallel/tp.py",
+        "async_tp_exposed",
+        "tp > 1 #2",
+    ): "the raw seconds: tp >= 1 differs only at tp = 1, where split_pair's records are groups of tp = 1 rank "
+    "and an all-gather / reduce-scatter over one rank costs 0 (comm.py's size > 1 guards): np.where picks 0 "
+    "either way (the exposed seconds' guard, tp > 1, is not equivalent: a reduce-scatter's memory pass is not 0)",
     (
         "perfmodel/core/parallel/dp.py",
         "grad_and_param_times",
