@@ -482,6 +482,19 @@ EQUIVALENT: dict[tuple[str, str, str], str] = {
         "left term expert of expert + cnt[k] * e",
     ): "only the last layer kind (moe: workload.build lists dense first) has expert parameters, so `expert` is "
     "still 0 whenever a non-zero term is added to it",
+    (
+        "perfmodel/core/parallel/ep.py",
+        "_expected_max",
+        "n > 1",
+    ): "n >= 1 differs only at n = 1 (ep is a whole number >= 1), where Blom's fraction (1 - 0.375) / (1 + 0.25) = "
+    "0.5 exactly and Phi^-1(0.5) = 0.0 exactly (statistics.NormalDist: q = p - 0.5 = 0 scales the rational "
+    "approximation), the 0.0 of the other branch",
+    (
+        "perfmodel/core/workload.py",
+        "op_sac",
+        "aug term mm of count += mm",
+    ): "mm is a Python bool (`not (...) and g.module != ...`), and the mutation helper leaves booleans unchanged "
+    "(_mut_ returns a bool as is): the mutant is the same program",
     **{("perfmodel/core/parallel/pp.py", f, "pp > 1"): PP_ONE for f in ("pipeline_seconds", "in_flight")},
     (
         "perfmodel/core/parallel/pp.py",

@@ -59,6 +59,20 @@ def test_layer_activation_bytes_per_policy():
     assert kept == pytest.approx([LAYER, SELECTIVE, INPUT], rel=REL)
 
 
+def test_layer_activation_bytes_per_layer_sac():
+    """torchtitan per-layer SAC (layer_share > 0): that share of the layers is fully checkpointed and keeps only its
+    input, the rest keep everything, so selective keeps share x input + (1 - share) x full per layer on average;
+    full and none as before. One block in four (share 1/4): 2,097,152 / 4 + 3/4 x 38,830,080."""
+    (layer,) = build(
+        toy_dense(), LayoutGrid.of(Layout(gpus=2, gbs=2, seq=2048, tp=2)), False, 1.0, C, toy_sw(toy_dense(), HW, C)
+    ).layers
+    kept, full = layer_activation_bytes(layer, np.array([0, 1, 2]), layer_share=0.25)
+    assert full == pytest.approx(LAYER, rel=REL)
+    assert kept == pytest.approx([LAYER, INPUT / 4 + 3 * LAYER / 4, INPUT], rel=REL)
+    kept, _ = layer_activation_bytes(layer, np.array([1]), layer_share=0.5)
+    assert kept == pytest.approx([(INPUT + LAYER) / 2], rel=REL)
+
+
 def test_per_rank_memory_1f1b():
     parts, stages = _mem()
     # rank 0: weights 2 B + grads 2 B of 31,590,400; Adam 12 B of 31,590,400 / dp 2; activations of 2 layers

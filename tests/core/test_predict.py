@@ -544,3 +544,77 @@ def test_factorised_grid_equals_one_layout_at_a_time():
         one = predict_many(m, "gb200-nvl72", g.take(np.array([i])))
         assert one.step_time_s[0] == pytest.approx(many.step_time_s[i], rel=1e-12)
         assert one.memory_bytes_per_gpu[0] == pytest.approx(many.memory_bytes_per_gpu[i], rel=1e-12)
+
+
+# ---- price_kind: the collectives priced by their own mechanism, per-layer SAC ---------------------------------
+
+
+def _kind(stack, sets=(), m=None, **lay):
+    """(KindPrice, price.price_layer's LayerTime, workload, layer, stack) of the toy dense layer under a preset."""
+    from perfmodel.core import price
+    from perfmodel.core.predict import price_kind
+    from perfmodel.core.software import resolve
+    from perfmodel.core.workload import build
+
+    m = m or toy_dense()
+    sw = resolve(stack, tuple(sets), m.id, False, HW, "bf16", C)
+    ws = build(m, LayoutGrid.of(Layout(**{**dict(gpus=8, gbs=8, seq=2048), **lay})), False, 1.0, C, sw)
+    (layer,) = ws.layers
+    return price_kind(layer, ws, HW, "bf16", C, sw), price.price_layer(layer, HW, "bf16", C, sw), ws, layer, sw
+
+
+def test_async_tp_seconds_enter_exposed_raw_recompute_and_selective():
+    """PyTorch AsyncTP (torchtitan-2025-asynctp, op-level SAC) at tp 2: every TP collective is a split-pair record
+    priced by its own mechanism (parallel/tp.async_tp_exposed: exposed fwd, bwd, raw fwd, raw bwd, the forward of
+    the all-gathers op-level SAC re-runs), none by the shared overlap budget. So the layer's exposed TP seconds are
+    the mechanism's forward + backward, its raw TP seconds the raw forward + backward; full recompute re-runs the
+    forward's exposed part (the forward compute + the forward exposure) and selective recompute, besides the
+    re-run ops' compute, the re-run all-gathers' exposure."""
+    from perfmodel.core.parallel import tp as tp_par
+
+    kp, t, ws, layer, sw = _kind("torchtitan-2025-asynctp", tp=2)
+    assert sw.async_tp and sw.selective_ac == "op" and set(t.comm) == {"mechanism"}
+    f, b, rf, rb, sel = (float(np.ravel(x)[0]) for x in tp_par.async_tp_exposed(layer, HW, "bf16", C, ws.tp, True))
+    assert min(f, b, rf, rb, sel) > 0
+    assert float(kp.parts["tp_comm"][0]) == pytest.approx(f + b, rel=REL)
+    assert float(kp.raw["tp_comm"][0]) == pytest.approx(rf + rb, rel=REL)
+    assert float(kp.fwd[0]) == pytest.approx(float(t.compute_f[0]) + f, rel=REL)
+    assert float(kp.selective_f[0]) == pytest.approx(float(t.selective_f[0]) + sel, rel=REL)
+    assert float(kp.parts["cp_comm"][0]) == float(kp.raw["cp_comm"][0]) == 0.0  # cp 1: no rotation
+
+
+def test_cp_allgather_seconds_enter_exposed_raw_and_recompute():
+    """PyTorch CP's all-gather rotation (torchtitan-2025, cp_comm torch_allgather) at cp 2, tp 1: the K/V
+    all-gathers and the dK/dV hops are priced by their own mechanism (parallel/cp.torch_allgather_exposed: exposed
+    fwd, bwd, raw fwd, raw bwd), outside the shared budget: the layer's exposed CP seconds are its forward +
+    backward, the raw ones its raw forward + backward, and full recompute re-runs the forward all-gather's exposed
+    part with the forward compute (tp 1: no TP seconds)."""
+    from perfmodel.core.parallel import cp as cp_par
+
+    kp, t, ws, layer, sw = _kind("torchtitan-2025", cp=2)
+    assert sw.cp_comm == "torch_allgather"
+    f, b, rf, rb = (float(np.ravel(x)[0]) for x in cp_par.torch_allgather_exposed(layer, t.attn_f, t.attn_b, ws.cp, HW))
+    assert min(f, b, rf, rb) > 0
+    assert float(kp.parts["cp_comm"][0]) == pytest.approx(f + b, rel=REL)
+    assert float(kp.raw["cp_comm"][0]) == pytest.approx(rf + rb, rel=REL)
+    assert float(kp.fwd[0]) == pytest.approx(float(t.compute_f[0]) + f, rel=REL)
+    assert float(kp.parts["tp_comm"][0]) == 0.0
+
+
+def test_per_layer_sac_recomputes_a_share_of_the_forward_flops():
+    """torchtitan per-layer SAC (selective_ac = layer, every 2nd block): floor(4 / 2) = 2 of the toy's 4 layers are
+    fully checkpointed, share 1/2, so selective recompute re-runs half of each layer's forward: seconds 1/2 x the
+    forward full recompute re-runs, FLOPs 1/2 x (GEMMs + attention). Toy dense at tp 2 (separate projections:
+    the same FLOPs as fused), T = 2048: GEMM FLOPs 2 T n_mm / tp = 2 x 2048 x 15,204,352 / 2; attention
+    2 x 8 heads / 2 x 256 x 2048 queries x 1024.5 keys (causal) = 2048 x 2048 x 1024.5, share 1 (no windows)."""
+    kp, t, ws, layer, sw = _kind("torchtitan-2025", ("selective_ac=layer",), tp=2)
+    gemm_flops = 2 * 2048 * NMM / 2
+    attn_flops = 2 * 8 / 2 * 256 * 2048 * 1024.5
+    assert float(np.ravel(kp.selective_flops)[0]) == pytest.approx(0.5 * (gemm_flops + attn_flops), rel=REL)
+    assert float(kp.selective_f[0]) == pytest.approx(0.5 * float(kp.fwd[0]), rel=REL)
+    # a window of 512 on every other layer: each attention core counts at its share of the layers, 1/2 at
+    # 1024.5 keys per query and 1/2 at (512 x 513 / 2 + 1536 x 512) / 2048 = 448.125 (test_workload.py)
+    att = dict(kind="gqa", num_heads=8, num_kv_heads=2, head_dim=128, window=512, global_every=2)
+    kw, *_ = _kind("torchtitan-2025", ("selective_ac=layer",), m=toy_dense(attention=att), tp=2)
+    win_flops = 2048 * 2048 * (0.5 * 1024.5 + 0.5 * 448.125)
+    assert float(np.ravel(kw.selective_flops)[0]) == pytest.approx(0.5 * (gemm_flops + win_flops), rel=REL)

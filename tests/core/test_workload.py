@@ -542,3 +542,137 @@ def test_gemm_priced_on_declared_axes_equals_every_row():
         got = _gemm_on(rec, HW, "bf16", C, lambda axes: (first, inv))
         want = gemm_fwd_bwd(rec, HW, "bf16", C)
         assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+# ---- stack-shaped records: separate projections, attention occupancy, split TP, torchao float8, op-level SAC ----
+
+
+def test_separate_projections_shapes():
+    """projections = separate (torchtitan Attention.forward: wq, wk, wv; FeedForward.forward: w2(silu(w1 x) * w3 x)):
+    the same Megatron-Core shapes as the fused GEMMs, one GEMM per weight. Toy dense at tp 2, T = 2048 rows, h 1024:
+    wq N = 8 heads x 128 / tp = 512, wk and wv N = 2 KV heads x 128 / tp = 128 each (the fused 768 split 512 + 128 +
+    128), all K = h; wo K = 1024 / tp = 512; w1 and w3 N = 4096 / tp = 2048 each (the fused up/gate 4096 split in
+    two), K = h; w2 K = 4096 / tp = 2048, N = h. Column-parallel GEMMs N / tp, row-parallel K / tp (Shoeybi et al.
+    2019 §3)."""
+    layer = _build_sw(toy_dense(), ("projections=separate",)).layers[0]
+    s = {k: v[:3] for k, v in _shapes(layer).items()}
+    assert s == {
+        "q proj": (2048, 512, 1024),
+        "k proj": (2048, 128, 1024),
+        "v proj": (2048, 128, 1024),
+        "out proj": (2048, 1024, 512),
+        "mlp gate": (2048, 2048, 1024),
+        "mlp up": (2048, 2048, 1024),
+        "mlp down": (2048, 1024, 2048),
+    }
+    assert [g.name for g in layer.gemms][:4] == ["q proj", "k proj", "v proj", "out proj"]  # execution order
+    # at tp 4 every column-parallel N and row-parallel K halves again; h stays
+    s4 = {k: v[:3] for k, v in _shapes(_build_sw(toy_dense(), ("projections=separate",), tp=4).layers[0]).items()}
+    assert s4["q proj"] == (2048, 256, 1024) and s4["k proj"] == s4["v proj"] == (2048, 64, 1024)
+    assert s4["out proj"] == (2048, 1024, 256) and s4["mlp gate"] == s4["mlp up"] == (2048, 1024, 1024)
+    assert s4["mlp down"] == (2048, 1024, 1024)
+
+
+def test_attention_occupancy_work_items():
+    """The flash-attention call's independent work items (kernels.work_items): one thread block per q tile of
+    constants.ATTENTION_TILE_ROWS = 128 query rows (FlashAttention-2 §3.3) per local head per sequence of the
+    micro-batch: mbs x heads / tp x ceil(seq / cp / 128). Toy dense (8 heads)."""
+
+    def items(**lay):
+        (a,) = _build(toy_dense(), **lay).layers[0].attention
+        return float(np.ravel(a.items)[0])
+
+    assert items() == 1 * (8 / 2) * 16  # mbs 1, tp 2, 2048 rows / 128 = 16 tiles
+    # 2064 rows = 16 x 128 + 16: a 17th, partial tile (a tile of 129 rows or more would hold them in 16)
+    assert items(seq=2064) == 4 * 17
+    # 3000 local rows: 23.4 tiles -> 24 (a partial tile is a whole thread block); mbs 2 sequences
+    assert items(seq=3000, mbs=2) == 2 * 4 * 24
+    # cp 2: each rank holds 1500 rows of each sequence -> ceil(11.7) = 12 tiles; tp 4: 2 local heads
+    assert items(seq=3000, mbs=2, cp=2, gpus=16, tp=4) == 2 * 2 * 12
+
+
+def test_split_tp_records_move_the_block_activation():
+    """sw.split_tp (op-level SAC here): each block's TP collectives as four records (parallel/tp.split_pair), every
+    one over the block's gathered activation T x h x 2 B = 2048 x 1024 x 2 = 4,194,304 B; under torchao's float8
+    tensorwise TP styles (fp8_linear = torchao, current scaling, FP8 GEMMs) the forward input all-gather moves the
+    float8 input, T x h x 1 B, and nothing else changes."""
+    ab = 2048 * 1024 * 2
+
+    def nbytes(layer):
+        return {x.name: float(np.ravel(x.nbytes)[0]) for x in layer.comms if " TP: " in x.name}
+
+    names = [
+        f"{blk} TP: {r}"
+        for blk in ("attention", "MLP")
+        for r in (
+            "input all-gather",
+            "input-gradient reduce-scatter",
+            "output reduce-scatter",
+            "output-gradient all-gather",
+        )
+    ]
+    got = nbytes(_build_sw(toy_dense(), ("selective_ac=op",)).layers[0])
+    assert got == {n: ab for n in names}
+    ao = ("selective_ac=op", "fp8_linear=torchao")
+    m = toy_dense()
+    f8 = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2)), True, 1.25, C, toy_sw(m, HW, C, stack_set=ao))
+    assert nbytes(f8.layers[0]) == {n: (ab / 2 if n.endswith("TP: input all-gather") else ab) for n in names}
+
+
+def _fp8_stream(sets):
+    m = toy_dense()
+    w = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2)), True, 1.25, C, toy_sw(m, HW, C, stack_set=sets))
+    return _streams(w.layers[0])["fp8 casts"][:2]
+
+
+def test_torchao_float8_casts():
+    """torchao's float8 linear (fp8_linear = torchao) on the toy dense layer at tp 2 (GEMMs [M, N, K]: qkv [2048, 768,
+    1024], out [2048, 1024, 512], up/gate [2048, 4096, 1024], down [2048, 1024, 2048]):
+      sum M K = 2048 x 4608 = 9,437,184 (GEMM inputs), sum M N = 2048 x 6912 = 14,155,776 (output gradients),
+      sum N K = 768 x 1024 + 1024 x 512 + 4096 x 1024 + 1024 x 2048 = 7,602,176 (weights).
+    fp8_cast_bytes 4 B per element (toy constants), + 2 B amax read under current (tensorwise) scaling.
+    - current: forward casts the inputs (6 x sum M K); backward the output gradients (6 x sum M N) and, the bf16
+      input being what torchao saves, the input again for wgrad (6 x sum M K).
+    - mxfp8: no separate amax pass (4 B); backward adds the output gradient cast along its second axis (4 x sum M N).
+    - rowwise: as mxfp8, plus the gradient GEMMs' fp32 output rescaled, 8 B per dgrad [M, K] and wgrad [N, K]
+      element (2 B more written + 4 B read + 2 B written): 8 x (sum M K + sum N K)."""
+    mk, mn, nk = 2048 * 4608, 2048 * 6912, 7602176
+    assert _fp8_stream(("fp8_linear=torchao",)) == (6 * mk, 6 * mn + 6 * mk)
+    assert _fp8_stream(("fp8_linear=torchao", "fp8_recipe=mxfp8")) == (4 * mk, 4 * mn + 4 * mk + 4 * mn)
+    rw = _fp8_stream(("fp8_linear=torchao", "fp8_recipe=rowwise"))
+    assert rw == (4 * mk, 4 * mn + 4 * mk + 4 * mn + 8 * (mk + nk))
+    # Transformer Engine's linear (the default) casts each input once and saves the quantised copy: no extra
+    assert _fp8_stream(()) == (6 * mk, 6 * mn)
+
+
+def test_op_sac_records():
+    """torchtitan's op-level SAC on the toy dense layer at tp 2 (fused projections: mm 1 qkv, 2 out, 3 up/gate, 4 down;
+    the odd ones saved): saved for backward are the block input, the SDPA outputs (attention output, log-sum-exp:
+    core_attn), the saved mms' outputs 2 B x M x N (qkv 2048 x 768, up/gate 2048 x 4096) and each block's output
+    reduce-scatter output, the gathered 4,194,304 B over tp = 2,097,152 B; every other saved tensor is recomputed
+    (module op_sac). At tp 1 the reduce-scatter moves nothing and its output is the row-parallel GEMM's own: 0 B."""
+    layer = _build_sw(toy_dense(), ("selective_ac=op",)).layers[0]
+    assert [(g.name, g.module) for g in layer.gemms] == [
+        ("qkv proj", ""),
+        ("out proj", "op_sac"),
+        ("mlp up/gate", ""),
+        ("mlp down", "op_sac"),
+    ]
+    base = _saved(_build(toy_dense()).layers[0])
+    keep = {"input", "core_attn"}
+    want = [(n, b, mod if mod in keep else "op_sac") for n, b, mod in base] + [
+        ("qkv proj output (op-SAC saved mm)", 2 * 2048 * 768, "sac_saved"),
+        ("mlp up/gate output (op-SAC saved mm)", 2 * 2048 * 4096, "sac_saved"),
+        ("attention TP: output reduce-scatter (op-SAC saved)", 2048 * 1024 * 2 / 2, "sac_saved"),
+        ("MLP TP: output reduce-scatter (op-SAC saved)", 2048 * 1024 * 2 / 2, "sac_saved"),
+    ]
+    assert _saved(layer) == want
+    one = _saved(_build_sw(toy_dense(), ("selective_ac=op",), tp=1).layers[0])
+    assert [(n, b) for n, b, _ in one if "reduce-scatter" in n] == [
+        ("attention TP: output reduce-scatter (op-SAC saved)", 0.0),
+        ("MLP TP: output reduce-scatter (op-SAC saved)", 0.0),
+    ]
+    assert [(n, b) for n, b, _ in one if "saved mm" in n] == [
+        ("qkv proj output (op-SAC saved mm)", 2 * 2048 * 1536),  # tp 1: the whole 1024 + 512 columns
+        ("mlp up/gate output (op-SAC saved mm)", 2 * 2048 * 8192),
+    ]

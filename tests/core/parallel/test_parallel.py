@@ -93,6 +93,28 @@ def test_dispatchers():
     assert float(ep.dispatch_combine(m, 1e8, 16, 1, "allgather").price(HW)) == pytest.approx(7.5e-3 + 100e-6, rel=REL)
 
 
+def test_routing_imbalance_blom_expected_max():
+    """The busiest of n ranks under real routing: E[max of n standard normals] by Blom's approximation
+    Phi^-1((n - 3/8) / (n + 1/4)) (Blom 1958). n = 2: Phi^-1(1.625 / 2.25 = 0.7222) = 0.5895 (the exact
+    1 / sqrt(pi) = 0.5642); n = 8: Phi^-1(7.625 / 8.25 = 0.92424) = 1.4342 (exact 1.4236); one rank: 0 (no busier
+    peer: Blom's fraction is 0.625 / 1.25 = 1/2, the median, 0 as well). Toy MoE, 16 experts, aux_loss balancing
+    (constants.ROUTING_CV): at ep 8 a rank holds 2 experts, 1 + sigma x 1.4342 / sqrt(2)."""
+    from statistics import NormalDist
+
+    from perfmodel.core import constants as K
+
+    q = NormalDist().inv_cdf
+    assert ep._expected_max(2) == pytest.approx(q(1.625 / 2.25), rel=REL)
+    assert ep._expected_max(2) == pytest.approx(0.5895, abs=1e-4)
+    assert ep._expected_max(8) == pytest.approx(q(7.625 / 8.25), rel=REL)
+    assert ep._expected_max(8) == pytest.approx(1.4342, abs=1e-4)
+    assert ep._expected_max(64) == pytest.approx(q(63.625 / 64.25), rel=REL)
+    assert ep._expected_max(1) == 0.0
+    sigma = K.ROUTING_CV["aux_loss"]
+    r = ep.routing_imbalance(toy_moe(), np.array([1.0, 8.0]), "aux_loss")
+    assert r == pytest.approx([1.0, 1 + sigma * q(7.625 / 8.25) / np.sqrt(2)], rel=REL)
+
+
 def test_expert_tp_gather():
     x = ep.expert_tp_gather(8e8, 2)
     # 1/2 * 8e8 / 2e11 + 10 us * 2; hidden by the TP switch
@@ -313,6 +335,17 @@ def test_recompute_time_and_flops():
     assert recompute.time(rec, 3.0, 0.5) == pytest.approx([0.0, 0.5, 3.0])
     # full recompute: one more forward = a third of 6N; selective: the core attention forward
     assert recompute.extra_flops_per_token(rec, 6e9, 1e8) == pytest.approx([0.0, 1e8, 2e9])
+
+
+def test_per_layer_sac_share():
+    """torchtitan per-layer SAC wraps a block when its running count % N == 0: floor(L / N) of L blocks. N = 3 over
+    4 layers: 1 of 4; N = 2: 2 of 4; 61 layers, N = 2: 30 of 61. A stage with no layers checkpoints none (0, not
+    0 / 0), and any other selective policy none."""
+    sw = toy_sw(toy_dense(), HW, toy_consts(), stack_set=("selective_ac=layer", "selective_ac_every=3"))
+    assert recompute.layer_share(sw, 4) == 0.25 and recompute.layer_share(sw, 0) == 0.0
+    sw2 = toy_sw(toy_dense(), HW, toy_consts(), stack_set=("selective_ac=layer", "selective_ac_every=2"))
+    assert recompute.layer_share(sw2, 4) == 0.5 and recompute.layer_share(sw2, 61) == 30 / 61
+    assert recompute.layer_share(toy_sw(toy_dense(), HW, toy_consts()), 4) == 0.0
 
 
 def test_optimizer_shard_hand_counts_with_experts():
