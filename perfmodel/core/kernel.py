@@ -86,6 +86,7 @@ class Stages(NamedTuple):
     emb: np.ndarray
     hd: np.ndarray
     mult: np.ndarray
+    ns: np.ndarray  # [P] signatures of each pair up to its last real one (the padding after it is skipped)
     pair: np.ndarray
     p2p: np.ndarray
     pp_share: np.ndarray
@@ -101,7 +102,7 @@ class Schedule(NamedTuple):
 
 class DataParallel(NamedTuple):
     """Per run of equal (tp, cp, pp, vp, ep, etp) (`run` per base row) and memory rank q: reduce-scatter and
-    all-gather seconds, optimizer seconds without / with FSDP [Q, runs]; the stack's DP overlap."""
+    all-gather seconds, optimizer seconds without / with FSDP [runs, Q]; the stack's DP overlap."""
 
     run: np.ndarray
     rs: np.ndarray
@@ -128,7 +129,7 @@ class Step(NamedTuple):
 class Memory(NamedTuple):
     """Per memory rank q of each run / pair / in-flight row, what memory.memory_per_gpu composes."""
 
-    params: np.ndarray  # [Q, runs]
+    params: np.ndarray  # [runs, Q]
     shard: np.ndarray
     opt_group: np.ndarray
     wb: float
@@ -137,8 +138,9 @@ class Memory(NamedTuple):
     shards_grads: bool
     mcnt: np.ndarray  # [K, P, Q]
     mpair: np.ndarray  # [B]
-    in_flight: np.ndarray  # [Q, FL]
-    last: np.ndarray  # [Q, P]
+    nq: np.ndarray  # [P] distinct memory ranks of each pair: its first columns (pp.memory_rank_table repeats the last)
+    in_flight: np.ndarray  # [FL, Q]
+    last: np.ndarray  # [P, Q]
     first: np.ndarray
     kept: np.ndarray  # [K, U, R]
     full_layer: np.ndarray  # [U]
@@ -157,7 +159,7 @@ class Memory(NamedTuple):
     dummy_on: np.ndarray  # [G, P, Q]
     dummy_head: np.ndarray  # [U]
     bf16: float
-    act_share: np.ndarray  # [Q, P]
+    act_share: np.ndarray  # [P, Q]
 
 
 _DIR = _cache_dir()
@@ -170,7 +172,7 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
     """Step seconds, tokens/s/GPU and memory per GPU of every layout base b x fsdp f x recompute r. What does
     not depend on the recompute choice (a memory rank's held bytes and logits) is evaluated once per b."""
     K, B, R = st.per_layer.shape[0], st.u.shape[0], st.per_layer.shape[2]
-    S, Q, F = st.cnt.shape[2], dp.rs.shape[0], dp.fs.shape[0]
+    Q, F = dp.rs.shape[1], dp.fs.shape[0]
     G = mm.dummy_e.shape[0]
     act = np.empty(Q)
     lg = np.empty(Q)
@@ -179,18 +181,19 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
         ub, pb, mb, rb, fb, lb = st.u[b], st.pair[b], mm.mpair[b], dp.run[b], sp.fl[b], st.upl[b]
         solo_b = sp.ep_solo[ub] / sc.pp[b]
         pm = dp_par.gathers_per_microbatch(dp.per_microbatch, dp.pp_per_step, sc.pp[b])
-        for q in range(Q):
-            lg[q] = memory.rank_logits(mm.last[q, mb], mm.logit_bytes, mm.T[ub], mm.vocab, mm.tp[b])
+        nq = mm.nq[mb]  # the repeated columns change no maximum: skipped
+        for q in range(nq):
+            lg[q] = memory.rank_logits(mm.last[mb, q], mm.logit_bytes, mm.T[ub], mm.vocab, mm.tp[b])
             dm = 0.0
             if mm.has_dummy:
                 for gi in range(G):
                     dm = dm + mm.dummy_e[gi, ub] * mm.dummy_on[gi, mb, q]
-                dm = memory.rank_dummies(dm, mm.last[q, mb], mm.dummy_head[ub], mm.bf16)
+                dm = memory.rank_dummies(dm, mm.last[mb, q], mm.dummy_head[ub], mm.bf16)
             for f in range(F):
                 w, g, o = memory.rank_state(
-                    mm.params[q, rb],
-                    mm.shard[q, rb],
-                    mm.opt_group[q, rb],
+                    mm.params[rb, q],
+                    mm.shard[rb, q],
+                    mm.opt_group[rb, q],
                     dp.fs[f],
                     pm,
                     mm.shards_grads,
@@ -203,7 +206,7 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
             # stages: the slowest and the summed rank, then the schedule
             t_max = -np.inf
             t_sum = 0.0
-            for s in range(S):
+            for s in range(st.ns[pb]):  # a padding signature (-inf, multiplicity 0) changes no max or sum
                 layers = 0.0
                 for k in range(K):
                     layers = layers + st.cnt[k, pb, s] * st.per_layer[k, lb, r]
@@ -218,19 +221,19 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                     t_sum = t_sum + st.mult[pb, s] * (t if on else 0.0)
             pipeline = pp_par.pipeline_seconds(t_max, t_sum, sc.pp[b], sc.vp[b], sc.nmb[b], sc.code, sc.zb_share)
             # activations of the memory ranks
-            for q in range(Q):
+            for q in range(nq):
                 saved = 0.0
                 for k in range(K):
                     saved = saved + mm.mcnt[k, mb, q] * mm.kept[k, ub, r]
                 act[q] = memory.rank_activations(
                     saved,
-                    mm.in_flight[q, fb],
-                    mm.act_share[q, mb] if mm.rec_none[r] else 1.0,
-                    mm.last[q, mb],
+                    mm.in_flight[fb, q],
+                    mm.act_share[mb, q] if mm.rec_none[r] else 1.0,
+                    mm.last[mb, q],
                     mm.mtp_layers * mm.kept[K - 1, ub, r],
                     mm.rec_full[r],
                     mm.full_layer[ub],
-                    mm.first[q, mb],
+                    mm.first[mb, q],
                     mm.emb_bytes * mm.Ts[ub],
                 )
             for f in range(F):
@@ -238,11 +241,11 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                 best = 0.0
                 dsel = 0.0
                 osel = 0.0
-                for q in range(Q):
+                for q in range(nq):
                     if dp.fs[f]:
                         d = dp_par.exposed_fsdp(
-                            dp.rs[q, rb],
-                            dp.ag[q, rb],
+                            dp.rs[rb, q],
+                            dp.ag[rb, q],
                             t_max,
                             sc.nmb[b],
                             pm,
@@ -250,17 +253,17 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                             dp.rs_share,
                             dp.ag_share,
                         )
-                        o = dp.opt_fs[q, rb]
+                        o = dp.opt_fs[rb, q]
                     else:
                         d = dp_par.exposed_plain(
-                            dp.rs[q, rb],
-                            dp.ag[q, rb],
+                            dp.rs[rb, q],
+                            dp.ag[rb, q],
                             t_max,
                             dp.rs_share,
                             dp.ag_share,
                             dp_par.grad_calls(sc.nmb[b], mm.shards_grads),
                         )
-                        o = dp.opt[q, rb]
+                        o = dp.opt[rb, q]
                     tot = d + o
                     if q == 0 or tot > best:
                         best, dsel, osel = tot, d, o
@@ -269,7 +272,7 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                 tps[b, f, r] = sp.tokens / (s_b * sp.gpus)
                 # memory of the fullest rank
                 m = 0.0
-                for q in range(Q):
+                for q in range(nq):
                     tot = memory.rank_total(held[f, q], act[q], lg[q], mm.reserved)
                     m = tot if q == 0 else max(m, tot)
                 mem[b, f, r] = m

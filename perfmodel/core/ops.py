@@ -91,6 +91,7 @@ class Collective:
     # `window` (parallel/tp.py async_tp_exposed); "cp_ag" / "cp_dkv" = PyTorch context_parallel's K/V all-gather
     # and dK/dV ring hop (parallel/cp.py torch_allgather_exposed)
     mechanism: str = ""
+    axes: tuple[str, ...] | None = None  # the layout axes its fields depend on (None: any, workload.AXES), as Gemm.axes
 
     def price(self, hw) -> np.ndarray:
         """Seconds per call on `hw` (comm.collective_time)."""

@@ -331,16 +331,25 @@ def with_offload(parts: dict, offload, g, pp, rec=recompute.NONE) -> dict:
     return parts | {"memory_bound": parts["memory_bound"] + np.where(offloads(pp, rec), g(offload), 0.0)}
 
 
-def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c_other: Constants):
+def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c_other: Constants, reduce=None):
     """(head, embedding) seconds per micro-batch on the distinct layer-axis combinations: LM head GEMM,
     logits / loss traffic and its TP gathers, MTP modules (one layer of the last kind, the projection and
-    their own head each) on the last rank; the embedding lookup on the first."""
+    their own head each) on the last rank; the embedding lookup on the first. `reduce` (the planner's): the
+    records priced once per distinct combination of their declared axes (price._gemms_on, _comms_on)."""
     hd = ws.head
-    hf, hb = price.gemms_fwd_bwd(hd.gemms, hw, prec, c_other)
+    hf = hb = 0.0
+    for f, b in price._gemms_on(hd.gemms, hw, prec, c_other, reduce):
+        hf, hb = hf + f, hb + b
     ce_f, ce_b = price.streams_fwd_bwd(hd.streams, hw, c_other)
-    head = hf + hb + ce_f + ce_b + sum(x.calls_fwd * x.price(hw) + x.calls_bwd * x.price(hw) for x in hd.comms)
+    head = (
+        hf
+        + hb
+        + ce_f
+        + ce_b
+        + sum(x.calls_fwd * t + x.calls_bwd * t for x, t in zip(hd.comms, price._comms_on(hd.comms, hw, reduce)))
+    )
     if hd.mtp_layers:
-        mf, mb = price.gemm_fwd_bwd(hd.mtp_gemm, hw, prec, c_layer)
+        mf, mb = price._gemm_on(hd.mtp_gemm, hw, prec, c_layer, reduce)
         head = head + hd.mtp_layers * (sum(kinds[-1].parts.values()) + mf + mb + head)
     embed, _ = price.streams_fwd_bwd((hd.embedding,), hw, c_other)
     return head, embed

@@ -17,32 +17,57 @@ from perfmodel.specs.kernels import tables
 def gemm_fwd_bwd(g: Gemm, hw: HardwareSpec, precision: str, c: Constants):
     """(forward, backward) seconds of one GEMM record: fprop [M,N,K]; dgrad [M,K,N] + wgrad [N,K,M].
     A grouped GEMM (`count` experts) is one kernel: `count` tiles of work and one fixed cost."""
-    prec = precision if g.low_precision else "bf16"
-    n, fx = g.count, c.kernel_fixed_s
-    if not g.grouped:  # one kernel (and its fixed cost) per GEMM of the group
-        f = n * gemm_time(g.M, g.N, g.K, hw, prec, c)
-        return f, n * (gemm_time(g.M, g.K, g.N, hw, prec, c) + gemm_time(g.N, g.K, g.M, hw, prec, c))
-    # the local experts' grouped kernel has its own efficiency shape, measured at few tokens per expert (the
-    # generation's grouped_gemm table, specs/kernels.py); one local expert (count 1) and batched GEMMs (the
-    # unfused attention's per-head bmm) keep the dense shape
-    sh = None
-    if g.experts:
-        gs = tables(hw.generation).grouped_gemm
-        sh = (gs.k_half.value, gs.mn_half.value)
-    one = np.asarray(n) == 1
+    return gemms_each([g], hw, precision, c)[0]
 
-    def t(a, b_, k):
-        return np.where(one, gemm_time(a, b_, k, hw, prec, c), gemm_time(a, b_, k, hw, prec, c, sh))
 
-    f = n * (t(g.M, g.N, g.K) - fx) + fx
-    b = n * (t(g.M, g.K, g.N) + t(g.N, g.K, g.M) - 2 * fx) + 2 * fx
-    return f, b
+def gemms_each(gemms, hw: HardwareSpec, precision: str, c: Constants) -> list[tuple]:
+    """gemm_fwd_bwd of every record. The records that share a precision and an efficiency shape are priced
+    in one gemm_time call over their stacked (fprop, dgrad, wgrad) shapes: gemm_time is elementwise, so each
+    record's seconds are the ones a call of its own gives, with fewer passes over small arrays (the planner
+    prices ~50 records per layer kind)."""
+    out: list = [None] * len(gemms)
+    groups: dict = {}
+    for i, g in enumerate(gemms):
+        groups.setdefault((precision if g.low_precision else "bf16", bool(g.grouped and g.experts)), []).append(i)
+    for (prec, experts), idx in groups.items():
+        # the local experts' grouped kernel has its own efficiency shape, measured at few tokens per expert (the
+        # generation's grouped_gemm table, specs/kernels.py); one local expert (count 1) and batched GEMMs (the
+        # unfused attention's per-head bmm) keep the dense shape
+        sh = None
+        if experts:
+            gs = tables(hw.generation).grouped_gemm
+            sh = (gs.k_half.value, gs.mn_half.value)
+        dims = [[np.asarray(x, dtype=float) for x in (gemms[i].M, gemms[i].N, gemms[i].K)] for i in idx]
+        shape = np.broadcast_shapes(*(x.shape for d in dims for x in d))
+        # [3 passes, records, *shape]: fprop (M, N, K), dgrad (M, K, N), wgrad (N, K, M)
+        mnk = np.stack([np.stack([np.broadcast_to(d[a], shape) for d in dims]) for a in range(3)])
+        M, N, Kd = mnk[[0, 0, 1]], mnk[[1, 2, 2]], mnk[[2, 1, 0]]
+        if sh is None:
+            dense = shaped = gemm_time(M, N, Kd, hw, prec, c)
+        else:  # the dense shape only where some record runs one local expert (count 1: np.where below picks it)
+            shaped = gemm_time(M, N, Kd, hw, prec, c, sh)
+            need = np.logical_or.reduce([np.broadcast_to(np.asarray(gemms[i].count) == 1, shape) for i in idx])
+            if need.all():
+                dense = gemm_time(M, N, Kd, hw, prec, c)
+            else:
+                dense = shaped.copy()
+                if need.any():
+                    dense[..., need] = gemm_time(M[..., need], N[..., need], Kd[..., need], hw, prec, c)
+        fx = c.kernel_fixed_s
+        for j, i in enumerate(idx):
+            g, n = gemms[i], gemms[i].count
+            if not g.grouped:  # one kernel (and its fixed cost) per GEMM of the group
+                out[i] = (n * dense[0, j], n * (dense[1, j] + dense[2, j]))
+                continue
+            one = np.asarray(n) == 1
+            t = [np.where(one, dense[p, j], shaped[p, j]) if sh is not None else dense[p, j] for p in range(3)]
+            out[i] = (n * (t[0] - fx) + fx, n * (t[1] + t[2] - 2 * fx) + 2 * fx)
+    return out
 
 
 def gemms_fwd_bwd(gemms, hw, precision, c):
     fwd = bwd = 0.0
-    for g in gemms:
-        f, b = gemm_fwd_bwd(g, hw, precision, c)
+    for f, b in gemms_each(list(gemms), hw, precision, c):
         fwd, bwd = fwd + f, bwd + b
     return fwd, bwd
 
@@ -107,14 +132,53 @@ class LayerTime:
 def _gemm_on(g: Gemm, hw: HardwareSpec, precision: str, c: Constants, reduce):
     """gemm_fwd_bwd, on the distinct combinations of the axes the record declares (`reduce(axes)` gives
     (one row per combination, each row's combination) or None) and gathered back: elementwise, the same."""
-    rows = reduce(g.axes) if (reduce is not None and g.axes is not None) else None
-    if rows is None:
-        return gemm_fwd_bwd(g, hw, precision, c)
-    first, inv = rows
-    take = lambda x: np.asarray(x)[first] if np.ndim(x) else x
-    f, b = gemm_fwd_bwd(replace(g, M=take(g.M), N=take(g.N), K=take(g.K), count=take(g.count)), hw, precision, c)
-    back = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
-    return back(f), back(b)
+    return _gemms_on([g], hw, precision, c, reduce)[0]
+
+
+def _gemms_on(gemms, hw: HardwareSpec, precision: str, c: Constants, reduce) -> list[tuple]:
+    """_gemm_on of every record: the records declaring the same axes reduced to those axes' combinations
+    together and priced in one gemms_each call."""
+    out: list = [None] * len(gemms)
+    by_axes: dict = {}
+    for i, g in enumerate(gemms):
+        rows = reduce(g.axes) if (reduce is not None and g.axes is not None) else None
+        by_axes.setdefault(None if rows is None else g.axes, (rows, []))[1].append(i)
+    for rows, idx in by_axes.values():
+        if rows is None:
+            for i, t in zip(idx, gemms_each([gemms[i] for i in idx], hw, precision, c)):
+                out[i] = t
+            continue
+        first, inv = rows
+        take = lambda x: np.asarray(x)[first] if np.ndim(x) else x
+        back = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
+        red = [replace(g, M=take(g.M), N=take(g.N), K=take(g.K), count=take(g.count)) for g in (gemms[i] for i in idx)]
+        for i, (f, b) in zip(idx, gemms_each(red, hw, precision, c)):
+            out[i] = (back(f), back(b))
+    return out
+
+
+def _comms_on(comms, hw: HardwareSpec, reduce) -> list:
+    """Each collective's seconds per call (Collective.price), on the distinct combinations of the axes it
+    declares where `reduce` gives them (as _gemms_on) and gathered back: elementwise, the same."""
+    out = []
+    for x in comms:
+        rows = reduce(x.axes) if (reduce is not None and x.axes is not None) else None
+        if rows is None:
+            out.append(x.price(hw))
+            continue
+        first, inv = rows
+        take = lambda v: np.asarray(v)[first] if np.ndim(v) else v
+        red = replace(
+            x,
+            nbytes=take(x.nbytes),
+            size=take(x.size),
+            stride=take(x.stride),
+            steps=take(x.steps),
+            active=None if x.active is None else take(x.active),
+        )
+        t = red.price(hw)
+        out.append(np.asarray(t)[inv] if np.ndim(t) else t)
+    return out
 
 
 def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw, reduce=None) -> LayerTime:
@@ -124,8 +188,7 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     mods = set(sw.recompute_modules) | ({"moe_act"} if "moe" in sw.recompute_modules else set())
     gf = gb = sel = sel_fl = 0.0
     bwd: dict[str, np.ndarray] = {}
-    for g in layer.gemms:
-        f, b = _gemm_on(g, hw, precision, c, reduce)
+    for g, (f, b) in zip(layer.gemms, _gemms_on(layer.gemms, hw, precision, c, reduce)):
         gf, gb = gf + f, gb + b
         bwd[g.name] = b
         if g.module in mods:
@@ -142,7 +205,7 @@ def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw
     picked = tuple(st for st in layer.streams if st.module in mods)
     if picked:
         sel = sel + streams_fwd_bwd(picked, hw, c)[0]
-    seconds = [x.price(hw) for x in layer.comms]  # each collective placed and priced once
+    seconds = _comms_on(layer.comms, hw, reduce)  # each collective placed and priced once
     for x, t in zip(layer.comms, seconds):
         if x.module in mods:
             sel = sel + x.calls_fwd * t

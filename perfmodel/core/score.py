@@ -250,7 +250,8 @@ def _tables(
 
     # p2p and the in-flight micro-batches depend on (tp, cp, pp, vp, mbs) (dp follows): once per run of equal
     # (tp, cp, pp, vp) and mbs, found with a lookup table (no sort)
-    pkey = (np.cumsum(_runs(ti, ci, pi, vi)) - 1) * (int(mi.max()) + 1) + mi
+    pre = _runs(ti, ci, pi, vi)
+    pkey = (np.cumsum(pre) - 1) * (int(mi.max()) + 1) + mi
     seen = np.zeros(int(pkey.max()) + 1, np.intp)
     seen[pkey] = 1
     ukeys = np.flatnonzero(seen)
@@ -263,10 +264,10 @@ def _tables(
 
     # the DP side does not depend on mbs, the enumeration's innermost axis: one row per run of equal
     # (tp, cp, pp, vp, ep, etp), gathered back by `run`
-    chg = _runs(ti, ci, pi, vi, ei, xi)
+    chg = pre | _runs(ei, xi)
     rows, run = np.flatnonzero(chg), np.cumsum(chg) - 1
     tR, cR, pR, eR, xR = (f64(x[rows]) for x in (ti, ci, pi, ei, xi))
-    dpc, edp = (dp * cp)[rows], f64((ti * ci * di) // (ei * xi))[rows]
+    dpc, edp = dp[rows] * cR, f64((ti[rows] * ci[rows] * di[rows]) // (ei[rows] * xi[rows]))
     mcnt, mrank, mpair = pp_par.memory_rank_table(
         ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout, sw.schedule
     )
@@ -474,7 +475,7 @@ def _kernel_tail(t: _Tables) -> Scores:
     sw, c, tab = t.sw, t.c, t.tab
     B, F, R = len(t.u), len(t.fs), len(t.rec)
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)
-    qr = lambda x: np.ascontiguousarray(x.T)  # [rows, Q] -> [Q, rows]
+    qr = np.ascontiguousarray  # [rows, Q], a rank's values side by side
     cnt, emb, hd, mult, pair = t.sig
     stages = kernel.Stages(
         t.per_layer,
@@ -486,6 +487,7 @@ def _kernel_tail(t: _Tables) -> Scores:
         emb,
         hd,
         mult,
+        i64(np.where(mult > 0, np.arange(mult.shape[1]), 0).max(axis=1) + 1),
         i64(pair),
         t.p2p,
         np.ascontiguousarray(pp_share(sw, t.vp)),
@@ -519,6 +521,7 @@ def _kernel_tail(t: _Tables) -> Scores:
         bool(sw.shards_grads),
         np.ascontiguousarray(np.stack(t.mcnt)),
         i64(t.mpair),
+        i64(1 + np.count_nonzero(t.mrank[:, 1:] != t.mrank[:, :-1], axis=1)),
         qr(t.in_fl),
         qr(t.mrank == t.mrank[:, -1:]),
         qr(t.mrank == 0),  # last rank (pp - 1), first rank
@@ -616,7 +619,8 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     f64 = lambda x: np.asarray(x, dtype=float)
     U = rows.n
     ws = workload.build(m, rows, low, imb, c, sw)
-    prices = _kind_prices(m, ws, rows, low, imb, c, sw, hw, prec, c_layer)
+    reduce = _reducer(rows)
+    prices = _kind_prices(m, ws, rows, low, imb, c, sw, hw, prec, c_layer, reduce)
     at_u = lambda x, *tail: np.ascontiguousarray(np.broadcast_to(f64(x), (U, *tail)))  # maybe a scalar
     rr = rec[None, :]
     per_layer = [
@@ -640,7 +644,7 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
             np.stack(per_layer),
         )
     keys, elems, dhead = dummy_wgrad_sets(ws)
-    head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other))
+    head, embed = (at_u(x) for x in _price_head(ws, prices, hw, prec, c_layer, c_other, reduce))
     ep_solo = at_u(a2a_solo(ws, prices, 1.0, 1.0, 1.0, 0))  # all layers, one micro-batch (predict.a2a_solo)
     kept, full_layer = [], 0.0
     for layer in ws.layers:
@@ -666,18 +670,24 @@ def _layer_tables(m, rows: LayoutGrid, rec, hw, prec, low, imb, c, sw, c_layer, 
     }
 
 
-def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer) -> list:
-    """predict._price_kinds on the combinations `rows`, each kind evaluated once per distinct combination of
-    the axes its records depend on (workload.KIND_AXES: a dense layer's on (tp, cp, mbs, seq), not ep or
-    etp) and gathered back: the same prices, elementwise, from fewer rows."""
+def _reducer(rows: LayoutGrid):
+    """reduce(axes): (one row of `rows` per distinct combination of `axes`, each row's combination), or None
+    where every row is its own; computed once per axes."""
     found: dict = {}
 
-    def reduce(axes):  # (one row per distinct combination of `axes`, each row's), or None
+    def reduce(axes):
         if axes not in found:
             first, inv = workload.unique_layer_axes(rows, axes)
             found[axes] = (first, inv) if first.size < rows.n else None
         return found[axes]
 
+    return reduce
+
+
+def _kind_prices(m, ws, rows: LayoutGrid, low, imb, c, sw, hw, prec, c_layer, reduce) -> list:
+    """predict._price_kinds on the combinations `rows`, each kind evaluated once per distinct combination of
+    the axes its records depend on (workload.KIND_AXES: a dense layer's on (tp, cp, mbs, seq), not ep or
+    etp) and gathered back: the same prices, elementwise, from fewer rows (`reduce`: _reducer(rows))."""
     out = []
     for layer in ws.layers:
         axes = workload.KIND_AXES[layer.kind]
@@ -718,38 +728,35 @@ TABLE_KEYS = (
 _AXIS = {"per_layer": 1, "kept": 1, "per_layer_pp1": 1, "dummy": 1}  # tables with the combination on their second axis
 
 
+DENSE_LOOKUP_MAX = 1 << 22  # entries of _cached_tables' direct lookup table (int32, 16 MB at most)
+
+
 def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarray]:
     """(the search's tables, each base row's index into them): combinations seen in earlier chunks are
-    looked up, the new ones built (`build(rows)`) and appended. tp, cp, ep and etp divide the GPU count:
-    each is coded by its index among the divisors, mbs by its value, into one int64 key."""
+    looked up, the new ones built (`build(rows)`, in key order) and appended. tp, cp, ep and etp divide the
+    GPU count: each is coded by its index among the divisors, mbs by its value, into one int64 key; the key
+    space is a direct lookup table where it is small (DENSE_LOOKUP_MAX), else a sorted search."""
     if "div" not in cache:
         cache["div"] = np.flatnonzero(gpus % np.arange(1, gpus + 1) == 0) + 1
         cache["div_code"] = np.zeros(gpus + 1, np.int64)  # a divisor's index, by lookup (no search)
         cache["div_code"][cache["div"]] = np.arange(cache["div"].size)
+        cache["k4"], cache["km"] = np.zeros(0, np.int64), np.zeros(0, np.int64)  # the known combinations
     n_div, code = cache["div"].size, cache["div_code"]
-    key = code[cols[0]]
+    key4 = code[cols[0]]
     for x in cols[1:4]:
-        key = key * n_div + code[x]
-    key = key * (1 << 16) + cols[4]
-    known = cache.get("keys", np.zeros(0, np.int64))
-    order = cache.get("order", np.zeros(0, np.int64))
-    if known.size:  # every combination seen before (a primed chunk)
-        srt = cache["sorted"]
-        pos = np.minimum(np.searchsorted(srt, key), srt.size - 1)
-        if np.array_equal(srt[pos], key):
-            return cache["tab"], order[pos]
-    ukey, first, inv = np.unique(key, return_index=True, return_inverse=True)
-    pos = np.searchsorted(known[order], ukey) if known.size else np.zeros(ukey.size, np.int64)
-    hit = (
-        (pos < known.size) & (known[order][np.minimum(pos, max(known.size - 1, 0))] == ukey)
-        if known.size
-        else np.zeros(ukey.size, bool)
-    )
-    idx = np.empty(ukey.size, np.int64)
-    idx[hit] = order[pos[hit]]
-    new = np.flatnonzero(~hit)
-    if new.size:
-        t = build(first[new])
+        key4 = key4 * n_div + code[x]
+    mbs = cols[4]
+    if int(mbs.max()) + 1 > cache.get("mb", 0):  # the key's mbs stride: re-coded when a larger mbs comes
+        cache["mb"] = int(mbs.max()) + 1
+        _key_index(cache, n_div)
+    mb = cache["mb"]
+    key = key4 * mb + mbs
+    pos = _key_positions(cache, key)
+    miss = pos < 0
+    if miss.any():
+        rows = np.flatnonzero(miss)
+        ukey, first = np.unique(key[rows], return_index=True)
+        t = build(rows[first])
         if "tab" not in cache:
             cache["tab"] = t
         else:
@@ -759,8 +766,37 @@ def _cached_tables(cache: dict, gpus: int, cols, build) -> tuple[dict, np.ndarra
                 "dummy_keys": old["dummy_keys"],
                 **{k: np.concatenate([old[k], t[k]], axis=_AXIS.get(k, 0)) for k in TABLE_KEYS if k in old},
             }
-        idx[new] = known.size + np.arange(new.size)
-        known = np.concatenate([known, ukey[new]])
-        cache["keys"], cache["order"] = known, np.argsort(known, kind="stable")
-        cache["sorted"] = known[cache["order"]]
-    return cache["tab"], idx[inv.reshape(-1)]
+        n0 = cache["k4"].size
+        cache["k4"] = np.concatenate([cache["k4"], ukey // mb])
+        cache["km"] = np.concatenate([cache["km"], ukey % mb])
+        if "dense" in cache:
+            cache["dense"][ukey] = n0 + np.arange(ukey.size)
+        else:
+            _key_index(cache, n_div)
+        pos = _key_positions(cache, key)
+    return cache["tab"], pos
+
+
+def _key_index(cache: dict, n_div: int) -> None:
+    """The lookup of the known combinations' keys (k4 * mb + mbs) to their table index: a table over the key
+    space where it is small, else the sorted keys and their order."""
+    key = cache["k4"] * cache["mb"] + cache["km"]
+    for k in ("dense", "sorted", "order"):
+        cache.pop(k, None)
+    if n_div**4 * cache["mb"] <= DENSE_LOOKUP_MAX:
+        cache["dense"] = np.full(n_div**4 * cache["mb"], -1, np.int32)
+        cache["dense"][key] = np.arange(key.size)
+    else:
+        cache["order"] = np.argsort(key, kind="stable")
+        cache["sorted"] = key[cache["order"]]
+
+
+def _key_positions(cache: dict, key: np.ndarray) -> np.ndarray:
+    """Each key's table index, -1 where the combination is not priced yet."""
+    if "dense" in cache:
+        return cache["dense"][key]
+    srt, order = cache["sorted"], cache["order"]
+    if not srt.size:
+        return np.full(key.shape, -1, np.int64)
+    i = np.minimum(np.searchsorted(srt, key), srt.size - 1)
+    return np.where(srt[i] == key, order[i], -1)

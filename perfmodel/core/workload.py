@@ -39,9 +39,9 @@ DENSE_AXES = ("tp", "cp", "mbs", "seq", "precision")
 KIND_AXES = {"dense": DENSE_AXES, "moe": AXES}
 
 
-def _dense_axes(gemms: list[Gemm]) -> list[Gemm]:
-    """`gemms` declared to depend on DENSE_AXES only."""
-    return [replace(g, axes=DENSE_AXES) for g in gemms]
+def _dense_axes(records: list) -> list:
+    """`records` (GEMMs, collectives) declared to depend on DENSE_AXES only."""
+    return [replace(g, axes=DENSE_AXES) for g in records]
 
 
 # ---- helpers shared with the report ---------------------------------------------------------------
@@ -247,7 +247,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     else:
         tp_comms = tp_par.block_pair(name, T * h * K.BF16, tp, sw, COLUMN[sep])
     cp_comms = cp_par.exchange(m, T, tp, cp, sw.cp_comm)
-    comms = [*tp_comms, *(cp_comms if isinstance(cp_comms, list) else [cp_comms])]
+    comms = _dense_axes([*tp_comms, *(cp_comms if isinstance(cp_comms, list) else [cp_comms])])
     # saved for backward (Korthikanti et al. 2022 §4.1, Table 2, with flash attention: no s^2 terms)
     if a.kind == "mla":
         q, kv, o = a.num_heads * a.qk_dim, a.num_heads * (a.qk_dim + a.v_dim), a.num_heads * a.v_dim
@@ -565,7 +565,7 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance, c, sw)
             Layer(kind, count, tuple(gemms), tuple(att[1]), tuple(streams), tuple(comms), tuple(fixed), tuple(saved))
         )
     one = 0 * tp
-    lm_head = Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False)
+    lm_head = Gemm("lm head", T, m.vocab_size / tp, h + one, 1.0, False, axes=DENSE_AXES)
     head = Head(
         gemms=(lm_head,),
         streams=(
@@ -578,9 +578,13 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance, c, sw)
             ),
             _grad_accumulate([lm_head], sw, "lm head wgrad accumulate"),
         ),
-        comms=(tp_par.sequence_parallel_pair("head TP all-gather + reduce-scatter", T * h * K.BF16, tp, 1, 1),),
+        comms=tuple(
+            _dense_axes(
+                [tp_par.sequence_parallel_pair("head TP all-gather + reduce-scatter", T * h * K.BF16, tp, 1, 1)]
+            )
+        ),
         embedding=Stream("embedding lookup + grad", K.EMBED_BYTES * h * Ts, 0.0, K.EMBED_KERNELS, 0.0),
-        mtp_gemm=Gemm("MTP projection", T, h + one, 2 * h + one) if m.mtp_layers else None,
+        mtp_gemm=Gemm("MTP projection", T, h + one, 2 * h + one, axes=DENSE_AXES) if m.mtp_layers else None,
         mtp_layers=m.mtp_layers,
     )
     index = {layer.kind: i for i, layer in enumerate(layers)}

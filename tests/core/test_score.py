@@ -175,9 +175,15 @@ def test_kernel_equals_numpy_tail(case):
         assert np.array_equal(x, y), float((abs(x - y) / abs(x)).max())
 
 
-def test_search_tables_shared_across_chunks(monkeypatch):
+@pytest.mark.parametrize("lookup", ["table", "search"])
+def test_search_tables_shared_across_chunks(monkeypatch, lookup):
     """One search's chunks share the per-combination tables (score._cached_tables): every chunk size and
-    both tails give the same result as one chunk without the cache."""
+    both tails give the same result as one chunk without the cache, with the combinations found by the
+    direct lookup table and (a key space too big for it) by the sorted search."""
+    from perfmodel.core import score
+
+    if lookup == "search":
+        monkeypatch.setattr(score, "DENSE_LOOKUP_MAX", 0)
     m, hw = load_model("mixtral-8x7b"), load_hardware("h100-sxm")
     s = S.space(m, 64, 256, 4096)
     base = S.structural(m, s)
@@ -206,7 +212,8 @@ def test_search_tables_shared_across_chunks(monkeypatch):
             assert np.array_equal(np.concatenate([p.memory_bytes_per_gpu for p in parts]), ref.memory_bytes_per_gpu)
             # every combination priced once: the table holds exactly the distinct (tp, cp, ep, etp, mbs)
             combos = {tuple(r) for r in np.stack([base[k] for k in ("tp", "cp", "ep", "etp", "mbs")], 1).tolist()}
-            assert cache["keys"].size == len(combos) == cache["tab"]["head"].size
+            assert cache["k4"].size == len(combos) == cache["tab"]["head"].size
+            assert ("dense" in cache) == (lookup == "table")
 
 
 def test_kernel_switch(monkeypatch):
@@ -245,3 +252,28 @@ def test_search_same_on_both_tails(monkeypatch):
     assert np.array_equal(a.top_values, b.top_values)
     for x, y in ((a.top.layouts, b.top.layouts), (a.pareto.layouts, b.pareto.layouts)):
         assert all(np.array_equal(getattr(x, f.name), getattr(y, f.name)) for f in dc_fields(LayoutGrid))
+
+
+@pytest.mark.parametrize("dense_max", [1 << 22, 0])
+def test_cached_tables_recodes_a_larger_mbs(monkeypatch, dense_max):
+    """A chunk bringing a micro-batch larger than any before re-codes the known keys: the combinations priced
+    earlier keep their table index, only the new ones are built (in key order), under the direct lookup table
+    and under the sorted search alike."""
+    from perfmodel.core import score
+
+    monkeypatch.setattr(score, "DENSE_LOOKUP_MAX", dense_max)
+    built = []
+
+    def build(rows):  # one "table" column per new combination: the row it was built from
+        built.append(rows.tolist())
+        return {"ws": None, "dummy_keys": (), "head": np.asarray(rows, float)}
+
+    cache: dict = {}
+    one = lambda *v: np.array(v, np.int64)
+    cols = (one(1, 2, 1), one(1, 1, 1), one(1, 1, 1), one(1, 1, 1), one(1, 1, 2))  # tp, cp, ep, etp, mbs
+    tab, u = score._cached_tables(cache, 8, cols, build)
+    assert u.tolist() == [0, 2, 1] and built == [[0, 2, 1]]  # key order: (tp 1, mbs 1), (tp 1, mbs 2), (tp 2, mbs 1)
+    cols = (one(2, 1, 1), one(1, 1, 1), one(1, 1, 1), one(1, 1, 1), one(1, 8, 2))  # mbs 8: larger than any before
+    tab, u = score._cached_tables(cache, 8, cols, build)
+    assert u.tolist() == [2, 3, 1] and built[1:] == [[1]] and cache["mb"] == 9
+    assert tab["head"].tolist() == [0.0, 2.0, 1.0, 1.0]

@@ -125,6 +125,13 @@ def signature_table(
     """Padded arrays over (distinct (pp, vp) pair, signature): layers per kind [n_kinds][P, S], embedding
     [P, S], head [P, S], multiplicity [P, S] (0 on padding); and each layout's pair index."""
     pairs, inv = _pairs(pp, vp)
+    cnt, emb, head, mult = _signature_rows(kinds, n_kinds, tuple(pairs), mtp, layout)
+    return list(cnt), emb, head, mult, inv
+
+
+@lru_cache(maxsize=256)
+def _signature_rows(kinds: tuple[int, ...], n_kinds: int, pairs: tuple, mtp: int, layout: str):
+    """signature_table's arrays for the distinct pairs `pairs` (read-only: cached for a search's chunks)."""
     tabs = [signatures(kinds, n_kinds, int(p), int(v), mtp, layout) for p, v in pairs]
     S = max(len(t) for t in tabs)
     cnt = np.zeros((n_kinds, len(pairs), S))
@@ -133,7 +140,9 @@ def signature_table(
         for s, (c, e, h, n) in enumerate(tab):
             cnt[:, u, s] = c
             emb[u, s], head[u, s], mult[u, s] = e, h, n
-    return list(cnt), emb, head, mult, inv
+    for x in (cnt, emb, head, mult):
+        x.flags.writeable = False
+    return cnt, emb, head, mult
 
 
 def signature_arrays(
@@ -188,6 +197,13 @@ def memory_rank_table(
     repeats its last rank (pp - 1) to fill its row, so column 0 is always the first rank and column Q - 1 the
     last, and a repeated column changes no maximum."""
     pairs, inv = _pairs(pp, vp)
+    cnt, rank = _memory_rank_rows(kinds, n_kinds, tuple(pairs), mtp, layout, schedule)
+    return list(cnt), rank, inv
+
+
+@lru_cache(maxsize=256)
+def _memory_rank_rows(kinds: tuple[int, ...], n_kinds: int, pairs: tuple, mtp: int, layout: str, schedule: str):
+    """memory_rank_table's arrays for the distinct pairs `pairs` (read-only: cached for a search's chunks)."""
     cand = [memory_ranks(kinds, n_kinds, int(p), int(v), mtp, layout, schedule) for p, v in pairs]
     Q = max(len(c) for c in cand)
     cnt = np.zeros((n_kinds, len(pairs), Q))
@@ -197,7 +213,9 @@ def memory_rank_table(
         for s, r in enumerate(rs + (rs[-1],) * (Q - len(rs))):
             cnt[:, u, s] = counts[r]
             rank[u, s] = r
-    return list(cnt), rank, inv
+    for x in (cnt, rank):
+        x.flags.writeable = False
+    return cnt, rank
 
 
 def ranks_for_memory(
