@@ -182,13 +182,17 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
     # the rule is the 26.06 release's: 26.04 keeps the partial TE graphs, and 26.06 H100 FP8 is untouched
     assert n.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("cuda_graphs") == "per_layer"
     assert q.for_model("qwen3-30b-a3b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is False
-    # 26.02 (qwen3_workload_base_configs.py at f29a269f): HybridEP + partial TE graphs on GB, the B300 235B
-    # preset overlaps the all-to-all (PP8 VP4), B200 does not; the 25.11 base keeps the all-to-all dispatcher
+    # 26.02 (qwen3_workload_base_configs.py at v0.3.0, 21b02e0c): HybridEP + partial TE graphs on GB, the B300 235B
+    # preset overlaps the all-to-all (PP8 VP4), B200 does not; B-series keeps the provider's all-to-all dispatcher
     f = load_stack("nemo-26.02")
     g2 = f.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8")
     assert (g2.value("moe_dispatcher"), g2.value("cuda_graphs")) == ("hybridep", "per_layer")
     assert f.for_model("qwen3-235b-a22b", True, "b300", "mxfp8").value("moe_a2a_overlap") is True
     assert f.for_model("qwen3-235b-a22b", True, "b200", "mxfp8").value("moe_a2a_overlap") is False
+    b3 = f.for_model("qwen3-235b-a22b", True, "b300", "mxfp8")
+    assert (b3.value("moe_dispatcher"), b3.basis_of("moe_dispatcher")) == ("alltoall", "read")
+    assert (b3.value("fp8_param_gather"), b3.value("recompute"), b3.basis_of("recompute")) == (True, "none", "read")
+    assert f.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("fp8_param_gather") is False
     assert f.for_model("qwen3-30b-a3b", True, "b200", "mxfp8").value("moe_dispatcher") == "alltoall"
     # 26.02 gpt-oss runs 26.04's presets (same layouts, within 4% in throughput)
     assert f.for_model("gpt-oss-120b", True, "b200", "bf16").value("recompute_modules") == ("layernorm", "moe_act")
