@@ -112,6 +112,28 @@ EAGER_ROPE_PASSES = 3.0
 EAGER_EXTRA_KERNELS_FWD = 11
 EAGER_EXTRA_KERNELS_BWD = 11
 
+# Megatron-Core's unfused RoPE, which a YaRN model runs (model rope_scaling = "yarn"): YaRN's concentration factor
+# is 0.1 ln(factor) + 1 = 1.35 at factor 32 when yarn_mscale / yarn_mscale_all_dim are None
+# (megatron/core/models/common/embeddings/yarn_rotary_pos_embedding.py _yarn_get_concentration_factor), and
+# rope_utils.apply_rotary_pos_emb takes the unfused path for any mscale != 1 even with apply_rope_fusion ('mscale=...
+# is not supported by TE's fused RoPE. Using unfused implementation.'); Megatron-Bridge also switches the fusion
+# off for position_embedding_type != 'rope' (src/megatron/bridge/utils/fusions.py validate_rope_fusion_compatibility,
+# called from gpt_provider.py provide(), at v0.2.0 / v0.3.0 / v0.4.0 / v0.5.0). Megatron-LM at the commits those
+# Bridge tags pin (0d8e0714, b0cc2706, d7288711, d0b3b775), rope_utils.py lines 113-126 _apply_rotary_pos_emb_bshd,
+# called once for q and once for k (attention.py, split_qkv): t, t_pass = t[..., :rot_dim], t[..., rot_dim:] (views,
+# rot_dim = head_dim); cos_ = (cos(freqs) * mscale).to(bf16), sin_ likewise (3 + 3 small kernels on the [s, 1, 1, d]
+# table); t * cos_ (read 2, write 2 B per element of t); _rotate_half: chunk (views), -x2 (read 1, write 1), cat
+# (2 + 2); * sin_ (2 + 2); the sum (4 + 2); torch.cat((t, t_pass)) copies t (2 + 2) -> 24 B per rotated element
+# forward in 6 full-size kernels and 6 small ones. Backward, the autograd of that graph: both cats give narrow views
+# and the sum passes its gradient through; grad * sin_ (2 + 2), the negation's gradient (1 + 1), chunk's
+# SplitBackward cat (2 + 2), grad * cos_ (2 + 2), the sum of t's two gradients (4 + 2) -> 20 B in 5 kernels (the
+# empty t_pass slice's zero-filled gradient, if autograd builds it, is not counted). The fused kernel it replaces
+# (ROPE_BYTES, one kernel per call each way, inside LAYER_KERNELS_*): 2 x 12 - 2 kernels forward, 2 x 5 - 2 backward.
+MCORE_UNFUSED_ROPE_BYTES_FWD = 24.0
+MCORE_UNFUSED_ROPE_BYTES_BWD = 20.0
+MCORE_UNFUSED_ROPE_KERNELS_FWD = 22
+MCORE_UNFUSED_ROPE_KERNELS_BWD = 8
+
 # The share of moe_permute_bytes (calibration.toml: 20 B per token copy per hidden unit forward on the NCCL
 # all-to-all path = permute 4 + local sort 4 + local unsort 4 + un-permute 4 with its FP32 weighted scatter-add 4)
 # that DeepEP's and HybridEP's flex dispatcher fuses into the communication kernels: the global permute before

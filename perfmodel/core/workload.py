@@ -229,12 +229,22 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     eager = sw.eager
     norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES  # LayerNorm is native
     rope_b = K.ROPE_BYTES * (K.EAGER_ROPE_PASSES if eager else 1.0)
+    rope = Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)
+    if m.rope_scaling == "yarn" and a.kind != "mla" and sw.megatron_core:
+        # YaRN's mscale sends Megatron-Core's q / k RoPE down its unfused path (constants.MCORE_UNFUSED_ROPE_*)
+        rope = Stream(
+            "rope (unfused, YaRN mscale)",
+            K.MCORE_UNFUSED_ROPE_BYTES_FWD * rope_dims(m) / tp * T,
+            K.MCORE_UNFUSED_ROPE_BYTES_BWD * rope_dims(m) / tp * T,
+            K.MCORE_UNFUSED_ROPE_KERNELS_FWD,
+            K.MCORE_UNFUSED_ROPE_KERNELS_BWD,
+        )
     streams += [
         Stream(
             "norms", m.norms_per_layer * norm_b * h * Tn, 2 * m.norms_per_layer * norm_b * h * Tn, module="layernorm"
         ),
         Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
-        Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T),
+        rope,
     ]
     # GQA / MHA: the fused QKV projection is the column-parallel GEMM on the gathered input; MLA gathers the
     # input itself before its duplicated down-projections (Megatron-Core MLASelfAttention), so its backward

@@ -25,7 +25,7 @@ Supported families and the HF keys each reads:
   interleave_moe_layer_step / moe_layers, attention_chunk_size -> chunked window on the RoPE
   layers, no_rope_layers / no_rope_layer_interval (default 4) -> global_every, use_qk_norm -> "l2".
 - gpt_oss: num_local_experts, num_experts_per_tok, sliding_window + layer_types (default: sliding on
-  even layers), clamped SwiGLU, attention sinks, router and expert biases.
+  even layers), clamped SwiGLU, attention sinks, router and expert biases, rope_scaling.rope_type yarn.
 
 HF layer patterns are converted into ModelSpec's (see model.py): MoE layers must be
 "i >= first_dense_layers and (i+1) % interval == 0", windowed layers "(i+1) % global_every != 0"
@@ -627,6 +627,9 @@ def _gpt_oss(r: _Reader, model_type: str) -> None:
     _gqa(r, d)
     _biases(r)
     r.set("attention.sinks", True, "gpt-oss: learned per-head attention sink")
+    rs, rs_key = r.raw("rope_scaling")
+    if isinstance(rs, dict) and (rs.get("rope_type") or rs.get("type")) == "yarn":
+        r.set("rope_scaling", "yarn", f"config.json {rs_key}.rope_type = yarn")
     r.set("ffn.activation", "clamped_swiglu", "gpt-oss clamped SwiGLU (swiglu_limit)")
     r.set("ffn.intermediate_size", 0, "gpt-oss: every layer is MoE")
     experts = r.int("num_local_experts")

@@ -127,6 +127,10 @@ class ModelSpec(Frozen):
     vocab_size: int = PosInt
     tied_embeddings: bool = False
     position_embedding: Literal["rope", "learned", "none"] = "rope"
+    # the RoPE frequency scaling the model trains with: "yarn" (YaRN, Peng et al. 2023, arXiv 2309.00071) scales
+    # the rotary cos / sin by its concentration factor (mscale), which Megatron-Core applies only on its unfused
+    # RoPE path (workload._attention_block, constants.MCORE_UNFUSED_ROPE_*)
+    rope_scaling: Literal["none", "yarn"] = "none"
     max_position_embeddings: int = Field(default=4096, ge=1)
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     norms_per_layer: int = Field(default=2, ge=0, le=8)

@@ -100,6 +100,27 @@ def test_dense_streams():
     }
 
 
+def test_yarn_rope_runs_megatron_cores_unfused_path():
+    # YaRN's concentration factor (0.1 ln 32 + 1 at gpt-oss's factor 32) sends Megatron-Core's q / k RoPE down its
+    # unfused path (rope_utils.apply_rotary_pos_emb -> _apply_rotary_pos_emb_bshd): per rotated element 24 B
+    # forward (t * cos, -x2, cat, * sin, the sum, the cat with the empty t_pass), 20 B backward (grad * sin, -grad,
+    # chunk's cat, grad * cos, the sum of t's two gradients); launches 2 x 12 - 2 forward (q and k, each with 6
+    # small cos / sin kernels) and 2 x 5 - 2 backward beyond the fused kernels in LAYER_KERNELS_*. Toy at tp 2:
+    # (8 + 2) heads x 128 / 2 rotated elements per token, 2048 tokens
+    (layer,) = _build(toy_dense(rope_scaling="yarn")).layers
+    st = _streams(layer)
+    n = 10 * 128 / 2 * 2048
+    assert "rope" not in st and st["rope (unfused, YaRN mscale)"] == (24 * n, 20 * n, 22, 8)
+    assert st["elementwise launches"] == (0.0, 0.0, 12, 20)  # the fused-path kernel counts are unchanged
+    # outside Megatron-Core (torchtitan's own RoPE) and for MLA (Megatron-Core's MLA RoPE path): the plain record
+    m = toy_dense(rope_scaling="yarn")
+    sw = _resolve("torchtitan-2025", (), m.id, m.is_moe, HW, "bf16", C)
+    tt = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2)), False, 1.25, C, sw)
+    assert "rope" in _streams(tt.layers[0]) and "rope (unfused, YaRN mscale)" not in _streams(tt.layers[0])
+    mla = _streams(_build(toy_mla(rope_scaling="yarn")).layers[0])
+    assert mla["rope"] == _streams(_build(toy_mla()).layers[0])["rope"]
+
+
 def test_fp8_cast_bytes():
     (layer,) = _build(toy_dense(), low=True).layers
     # 4 B per GEMM input element (cast + transpose) + 2 B amax read (current scaling, the default stack):

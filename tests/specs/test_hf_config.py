@@ -199,6 +199,11 @@ def test_gpt_oss():
     a = m.attention
     assert (a.window, a.window_kind, a.global_every, a.sinks, a.qkv_bias) == (128, "sliding", 2, True, True)
     assert m.ffn.activation == "clamped_swiglu" and m.moe.router_bias and m.moe.expert_bias
+    # YaRN RoPE scaling, as the catalog file has it; none without rope_scaling
+    assert m.rope_scaling == load_model("gpt-oss-120b").rope_scaling == "yarn"
+    doc = fixture_doc("gpt-oss-120b")
+    del doc["rope_scaling"]
+    assert from_hf_config(doc, "x/config.json", ModelSpec).rope_scaling == "none"
     # without layer_types: HF default (sliding on even layers)
     doc = fixture_doc("gpt-oss-120b")
     del doc["layer_types"]
