@@ -69,6 +69,24 @@ UNFUSED_SCORE_BYTES_BWD = 11.0
 # ... and saved for backward per score element: softmax output (2), dropout mask (1), dropout output (2)
 # (Korthikanti et al. 2022 §4.1, Table 2: 5 a s^2 b)
 UNFUSED_SCORE_SAVED = 5.0
+# Transformer Engine's UnfusedDotProductAttention (attention kernel "te_unfused"), read at TE v2.3
+# (transformer_engine/pytorch/attention/dot_product_attention/backends.py UnfusedDotProductAttention.forward, the
+# same in v2.2 and v2.4), as NeMo's DeepSeek-V3 recipe runs it (attention_dropout 0.0: torch.nn.Dropout(p=0)
+# returns its input, no kernel): bytes per score element and micro-batch between the two batched GEMMs (as
+# UNFUSED_SCORE_*): forward the fused ScaledMaskedSoftmax reads the scores (2) and the explicit mask (1) and writes
+# the probabilities (2) -> 5; backward its in-place backward reads the probability gradient (2) and the
+# probabilities (2) and writes the score gradient (2) -> 6; saved for backward: the probabilities (2).
+TE_UNFUSED_SCORE_BYTES_FWD = 5.0
+TE_UNFUSED_SCORE_BYTES_BWD = 6.0
+TE_UNFUSED_SCORE_SAVED = 2.0
+# ... and every call first builds the full [1, 1, s_q, s_kv] causal mask (dot_product_attention/utils.py
+# get_full_mask, v2.3 lines 1100-1130), bytes per (query, key) position, shared by the heads and sequences of the
+# call: int32 arange difference (write 4), swa_left = mask - w0 and swa_right = mask + w1 (read 4 + write 4 each),
+# swa_left <= 0 and swa_right < 0 (read 4 + write 1 each), two torch.where(cond, 1, 0) to int64 (read 1 + write 8
+# each), their int64 difference (read 16 + write 8), logical_not (read 8 + write 1) -> 81 B in 9 full-size
+# kernels (and two small aranges)
+TE_CAUSAL_MASK_BYTES = 81.0
+TE_CAUSAL_MASK_KERNELS = 11
 # FP8 current (per-tensor, just-in-time) scaling: one more bf16 read of each quantised tensor for its amax
 # (Transformer Engine Float8CurrentScaling)
 AMAX_PASS_BYTES = 2.0

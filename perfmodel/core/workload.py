@@ -190,7 +190,8 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     per_q = 2 * a.num_heads * (a.qk_dim + a.v_dim) / tp  # score FLOPs per query per key
     n_win = m.num_windowed_layers
     cores, streams = [], []
-    unfused = sw.attention == "unfused"
+    unfused = sw.attention in ("unfused", "te_unfused")
+    te = sw.attention == "te_unfused"  # Transformer Engine's UnfusedDotProductAttention (constants.TE_UNFUSED_*)
     dim_f, dim_b = head_dim_factor(sw.attention, a.qk_dim)
     for kind, count, win in (("global", m.num_layers - n_win, 0), (a.window_kind, n_win, a.window)):
         if count:
@@ -204,16 +205,33 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                         Gemm("PV (unfused)", s_loc, a.v_dim + 0 * tp, seq + 0 * tp, heads, False, "core_attn"),
                     ]
                 )
+                b_f, b_b = (
+                    (K.TE_UNFUSED_SCORE_BYTES_FWD, K.TE_UNFUSED_SCORE_BYTES_BWD)
+                    if te
+                    else (K.UNFUSED_SCORE_BYTES_FWD, K.UNFUSED_SCORE_BYTES_BWD)
+                )
                 streams.append(
                     Stream(
                         "attention scores (unfused)",
-                        K.UNFUSED_SCORE_BYTES_FWD * heads * s_loc * seq,
-                        K.UNFUSED_SCORE_BYTES_BWD * heads * s_loc * seq,
+                        b_f * heads * s_loc * seq,
+                        b_b * heads * s_loc * seq,
                         2,
                         2,
                         "core_attn",
                     )
                 )
+                if te:  # the causal mask TE builds on every call, one per layer and micro-batch (share of layers)
+                    share = count / m.num_layers
+                    streams.append(
+                        Stream(
+                            "causal mask build (unfused)",
+                            K.TE_CAUSAL_MASK_BYTES * s_loc * seq * share + 0 * tp,
+                            0.0,
+                            K.TE_CAUSAL_MASK_KERNELS * share,
+                            0.0,
+                            "core_attn",
+                        )
+                    )
             else:
                 cores.append(
                     AttentionCore(
@@ -286,7 +304,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
         saved.append(
             Saved(
                 "attention scores (unfused)",
-                K.UNFUSED_SCORE_SAVED * a.num_heads / tp * mbs * seq / cp * seq,
+                (K.TE_UNFUSED_SCORE_SAVED if te else K.UNFUSED_SCORE_SAVED) * a.num_heads / tp * mbs * seq / cp * seq,
                 "core_attn",
             )
         )

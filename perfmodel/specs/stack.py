@@ -68,10 +68,12 @@ class Features(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    attention_kernel: Literal["unfused", "triton", "fa1", "fa2", "fa3", "cudnn", "fa4"] = Field(
+    attention_kernel: Literal["unfused", "te_unfused", "triton", "fa1", "fa2", "fa3", "cudnn", "fa4"] = Field(
         description=(
             "core-attention kernel: unfused = softmax(QK^T)V with the s^2 scores, probabilities and dropout mask "
-            "written to HBM (Megatron's fused scale-mask-softmax still materialises them); triton = FlashAttention "
+            "written to HBM (Megatron's fused scale-mask-softmax still materialises them); te_unfused = Transformer "
+            "Engine's UnfusedDotProductAttention at attention dropout 0 (the s^2 scores and probabilities in HBM, "
+            "an explicit causal mask built every call, no dropout); triton = FlashAttention "
             "in Triton (flash_attn_triton, llm-foundry attn_impl='triton', the ALiBi-capable path of 2023); fa1 = "
             "FlashAttention 1.x; fa2 / fa3 / fa4 = "
             "FlashAttention 2 / 3 (Hopper) / 4 (Blackwell) tiles in SRAM, no s^2 tensor in HBM; cudnn = cuDNN "

@@ -697,3 +697,27 @@ def test_op_sac_records():
         ("qkv proj output (op-SAC saved mm)", 2 * 2048 * 1536),  # tp 1: the whole 1024 + 512 columns
         ("mlp up/gate output (op-SAC saved mm)", 2 * 2048 * 8192),
     ]
+
+
+def test_te_unfused_attention_scores_mask_and_saved_bytes():
+    # Transformer Engine's UnfusedDotProductAttention at dropout 0 (constants.TE_UNFUSED_*): between the two
+    # batched GEMMs 5 B forward (softmax reads the scores and the explicit mask, writes the probabilities) and
+    # 6 B backward per score element, the probabilities (2 B) saved; the causal mask built every call, 81 B per
+    # (query, key) position shared by the heads, in 11 kernels. Megatron's path with dropout keeps 9 / 11 / 5 B and
+    # builds no mask. Toy MLA at tp 2: 8 / 2 heads x mbs 1, s = 2048, all layers global.
+    s2 = 2048.0 * 2048.0
+    te = _build_sw(toy_mla(), ("attention_kernel=te_unfused",)).layers[0]
+    mg = _build_sw(toy_mla(), ("attention_kernel=unfused",)).layers[0]
+    st, sm = _streams(te), _streams(mg)
+    assert st["attention scores (unfused)"] == (5 * 4 * s2, 6 * 4 * s2, 2, 2)
+    assert sm["attention scores (unfused)"] == (9 * 4 * s2, 11 * 4 * s2, 2, 2)
+    assert st["causal mask build (unfused)"] == (81 * s2, 0.0, 11, 0.0)
+    assert "causal mask build (unfused)" not in sm
+    assert [x for x in _saved(te) if x[0] == "attention scores (unfused)"] == [
+        ("attention scores (unfused)", 2 * 4 * s2, "core_attn")
+    ]
+    assert [x for x in _saved(mg) if x[0] == "attention scores (unfused)"] == [
+        ("attention scores (unfused)", 5 * 4 * s2, "core_attn")
+    ]
+    # the same QK^T / PV GEMMs either way
+    assert _shapes(te)["QK^T (unfused)"] == _shapes(mg)["QK^T (unfused)"]

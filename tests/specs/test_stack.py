@@ -556,20 +556,24 @@ def test_mla_on_blackwell_in_the_25_04_containers_runs_unfused_attention():
     for sid in ("dgxc-25.05",):
         s = load_stack(sid)
         gb = s.for_model("deepseek-v3", True, "gb200-nvl72", "bf16")
-        assert (gb.value("attention_kernel"), gb.value("recompute_modules")) == ("unfused", ("core_attn",))
-        assert s.for_model("deepseek-v3", True, "b200", "bf16").value("attention_kernel") == "unfused"
-        assert s.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("attention_kernel") != "unfused"
+        assert (gb.value("attention_kernel"), gb.value("recompute_modules")) == ("te_unfused", ("core_attn",))
+        assert s.for_model("deepseek-v3", True, "b200", "bf16").value("attention_kernel") == "te_unfused"
+        assert s.for_model("deepseek-v3", True, "h100-sxm", "bf16").value("attention_kernel") not in (
+            "unfused",
+            "te_unfused",
+        )
         # only MLA: other models on GB200 keep the release's kernel
-        assert s.for_model("mixtral-8x7b", True, "gb200-nvl72", "fp8").value("attention_kernel") != "unfused"
+        assert s.for_model("mixtral-8x7b", True, "gb200-nvl72", "fp8").value("attention_kernel") not in (
+            "unfused",
+            "te_unfused",
+        )
     # later releases (TE >= 2.5) are untouched
-    assert (
-        load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("attention_kernel")
-        != "unfused"
-    )
-    assert (
-        load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value("attention_kernel")
-        != "unfused"
-    )
+    assert load_stack("nemo-25.09").for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value(
+        "attention_kernel"
+    ) not in ("unfused", "te_unfused")
+    assert load_stack("nemo-25.07").for_model("deepseek-v3", True, "gb200-nvl72", "bf16").value(
+        "attention_kernel"
+    ) not in ("unfused", "te_unfused")
 
 
 def test_deepseek_v3_26_02_runs_the_26_04_presets():
