@@ -830,3 +830,12 @@ def test_validate_json_reports_read_only(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["read_only"]["rows_marked"] == 0 and d["read_only"]["without"] == d["read_only"]["with"]
     assert all(r["not_read"] == [] and r["error_read_only"] is None for r in d["per_row"])
+
+
+def test_nemo_25_04_nemotron4_340b_fp8_gb200_runs_per_layer_graphs():
+    # NeMo v2.3.0 model_configs_gb200.csv:21 recommends CUDA graphs for the summary's 128-GPU FP8 layout; BF16 and
+    # H100 keep the release's default (none)
+    s = load_stack("nemo-25.04")
+    assert s.for_model("nemotron4-340b", False, "gb200-nvl72", "fp8").value("cuda_graphs") == "per_layer"
+    assert s.for_model("nemotron4-340b", False, "gb200-nvl72", "bf16").value("cuda_graphs") != "per_layer"
+    assert s.for_model("nemotron4-340b", False, "h100-sxm", "fp8").value("cuda_graphs") != "per_layer"
