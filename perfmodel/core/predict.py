@@ -337,9 +337,7 @@ def _price_head(ws, kinds: list[KindPrice], hw, prec: str, c_layer: Constants, c
     their own head each) on the last rank; the embedding lookup on the first. `reduce` (the planner's): the
     records priced once per distinct combination of their declared axes (price._gemms_on, _comms_on)."""
     hd = ws.head
-    hf = hb = 0.0
-    for f, b in price._gemms_on(hd.gemms, hw, prec, c_other, reduce):
-        hf, hb = hf + f, hb + b
+    hf, hb = price.gemms_fwd_bwd(hd.gemms, hw, prec, c_other, reduce)
     ce_f, ce_b = price.streams_fwd_bwd(hd.streams, hw, c_other)
     head = (
         hf

@@ -65,9 +65,10 @@ def gemms_each(gemms, hw: HardwareSpec, precision: str, c: Constants) -> list[tu
     return out
 
 
-def gemms_fwd_bwd(gemms, hw, precision, c):
+def gemms_fwd_bwd(gemms, hw, precision, c, reduce=None):
+    """(forward, backward) seconds of the GEMM records together (`reduce`: as _gemms_on)."""
     fwd = bwd = 0.0
-    for f, b in gemms_each(list(gemms), hw, precision, c):
+    for f, b in _gemms_on(list(gemms), hw, precision, c, reduce):
         fwd, bwd = fwd + f, bwd + b
     return fwd, bwd
 
