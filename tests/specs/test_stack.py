@@ -129,7 +129,12 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     assert h100.origin["moe_dispatcher"] == "per_model:model=deepseek-v3,hardware=h100"
     b200 = s.for_model("deepseek-v3", True, "b200")
     assert (b200.value("moe_dispatcher"), b200.value("moe_a2a_overlap")) == ("alltoall", False)
-    assert b200.value("recompute_modules") == ("mla_up_proj",)
+    # Megatron-Bridge v0.1.0rc3 (NeMo 25.09) run_script.py:88-91 sets no B200 recompute_modules: Megatron-Core's
+    # ['core_attn'] (inferred: the B200 rows' TP1 is not the tag's TP2); GB200 ['mla_up_proj', 'mlp', 'moe_act']
+    assert b200.value("recompute_modules") == ("core_attn",) and b200.basis_of("recompute_modules") == "inferred"
+    gb200 = s.for_model("deepseek-v3", True, "gb200-nvl72", "fp8")
+    assert gb200.value("recompute_modules") == ("mla_up_proj", "mlp", "moe_act")
+    assert gb200.basis_of("recompute_modules") == "inferred" and h100.basis_of("recompute_modules") == "read"
     assert s.for_model("llama3-70b", False, "h100-sxm") is s  # no rule matches: the preset itself
     n = load_stack("nemo-26.04")
     # a later release's rule replaces the base's: 25.09 ran DeepEP with the A2A overlapped on H100, 26.04 HybridEP without
