@@ -625,25 +625,26 @@ def test_deepseek_v3_26_02_runs_the_26_04_presets():
     assert g2.basis_of("recompute_modules") == "read"  # read at v0.3.0, no longer assigned by layout
     g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
     assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
-    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's, for the BF16 and FP8_CS presets it names
+    # 25.11's GB300 rule (Megatron-Bridge v0.2.0, 7af9601c: ['moe_act'] on every GB300 precision) stays 25.11's
     n11 = load_stack("nemo-25.11")
-    assert n11.for_model("deepseek-v3", True, "gb300-nvl72", "bf16").value("recompute_modules") == ("mlp", "moe_act")
+    assert n11.for_model("deepseek-v3", True, "gb300-nvl72", "bf16").value("recompute_modules") == ("moe_act",)
 
 
 def test_rule_scopes_follow_the_presets_they_cite():
     """Issue 25 item 4: each rule catches only the precisions and systems its source names."""
     n11 = load_stack("nemo-25.11")
-    # 0fa501ac workload_base_configs.py: GB300 BF16 / FP8_CS recompute ['mlp', 'moe_act'] under TE graphs (attn);
-    # GB300 FP8_MX ['mla_up_proj'] without graphs; GB200 FP8_MX ['mla_up_proj', 'mlp']
+    # Megatron-Bridge v0.2.0 (7af9601c, NeMo 25.11) deepseek/workload_base_configs.py: one GB300 preset for every
+    # precision, recompute ['moe_act'], HybridEP, TE graphs (attn); the FP8_MX graphs are withheld (nemo-26.x inherit
+    # the rule and their tags have none); GB200 (every precision) ['mla_up_proj'] (0fa501ac's FP8_MX ['mla_up_proj', 'mlp']
+    # is not the tag's)
     for prec in ("bf16", "fp8"):
         g = n11.for_model("deepseek-v3", True, "gb300-nvl72", prec)
-        assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("mlp", "moe_act"), "per_layer"), prec
+        assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("moe_act",), "per_layer"), prec
     mx = n11.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
-    assert mx.value("recompute_modules") == ("mla_up_proj",) and mx.value("cuda_graphs") != "per_layer"
-    assert n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == (
-        "mla_up_proj",
-        "mlp",
-    )
+    assert mx.value("recompute_modules") == ("moe_act",) and mx.value("cuda_graphs") != "per_layer"
+    assert mx.value("moe_dispatcher") == "hybridep" and mx.basis_of("moe_dispatcher") == "inferred"
+    g2 = n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8")
+    assert (g2.value("recompute_modules"), g2.value("cuda_graphs")) == (("mla_up_proj",), "per_layer")
     # v0.5.0 (fcbb6031): GB200 FP8_MX V1 recomputes ['mla_up_proj']; FP8_CS / NVFP4 (= GB200_V1) recompute ['mlp']
     n6 = load_stack("nemo-26.06")
     assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == ("mla_up_proj",)
