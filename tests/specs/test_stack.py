@@ -129,7 +129,12 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     assert h100.origin["moe_dispatcher"] == "per_model:model=deepseek-v3,hardware=h100"
     b200 = s.for_model("deepseek-v3", True, "b200")
     assert (b200.value("moe_dispatcher"), b200.value("moe_a2a_overlap")) == ("alltoall", False)
-    assert b200.value("recompute_modules") == ("mla_up_proj",)
+    # Megatron-Bridge v0.1.0rc3 (NeMo 25.09) run_script.py:88-91 sets no B200 recompute_modules: Megatron-Core's
+    # ['core_attn'] (inferred: the B200 rows' TP1 is not the tag's TP2); GB200 ['mla_up_proj', 'mlp', 'moe_act']
+    assert b200.value("recompute_modules") == ("core_attn",) and b200.basis_of("recompute_modules") == "inferred"
+    gb200 = s.for_model("deepseek-v3", True, "gb200-nvl72", "fp8")
+    assert gb200.value("recompute_modules") == ("mla_up_proj", "mlp", "moe_act")
+    assert gb200.basis_of("recompute_modules") == "inferred" and h100.basis_of("recompute_modules") == "read"
     assert s.for_model("llama3-70b", False, "h100-sxm") is s  # no rule matches: the preset itself
     n = load_stack("nemo-26.04")
     # a later release's rule replaces the base's: 25.09 ran DeepEP with the A2A overlapped on H100, 26.04 HybridEP without
@@ -620,25 +625,26 @@ def test_deepseek_v3_26_02_runs_the_26_04_presets():
     assert g2.basis_of("recompute_modules") == "read"  # read at v0.3.0, no longer assigned by layout
     g = a.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
     assert (g.value("moe_dispatcher"), g.value("recompute_modules")) == ("hybridep", ("mla_up_proj",))
-    # 25.11's GB300 rule (0fa501ac: mlp, moe_act) stays 25.11's, for the BF16 and FP8_CS presets it names
+    # 25.11's GB300 rule (Megatron-Bridge v0.2.0, 7af9601c: ['moe_act'] on every GB300 precision) stays 25.11's
     n11 = load_stack("nemo-25.11")
-    assert n11.for_model("deepseek-v3", True, "gb300-nvl72", "bf16").value("recompute_modules") == ("mlp", "moe_act")
+    assert n11.for_model("deepseek-v3", True, "gb300-nvl72", "bf16").value("recompute_modules") == ("moe_act",)
 
 
 def test_rule_scopes_follow_the_presets_they_cite():
     """Issue 25 item 4: each rule catches only the precisions and systems its source names."""
     n11 = load_stack("nemo-25.11")
-    # 0fa501ac workload_base_configs.py: GB300 BF16 / FP8_CS recompute ['mlp', 'moe_act'] under TE graphs (attn);
-    # GB300 FP8_MX ['mla_up_proj'] without graphs; GB200 FP8_MX ['mla_up_proj', 'mlp']
+    # Megatron-Bridge v0.2.0 (7af9601c, NeMo 25.11) deepseek/workload_base_configs.py: one GB300 preset for every
+    # precision, recompute ['moe_act'], HybridEP, TE graphs (attn); the FP8_MX graphs are withheld (nemo-26.x inherit
+    # the rule and their tags have none); GB200 (every precision) ['mla_up_proj'] (0fa501ac's FP8_MX ['mla_up_proj', 'mlp']
+    # is not the tag's)
     for prec in ("bf16", "fp8"):
         g = n11.for_model("deepseek-v3", True, "gb300-nvl72", prec)
-        assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("mlp", "moe_act"), "per_layer"), prec
+        assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("moe_act",), "per_layer"), prec
     mx = n11.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
-    assert mx.value("recompute_modules") == ("mla_up_proj",) and mx.value("cuda_graphs") != "per_layer"
-    assert n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == (
-        "mla_up_proj",
-        "mlp",
-    )
+    assert mx.value("recompute_modules") == ("moe_act",) and mx.value("cuda_graphs") != "per_layer"
+    assert mx.value("moe_dispatcher") == "hybridep" and mx.basis_of("moe_dispatcher") == "inferred"
+    g2 = n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8")
+    assert (g2.value("recompute_modules"), g2.value("cuda_graphs")) == (("mla_up_proj",), "per_layer")
     # v0.5.0 (fcbb6031): GB200 FP8_MX V1 recomputes ['mla_up_proj']; FP8_CS / NVFP4 (= GB200_V1) recompute ['mlp']
     n6 = load_stack("nemo-26.06")
     assert n6.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8").value("recompute_modules") == ("mla_up_proj",)
