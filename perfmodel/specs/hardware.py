@@ -209,6 +209,15 @@ class HardwareSpec(Frozen):
             h = priv["_hash"] = hash(self.model_dump_json(exclude=_DESCRIPTIVE))
         return h
 
+    def model_copy(self, *, update=None, deep: bool = False):
+        """pydantic's copy, without the cached hash where fields change (pydantic copies private attributes, so a
+        changed copy would keep its original's hash: equal hashes of unequal specs, every cache lookup then an
+        equality test of all fields)."""
+        c = super().model_copy(update=update, deep=deep)
+        if update:
+            c.__pydantic_private__["_hash"] = None
+        return c
+
     def display_name(self, changes: bool = True) -> str:
         """The name to print. A catalog spec: `name`. A what-if spec (a field overridden by a `base =` file or
         --set) keeps its base's name only with what it is: 'NVIDIA GB200 NVL72 (72-GPU NVLink rack, ...) —

@@ -153,6 +153,15 @@ class ModelSpec(Frozen):
             h = priv["_hash"] = hash(self.model_dump_json(exclude={"sources", "notes", "path"}))
         return h
 
+    def model_copy(self, *, update=None, deep: bool = False):
+        """pydantic's copy, without the cached hash where fields change (pydantic copies private attributes, so a
+        changed copy would keep its original's hash: equal hashes of unequal specs, every cache lookup then an
+        equality test of all fields)."""
+        c = super().model_copy(update=update, deep=deep)
+        if update:
+            c.__pydantic_private__["_hash"] = None
+        return c
+
     @model_validator(mode="after")
     def _check(self) -> "ModelSpec":
         if self.moe is None and self.ffn.intermediate_size == 0:

@@ -146,3 +146,17 @@ def test_source_walker_flags_bare_numbers():
     assert _numeric_leaves_without_source({"a": {"x": 1.0, "y": {"value": 2, "source": "s"}}}) == ["a.x"]
     assert _numeric_leaves_without_source({"z": {"value": 2}}) == ["z"]
     assert Path(data_dir("hardware")).is_dir()
+
+
+def test_a_changed_copy_of_a_spec_hashes_apart():
+    # The specs cache their hash in pydantic's private storage, which model_copy copies: a copy with changed
+    # fields (the power-capped clock, a --set what-if) must not keep its original's hash, and an unchanged copy
+    # keeps it (the planner's caches are keyed on the specs).
+    from perfmodel.specs.hardware import load_hardware
+
+    hw = load_hardware("h100-sxm")
+    h = hash(hw)
+    capped = hw.at_clock(0.8)
+    assert capped != hw and hash(capped) != h and hash(hw.model_copy()) == h
+    m = load_model("llama3-70b")
+    assert hash(m.model_copy(update={"num_layers": 10})) != hash(m) == hash(m.model_copy())
