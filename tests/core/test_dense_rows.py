@@ -230,14 +230,18 @@ def test_megatron_bridge_turns_tp_overlap_off_under_nvfp4(prec, overlap, fp8_gat
         ("nemo-26.04", "llama3.1-405b", False, "te"),
         ("default", "llama3-70b", False, "te"),
         ("nemo-25.11", "qwen3-30b-a3b", True, "te"),
-        ("nemo-25.11", "deepseek-v3", True, "fp32"),
-        ("nemo-25.11", "nemotron4-340b", False, "fp32"),
-        ("nemo-25.09", "llama3-70b", False, "fp32"),
+        # every performance recipe runs TE cross-entropy: Megatron-Bridge v0.2.0 scripts/performance/utils/helpers.py:108
+        # (set_common_perf_overrides, all recipes) and v0.1.0rc3's *_llm_pretrain.yaml model.cross_entropy_fusion_impl
+        ("nemo-25.11", "deepseek-v3", True, "te"),
+        ("nemo-25.11", "nemotron4-340b", False, "te"),
+        ("nemo-25.09", "llama3-70b", False, "te"),
+        ("megatron-core", "llama3-70b", False, "fp32"),
     ],
 )
 def test_megatron_bridge_llama3_and_qwen_recipes_run_te_cross_entropy(sid, model, is_moe, ce):
     # Megatron-Bridge PR #1154 (cherry-picked into r0.2.0 = NeMo 25.11 as #1201): the Llama 3 and Qwen recipes
-    # set cross_entropy_fusion_impl = 'te'; other families (and the 25.09 recipes) keep Megatron-Core's native
+    # set cross_entropy_fusion_impl = 'te'; the performance scripts set it for every recipe (v0.1.0rc3 yaml, v0.2.0
+    # helpers.py:108); the Megatron-Core family preset keeps the native kernel
     from perfmodel.core.calibration import constants
     from perfmodel.core.software import resolve
     from perfmodel.specs.hardware import load_hardware

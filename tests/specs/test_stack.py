@@ -217,7 +217,9 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
     b3 = f.for_model("qwen3-235b-a22b", True, "b300", "mxfp8")
     assert (b3.value("moe_dispatcher"), b3.basis_of("moe_dispatcher")) == ("alltoall", "read")
     assert (b3.value("fp8_param_gather"), b3.value("recompute"), b3.basis_of("recompute")) == (True, "none", "read")
-    assert f.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("fp8_param_gather") is False
+    # fp8_param_gather is now stated for the whole release (Megatron-Bridge v0.3.0 mixed_precision.py:251, 289: True in
+    # the MXFP8 and current-scaling recipes; it only acts with FP8 on)
+    assert f.for_model("qwen3-235b-a22b", True, "b300", "bf16").value("fp8_param_gather") is True
     assert f.for_model("qwen3-30b-a3b", True, "b200", "mxfp8").value("moe_dispatcher") == "alltoall"
     # 26.02 gpt-oss at v0.3.0 (21b02e0c): GB200 BF16 V2 without the all-to-all overlap (07eea52d's), the B300 / B200
     # rules inferred (the tag's presets are EP64, the rows EP8)
@@ -226,7 +228,8 @@ def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
     assert f.for_model("gpt-oss-120b", True, "gb200-nvl72", "bf16").value("moe_a2a_overlap") is False
     assert f.for_model("gpt-oss-120b", True, "b300", "bf16").basis_of("moe_dispatcher") == "inferred"
     e = load_stack("nemo-25.11")
-    assert e.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("moe_dispatcher") == "alltoall"
+    # Megatron-Bridge v0.2.0 qwen3/workload_base_configs.py:193-200 QWEN3_30B_A3B GB200 FP8_MX: HybridEP, TE graphs
+    assert e.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8").value("moe_dispatcher") == "hybridep"
     # 25.11 Qwen3-235B, assigned by layout to the V1/V2 presets: HybridEP + partial graphs on GB, overlap on H100
     assert e.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "bf16").value("moe_dispatcher") == "hybridep"
     assert e.for_model("qwen3-235b-a22b", True, "h100-sxm", "fp8").value("moe_a2a_overlap") is True
@@ -641,7 +644,10 @@ def test_rule_scopes_follow_the_presets_they_cite():
         g = n11.for_model("deepseek-v3", True, "gb300-nvl72", prec)
         assert (g.value("recompute_modules"), g.value("cuda_graphs")) == (("moe_act",), "per_layer"), prec
     mx = n11.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8")
-    assert mx.value("recompute_modules") == ("moe_act",) and mx.value("cuda_graphs") != "per_layer"
+    # Megatron-Bridge v0.2.0 workload_base_configs.py:36-37: GB300 FP8_MX = GB300_BASE_CONFIG, TE graphs; and
+    # deepseek_llm_pretrain.py:75-78 fp8_mx parameter-gather overlap off
+    assert mx.value("recompute_modules") == ("moe_act",) and mx.value("cuda_graphs") == "per_layer"
+    assert mx.value("dp_param_gather_overlap") is False
     assert mx.value("moe_dispatcher") == "hybridep" and mx.basis_of("moe_dispatcher") == "inferred"
     g2 = n11.for_model("deepseek-v3", True, "gb200-nvl72", "mxfp8")
     assert (g2.value("recompute_modules"), g2.value("cuda_graphs")) == (("mla_up_proj",), "per_layer")
@@ -660,8 +666,9 @@ def test_rule_scopes_follow_the_presets_they_cite():
         assert all(b.value(f) == bf.value(f) for f in FEATURES if f != "fp8_recipe"), sid
         assert (b.value("moe_dispatcher"), b.value("moe_a2a_overlap")) == (b2_dispatcher, False), sid
         b3 = s.for_model("gpt-oss-120b", True, "b300", "mxfp8")
+        # nemo-26.02: Megatron-Bridge v0.3.0's B300 V2 names no flex backend (all-to-all); 26.04 / 26.06 HybridEP
         assert (b3.value("moe_dispatcher"), b3.value("moe_a2a_overlap"), b3.value("recompute")) == (
-            "hybridep",
+            "alltoall" if sid == "nemo-26.02" else "hybridep",
             False,
             "none",
         ), sid
@@ -795,10 +802,11 @@ def test_basis_follows_the_sources_words_and_the_marks(tmp_path):
 
 
 def test_read_only_switches_the_marked_statements_off():
-    # 26.02's gpt-oss B300 HybridEP rule is inferred (v0.3.0's B300 preset is EP64 all-to-all, the row EP8)
-    full = load_stack("nemo-26.02").for_model("gpt-oss-120b", True, "b300", "bf16")
-    r = load_stack("nemo-26.02#read").for_model("gpt-oss-120b", True, "b300", "bf16")
-    assert full.value("moe_dispatcher") == "hybridep" and r.value("moe_dispatcher") != "hybridep"
+    # 26.02.01's Qwen3-235B B300 no-overlap rule is inferred (Megatron-Bridge v0.3.1's B300 FP8_MX V2 is PP8 without VP,
+    # the row lists VP 4); #read falls back to 26.02's read v0.3.0 rule (moe_a2a_overlap=True)
+    full = load_stack("nemo-26.02.01").for_model("qwen3-235b-a22b", True, "b300", "mxfp8")
+    r = load_stack("nemo-26.02.01#read").for_model("qwen3-235b-a22b", True, "b300", "mxfp8")
+    assert full.value("moe_a2a_overlap") is False and r.value("moe_a2a_overlap") is True
     ro = load_stack("nemo-26.06#read")
     assert ro.read_only and ro.id == "nemo-26.06" and not ro.basis
     # 26.06's own rules are read at v0.5.0: kept
