@@ -79,9 +79,10 @@ def test_per_rank_memory_1f1b():
     # x 2 micro-batches in flight (1F1B: pp - rank) + the embedding output 2 Ts h; reserved 1 GB
     # The default (Megatron-Core + TE) stack also keeps a bf16 dummy wgrad per distinct weight shape (DUMMY)
     first = 2 * 63180800 + 12 * 15795200 + 2 * 2 * LAYER + INPUT + 1e9 + DUMMY
-    # rank 1 (last): 1 micro-batch in flight; fp32 logits and their gradient 2 x 4 B x T x V / tp; the output
-    # layer's dummy wgrad [V/tp, h] too
-    last = 2 * 63181824 + 12 * 15795456 + 2 * LAYER + 2 * 4 * 2048 * 32000 / 2 + 1e9 + DUMMY + DUMMY_HEAD
+    # rank 1 (last): 1 micro-batch in flight; the logits: the default stack (the newest Megatron-Bridge presets)
+    # runs Transformer Engine's fused cross-entropy, bf16 logits with the gradient written into them, 2 B x T x
+    # V / tp; the output layer's dummy wgrad [V/tp, h] too
+    last = 2 * 63181824 + 12 * 15795456 + 2 * LAYER + 2 * 2048 * 32000 / 2 + 1e9 + DUMMY + DUMMY_HEAD
     assert stages["first"] == pytest.approx(first, rel=REL)
     assert stages["last"] == pytest.approx(last, rel=REL) and stages["fullest"] == pytest.approx(last, rel=REL)
     assert stages["fullest_rank"] == 1
@@ -92,7 +93,7 @@ def test_per_rank_memory_1f1b():
             "dummy_wgrads": DUMMY + DUMMY_HEAD,
             "optimizer": 12 * 15795456,
             "activations": 2 * LAYER,
-            "logits": 262144000,
+            "logits": 65536000,
             "reserved": 1e9,
         },
         rel=REL,
@@ -121,8 +122,10 @@ def test_fp32_grads_and_fp8_weights():
     assert parts["gradients"] == pytest.approx(4 * 31590912, rel=REL)
     parts, _ = _mem(precision="fp8", sets=("fp8_param_gather=true",))
     assert parts["weights"] == pytest.approx(31590912, rel=REL)  # fp8_param_gather: 1 B
-    parts, _ = _mem(precision="fp8")
-    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)  # the default stack keeps BF16 weights
+    parts, _ = _mem(precision="fp8", sets=("fp8_param_gather=false",))
+    assert parts["weights"] == pytest.approx(2 * 31590912, rel=REL)  # without it: BF16 weights
+    parts, _ = _mem(precision="fp8")  # the default stack gathers FP8 parameters (Megatron-Bridge v0.5.0 presets)
+    assert parts["weights"] == pytest.approx(31590912, rel=REL)
 
 
 def test_fsdp_shards_weights_and_grads():
@@ -134,10 +137,11 @@ def test_fsdp_shards_weights_and_grads():
 
 def test_te_cross_entropy_keeps_only_bf16_logits():
     # last rank: fp32 logits and gradient 2 x 4 B x T x V / tp = 262,144,000 B; Transformer Engine's fused
-    # cross-entropy keeps the bf16 logits and writes the gradient into them: 2 B x 2048 x 16000 = 65,536,000 B
-    parts, _ = _mem()
+    # cross-entropy (the default stack's) keeps the bf16 logits and writes the gradient into them: 2 B x 2048 x
+    # 16000 = 65,536,000 B
+    parts, _ = _mem(sets=("cross_entropy=fp32",))
     assert parts["logits"] == pytest.approx(262144000, rel=REL)
-    parts, _ = _mem(sets=("cross_entropy=te",))
+    parts, _ = _mem()
     assert parts["logits"] == pytest.approx(65536000, rel=REL)
 
 
@@ -204,7 +208,7 @@ def test_interleaved_in_flight():
     _, st = _mem(vp=2)
     assert st["first"] == pytest.approx(2 * 63180800 + 12 * 15795200 + 2.5 * 2 * LAYER + INPUT + 1e9 + DUMMY, rel=REL)
     assert st["last"] == pytest.approx(
-        2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 262144000 + 1e9 + DUMMY + DUMMY_HEAD, rel=REL
+        2 * 63181824 + 12 * 15795456 + 1.5 * 2 * LAYER + 65536000 + 1e9 + DUMMY + DUMMY_HEAD, rel=REL
     )
 
 
