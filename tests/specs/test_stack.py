@@ -419,7 +419,7 @@ def test_stack_for_row_maps_every_shipped_row_to_an_existing_preset():
     "framework, software, sid",
     [
         ("megatron", "NeMo 26.04.01", "nemo-26.04.01"),  # its own preset (Megatron-Bridge v0.4.2, docs/fern/docs.yml)
-        ("megatron", "NeMo 26.08", "nemo-26.06"),
+        ("megatron", "NeMo 26.08", "nemo-26.08"),  # its own preset (Megatron-Bridge v0.6.0, docs/versions1.json)
         ("megatron", "DGXC v25.05.04 (NeMo 25.04.01)", "dgxc-25.05"),
         ("megatron", "NeMo 25.04", "nemo-25.04"),
         ("maxtext", "DGXC v24.11.1 (MaxText 2024.12.09)", "dgxc-24.11-maxtext"),
@@ -898,3 +898,25 @@ def test_nemo_25_04_nemotron4_340b_fp8_gb200_runs_per_layer_graphs():
     assert s.for_model("nemotron4-340b", False, "gb200-nvl72", "fp8").value("cuda_graphs") == "per_layer"
     assert s.for_model("nemotron4-340b", False, "gb200-nvl72", "bf16").value("cuda_graphs") != "per_layer"
     assert s.for_model("nemotron4-340b", False, "h100-sxm", "fp8").value("cuda_graphs") != "per_layer"
+
+
+def test_nemo_26_08_is_megatron_bridge_0_6_0_qwen3_moe_mxfp8_rules():
+    # NeMo 26.08 = Megatron-Bridge v0.6.0 (docs/versions1.json at v0.6.0:7 '0.6.0 (latest) · 26.08'): the label
+    # resolves to its own preset, no longer to 26.06's (v0.5.0)
+    assert stack_for_row("megatron", "NeMo 26.08") == "nemo-26.08"
+    assert stack_for_row("megatron", "NeMo 26.06") == "nemo-26.06"
+    s = load_stack("nemo-26.08")
+    assert s.base == "nemo-26.06" and s.software == ("NeMo 26.08",)
+    # v0.6.0 perf_recipes/qwen/gb300/qwen3_moe.py:461-510 (256-GPU GB300 MXFP8, PP4 VP12 EP32):
+    # _enable_hybridep_full_iteration_mxfp8 (qwen/common.py:36-60); recompute off (:466-468)
+    q = s.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8")
+    assert (q.value("cuda_graphs"), q.value("moe_dispatcher"), q.value("moe_a2a_overlap")) == (
+        "full_iteration",
+        "hybridep",
+        True,
+    )
+    assert q.basis_of("cuda_graphs") == "read" and "v0.6.0" in q.sources["cuda_graphs"]
+    # 8-GPU GB200 Qwen3-30B MXFP8 (gb200/qwen3_moe.py:302-351): the H100 base recipe's full recompute switched off
+    g = s.for_model("qwen3-30b-a3b", True, "gb200-nvl72", "mxfp8")
+    assert g.value("recompute") == "none" and g.basis_of("recompute") == "read"
+    assert g.value("cross_entropy") == "te" and g.basis_of("cross_entropy") == "read"
