@@ -10,11 +10,12 @@ import difflib
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perfmodel.errors import InputError, did_you_mean
+from perfmodel.specs.hashed import HashedSpec
 from perfmodel.specs.specfile import read_document, resolve, split_sources, validate
 
 PRECISIONS = ("fp16", "bf16", "fp8", "fp8-block", "mxfp8", "nvfp4")
@@ -177,7 +178,9 @@ class Cost(Frozen):
     liquid_cooled: bool = False  # direct liquid cooling: economics uses the buyer's liquid-cooled PUE
 
 
-class HardwareSpec(Frozen):
+class HardwareSpec(Frozen, HashedSpec):
+    HASH_EXCLUDE: ClassVar[set[str]] = {"sources", "notes", "path", "overridden", "base", "notes_of"}
+    __hash__ = HashedSpec.__hash__  # in the class body: pydantic gives a frozen model its own hash otherwise
     id: str
     name: str
     # NVIDIA ampere / hopper / blackwell / blackwell-ultra; AMD cdna3 (Instinct MI300X). The band family
@@ -200,23 +203,6 @@ class HardwareSpec(Frozen):
     # the `base =` chain, or the spec --set was applied to)
     notes_of: str = ""  # id of the spec `notes` were written for, where not this one (inherited
     # by a `base =` file, or kept through --set): they may describe what changed
-    _hash: int | None = PrivateAttr(default=None)
-
-    def __hash__(self) -> int:  # hashable despite dict fields, so derived counts can be cached
-        priv = self.__pydantic_private__  # read directly: pydantic's private-attribute lookup costs ~3 us a call,
-        h = priv.get("_hash")  # and the planner's caches hash the spec ~1,000 times per search
-        if h is None:
-            h = priv["_hash"] = hash(self.model_dump_json(exclude=_DESCRIPTIVE))
-        return h
-
-    def model_copy(self, *, update=None, deep: bool = False):
-        """pydantic's copy, without the cached hash where fields change (pydantic copies private attributes, so a
-        changed copy would keep its original's hash: equal hashes of unequal specs, every cache lookup then an
-        equality test of all fields)."""
-        c = super().model_copy(update=update, deep=deep)
-        if update:
-            c.__pydantic_private__["_hash"] = None
-        return c
 
     def display_name(self, changes: bool = True) -> str:
         """The name to print. A catalog spec: `name`. A what-if spec (a field overridden by a `base =` file or
@@ -319,7 +305,7 @@ def whatif_fields(hw: HardwareSpec, eq: str = " = ") -> str:
 
 _MAX_BASE_DEPTH = 8
 _NOT_OVERRIDES = {"id", "name", "notes"}  # a `base =` file's own identity, not a change
-_DESCRIPTIVE = {"sources", "notes", "path", "overridden", "base", "notes_of"}  # no effect on any prediction
+_DESCRIPTIVE = HardwareSpec.HASH_EXCLUDE  # no effect on any prediction
 _NOT_SETTABLE = {"sources", "path", "overridden", "measured", "id", "base", "notes_of"}
 
 # friendly --set names: alias -> (dotted field, SI factor, unit the value is written in)

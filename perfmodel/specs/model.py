@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from perfmodel.specs.hashed import HashedSpec
 from perfmodel.specs.specfile import read_document, resolve, split_sources, validate
 
 
@@ -119,7 +120,9 @@ class Published(Frozen):
     note: str = ""
 
 
-class ModelSpec(Frozen):
+class ModelSpec(Frozen, HashedSpec):
+    HASH_EXCLUDE: ClassVar[set[str]] = {"sources", "notes", "path"}
+    __hash__ = HashedSpec.__hash__  # in the class body: pydantic gives a frozen model its own hash otherwise
     id: str
     name: str
     num_layers: int = PosInt
@@ -144,23 +147,6 @@ class ModelSpec(Frozen):
     notes: str = ""
     sources: dict[str, str] = Field(default_factory=dict)
     path: str = ""
-    _hash: int | None = PrivateAttr(default=None)
-
-    def __hash__(self) -> int:  # hashable despite dict fields, so derived counts can be cached
-        priv = self.__pydantic_private__  # read directly: pydantic's private-attribute lookup costs ~3 us a call
-        h = priv.get("_hash")
-        if h is None:
-            h = priv["_hash"] = hash(self.model_dump_json(exclude={"sources", "notes", "path"}))
-        return h
-
-    def model_copy(self, *, update=None, deep: bool = False):
-        """pydantic's copy, without the cached hash where fields change (pydantic copies private attributes, so a
-        changed copy would keep its original's hash: equal hashes of unequal specs, every cache lookup then an
-        equality test of all fields)."""
-        c = super().model_copy(update=update, deep=deep)
-        if update:
-            c.__pydantic_private__["_hash"] = None
-        return c
 
     @model_validator(mode="after")
     def _check(self) -> "ModelSpec":
