@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from log_helpers import (
+    L70,
     LLAMA3_8B_TT_ARGS,
     args_dump,
     iteration_line,
@@ -40,13 +41,7 @@ from log_helpers import (
 
 def write_log(path: Path, size: float, zipped: bool) -> int:
     a = megatron_args(
-        tensor_model_parallel_size=4,
-        pipeline_model_parallel_size=4,
-        virtual_pipeline_model_parallel_size=5,
-        context_parallel_size=2,
-        world_size=64,
-        data_parallel_size=2,
-        global_batch_size=128,
+        **L70,
         train_iters=10_000_000,
         log_interval=1,
     )

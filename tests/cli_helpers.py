@@ -6,6 +6,9 @@ import json
 
 from perfmodel.cli import main
 
+# the README's first command: Llama 3 70B on 64 H100, tp 8, pp 4, vp 5 (the layout most CLI tests start from)
+PREDICT = "predict --model llama3-70b --hardware h100-sxm --gpus 64 --tp 8 --pp 4 --vp 5 --gbs 128 --seq 8192".split()
+
 
 def run_json(capsys, args: list[str]) -> dict:
     """Run with --json, expect exit 0, return the parsed output."""

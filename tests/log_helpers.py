@@ -50,6 +50,18 @@ LLAMA3_70B_SHAPE: dict[str, Any] = {
 }
 
 
+# Llama 3 70B on 64 H100 as tp 4, pp 4, vp 5, cp 2, dp 2, gbs 128: the layout of most log tests
+L70 = dict(
+    tensor_model_parallel_size=4,
+    pipeline_model_parallel_size=4,
+    virtual_pipeline_model_parallel_size=5,
+    context_parallel_size=2,
+    world_size=64,
+    data_parallel_size=2,
+    global_batch_size=128,
+)
+
+
 def megatron_args(**kw: Any) -> dict[str, Any]:
     """A plausible Megatron-LM argument set: a shape, then the layout and stack fields."""
     a: dict[str, Any] = dict(LLAMA3_70B_SHAPE)

@@ -149,9 +149,7 @@ def _gemms_on(gemms, hw: HardwareSpec, precision: str, c: Constants, reduce) -> 
             for i, t in zip(idx, gemms_each([gemms[i] for i in idx], hw, precision, c)):
                 out[i] = t
             continue
-        first, inv = rows
-        take = lambda x: np.asarray(x)[first] if np.ndim(x) else x
-        back = lambda x: np.asarray(x)[inv] if np.ndim(x) else x
+        take, back = _take_back(rows)
         red = [replace(g, M=take(g.M), N=take(g.N), K=take(g.K), count=take(g.count)) for g in (gemms[i] for i in idx)]
         for i, (f, b) in zip(idx, gemms_each(red, hw, precision, c)):
             out[i] = (back(f), back(b))
@@ -167,8 +165,7 @@ def _comms_on(comms, hw: HardwareSpec, reduce) -> list:
         if rows is None:
             out.append(x.price(hw))
             continue
-        first, inv = rows
-        take = lambda v: np.asarray(v)[first] if np.ndim(v) else v
+        take, back = _take_back(rows)
         red = replace(
             x,
             nbytes=take(x.nbytes),
@@ -177,9 +174,15 @@ def _comms_on(comms, hw: HardwareSpec, reduce) -> list:
             steps=take(x.steps),
             active=None if x.active is None else take(x.active),
         )
-        t = red.price(hw)
-        out.append(np.asarray(t)[inv] if np.ndim(t) else t)
+        out.append(back(red.price(hw)))
     return out
+
+
+def _take_back(rows):
+    """(take, back) for reduce's (first, inv): an array field to one row per combination, and a result from
+    those rows back to every row (scalars pass through)."""
+    first, inv = rows
+    return (lambda x: np.asarray(x)[first] if np.ndim(x) else x), (lambda x: np.asarray(x)[inv] if np.ndim(x) else x)
 
 
 def price_layer(layer: Layer, hw: HardwareSpec, precision: str, c: Constants, sw, reduce=None) -> LayerTime:

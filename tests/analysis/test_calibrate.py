@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_err, run_json
+from cli_helpers import PREDICT, run_err, run_json
 
 from perfmodel import api
 from perfmodel.analysis import fit as F
@@ -22,25 +22,6 @@ from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
-PREDICT = [
-    "predict",
-    "--model",
-    "llama3-70b",
-    "--hardware",
-    "h100-sxm",
-    "--gpus",
-    "64",
-    "--tp",
-    "8",
-    "--pp",
-    "4",
-    "--vp",
-    "5",
-    "--gbs",
-    "128",
-    "--seq",
-    "8192",
-]
 LAY = Layout(gpus=64, gbs=128, seq=8192, tp=8, pp=4, vp=5)
 
 

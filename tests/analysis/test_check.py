@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from cli_helpers import run_err, run_json
 from log_helpers import (
+    L70,
     LLAMA3_8B_TT_ARGS,
     args_dump,
     bridge_config,
@@ -37,16 +38,6 @@ from perfmodel.analysis.logparse import MAX_LINE, parse_file, parse_text
 from perfmodel.analysis.validate import read_csv, validate_rows
 from perfmodel.cli import main
 from perfmodel.specs.specfile import data_dir
-
-L70 = dict(
-    tensor_model_parallel_size=4,
-    pipeline_model_parallel_size=4,
-    virtual_pipeline_model_parallel_size=5,
-    context_parallel_size=2,
-    world_size=64,
-    data_parallel_size=2,
-    global_batch_size=128,
-)
 
 
 def write(tmp_path: Path, text: str | bytes, name: str = "train.log") -> str:

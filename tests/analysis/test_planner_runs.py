@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from cli_helpers import run_err, run_json
-from log_helpers import megatron_args, megatron_log
+from log_helpers import L70, megatron_args, megatron_log
 
 from perfmodel import api
 from perfmodel.analysis.search import equivalents, parallel_axes
@@ -113,15 +113,7 @@ def test_predict_flags_and_warns_a_group_that_leaves_the_domain(capsys):
 
 def test_check_refuses_an_impossible_measurement(tmp_path, capsys):
     # Llama 3 70B on 64 H100 at 300 ms per step of 128 x 8192 tokens: 54,613 tokens/s/GPU, ~25x the dense peak
-    a = megatron_args(
-        tensor_model_parallel_size=4,
-        pipeline_model_parallel_size=4,
-        virtual_pipeline_model_parallel_size=5,
-        context_parallel_size=2,
-        world_size=64,
-        data_parallel_size=2,
-        global_batch_size=128,
-    )
+    a = megatron_args(**L70)
     f = tmp_path / "fast.log"
     f.write_text(megatron_log(a, [300.0] * 5))
     err = run_err(capsys, ["check", str(f), "--hardware", "h100-sxm"])

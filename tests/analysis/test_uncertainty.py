@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import run_json
+from cli_helpers import PREDICT, run_json
 
 from perfmodel.analysis import uncertainty as U
 
@@ -101,24 +101,7 @@ def test_band_directions():
     assert b.inverse(10)[0] == pytest.approx(8) and b.inverse(10)[1] == pytest.approx(12.5)
 
 
-PRED = [
-    "--model",
-    "llama3-70b",
-    "--hardware",
-    "h100-sxm",
-    "--gpus",
-    "64",
-    "--tp",
-    "8",
-    "--pp",
-    "4",
-    "--vp",
-    "5",
-    "--gbs",
-    "128",
-    "--seq",
-    "8192",
-]
+PRED = PREDICT[1:]  # its arguments, without the command
 
 
 def test_predict_json_band(capsys):

@@ -701,49 +701,12 @@ def test_sensitivity_refuses_a_layout_that_does_not_fit(capsys):
 
 
 def test_sensitivity_sweep_cells_that_do_not_fit_have_no_throughput(capsys):
-    d = run_json(
-        capsys,
-        [
-            "sensitivity",
-            "--model",
-            "llama3-70b",
-            "--hardware",
-            "h100-sxm",
-            "--gpus",
-            "8",
-            "--tp",
-            "8",
-            "--gbs",
-            "8",
-            "--seq",
-            "8192",
-            "--sweep",
-            "hbm_gb=40,80,200",
-        ],
-    )
+    args = "sensitivity --model llama3-70b --hardware h100-sxm --gpus 8 --tp 8 --gbs 8 --seq 8192 --sweep".split()
+    d = run_json(capsys, [*args, "hbm_gb=40,80,200"])
     by = {float(c["set"]["hbm_gb"]): c for c in d["cells"]}
     assert by[40]["fits"] is False and by[40]["tokens_per_s_per_gpu"] is None
     assert by[200]["fits"] is True and by[200]["tokens_per_s_per_gpu"] > 0
-    assert "fits in HBM on no variant" in run_err(
-        capsys,
-        [
-            "sensitivity",
-            "--model",
-            "llama3-70b",
-            "--hardware",
-            "h100-sxm",
-            "--gpus",
-            "8",
-            "--tp",
-            "8",
-            "--gbs",
-            "8",
-            "--seq",
-            "8192",
-            "--sweep",
-            "hbm_gb=40,50",
-        ],
-    )
+    assert "fits in HBM on no variant" in run_err(capsys, [*args, "hbm_gb=40,50"])
 
 
 def test_scaling_sizes_that_do_not_fit_are_not_priced_nor_the_baseline(capsys):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_err, run_json
+from cli_helpers import PREDICT, run_err, run_json
 
 from perfmodel import api
 from perfmodel.analysis.releases import config_key
@@ -17,25 +17,7 @@ from perfmodel.specs.stack import load_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "validation" / "runs.csv"
-PRED = [
-    "predict",
-    "--model",
-    "llama3-70b",
-    "--hardware",
-    "h100-sxm",
-    "--gpus",
-    "64",
-    "--tp",
-    "8",
-    "--pp",
-    "4",
-    "--vp",
-    "5",
-    "--gbs",
-    "128",
-    "--seq",
-    "8192",
-]
+PRED = PREDICT
 LAY = api.Layout(gpus=64, gbs=128, seq=8192, tp=8, pp=4, vp=5)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 import numpy as np
 import pytest
+from cli_helpers import PREDICT
 
 from perfmodel import cli
 from perfmodel.specs import counts, fncache
@@ -19,25 +20,6 @@ from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import catalog_ids
 
 ROOT = Path(__file__).resolve().parents[2]
-PREDICT = [
-    "predict",
-    "--model",
-    "llama3-70b",
-    "--hardware",
-    "h100-sxm",
-    "--gpus",
-    "64",
-    "--tp",
-    "8",
-    "--pp",
-    "4",
-    "--vp",
-    "5",
-    "--gbs",
-    "128",
-    "--seq",
-    "8192",
-]
 
 
 def _py(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
