@@ -78,9 +78,22 @@ RUNS = [
     ),
     Run("l70_fp8_2048", "dgxc241101-l3-70b-h100-2048-fp8"),
     Run("dsv3_h100", "dgxc250504-dsv3-h100-1024-bf16"),
-    Run("dsv3_gb200", "dgxc250504-dsv3-gb200-128-bf16"),
+    Run(
+        "dsv3_gb200",
+        "dgxc250504-dsv3-gb200-128-bf16",
+        note="unpriced: eager MoE layers host-bound on Grace. NVIDIA's own GB200 guide (Megatron-LM "
+        "docs/discussions/deepseek-v3-gb200-optimization) names CPU overhead the baseline's biggest issue and "
+        "measures its eager all-to-all MXFP8 run at 494 TFLOPS/GPU, which perfmodel predicts at 802 (+62%); "
+        "CUDA graphs, NUMA binding and DeepEP's fused preprocess then gave +85, +71 and +54 TFLOPS (validation/NOTES.md)",
+    ),
     Run("mav_h100", "dgxc250504-l4mav-h100-512-fp8"),
-    Run("mav_gb200", "dgxc250504-l4mav-gb200-512-fp8"),
+    Run(
+        "mav_gb200",
+        "dgxc250504-l4mav-gb200-512-fp8",
+        note="unpriced: eager FP8 on Grace. The BF16 rows of the same layout are +2/+3%; FP8 halves the GEMMs' "
+        "GPU time and adds per-GEMM quantization and delayed-scaling ops that a Grace host issues 2.75x slower "
+        "than x86 (TransformerEngine issue #2053); the H100 FP8 run uses CUDA graphs (validation/NOTES.md)",
+    ),
 ]
 
 
