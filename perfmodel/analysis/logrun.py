@@ -705,9 +705,22 @@ def _attention_sets(s: _Sets) -> None:
             "megatron/legacy/model/transformer.py @d580efc; Megatron-Core models take attention_backend)"
         )
     if ab in ("fused", "unfused", "local"):
-        # AttnBackend (megatron/core/transformer/enums.py): fused = TE cuDNN fused attention; unfused = TE
-        # unfused; local = Megatron's own DotProductAttention (the s^2 scores in HBM, as unfused)
-        s.put("attention_kernel", "cudnn" if ab == "fused" else "unfused", "attention_backend")
+        # AttnBackend (megatron/core/transformer/enums.py): fused = TE cuDNN fused attention; local = Megatron's own
+        # DotProductAttention (the s^2 scores and the dropout mask in HBM: `unfused`); unfused = TE's
+        # UnfusedDotProductAttention (language_module.py @core_v0.12.0: NVTE_FLASH_ATTN=0, NVTE_FUSED_ATTN=0,
+        # NVTE_UNFUSED_ATTN=1), `te_unfused` where TE's modules run (--transformer-impl transformer_engine, the
+        # default) at attention dropout 0 (te_unfused prices no dropout); with dropout the nearest is `unfused`
+        kernel = {"fused": "cudnn", "local": "unfused"}.get(ab)
+        if kernel is None:
+            impl = (f.raw("transformer_impl") or "transformer_engine").strip("'\"")
+            drop = f.raw("attention_dropout")
+            try:
+                no_dropout = drop is not None and float(drop) == 0.0
+            except ValueError:
+                no_dropout = False
+            kernel = "te_unfused" if impl == "transformer_engine" and no_dropout else "unfused"
+        said = ("transformer_impl", "attention_dropout") if ab == "unfused" else ()
+        s.put("attention_kernel", kernel, "attention_backend", *said)
     elif ab == "flash":
         s.read.append(
             f"{f.said('attention_backend')} (FlashAttention 2 or 3, whichever flash-attn package the run had "

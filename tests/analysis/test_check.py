@@ -928,6 +928,24 @@ def test_stated_switches_are_read_and_each_feature_has_one_source(tmp_path, caps
     )
 
 
+def test_attention_backend_unfused_is_transformer_engines_unfused_attention_at_no_dropout(tmp_path, capsys):
+    # AttnBackend.unfused sets NVTE_UNFUSED_ATTN=1 (Megatron-Core language_module.py @core_v0.12.0): TE's
+    # UnfusedDotProductAttention (te_unfused, priced without dropout) where TE's modules run at attention dropout 0;
+    # at dropout 0.1 the nearest kernel is Megatron's unfused one (dropout mask in HBM); local is Megatron's own
+    def kernel(**kw):
+        a = megatron_args(**L70, **kw)
+        out = run_json(capsys, ["check", write(tmp_path, megatron_log(a, [15000.0] * 4)), "--hardware", "h100-sxm"])
+        (f,) = [f for f in out["stack_features"] if f["feature"] == "attention_kernel"]
+        return f["value"], f["from"], f["how"]
+
+    value, origin, how = kernel(attention_backend="AttnBackend.unfused", attention_dropout="0.0")
+    assert (value, origin) == ("te_unfused", "log") and "attention_dropout=0.0" in how
+    assert kernel(attention_backend="AttnBackend.unfused", attention_dropout="0.1")[0] == "unfused"
+    assert kernel(attention_backend="AttnBackend.unfused")[0] == "unfused"  # dropout not printed: not assumed 0
+    assert kernel(attention_backend="AttnBackend.local", attention_dropout="0.0")[0] == "unfused"
+    assert kernel(attention_backend="AttnBackend.fused", attention_dropout="0.0")[0] == "cudnn"
+
+
 def test_invalid_outlier_and_first_interval_are_left_out_with_a_word(tmp_path, capsys):
     """Issue 27 bullet 3 (NeMo): a negative step time (-12.71 s after 13.75 s), an outlier and the first interval
     (which averages from iteration 1) are left out, and the printed rule says which and why."""
