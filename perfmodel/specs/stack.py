@@ -864,6 +864,22 @@ _NEMO_RELEASE = re.compile(
     r"nemo(?:[\s:_-]*megatron)?(?:[\s:_-]*(?:release|framework|container))?[\s:_v-]*(\d{2})\.(\d{2})", re.IGNORECASE
 )
 _DGXC_RELEASE = re.compile(r"dgxc[\s:_-]*v?(\d{2})\.(\d{2})", re.IGNORECASE)
+# a library version in free text: "Megatron-Bridge 0.2.0", "megatron-bridge==0.1.0rc3", "Megatron Bridge v0.4";
+# the NeMo toolkit's own version, "NeMo 2.3.0" / "nemo_toolkit 2.3.1" (a container release reads "NeMo 25.04")
+# (library, pattern, whether a version newer than every preset's takes the newest: Megatron-Bridge's versions are
+# all mapped, 0.1.0rc3 to 0.6.0; only NeMo 2.3 is, so another NeMo minor version is left to the run's date)
+_VERSIONED = (
+    (
+        "Megatron-Bridge",
+        re.compile(r"megatron[\s_-]*bridge[\s:=_v-]*(\d+)\.(\d+)(?:\.(\d+))?(?:\s*rc\s*(\d+))?", re.I),
+        True,
+    ),
+    (
+        "NeMo",
+        re.compile(r"nemo(?:[\s_-]*toolkit)?[\s:=_v-]*(2)\.(\d+)(?:\.(\d+))?(?:\s*rc\s*(\d+))?(?![\d.])", re.I),
+        False,
+    ),
+)
 # frameworks named in free text -> preset, and words that state a feature of that framework's run
 _NAMED = (
     (re.compile(r"torch\s*titan", re.IGNORECASE), "torchtitan-2025"),
@@ -913,6 +929,54 @@ def _releases() -> dict[str, list[tuple[int, str, str]]]:
     return {k: sorted(set(v)) for k, v in out.items()}
 
 
+def _version(m: re.Match) -> tuple[int, int, int, int]:
+    """(major, minor, patch, rc) of a _VERSIONED match; a final release sorts after its release candidates."""
+    major, minor, patch, rc = m.groups()
+    return int(major), int(minor), int(patch or 0), int(rc) if rc else 10**6
+
+
+@lru_cache(maxsize=1)
+def _library_versions() -> dict[str, list[tuple[tuple[int, int, int, int], str, str]]]:
+    """Per library of _VERSIONED, (version, label, preset) of every catalog preset whose software labels name a
+    version of it (the release's own: nemo-25.11 lists "Megatron-Bridge 0.2.0", the version NeMo 25.11 ships)."""
+    out: dict[str, list[tuple[tuple[int, int, int, int], str, str]]] = {lib: [] for lib, _, _ in _VERSIONED}
+    for sid in stack_ids():
+        for lab in load_stack(sid).software:
+            for lib, rx, _ in _VERSIONED:
+                m = rx.fullmatch(lab.strip())
+                if m:
+                    out[lib].append((_version(m), lab, sid))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _by_library_version(sw: str) -> StackChoice | None:
+    """The preset of a library version the text names (Megatron-Bridge, the NeMo toolkit): that version's; a patch
+    release without a preset, the latest earlier one of its minor version (the minor release's scripts, until read);
+    a version newer than every preset's, the newest (where the library's versions are all mapped); else None."""
+    for lib, rx, beyond in _VERSIONED:
+        m = rx.search(sw)
+        known = _library_versions()[lib]
+        if not m or not known:
+            continue
+        v, said = _version(m), m.group(0).strip()
+        exact = [k for k in known if k[0] == v]
+        if exact:
+            return StackChoice(
+                exact[0][2], (), f"{lib} version in '{sw}' ({said}): the release that ships it", "release"
+            )
+        minor = [k for k in known if k[0][:2] == v[:2] and k[0] < v]
+        near = minor[-1] if minor else (known[-1] if beyond and v > known[-1][0] else None)
+        if near is not None:
+            return StackChoice(
+                near[2],
+                (),
+                f"{lib} version in '{sw}' ({said}) has no preset: the nearest earlier version with one, "
+                f"{near[1]} ({near[2]})",
+                "nearest release",
+            )
+    return None
+
+
 def _nearest(family: str, month: int, on_or_before: bool = False, framework: str = "") -> tuple[int, str, str] | None:
     """The release of `family` nearest to `month` (or the latest on or before it), among presets that run
     `framework` (those that list no frameworks, or list it; any, for a run whose framework cell is empty or
@@ -931,6 +995,7 @@ def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
     MLPerf system description: free text) describe, in this order (issue 26):
     1. a preset's software label that the text starts with (and whose frameworks list the framework, when it lists any);
     2. a NeMo or DGXC release the text names (container tags too): that release's preset, or the nearest release's;
+       a Megatron-Bridge or NeMo toolkit version it names: the release that ships it, or the nearest earlier one;
     3. a NeMo run naming no release: the latest NeMo preset released by the run's `date`;
     4. a framework named in the text (torchtitan, DeepSpeed, MaxText, ...), with the features its words state
        (torchtitan: compile, AsyncTP);
@@ -955,6 +1020,9 @@ def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
                     f"release with one, {near[1]} ({near[2]})",
                     "nearest release",
                 )
+    by_version = _by_library_version(sw)
+    if by_version is not None and (not fw or fw in ("megatron", "other")):
+        return by_version
     month = _month(date)
     if re.search(r"\bnemo\b", sw, re.IGNORECASE) and month is not None:
         near = _nearest("nemo", month, on_or_before=True, framework=fw)

@@ -713,6 +713,16 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         ("other", "MT-NLG 530B on Selene", "", "megatron-deepspeed-2021", "label"),
         ("other", "Megatron-Turing NLG 530B", "", "megatron-deepspeed-2021", "label"),
         ("other", "DeepSpeed 0.6.1", "", "megatron-deepspeed-2023", "framework named"),
+        # a Megatron-Bridge version: the NeMo release that ships it (each preset's software labels, sourced in its
+        # notes); a patch release without a preset, its minor version's latest; newer than every preset, the newest
+        ("", "Megatron-Bridge 0.2.0", "", "nemo-25.11", "release"),
+        ("megatron", "pip install megatron-bridge==0.1.0rc3", "", "nemo-25.09", "release"),
+        ("other", "Megatron Bridge v0.4.1", "", "nemo-26.04", "nearest release"),
+        ("", "Megatron-Bridge 0.9.0", "", "nemo-26.08", "nearest release"),
+        # the NeMo toolkit's own version: 2.3.x is the 25.04 containers' (nemo-25.04); another minor, the run's date
+        ("", "nemo_toolkit 2.3.1", "", "nemo-25.04", "release"),
+        ("", "NeMo 2.3.4", "", "nemo-25.04", "nearest release"),
+        ("megatron", "NeMo 2.5.0", "2025-10-01", "nemo-25.09", "release by date"),
         # nothing known: the framework's library defaults, or the default stack (flagged)
         ("megatron", "an in-house fork", "", "megatron-core", "framework default"),
         ("xla", "", "", "default", "default"),
@@ -906,7 +916,7 @@ def test_nemo_26_08_is_megatron_bridge_0_6_0_qwen3_moe_mxfp8_rules():
     assert stack_for_row("megatron", "NeMo 26.08") == "nemo-26.08"
     assert stack_for_row("megatron", "NeMo 26.06") == "nemo-26.06"
     s = load_stack("nemo-26.08")
-    assert s.base == "nemo-26.06" and s.software == ("NeMo 26.08",)
+    assert s.base == "nemo-26.06" and s.software == ("NeMo 26.08", "Megatron-Bridge 0.6.0")
     # v0.6.0 perf_recipes/qwen/gb300/qwen3_moe.py:461-510 (256-GPU GB300 MXFP8, PP4 VP12 EP32):
     # _enable_hybridep_full_iteration_mxfp8 (qwen/common.py:36-60); recompute off (:466-468)
     q = s.for_model("qwen3-235b-a22b", True, "gb300-nvl72", "mxfp8")
