@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from perfmodel import api
 from perfmodel.analysis.validate import read_csv, shipped_sets, validate_rows
 from perfmodel.cli import main
 from perfmodel.errors import InputError
@@ -168,6 +169,15 @@ def test_per_model_rules_apply_by_model_hardware_and_precision():
     assert s6.for_model("deepseek-v3", True, "gb300-nvl72", "mxfp8").value("recompute") == "none"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "bf16").value("fsdp") == "megatron_fsdp"
     assert n.for_model("llama3-70b", False, "gb200-nvl72", "mxfp8").value("fsdp") == "zero1"
+    # Megatron-FSDP gathers each unit's parameters before every forward and releases them after its backward
+    # (megatron_fsdp.py at the Megatron-LM pin d7288711): per micro-batch, so a rank holds its 1/dp shard, not the
+    # gathered 70B (at tp 1, dp 64 on GB200: 141 GB of BF16 weights gathered for the step would not fit)
+    for hw_id in ("gb200-nvl72", "gb300-nvl72"):
+        r = n.for_model("llama3-70b", False, hw_id, "bf16")
+        assert (r.value("fsdp_gather"), r.value("reshard_after_forward")) == ("per_microbatch", True)
+    lay = api.Layout(gpus=64, gbs=128, seq=8192)
+    p = api.predict("llama3-70b", "gb200-nvl72", lay, "bf16", stack="nemo-26.04")
+    assert bool(p.fits[0]) and float(p.memory_parts["weights"][0]) < 0.05 * 70e9 * 2
 
 
 def test_moe_release_facts_gpt_oss_26_04_and_qwen3_30b_26_06():
