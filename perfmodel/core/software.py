@@ -15,7 +15,7 @@ from functools import lru_cache
 from perfmodel.core import constants as K
 from perfmodel.core.calibration import Constants
 from perfmodel.specs.hardware import HardwareSpec
-from perfmodel.specs.stack import DEFAULT_STACK, StackSpec, apply_overrides, load_stack
+from perfmodel.specs.stack import DEFAULT_STACK, PARAM_SHARDING, StackSpec, apply_overrides, load_stack
 
 # attention kernels relative to the kernel each hardware file's attention_fwd / attention_bwd measures
 # (A100: FlashAttention-2; Hopper: FlashAttention-3; Blackwell: cuDNN fused attention).
@@ -232,7 +232,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))
     power = power_factor(hw)
     fp8 = f.fp8_recipe
-    sharding = f.fsdp in ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
+    sharding = f.fsdp in PARAM_SHARDING
     return Software(
         stack_id=spec.id,
         tp_share_fwd=tp[0],

@@ -343,6 +343,12 @@ class Features(BaseModel):
 
 
 FEATURES: tuple[str, ...] = tuple(Features.model_fields)
+# the `fsdp` kinds that shard parameters (gathered before use); each implementation's default is to gather them
+# for every micro-batch and free them after the forward: PyTorch FSDP1 ShardingStrategy.FULL_SHARD and FSDP2
+# fully_shard(reshard_after_forward=True) (torch/distributed/fsdp/_fully_shard/_fully_shard.py), DeepSpeed ZeRO-3's
+# fetch and release around each submodule (deepspeed/runtime/zero/partitioned_param_coordinator.py), Megatron-FSDP
+# (megatron_fsdp.py _pre_forward_param_unshard at Megatron-LM d7288711), GSPMD gathering at each use
+PARAM_SHARDING = ("fsdp1", "fsdp2", "megatron_fsdp", "zero3", "xla_fsdp")
 # features a preset may leave out (added after most presets were written; they describe mechanisms only some
 # stacks have): missing from a file (and its base), they take the schema default, whose meaning the field states
 # (the Megatron-Core behaviour)
@@ -810,6 +816,20 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
         sources[name] = f"--stack-set {name}={text}"
         origin[name] = "--stack-set"
         basis.pop(name, None)  # the user's own statement
+    named = {item.split("=", 1)[0].strip() for item in sets}
+    if "fsdp" in named and vals["fsdp"] in PARAM_SHARDING and spec.features.fsdp not in PARAM_SHARDING:
+        # parameter sharding set over a preset that shards none: the preset's gathering features describe no
+        # sharding, so the implementation's own default applies unless the same overrides state them
+        for name, value in (("fsdp_gather", "per_microbatch"), ("reshard_after_forward", True)):
+            if name not in named:
+                vals[name] = value
+                sources[name] = (
+                    f"implied by --stack-set fsdp={vals['fsdp']} over {spec.id}, which shards no parameters: the "
+                    "implementation's default, parameters gathered for every micro-batch and freed after the "
+                    "forward (specs/stack.py PARAM_SHARDING)"
+                )
+                origin[name] = "--stack-set"
+                basis.pop(name, None)
     try:
         feats = validate(Features, vals, "--stack-set")
     except InputError as exc:  # the feature as the user typed it (a list item keeps its index)

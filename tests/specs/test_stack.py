@@ -358,6 +358,32 @@ def test_release_file_errors(tmp_path):
 # ---- --stack-set overrides ------------------------------------------------------------------------
 
 
+def test_parameter_sharding_over_a_preset_that_shards_none_gathers_per_micro_batch():
+    # megatron-deepspeed-2023 runs ZeRO stage 0 (fsdp_gather per_step, "not applicable"); ZeRO-3 or FSDP2 set over it
+    # takes the implementation's default, parameters gathered for every micro-batch and freed after the forward
+    base = load_stack("megatron-deepspeed-2023")
+    for kind in ("zero3", "fsdp2", "megatron_fsdp"):
+        s = apply_overrides(base, [f"fsdp={kind}"])
+        assert (s.value("fsdp_gather"), s.value("reshard_after_forward")) == ("per_microbatch", True)
+        assert s.origin["fsdp_gather"] == "--stack-set" and "implied by --stack-set fsdp=" in s.sources["fsdp_gather"]
+    # what the same overrides state wins; a sharding that keeps parameters (ZeRO-1 / 2) implies nothing; a preset
+    # that already shards parameters keeps its own gathering
+    s = apply_overrides(base, ["fsdp=zero3", "fsdp_gather=per_step"])
+    assert (s.value("fsdp_gather"), s.value("reshard_after_forward")) == ("per_step", True)
+    assert apply_overrides(base, ["fsdp=zero2"]).value("fsdp_gather") == "per_step"
+    tt = load_stack("torchtitan-2025")
+    assert apply_overrides(tt, ["fsdp=fsdp1"]).value("fsdp_gather") == tt.value("fsdp_gather")
+    # in the cost model: the ZeRO-3 rank holds its 1/dp shard of the weights, ZeRO-1's all of them
+    lay = api.Layout(gpus=64, gbs=256, seq=4096, tp=8, pp=2)
+    z1, z3 = (
+        api.predict(
+            "llama2-70b", "a100-sxm-80gb", lay, "bf16", stack="megatron-deepspeed-2023", stack_set=(f"fsdp={k}",)
+        )
+        for k in ("zero1", "zero3")
+    )
+    assert float(z3.memory_parts["weights"][0]) == pytest.approx(float(z1.memory_parts["weights"][0]) / 4, rel=1e-6)
+
+
 def test_overrides_set_values_and_record_their_origin():
     base = load_stack("nemo-25.09")
     s = apply_overrides(
