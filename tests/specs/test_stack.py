@@ -384,6 +384,21 @@ def test_parameter_sharding_over_a_preset_that_shards_none_gathers_per_micro_bat
     assert float(z3.memory_parts["weights"][0]) == pytest.approx(float(z1.memory_parts["weights"][0]) / 4, rel=1e-6)
 
 
+def test_every_rule_that_turns_on_parameter_sharding_states_how_it_gathers():
+    # a preset without parameter sharding says its gathering is "not applicable"; a per-model rule that shards
+    # parameters over it must state its own (nemo-26.04's Megatron-FSDP rules once inherited per_step: 442.8 GB)
+    from perfmodel.specs.stack import PARAM_SHARDING, stack_ids
+
+    rules = 0
+    for sid in stack_ids():
+        spec = load_stack(sid)
+        for rule in spec.per_model:
+            if rule.values.get("fsdp") in PARAM_SHARDING and spec.value("fsdp") not in PARAM_SHARDING:
+                rules += 1
+                assert "fsdp_gather" in rule.values and "reshard_after_forward" in rule.values, (sid, rule.match)
+    assert rules >= 2  # nemo-26.04's GB200 / GB300 rules and their heirs
+
+
 def test_overrides_set_values_and_record_their_origin():
     base = load_stack("nemo-25.09")
     s = apply_overrides(
