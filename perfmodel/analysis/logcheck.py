@@ -374,6 +374,8 @@ class RunStack:
                 src, how = "--stack-set", r["source"]
             elif f in self.from_log:
                 src, how = self.from_log[f].origin, self.from_log[f].how
+            elif r["origin"] == "implied":  # pulled in by a stated feature (stack.apply_overrides)
+                src, how = "implied", r["source"]
             else:
                 src, how = "preset", f"{spec.id}: {r['origin']}"
             out.append({"feature": f, "value": r["value"], "from": src, "how": how})
@@ -799,6 +801,7 @@ def stack_groups(doc: dict[str, Any]) -> list[tuple[str, list[str]]]:
         ("log", "from the log"),
         ("--arg", "from --arg"),
         ("--stack-set", "from --stack-set"),
+        ("implied", "implied by those"),
         ("preset", f"not stated, from the preset {doc.get('stack')}"),
     )
     out = [(label, by[src]) for src, label in labels if by.get(src)]

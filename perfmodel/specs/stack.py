@@ -828,7 +828,7 @@ def apply_overrides(spec: StackSpec, sets: list[str] | tuple[str, ...]) -> Stack
                     "implementation's default, parameters gathered for every micro-batch and freed after the "
                     "forward (specs/stack.py PARAM_SHARDING)"
                 )
-                origin[name] = "--stack-set"
+                origin[name] = "implied"
                 basis.pop(name, None)
     try:
         feats = validate(Features, vals, "--stack-set")

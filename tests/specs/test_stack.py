@@ -365,7 +365,7 @@ def test_parameter_sharding_over_a_preset_that_shards_none_gathers_per_micro_bat
     for kind in ("zero3", "fsdp2", "megatron_fsdp"):
         s = apply_overrides(base, [f"fsdp={kind}"])
         assert (s.value("fsdp_gather"), s.value("reshard_after_forward")) == ("per_microbatch", True)
-        assert s.origin["fsdp_gather"] == "--stack-set" and "implied by --stack-set fsdp=" in s.sources["fsdp_gather"]
+        assert s.origin["fsdp_gather"] == "implied" and "implied by --stack-set fsdp=" in s.sources["fsdp_gather"]
     # what the same overrides state wins; a sharding that keeps parameters (ZeRO-1 / 2) implies nothing; a preset
     # that already shards parameters keeps its own gathering
     s = apply_overrides(base, ["fsdp=zero3", "fsdp_gather=per_step"])
