@@ -704,6 +704,25 @@ def _prediction(run: Run, hw: HardwareSpec, meas: Measured, st: RunStack) -> dic
     }
 
 
+ALLOCATOR_HEADROOM = 0.05  # a peak reserved within this share of the device's capacity is reported (_allocator_note)
+
+
+def _allocator_note(reserved: float | None, hw: HardwareSpec) -> str | None:
+    """A run whose PyTorch caching allocator reserved within ALLOCATOR_HEADROOM of what the device lets a process
+    allocate: there a cudaMalloc that finds no free block makes the allocator release its cached blocks and retry
+    (torch.cuda.memory_stats 'num_alloc_retries': "failed cudaMalloc calls that result in a cache flush and
+    retry"), and releasing them synchronizes the device; a cost the model does not price, named beside the gap."""
+    cap = hw.memory.capacity
+    if not reserved or reserved < (1 - ALLOCATOR_HEADROOM) * cap:
+        return None
+    return (
+        f"peak reserved {reserved / 1e9:.1f} GB is {reserved / cap:.0%} of the {cap / 1e9:.1f} GB {hw.id} lets a "
+        "process allocate: this close to the limit PyTorch's caching allocator flushes its cache and retries "
+        "cudaMalloc (torch.cuda.memory_stats num_alloc_retries), each flush a device synchronize; a step slower "
+        "than predicted may be paying it (not priced)"
+    )
+
+
 def field_overrides(items: tuple[str, ...] | list[str]) -> dict[str, str]:
     """NAME=VALUE items (check's --arg) as the log fields they add or override."""
     out = {}
@@ -753,6 +772,8 @@ def check(
         doc.update(status="no_iteration", summary=_stopped(log), measured=None, error=log.error)
         return LogCheck(doc)
     _refuse_impossible(path, built, hw, meas, notes)
+    if hw is not None and (note := _allocator_note(meas.mem_max_reserved_bytes, hw)):
+        notes.append(note)
     doc["measured"] = meas.__dict__
     missing = ([hw_missing] if hw_missing else []) + built.missing
     if missing or built.run is None or hw is None:

@@ -235,6 +235,23 @@ def test_interleaved_ranks_prefixes_and_colours(tmp_path):
     assert log.mem_max_reserved == 90000.0 * 2**20 and log.mem_max_allocated == 95000.0 * 2**20
 
 
+def test_a_peak_reserved_near_the_devices_limit_is_named_as_a_cost_not_priced(tmp_path, capsys):
+    # an H100 lets a process allocate 85.03e9 B (hardware device_bytes); a peak reserved within 5% of it is named
+    # (the caching allocator's flush-and-retry), further below it is not
+    def notes(max_res_mb):
+        a = megatron_args(**L70)
+        lines = args_dump(a)
+        for i, ms in enumerate([15000.0] * 4):
+            it = (i + 1) * 10
+            lines += [iteration_line(it, 100, 128, ms), memory_line(0, it, 0.8 * max_res_mb, max_res_mb)]
+        out = run_json(capsys, ["check", write(tmp_path, "\n".join(lines) + "\n"), "--hardware", "h100-sxm"])
+        return [n for n in out["notes"] if "caching allocator" in n]
+
+    (near,) = notes(80000.0)  # 83.9e9 B: 98.7% of 85.03e9
+    assert "peak reserved 83.9 GB is 99% of the 85.0 GB h100-sxm lets a process allocate" in near
+    assert notes(70000.0) == []  # 73.4e9 B: 86%
+
+
 def test_truncated_log_keeps_what_was_written(tmp_path, capsys):
     text = megatron_log(megatron_args(**L70), [15000.0, 14000.0, 14100.0, 14200.0])
     cut = text[: text.rindex("| learning rate") - 3]  # the last line broken mid-number
