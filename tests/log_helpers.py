@@ -334,13 +334,7 @@ def write_examples(folder: str) -> None:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     a = megatron_args(
-        tensor_model_parallel_size=4,
-        pipeline_model_parallel_size=4,
-        virtual_pipeline_model_parallel_size=5,
-        context_parallel_size=2,
-        world_size=64,
-        data_parallel_size=2,
-        global_batch_size=128,
+        **L70,
         train_iters=200,
         tp_comm_overlap=False,
     )
