@@ -7,8 +7,9 @@ ring whose inter-domain hops use the k NICs of its members in each domain in par
 per rail); the hop's bandwidth is the max flow between two consecutive domains' members on the cluster
 graph (topology.group_path: k x NIC on a non-blocking fabric, less where the hop crosses an
 oversubscribed spine), so the ring's bus bandwidth is min(NVLink, hop) (NCCL ring model; Sanders et al.
-2009 for the ring lower bound). Latency: base + log2(n) hops (NCCL tree/ring tuning model, specs.md
-§2.4) at the latency of the outermost tier the group crosses (NVLink, one leaf, or leaf-spine-leaf).
+2009 for the ring lower bound). Latency: an all-gather / reduce-scatter across domains is NCCL's ring, linear in
+the GPUs (ring_latency); everything else base + log2(n) hops (NCCL's tree tuning model, specs.md §2.4) at the
+latency of the outermost tier the group crosses (NVLink, one leaf, or leaf-spine-leaf).
 """
 
 from __future__ import annotations
@@ -47,17 +48,33 @@ def _latency(hw: HardwareSpec, tier, g):
     return np.where(g > 1, _tier_latency(hw, tier) * (1 + np.log2(g)), 0.0)
 
 
+def ring_latency(hw: HardwareSpec, tier, size, k):
+    """NCCL's latency of a ring all-gather / reduce-scatter over `size` GPUs, `k` of them in each scale-up domain
+    (NVIDIA/nccl@b6475625 src/graph/tuning.cc ncclTopoTuneModel, Ring / Simple: baseLat + (nsteps - nInterSteps) x
+    intraLat + nInterSteps x interLat, nsteps = n - 1, nInterSteps = nodes - 1): the base (hw.scale_up.latency_s,
+    8.4 us), one NVLink step per hop inside a domain (K.NCCL_RING_NVLINK_STEP_S, 3.4 us) and one network hop per
+    domain boundary (the tier's latency less the base: 13.6 us, NCCL's 14). Linear in the GPUs, where a tree is
+    logarithmic: at 64 nodes of 8 a ring step count of 511 makes 2.4 ms per call. A group inside one domain keeps
+    `_latency` (NVLS or the ring's few steps: 8 GPUs 33.6 us against the ring's 32.2 us)."""
+    size = np.maximum(np.asarray(size, dtype=float), 1.0)
+    dom = size / np.maximum(np.asarray(k, dtype=float), 1.0)
+    hop = _tier_latency(hw, np.maximum(tier, 1)) - hw.scale_up.latency_s
+    ring = hw.scale_up.latency_s + (size - dom) * K.NCCL_RING_NVLINK_STEP_S + (dom - 1.0) * hop
+    return np.where(size > 1, np.where(tier == NVLINK, _latency(hw, tier, size), ring), 0.0)
+
+
 def all_gather_terms(size, stride, hw: HardwareSpec):
-    """(size, bus bandwidth, latency) of an all-gather group shape, so several buffers over the same groups
-    are priced with one placement: all_gather_from_terms(nbytes, *terms)."""
+    """(size, bus bandwidth, latency per call) of an all-gather group shape, so several buffers over the same
+    groups are priced with one placement: all_gather_from_terms(nbytes, *terms)."""
     size = np.asarray(size, dtype=float)
     f = _paths(size, stride, hw)
-    return size, _bus_bw(hw, f, False), _latency(hw, f("tier"), size)
+    return size, _bus_bw(hw, f, False), ring_latency(hw, f("tier"), size, f("k"))
 
 
-def all_gather_from_terms(nbytes, size, bw, lat):
+def all_gather_from_terms(nbytes, size, bw, lat, calls=1.0):
+    """`nbytes` gathered in `calls` collectives (buckets, FSDP units): one latency per call, the bytes once."""
     t = (size - 1) / np.maximum(size, 1) * nbytes / bw
-    return np.where(size > 1, t + lat, 0.0)
+    return np.where(size > 1, t + calls * lat, 0.0)
 
 
 def all_gather_time(nbytes, size, stride, hw: HardwareSpec):

@@ -178,6 +178,18 @@ MOE_GLOBAL_PERMUTE_BYTES = 12.0
 ROUTING_CV = {"aux_loss": 0.31, "expert_bias": 0.26, "global_batch": 1.13}
 
 # ---- point-to-point send/recv (pipeline stage boundaries, the context-parallel ring) -------------------
+# One ring step between neighbours inside an NVLink domain in NCCL's latency model (hwLat[NVLINK][RING][SIMPLE] =
+# 3.4 us, NVIDIA/nccl@b6475625 src/graph/tuning.cc; the same value since NCCL 2.8). comm.ring_latency.
+NCCL_RING_NVLINK_STEP_S = 3.4e-6
+
+# Data-parallel buckets (parallel/dp.py collective_calls): Megatron-Core's default bucket of max(40M, 1M x dp*cp)
+# parameters (NVIDIA/Megatron-LM megatron/training/training.py get_model, ddp_config.bucket_size) and DeepSpeed
+# ZeRO's reduce / all-gather buckets of 5e8 elements (deepspeed/runtime/zero/config.py reduce_bucket_size,
+# allgather_bucket_size).
+MEGATRON_BUCKET_MIN_PARAMS = 40e6
+MEGATRON_BUCKET_PER_DP_PARAMS = 1e6
+DEEPSPEED_BUCKET_PARAMS = 5e8
+
 # NCCL gives one pair of GPUs only a few channels for send/recv ("2 p2p channels per peer" in NCCL's init log,
 # NVIDIA/nccl#1189; NCCL's send/recv is tuned for all-to-all, where every peer shares the links: NVIDIA/nccl#1272),
 # so a single pair's NCCL send/recv over NVLink is bound by those channels' copy rate, not by the link:

@@ -107,6 +107,8 @@ class DataParallel(NamedTuple):
     run: np.ndarray
     rs: np.ndarray
     ag: np.ndarray
+    rs_fs: np.ndarray  # ... with FSDP (one collective per unit: dp.calls_by_sharding)
+    ag_fs: np.ndarray
     opt: np.ndarray
     opt_fs: np.ndarray
     rs_share: float
@@ -244,8 +246,8 @@ def tail(st, sc, dp, sp, mm, step, tps, mem):
                 for q in range(nq):
                     if dp.fs[f]:
                         d = dp_par.exposed_fsdp(
-                            dp.rs[rb, q],
-                            dp.ag[rb, q],
+                            dp.rs_fs[rb, q],
+                            dp.ag_fs[rb, q],
                             t_max,
                             sc.nmb[b],
                             pm,

@@ -416,6 +416,13 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     dpc, edp = f64(grid.dp) * cp, f64(grid.edp)  # dense parameters replicate over dp x cp
     r = ranks_of(w, grid, sw)
     gb = sw.grad_bytes
+    layers, vp, fs = sum(r.cnt), f64(grid.vp)[:, None], grid.fsdp[:, None]
+    calls = [
+        np.where(
+            fs, *dp_par.calls_by_sharding(p, dpc[:, None], r.rank, layers, vp, sw.dp_buckets, sw.dp_bucketed)[::-1]
+        )
+        for p in (r.p_dense, r.p_exp)
+    ]
     rs, ag = dp_par.grad_and_param_times(
         r.p_dense,
         r.p_exp,
@@ -429,6 +436,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
         hw,
         sw.hybrid_shard_group if sw.shards_params else None,
         sw.grad_all_reduce,
+        *calls,
     )
     pp = f64(grid.pp)[:, None]
     dp_r = dp_par.exposed_time(rs, ag, grid.fsdp[:, None], t_max[:, None], nmb[:, None], sw, pp)

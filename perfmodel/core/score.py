@@ -167,7 +167,7 @@ class _Tables:
     mrank: np.ndarray
     mpair: np.ndarray
     run: np.ndarray  # [B] -> run
-    rs: np.ndarray  # [runs, Q] DP reduce-scatter, all-gather seconds
+    rs: np.ndarray  # [2, runs, Q] DP reduce-scatter, all-gather seconds without / with FSDP
     ag: np.ndarray
     opt: np.ndarray  # [2, runs, Q] optimizer seconds without / with FSDP
     params: np.ndarray  # [runs, Q] parameters, their shard, the optimizer's group
@@ -271,24 +271,36 @@ def _tables(
     mcnt, mrank, mpair = pp_par.memory_rank_table(
         ws.layer_kinds, n_k, pi, vi, m.mtp_layers, sw.pipeline_layout, sw.schedule
     )
-    p_dense, p_exp = dp_par.rank_params(m, ws, [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]], col(pR), sw.schedule)
+    rank_cnt, rank_of = [x[mpair[rows]] for x in mcnt], mrank[mpair[rows]]
+    p_dense, p_exp = dp_par.rank_params(m, ws, rank_cnt, rank_of, col(pR), sw.schedule)
     p_dense, p_exp = p_dense / col(tR), p_exp / col(eR * xR)
+    # calls per step without / with parameter sharding (dp.calls_by_sharding): rs, ag are [2, runs, Q] like opt
+    calls = [
+        dp_par.calls_by_sharding(p, col(dpc), rank_of, sum(rank_cnt), col(f64(vi[rows])), sw.dp_buckets, sw.dp_bucketed)
+        for p in (p_dense, p_exp)
+    ]
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)
-    rs, ag = dp_par.grad_and_param_times(
-        p_dense,
-        p_exp,
-        sw.reduce_bytes,
-        wb,
-        col(dpc),
-        col(edp),
-        col(tR),
-        col(eR),
-        col(xR),
-        hw,
-        sw.hybrid_shard_group if sw.shards_params else None,
-        sw.grad_all_reduce,
-    )
+    pairs = [
+        dp_par.grad_and_param_times(
+            p_dense,
+            p_exp,
+            sw.reduce_bytes,
+            wb,
+            col(dpc),
+            col(edp),
+            col(tR),
+            col(eR),
+            col(xR),
+            hw,
+            sw.hybrid_shard_group if sw.shards_params else None,
+            sw.grad_all_reduce,
+            calls[0][j],
+            calls[1][j],
+        )
+        for j in (0, 1)
+    ]
+    rs, ag = np.stack([pairs[0][0], pairs[1][0]]), np.stack([pairs[0][1], pairs[1][1]])
     # the state each GPU holds and steps (dp.optimizer_shard): FSDP's shard (hybrid sharding: its group's) and,
     # without FSDP, the stack's optimizer sharding; the optimizer step per fsdp choice [2, runs, Q]
     shard, opt_group = (
@@ -400,12 +412,12 @@ def _numpy_tail(t: _Tables) -> Scores:
     # leaves exposed (predict.a2a_solo: the solo micro-batches per (tp, cp, pp, vp, mbs) times one micro-batch's
     # exposure of all layers, shared by the pp ranks)
     solo = t.solo[t.fl] * col(tab["ep_solo"][u] / t.pp)
-    rs3, ag3 = (q3(x[t.run]) for x in (t.rs, t.ag))
     stage, nmb3 = t_max[None], t.nmb[None, :, None]
     plain = fsdp_t = None
     pm = dp_par.gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, t.pp)[None, :, None]  # [1, B, 1]
     step = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
+        rs3, ag3 = (q3(x[int(on_f)][t.run]) for x in (t.rs, t.ag))
         if on_f:
             if fsdp_t is None:
                 fsdp_t = dp_par.exposed_fsdp(rs3, ag3, stage, nmb3, pm, sw.fsdp_reshard, sw.dp_rs_share, sw.dp_ag_share)
@@ -497,8 +509,10 @@ def _kernel_tail(t: _Tables) -> Scores:
     )
     dp = kernel.DataParallel(
         i64(t.run),
-        qr(t.rs),
-        qr(t.ag),
+        qr(t.rs[0]),
+        qr(t.ag[0]),
+        qr(t.rs[1]),
+        qr(t.ag[1]),
         qr(t.opt[0]),
         qr(t.opt[1]),
         float(sw.dp_rs_share),

@@ -187,6 +187,10 @@ class Software:
     selective_every: int = 2  # selective_ac = layer: one block in this many fully checkpointed
     separate_projections: bool = False  # wq, wk, wv and w1, w3 as separate GEMMs (stack projections)
     async_tp: bool = False  # PyTorch AsyncTP: collective matmuls over symmetric memory (parallel/tp.py)
+    # the collectives the DP reduction / gather is issued in (parallel/dp.py collective_calls): megatron (buckets
+    # where dp_bucketed), fsdp_units, deepspeed, one
+    dp_buckets: str = "megatron"
+    dp_bucketed: bool = True  # Megatron DDP buckets only with overlap_grad_reduce
     fsdp_pp_per_step: bool = False  # FSDP gathers once per step at pp > 1, per micro-batch at pp = 1 (torchtitan)
     fp8_torchao: bool = False  # torchao's FP8 linear: bf16 input saved, re-cast in backward (stack fp8_linear)
     fp8_recipe: str = "none"  # stack fp8_recipe (what FP8 GEMMs run as)
@@ -259,6 +263,8 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         optimizer_shard=("none" if f.fsdp == "none" else f.optimizer_shard),
         shards_params=sharding,
         shards_grads=f.fsdp == "zero2",
+        dp_buckets=f.dp_buckets,
+        dp_bucketed=f.dp_grad_reduce_overlap,
         # a layout that asks for FSDP on a stack whose own kind does not shard parameters gets ZeRO-3 /
         # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)
         fsdp_per_microbatch=(f.fsdp_gather != "per_step") if sharding else True,

@@ -272,6 +272,20 @@ class Features(BaseModel):
             "token-dropping rows are at 1 whatever this says"
         ),
     )
+    dp_buckets: Literal["megatron", "fsdp_units", "deepspeed", "one"] = Field(
+        default="megatron",
+        description=(
+            "how many collectives the data-parallel gradient reduction and parameter gather are issued in (each "
+            "pays the collective's latency; parallel/dp.py collective_calls): megatron = Megatron-Core DDP buckets "
+            "of max(40M, 1M x dp*cp) parameters when overlap_grad_reduce, else one per buffer, bucketed only on the "
+            "first pipeline rank's first model chunk, one per chunk elsewhere (megatron/training/training.py "
+            "get_model, core/distributed/distributed_data_parallel.py); fsdp_units = one per FSDP unit, every "
+            "transformer block and the root (torch FSDP auto-wrap / FSDP2 fully_shard per block); deepspeed = "
+            "ZeRO's reduce / all-gather buckets of 5e8 elements (deepspeed/runtime/zero/config.py "
+            "reduce_bucket_size, allgather_bucket_size); one = one per step (XLA's collective combiner, "
+            "not modelled further)"
+        ),
+    )
     projections: Literal["fused", "separate"] = Field(
         default="fused",
         description=(

@@ -1,7 +1,8 @@
 """comm.py and topology.py against cases worked by hand on the toy cluster (tests/toy.py): NVLink domains of 8
 GPUs at 400 GB/s (all-gather / reduce-scatter busbw 0.5 -> 200 GB/s, NVLS all-reduce 0.75 -> 300 GB/s,
 all-to-all 0.25 -> 100 GB/s), NIC 50 GB/s (collective 0.8 -> 40 GB/s, all-to-all 0.5 -> 25 GB/s); latency
-10 us inside a domain, 20 us across, times 1 + log2(n).
+10 us inside a domain, 20 us across, times 1 + log2(n); an all-gather / reduce-scatter across domains is NCCL's
+ring (comm.ring_latency): 10 us + (n - D) x 3.4 us NVLink steps + (D - 1) x 10 us network hops, D domains.
 
 Bus-bandwidth convention (nccl-tests PERFORMANCE.md): all-gather / reduce-scatter move (n-1)/n of the buffer,
 all-reduce 2(n-1)/n. A group spanning domains runs at min(NVLink busbw, k x NIC busbw), k its members per
@@ -18,6 +19,25 @@ from perfmodel.core.topology import LEAF, NVLINK, SPINE, cluster_graph, group_pa
 
 HW = toy_hw()
 REL = 1e-12
+
+
+def ring(n, d, hop=10e-6, base=10e-6):
+    """NCCL's ring all-gather latency over n GPUs in d domains (tuning.cc Ring / Simple): base + (n - d) NVLink steps
+    of 3.4 us + (d - 1) network hops."""
+    return base + (n - d) * 3.4e-6 + (d - 1) * hop
+
+
+def test_ring_latency_is_linear_in_the_gpus_where_a_tree_is_logarithmic():
+    # 2 domains: 10 + 14 x 3.4 + 10 = 67.6 us; 8 domains of 8 (64 GPUs): 10 + 56 x 3.4 + 7 x 10 = 270.4 us; inside
+    # one domain the log form (8 GPUs: 10 x 4 = 40 us)
+    assert float(comm.all_gather_time(0.0, 16, 1, HW)) == pytest.approx(67.6e-6, rel=REL)
+    assert float(comm.all_gather_time(0.0, 64, 1, HW)) == pytest.approx(270.4e-6, rel=REL)
+    assert float(comm.all_gather_time(0.0, 8, 1, HW)) == pytest.approx(40e-6, rel=REL)
+    # one member per domain (stride 8): 16 domains, every step a network hop: 10 + 15 x 10 = 160 us
+    assert float(comm.all_gather_time(0.0, 16, 8, HW)) == pytest.approx(160e-6, rel=REL)
+    # calls: one latency each, the bytes once
+    t = comm.all_gather_from_terms(8e8, *comm.all_gather_terms(16, 1, HW), 5.0)
+    assert float(t) == pytest.approx(15 / 16 * 8e8 / 2e11 + 5 * 67.6e-6, rel=REL)
 
 
 @pytest.mark.parametrize(
@@ -47,10 +67,12 @@ def test_all_gather_inside_a_domain():
 
 
 def test_all_gather_across_domains():
-    # 16 GPUs, 8 per domain: min(2e11, 8 x 4e10) = 2e11 (NVLink binds): 15/16 * 8e8 / 2e11 = 3.75 ms + 100 us
-    assert float(comm.all_gather_time(8e8, 16, 1, HW)) == pytest.approx(3.85e-3, rel=REL)
-    # 16 GPUs 4 apart, 2 per domain: min(2e11, 2 x 4e10) = 8e10 (NICs bind): 15/16 * 8e8 / 8e10 = 9.375 ms + 100 us
-    assert float(comm.all_gather_time(8e8, 16, 4, HW)) == pytest.approx(9.475e-3, rel=REL)
+    # 16 GPUs, 8 per domain: min(2e11, 8 x 4e10) = 2e11 (NVLink binds): 15/16 * 8e8 / 2e11 = 3.75 ms + the ring's
+    # 67.6 us
+    assert float(comm.all_gather_time(8e8, 16, 1, HW)) == pytest.approx(3.75e-3 + ring(16, 2), rel=REL)
+    # 16 GPUs 4 apart, 2 per domain: min(2e11, 2 x 4e10) = 8e10 (NICs bind): 15/16 * 8e8 / 8e10 = 9.375 ms + the
+    # ring over 8 domains, 107.2 us
+    assert float(comm.all_gather_time(8e8, 16, 4, HW)) == pytest.approx(9.375e-3 + ring(16, 8), rel=REL)
 
 
 def test_all_reduce():
@@ -149,15 +171,16 @@ def test_moe_dispatch_through_an_oversubscribed_spine():
 def test_ring_and_p2p_through_the_spine():
     hw = _spine_hw()
     # the ring's hop between units: 8 NICs' worth (4e11 on the graph) x 0.8 > NVLink's 2e11: NVLink binds;
-    # latency at the spine tier: 31/32 * 8e8 / 2e11 + 25 us x 6
-    assert float(comm.all_gather_time(8e8, 32, 1, hw)) == pytest.approx(3.875e-3 + 150e-6, rel=REL)
+    # the ring's network hops at the spine tier (25 - 10 us): 31/32 * 8e8 / 2e11 + 10 + 28 x 3.4 + 3 x 15 us
+    assert float(comm.all_gather_time(8e8, 32, 1, hw)) == pytest.approx(3.875e-3 + ring(32, 4, 15e-6), rel=REL)
     # pipeline neighbours 16 apart are in different units: the pair's path is the uplink share 25 GB/s x 0.8
     assert float(comm.p2p_time(1e9, 16, hw)) == pytest.approx(1e9 / 2e10 + 25e-6, rel=REL)
 
 
 def test_vectorised_over_groups():
     t = comm.all_gather_time(8e8, np.array([8.0, 16.0, 1.0]), np.array([1, 4, 1]), HW)
-    assert t == pytest.approx([3.54e-3, 9.475e-3, 0.0], rel=REL)
+    # 16 GPUs 4 apart: 2 per domain, 8 domains: ring latency 10 + 8 x 3.4 + 7 x 10 = 107.2 us
+    assert t == pytest.approx([3.54e-3, 9.375e-3 + ring(16, 8), 0.0], rel=REL)
 
 
 def test_cluster_graph():
@@ -214,7 +237,7 @@ def test_group_path_through_the_spine():
 def test_collectives_through_the_spine():
     nb = 3.2e9
     # all-gather: min(NVLink 400 x 0.5, ring hop 200 x 0.8) = 160 GB/s: 31/32 x 3.2e9 / 1.6e11 = 19.375 ms
-    assert float(comm.all_gather_time(nb, 32, 1, SPINE_HW)) == pytest.approx(19.375e-3 + SPINE_LAT, rel=REL)
+    assert float(comm.all_gather_time(nb, 32, 1, SPINE_HW)) == pytest.approx(19.375e-3 + ring(32, 4, 15e-6), rel=REL)
     # all-to-all: NVLink 7/32 x nb / 1e11 = 7 ms; NIC 24/32 x nb / (50 x 0.5 GB/s) = 96 ms; spine 0.5 x nb /
     # (12.5 x 0.5 GB/s) = 256 ms binds
     assert float(comm.all_to_all_time(nb, 32, 1, SPINE_HW)) == pytest.approx(0.256 + SPINE_LAT, rel=REL)
@@ -231,7 +254,8 @@ def test_collectives_through_the_spine():
 def test_a3_high_spec_reproduces_its_nccl_measurement():
     # validation/independent/hardware/gcp-a3-high.toml: 4 x 200 Gb/s for 8 GPUs = 12.5 GB/s per GPU at 0.50.
     # Its source, nccl-tests all_gather_perf on 2 x a3-highgpu-8g (16 ranks, 8 per VM): busbw 50 GB/s at 8 GiB.
-    # The ring's inter-VM hop uses the 8 GPUs' NIC shares: 8 x 12.5 x 0.5 = 50 GB/s; latency 22 us x (1 + 4)
+    # The ring's inter-VM hop uses the 8 GPUs' NIC shares: 8 x 12.5 x 0.5 = 50 GB/s; the ring's latency 8.4 us +
+    # 14 NVLink steps x 3.4 us + 1 network hop (22 - 8.4 us) = 69.6 us
     from pathlib import Path
 
     from perfmodel.specs.hardware import load_hardware
@@ -239,7 +263,7 @@ def test_a3_high_spec_reproduces_its_nccl_measurement():
     a3 = load_hardware(str(Path(__file__).resolve().parents[2] / "validation/independent/hardware/gcp-a3-high.toml"))
     nbytes = 8 * 2**30
     t = float(comm.all_gather_time(nbytes, 16, 1, a3))
-    assert t == pytest.approx(15 / 16 * nbytes / 50e9 + 22e-6 * 5, rel=REL)
+    assert t == pytest.approx(15 / 16 * nbytes / 50e9 + ring(16, 2, 13.6e-6, 8.4e-6), rel=REL)
     # one GPU per VM (MaxText's cross-VM gradient all-reduce, members 8 apart): its own 12.5 GB/s share at 0.50
     t = float(comm.all_reduce_time(1e9, 4, 8, a3))
     assert t == pytest.approx(2 * 3 / 4 * 1e9 / 6.25e9 + 22e-6 * 3, rel=REL)

@@ -58,5 +58,6 @@ def test_collectives_against_nccl_bus_bandwidth_hand_cases():
     assert comm.all_reduce_time(nb, 8, 1, hw) == pytest.approx(2 * 7 / 8 * nb / nvls + lat_in)
     # 16 data-parallel ranks one per node (stride 8): one NIC per domain carries the ring
     so = hw.scale_out.bandwidth * hw.efficiency.scale_out_collective
-    lat_out = hw.scale_out.latency_s * (1 + 4)
+    # NCCL's ring across 16 domains: the base + 15 network hops (tuning.cc, comm.ring_latency)
+    lat_out = hw.scale_up.latency_s + 15 * (hw.scale_out.latency_s - hw.scale_up.latency_s)
     assert comm.reduce_scatter_time(nb, 16, 8, hw) == pytest.approx(15 / 16 * nb / so + lat_out)

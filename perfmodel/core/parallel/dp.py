@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from perfmodel.core import comm
+from perfmodel.core import constants as K
 from perfmodel.core.elementwise import select
 from perfmodel.core.overlap import exposed, exposed_pair
 from perfmodel.specs.counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
@@ -62,8 +63,65 @@ def optimizer_shard(p_dense, p_exp, dpc, edp, cp, fsdp, sw):
     return np.where(fsdp, sharded, group)
 
 
+def collective_calls(params, dpc, rank, layers, vp, rule: str, bucketed: bool):
+    """Collectives per step one buffer of `params` parameters per GPU (a rank's dense or expert parameters) is
+    reduced or gathered in, each paying the collective's latency (comm.all_gather_from_terms); elementwise over
+    layouts x pipeline ranks (`rank` 0 the first, `layers` the rank's decoder layers, `vp` its model chunks).
+    rule (Software.dp_buckets):
+    - megatron: Megatron-Core DDP. Buckets of max(40M, 1M x dp*cp) parameters where overlap_grad_reduce is on, one
+      bucket per buffer where it is off (NVIDIA/Megatron-LM megatron/training/training.py get_model: 'If using very
+      large dp_sizes, make buckets larger to ensure that chunks used in NCCL ring-reduce implementations are large
+      enough to remain bandwidth-bound rather than latency-bound'; 'Set bucket_size to infinity if
+      overlap_grad_reduce is False'), and bucketed only on the first pipeline rank's first model chunk: every other
+      chunk (disable_bucketing for model_chunk_idx > 0) and every later pipeline rank (core/distributed/
+      distributed_data_parallel.py: 'Turn off bucketing if we are on a pipeline stage that is not the first') is
+      one bucket;
+    - fsdp_units: one per FSDP unit, the rank's transformer blocks and the root module (embedding, final norm,
+      head);
+    - deepspeed: ZeRO's buckets of 5e8 elements (deepspeed/runtime/zero/config.py reduce_bucket_size and
+      allgather_bucket_size default 500,000,000);
+    - one: one call per step.
+    A layout that shards parameters (FSDP, ZeRO-3, Megatron-FSDP) issues one per unit, whatever the stack's
+    rule for replicated parameters (`rule` = "fsdp_units": torch FSDP / FSDP2 per wrapped block; Megatron-FSDP's
+    fsdp_unit_modules are the transformer layers; ZeRO-3 fetches per submodule, at least as many)."""
+    params = np.asarray(params, dtype=float)
+    if rule == "fsdp_units":
+        return np.asarray(layers, dtype=float) + 1.0 + 0.0 * params
+    if rule == "deepspeed":
+        return np.maximum(1.0, np.ceil(params / K.DEEPSPEED_BUCKET_PARAMS))
+    if rule == "one":
+        return 1.0 + 0.0 * params
+    chunks = np.asarray(vp, dtype=float) + 0.0 * params
+    if not bucketed:
+        return chunks
+    bucket = np.maximum(K.MEGATRON_BUCKET_MIN_PARAMS, K.MEGATRON_BUCKET_PER_DP_PARAMS * np.asarray(dpc, dtype=float))
+    first = np.maximum(1.0, np.ceil(params / chunks / bucket)) + chunks - 1.0
+    return np.where(np.asarray(rank) == 0, first, chunks)
+
+
+def calls_by_sharding(params, dpc, rank, layers, vp, rule: str, bucketed: bool):
+    """collective_calls without and with parameter sharding: (replicated, sharded) calls per step."""
+    return (
+        collective_calls(params, dpc, rank, layers, vp, rule, bucketed),
+        collective_calls(params, dpc, rank, layers, vp, "fsdp_units", bucketed),
+    )
+
+
 def grad_and_param_times(
-    p_dense, p_exp, grad_bytes, weight_bytes, dpc, edp, tp, ep, etp, hw, hsg=None, all_reduce=False
+    p_dense,
+    p_exp,
+    grad_bytes,
+    weight_bytes,
+    dpc,
+    edp,
+    tp,
+    ep,
+    etp,
+    hw,
+    hsg=None,
+    all_reduce=False,
+    calls_dense=1.0,
+    calls_exp=1.0,
 ):
     """(reduce-scatter of gradients, all-gather of parameters) seconds over dp*cp (dense: CP ranks hold the
     same weights and reduce their gradients together, Megatron-Core's data-parallel group with context
@@ -74,7 +132,8 @@ def grad_and_param_times(
     all-reduce of the 1/h shard across the dp*cp/h replicas (members h*tp ranks apart).
     `all_reduce` (DeepSpeed BF16_Optimizer, Software.grad_all_reduce): the gradients are all-reduced whole although
     the optimizer is sharded; a ring all-reduce is a reduce-scatter followed by an all-gather of the same bytes
-    (Patarasuk & Yuan 2009; Thakur et al. 2005, NCCL's ring), so the gradient term is twice the reduce-scatter."""
+    (Patarasuk & Yuan 2009; Thakur et al. 2005, NCCL's ring), so the gradient term is twice the reduce-scatter.
+    `calls_dense` / `calls_exp`: the collectives each buffer is issued in (collective_calls), one latency each."""
     one = lambda x: np.asarray(x, dtype=float)[..., 0] if np.ndim(x) > 1 else x
     h = shard_group(one(dpc), hsg)
     d = tuple(t[..., None] for t in comm.all_gather_terms(h, one(tp), hw))
@@ -84,11 +143,11 @@ def grad_and_param_times(
     # a rank without expert parameters (a dense model, or a pipeline rank of dense layers only) runs no
     # expert collective, so it pays no latency for one
     has_exp = np.asarray(p_exp) > 0
-    rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d) + np.where(
-        has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e), 0.0
+    rs = comm.all_gather_from_terms(p_dense * grad_bytes, *d, calls_dense) + np.where(
+        has_exp, comm.all_gather_from_terms(p_exp * grad_bytes, *e, calls_exp), 0.0
     )
-    ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d) + np.where(
-        has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e), 0.0
+    ag = comm.all_gather_from_terms(p_dense * weight_bytes, *d, calls_dense) + np.where(
+        has_exp, comm.all_gather_from_terms(p_exp * weight_bytes, *e, calls_exp), 0.0
     )
     if hsg:  # the all-reduce is linear in its bytes: its latency and per-byte time, placed once per shape
         reps, stride = one(dpc) / h, h * one(tp)
@@ -96,7 +155,7 @@ def grad_and_param_times(
         per_byte = comm.all_reduce_time(1.0 + 0.0 * reps, reps, stride, hw) - lat
         if np.ndim(p_dense) >= 2:
             lat, per_byte, h, reps = lat[..., None], per_byte[..., None], h[..., None], reps[..., None]
-        rs = rs + np.where(reps > 1, lat + per_byte * (p_dense / h * grad_bytes), 0.0)
+        rs = rs + np.where(reps > 1, calls_dense * lat + per_byte * (p_dense / h * grad_bytes), 0.0)
     if all_reduce:
         rs = 2.0 * rs
     return rs, ag

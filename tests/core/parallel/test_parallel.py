@@ -89,8 +89,9 @@ def test_dispatchers():
     # NCCL all-to-all of every token copy (top-2: 2e8 B) over EP 16 (2 domains): max(7/16 x 2e8 / 1e11,
     # 8/16 x 2e8 / 2.5e10) + 100 us
     assert float(ep.dispatch_combine(m, 1e8, 16, 1, "alltoall").price(HW)) == pytest.approx(4e-3 + 100e-6, rel=REL)
-    # all-gather of every EP rank's tokens (16 x 1e8): 15/16 x 1.6e9 / 2e11 + 100 us
-    assert float(ep.dispatch_combine(m, 1e8, 16, 1, "allgather").price(HW)) == pytest.approx(7.5e-3 + 100e-6, rel=REL)
+    # all-gather of every EP rank's tokens (16 x 1e8): 15/16 x 1.6e9 / 2e11 + NCCL's ring over 2 domains, 10 us +
+    # 14 NVLink steps x 3.4 us + 1 network hop x 10 us = 67.6 us (comm.ring_latency)
+    assert float(ep.dispatch_combine(m, 1e8, 16, 1, "allgather").price(HW)) == pytest.approx(7.5e-3 + 67.6e-6, rel=REL)
 
 
 def test_routing_imbalance_blom_expected_max():
@@ -187,16 +188,41 @@ def test_grad_and_param_times():
     # dense 1e8 params, experts 2e8; fp32 grads (4 B), bf16 weights (2 B); dp*cp = 8 (tp 1: neighbours),
     # edp 2 with members ep*etp = 8 apart (different domains, one per domain: NIC 4e10)
     rs, ag = dp.grad_and_param_times(1e8, 2e8, 4.0, 2.0, 8, 2, 1, 4, 2, HW)
-    # RS: 7/8 * 4e8 / 2e11 + 40 us = 1.79 ms; experts 1/2 * 8e8 / 4e10 + 20 us * 2 = 10.04 ms
-    assert float(rs) == pytest.approx(1.79e-3 + 10.04e-3, rel=REL)
-    # AG: 7/8 * 2e8 / 2e11 + 40 us = 0.915 ms; experts 1/2 * 4e8 / 4e10 + 40 us = 5.04 ms
-    assert float(ag) == pytest.approx(0.915e-3 + 5.04e-3, rel=REL)
+    # RS: 7/8 * 4e8 / 2e11 + 40 us = 1.79 ms; experts 1/2 * 8e8 / 4e10 + the ring of 2 across domains (10 us base
+    # + one 10 us network hop) = 10.02 ms
+    assert float(rs) == pytest.approx(1.79e-3 + 10.02e-3, rel=REL)
+    # AG: 7/8 * 2e8 / 2e11 + 40 us = 0.915 ms; experts 1/2 * 4e8 / 4e10 + 20 us = 5.02 ms
+    assert float(ag) == pytest.approx(0.915e-3 + 5.02e-3, rel=REL)
+    # in 3 dense and 2 expert calls (buckets): 2 and 1 more latencies
+    rs3, ag3 = dp.grad_and_param_times(1e8, 2e8, 4.0, 2.0, 8, 2, 1, 4, 2, HW, calls_dense=3.0, calls_exp=2.0)
+    assert float(rs3 - rs) == pytest.approx(2 * 40e-6 + 20e-6, rel=1e-9) and float(ag3 - ag) == pytest.approx(
+        100e-6, rel=1e-9
+    )
+
+
+def test_collective_calls_follow_each_stack_s_bucketing():
+    # Megatron-Core DDP with overlap_grad_reduce: buckets of max(40M, 1M x dp*cp) parameters on the first pipeline
+    # rank's first chunk, one bucket per chunk elsewhere. 1e9 parameters at dp*cp 8: 40M buckets -> 25; at dp*cp 200:
+    # 200M -> 5; with vp 2 the first chunk holds 5e8 (13 at 40M) + 1 for the second chunk; a later rank: vp calls
+    calls = lambda p, dpc, rank, vp, rule="megatron", on=True: float(
+        dp.collective_calls(p, dpc, rank, 12, vp, rule, on)
+    )
+    assert calls(1e9, 8, 0, 1) == 25 and calls(1e9, 200, 0, 1) == 5
+    assert calls(1e9, 8, 0, 2) == 13 + 1 and calls(1e9, 8, 3, 2) == 2 and calls(1e9, 8, 3, 1) == 1
+    # overlap_grad_reduce off: one bucket per buffer and chunk
+    assert calls(1e9, 8, 0, 2, on=False) == 2
+    # FSDP units: the rank's 12 blocks and the root; DeepSpeed's 5e8-element buckets; one call
+    assert calls(1e9, 8, 0, 1, "fsdp_units") == 13 and calls(1.2e9, 8, 0, 1, "deepspeed") == 3
+    assert calls(1e9, 8, 0, 1, "one") == 1
+    # a layout that shards parameters is per unit whatever the stack's rule for replicated ones
+    plain, sharded = dp.calls_by_sharding(1e9, 8.0, 0, 12.0, 1.0, "megatron", True)
+    assert (float(plain), float(sharded)) == (25.0, 13.0)
 
 
 def test_grad_and_param_times_dense_stride_is_tp():
-    # dp*cp = 2 with tp 8: the two replicas sit in different domains: 1/2 * 4e8 / 4e10 + 40 us
+    # dp*cp = 2 with tp 8: the two replicas sit in different domains: 1/2 * 4e8 / 4e10 + the ring's 20 us
     rs, ag = dp.grad_and_param_times(1e8, 0.0, 4.0, 2.0, 2, 1, 8, 1, 1, HW)
-    assert float(rs) == pytest.approx(5.04e-3, rel=REL) and float(ag) == pytest.approx(2.54e-3, rel=REL)
+    assert float(rs) == pytest.approx(5.02e-3, rel=REL) and float(ag) == pytest.approx(2.52e-3, rel=REL)
 
 
 def test_shard_group():
@@ -288,13 +314,13 @@ def test_grad_and_param_times_expert_stride_is_ep_etp():
 
 def test_grad_and_param_times_per_layout():
     # two layouts priced in one call, each on its own group shape: dp*cp 8 with tp 1 (one domain, the 1.79 /
-    # 0.915 ms of test_grad_and_param_times' dense part) and dp*cp 2 with tp 8 (two domains, 5.04 / 2.54 ms of
+    # 0.915 ms of test_grad_and_param_times' dense part) and dp*cp 2 with tp 8 (two domains, 5.02 / 2.52 ms of
     # test_grad_and_param_times_dense_stride_is_tp); a dense model: no expert collective
     one = np.ones(2)
     rs, ag = dp.grad_and_param_times(
         1e8 * one, 0.0 * one, 4.0, 2.0, np.array([8, 2]), one, np.array([1, 8]), one, one, HW
     )
-    assert rs == pytest.approx([1.79e-3, 5.04e-3], rel=REL) and ag == pytest.approx([0.915e-3, 2.54e-3], rel=REL)
+    assert rs == pytest.approx([1.79e-3, 5.02e-3], rel=REL) and ag == pytest.approx([0.915e-3, 2.52e-3], rel=REL)
 
 
 def test_exposed_time():
