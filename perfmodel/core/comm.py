@@ -55,12 +55,13 @@ def ring_latency(hw: HardwareSpec, tier, size, k):
     8.4 us), one NVLink step per hop inside a domain (K.NCCL_RING_NVLINK_STEP_S, 3.4 us) and one network hop per
     domain boundary (the tier's latency less the base: 13.6 us, NCCL's 14). Linear in the GPUs, where a tree is
     logarithmic: at 64 nodes of 8 a ring step count of 511 makes 2.4 ms per call. A group inside one domain keeps
-    `_latency` (NVLS or the ring's few steps: 8 GPUs 33.6 us against the ring's 32.2 us)."""
+    `_latency` (NVLS or the ring's few steps: 8 GPUs 33.6 us against the ring's 32.2 us; one GPU, always inside its
+    domain: 0)."""
     size = np.maximum(np.asarray(size, dtype=float), 1.0)
     dom = size / np.maximum(np.asarray(k, dtype=float), 1.0)
     hop = _tier_latency(hw, np.maximum(tier, 1)) - hw.scale_up.latency_s
     ring = hw.scale_up.latency_s + (size - dom) * K.NCCL_RING_NVLINK_STEP_S + (dom - 1.0) * hop
-    return np.where(size > 1, np.where(tier == NVLINK, _latency(hw, tier, size), ring), 0.0)
+    return np.where(tier == NVLINK, _latency(hw, tier, size), ring)
 
 
 def all_gather_terms(size, stride, hw: HardwareSpec):
