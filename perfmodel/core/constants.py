@@ -21,6 +21,11 @@ ADAM_STATE_STEP_BYTES = 24.0
 # (Megatron-Core optimizer clip_grad_norm)
 GRAD_NORM_ZERO_GRADS = 4.0
 OPTIMIZER_KERNELS = 10  # multi-tensor launches of one optimizer step (zero, norm, clip, Adam chunks)
+# a per-tensor optimizer loop (parallel/dp.py optimizer_kernels): Composer's DecoupledAdamW.adamw runs, per
+# parameter tensor at weight_decay 0, exp_avg.mul_ / add_, exp_avg_sq.mul_ / addcmul_, sqrt, div, add_(eps) and
+# param.addcdiv_ (mosaicml/composer v0.13.4 and v0.17.2 composer/optim/decoupled_weight_decay.py: 8 kernels), and
+# FSDP's clip_grad_norm_ one vector_norm and one mul_ per gradient (2): 10 launches per tensor
+PER_TENSOR_OPTIMIZER_KERNELS = 10
 
 # ---- elementwise traffic per token (bytes per hidden unit), Megatron-Core transformer layer ----------
 NORM_BYTES = 4.0  # one RMSNorm/LayerNorm: read x, write y in bf16 (per hidden unit)

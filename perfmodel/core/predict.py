@@ -446,7 +446,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     opt_r = memory_time(
         (K.ADAM_STATE_STEP_BYTES + gb) * shard + K.GRAD_NORM_ZERO_GRADS * gb * (r.p_dense + r.p_exp),
         hw,
-        K.OPTIMIZER_KERNELS,
+        dp_par.optimizer_kernels(m, [x.kind for x in w.layers], r.cnt, sw),
         c_other,
     )
     last = np.argmax(dp_r + opt_r, axis=1)

@@ -311,7 +311,7 @@ def _tables(
             memory_time(
                 (K.ADAM_STATE_STEP_BYTES + gb) * held + K.GRAD_NORM_ZERO_GRADS * gb * (p_dense + p_exp),
                 hw,
-                K.OPTIMIZER_KERNELS,
+                dp_par.optimizer_kernels(m, [x.kind for x in ws.layers], rank_cnt, sw),
                 c_other,
             )
             for held in (opt_group, shard)

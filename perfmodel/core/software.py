@@ -190,6 +190,7 @@ class Software:
     # the collectives the DP reduction / gather is issued in (parallel/dp.py collective_calls): megatron (buckets
     # where dp_bucketed), fsdp_units, deepspeed, one
     dp_buckets: str = "megatron"
+    optimizer_launches: str = "multi_tensor"  # parallel/dp.py optimizer_kernels
     dp_bucketed: bool = True  # Megatron DDP buckets only with overlap_grad_reduce
     fsdp_pp_per_step: bool = False  # FSDP gathers once per step at pp > 1, per micro-batch at pp = 1 (torchtitan)
     fp8_torchao: bool = False  # torchao's FP8 linear: bf16 input saved, re-cast in backward (stack fp8_linear)
@@ -264,6 +265,7 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         shards_params=sharding,
         shards_grads=f.fsdp == "zero2",
         dp_buckets=f.dp_buckets,
+        optimizer_launches=f.optimizer_launches,
         dp_bucketed=f.dp_grad_reduce_overlap,
         # a layout that asks for FSDP on a stack whose own kind does not shard parameters gets ZeRO-3 /
         # Megatron-FSDP defaults: gathered per micro-batch and again for backward (reshard after forward)

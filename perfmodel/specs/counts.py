@@ -127,6 +127,32 @@ def norm_params(m: ModelSpec) -> int:
     return m.hidden_size * (2 if m.norm == "layernorm" else 1)
 
 
+def parameter_tensors(m: ModelSpec, separate: bool = False) -> tuple[int, int, int]:
+    """(dense layer, MoE layer, outside the layers) parameter TENSORS (not elements): what an optimizer that loops
+    over its parameters launches kernels for (parallel/dp.py optimizer_kernels). One weight per linear layer
+    (`separate`: wq, wk, wv and a GLU's w1, w3 apart, torchtitan / Hugging Face; else Megatron's fused QKV and
+    gate+up, or MPT's Wqkv), one per bias, norm weight and norm bias; experts one set each (TE GroupedLinear and
+    SequentialMLP keep a weight per expert). Outside: the embedding, learned positions, final norm, untied head."""
+    a, f, nt = m.attention, m.ffn, 2 if m.norm == "layernorm" else 1
+    if a.kind == "mla":  # q_a + q_b (or q), kv_a, kv_b, o; q_a and kv_a norms
+        attn = (3 if a.q_lora_rank else 1) + 3 + 1
+    else:
+        qkv = 3 if separate else 1
+        attn = qkv + 1 + qkv * a.qkv_bias + a.o_bias + 2 * (a.qk_norm == "rmsnorm") + a.sinks
+    linears = f.matrices if (separate or f.matrices == 2) else 2  # Megatron fuses gate and up into one linear
+    mlp = linears * (1 + f.bias)
+    base = attn + m.norms_per_layer * nt
+    dense = base + mlp
+    moe = 0
+    if m.moe:
+        e = m.moe
+        expert = linears * (1 + (f.bias or e.expert_bias))
+        router = 1 + e.router_bias + e.score_correction_bias
+        moe = base + router + e.num_experts * expert + e.shared_experts * mlp
+    outside = 1 + (m.position_embedding == "learned") + (nt if m.final_norm else 0) + (not m.tied_embeddings)
+    return dense, moe, outside
+
+
 @lru_cache(maxsize=256)
 def param_counts(m: ModelSpec) -> ParamCounts:
     h, V = m.hidden_size, m.vocab_size

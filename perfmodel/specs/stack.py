@@ -286,6 +286,17 @@ class Features(BaseModel):
             "not modelled further)"
         ),
     )
+    optimizer_launches: Literal["multi_tensor", "per_param", "per_flat_param"] = Field(
+        default="multi_tensor",
+        description=(
+            "how the optimizer step and the gradient clipping launch their kernels (parallel/dp.py "
+            "optimizer_kernels): multi_tensor = fused multi-tensor kernels over all parameters (apex / Transformer "
+            "Engine FusedAdam, torch foreach, XLA), a few launches a step; per_param = a Python loop over the "
+            "parameter tensors the optimizer holds, 8 Adam kernels and 2 clipping kernels each (Composer's "
+            "DecoupledAdamW with FSDP use_orig_params); per_flat_param = the same loop over FSDP's flat "
+            "parameters, one per FSDP unit (torch < 2.0, no use_orig_params)"
+        ),
+    )
     projections: Literal["fused", "separate"] = Field(
         default="fused",
         description=(

@@ -20,7 +20,14 @@ from perfmodel.core import comm
 from perfmodel.core import constants as K
 from perfmodel.core.elementwise import select
 from perfmodel.core.overlap import exposed, exposed_pair
-from perfmodel.specs.counts import attention_params, mlp_params, moe_layer_params, norm_params, param_counts
+from perfmodel.specs.counts import (
+    attention_params,
+    mlp_params,
+    moe_layer_params,
+    norm_params,
+    param_counts,
+    parameter_tensors,
+)
 from perfmodel.specs.model import ModelSpec
 
 
@@ -105,6 +112,24 @@ def calls_by_sharding(params, dpc, rank, layers, vp, rule: str, bucketed: bool):
         collective_calls(params, dpc, rank, layers, vp, rule, bucketed),
         collective_calls(params, dpc, rank, layers, vp, "fsdp_units", bucketed),
     )
+
+
+def optimizer_kernels(m: ModelSpec, kinds, cnt, sw):
+    """Kernel launches of one optimizer step (with its gradient clipping) on the pipeline ranks holding `cnt[k]`
+    layers of each kind `kinds[k]` (elementwise over layouts x ranks), by the stack's optimizer_launches:
+    multi_tensor = K.OPTIMIZER_KERNELS (fused multi-tensor kernels, whatever the parameter count); per_param =
+    those + K.PER_TENSOR_OPTIMIZER_KERNELS per parameter tensor the rank holds (its layers' and, on every rank, the
+    few outside them: counts.parameter_tensors); per_flat_param = the same per FSDP flat parameter, one per unit
+    (the rank's layers and the root; FSDP without use_orig_params)."""
+    if sw.optimizer_launches == "multi_tensor":
+        return float(K.OPTIMIZER_KERNELS)
+    layers = sum(cnt)
+    if sw.optimizer_launches == "per_flat_param":
+        tensors = layers + 1.0
+    else:
+        dense, moe, outside = parameter_tensors(m, sw.separate_projections)
+        tensors = sum(c * (moe if k == "moe" else dense) for k, c in zip(kinds, cnt)) + outside
+    return K.OPTIMIZER_KERNELS + K.PER_TENSOR_OPTIMIZER_KERNELS * np.asarray(tensors, dtype=float)
 
 
 def grad_and_param_times(

@@ -200,6 +200,31 @@ def test_grad_and_param_times():
     )
 
 
+def test_parameter_tensors_and_the_optimizer_s_launches():
+    from dataclasses import replace
+    from pathlib import Path
+
+    from perfmodel.specs.counts import parameter_tensors
+
+    # MPT-1b (llm-foundry): Wqkv, out_proj, 2 LayerNorms and the GELU MLP's up / down, each with a bias: 12 tensors
+    # a block; outside: wte, wpe and the final LayerNorm's weight and bias (tied head): 4
+    mpt = load_model(str(Path(__file__).resolve().parents[3] / "validation/independent/models/repos-mpt-1b-s2048.json"))
+    assert parameter_tensors(mpt) == (12, 0, 4)
+    # Llama 3 70B: fused QKV, o, fused gate+up, down, 2 RMSNorms: 6; separate projections (torchtitan): wq wk wv wo
+    # w1 w2 w3 + 2 norms = 9; outside: embedding, final norm, untied head
+    llama = load_model("llama3-70b")
+    assert parameter_tensors(llama) == (6, 0, 3) and parameter_tensors(llama, True)[0] == 9
+    # DeepSeek-V3's MoE layer: MLA's q_a, q_b, kv_a, kv_b, o and two norms inside it, 2 layer norms, the router and
+    # its score-correction bias, 256 experts x (gate+up, down), one shared expert: 7 + 2 + 2 + 512 + 2 = 525
+    assert parameter_tensors(load_model("deepseek-v3"))[1] == 525
+    # launches per step: multi-tensor fixed; per parameter tensor 10 more each (Composer's loop and FSDP's clip) on
+    # the rank's 24 blocks and the 4 outside; per flat parameter 10 per FSDP unit (24 blocks and the root)
+    sw = toy_sw(toy_dense())
+    for rule, want in (("multi_tensor", 10.0), ("per_param", 10 + 10 * (24 * 12 + 4)), ("per_flat_param", 10 + 250)):
+        got = dp.optimizer_kernels(mpt, ["dense"], [np.array([24.0])], replace(sw, optimizer_launches=rule))
+        assert float(np.asarray(got).ravel()[0]) == want
+
+
 def test_collective_calls_follow_each_stack_s_bucketing():
     # Megatron-Core DDP with overlap_grad_reduce: buckets of max(40M, 1M x dp*cp) parameters on the first pipeline
     # rank's first chunk, one bucket per chunk elsewhere. 1e9 parameters at dp*cp 8: 40M buckets -> 25; at dp*cp 200:
