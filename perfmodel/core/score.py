@@ -281,26 +281,23 @@ def _tables(
     ]
     gb = sw.grad_bytes
     wb = weight_bytes(prec, sw.fp8_param_gather)
-    pairs = [
-        dp_par.grad_and_param_times(
-            p_dense,
-            p_exp,
-            sw.reduce_bytes,
-            wb,
-            col(dpc),
-            col(edp),
-            col(tR),
-            col(eR),
-            col(xR),
-            hw,
-            sw.hybrid_shard_group if sw.shards_params else None,
-            sw.grad_all_reduce,
-            calls[0][j],
-            calls[1][j],
-        )
-        for j in (0, 1)
-    ]
-    rs, ag = np.stack([pairs[0][0], pairs[1][0]]), np.stack([pairs[0][1], pairs[1][1]])
+    # one placement of the groups; the calls' leading axis (without / with FSDP) broadcasts through
+    rs, ag = dp_par.grad_and_param_times(
+        p_dense,
+        p_exp,
+        sw.reduce_bytes,
+        wb,
+        col(dpc),
+        col(edp),
+        col(tR),
+        col(eR),
+        col(xR),
+        hw,
+        sw.hybrid_shard_group if sw.shards_params else None,
+        sw.grad_all_reduce,
+        np.stack(calls[0]),
+        np.stack(calls[1]),
+    )
     # the state each GPU holds and steps (dp.optimizer_shard): FSDP's shard (hybrid sharding: its group's) and,
     # without FSDP, the stack's optimizer sharding; the optimizer step per fsdp choice [2, runs, Q]
     shard, opt_group = (
