@@ -1,4 +1,5 @@
-"""llm-foundry's attention kernel per table, as the committed benchmark scripts state (issue 25 item 4)."""
+"""llm-foundry's attention kernel and optimizer launches per table, as the committed benchmark scripts and the
+image each runs state (issue 25 item 4)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,16 @@ def test_each_llm_foundry_table_runs_the_kernel_its_scripts_pass():
             assert spec.id == "llm-foundry-2024", row["run_id"]
         else:  # 300cc5c5 / b2a43a14: submit_benchmarks.py defaults --attn_impl to triton, sweep.sh passes none
             want = "triton"
-            assert spec.id == "llm-foundry-2023", row["run_id"]
+            # 300cc5c5's sweep.sh image is torch 1.13.1 (Composer 0.13.4: FSDP flat parameters), b2a43a14's torch 2.1.0
+            old = "README commit 300cc5c5" in row["software"]
+            assert spec.id == ("llm-foundry-2023-05" if old else "llm-foundry-2023"), row["run_id"]
         assert kernel == want, row["run_id"]
+        launches = spec.value("optimizer_launches")
+        assert launches == ("per_flat_param" if spec.id == "llm-foundry-2023-05" else "per_param"), row["run_id"]
         seen.add((spec.id, kernel))
-    assert seen == {("llm-foundry-2024", "fa2"), ("llm-foundry-2024", "triton"), ("llm-foundry-2023", "triton")}
+    assert seen == {
+        ("llm-foundry-2024", "fa2"),
+        ("llm-foundry-2024", "triton"),
+        ("llm-foundry-2023", "triton"),
+        ("llm-foundry-2023-05", "triton"),
+    }

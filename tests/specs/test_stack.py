@@ -457,6 +457,7 @@ def test_stack_for_row_maps_every_shipped_row_to_an_existing_preset():
                 seen.add((path.name, sid))
     # each independent set maps to its own preset, never to the NVIDIA default
     assert {s for f, s in seen if f != "runs.csv"} == {
+        "llm-foundry-2023-05",  # the 2023-05 tables (README commit 300cc5c5): torch 1.13.1, FSDP flat parameters
         "llm-foundry-2023",
         "llm-foundry-2024",  # the H100 Large Scale table (README commit 5e85bd62): FA2 per its sweep.py
         "maxtext-gpu-2024",
