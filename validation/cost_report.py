@@ -83,7 +83,7 @@ RUNS = [
         "dgxc250504-dsv3-gb200-128-bf16",
         note="unpriced: eager MoE layers host-bound on Grace. NVIDIA's own GB200 guide (Megatron-LM "
         "docs/discussions/deepseek-v3-gb200-optimization) names CPU overhead the baseline's biggest issue and "
-        "measures its eager all-to-all MXFP8 run at 494 TFLOPS/GPU, which perfmodel predicts at 796 (+61%); "
+        "measures its eager all-to-all MXFP8 run at 494 TFLOPS/GPU, which perfmodel predicts at 802 (+62%); "
         "CUDA graphs, NUMA binding and DeepEP's fused preprocess then gave +85, +71 and +54 TFLOPS (validation/NOTES.md)",
     ),
     Run("mav_h100", "dgxc250504-l4mav-h100-512-fp8"),
