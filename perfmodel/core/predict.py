@@ -417,12 +417,10 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     r = ranks_of(w, grid, sw)
     gb = sw.grad_bytes
     layers, vp, fs = sum(r.cnt), f64(grid.vp)[:, None], grid.fsdp[:, None]
-    calls = [
-        np.where(
-            fs, *dp_par.calls_by_sharding(p, dpc[:, None], r.rank, layers, vp, sw.dp_buckets, sw.dp_bucketed)[::-1]
-        )
-        for p in (r.p_dense, r.p_exp)
-    ]
+    calls = []  # per layout, the calls of its own sharding choice (dp.calls_by_sharding: replicated, sharded)
+    for p in (r.p_dense, r.p_exp):
+        plain, sharded = dp_par.calls_by_sharding(p, dpc[:, None], r.rank, layers, vp, sw.dp_buckets, sw.dp_bucketed)
+        calls.append(np.where(fs, sharded, plain))
     rs, ag = dp_par.grad_and_param_times(
         r.p_dense,
         r.p_exp,

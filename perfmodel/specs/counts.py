@@ -139,7 +139,7 @@ def parameter_tensors(m: ModelSpec, separate: bool = False) -> tuple[int, int, i
     else:
         qkv = 3 if separate else 1
         attn = qkv + 1 + qkv * a.qkv_bias + a.o_bias + 2 * (a.qk_norm == "rmsnorm") + a.sinks
-    linears = f.matrices if (separate or f.matrices == 2) else 2  # Megatron fuses gate and up into one linear
+    linears = f.matrices if separate else 2  # a GLU's gate and up are one fused linear unless separate
     mlp = linears * (1 + f.bias)
     base = attn + m.norms_per_layer * nt
     dense = base + mlp
