@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import sys
 import zlib
 from dataclasses import dataclass, field, replace
@@ -808,7 +809,37 @@ def row_stack_choice(row: dict) -> StackChoice:
     margs = row_megatron(row)
     if margs is not None and not _cell(row, "stack"):
         return StackChoice("megatron-core", margs.sets, margs.why, "megatron args")
-    return infer_stack(_cell(row, "framework"), _cell(row, "software"), _cell(row, "date"))
+    c = infer_stack(_cell(row, "framework"), _cell(row, "software"), _cell(row, "date"))
+    flags = software_flags(_cell(row, "software"))
+    # the flag table is Megatron-LM's (megatron_args.SOURCE); Megatron-DeepSpeed's runs take DeepSpeed's optimizer
+    if not flags or load_stack(c.stack).family != "megatron-core" or c.stack.startswith("megatron-deepspeed"):
+        return c
+    m = _megatron(flags, True, _int(row, "tp", 1) or 1)
+    said = m.why.removeprefix("megatron_args over the stack cell's preset")
+    why = f"{c.why}; Megatron-LM flags in its software text, over preset {c.stack}{said}"
+    return StackChoice(c.stack, tuple(dict.fromkeys((*c.sets, *m.sets))), why, c.basis)
+
+
+def software_flags(text: str) -> str:
+    """The Megatron-LM flags of analysis/megatron_args.FLAGS a free-text software cell names ('Megatron-LM core_r0.12,
+    --use-distributed-optimizer --overlap-grad-reduce, TE 2.1'), each with the one value a value flag takes, as a
+    command line (megatron_args.parse); '' when it names none. Other words are prose, not flags."""
+    from perfmodel.analysis import megatron_args as ma
+
+    words = [w for w in re.split(r"[\s,;()]+", text or "") if w]
+    out: list[str] = []
+    for i, w in enumerate(words):
+        name = w.split("=", 1)[0]
+        spec = ma.FLAGS.get(name)
+        if spec is None:
+            continue
+        if spec.kind in ("true", "false") or "=" in w:
+            out.append(w)
+        elif i + 1 < len(words) and not words[i + 1].startswith("--"):
+            out.append(f"{w}={words[i + 1]}")
+        else:
+            out.append(w)  # a value flag without its value: megatron_args.parse says so
+    return " ".join(out)
 
 
 @dataclass(frozen=True)

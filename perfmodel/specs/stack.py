@@ -949,7 +949,43 @@ _FEATURE_WORDS = {
         (re.compile(r"float8 all[\s_-]*gather|fsdp[\s_-]*float8", re.IGNORECASE), "fp8_param_gather=true"),
         (re.compile(r"selective[\s_-]*layer|per[\s_-]*layer sac|layer[\s_-]*sac", re.IGNORECASE), "selective_ac=layer"),
     ),
+    # DeepSpeed's optimizer wrapper as a run names it (deepspeedai/DeepSpeed@v0.12.6 deepspeed/runtime/engine.py
+    # _configure_optimizer: zero_optimization.stage 1 / 2 -> DeepSpeedZeroOptimizer, 3 -> DeepSpeedZeroOptimizer_Stage3,
+    # bf16 without ZeRO -> BF16_Optimizer); "BF16Optimizer ZeRO-1" (BLOOM's own words) is the BF16 optimizer, the
+    # one listed first
+    "megatron-deepspeed": (
+        (re.compile(r"bf16[\s_-]*optimi[sz]er", re.IGNORECASE), "fsdp=bf16_optimizer"),
+        (re.compile(r"zero[\s_-]*(?:stage[\s_-]*)?1(?![\d.])", re.IGNORECASE), "fsdp=zero1"),
+        (re.compile(r"zero[\s_-]*(?:stage[\s_-]*)?2(?![\d.])", re.IGNORECASE), "fsdp=zero2"),
+        (re.compile(r"zero[\s_-]*(?:stage[\s_-]*)?3(?![\d.])|zero[\s_-]*infinity", re.IGNORECASE), "fsdp=zero3"),
+    ),
 }
+# the word table a preset's runs are read with: its family's (torchtitan), or its framework's
+_WORDS_OF = {
+    "megatron-deepspeed-2021": "megatron-deepspeed",
+    "megatron-deepspeed-2023": "megatron-deepspeed",
+    "megatron-deepspeed-bloom-2022": "megatron-deepspeed",
+}
+
+
+def _words(sid: str, text: str) -> tuple[str, ...]:
+    """The --stack-set items the words of `text` state for preset `sid` (_FEATURE_WORDS); of several values of one
+    feature, the first in the table."""
+    key = _WORDS_OF.get(sid) or load_stack(sid).family
+    out: dict[str, str] = {}
+    for rx, item in _FEATURE_WORDS.get(key, ()):
+        if item.split("=", 1)[0] not in out and rx.search(text):
+            out[item.split("=", 1)[0]] = item
+    return tuple(out.values())
+
+
+def _stated(c: StackChoice, text: str) -> StackChoice:
+    """`c` with the features the run's own words state over its preset (_words), said in its why."""
+    sets = _words(c.stack, text)
+    if not sets:
+        return c
+    why = f"{c.why}, with {', '.join(sets)} from its words"
+    return StackChoice(c.stack, tuple(dict.fromkeys((*c.sets, *sets))), why, c.basis)
 
 
 def _month(text: str) -> int | None:
@@ -1036,14 +1072,20 @@ def _nearest(family: str, month: int, on_or_before: bool = False, framework: str
 
 
 def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
+    """The preset a measured run's `framework`, `software` and `date` cells describe (_infer), with the features its
+    words state over that preset (_stated: torchtitan's compile / AsyncTP / float8 words, DeepSpeed's ZeRO stage),
+    whichever rule found the preset (issue 26 item 4)."""
+    return _stated(_infer(framework, software, date), (software or "").strip())
+
+
+def _infer(framework: str, software: str, date: str = "") -> StackChoice:
     """The preset a measured run's `framework`, `software` and `date` cells (or a log banner, a container tag, an
     MLPerf system description: free text) describe, in this order (issue 26):
     1. a preset's software label that the text starts with (and whose frameworks list the framework, when it lists any);
     2. a NeMo or DGXC release the text names (container tags too): that release's preset, or the nearest release's;
        a Megatron-Bridge or NeMo toolkit version it names: the release that ships it, or the nearest earlier one;
     3. a NeMo run naming no release: the latest NeMo preset released by the run's `date`;
-    4. a framework named in the text (torchtitan, DeepSpeed, MaxText, ...), with the features its words state
-       (torchtitan: compile, AsyncTP);
+    4. a framework named in the text (torchtitan, DeepSpeed, MaxText, ...);
     5. the framework cell's family defaults (FRAMEWORK_FALLBACK), else the default stack: flagged as guesses."""
     fw, sw = (framework or "").strip().lower(), (software or "").strip()
     for label, sid, fws in _labels():
@@ -1081,9 +1123,7 @@ def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
             )
     for rx, sid in _NAMED:
         if rx.search(sw) or rx.search(fw):
-            sets = tuple(dict.fromkeys(s for w, s in _FEATURE_WORDS.get(sid, ()) if w.search(sw)))
-            said = f" with {', '.join(sets)} from its words" if sets else ""
-            return StackChoice(sid, sets, f"framework named in '{sw or fw}': preset {sid}{said}", "framework named")
+            return StackChoice(sid, (), f"framework named in '{sw or fw}': preset {sid}", "framework named")
     if fw in FRAMEWORK_FALLBACK:
         sid = FRAMEWORK_FALLBACK[fw]
         return StackChoice(

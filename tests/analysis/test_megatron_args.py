@@ -81,6 +81,27 @@ def test_over_a_stack_cell_only_the_given_flags_change_it():
     assert f.model_copy(update={"grad_accumulation_fusion": base.grad_accumulation_fusion}) == base
 
 
+def test_flags_in_a_software_cell_state_their_features_over_the_preset_its_words_find():
+    nemo = _spec({**ROW, "framework": "megatron", "software": "NeMo 25.09"}).features
+    text = "NeMo 25.09, --no-gradient-accumulation-fusion (TE 2.7)"
+    f = _spec({**ROW, "framework": "megatron", "software": text}).features
+    assert f.grad_accumulation_fusion is False
+    assert f.model_copy(update={"grad_accumulation_fusion": nemo.grad_accumulation_fusion}) == nemo
+    r = _run({**ROW, "framework": "megatron", "software": text}).results[0]
+    assert r.stack == "nemo-25.09" and "--no-gradient-accumulation-fusion" in r.stack_why
+    # a value flag takes the next word; prose around the flags is not a flag
+    g = _spec({**ROW, "framework": "megatron", "software": "Megatron-LM, --recompute-granularity full; 2025"})
+    assert g.features.recompute == "full"
+    # Megatron-DeepSpeed runs DeepSpeed's optimizer: Megatron-LM's flag table does not describe them
+    ds = {**ROW, "framework": "megatron", "software": "Megatron-DeepSpeed --use-distributed-optimizer"}
+    assert _spec(ds).features.fsdp == load_stack("megatron-deepspeed-2023").features.fsdp
+
+
+def test_a_bad_flag_in_a_software_cell_is_one_reason_naming_the_flag():
+    rep = _run({**ROW, "framework": "megatron", "software": "Megatron-LM --recompute-granularity partial"})
+    assert not rep.results and "--recompute-granularity: must be one of full, selective" in rep.unsupported[0]["reason"]
+
+
 @pytest.mark.parametrize(
     ("args", "reason"),
     [

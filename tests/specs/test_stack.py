@@ -792,6 +792,28 @@ def test_words_state_torchtitan_features():
     c = infer_stack("other", "torchtitan 9dec370, torch.compile, AsyncTP", "")
     assert c.stack == "torchtitan-2025" and c.sets == ("fusions=torch_compile", "tp_overlap=async_tp")
     assert infer_stack("other", "torchtitan eager", "").sets == ()
+    # the same words over a preset found by its label (framework cell torchtitan): the basis does not drop them
+    lab = infer_stack("torchtitan", "torchtitan 9dec370, torch.compile, AsyncTP", "")
+    assert (lab.basis, lab.sets) == ("label", c.sets) and "from its words" in lab.why
+
+
+@pytest.mark.parametrize(
+    ("software", "fsdp"),
+    [
+        ("Megatron-DeepSpeed, ZeRO stage 1", "zero1"),
+        ("Megatron-DeepSpeed ZeRO-2", "zero2"),
+        ("DeepSpeed 0.12 zero3", "zero3"),
+        ("Megatron-DeepSpeed ZeRO-Infinity", "zero3"),
+        # BLOOM's own words: BF16Optimizer is DeepSpeed's bf16 wrapper (its 'own ZeRO stage 1'), not stage 1
+        ("BigScience Megatron-DeepSpeed, BF16Optimizer (ZeRO-1)", "bf16_optimizer"),
+        ("Megatron-DeepSpeed", None),
+        ("Megatron-DeepSpeed with Zero Bubble", None),
+    ],
+)
+def test_words_state_the_deepspeed_zero_stage(software, fsdp):
+    c = infer_stack("other", software, "")
+    assert c.stack.startswith("megatron-deepspeed")
+    assert c.sets == ((f"fsdp={fsdp}",) if fsdp else ())
 
 
 def test_validate_states_each_rows_stack_and_flags_the_guesses(tmp_path, capsys):
