@@ -332,6 +332,26 @@ def test_fit_scaled_families_weigh_the_same():
     assert m["rows"] == 10
 
 
+def test_a_new_familys_band_carries_the_spread_of_the_families_offsets():
+    """Four families, each with rows at its offset -/+ 0.01: the band of a new family is its offset's prediction
+    interval (mean offset + tau sqrt(1 + 1/k) t_{k-2}, Higgins, Thompson & Spiegelhalter 2009) with the within-family
+    deviation on top, so it is wider than the four offsets' own pooled 10-90% range and centred on their mean."""
+    offsets = (-0.06, -0.02, 0.02, 0.06)
+    z = np.array([o + d for o in offsets for d in (-0.01, 0.01)])
+    units = [u for u in "abcd" for _ in range(2)]
+    lo, hi = U.new_family_quantiles(z, units, U.QUANTILES)
+    pooled = U.weighted_quantiles(list(z), [1.0] * len(z), U.QUANTILES)
+    assert lo < pooled[0] and hi > pooled[1]
+    assert (lo + hi) / 2 == pytest.approx(0.0, abs=2e-3)
+    tau = float(np.std(offsets, ddof=1))
+    t90 = float(U._student_t_points(2, U.T_DRAWS)[int(0.9 * U.T_DRAWS)])
+    assert hi == pytest.approx(tau * math.sqrt(1 + 1 / 4) * t90, rel=0.1)  # the offset dominates the +/-0.01
+    # families that agree: only the within-family spread remains
+    same = np.array([d for _ in offsets for d in (-0.01, 0.01)])
+    lo2, hi2 = U.new_family_quantiles(same, units, U.QUANTILES)
+    assert -0.0101 <= lo2 < 0 < hi2 <= 0.0101
+
+
 def _bands_file(tmp_path, stacks: str | None) -> Path:
     f = tmp_path / "u.toml"
     f.write_text(
