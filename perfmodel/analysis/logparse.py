@@ -18,6 +18,9 @@ these versions (never a copied log):
   mean over the logging interval (interval-time timer / iterations). `evaluate_and_print_results`: ' validation
   loss at iteration N | ...'. The ROCm fork (ROCm/Megatron-LM@27f7be5 training.py `training_log`) adds
   ' mem usages: {:.4f} |' (1 - free / total device memory, torch.cuda.mem_get_info) right after the elapsed time.
+  The BigScience Megatron-DeepSpeed fork (bigscience-workshop/Megatron-DeepSpeed@8387ae17 megatron/training.py
+  `training_log`, since @4c2aea04) prints ' consumed tokens: {:12d} |' after the samples and the time in seconds,
+  ' elapsed time per iteration (s): {:.2f} |', then ' samples per second: ... | TFLOPs: ... |' at the end.
 - Megatron-Bridge src/megatron/bridge/training/utils/train_utils.py @7af9601 (v0.2.0) `training_log`: the same
   iteration line (timestamp without microseconds; the TFLOP/s field only with logger.log_throughput), preceded by
   'Step Time : {:.2f}s GPU utilization: {:.1f}MODEL_TFLOP/s/GPU' (always printed); memory '[Rank R] (after N
@@ -100,12 +103,21 @@ ARG_END = b"-------------------- end of arguments"
 
 # every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
 _MEG_FIELDS = (
-    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([0-9.]+) \|"
+    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((ms|s)\):\s*([0-9.]+) \|"
     rb"(?: mem usages: ([0-9.]+) \|)?"  # the ROCm fork, right after the elapsed time
     rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
     rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?"
 )
 MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
+
+
+def _seconds(value: bytes, unit: bytes) -> float:
+    """An interval line's elapsed time per iteration in seconds: Megatron-LM prints ms; the BigScience fork of
+    Megatron-DeepSpeed prints s from bigscience-workshop/Megatron-DeepSpeed@4c2aea04 (2022-01-28, 'Fix throughput
+    unit (#241)': ' elapsed time per iteration (s): {:.2f} |')."""
+    return float(value) / 1e3 if unit == b"ms" else float(value)
+
+
 # a Megatron block is scanned once for 'iteration': an interval line matches in full, any other line naming
 # an iteration (evaluation, checkpoint save, memory report) matches the bare word and is parsed as a line
 MEG_SCAN = re.compile(rb"iteration(?:" + _MEG_FIELDS + rb")?")
@@ -602,7 +614,7 @@ class _Parser:
                 ri += 1
             if p < pos:
                 continue
-            it, ms, mem, tf, g = m.groups()
+            it, unit, t, mem, tf, g = m.groups()
             if it is None:
                 pos = self._continue(data, self._line_at(data, p))
                 continue
@@ -611,7 +623,7 @@ class _Parser:
                 self.log.gbs_logged.add(int(g))
             if mem:
                 self.log.mem_usage = max(self.log.mem_usage, float(mem))
-            self._interval(int(it), float(ms) / 1e3, float(tf) if tf else NAN, NAN)
+            self._interval(int(it), _seconds(t, unit), float(tf) if tf else NAN, NAN)
             e = data.find(b"\n", m.end())  # the rest of an interval line names iterations again
             pos = len(data) if e < 0 else e
         for r in rare[ri:]:
@@ -713,12 +725,12 @@ class _Parser:
             return False
         L = self.log
         L.framework = L.framework or "megatron"
-        it, ms, mem, tf, g = m.groups()
+        it, unit, t, mem, tf, g = m.groups()
         if g:
             L.gbs_logged.add(int(g))
         if mem:
             L.mem_usage = max(L.mem_usage, float(mem))
-        self._interval(int(it), float(ms) / 1e3, float(tf) if tf else NAN, NAN)
+        self._interval(int(it), _seconds(t, unit), float(tf) if tf else NAN, NAN)
         return True
 
     def _arg_head(self, raw: bytes) -> bool:

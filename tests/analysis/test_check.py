@@ -68,6 +68,37 @@ def test_argument_dump_and_intervals_are_read():
     assert log.mem_max_reserved == 70000.0 * 2**20 and log.mem_max_allocated == 60000.0 * 2**20
 
 
+def _bigscience_line(it: int, train_iters: int, gbs: int, seq: int, s: float) -> str:
+    """The BigScience Megatron-DeepSpeed fork's interval line (bigscience-workshop/Megatron-DeepSpeed@8387ae17
+    megatron/training.py training_log, the time in seconds since @4c2aea04), behind a launcher's rank prefix."""
+    line = "[default7]: iteration {:8d}/{:8d} |".format(it, train_iters)
+    line += " consumed samples: {:12d} |".format(it * gbs)
+    line += " consumed tokens: {:12d} |".format(it * gbs * seq)
+    line += " elapsed time per iteration (s): {:.2f} |".format(s)
+    line += " learning rate: {:.3E} |".format(6e-5)
+    line += " global batch size: {:5d} |".format(gbs)
+    line += " lm loss: {:.6E} |".format(2.46)
+    line += " grad norm: {:.3f} |".format(0.174)
+    line += " num zeros: {:.1f} |".format(0.0)
+    line += " number of skipped iterations: {:3d} |".format(0)
+    line += " number of nan iterations: {:3d} |".format(0)
+    line += " samples per second: {:.3f} |".format(gbs / s)
+    line += " TFLOPs: {:.2f} |".format(149.0)
+    return line
+
+
+def test_the_bigscience_fork_logs_its_step_time_in_seconds():
+    a = megatron_args(**L70)
+    head = "\n".join(args_dump(a))
+    text = head + "\n" + "\n".join(_bigscience_line(i * 10, 1000, 2048, 2048, t) for i, t in ((1, 110.0), (2, 105.22)))
+    log = parse_text(text + "\n")
+    assert log.framework == "megatron"
+    assert list(log.iters) == [10, 20] and list(log.step_s) == [110.0, 105.22]
+    # the same interval in Megatron-LM's milliseconds reads the same
+    ms = parse_text(head + "\n" + iteration_line(20, 1000, 2048, 105220.0) + "\n")
+    assert list(ms.step_s) == pytest.approx([105.22])
+
+
 def test_stable_median_leaves_out_warmup_and_evaluation(tmp_path, capsys):
     # interval 1 (iterations 1-10) is warm-up; the one after the evaluation at 30 is left out too
     steps = [19000.0, 14000.0, 14200.0, 25000.0, 14100.0, 14400.0]
