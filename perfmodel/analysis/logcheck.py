@@ -236,7 +236,8 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
     (tokens/s per device, metrics.py), the step time = global batch x sequence / (tps x GPUs) where known."""
     if not len(log.iters):
         return None
-    tt = framework == "torchtitan"
+    # the logged tokens/s/device where the framework logs it (torchtitan always, MaxText from cae41ec2)
+    tt = framework == "torchtitan" or (framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any()))
     vals = _arr(log.tps if tt else log.step_s, np.float64)
     ok, counts, rule = _choose(log, vals, warmup, " tokens/s" if tt else " s", framework == "nemo")
     tokens = float(facts.gbs * facts.seq) if facts.gbs and facts.seq and facts.gpus else None
@@ -755,9 +756,9 @@ def check(
         raise InputError(
             path,
             "",
-            f"no Megatron-LM / NeMo / Megatron-Bridge or torchtitan training lines in "
+            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan or MaxText training lines in "
             f"{log.lines:,} lines (argument dump, 'iteration ... elapsed time per iteration', "
-            "'step: ... tps:', 'Training epoch ... train_step_timing in s')",
+            "'step: ... tps:', 'Training epoch ... train_step_timing in s', 'completed step: ... seconds:')",
         )
     notes = _log_notes(log)
     hw, hw_note, hw_missing = log_hardware(log, hardware, sets)

@@ -1,4 +1,4 @@
-"""Read a training log: Megatron-LM (and its ROCm fork) / Megatron-Bridge / NeMo 2 or torchtitan, streamed line by line.
+"""Read a training log: Megatron-LM (and its ROCm fork) / Megatron-Bridge / NeMo 2, torchtitan or MaxText, streamed line by line.
 
 Pure functions over bytes; no prediction here (perfmodel/analysis/logrun.py turns a ParsedLog into a run,
 perfmodel/analysis/logcheck.py measures and predicts it). The formats are the frameworks' own logging code, read at
@@ -181,6 +181,20 @@ TT_QUANT = re.compile(
 )
 TT_PEAK = re.compile(rb"Peak FLOPS used for computing MFU: ([0-9.]+e[+-]\d+)")
 TT_NOPEAK = re.compile(rb"Peak flops undefined for: (.+?), fallback to A100")
+# MaxText (AI-Hypercomputer/maxtext): one line per step, 'completed step: {step}, seconds: {s:.3f}, TFLOP/s/device:
+# {t:.3f}, Tokens/s/device: {x:.3f}, ... loss: ...' (MaxText/train.py @cae41ec2, 2024-07-09, 'Adding Tokens/s/device
+# to the log'; src/maxtext/common/metric_logger.py @e591f30c _log_training_metrics: the same fields, total_weights
+# before the loss); before cae41ec2 without Tokens/s/device. A batch-size ramp-up step ('[Rampup Batch Size Phase]',
+# no TFLOP/s or Tokens/s) and a profiler boundary step ('completed profiler activation/deactivation step: N') are
+# not intervals. Start-up: 'Config param {k}: {v}' per config key (MaxText/pyconfig.py @cae41ec2; @e591f30c
+# src/maxtext/configs/pyconfig.py logger.info('Config param %s: %s')) and 'Num_devices: {n}, shape {mesh.shape}'
+# (MaxText/max_utils.py @cae41ec2 create_device_mesh).
+MT_STEP = re.compile(
+    rb"(?<!Phase\], )completed step: (\d+), seconds: ([0-9.]+),(?: [^\n]*?TFLOP/s(?:/device)?: ([0-9.]+),)?"
+    rb"(?: Tokens/s/device: ([0-9.]+),)?"
+)
+MT_CONFIG = re.compile(rb"Config param ([A-Za-z_][A-Za-z0-9_]*): ([^\n]*?)\s*$")
+MT_DEVICES = re.compile(rb"Num_devices: (\d+), shape")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
 ROCM_IMAGE = re.compile(rb"rocm/megatron-lm(?::([\w.\-]+))?")
@@ -223,11 +237,15 @@ _MEG_WORDS = (
     b"setting number of microbatches",
 )
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
-MARKS_ALL = tuple(dict.fromkeys(_MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _COMMON + (b"Evaluating on", b"memory (")))
+_MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
+MARKS_ALL = tuple(
+    dict.fromkeys(_MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _MT_WORDS + _COMMON + (b"Evaluating on", b"memory ("))
+)
 MARKS = {
     "megatron": _MEG_WORDS + _COMMON,
     "torchtitan": _TT_WORDS + _COMMON,
     "nemo": _NEMO_WORDS + _COMMON,
+    "maxtext": _MT_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -235,6 +253,7 @@ MARKS_RUNNING = {
     "megatron": (b"-- arguments --", b"iteration", b"padded vocab", b"GPU utilization:", BRIDGE_HEAD),
     "torchtitan": _TT_WORDS,
     "nemo": _NEMO_WORDS,
+    "maxtext": _MT_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -260,7 +279,7 @@ class ParsedLog:
     config; `config`: Megatron-Bridge's printed ConfigContainer, flattened ('model.num_layers'); `iters` /
     `step_s` / `tflops` / `tps` / `mfu`: one entry per logged interval, in log order (NaN where not logged)."""
 
-    framework: str = ""  # megatron | torchtitan | nemo | "" (nothing recognised)
+    framework: str = ""  # megatron | torchtitan | nemo | maxtext | "" (nothing recognised)
     args: dict[str, str] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # Megatron-Bridge 'Task Configuration' YAML
     model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
@@ -485,6 +504,9 @@ class _Parser:
         )
         self.handlers: tuple[tuple[bytes, Callable[[bytes], bool]], ...] = (
             (b"elapsed time per iteration", self._meg_iter),
+            (b"completed step:", self._mt_step),
+            (b"Config param ", self._mt_config),
+            (b"Num_devices: ", self._mt_devices),
             (ARG_HEAD, self._arg_head),
             (b"step:", self._tt_step),
             (b"Training epoch", self._nemo_print),
@@ -731,6 +753,33 @@ class _Parser:
         if mem:
             L.mem_usage = max(L.mem_usage, float(mem))
         self._interval(int(it), _seconds(t, unit), float(tf) if tf else NAN, NAN)
+        return True
+
+    def _mt_step(self, raw: bytes) -> bool:
+        m = MT_STEP.search(raw)
+        if not m:
+            return b"completed step:" in raw  # a ramp-up or profiler-boundary step: not an interval
+        L = self.log
+        L.framework = L.framework or "maxtext"
+        step, secs, tf, tps = m.groups()
+        self._interval(int(step), float(secs), _opt(tf), _opt(tps))
+        return True
+
+    def _mt_config(self, raw: bytes) -> bool:
+        m = MT_CONFIG.search(raw)
+        if not m:
+            return False
+        L = self.log
+        if L.framework in ("", "maxtext"):
+            L.framework = "maxtext"
+            L.args[m.group(1).decode()] = _text(m.group(2))
+        return True
+
+    def _mt_devices(self, raw: bytes) -> bool:
+        m = MT_DEVICES.search(raw)
+        if not m:
+            return False
+        self.log.world_size = self.log.world_size or int(m.group(1))
         return True
 
     def _arg_head(self, raw: bytes) -> bool:

@@ -1179,12 +1179,53 @@ def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
 # ---- any log -----------------------------------------------------------------------------------------------
 
 
+def maxtext_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
+    """A MaxText log's measurement facts from its 'Config param' lines (MaxText/pyconfig.py @cae41ec2): the sequence
+    max_target_length, the GPUs from 'Num_devices' (or --gpus), the global batch per_device_batch_size x GPUs
+    (x gradient_accumulation_steps where set). The run itself is not built: check does not map a MaxText config
+    (its model keys, ici_* / dcn_* mesh axes, remat_policy) to a layout, and says so."""
+    gpus = gpus_flag or log.world_size or None
+    gpus_from = "--gpus" if gpus_flag else ("'Num_devices' line" if log.world_size else "")
+    seq = _maxtext_int(f, "max_target_length")
+    pdb = _maxtext_float(f, "per_device_batch_size")
+    accum = _maxtext_int(f, "gradient_accumulation_steps") or 1
+    gbs = None
+    if pdb and gpus and (pdb * gpus * accum) == int(pdb * gpus * accum):
+        gbs = int(pdb * gpus * accum)
+    how = "Config param per_device_batch_size x devices x gradient_accumulation_steps"
+    facts = Facts(gbs, seq, gpus, how if gbs else "", "Config param max_target_length" if seq else "", gpus_from)
+    f.missing.append(
+        "the run's model and layout (check reads a MaxText log's step times, not its config's model and mesh: "
+        "predict the run with perfmodel predict --stack maxtext-gpu-2024)"
+    )
+    if gpus is None:
+        f.missing.append("gpus (no 'Num_devices' line; give --gpus N)")
+    return Built("maxtext", None, f.missing, facts)
+
+
+def _maxtext_int(f: _Fields, name: str) -> int | None:
+    v = _maxtext_float(f, name)
+    return int(v) if v is not None and v == int(v) and v > 0 else None
+
+
+def _maxtext_float(f: _Fields, name: str) -> float | None:
+    text = f._get(name)
+    try:
+        v = float(text) if text is not None else None
+    except ValueError:
+        return None
+    return v if v is not None and math.isfinite(v) and v > 0 else None
+
+
 def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, gpus: int | None) -> Built:
     """The run the log states (with --arg overrides, --model and --gpus): never an error for a field the log
     does not state (it is in `missing`), an InputError for one it states inconsistently."""
     if log.framework == "torchtitan":
         f = _Fields(log.args, overrides)
         built = torchtitan_run(log, f, model_ref, gpus)
+    elif log.framework == "maxtext":
+        f = _Fields(log.args, overrides)
+        built = maxtext_run(log, f, gpus)
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)

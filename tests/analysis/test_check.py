@@ -399,7 +399,7 @@ def test_binary_junk_and_huge_lines(tmp_path, capsys):
     log = parse_file(write(tmp_path, data, "junk.log"))
     assert list(log.iters) == [10, 20, 30] and log.cut_lines == 1  # the 3 MB tail without a newline
     err = run_err(capsys, ["check", write(tmp_path, junk, "only-junk.log"), "--hardware", "h100-sxm"])
-    assert "no Megatron-LM / NeMo / Megatron-Bridge or torchtitan training lines" in err
+    assert "no Megatron-LM / NeMo / Megatron-Bridge, torchtitan or MaxText training lines" in err
 
 
 def test_gzip_log_reads_as_the_plain_one(tmp_path, capsys):
@@ -1120,3 +1120,42 @@ def test_torchtitan_profiler_dumps_are_left_out(tmp_path, monkeypatch, block):
     monkeypatch.setattr(lp, "BLOCK", block)
     log = parse_file(write(tmp_path, "\n".join(lines) + "\n"))
     assert list(log.iters) == [1, 10, 20, 30, 40, 50] and list(log.event_after) == [0, 0, 0, 0, 1, 0]
+
+
+def _maxtext_step(step: int, seconds: float, tps: float | None, ramp: bool = False) -> str:
+    """MaxText's per-step line (src/maxtext/common/metric_logger.py @e591f30c _log_training_metrics; the fields of
+    MaxText/train.py @cae41ec2), behind absl's log prefix; `tps` None: the line before cae41ec2 (no Tokens/s)."""
+    head = "I0804 08:14:00.000000 140 metric_logger.py:196] " + ("[Rampup Batch Size Phase], " if ramp else "")
+    parts = [f"completed step: {step}", f"seconds: {seconds:.3f}"]
+    if not ramp:
+        parts.append(f"TFLOP/s/device: {200.0:.3f}")
+        if tps is not None:
+            parts.append(f"Tokens/s/device: {tps:.3f}")
+    parts += ["total_weights: 393216", f"loss: {9.0:.3f}"]
+    return head + ", ".join(parts)
+
+
+def test_a_maxtext_log_reports_what_it_measured(tmp_path, capsys):
+    """MaxText logs one line per step ('completed step: N, seconds: S, TFLOP/s/device: T, Tokens/s/device: X, ...')
+    and its config as 'Config param K: V' lines; check reports the median tokens/s/device after warm-up (step 0
+    compiles), with the step time from the config's batch, and says that it does not build the run."""
+    cfg = [f"Config param {k}: {v}" for k, v in (("per_device_batch_size", 2.0), ("max_target_length", 8192))]
+    lines = cfg + ["Num_devices: 8, shape (1, 8, 1, 1)", _maxtext_step(0, 95.0, 170.0, ramp=False)]
+    lines += [_maxtext_step(i, 2.7, 6000.0 + (i % 3)) for i in range(1, 31)]
+    lines += ["I0804 completed profiler activation/deactivation step: 31, total_weights: 1, loss: 9.000"]
+    f = write(tmp_path, "\n".join(lines) + "\n", "maxtext.log")
+    out = run_json(capsys, ["check", f])
+    m = out["measured"]
+    assert out["framework"] == "maxtext" and out["status"] == "measured"
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(6001.0) and m["intervals"] == 31
+    assert m["step_s"] == pytest.approx(2 * 8 * 8192 / (6001.0 * 8))  # gbs = per_device_batch_size x devices
+    assert "MaxText" in out["not_predicted"] and "predict" in out["not_predicted"]
+    # before Tokens/s/device was logged: the step times, tokens/s from the config's batch
+    old = cfg + ["Num_devices: 8, shape (1, 8, 1, 1)"] + [_maxtext_step(i, 2.5, None) for i in range(0, 20)]
+    out = run_json(capsys, ["check", write(tmp_path, "\n".join(old) + "\n", "old.log")])
+    assert out["measured"]["step_s"] == pytest.approx(2.5)
+    assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(2 * 8192 / 2.5)
+    # a ramp-up step is not an interval
+    ramp = [_maxtext_step(i, 1.0, None, ramp=True) for i in range(5)]
+    steady = [_maxtext_step(i, 2.5, 6000.0) for i in range(5, 25)]
+    assert list(parse_text("\n".join(cfg + ramp + steady) + "\n").iters) == list(range(5, 25))
