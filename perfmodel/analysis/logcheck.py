@@ -237,15 +237,18 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
     if not len(log.iters):
         return None
     # the logged tokens/s/device where the framework logs it (torchtitan always, MaxText from cae41ec2)
-    tt = framework == "torchtitan" or (framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any()))
+    tt = framework in ("torchtitan", "composer") or (
+        framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any())
+    )
     vals = _arr(log.tps if tt else log.step_s, np.float64)
     ok, counts, rule = _choose(log, vals, warmup, " tokens/s" if tt else " s", framework == "nemo")
     tokens = float(facts.gbs * facts.seq) if facts.gbs and facts.seq and facts.gpus else None
     gpus = facts.gpus or 1
     med = _median(vals[ok])
     if tt:  # the step of the median tps, so that tokens/s = gbs x seq / (step x GPUs) holds as for Megatron
-        steps = tokens / (vals[ok] * gpus) if tokens else np.zeros(0)
-        tps, step = med, (tokens / (med * gpus) if tokens and med else None)
+        logged = _arr(log.step_s, np.float64)[ok]  # a framework that logs its own step rate (Composer)
+        steps = tokens / (vals[ok] * gpus) if tokens else logged[np.isfinite(logged)]
+        tps, step = med, (tokens / (med * gpus) if tokens and med else _median(logged))
     else:
         steps = vals[ok]
         tps, step = (tokens / (med * gpus) if tokens and med else None), med
@@ -756,9 +759,10 @@ def check(
         raise InputError(
             path,
             "",
-            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan or MaxText training lines in "
+            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText or Composer training lines in "
             f"{log.lines:,} lines (argument dump, 'iteration ... elapsed time per iteration', "
-            "'step: ... tps:', 'Training epoch ... train_step_timing in s', 'completed step: ... seconds:')",
+            "'step: ... tps:', 'Training epoch ... train_step_timing in s', 'completed step: ... seconds:', "
+            "'Train throughput/device/tokens_per_sec:')",
         )
     notes = _log_notes(log)
     hw, hw_note, hw_missing = log_hardware(log, hardware, sets)

@@ -1,4 +1,5 @@
-"""Read a training log: Megatron-LM (and its ROCm fork) / Megatron-Bridge / NeMo 2, torchtitan or MaxText, streamed line by line.
+"""Read a training log: Megatron-LM (and its ROCm fork) / Megatron-Bridge / NeMo 2, torchtitan, MaxText or Composer,
+streamed line by line.
 
 Pure functions over bytes; no prediction here (perfmodel/analysis/logrun.py turns a ParsedLog into a run,
 perfmodel/analysis/logcheck.py measures and predicts it). The formats are the frameworks' own logging code, read at
@@ -195,6 +196,15 @@ MT_STEP = re.compile(
 )
 MT_CONFIG = re.compile(rb"Config param ([A-Za-z_][A-Za-z0-9_]*): ([^\n]*?)\s*$")
 MT_DEVICES = re.compile(rb"Num_devices: (\d+), shape")
+# Composer (mosaicml/composer, llm-foundry's trainer): ConsoleLogger.log_to_console prints a progress header
+# '[batch={b}/{total}]:' ('[epoch={e}][batch={b}/{n}]:' for an epoch duration, '[{unit}={n}/{total}]:' otherwise) and
+# then one '\n\t Train {name}: {value}' line per metric logged since (composer/loggers/console_logger.py @v0.16.4
+# and @640518880; floats as f'{data:.4f}', loggers/logger.py format_log_data_value); SpeedMonitor logs
+# 'throughput/batches_per_sec' (batches over its window / wall clock), then 'throughput/device/batches_per_sec'
+# (over the world size), then 'throughput/device/tokens_per_sec' (callbacks/speed_monitor.py batch_end, the same
+# at both versions). An eval header reads '[Eval batch=...] Eval on ...'.
+CP_HEAD = re.compile(rb"(?<![\w=])(?:\[epoch=\d+\])?\[(batch|token|sample|ep|dur)=(\d+)(?:/\d+)?\]:\s*$")
+CP_METRIC = re.compile(rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): ([0-9.eE+-]+)\s*$")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
 ROCM_IMAGE = re.compile(rb"rocm/megatron-lm(?::([\w.\-]+))?")
@@ -238,14 +248,18 @@ _MEG_WORDS = (
 )
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
+_CP_WORDS = (b"]:", b"Train throughput/", b"Train time/batch:", b"[Eval batch=", b"checkpoint")
 MARKS_ALL = tuple(
-    dict.fromkeys(_MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _MT_WORDS + _COMMON + (b"Evaluating on", b"memory ("))
+    dict.fromkeys(
+        _MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _MT_WORDS + _CP_WORDS + _COMMON + (b"Evaluating on", b"memory (")
+    )
 )
 MARKS = {
     "megatron": _MEG_WORDS + _COMMON,
     "torchtitan": _TT_WORDS + _COMMON,
     "nemo": _NEMO_WORDS + _COMMON,
     "maxtext": _MT_WORDS + _COMMON,
+    "composer": _CP_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -254,6 +268,7 @@ MARKS_RUNNING = {
     "torchtitan": _TT_WORDS,
     "nemo": _NEMO_WORDS,
     "maxtext": _MT_WORDS,
+    "composer": _CP_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -270,6 +285,7 @@ EVENT_WORDS = (
     b"dumping profiler traces",
     b"dumping memory snapshot",
     b"validation: iteration",
+    b"[eval batch=",  # Composer's evaluation progress (console_logger.py _get_eval_progress_string)
 )
 
 
@@ -279,7 +295,7 @@ class ParsedLog:
     config; `config`: Megatron-Bridge's printed ConfigContainer, flattened ('model.num_layers'); `iters` /
     `step_s` / `tflops` / `tps` / `mfu`: one entry per logged interval, in log order (NaN where not logged)."""
 
-    framework: str = ""  # megatron | torchtitan | nemo | maxtext | "" (nothing recognised)
+    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | "" (nothing recognised)
     args: dict[str, str] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # Megatron-Bridge 'Task Configuration' YAML
     model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
@@ -492,6 +508,7 @@ class _Parser:
         self.profiling = False  # torchtitan's profiler is on: its dump lines are looked for on the fast path too
         self.new_start = True
         self.last_iter = -1
+        self.cp_iter, self.cp_rate, self.cp_dev_rate = -1, NAN, NAN  # Composer: the interval being printed
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
             L.iters.append,
@@ -507,6 +524,9 @@ class _Parser:
             (b"completed step:", self._mt_step),
             (b"Config param ", self._mt_config),
             (b"Num_devices: ", self._mt_devices),
+            (b"Train throughput/", self._cp_metric),
+            (b"Train time/batch:", self._cp_metric),
+            (b"]:", self._cp_head),
             (ARG_HEAD, self._arg_head),
             (b"step:", self._tt_step),
             (b"Training epoch", self._nemo_print),
@@ -753,6 +773,34 @@ class _Parser:
         if mem:
             L.mem_usage = max(L.mem_usage, float(mem))
         self._interval(int(it), _seconds(t, unit), float(tf) if tf else NAN, NAN)
+        return True
+
+    def _cp_head(self, raw: bytes) -> bool:
+        m = CP_HEAD.search(raw)
+        if not m:
+            return False
+        self.cp_iter = int(m.group(2)) if m.group(1) == b"batch" else -1
+        self.cp_rate = self.cp_dev_rate = NAN
+        return True
+
+    def _cp_metric(self, raw: bytes) -> bool:
+        m = CP_METRIC.search(raw)
+        if not m:
+            return False
+        name, v = m.group(1), _f(m.group(2))
+        if name == b"time/batch":  # the batch count, where the header counts another unit
+            self.cp_iter = self.cp_iter if self.cp_iter >= 0 else int(v) if v == v else -1
+        elif name == b"throughput/batches_per_sec":
+            self.cp_rate = v
+        elif name == b"throughput/device/batches_per_sec":
+            self.cp_dev_rate = v
+        elif name == b"throughput/device/tokens_per_sec" and self.cp_iter >= 0:
+            L = self.log
+            L.framework = L.framework or "composer"
+            if self.cp_rate > 0 and self.cp_dev_rate > 0 and not L.world_size:
+                L.world_size = round(self.cp_rate / self.cp_dev_rate)
+            step = 1.0 / self.cp_rate if self.cp_rate > 0 else NAN
+            self._interval(self.cp_iter, step, NAN, v)
         return True
 
     def _mt_step(self, raw: bytes) -> bool:

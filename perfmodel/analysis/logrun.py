@@ -1226,6 +1226,14 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
     elif log.framework == "maxtext":
         f = _Fields(log.args, overrides)
         built = maxtext_run(log, f, gpus)
+    elif log.framework == "composer":
+        f = _Fields(log.args, overrides)
+        f.missing.append(
+            "the run's model and layout (check reads a Composer log's throughput, not its config: predict the run "
+            "with perfmodel predict --stack llm-foundry-2024, or validate it as a CSV row)"
+        )
+        g = gpus or log.world_size or None
+        built = Built("composer", None, f.missing, Facts(gpus=g, gpus_from="--gpus" if gpus else "world size"))
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)

@@ -399,7 +399,7 @@ def test_binary_junk_and_huge_lines(tmp_path, capsys):
     log = parse_file(write(tmp_path, data, "junk.log"))
     assert list(log.iters) == [10, 20, 30] and log.cut_lines == 1  # the 3 MB tail without a newline
     err = run_err(capsys, ["check", write(tmp_path, junk, "only-junk.log"), "--hardware", "h100-sxm"])
-    assert "no Megatron-LM / NeMo / Megatron-Bridge, torchtitan or MaxText training lines" in err
+    assert "no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText or Composer training lines" in err
 
 
 def test_gzip_log_reads_as_the_plain_one(tmp_path, capsys):
@@ -1159,3 +1159,39 @@ def test_a_maxtext_log_reports_what_it_measured(tmp_path, capsys):
     ramp = [_maxtext_step(i, 1.0, None, ramp=True) for i in range(5)]
     steady = [_maxtext_step(i, 2.5, 6000.0) for i in range(5, 25)]
     assert list(parse_text("\n".join(cfg + ramp + steady) + "\n").iters) == list(range(5, 25))
+
+
+def _composer_interval(batch: int, total: int, rate: float, world: int, tokens_per_batch: int) -> list[str]:
+    """Composer's ConsoleLogger output for one logged batch (composer/loggers/console_logger.py @v0.16.4
+    log_to_console: the progress header, then '\\n\\t Train {name}: {value:.4f}' per metric in the order they were
+    logged; SpeedMonitor.batch_end's throughput metrics)."""
+    metrics = {
+        "time/batch": batch,
+        "throughput/batches_per_sec": rate,
+        "throughput/samples_per_sec": rate * 8.0,
+        "throughput/device/batches_per_sec": rate / world,
+        "throughput/device/samples_per_sec": rate * 8.0 / world,
+        "throughput/tokens_per_sec": rate * tokens_per_batch,
+        "throughput/device/tokens_per_sec": rate * tokens_per_batch / world,
+    }
+    body = [f"\t Train {k}: {v}" if isinstance(v, int) else f"\t Train {k}: {v:.4f}" for k, v in metrics.items()]
+    return [f"[batch={batch}/{total}]:", *body]
+
+
+def test_a_composer_log_reports_what_it_measured(tmp_path, capsys):
+    """llm-foundry's trainer (Composer) logs SpeedMonitor's throughput per logged batch; check reports the median
+    tokens/s/device after warm-up, the step time from the logged batches/s, the world size from the two rates, and
+    says that it does not build the run. An evaluation drops the interval after it."""
+    tpb = 512 * 2048
+    lines = []
+    for b in range(1, 31):
+        lines += _composer_interval(b, 100, 0.5 if b != 20 else 0.2, 64, tpb)
+        if b == 19:
+            lines.append("[Eval batch=1/10] Eval on eval data")
+    out = run_json(capsys, ["check", write(tmp_path, "\n".join(lines) + "\n", "composer.log")])
+    m = out["measured"]
+    assert out["framework"] == "composer" and out["status"] == "measured"
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(0.5 * tpb / 64, rel=1e-4)
+    assert m["step_s"] == pytest.approx(2.0) and m["dropped_events"] == 1
+    assert parse_text("\n".join(lines) + "\n").world_size == 64
+    assert "Composer" in out["not_predicted"]
