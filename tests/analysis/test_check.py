@@ -1195,3 +1195,13 @@ def test_a_composer_log_reports_what_it_measured(tmp_path, capsys):
     assert m["step_s"] == pytest.approx(2.0) and m["dropped_events"] == 1
     assert parse_text("\n".join(lines) + "\n").world_size == 64
     assert "Composer" in out["not_predicted"]
+
+
+def test_a_gpt_neox_interval_line_reads_as_megatrons():
+    """GPT-NeoX's training_log (EleutherAI/gpt-neox@018b8a9e megatron/logging.py) puts ' samples/sec: {:.3f} |'
+    before Megatron's ' iteration {:8d}/{:8d} |' and ' elapsed time per iteration (ms): {:.1f} |'."""
+    line = " samples/sec: {:.3f} |".format(12.5) + " iteration {:8d}/{:8d} |".format(100, 143000)
+    line += " elapsed time per iteration (ms): {:.1f} |".format(40960.0) + " learning rate: {:.3E} |".format(6e-4)
+    line += " approx flops per GPU: 150.2TFLOPS | lm_loss: {:.6E} |".format(2.5)
+    log = parse_text(line + "\n")
+    assert log.framework == "megatron" and list(log.iters) == [100] and list(log.step_s) == [40.96]
