@@ -121,19 +121,32 @@ CLAMP_KERNELS_BWD = 7
 
 # ---- eager PyTorch without fusion (stack fusions = "none") ------------------------------------------------
 # LayerNorm and GELU are single native CUDA kernels in eager PyTorch (aten::native_layer_norm, aten::gelu),
-# so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels:
-# RMSNorm x * rsqrt(mean(x^2) + eps) * w: pow (read 2, write 2), mean (read 2), mul (read 2, write 2),
-# mul by w (read 2, write 2) -> 14 B per element against the fused 4 B, in 4 kernels instead of 1;
+# so they cost what the fused path costs. RMSNorm, SwiGLU and RoPE are composites of elementwise kernels, and
+# RMSNorm and RoPE compute in fp32: torchtitan's RMSNorm (pytorch/torchtitan@9dec370ad torchtitan/models/norms.py,
+# until @3b39d7ab 2025-03-19) is `self._norm(x.float()).type_as(x) * self.weight` with _norm = x * rsqrt(x.pow(2)
+# .mean(-1, keepdim=True) + eps), and the torch.nn.RMSNorm it switched to runs the same upcast composite on CUDA
+# (aten/src/ATen/native/layer_norm.cpp rms_norm_symint: input.to(opmath_t), pow, mean, add_, rsqrt, mul, mul by the
+# weight, type_as) until the fused _fused_rms_norm kernel replaced it. Bytes per element of the normalised
+# activation, forward: cast bf16 -> fp32 (read 2, write 4), pow (4, 4), mean (4), x * rsqrt (4, 4), cast back
+# (4, 2), times the weight (2, 2) -> 36 B in 8 kernels (with the per-row add and rsqrt) against the fused 4 B in
+# 1. Backward (autograd of the same ops): grad x weight (2, 2) and the weight's gradient sum (2 + 2), cast up (2, 4),
+# x rsqrt (4, 4) and the rsqrt gradient sum (4 + 4), mean's gradient expanded and divided (write 4), pow's 2 x a x
+# grad (read 4 + 4 + 4, write 4 + 4), the two input gradients added (4 + 4, write 4), cast down (4, 2) -> 72 B in
+# 11 kernels against the fused 8 B in 1.
 # SwiGLU silu(gate) * up: silu (read 2, write 2), mul (read 2 + 2, write 2) -> 10 B per unit of width
-# against the fused 6 B, 2 kernels; RoPE as complex multiplication (torchtitan apply_rotary_emb:
-# view_as_complex, mul, view_as_real, type_as) -> 3 passes over q and k.
-EAGER_RMSNORM_BYTES = 14.0
+# against the fused 6 B, 2 kernels. RoPE as complex multiplication (torchtitan apply_rotary_emb, the same at
+# @9dec370ad and @038d5fd1b: view_as_complex(xq.float()), * freqs_cis, view_as_real, type_as), per element of q and
+# k: cast up (2, 4), the complex product (4, 4), cast down (4, 2) -> 20 B in 3 kernels per tensor, forward;
+# backward the same three in reverse (cast up, times conj(freqs), cast down) -> 20 B.
+EAGER_RMSNORM_BYTES_FWD = 36.0
+EAGER_RMSNORM_BYTES_BWD = 72.0
 EAGER_SWIGLU_BYTES = 10.0
-EAGER_ROPE_PASSES = 3.0
-# kernels added per layer: 2 norms x 3 extra kernels, SwiGLU +1, RoPE +4 (q and k: complex view, mul, real
-# view, cast); backward adds the same count again for each op's gradient
-EAGER_EXTRA_KERNELS_FWD = 11
-EAGER_EXTRA_KERNELS_BWD = 11
+EAGER_ROPE_BYTES_FWD = 20.0
+EAGER_ROPE_BYTES_BWD = 20.0
+# kernels added per layer over the fused path: 2 norms x 7 extra forward (8 - 1) and 10 extra backward (11 - 1),
+# SwiGLU +1 each way, RoPE 2 x 3 kernels for q and k against the fused 1 (+5) each way
+EAGER_EXTRA_KERNELS_FWD = 20
+EAGER_EXTRA_KERNELS_BWD = 26
 
 # Megatron-Core's unfused RoPE, which a YaRN model runs (model rope_scaling = "yarn"): YaRN's concentration factor
 # is 0.1 ln(factor) + 1 = 1.35 at factor 32 when yarn_mscale / yarn_mscale_all_dim are None

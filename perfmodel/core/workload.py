@@ -245,9 +245,14 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
                     )
                 )
     eager = sw.eager
-    norm_b = K.EAGER_RMSNORM_BYTES if (eager and m.norm == "rmsnorm") else K.NORM_BYTES  # LayerNorm is native
-    rope_b = K.ROPE_BYTES * (K.EAGER_ROPE_PASSES if eager else 1.0)
-    rope = Stream("rope", rope_b * rope_dims(m) / tp * T, 2 * rope_b * rope_dims(m) / tp * T)
+    # eager RMSNorm / RoPE: PyTorch composites in fp32 (constants.EAGER_RMSNORM_BYTES_*); LayerNorm is native
+    norm_f, norm_bw = (
+        (K.EAGER_RMSNORM_BYTES_FWD, K.EAGER_RMSNORM_BYTES_BWD)
+        if (eager and m.norm == "rmsnorm")
+        else (K.NORM_BYTES, 2 * K.NORM_BYTES)
+    )
+    rope_f, rope_bw = (K.EAGER_ROPE_BYTES_FWD, K.EAGER_ROPE_BYTES_BWD) if eager else (K.ROPE_BYTES, 2 * K.ROPE_BYTES)
+    rope = Stream("rope", rope_f * rope_dims(m) / tp * T, rope_bw * rope_dims(m) / tp * T)
     if m.rope_scaling == "yarn" and a.kind != "mla" and sw.megatron_core:
         # YaRN's mscale sends Megatron-Core's q / k RoPE down its unfused path (constants.MCORE_UNFUSED_ROPE_*)
         rope = Stream(
@@ -258,9 +263,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
             K.MCORE_UNFUSED_ROPE_KERNELS_BWD,
         )
     streams += [
-        Stream(
-            "norms", m.norms_per_layer * norm_b * h * Tn, 2 * m.norms_per_layer * norm_b * h * Tn, module="layernorm"
-        ),
+        Stream("norms", m.norms_per_layer * norm_f * h * Tn, m.norms_per_layer * norm_bw * h * Tn, module="layernorm"),
         Stream("residual adds", K.RESIDUAL_BYTES * h * Tn, 2 * K.RESIDUAL_BYTES * h * Tn),
         rope,
     ]

@@ -17,20 +17,32 @@ from perfmodel.specs.model import load_model
 H100 = load_hardware("h100-sxm")
 
 
-def _stream(model_id: str, fusions: str, name: str) -> float:
+def _stream(model_id: str, fusions: str, name: str, bwd: bool = False) -> float:
     m = load_model(model_id)
     sw = resolve("torchtitan-2025", (f"fusions={fusions}",), m.id, m.is_moe, H100, "bf16", constants())
     w = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=4096, tp=1)), False, 1.0, constants(), sw)
     (st,) = [s for s in w.layers[0].streams if s.name == name]
-    return float(np.asarray(st.bytes_fwd).reshape(-1)[0])
+    return float(np.asarray(st.bytes_bwd if bwd else st.bytes_fwd).reshape(-1)[0])
 
 
-def test_eager_rmsnorm_is_four_kernels_of_traffic():
-    """Llama 3 8B, 4,096 tokens, 2 RMSNorms of h = 4,096 per layer: eager pow + mean + mul + mul move
-    14 B per element (2+2, 2, 2+2, 2+2), the fused kernel 4 B (read + write bf16)."""
+def test_eager_rmsnorm_computes_in_fp32():
+    """Llama 3 8B, 4,096 tokens, 2 RMSNorms of h = 4,096 per layer. Eager (torchtitan's RMSNorm at 9dec370ad, torch's
+    composite rms_norm): cast up 2+4, pow 4+4, mean 4, x rsqrt 4+4, cast down 4+2, times the weight 2+2 = 36 B per
+    element forward, the autograd of the same 72 B backward; the fused kernel 4 B forward, 8 B backward."""
     tokens, h = 4096, 4096
-    assert _stream("llama3-8b", "none", "norms") == pytest.approx(2 * 14 * h * tokens)
+    assert _stream("llama3-8b", "none", "norms") == pytest.approx(2 * 36 * h * tokens)
+    assert _stream("llama3-8b", "none", "norms", bwd=True) == pytest.approx(2 * 72 * h * tokens)
     assert _stream("llama3-8b", "torch_compile", "norms") == pytest.approx(2 * 4 * h * tokens)
+    assert _stream("llama3-8b", "torch_compile", "norms", bwd=True) == pytest.approx(2 * 8 * h * tokens)
+
+
+def test_eager_rope_is_a_complex_product_in_fp32():
+    """RoPE on q and k, (32 + 8) heads x 128 = 5,120 rotated dims per token: eager (torchtitan apply_rotary_emb)
+    cast up 2+4, complex product 4+4, cast down 4+2 = 20 B per element each way; fused 4 B forward, 8 B back."""
+    tokens, dims = 4096, (32 + 8) * 128
+    assert _stream("llama3-8b", "none", "rope") == pytest.approx(20 * dims * tokens)
+    assert _stream("llama3-8b", "none", "rope", bwd=True) == pytest.approx(20 * dims * tokens)
+    assert _stream("llama3-8b", "torch_compile", "rope", bwd=True) == pytest.approx(8 * dims * tokens)
 
 
 def test_eager_swiglu_and_native_gelu():
