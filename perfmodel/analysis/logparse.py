@@ -248,7 +248,18 @@ _MEG_WORDS = (
 )
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
-_CP_WORDS = (b"]:", b"Train throughput/", b"Train time/batch:", b"[Eval batch=", b"checkpoint")
+_CP_WORDS = (
+    b"[batch=",
+    b"[epoch=",
+    b"[token=",
+    b"[sample=",
+    b"[dur=",
+    b"[ep=",
+    b"Train throughput/",
+    b"Train time/batch:",
+    b"[Eval batch=",
+    b"checkpoint",
+)
 MARKS_ALL = tuple(
     dict.fromkeys(
         _MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _MT_WORDS + _CP_WORDS + _COMMON + (b"Evaluating on", b"memory (")
@@ -789,7 +800,8 @@ class _Parser:
             return False
         name, v = m.group(1), _f(m.group(2))
         if name == b"time/batch":  # the batch count, where the header counts another unit
-            self.cp_iter = self.cp_iter if self.cp_iter >= 0 else int(v) if v == v else -1
+            if self.cp_iter < 0 and v == v:
+                self.cp_iter = int(v)
         elif name == b"throughput/batches_per_sec":
             self.cp_rate = v
         elif name == b"throughput/device/batches_per_sec":

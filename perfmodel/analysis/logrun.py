@@ -1186,9 +1186,10 @@ def maxtext_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
     (its model keys, ici_* / dcn_* mesh axes, remat_policy) to a layout, and says so."""
     gpus = gpus_flag or log.world_size or None
     gpus_from = "--gpus" if gpus_flag else ("'Num_devices' line" if log.world_size else "")
-    seq = _maxtext_int(f, "max_target_length")
-    pdb = _maxtext_float(f, "per_device_batch_size")
-    accum = _maxtext_int(f, "gradient_accumulation_steps") or 1
+    seq = f.peek_int("max_target_length")
+    seq = seq if seq and seq > 0 else None
+    pdb = _positive(f.raw("per_device_batch_size"))
+    accum = f.peek_int("gradient_accumulation_steps") or 1
     gbs = None
     if pdb and gpus and (pdb * gpus * accum) == int(pdb * gpus * accum):
         gbs = int(pdb * gpus * accum)
@@ -1203,13 +1204,20 @@ def maxtext_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
     return Built("maxtext", None, f.missing, facts)
 
 
-def _maxtext_int(f: _Fields, name: str) -> int | None:
-    v = _maxtext_float(f, name)
-    return int(v) if v is not None and v == int(v) and v > 0 else None
+def composer_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
+    """A Composer log's measurement facts: the GPUs from --gpus or the world size its two throughput rates imply
+    (logparse CP_METRIC). The run is not built: check does not read a Composer config, and says so."""
+    gpus = gpus_flag or log.world_size or None
+    gpus_from = "--gpus" if gpus_flag else ("world size" if log.world_size else "")
+    f.missing.append(
+        "the run's model and layout (check reads a Composer log's throughput, not its config: predict the run "
+        "with perfmodel predict --stack llm-foundry-2024, or validate it as a CSV row)"
+    )
+    return Built("composer", None, f.missing, Facts(gpus=gpus, gpus_from=gpus_from))
 
 
-def _maxtext_float(f: _Fields, name: str) -> float | None:
-    text = f._get(name)
+def _positive(text: str | None) -> float | None:
+    """A positive finite number, else None."""
     try:
         v = float(text) if text is not None else None
     except ValueError:
@@ -1228,12 +1236,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         built = maxtext_run(log, f, gpus)
     elif log.framework == "composer":
         f = _Fields(log.args, overrides)
-        f.missing.append(
-            "the run's model and layout (check reads a Composer log's throughput, not its config: predict the run "
-            "with perfmodel predict --stack llm-foundry-2024, or validate it as a CSV row)"
-        )
-        g = gpus or log.world_size or None
-        built = Built("composer", None, f.missing, Facts(gpus=g, gpus_from="--gpus" if gpus else "world size"))
+        built = composer_run(log, f, gpus)
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)

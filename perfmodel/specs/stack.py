@@ -950,8 +950,10 @@ _FEATURE_WORDS = {
         (re.compile(r"selective[\s_-]*layer|per[\s_-]*layer sac|layer[\s_-]*sac", re.IGNORECASE), "selective_ac=layer"),
     ),
     # DeepSpeed's optimizer wrapper as a run names it (deepspeedai/DeepSpeed@v0.12.6 deepspeed/runtime/engine.py
-    # _configure_optimizer: zero_optimization.stage 1 / 2 -> DeepSpeedZeroOptimizer, 3 -> DeepSpeedZeroOptimizer_Stage3,
-    # bf16 without ZeRO -> BF16_Optimizer); "BF16Optimizer ZeRO-1" (BLOOM's own words) is the BF16 optimizer, the
+    # _configure_zero_optimizer ~L1462-1563: stage 1 / 2 -> DeepSpeedZeroOptimizer (partition_grads at stage 2),
+    # stage 3 -> DeepSpeedZeroOptimizer_Stage3; _do_optimizer_sanity_check ~L1151-1203: bf16 without ZeRO, or ZeRO
+    # stage 1 with grad_accum_dtype fp32 (get_data_types ~L872: bf16 under ZeRO accumulates in bf16 unless the
+    # config says fp32), -> BF16_Optimizer); "BF16Optimizer ZeRO-1" (BLOOM's own words) is the BF16 optimizer, the
     # one listed first
     "megatron-deepspeed": (
         (re.compile(r"bf16[\s_-]*optimi[sz]er", re.IGNORECASE), "fsdp=bf16_optimizer"),
