@@ -54,6 +54,11 @@ FLOP_CONVENTION = {
         "torchtitan models/utils.py get_nparams_and_flops: 6 (N - N_embedding) + 12 l h q t "
         "per token, full attention (no causal halving), no recompute",
     ),
+    "maxtext": (
+        "",
+        "MaxText maxtext_utils.calculate_tflops_training_per_device: 6 x the GEMM FLOPs with the logits; attention "
+        "4 b s^2 heads head_dim x 3 without causal halving @cae41ec2 (2024), causal @e591f30c (2026)",
+    ),
     "nemo": (
         "",
         "NeMo FLOPsMeasurementCallback TFLOPS_per_GPU (nemo/lightning/pytorch/callbacks/flops_callback.py @8cfedd7: "
@@ -351,6 +356,8 @@ def implied_stack(run: Run) -> tuple[str, str]:
     if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
         c = infer_stack("megatron", run.software)
         return c.stack, f"the log's container banner names {run.software}: {c.why}"
+    if run.framework == "maxtext":
+        return "maxtext-gpu-2024", "a MaxText log: MaxText on GPU (JAX/XLA), its A3 high-performance configs"
     if run.framework == "nemo":
         return "megatron-core", "a NeMo log naming no release: Megatron-Core defaults (--stack ID names the release)"
     return "megatron-core", f"a {run.states}: the Megatron-Core library defaults"
@@ -447,10 +454,12 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float, st: RunStack) -> list[
         st.stack,
         st.stack_set + (f"cuda_graphs={graphs}",),
     )
-    prefixes = ("torchtitan-",) if run.framework == "torchtitan" else ("nemo-", "dgxc-", "megatron-core", "default")
+    prefixes = {"torchtitan": ("torchtitan-",), "maxtext": ("maxtext-", "dgxc-")}.get(
+        run.framework, ("nemo-", "dgxc-", "megatron-core", "default")
+    )
     logged = tuple(f"{k}={v.value}" for k, v in st.from_log.items()) + st.user_set
     for sid in stack_ids():
-        if sid != st.stack and sid.startswith(prefixes) and not sid.endswith("-maxtext"):
+        if sid != st.stack and sid.startswith(prefixes) and (run.framework == "maxtext") == ("maxtext" in sid):
             add(f"stack {sid} (the log's stated features kept)", "release", lay, sid, logged, release=sid)
     for o in out:
         o["log_distance"] = abs(math.log(o["tokens_per_s_per_gpu"] / measured))

@@ -1179,29 +1179,275 @@ def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
 # ---- any log -----------------------------------------------------------------------------------------------
 
 
-def maxtext_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
-    """A MaxText log's measurement facts from its 'Config param' lines (MaxText/pyconfig.py @cae41ec2): the sequence
-    max_target_length, the GPUs from 'Num_devices' (or --gpus), the global batch per_device_batch_size x GPUs
-    (x gradient_accumulation_steps where set). The run itself is not built: check does not map a MaxText config
-    (its model keys, ici_* / dcn_* mesh axes, remat_policy) to a layout, and says so."""
+# MaxText (AI-Hypercomputer/maxtext) logs every config key once, sorted ('Config param K: V', MaxText/pyconfig.py
+# @cae41ec2 _HyperParameters.__init__; src/maxtext/configs/pyconfig.py @e591f30c), after the model's own yml and
+# user_init's derived keys (emb_dim, num_query_heads, mlp_dim, num_decoder_layers from the base_* keys and
+# global_parameter_scale; global_batch_size_to_train_on). The mesh axes the parallelism keys name -> perfmodel's
+# layout (max_utils.create_device_mesh @cae41ec2: one ICI and one DCN degree per axis, at most one -1 each, filled
+# from the devices per slice and the slices). Batch axes (activation_batch over data, fsdp, fsdp_transpose and
+# expert in base.yml's logical_axis_rules @e591f30c) are perfmodel's dp; expert is also ep (folded over dp).
+_MT_DP_AXES = ("data", "fsdp", "fsdp_transpose", "expert")
+_MT_AXES = {"stage": "pp", "tensor": "tp", "sequence": "cp", "context": "cp"}
+_MT_UNSUPPORTED = (
+    "diloco",
+    "tensor_transpose",
+    "tensor_sequence",
+    "context_usp_ulysses",
+    "context_autoregressive",
+    "autoregressive",
+)
+# decoder blocks whose layer is Llama's (MaxText layers/llama2.py, mistral.py, mixtral.py @cae41ec2: RMSNorm before
+# attention and MLP, RoPE, no biases); others (gemma, gpt3, deepseek, ...) need --model
+_MT_LLAMA_BLOCKS = ("llama2", "mistral", "mixtral")
+# remat_policy (MaxText layers/models.py @cae41ec2 Decoder.__call__) -> (recompute, modules recomputed, how)
+_MT_REMAT: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "full": ("full", (), "policy None: the whole block recomputed"),
+    "none": ("none", (), "no nn.remat"),
+    "minimal": (
+        "selective",
+        ("layernorm", "core_attn"),
+        "checkpoint_dots_with_no_batch_dims: matmul outputs saved, the element-wise ops and the attention "
+        "(a custom call, not a dot) recomputed",
+    ),
+    "minimal_flash": (
+        "selective",
+        ("layernorm",),
+        "checkpoint_dots_with_no_batch_dims + 'context': matmul and attention outputs saved, only the "
+        "element-wise ops recomputed",
+    ),
+    "save_dot_except_mlpwi": (
+        "selective",
+        ("layernorm", "core_attn", "mlp"),
+        "saves qkv, out_proj and mlpwo only: the MLP's up/gate GEMMs, attention and element-wise "
+        "ops recomputed (nearest modules: layernorm, core_attn, mlp)",
+    ),
+    "save_dot_except_mlp": (
+        "selective",
+        ("layernorm", "core_attn", "mlp"),
+        "saves qkv and out_proj only: the MLP, attention and element-wise ops recomputed",
+    ),
+    "save_qkv_proj": (
+        "selective",
+        ("layernorm", "core_attn", "mlp"),
+        "saves the q/k/v projections only (nearest modules: layernorm, core_attn, mlp)",
+    ),
+}
+# attention (MaxText layers/attentions.py @cae41ec2 apply_attention) -> the stack's attention kernel
+_MT_ATTENTION = {
+    "cudnn_flash_te": ("cudnn", "cudnn_flash_attention: cuDNN fused attention through Transformer Engine"),
+    "dot_product": ("unfused", "apply_attention_dot: QK^T, softmax and PV as XLA ops on the materialised scores"),
+}
+# quantization (MaxText layers/quantizations.py: @cae41ec2 'fp8' -> Flax nn.Fp8DotGeneralOp, per-tensor scales from
+# an amax history = delayed scaling; @e591f30c the Transformer Engine recipes te_*) -> (precision, fp8 recipe)
+_MT_QUANT = {
+    "": ("bf16", ""),
+    "fp8": ("fp8", "delayed"),
+    "fp8_gpu": ("fp8", "delayed"),
+    "nanoo_fp8": ("fp8", "delayed"),
+    "te_fp8_delayedscaling": ("fp8", "delayed"),
+    "te_fp8_currentscaling": ("fp8", "current"),
+    "te_mxfp8": ("mxfp8", "mxfp8"),
+    "te_nvfp4": ("nvfp4", ""),
+    "te_nvfp4_no_rht": ("nvfp4", ""),
+}
+
+
+def _mt_degrees(f: _Fields, gpus: int) -> tuple[dict[str, int] | None, str]:
+    """Each mesh axis's degree (ICI x DCN, the one -1 of each filled), or None and why not."""
+    axes = sorted({k[4:-12] for k in f.args if k.startswith("ici_") and k.endswith("_parallelism")})
+    if not axes:
+        return None, "no ici_*_parallelism Config param lines"
+    slices = f.peek_int("num_slices") or 1
+    if gpus % slices:
+        return None, f"{gpus} devices do not split into num_slices={slices}"
+
+    def fill(prefix: str, total: int) -> dict[str, int] | None:
+        vals = {a: (f.peek_int(f"{prefix}_{a}_parallelism") or 1) for a in axes}
+        free = [a for a, v in vals.items() if v == -1]
+        known = math.prod(v for v in vals.values() if v != -1)
+        if len(free) > 1 or known < 1:
+            return None
+        if free:
+            if total % known:
+                return None
+            vals[free[0]] = total // known
+        return vals if math.prod(vals.values()) == total else None
+
+    ici = fill("ici", gpus // slices)
+    dcn = fill("dcn", slices) if slices > 1 else {a: 1 for a in axes}
+    if ici is None or dcn is None:
+        return None, f"the ici_* / dcn_* degrees do not multiply to {gpus} devices in {slices} slice(s)"
+    return {a: ici[a] * dcn[a] for a in axes}, ""
+
+
+def _mt_model(f: _Fields) -> tuple[ModelSpec | None, str]:
+    """The model of a Llama-family decoder block from the logged shape keys, matched to the catalog by shape."""
+    block = (f.raw("decoder_block") or "").strip("'\"")
+    if block not in _MT_LLAMA_BLOCKS:
+        f.missing.append(
+            f"model (MaxText decoder_block '{block}' is read for {', '.join(_MT_LLAMA_BLOCKS)} only; give --model)"
+        )
+        return None, ""
+    dims = {
+        k: f.peek_int(k)
+        for k in (
+            "emb_dim",
+            "num_query_heads",
+            "num_kv_heads",
+            "head_dim",
+            "mlp_dim",
+            "num_decoder_layers",
+            "vocab_size",
+        )
+    }
+    absent = [k for k, v in dims.items() if not v or v < 1]
+    if absent:
+        f.missing.append(f"model ({', '.join(absent)} not logged; give --model)")
+        return None, ""
+    acts = [a.lower() for a in _literal_list(f.raw("mlp_activations"))]
+    act = {("silu", "linear"): "swiglu", ("gelu", "linear"): "geglu", ("gelu",): "gelu", ("relu",): "relu"}.get(
+        tuple(acts)
+    )
+    if act is None:
+        f.missing.append(f"model (mlp_activations {acts} is not an FFN perfmodel prices; give --model)")
+        return None, ""
+    h, heads, kv, hd = dims["emb_dim"], dims["num_query_heads"], dims["num_kv_heads"], dims["head_dim"]
+    experts = f.peek_int("num_experts") or 1
+    doc: dict[str, Any] = {
+        "id": "log-model",
+        "name": f"model of the MaxText config ({f.raw('model_name') or 'default'})",
+        "num_layers": dims["num_decoder_layers"],
+        "hidden_size": h,
+        "vocab_size": dims["vocab_size"],
+        "tied_embeddings": bool(f.bool("logits_via_embedding", False)),
+        "norm": "rmsnorm",
+        "attention": {"kind": "gqa" if kv < heads else "mha", "num_heads": heads, "num_kv_heads": kv, "head_dim": hd},
+        "ffn": {"activation": act, "intermediate_size": 0 if experts > 1 else dims["mlp_dim"]},
+    }
+    if experts > 1:  # every layer MoE (MaxText mixtral.py MixtralDecoderLayer: a MoeBlock in place of the MLP)
+        doc["moe"] = {
+            "num_experts": experts,
+            "top_k": f.peek_int("num_experts_per_tok") or 1,
+            "expert_intermediate_size": dims["mlp_dim"],
+        }
+    try:
+        spec = ModelSpec(**doc)
+    except ValueError as exc:
+        raise InputError(
+            "log",
+            "model",
+            f"the MaxText config's shape is not a model perfmodel can build "
+            f"({str(exc).splitlines()[-1]}); give --model",
+        ) from None
+    found = match_catalog(spec, 0, 1)
+    if found:
+        return found[0], f"catalog {found[0].id}, matched by the config's shape keys"
+    return spec, "built from the MaxText config's shape keys (no catalog model has this shape)"
+
+
+def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A MaxText log's run from its 'Config param' lines: the sequence max_target_length, the GPUs from
+    'Num_devices' (or --gpus), the global batch global_batch_size_to_train_on (else per_device_batch_size x
+    devices x gradient_accumulation_steps), the mesh degrees (_mt_degrees), remat_policy, attention and
+    quantization, and the model from its shape keys (or --model)."""
     gpus = gpus_flag or log.world_size or None
     gpus_from = "--gpus" if gpus_flag else ("'Num_devices' line" if log.world_size else "")
     seq = f.peek_int("max_target_length")
     seq = seq if seq and seq > 0 else None
-    pdb = _positive(f.raw("per_device_batch_size"))
     accum = f.peek_int("gradient_accumulation_steps") or 1
-    gbs = None
-    if pdb and gpus and (pdb * gpus * accum) == int(pdb * gpus * accum):
-        gbs = int(pdb * gpus * accum)
-    how = "Config param per_device_batch_size x devices x gradient_accumulation_steps"
+    gbs = f.peek_int("global_batch_size_to_train_on")
+    how = "Config param global_batch_size_to_train_on"
+    if not gbs or gbs < 1:
+        pdb = _positive(f.raw("per_device_batch_size"))
+        gbs = None
+        if pdb and gpus and (pdb * gpus * accum) == int(pdb * gpus * accum):
+            gbs = int(pdb * gpus * accum)
+        how = "Config param per_device_batch_size x devices x gradient_accumulation_steps"
     facts = Facts(gbs, seq, gpus, how if gbs else "", "Config param max_target_length" if seq else "", gpus_from)
-    f.missing.append(
-        "the run's model and layout (check reads a MaxText log's step times, not its config's model and mesh: "
-        "predict the run with perfmodel predict --stack maxtext-gpu-2024)"
-    )
+    notes: list[str] = []
+    model, model_how = (load_model(model_ref), f"--model {model_ref}") if model_ref else _mt_model(f)
+    quant = (f.raw("quantization") or "").strip("'\"")
+    dtype = (f.raw("dtype") or "bfloat16").strip("'\"")
+    precision, recipe = _MT_QUANT.get(quant, (None, ""))
+    if precision is None:
+        f.missing.append(f"precision (quantization '{quant}' is not a training GEMM precision perfmodel prices)")
+    elif precision == "bf16" and dtype != "bfloat16":
+        precision = {"float16": "fp16"}.get(dtype)
+        if precision is None:
+            f.missing.append(f"precision (dtype '{dtype}': perfmodel prices bf16 / fp16 / fp8 GEMMs)")
+    built = Built("maxtext", None, f.missing, facts, model, precision, notes)
     if gpus is None:
         f.missing.append("gpus (no 'Num_devices' line; give --gpus N)")
-    return Built("maxtext", None, f.missing, facts)
+        return built
+    deg, why = _mt_degrees(f, gpus)
+    if deg is None:
+        f.missing.append(f"layout ({why}; give --arg ici_fsdp_parallelism=N ...)")
+        return built
+    odd = [f"{a}={deg[a]}" for a in _MT_UNSUPPORTED if deg.get(a, 1) > 1]
+    if odd:
+        f.missing.append(f"layout (mesh axes perfmodel does not model: {', '.join(odd)})")
+    dp = math.prod(deg.get(a, 1) for a in _MT_DP_AXES)
+    par = {v: 1 for v in _MT_AXES.values()}
+    for a, k in _MT_AXES.items():
+        par[k] *= deg.get(a, 1)
+    shard = deg.get("fsdp", 1) * deg.get("fsdp_transpose", 1)
+    pp_micro = f.peek_int("num_pipeline_microbatches") if par["pp"] > 1 else None
+    micro = pp_micro or accum
+    if gbs is None or seq is None or model is None or f.missing:
+        if gbs is None:
+            f.missing.append("global batch (no global_batch_size_to_train_on or per_device_batch_size line)")
+        if seq is None:
+            f.missing.append("seq (no max_target_length line)")
+        return built
+    if gbs % (dp * micro):
+        f.missing.append(f"micro-batch (global batch {gbs} does not split over dp {dp} x {micro} micro-batches)")
+        return built
+    remat = (f.raw("remat_policy") or "full").strip("'\"")
+    if remat not in _MT_REMAT:
+        f.missing.append(f"recompute (remat_policy '{remat}' is not one perfmodel maps; give --arg remat_policy=full)")
+        return built
+    recompute, modules, remat_how = _MT_REMAT[remat]
+    origin = f.origin("remat_policy")
+    stated = {"recompute": Stated(recompute, f"remat_policy={remat}: {remat_how}", origin)}
+    if modules:
+        stated["recompute_modules"] = Stated(",".join(modules), f"remat_policy={remat}: {remat_how}", origin)
+    attn = (f.raw("attention") or "").strip("'\"")
+    if attn in _MT_ATTENTION:
+        kern, attn_how = _MT_ATTENTION[attn]
+        stated["attention_kernel"] = Stated(kern, f"attention={attn}: {attn_how}", f.origin("attention"))
+    if recipe and precision in ("fp8",):
+        stated["fp8_recipe"] = Stated(recipe, f"quantization={quant}", f.origin("quantization"))
+    if shard > 1:
+        stated["fsdp"] = Stated("xla_fsdp", f"fsdp axis {shard} (ici/dcn_fsdp*_parallelism)", "log")
+        group = "none" if shard == dp else str(shard)
+        stated["hybrid_shard_group"] = Stated(group, f"fsdp axis {shard} of {dp} data-parallel replicas", "log")
+        if shard != dp:
+            notes.append(f"FSDP over {shard} of the {dp} data-parallel GPUs (the fsdp axis), replicated over the rest")
+    lay = Layout(
+        gpus=gpus,
+        gbs=gbs,
+        seq=seq,
+        tp=par["tp"],
+        pp=par["pp"],
+        cp=par["cp"],
+        ep=deg.get("expert", 1),
+        etp=1,
+        mbs=gbs // (dp * micro),
+        fsdp=shard > 1,
+        recompute=recompute,  # type: ignore[arg-type]
+    )
+    notes.append("mesh " + ", ".join(f"{a}={d}" for a, d in deg.items() if d > 1) + " (Config param ici_* / dcn_*)")
+    built.run = Run(
+        model,
+        model_how,
+        lay,
+        precision or "bf16",
+        "maxtext",
+        notes,
+        stated,
+        states="MaxText config ('Config param' lines)",
+    )
+    return built
 
 
 def composer_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
@@ -1233,7 +1479,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         built = torchtitan_run(log, f, model_ref, gpus)
     elif log.framework == "maxtext":
         f = _Fields(log.args, overrides)
-        built = maxtext_run(log, f, gpus)
+        built = maxtext_run(log, f, model_ref, gpus)
     elif log.framework == "composer":
         f = _Fields(log.args, overrides)
         built = composer_run(log, f, gpus)

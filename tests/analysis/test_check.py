@@ -1149,7 +1149,7 @@ def test_a_maxtext_log_reports_what_it_measured(tmp_path, capsys):
     assert out["framework"] == "maxtext" and out["status"] == "measured"
     assert m["tokens_per_s_per_gpu"] == pytest.approx(6001.0) and m["intervals"] == 31
     assert m["step_s"] == pytest.approx(2 * 8 * 8192 / (6001.0 * 8))  # gbs = per_device_batch_size x devices
-    assert "MaxText" in out["not_predicted"] and "predict" in out["not_predicted"]
+    assert "decoder_block" in out["not_predicted"]  # no shape keys logged: the model is what is missing
     # before Tokens/s/device was logged: the step times, tokens/s from the config's batch
     old = cfg + ["Num_devices: 8, shape (1, 8, 1, 1)"] + [_maxtext_step(i, 2.5, None) for i in range(0, 20)]
     out = run_json(capsys, ["check", write(tmp_path, "\n".join(old) + "\n", "old.log")])
@@ -1159,6 +1159,108 @@ def test_a_maxtext_log_reports_what_it_measured(tmp_path, capsys):
     ramp = [_maxtext_step(i, 1.0, None, ramp=True) for i in range(5)]
     steady = [_maxtext_step(i, 2.5, 6000.0) for i in range(5, 25)]
     assert list(parse_text("\n".join(cfg + ramp + steady) + "\n").iters) == list(range(5, 25))
+
+
+# the Config param keys of MaxText's Llama 2 7B A3 config (MaxText/configs/models/llama2-7b.yml and
+# configs/a3/llama_2_7b/1vm.sh @cae41ec2), as pyconfig logs them after user_init (derived emb_dim ... mlp_dim)
+MT_L2_7B = {
+    "model_name": "llama2-7b",
+    "decoder_block": "llama2",
+    "emb_dim": 4096,
+    "num_query_heads": 32,
+    "num_kv_heads": 32,
+    "head_dim": 128,
+    "mlp_dim": 11008,
+    "num_decoder_layers": 32,
+    "vocab_size": 32000,
+    "mlp_activations": "['silu', 'linear']",
+    "logits_via_embedding": False,
+    "num_experts": 1,
+    "num_experts_per_tok": 1,
+    "per_device_batch_size": 4.0,
+    "max_target_length": 4096,
+    "remat_policy": "minimal_flash",
+    "attention": "cudnn_flash_te",
+    "quantization": "",
+    "dtype": "bfloat16",
+    "num_slices": 1,
+    **{
+        f"{m}_{a}_parallelism": 1
+        for m in ("ici", "dcn")
+        for a in ("data", "fsdp", "fsdp_transpose", "sequence", "tensor", "autoregressive", "pipeline")
+    },
+    "ici_fsdp_parallelism": -1,
+    "dcn_data_parallelism": -1,
+}
+
+
+def _maxtext_log(tmp_path: Path, devices: int, **over: object) -> str:
+    cfg = {**MT_L2_7B, **over}
+    cfg.setdefault("global_batch_size_to_train_on", int(float(cfg["per_device_batch_size"]) * devices))  # type: ignore[arg-type]
+    lines = [f"Config param {k}: {v}" for k, v in sorted(cfg.items())] + [f"Num_devices: {devices}, shape (1, 8)"]
+    lines += [_maxtext_step(i, 2.9, 11300.0) for i in range(0, 30)]
+    return write(tmp_path, "\n".join(lines) + "\n", f"maxtext-{devices}.log")
+
+
+def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
+    """The run of a MaxText log comes from its Config param lines: the model from the shape keys (matched to the
+    catalog), the mesh degrees with each -1 filled from the devices per slice and the slices, the global batch,
+    remat_policy, attention and quantization; check's prediction is perfmodel's prediction of that run."""
+    out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8), "--hardware", "h100-sxm"])
+    assert out["status"] == "predicted" and out["model"] == "llama2-7b" and out["stack"] == "maxtext-gpu-2024"
+    lay = out["layout"]
+    assert (lay["dp"], lay["tp"], lay["mbs"], lay["fsdp"], lay["recompute"]) == (8, 1, 4, True, "selective")
+    assert {"attention_kernel=cudnn", "recompute_modules=layernorm", "hybrid_shard_group=none"} <= set(out["stack_set"])
+    p = api.predict(
+        "llama2-7b",
+        "h100-sxm",
+        api.Layout(gpus=8, gbs=32, seq=4096, mbs=4, fsdp=True, recompute="selective"),
+        "bf16",
+        stack="maxtext-gpu-2024",
+        stack_set=tuple(out["stack_set"]),
+    )
+    assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(float(p.tokens_per_s_per_gpu[0]))
+    # two slices of 8: FSDP inside a slice, data parallel across (the -1 of dcn_data filled with 2), TP 2 inside
+    out = run_json(
+        capsys,
+        [
+            "check",
+            _maxtext_log(tmp_path, 16, num_slices=2, ici_fsdp_parallelism=-1, ici_tensor_parallelism=2),
+            "--hardware",
+            "h100-sxm",
+        ],
+    )
+    lay = out["layout"]
+    assert (lay["dp"], lay["tp"], lay["gbs"], lay["mbs"]) == (8, 2, 64, 8)
+    assert "hybrid_shard_group=4" in out["stack_set"] and "fsdp=xla_fsdp" in out["stack_set"]
+    # full remat, dot-product attention and fp8 (delayed scaling, Flax Fp8DotGeneralOp)
+    out = run_json(
+        capsys,
+        [
+            "check",
+            _maxtext_log(tmp_path, 8, remat_policy="full", attention="dot_product", quantization="fp8"),
+            "--hardware",
+            "h100-sxm",
+        ],
+    )
+    assert out["layout"]["recompute"] == "full" and out["precision"] == "fp8"
+    assert {"attention_kernel=unfused", "fp8_recipe=delayed"} <= set(out["stack_set"])
+    # what perfmodel does not model is named, and the measurement still reported
+    for over, word in (
+        ({"quantization": "int8"}, "quantization 'int8'"),
+        ({"remat_policy": "custom"}, "remat_policy 'custom'"),
+        ({"ici_autoregressive_parallelism": 2, "ici_fsdp_parallelism": 4}, "autoregressive=2"),
+        ({"decoder_block": "gemma"}, "decoder_block 'gemma'"),
+        ({"ici_fsdp_parallelism": 3}, "do not multiply to 8"),
+    ):
+        out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **over), "--hardware", "h100-sxm"])
+        assert out["status"] == "measured" and word in out["not_predicted"], over
+    # --model stands in for a shape the config does not state
+    out = run_json(
+        capsys,
+        ["check", _maxtext_log(tmp_path, 8, decoder_block="gemma"), "--hardware", "h100-sxm", "--model", "llama2-7b"],
+    )
+    assert out["status"] == "predicted" and out["model_source"] == "--model llama2-7b"
 
 
 def _composer_interval(batch: int, total: int, rate: float, world: int, tokens_per_batch: int) -> list[str]:
