@@ -59,6 +59,10 @@ FLOP_CONVENTION = {
         "MaxText maxtext_utils.calculate_tflops_training_per_device: 6 x the GEMM FLOPs with the logits; attention "
         "4 b s^2 heads head_dim x 3 without causal halving @cae41ec2 (2024), causal @e591f30c (2026)",
     ),
+    "composer": (
+        "",
+        "llm-foundry's MFU callback (its model FLOPs as the model class counts them; not read)",
+    ),
     "nemo": (
         "",
         "NeMo FLOPsMeasurementCallback TFLOPS_per_GPU (nemo/lightning/pytorch/callbacks/flops_callback.py @8cfedd7: "
@@ -356,6 +360,8 @@ def implied_stack(run: Run) -> tuple[str, str]:
     if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
         c = infer_stack("megatron", run.software)
         return c.stack, f"the log's container banner names {run.software}: {c.why}"
+    if run.framework == "composer":
+        return "llm-foundry-2024", "a Composer log with llm-foundry's config: its newest preset (llm-foundry 2024)"
     if run.framework == "maxtext":
         return "maxtext-gpu-2024", "a MaxText log: MaxText on GPU (JAX/XLA), its A3 high-performance configs"
     if run.framework == "nemo":
@@ -454,7 +460,7 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float, st: RunStack) -> list[
         st.stack,
         st.stack_set + (f"cuda_graphs={graphs}",),
     )
-    prefixes = {"torchtitan": ("torchtitan-",), "maxtext": ("maxtext-", "dgxc-")}.get(
+    prefixes = {"torchtitan": ("torchtitan-",), "maxtext": ("maxtext-", "dgxc-"), "composer": ("llm-foundry-",)}.get(
         run.framework, ("nemo-", "dgxc-", "megatron-core", "default")
     )
     logged = tuple(f"{k}={v.value}" for k, v in st.from_log.items()) + st.user_set

@@ -204,6 +204,12 @@ MT_DEVICES = re.compile(rb"Num_devices: (\d+), shape")
 # (over the world size), then 'throughput/device/tokens_per_sec' (callbacks/speed_monitor.py batch_end, the same
 # at both versions). An eval header reads '[Eval batch=...] Eval on ...'.
 CP_HEAD = re.compile(rb"(?<![\w=])(?:\[epoch=\d+\])?\[(batch|token|sample|ep|dur)=(\d+)(?:/\d+)?\]:\s*$")
+# llm-foundry's train (scripts/train/train.py @v0.6.0 main; llmfoundry/command_utils/train.py @8c8dd48f train):
+# log.info('Logging config') then log_config -> print(om.to_yaml(cfg)) (llmfoundry/utils/config_utils.py), the
+# run's whole config as block YAML with no closing line: it ends at the first line that is not a key or a list item
+CP_CONFIG = re.compile(rb"Logging config\s*$")
+CP_CONFIG_LINE = re.compile(r"^(?: *[A-Za-z_][\w.-]*:(?: .*)?| *- .*|\s*)$")
+RANK_PREFIX = re.compile(rb"^\[(?:rank|default)\d+\]:")
 CP_METRIC = re.compile(rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): ([0-9.eE+-]+)\s*$")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
@@ -259,6 +265,7 @@ _CP_WORDS = (
     b"Train time/batch:",
     b"[Eval batch=",
     b"checkpoint",
+    b"Logging config",
 )
 MARKS_ALL = tuple(
     dict.fromkeys(
@@ -510,6 +517,7 @@ class _Parser:
         self.yaml: _YamlReader | None = None
         self.yaml_prefix = b""
         self.yaml_lines = 0
+        self.yaml_open = False  # a config with no closing line (llm-foundry's): it ends at a non-YAML line
         self.recent: deque[int] = deque(maxlen=DEDUP_WINDOW)
         self.recent_set: set[int] = set()
         self.pending_event = False
@@ -520,6 +528,7 @@ class _Parser:
         self.new_start = True
         self.last_iter = -1
         self.cp_iter, self.cp_rate, self.cp_dev_rate = -1, NAN, NAN  # Composer: the interval being printed
+        self.cp_tokens = NAN  # its throughput/tokens_per_sec (all ranks)
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
             L.iters.append,
@@ -537,6 +546,7 @@ class _Parser:
             (b"Num_devices: ", self._mt_devices),
             (b"Train throughput/", self._cp_metric),
             (b"Train time/batch:", self._cp_metric),
+            (b"Logging config", self._cp_config),
             (b"]:", self._cp_head),
             (ARG_HEAD, self._arg_head),
             (b"step:", self._tt_step),
@@ -752,11 +762,16 @@ class _Parser:
             if pre and raw.startswith(pre):
                 raw = raw[len(pre) :]
             self.yaml_lines += 1
+            text = raw.decode("utf-8", errors="replace").rstrip()
+            if self.yaml_open and not CP_CONFIG_LINE.match(text) and not reader.quote:
+                reader.close()
+                self.yaml, self.yaml_open = None, False
+                return pos  # the line after the config is read as any other
             if raw.rstrip() == BRIDGE_END or self.yaml_lines > MAX_CONFIG_LINES:
                 reader.close()
                 self.yaml = None
                 return e
-            reader.line(raw.decode("utf-8", errors="replace").rstrip())
+            reader.line(text)
             pos = e + 1
         return len(data)
 
@@ -791,7 +806,17 @@ class _Parser:
         if not m:
             return False
         self.cp_iter = int(m.group(2)) if m.group(1) == b"batch" else -1
-        self.cp_rate = self.cp_dev_rate = NAN
+        self.cp_rate = self.cp_dev_rate = self.cp_tokens = NAN
+        return True
+
+    def _cp_config(self, raw: bytes) -> bool:
+        L = self.log
+        if not CP_CONFIG.search(raw) or L.framework not in ("", "composer") or self.yaml is not None:
+            return False
+        L.args = {}  # a restarted job logs its config again: the later one holds
+        self.yaml = _YamlReader(L.args)
+        m = RANK_PREFIX.match(raw)
+        self.yaml_prefix, self.yaml_lines, self.yaml_open = (m.group(0) if m else b""), 0, True
         return True
 
     def _cp_metric(self, raw: bytes) -> bool:
@@ -806,10 +831,16 @@ class _Parser:
             self.cp_rate = v
         elif name == b"throughput/device/batches_per_sec":
             self.cp_dev_rate = v
+        elif name == b"throughput/tokens_per_sec":
+            self.cp_tokens = v
         elif name == b"throughput/device/tokens_per_sec" and self.cp_iter >= 0:
             L = self.log
             L.framework = L.framework or "composer"
-            if self.cp_rate > 0 and self.cp_dev_rate > 0 and not L.world_size:
+            # the world size from the two token rates (printed with 4 decimals, console_logger.py: the batch rates
+            # of a large job round to a few significant digits), else from the two batch rates
+            if not L.world_size and self.cp_tokens > 0 and v > 0:
+                L.world_size = round(self.cp_tokens / v)
+            elif self.cp_rate > 0 and self.cp_dev_rate > 0 and not L.world_size:
                 L.world_size = round(self.cp_rate / self.cp_dev_rate)
             step = 1.0 / self.cp_rate if self.cp_rate > 0 else NAN
             self._interval(self.cp_iter, step, NAN, v)

@@ -1450,16 +1450,160 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     return built
 
 
-def composer_run(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Built:
-    """A Composer log's measurement facts: the GPUs from --gpus or the world size its two throughput rates imply
-    (logparse CP_METRIC). The run is not built: check does not read a Composer config, and says so."""
+# llm-foundry's config as log_config prints it (om.to_yaml of the resolved run config; logparse CP_CONFIG), read
+# for an MPT model (llmfoundry/models/mpt/configuration_mpt.py @v0.6.0 MPTConfig defaults: expansion_ratio 4,
+# learned_pos_emb True, no_bias False, attn_config attn_impl 'triton' / alibi False / kv_n_heads = n_heads,
+# tie_word_embeddings True; LayerNorm blocks with a GELU MLP)
+_CP_ATTN = {
+    "flash": (
+        "fa2",
+        "flash_attn_fn: FlashAttention-2 where flash-attn >= 2 is installed (llm-foundry >= 0.4; with "
+        "flash-attn 1, --stack-set attention_kernel=fa1)",
+    ),
+    "triton": ("triton", "triton_flash_attn_fn (llmfoundry/models/layers/flash_attn_triton.py)"),
+    "torch": ("unfused", "scaled_multihead_dot_product_attention: the scores materialised in torch"),
+}
+# precision (composer/core/precision.py @v0.16.4) -> perfmodel's GEMM precision; amp_fp8 runs Transformer Engine's
+# fp8_autocast with its DelayedScaling recipe (composer/core/precision.py get_precision_context @v0.16.4)
+_CP_PRECISION = {"amp_bf16": ("bf16", ""), "amp_fp16": ("fp16", ""), "amp_fp8": ("fp8", "delayed")}
+# fsdp_config.mixed_precision (composer/trainer/mosaic_fsdp_utils.py @v0.16.4 get_mixed_precision): the reduce dtype
+_CP_REDUCE = {"DEFAULT": "fp32", "FULL": "fp32", "PURE": "bf16"}
+
+
+def _cp(f: _Fields, key: str) -> str | None:
+    """A config value with an unresolved '${name}' interpolation read from the top-level key it names."""
+    v = f.raw(key)
+    if v and v.startswith("${") and v.endswith("}"):
+        v = f.raw(v[2:-1])
+    return v.strip("'\"") if v else v
+
+
+def _cp_int(f: _Fields, key: str) -> int | None:
+    v = _cp(f, key)
+    try:
+        return int(float(v)) if v is not None else None
+    except ValueError:
+        return None
+
+
+def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
+    name = _cp(f, "model.name") or ""
+    if name != "mpt_causal_lm":
+        f.missing.append(f"model (llm-foundry model '{name or '?'}' is read for mpt_causal_lm only; give --model)")
+        return None, ""
+    d, heads, layers = (_cp_int(f, f"model.{k}") for k in ("d_model", "n_heads", "n_layers"))
+    vocab = _cp_int(f, "model.vocab_size")
+    if not (d and heads and layers and vocab):
+        f.missing.append("model (d_model, n_heads, n_layers or vocab_size not in the logged config; give --model)")
+        return None, ""
+    ffn = _cp_int(f, "model.ffn_config.ffn_hidden_size") or int(float(_cp(f, "model.expansion_ratio") or 4) * d)
+    kv = _cp_int(f, "model.attn_config.kv_n_heads") or heads
+    bias = (_cp(f, "model.no_bias") or "False") != "True"
+    alibi = (_cp(f, "model.attn_config.alibi") or "False") == "True"
+    learned = (_cp(f, "model.learned_pos_emb") or "True") == "True"
+    max_pos = _cp_int(f, "model.max_seq_len") or seq or 2048
+    spec = ModelSpec(
+        id="log-model",
+        name=f"MPT of the llm-foundry config (d_model {d}, {layers} layers)",
+        num_layers=layers,
+        hidden_size=d,
+        vocab_size=vocab,
+        tied_embeddings=(_cp(f, "model.tie_word_embeddings") or "True") == "True",
+        position_embedding="learned" if learned and not alibi else "none",
+        max_position_embeddings=max_pos,
+        norm="layernorm",
+        attention={
+            "kind": "gqa" if kv < heads else "mha",
+            "num_heads": heads,
+            "num_kv_heads": kv,
+            "head_dim": d // heads,
+            "qkv_bias": bias,
+            "o_bias": bias,
+        },
+        ffn={"activation": "gelu", "intermediate_size": ffn, "bias": bias},
+        seq_len=max_pos,
+    )
+    return spec, "built from the logged llm-foundry config (model.*: an MPT)"
+
+
+def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A Composer log's run: the GPUs from --gpus or the world size its two throughput rates imply (logparse
+    CP_METRIC); where llm-foundry logged its config (logparse CP_CONFIG), the model (an MPT, or --model), the batch
+    (global_train_batch_size, device_train_microbatch_size), max_seq_len, precision, fsdp_config (sharding
+    strategy, activation checkpointing, mixed precision) and attn_impl; predicted on the llm-foundry preset."""
     gpus = gpus_flag or log.world_size or None
     gpus_from = "--gpus" if gpus_flag else ("world size" if log.world_size else "")
-    f.missing.append(
-        "the run's model and layout (check reads a Composer log's throughput, not its config: predict the run "
-        "with perfmodel predict --stack llm-foundry-2024, or validate it as a CSV row)"
+    if not f.args and not f.over:
+        f.missing.append(
+            "the run's model and layout (a Composer log without the 'Logging config' block llm-foundry prints: "
+            "predict the run with perfmodel predict --stack llm-foundry-2024, or validate it as a CSV row)"
+        )
+        return Built("composer", None, f.missing, Facts(gpus=gpus, gpus_from=gpus_from))
+    seq = _cp_int(f, "max_seq_len")
+    gbs = _cp_int(f, "global_train_batch_size")
+    facts = Facts(gbs, seq, gpus, "global_train_batch_size" if gbs else "", "max_seq_len" if seq else "", gpus_from)
+    notes: list[str] = []
+    model, how = (load_model(model_ref), f"--model {model_ref}") if model_ref else _cp_model(f, seq)
+    prec_name = _cp(f, "precision") or ""
+    precision, recipe = _CP_PRECISION.get(prec_name, (None, ""))
+    if precision is None:
+        f.missing.append(f"precision ('{prec_name}': perfmodel prices amp_bf16, amp_fp16 and amp_fp8)")
+    built = Built("composer", None, f.missing, facts, model, precision, notes)
+    mbs = _cp_int(f, "device_train_microbatch_size")
+    if gpus is None:
+        f.missing.append("gpus (no throughput lines with both rates; give --gpus N)")
+    if not gbs or not seq:
+        f.missing.append("global_train_batch_size / max_seq_len (not in the logged config)")
+    if not mbs:
+        f.missing.append(
+            f"micro-batch (device_train_microbatch_size {_cp(f, 'device_train_microbatch_size')!r}: "
+            "give --arg device_train_microbatch_size=N)"
+        )
+    if f.missing or model is None or gpus is None or not (gbs and seq and mbs):
+        return built
+    if gbs % (gpus * mbs):
+        f.missing.append(f"micro-batch (global batch {gbs} does not split over {gpus} GPUs x micro-batch {mbs})")
+        return built
+    strategy = (_cp(f, "fsdp_config.sharding_strategy") or "FULL_SHARD").upper()
+    if strategy not in ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"):
+        f.missing.append(f"fsdp (sharding_strategy {strategy!r} is not one perfmodel maps)")
+        return built
+    ac = (_cp(f, "fsdp_config.activation_checkpointing") or "False") == "True"
+    recompute = "full" if ac else "none"
+    o = f.origin
+    stated = {
+        "recompute": Stated(
+            recompute, f"fsdp_config.activation_checkpointing={ac}", o("fsdp_config.activation_checkpointing")
+        )
+    }
+    src = f"fsdp_config.sharding_strategy={strategy}"
+    if strategy == "NO_SHARD":
+        stated["fsdp"] = Stated("none", src, o("fsdp_config.sharding_strategy"))
+    else:
+        stated["fsdp"] = Stated("fsdp1", src, o("fsdp_config.sharding_strategy"))
+        stated["reshard_after_forward"] = Stated(str(strategy != "SHARD_GRAD_OP").lower(), src, "log")
+        if strategy == "HYBRID_SHARD":  # torch FSDP's intra-node group: the node's devices
+            stated["hybrid_shard_group"] = Stated("8", src + ": sharded within each node of 8 GPUs", "log")
+    mp = (_cp(f, "fsdp_config.mixed_precision") or "DEFAULT").upper()
+    if mp in _CP_REDUCE:
+        stated["grad_reduce_precision"] = Stated(_CP_REDUCE[mp], f"fsdp_config.mixed_precision={mp}", "log")
+    attn = _cp(f, "model.attn_config.attn_impl")
+    if attn in _CP_ATTN:
+        stated["attention_kernel"] = Stated(_CP_ATTN[attn][0], f"attn_impl={attn}: {_CP_ATTN[attn][1]}", "log")
+    if recipe:
+        stated["fp8_recipe"] = Stated(recipe, f"precision={prec_name}", "log")
+    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=strategy != "NO_SHARD", recompute=recompute)  # type: ignore[arg-type]
+    built.run = Run(
+        model,
+        how,
+        lay,
+        precision or "bf16",
+        "composer",
+        notes,
+        stated,
+        states="llm-foundry config ('Logging config' block)",
     )
-    return Built("composer", None, f.missing, Facts(gpus=gpus, gpus_from=gpus_from))
+    return built
 
 
 def _positive(text: str | None) -> float | None:
@@ -1482,7 +1626,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         built = maxtext_run(log, f, model_ref, gpus)
     elif log.framework == "composer":
         f = _Fields(log.args, overrides)
-        built = composer_run(log, f, gpus)
+        built = composer_run(log, f, model_ref, gpus)
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)

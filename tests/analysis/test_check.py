@@ -38,6 +38,8 @@ from perfmodel import api
 from perfmodel.analysis.logparse import MAX_LINE, parse_file, parse_text
 from perfmodel.analysis.validate import read_csv, validate_rows
 from perfmodel.cli import main
+from perfmodel.specs.counts import param_counts
+from perfmodel.specs.model import load_model
 from perfmodel.specs.specfile import data_dir
 
 
@@ -1297,6 +1299,84 @@ def test_a_composer_log_reports_what_it_measured(tmp_path, capsys):
     assert m["step_s"] == pytest.approx(2.0) and m["dropped_events"] == 1
     assert parse_text("\n".join(lines) + "\n").world_size == 64
     assert "Composer" in out["not_predicted"]
+
+
+# llm-foundry's mpt-1b benchmark config (scripts/train/yamls/pretrain/mpt-1b.yaml @v0.6.0 with the benchmark's
+# overrides) as log_config prints it: om.to_yaml of the resolved config, no closing line
+MPT_1B_CONFIG = """max_seq_len: 2048
+global_seed: 17
+model:
+  name: mpt_causal_lm
+  init_device: meta
+  d_model: 2048
+  n_heads: 16
+  n_layers: 24
+  expansion_ratio: 4
+  max_seq_len: ${max_seq_len}
+  vocab_size: 50368
+  attn_config:
+    attn_impl: flash
+optimizer:
+  name: decoupled_adamw
+  betas:
+  - 0.9
+  - 0.95
+global_train_batch_size: 1536
+device_train_microbatch_size: 12
+precision: amp_bf16
+fsdp_config:
+  sharding_strategy: FULL_SHARD
+  mixed_precision: DEFAULT
+  activation_checkpointing: false
+"""
+
+
+def _composer_log(tmp_path: Path, config: str, prefix: str = "") -> str:
+    lines = [f"{prefix}2024-01-06 10:00:00,000: rank0[1][MainThread]: INFO: llmfoundry.train: Logging config"]
+    lines += [prefix + x for x in config.splitlines()]
+    lines.append(f"{prefix}2024-01-06 10:00:01,000: rank0[1][MainThread]: INFO: composer.trainer: Starting training")
+    for b in range(1, 31):
+        lines += [prefix + x for x in _composer_interval(b, 100, 0.2, 128, 1536 * 2048)]
+    return write(tmp_path, "\n".join(lines) + "\n", "foundry.log")
+
+
+def test_an_llm_foundry_config_is_the_run_check_predicts(tmp_path, capsys):
+    """llm-foundry prints its whole config ('Logging config', then om.to_yaml with no closing line) before training:
+    check builds the MPT from model.*, the batch, precision, FSDP and attention from it and predicts on the
+    llm-foundry preset. The MPT built equals the catalog file of the same benchmark model (its parameter count the
+    table's NumParams), and check's prediction is perfmodel's prediction of that run."""
+    for prefix in ("", "[rank0]:"):  # torchrun --tee prefixes every line, the config's too
+        out = run_json(capsys, ["check", _composer_log(tmp_path, MPT_1B_CONFIG, prefix), "--hardware", "h100-sxm"])
+        assert out["status"] == "predicted" and out["stack"] == "llm-foundry-2024", prefix
+        lay = out["layout"]
+        assert (lay["gpus"], lay["gbs"], lay["mbs"], lay["fsdp"], lay["recompute"]) == (128, 1536, 12, True, "none")
+        assert {"attention_kernel=fa2", "fsdp=fsdp1", "grad_reduce_precision=fp32"} <= set(out["stack_set"])
+    mpt = load_model(str(data_dir("validation") / "independent" / "models" / "repos-mpt-1b-s2048.json"))
+    lay = api.Layout(gpus=128, gbs=1536, seq=2048, mbs=12, fsdp=True)
+    p = api.predict(mpt, "h100-sxm", lay, "bf16", stack="llm-foundry-2024", stack_set=tuple(out["stack_set"]))
+    assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(float(p.tokens_per_s_per_gpu[0]))
+    assert param_counts(mpt).total == 1315950592
+    # activation checkpointing is full recompute; SHARD_GRAD_OP keeps the parameters after the forward; PURE reduces
+    # in bf16; amp_fp8 is Transformer Engine's delayed scaling
+    cfg = (
+        MPT_1B_CONFIG.replace("activation_checkpointing: false", "activation_checkpointing: true")
+        .replace("FULL_SHARD", "SHARD_GRAD_OP")
+        .replace("DEFAULT", "PURE")
+        .replace("amp_bf16", "amp_fp8")
+    )
+    out = run_json(capsys, ["check", _composer_log(tmp_path, cfg), "--hardware", "h100-sxm"])
+    assert out["layout"]["recompute"] == "full" and out["precision"] == "fp8"
+    assert {"reshard_after_forward=false", "grad_reduce_precision=bf16", "fp8_recipe=delayed"} <= set(out["stack_set"])
+    # what the config does not let perfmodel build is named, and the measurement is still reported
+    for old, new, word in (
+        ("mpt_causal_lm", "hf_causal_lm", "hf_causal_lm"),
+        ("device_train_microbatch_size: 12", "device_train_microbatch_size: auto", "'auto'"),
+        ("amp_bf16", "fp32", "'fp32'"),
+    ):
+        out = run_json(
+            capsys, ["check", _composer_log(tmp_path, MPT_1B_CONFIG.replace(old, new)), "--hardware", "h100-sxm"]
+        )
+        assert out["status"] == "measured" and word in out["not_predicted"], old
 
 
 def test_a_gpt_neox_interval_line_reads_as_megatrons():
