@@ -1496,6 +1496,10 @@ def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
     if not (d and heads and layers and vocab):
         f.missing.append("model (d_model, n_heads, n_layers or vocab_size not in the logged config; give --model)")
         return None, ""
+    ffn_type = _cp(f, "model.ffn_config.ffn_type") or "mptmlp"
+    if ffn_type not in ("mptmlp", "te_ln_mlp"):  # mptglu is a gated MLP whose activation the config names
+        f.missing.append(f"model (ffn_type '{ffn_type}': read for the GELU MLP mptmlp / te_ln_mlp only; give --model)")
+        return None, ""
     ffn = _cp_int(f, "model.ffn_config.ffn_hidden_size") or int(float(_cp(f, "model.expansion_ratio") or 4) * d)
     kv = _cp_int(f, "model.attn_config.kv_n_heads") or heads
     bias = (_cp(f, "model.no_bias") or "False") != "True"

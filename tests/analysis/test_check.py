@@ -1372,6 +1372,7 @@ def test_an_llm_foundry_config_is_the_run_check_predicts(tmp_path, capsys):
         ("mpt_causal_lm", "hf_causal_lm", "hf_causal_lm"),
         ("device_train_microbatch_size: 12", "device_train_microbatch_size: auto", "'auto'"),
         ("amp_bf16", "fp32", "'fp32'"),
+        ("expansion_ratio: 4", "expansion_ratio: 4\n  ffn_config:\n    ffn_type: mptglu", "mptglu"),
     ):
         out = run_json(
             capsys, ["check", _composer_log(tmp_path, MPT_1B_CONFIG.replace(old, new)), "--hardware", "h100-sxm"]
