@@ -147,6 +147,13 @@ EAGER_ROPE_BYTES_BWD = 20.0
 # SwiGLU +1 each way, RoPE 2 x 3 kernels for q and k against the fused 1 (+5) each way
 EAGER_EXTRA_KERNELS_FWD = 20
 EAGER_EXTRA_KERNELS_BWD = 26
+# what that eager RMSNorm keeps for backward, per element of the normalised activation (pytorch
+# tools/autograd/derivatives.yaml: _to_copy saves nothing, pow.Tensor_Scalar saves self, mul.Tensor saves self and
+# other, rsqrt saves its result): the fp32 copy x.float() (4 B, saved by the pow and by x * rsqrt, one tensor) and
+# the normalised bf16 output before the weight (2 B, saved by the multiplication by the weight), the per-row rsqrt
+# aside; not the bf16 input (no op of the composite saves it) -> 6 B where a fused norm keeps its 2 B input: 4 B
+# more, recomputed with the norm (module layernorm)
+EAGER_RMSNORM_SAVED_EXTRA = 4.0
 
 # Megatron-Core's unfused RoPE, which a YaRN model runs (model rope_scaling = "yarn"): YaRN's concentration factor
 # is 0.1 ln(factor) + 1 = 1.35 at factor 32 when yarn_mscale / yarn_mscale_all_dim are None

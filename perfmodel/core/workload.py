@@ -288,6 +288,7 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
         o, lat = q, 0
     saved = [
         Saved("attention norm input", K.BF16 * h * Tn, "input"),
+        *eager_norm_saved("attention", m, sw, h * Tn),
         Saved("qkv input", gin * h * Tn, "layernorm"),
         Saved("q, k, v", K.BF16 * (q + kv) / tp * T, "mla_up_proj" if lat else "qkv"),
         Saved("attention output", K.BF16 * o / tp * T, "core_attn"),
@@ -314,6 +315,15 @@ def _attention_block(m: ModelSpec, T, Ts, tp, cp, mbs, seq, sw, gin: float = K.B
     return gemms, cores, streams, comms, saved
 
 
+def eager_norm_saved(where: str, m: ModelSpec, sw, elements) -> list[Saved]:
+    """What an eager fp32 RMSNorm keeps beyond a fused norm's input (constants.EAGER_RMSNORM_SAVED_EXTRA: its fp32
+    copy and normalised output); nothing for a fused norm or a LayerNorm (a native kernel)."""
+    if not (sw.eager and m.norm == "rmsnorm"):
+        return []
+    nbytes = K.EAGER_RMSNORM_SAVED_EXTRA * np.asarray(elements, dtype=float)
+    return [Saved(f"{where} norm fp32 copy and normalised output (eager)", nbytes, "layernorm")]
+
+
 def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16, ag: float = K.BF16):
     h, f = m.hidden_size, m.ffn.intermediate_size
     Tn = Ts if sw.sequence_parallel else T
@@ -329,6 +339,7 @@ def _dense_ffn(m: ModelSpec, T, Ts, tp, sw, gin: float = K.BF16, ag: float = K.B
         comms = tp_par.block_pair("MLP TP all-gather + reduce-scatter", T * h * K.BF16, tp, sw, column)
     saved = [
         Saved("MLP norm input", K.BF16 * h * Tn, "residual"),
+        *eager_norm_saved("MLP", m, sw, h * Tn),
         Saved("fc1 input", gin * h * Tn, "layernorm"),
         Saved("activation input", K.BF16 * glu * f / tp * T, "mlp"),
         Saved("activation output", gin * f / tp * T, "mlp"),
@@ -394,6 +405,7 @@ def _moe_ffn(m: ModelSpec, T, Ts, tp, ep, etp, imbalance: float, c, sw, gin: flo
         fixed.append(b_fixed)
     saved = [
         Saved("MoE norm input", K.BF16 * h * Tn, "residual"),
+        *eager_norm_saved("MoE", m, sw, h * Tn),
         Saved("router input", K.BF16 * h * Tn, "layernorm"),
         Saved("permuted tokens", gin * assign * h, "moe"),
         Saved("expert activation input", K.BF16 * assign * glu * e.expert_intermediate_size, "moe"),

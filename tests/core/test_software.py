@@ -36,6 +36,26 @@ def test_eager_rmsnorm_computes_in_fp32():
     assert _stream("llama3-8b", "torch_compile", "norms", bwd=True) == pytest.approx(2 * 8 * h * tokens)
 
 
+def _saved(model_id: str, fusions: str) -> dict[str, float]:
+    m = load_model(model_id)
+    sw = resolve("torchtitan-2025", (f"fusions={fusions}",), m.id, m.is_moe, H100, "bf16", constants())
+    w = build(m, LayoutGrid.of(Layout(gpus=8, gbs=8, seq=4096, tp=1)), False, 1.0, constants(), sw)
+    return {s.name: float(np.asarray(s.nbytes).reshape(-1)[0]) for s in w.layers[0].saved}
+
+
+def test_eager_rmsnorm_keeps_its_fp32_copy_for_backward():
+    """autograd of the eager RMSNorm (derivatives.yaml): pow and x * rsqrt save the fp32 copy x.float() (4 B), the
+    multiplication by the weight saves the normalised bf16 output (2 B), no op saves the bf16 input: 6 B per element
+    per norm where a fused norm keeps its 2 B input, so 4 B more for each of the two norms, and those 4 B belong to
+    the norm (module layernorm: recomputed with it); a LayerNorm (native kernel) keeps no more eager than fused."""
+    tokens, h = 4096, 4096
+    eager, fused = _saved("llama3-8b", "none"), _saved("llama3-8b", "torch_compile")
+    assert sum(eager.values()) - sum(fused.values()) == pytest.approx(2 * 4 * h * tokens)
+    assert eager["attention norm fp32 copy and normalised output (eager)"] == pytest.approx(4 * h * tokens)
+    assert "MLP norm fp32 copy and normalised output (eager)" not in fused
+    assert sum(_saved("gpt3-175b", "none").values()) == sum(_saved("gpt3-175b", "torch_compile").values())
+
+
 def test_eager_rope_is_a_complex_product_in_fp32():
     """RoPE on q and k, (32 + 8) heads x 128 = 5,120 rotated dims per token: eager (torchtitan apply_rotary_emb)
     cast up 2+4, complex product 4+4, cast down 4+2 = 20 B per element each way; fused 4 B forward, 8 B back."""
