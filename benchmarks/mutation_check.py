@@ -62,7 +62,13 @@ TARGETS: dict[str, list[str]] = {
     ],
     "perfmodel/core/overlap.py": ["tests/core/test_overlap.py", *T_PAR],
     "perfmodel/core/price.py": ["tests/core/test_price.py", *T_PRED, "tests/core/test_dense_rows.py"],
-    "perfmodel/core/constants.py": T_WL + T_MEM + T_PRED + T_PAR + T_STK + T_KRN + ["tests/specs/test_moe_rows.py"],
+    "perfmodel/core/constants.py": T_WL
+    + T_MEM
+    + T_PRED
+    + T_PAR
+    + T_STK
+    + T_KRN
+    + ["tests/specs/test_moe_rows.py", "tests/core/test_software.py"],
     "perfmodel/core/parallel/tp.py": ["tests/core/parallel/test_tp.py", *T_PAR, *T_WL, *T_PRED, *T_STK],
     "perfmodel/core/parallel/cp.py": ["tests/core/parallel/test_cp.py", *T_PAR, *T_STK],
     "perfmodel/core/parallel/ep.py": T_PAR + T_KRN + ["tests/core/parallel/test_a2a_overlap.py"],
