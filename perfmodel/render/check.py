@@ -52,10 +52,11 @@ def _print_stack(out: dict[str, Any]) -> None:
 
 def _print_predicted(out: dict[str, Any]) -> None:
     m, pr = out["measured"], out["predicted"]
+    nmb = out["micro_batches"]
     console.print(
         f"model: {escape(out['model_name'])} ({escape(out['model_source'])}); {out['hardware']}, "
         f"{out['precision']}, {out['layout']['gpus']} GPUs, {out['layout_text']}, "
-        f"gbs {out['layout']['gbs']}, seq {out['layout']['seq']}, {out['micro_batches']} micro-batches"
+        f"gbs {out['layout']['gbs']}, seq {out['layout']['seq']}, {nmb} micro-batch{'es' if nmb != 1 else ''}"
     )
     _print_stack(out)
     rows = _measured_rows(m, out["framework"])

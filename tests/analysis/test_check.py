@@ -1340,6 +1340,19 @@ def _composer_log(tmp_path: Path, config: str, prefix: str = "") -> str:
     return write(tmp_path, "\n".join(lines) + "\n", "foundry.log")
 
 
+def test_the_maxtext_fixture_predicts_as_the_shipped_maxtext_row(capsys):
+    """tests/fixtures/logs/maxtext-llama2-7b-a3.log states the run of MaxText's A3 Llama 2 7B one-VM script; check
+    reads it to the same run, stack and prediction as validate gives the shipped row of that script."""
+    ind = data_dir("validation") / "independent"
+    log = str(Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "maxtext-llama2-7b-a3.log")
+    out = run_json(capsys, ["check", log, "--hardware", str(ind / "hardware" / "gcp-a3-high.toml")])
+    row = next(r for r in read_csv(ind / "maxtext-a3.csv") if r["run_id"] == "maxtext2404-l2-7b-h100-8-bf16")
+    res = validate_rows([row], ind).results[0]
+    assert out["stack"] == res.stack == "maxtext-gpu-2024"
+    assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(res.predicted, rel=1e-9)
+    assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(float(row["tokens_per_s_per_gpu"]), rel=0.01)
+
+
 def test_an_llm_foundry_config_is_the_run_check_predicts(tmp_path, capsys):
     """llm-foundry prints its whole config ('Logging config', then om.to_yaml with no closing line) before training:
     check builds the MPT from model.*, the batch, precision, FSDP and attention from it and predicts on the
