@@ -1073,6 +1073,40 @@ def _nearest(family: str, month: int, on_or_before: bool = False, framework: str
     return min(cands, key=lambda c: (abs(c[0] - month), c[0])) if cands else None
 
 
+# a framework cell's words for the frameworks presets list: NeMo and Megatron-Bridge run Megatron-Core (NeMo 2's
+# recipes build Megatron-Core models: NeMo@7a8f1cc7 nemo/collections/llm/gpt/model/base.py), so a NeMo run's
+# framework is "megatron"; Megatron-LM by its other names likewise
+_FRAMEWORK_ALIASES = {
+    "nemo": "megatron",
+    "nemo-megatron": "megatron",
+    "nemo megatron": "megatron",
+    "nemo2": "megatron",
+    "megatron-bridge": "megatron",
+    "megatron bridge": "megatron",
+    "megatron-lm": "megatron",
+    "megatron_lm": "megatron",
+    "megatron-core": "megatron",
+    "megatron core": "megatron",
+    "mcore": "megatron",
+    "llm-foundry": "other",
+    "composer": "other",
+}
+
+
+@lru_cache(maxsize=1)
+def _known_frameworks() -> frozenset[str]:
+    """Every framework a catalog preset lists."""
+    return frozenset(f for sid in stack_ids() for f in load_stack(sid).frameworks)
+
+
+def _framework(framework: str) -> str:
+    """A framework cell as the presets name frameworks: its alias (_FRAMEWORK_ALIASES); a word no preset lists
+    ("pytorch", "mlperf") is no evidence against any preset and reads as empty."""
+    fw = (framework or "").strip().lower()
+    fw = _FRAMEWORK_ALIASES.get(fw, fw)
+    return fw if fw in _known_frameworks() else ""
+
+
 def infer_stack(framework: str, software: str, date: str = "") -> StackChoice:
     """The preset a measured run's `framework`, `software` and `date` cells describe (_infer), with the features its
     words state over that preset (_stated: torchtitan's compile / AsyncTP / float8 words, DeepSpeed's ZeRO stage),
@@ -1089,9 +1123,10 @@ def _infer(framework: str, software: str, date: str = "") -> StackChoice:
     3. a NeMo run naming no release: the latest NeMo preset released by the run's `date`;
     4. a framework named in the text (torchtitan, DeepSpeed, MaxText, ...);
     5. the framework cell's family defaults (FRAMEWORK_FALLBACK), else the default stack: flagged as guesses."""
-    fw, sw = (framework or "").strip().lower(), (software or "").strip()
+    named, sw = (framework or "").strip().lower(), (software or "").strip()
+    fw = _framework(named)
     for label, sid, fws in _labels():
-        if sw.startswith(label) and (not fws or fw in fws):
+        if sw.startswith(label) and (not fws or not fw or fw in fws):
             return StackChoice(sid, (), f"software label '{label}' of preset {sid}", "label")
     for fam, rx in (("dgxc", _DGXC_RELEASE), ("nemo", _NEMO_RELEASE)):
         m = rx.search(sw)
@@ -1124,15 +1159,16 @@ def _infer(framework: str, software: str, date: str = "") -> StackChoice:
                 "release by date",
             )
     for rx, sid in _NAMED:
-        if rx.search(sw) or rx.search(fw):
-            return StackChoice(sid, (), f"framework named in '{sw or fw}': preset {sid}", "framework named")
+        if rx.search(sw) or rx.search(named):
+            said = sw if rx.search(sw) else named
+            return StackChoice(sid, (), f"framework named in '{said}': preset {sid}", "framework named")
     if fw in FRAMEWORK_FALLBACK:
         sid = FRAMEWORK_FALLBACK[fw]
         return StackChoice(
             sid, (), f"no preset matches '{sw}': framework {fw}'s library defaults ({sid})", "framework default"
         )
     return StackChoice(
-        DEFAULT_STACK, (), f"no preset matches framework '{fw}' / software '{sw}': the default stack", "default"
+        DEFAULT_STACK, (), f"no preset matches framework '{named}' / software '{sw}': the default stack", "default"
     )
 
 

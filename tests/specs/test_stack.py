@@ -767,7 +767,7 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         ("other", "DeepSpeed 0.6.1", "", "megatron-deepspeed-2023", "framework named"),
         # a Megatron-Bridge version: the NeMo release that ships it (each preset's software labels, sourced in its
         # notes); a patch release without a preset, its minor version's latest; newer than every preset, the newest
-        ("", "Megatron-Bridge 0.2.0", "", "nemo-25.11", "release"),
+        ("", "Megatron-Bridge 0.2.0", "", "nemo-25.11", "label"),  # nemo-25.11's own software label
         ("megatron", "pip install megatron-bridge==0.1.0rc3", "", "nemo-25.09", "release"),
         ("other", "Megatron Bridge v0.4.1", "", "nemo-26.04", "nearest release"),
         ("", "Megatron-Bridge 0.9.0", "", "nemo-26.08", "nearest release"),
@@ -775,6 +775,15 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         ("", "nemo_toolkit 2.3.1", "", "nemo-25.04", "release"),
         ("", "NeMo 2.3.4", "", "nemo-25.04", "nearest release"),
         ("megatron", "NeMo 2.5.0", "2025-10-01", "nemo-25.09", "release by date"),
+        # a framework cell in the user's words: NeMo / Megatron-LM by name are the presets' "megatron"; a word no
+        # preset lists (pytorch, mlperf) is no evidence against a release the software names
+        ("nemo", "NVIDIA NeMo Framework (dgxh100_n64_nemo)", "2024-06-12", "nemo-megatron-24.05", "release by date"),
+        ("NeMo", "NVIDIA NeMo Megatron Release 23.04", "", "nemo-megatron-24.05", "nearest release"),
+        ("pytorch", "NVIDIA NGC PyTorch 25.04, NeMo 25.09", "", "nemo-25.09", "release"),
+        ("mlperf", "nvcr.io/nvidia/nemo:24.07", "", "nemo-24.07", "release"),
+        ("Megatron-LM", "an in-house fork", "", "megatron-core", "framework named"),
+        # a framework cell naming another framework still excludes the NeMo releases
+        ("maxtext", "NeMo 25.09", "", "maxtext-gpu-2024", "framework named"),
         # nothing known: the framework's library defaults, or the default stack (flagged)
         ("megatron", "an in-house fork", "", "megatron-core", "framework default"),
         ("xla", "", "", "default", "default"),
