@@ -1486,10 +1486,87 @@ def _cp_int(f: _Fields, key: str) -> int | None:
         return None
 
 
+# a fine-tune's Hub name: '-Instruct' / '-chat' variants have the base model's config (Meta's Llama model cards)
+_HF_TUNE = re.compile(r"-(?:instruct|chat)(?=-|$)", re.IGNORECASE)
+# the config keys that change a Hugging Face model's shape (transformers LlamaConfig)
+_HF_SHAPE_KEYS = (
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+    "head_dim",
+)
+
+
+def hf_catalog(name: str) -> ModelSpec | None:
+    """The catalog model whose `hf_names` lists the Hub id `name` (its '-Instruct' / '-chat' variant too)."""
+    want = _HF_TUNE.sub("", name.strip().rstrip("/")).lower()
+    return next((c for c in _catalog() if want in (n.lower() for n in c.hf_names)), None)
+
+
+def _cp_hf_model(f: _Fields) -> tuple[ModelSpec | None, str]:
+    """llm-foundry's hf_causal_lm (llmfoundry/models/hf/hf_base.py build_inner_model): the Hub model it names,
+    from the catalog, trained in full (no peft_config) with no shape key overridden."""
+    name = _cp(f, "model.pretrained_model_name_or_path") or ""
+    if f.raw("model.peft_config") or any(k.startswith("model.peft_config.") for k in (*f.args, *f.over)):
+        f.missing.append("model (hf_causal_lm with a peft_config: perfmodel prices full-parameter training)")
+        return None, ""
+    changed = [k for k in _HF_SHAPE_KEYS if f.present(f"model.config_overrides.{k}")]
+    if changed:
+        f.missing.append(f"model (config_overrides {', '.join(changed)} change the shape of '{name}'; give --model)")
+        return None, ""
+    m = hf_catalog(name)
+    if m is None:
+        f.missing.append(f"model (hf_causal_lm '{name or '?'}' is no catalog model's Hub name; give --model)")
+        return None, ""
+    if m.moe:  # transformers' MoE blocks loop over the experts in Python: a kernel schedule perfmodel has not read
+        f.missing.append(f"model ('{name}' is an MoE; Hugging Face's expert loop is not priced; give --model)")
+        return None, ""
+    return m, f"model.pretrained_model_name_or_path={name}: catalog {m.id}"
+
+
+# transformers' attention implementations (hf_causal_lm attn_implementation; use_flash_attention_2 overrides it)
+_HF_ATTN = {
+    "flash_attention_2": ("fa2", "transformers' flash attention: flash_attn_func / flash_attn_varlen_func (FA2)"),
+    "sdpa": ("fa2", "torch scaled_dot_product_attention, is_causal: PyTorch's flash backend (FlashAttention-2)"),
+    "eager": ("unfused", "transformers' eager attention: QK^T, softmax in fp32 and PV on the materialised scores"),
+}
+# (hf_base.py build_inner_model: attn_implementation None -> 'eager')
+
+
+def _hf_stated(f: _Fields) -> dict[str, Stated]:
+    """What an hf_causal_lm run states of its kernels: the attention implementation hf_base.py build_inner_model
+    resolves (use_flash_attention_2 -> 'flash_attention_2', unset -> 'eager') and the Hugging Face Llama modules'
+    separate projections (transformers modeling_llama: q_proj, k_proj, v_proj; gate_proj, up_proj)."""
+    fa2 = (_cp(f, "model.use_flash_attention_2") or "False").lower() == "true"
+    impl = "flash_attention_2" if fa2 else (_cp(f, "model.attn_implementation") or "eager")
+    given = _cp(f, "model.attn_implementation")
+    said = (
+        "use_flash_attention_2=True" if fa2 else (f"attn_implementation={given}" if given else "no attn_implementation")
+    )
+    o = f.origin("model.use_flash_attention_2", "model.attn_implementation")
+    out = {
+        "projections": Stated(
+            "separate", "hf_causal_lm: transformers' q_proj / k_proj / v_proj and gate_proj / up_proj", "log"
+        )
+    }
+    if impl not in _HF_ATTN:
+        f.missing.append(f"attention (attn_implementation '{impl}': perfmodel reads {', '.join(_HF_ATTN)})")
+        return out
+    out["attention_kernel"] = Stated(_HF_ATTN[impl][0], f"{said}: {_HF_ATTN[impl][1]}", o)
+    return out
+
+
 def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
     name = _cp(f, "model.name") or ""
+    if name == "hf_causal_lm":
+        return _cp_hf_model(f)
     if name != "mpt_causal_lm":
-        f.missing.append(f"model (llm-foundry model '{name or '?'}' is read for mpt_causal_lm only; give --model)")
+        f.missing.append(
+            f"model (llm-foundry model '{name or '?'}' is read for mpt_causal_lm and hf_causal_lm; give --model)"
+        )
         return None, ""
     d, heads, layers = (_cp_int(f, f"model.{k}") for k in ("d_model", "n_heads", "n_layers"))
     vocab = _cp_int(f, "model.vocab_size")
@@ -1591,8 +1668,12 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     mp = (_cp(f, "fsdp_config.mixed_precision") or "DEFAULT").upper()
     if mp in _CP_REDUCE:
         stated["grad_reduce_precision"] = Stated(_CP_REDUCE[mp], f"fsdp_config.mixed_precision={mp}", "log")
+    if _cp(f, "model.name") == "hf_causal_lm":
+        stated.update(_hf_stated(f))
+        if f.missing:
+            return built
     attn = _cp(f, "model.attn_config.attn_impl")
-    if attn in _CP_ATTN:
+    if attn in _CP_ATTN and "attention_kernel" not in stated:
         stated["attention_kernel"] = Stated(_CP_ATTN[attn][0], f"attn_impl={attn}: {_CP_ATTN[attn][1]}", "log")
     if recipe:
         stated["fp8_recipe"] = Stated(recipe, f"precision={prec_name}", "log")

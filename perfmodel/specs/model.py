@@ -121,7 +121,7 @@ class Published(Frozen):
 
 
 class ModelSpec(Frozen, HashedSpec):
-    HASH_EXCLUDE: ClassVar[set[str]] = {"sources", "notes", "path"}
+    HASH_EXCLUDE: ClassVar[set[str]] = {"sources", "notes", "path", "hf_names"}
     __hash__ = HashedSpec.__hash__  # in the class body: pydantic gives a frozen model its own hash otherwise
     id: str
     name: str
@@ -145,6 +145,9 @@ class ModelSpec(Frozen, HashedSpec):
     seq_len: int = Field(default=4096, ge=1)  # pre-training sequence length
     published: Published | None = None
     notes: str = ""
+    # the Hugging Face Hub repositories whose config.json has this shape (a log that names the model by its Hub
+    # id, llm-foundry's hf_causal_lm pretrained_model_name_or_path, finds it here); descriptive, not hashed
+    hf_names: tuple[str, ...] = ()
     sources: dict[str, str] = Field(default_factory=dict)
     path: str = ""
 

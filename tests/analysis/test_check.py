@@ -1393,6 +1393,81 @@ def test_an_llm_foundry_config_is_the_run_check_predicts(tmp_path, capsys):
         assert out["status"] == "measured" and word in out["not_predicted"], old
 
 
+# llm-foundry's Hugging Face pre-training config (scripts/train/yamls/pretrain/hf-llama-3.1-8B.yaml @8c8dd48f, the
+# batch and FSDP keys of a multi-node run) as log_config prints it
+HF_LLAMA_CONFIG = """variables:
+  max_seq_len: 2048
+  model_name: meta-llama/Meta-Llama-3.1-8B
+max_seq_len: ${variables.max_seq_len}
+model:
+  name: hf_causal_lm
+  init_device: meta
+  pretrained_model_name_or_path: ${variables.model_name}
+  pretrained: false
+  use_auth_token: true
+  use_flash_attention_2: true
+global_train_batch_size: 1536
+device_train_microbatch_size: 12
+precision: amp_bf16
+fsdp_config:
+  sharding_strategy: FULL_SHARD
+  mixed_precision: PURE
+  activation_checkpointing: true
+"""
+
+
+def test_an_hf_causal_lm_config_is_its_catalog_model(tmp_path, capsys, monkeypatch):
+    """hf_causal_lm names a Hub model (pretrained_model_name_or_path): check finds the catalog model that lists
+    it (an '-Instruct' fine-tune too), predicts it with transformers' separate projections and the attention
+    implementation llm-foundry resolves (use_flash_attention_2, else attn_implementation, else 'eager'), and
+    equals perfmodel predict of that run; a LoRA run, a shape override, a name no catalog model lists and an MoE
+    are named, their measurement still reported."""
+    args = ["--hardware", "h100-sxm"]
+    out = run_json(capsys, ["check", _composer_log(tmp_path, HF_LLAMA_CONFIG), *args])
+    assert out["status"] == "predicted" and out["model"] == "llama3-8b" and out["stack"] == "llm-foundry-2024"
+    assert {"attention_kernel=fa2", "projections=separate", "recompute=full"} <= set(out["stack_set"])
+    lay = api.Layout(gpus=128, gbs=1536, seq=2048, mbs=12, fsdp=True, recompute="full")
+    p = api.predict("llama3-8b", "h100-sxm", lay, "bf16", stack="llm-foundry-2024", stack_set=tuple(out["stack_set"]))
+    assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(float(p.tokens_per_s_per_gpu[0]))
+    # separate projections and an unfused attention are each slower than the fused / flash forms
+    fused = [x for x in out["stack_set"] if x != "projections=separate"] + ["projections=fused"]
+    p_fused = api.predict("llama3-8b", "h100-sxm", lay, "bf16", stack="llm-foundry-2024", stack_set=tuple(fused))
+    assert float(p_fused.tokens_per_s_per_gpu[0]) > out["predicted"]["tokens_per_s_per_gpu"]
+    cases = {
+        "Meta-Llama-3.1-8B": ("Llama-2-7b-chat-hf", "llama2-7b", "attention_kernel=fa2"),
+        "use_flash_attention_2: true": ("use_flash_attention_2: false", "llama3-8b", "attention_kernel=unfused"),
+        "  use_auth_token: true": ("  attn_implementation: sdpa", "llama3-8b", "attention_kernel=fa2"),
+    }
+    fast = out["predicted"]["tokens_per_s_per_gpu"]
+    for old, (new, model, kernel) in cases.items():
+        cfg = HF_LLAMA_CONFIG.replace(old, new)
+        if old == "use_flash_attention_2: true":
+            cfg = cfg.replace("Meta-Llama-3.1-8B", "Meta-Llama-3.1-8B-Instruct")
+        out = run_json(capsys, ["check", _composer_log(tmp_path, cfg), *args])
+        assert out["status"] == "predicted" and out["model"] == model and kernel in out["stack_set"], old
+        if kernel.endswith("unfused"):
+            assert out["predicted"]["tokens_per_s_per_gpu"] < fast
+    for old, new, word in (
+        ("  pretrained: false", "  pretrained: false\n  peft_config:\n    peft_type: LORA\n    r: 16", "peft_config"),
+        (
+            "  pretrained: false",
+            "  pretrained: false\n  config_overrides:\n    num_hidden_layers: 16",
+            "num_hidden_layers",
+        ),
+        ("meta-llama/Meta-Llama-3.1-8B", "EleutherAI/pythia-1b", "EleutherAI/pythia-1b"),
+        ("use_flash_attention_2: true", "attn_implementation: flex_attention", "flex_attention"),
+    ):
+        out = run_json(capsys, ["check", _composer_log(tmp_path, HF_LLAMA_CONFIG.replace(old, new)), *args])
+        assert out["status"] == "measured" and word in out["not_predicted"], word
+    from perfmodel.analysis import logrun
+
+    moe = load_model("mixtral-8x7b").model_copy(update={"hf_names": ("mistralai/Mixtral-8x7B-v0.1",)})
+    monkeypatch.setattr(logrun, "_catalog", lambda: [moe])
+    cfg = HF_LLAMA_CONFIG.replace("meta-llama/Meta-Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1")
+    out = run_json(capsys, ["check", _composer_log(tmp_path, cfg), *args])
+    assert out["status"] == "measured" and "MoE" in out["not_predicted"]
+
+
 def test_a_gpt_neox_interval_line_reads_as_megatrons():
     """GPT-NeoX's training_log (EleutherAI/gpt-neox@018b8a9e megatron/logging.py) puts ' samples/sec: {:.3f} |'
     before Megatron's ' iteration {:8d}/{:8d} |' and ' elapsed time per iteration (ms): {:.1f} |'."""
