@@ -1187,7 +1187,8 @@ def torchtitan_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
 # from the devices per slice and the slices). Batch axes (activation_batch over data, fsdp, fsdp_transpose and
 # expert in base.yml's logical_axis_rules @e591f30c) are perfmodel's dp; expert is also ep (folded over dp).
 _MT_DP_AXES = ("data", "fsdp", "fsdp_transpose", "expert")
-_MT_AXES = {"stage": "pp", "tensor": "tp", "sequence": "cp", "context": "cp"}
+# (the 'stage' mesh axis is configured as ici_pipeline_parallelism / dcn_pipeline_parallelism, base.yml @cae41ec2)
+_MT_AXES = {"pipeline": "pp", "tensor": "tp", "sequence": "cp", "context": "cp"}
 _MT_UNSUPPORTED = (
     "diloco",
     "tensor_transpose",
@@ -1345,6 +1346,43 @@ def _mt_model(f: _Fields) -> tuple[ModelSpec | None, str]:
     return spec, "built from the MaxText config's shape keys (no catalog model has this shape)"
 
 
+# MaxText's pipeline (MaxText/layers/pipeline.py @cae41ec2 Pipeline.__call__): a scan of num_microbatches x
+# num_pipeline_repeats + num_stages - 1 iterations, each stage running its layers for one micro-batch per
+# iteration, differentiated by JAX as one function, so every forward runs before any backward (GPipe), with
+# circular repeats as virtual stages (base.yml: bubble (stages - 1) / (repeats x microbatches + stages - 1))
+_MT_PIPELINE = (
+    "stage axis > 1: MaxText's circular pipeline (layers/pipeline.py: scanned forward, JAX-differentiated: all "
+    "forwards before the backwards)"
+)
+
+
+def _mt_pipeline(f: _Fields, pp: int, layers: int | None) -> tuple[int, int] | str:
+    """(micro-batches per forward pass, virtual stages) of a MaxText pipeline, as pyconfig resolves them (@cae41ec2
+    user_init, configs/types.py @e591f30c): num_pipeline_microbatches -1 -> the stages (2 x the stages with
+    pipeline_delay_activation_forwarding), num_pipeline_repeats -1 -> layers / (stages x
+    num_layers_per_pipeline_stage); or what is wrong with them."""
+    micro = f.peek_int("num_pipeline_microbatches") or -1
+    if micro == -1:
+        delay = (f.raw("pipeline_delay_activation_forwarding") or "False") == "True"
+        micro = pp * (2 if delay else 1)
+    if micro < 1 or micro % pp:
+        return f"pipeline (num_pipeline_microbatches {micro} is not a multiple of the {pp} stages)"
+    pl = f.peek_int("pipeline_parallel_layers")
+    if pl and pl > 0 and layers and pl != layers:
+        return f"pipeline (pipeline_parallel_layers {pl} of {layers}: a partly pipelined decoder is not modelled)"
+    repeats = f.peek_int("num_pipeline_repeats") or -1
+    if repeats == -1 and not layers:  # no model: the run is not built, nothing more to say
+        return micro, 1
+    if repeats == -1 and layers:
+        per = f.peek_int("num_layers_per_pipeline_stage") or 1
+        repeats, rem = divmod(layers, pp * per) if per > 0 else (0, 1)
+        if rem or repeats < 1:
+            return f"pipeline ({layers} layers do not split into {pp} stages x {per} layers per stage)"
+    if repeats < 1 or (layers and layers % (pp * repeats)):
+        return f"pipeline (num_pipeline_repeats {repeats} x {pp} stages does not divide the {layers} layers)"
+    return micro, repeats
+
+
 def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
     """A MaxText log's run from its 'Config param' lines: the sequence max_target_length, the GPUs from
     'Num_devices' (or --gpus), the global batch global_batch_size_to_train_on (else per_device_batch_size x
@@ -1391,8 +1429,12 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     for a, k in _MT_AXES.items():
         par[k] *= deg.get(a, 1)
     shard = deg.get("fsdp", 1) * deg.get("fsdp_transpose", 1)
-    pp_micro = f.peek_int("num_pipeline_microbatches") if par["pp"] > 1 else None
-    micro = pp_micro or accum
+    pipe = _mt_pipeline(f, par["pp"], model.num_layers if model else None) if par["pp"] > 1 else None
+    if isinstance(pipe, str):
+        f.missing.append(pipe)
+    # per step: gradient_accumulation_steps forward passes, each split into the pipeline's micro-batches
+    # (MaxText configs/types.py @e591f30c calculate_global_batch_sizes: global = micro_batch_to_train x accum)
+    micro = accum * (pipe[0] if isinstance(pipe, tuple) else 1)
     if gbs is None or seq is None or model is None or f.missing:
         if gbs is None:
             f.missing.append("global batch (no global_batch_size_to_train_on or per_device_batch_size line)")
@@ -1417,6 +1459,8 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
         stated["attention_kernel"] = Stated(kern, f"attention={attn}: {attn_how}", f.origin("attention"))
     if recipe and precision in ("fp8",):
         stated["fp8_recipe"] = Stated(recipe, f"quantization={quant}", f.origin("quantization"))
+    if isinstance(pipe, tuple):
+        stated["pipeline_schedule"] = Stated("gpipe", _MT_PIPELINE, "log")
     if shard > 1:
         stated["fsdp"] = Stated("xla_fsdp", f"fsdp axis {shard} (ici/dcn_fsdp*_parallelism)", "log")
         group = "none" if shard == dp else str(shard)
@@ -1430,6 +1474,7 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
         tp=par["tp"],
         pp=par["pp"],
         cp=par["cp"],
+        vp=pipe[1] if isinstance(pipe, tuple) else 1,
         ep=deg.get("expert", 1),
         etp=1,
         mbs=gbs // (dp * micro),

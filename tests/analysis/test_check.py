@@ -1247,8 +1247,26 @@ def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
     )
     assert out["layout"]["recompute"] == "full" and out["precision"] == "fp8"
     assert {"attention_kernel=unfused", "fp8_recipe=delayed"} <= set(out["stack_set"])
+    # the stage axis (ici_pipeline_parallelism): MaxText's circular pipeline as pyconfig resolves it, the
+    # micro-batches of each of the gradient_accumulation_steps passes, the repeats as virtual stages, GPipe order
+    for over, text, nmb in (
+        ({"num_pipeline_microbatches": 4, "num_pipeline_repeats": 1}, "tp1 pp2 dp4 mbs2", 4),
+        ({"num_pipeline_microbatches": -1, "num_pipeline_repeats": -1}, "tp1 pp2 vp16 dp4 mbs4", 2),
+        (
+            {"num_pipeline_microbatches": 4, "num_pipeline_repeats": 4, "gradient_accumulation_steps": 2},
+            "vp4 dp4 mbs2",
+            8,
+        ),
+    ):
+        over = {"ici_pipeline_parallelism": 2, **over}
+        over["global_batch_size_to_train_on"] = 32 * int(over.get("gradient_accumulation_steps", 1))
+        out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **over), "--hardware", "h100-sxm"])
+        assert out["status"] == "predicted" and text in out["layout_text"] and out["micro_batches"] == nmb, over
+        assert "pipeline_schedule=gpipe" in out["stack_set"]
     # what perfmodel does not model is named, and the measurement still reported
     for over, word in (
+        ({"ici_pipeline_parallelism": 2, "num_pipeline_microbatches": 3}, "not a multiple of the 2 stages"),
+        ({"ici_pipeline_parallelism": 2, "num_pipeline_repeats": 3}, "does not divide the 32 layers"),
         ({"quantization": "int8"}, "quantization 'int8'"),
         ({"remat_policy": "custom"}, "remat_policy 'custom'"),
         ({"ici_autoregressive_parallelism": 2, "ici_fsdp_parallelism": 4}, "autoregressive=2"),
