@@ -208,7 +208,8 @@ CP_HEAD = re.compile(rb"(?<![\w=])(?:\[epoch=\d+\])?\[(batch|token|sample|ep|dur
 # log.info('Logging config') then log_config -> print(om.to_yaml(cfg)) (llmfoundry/utils/config_utils.py), the
 # run's whole config as block YAML with no closing line: it ends at the first line that is not a key or a list item
 CP_CONFIG = re.compile(rb"Logging config\s*$")
-CP_CONFIG_LINE = re.compile(r"^(?: *[A-Za-z_][\w.-]*:(?: .*)?| *- .*|\s*)$")
+# (an indented line that is no key is a long plain scalar PyYAML folded onto the next line, _YamlReader.line)
+CP_CONFIG_LINE = re.compile(r"^(?: *[A-Za-z_][\w.-]*:(?: .*)?| *- .*| +\S.*|\s*)$")
 RANK_PREFIX = re.compile(rb"^\[(?:rank|default)\d+\]:")
 CP_METRIC = re.compile(rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): ([0-9.eE+-]+)\s*$")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
@@ -457,7 +458,8 @@ class _YamlReader:
     """The block YAML `yaml.safe_dump(default_flow_style=False)` writes (Megatron-Bridge print_yaml), read line
     by line into dotted keys: nested maps by indentation, a block list ('- item' lines) as a Python-literal list,
     scalars as Python would print them (null -> None, true -> True); a quoted scalar continued on further lines
-    (PyYAML folds long strings) is skipped to its closing quote. Anything else is ignored."""
+    (PyYAML folds long strings) is skipped to its closing quote, a folded plain scalar's further lines (indented
+    past its key) with it. Anything else is ignored."""
 
     KEY = re.compile(r"^( *)([^\s:#'\"-][^:]*?|'[^']*'):(?: (.*))?$")
     ITEM = re.compile(r"^( *)- (.*)$")
@@ -467,6 +469,7 @@ class _YamlReader:
         self.stack: list[tuple[int, str]] = []
         self.lists: dict[str, list[str]] = {}
         self.quote = ""  # inside a multi-line quoted scalar: its quote character
+        self.scalar_indent = -1  # indentation of the last key with a value on its line (-1: none)
 
     @staticmethod
     def scalar(v: str) -> str:
@@ -479,6 +482,9 @@ class _YamlReader:
         if self.quote:
             if text.rstrip().endswith(self.quote):
                 self.quote = ""
+            return
+        ind = len(text) - len(text.lstrip(" "))
+        if 0 <= self.scalar_indent < ind and text.strip():  # a plain scalar PyYAML folded past 80 columns
             return
         m = self.ITEM.match(text)
         if m:
@@ -496,7 +502,9 @@ class _YamlReader:
         path = ".".join([k for _, k in self.stack] + [key])
         if val is None or val.strip() == "":
             self.stack.append((ind, key))
+            self.scalar_indent = -1
             return
+        self.scalar_indent = ind
         v = val.strip()
         if v[:1] in ("'", '"') and (len(v) == 1 or v[-1] != v[0]):
             self.quote = v[0]  # continued on the next lines
@@ -761,6 +769,9 @@ class _Parser:
                 raw = ANSI.sub(b"", raw)
             if pre and raw.startswith(pre):
                 raw = raw[len(pre) :]
+            elif pre and RANK_PREFIX.match(raw):  # another rank's line between the config's (torchrun --tee)
+                pos = e + 1
+                continue
             self.yaml_lines += 1
             text = raw.decode("utf-8", errors="replace").rstrip()
             if self.yaml_open and not CP_CONFIG_LINE.match(text) and not reader.quote:

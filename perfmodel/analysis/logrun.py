@@ -253,6 +253,16 @@ def _literal_list(raw: str | None) -> list[str]:
 # ---- the model ----------------------------------------------------------------------------------
 
 
+def _why(exc: ValueError) -> str:
+    """The first problem of a ModelSpec that would not build, as 'field: message' (pydantic's last line is a URL)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        e = errors()[0]
+        loc = ".".join(str(x) for x in e.get("loc", ()))
+        return f"{loc}: {e['msg']}" if loc else str(e["msg"])
+    return str(exc).splitlines()[0]
+
+
 def _catalog() -> list[ModelSpec]:
     return [load_model(p.stem) for p in sorted(data_dir("models").glob("*.toml"))]
 
@@ -415,7 +425,7 @@ def megatron_model(f: _Fields, log: ParsedLog, tp: int) -> tuple[ModelSpec | Non
         raise InputError(
             "log",
             "model",
-            f"the argument dump's shape is not a model perfmodel can build ({str(exc).splitlines()[-1]}); give --model",
+            f"the argument dump's shape is not a model perfmodel can build ({_why(exc)}); give --model",
         ) from None
     mult = (f.int("make_vocab_size_divisible_by", default=128) or 128) * tp
     found = match_catalog(spec, padded, mult)
@@ -1255,7 +1265,7 @@ _MT_QUANT = {
 
 def _mt_degrees(f: _Fields, gpus: int) -> tuple[dict[str, int] | None, str]:
     """Each mesh axis's degree (ICI x DCN, the one -1 of each filled), or None and why not."""
-    axes = sorted({k[4:-12] for k in f.args if k.startswith("ici_") and k.endswith("_parallelism")})
+    axes = sorted({k[4:-12] for k in (*f.args, *f.over) if k.startswith("ici_") and k.endswith("_parallelism")})
     if not axes:
         return None, "no ici_*_parallelism Config param lines"
     slices = f.peek_int("num_slices") or 1
@@ -1337,8 +1347,7 @@ def _mt_model(f: _Fields) -> tuple[ModelSpec | None, str]:
         raise InputError(
             "log",
             "model",
-            f"the MaxText config's shape is not a model perfmodel can build "
-            f"({str(exc).splitlines()[-1]}); give --model",
+            f"the MaxText config's shape is not a model perfmodel can build ({_why(exc)}); give --model",
         ) from None
     found = match_catalog(spec, 0, 1)
     if found:
@@ -1361,7 +1370,8 @@ def _mt_pipeline(f: _Fields, pp: int, layers: int | None) -> tuple[int, int] | s
     user_init, configs/types.py @e591f30c): num_pipeline_microbatches -1 -> the stages (2 x the stages with
     pipeline_delay_activation_forwarding), num_pipeline_repeats -1 -> layers / (stages x
     num_layers_per_pipeline_stage); or what is wrong with them."""
-    micro = f.peek_int("num_pipeline_microbatches") or -1
+    micro = f.peek_int("num_pipeline_microbatches")
+    micro = -1 if micro is None else micro
     if micro == -1:
         delay = (f.raw("pipeline_delay_activation_forwarding") or "False") == "True"
         micro = pp * (2 if delay else 1)
@@ -1370,7 +1380,8 @@ def _mt_pipeline(f: _Fields, pp: int, layers: int | None) -> tuple[int, int] | s
     pl = f.peek_int("pipeline_parallel_layers")
     if pl and pl > 0 and layers and pl != layers:
         return f"pipeline (pipeline_parallel_layers {pl} of {layers}: a partly pipelined decoder is not modelled)"
-    repeats = f.peek_int("num_pipeline_repeats") or -1
+    repeats = f.peek_int("num_pipeline_repeats")
+    repeats = -1 if repeats is None else repeats
     if repeats == -1 and not layers:  # no model: the run is not built, nothing more to say
         return micro, 1
     if repeats == -1 and layers:
@@ -1421,7 +1432,8 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     if deg is None:
         f.missing.append(f"layout ({why}; give --arg ici_fsdp_parallelism=N ...)")
         return built
-    odd = [f"{a}={deg[a]}" for a in _MT_UNSUPPORTED if deg.get(a, 1) > 1]
+    known = (*_MT_DP_AXES, *_MT_AXES)  # an axis no table names (a newer MaxText's) is not modelled either
+    odd = [f"{a}={d}" for a, d in deg.items() if d > 1 and (a in _MT_UNSUPPORTED or a not in known)]
     if odd:
         f.missing.append(f"layout (mesh axes perfmodel does not model: {', '.join(odd)})")
     dp = math.prod(deg.get(a, 1) for a in _MT_DP_AXES)
@@ -1498,7 +1510,8 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
 # llm-foundry's config as log_config prints it (om.to_yaml of the resolved run config; logparse CP_CONFIG), read
 # for an MPT model (llmfoundry/models/mpt/configuration_mpt.py @v0.6.0 MPTConfig defaults: expansion_ratio 4,
 # learned_pos_emb True, no_bias False, attn_config attn_impl 'triton' / alibi False / kv_n_heads = n_heads,
-# tie_word_embeddings True; LayerNorm blocks with a GELU MLP)
+# tie_word_embeddings True, norm_type low_precision_layernorm (layers/norm.py: layernorm / rmsnorm, their
+# low_precision_ forms and triton_rmsnorm), ffn_act_fn GELU)
 _CP_ATTN = {
     "flash": (
         "fa2",
@@ -1618,17 +1631,38 @@ def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
     if not (d and heads and layers and vocab):
         f.missing.append("model (d_model, n_heads, n_layers or vocab_size not in the logged config; give --model)")
         return None, ""
+    bad = [f"model.{k}={v}" for k, v in (("d_model", d), ("n_heads", heads), ("n_layers", layers)) if v < 1]
+    if bad or vocab < 1 or d % heads:
+        why = ", ".join(bad) or (f"model.vocab_size={vocab}" if vocab < 1 else f"d_model {d} over n_heads {heads}")
+        f.missing.append(f"model ({why}: not an MPT llm-foundry builds; give --model)")
+        return None, ""
     ffn_type = _cp(f, "model.ffn_config.ffn_type") or "mptmlp"
     if ffn_type not in ("mptmlp", "te_ln_mlp"):  # mptglu is a gated MLP whose activation the config names
         f.missing.append(f"model (ffn_type '{ffn_type}': read for the GELU MLP mptmlp / te_ln_mlp only; give --model)")
         return None, ""
-    ffn = _cp_int(f, "model.ffn_config.ffn_hidden_size") or int(float(_cp(f, "model.expansion_ratio") or 4) * d)
+    act = _cp(f, "model.ffn_config.ffn_act_fn.name") or "gelu"
+    if act != "gelu":  # configuration_mpt.py: ffn_act_fn defaults to {'name': 'gelu', 'approximate': 'none'}
+        f.missing.append(f"model (ffn_act_fn '{act}': read for GELU only; give --model)")
+        return None, ""
+    norm_type = (_cp(f, "model.norm_type") or "low_precision_layernorm").lower()
+    norm = {"layernorm": "layernorm", "low_precision_layernorm": "layernorm", "triton_rmsnorm": "rmsnorm"}.get(
+        norm_type, "rmsnorm" if norm_type in ("rmsnorm", "low_precision_rmsnorm") else ""
+    )
+    if not norm:
+        f.missing.append(f"model (norm_type '{norm_type}' is not a LayerNorm or RMSNorm perfmodel reads; give --model)")
+        return None, ""
+    ratio = _positive(_cp(f, "model.expansion_ratio") or "4")
+    ffn = _cp_int(f, "model.ffn_config.ffn_hidden_size") or (int(ratio * d) if ratio else 0)
     kv = _cp_int(f, "model.attn_config.kv_n_heads") or heads
+    if ffn < 1 or kv < 1 or heads % kv:
+        why = f"expansion_ratio {_cp(f, 'model.expansion_ratio')!r}" if ffn < 1 else f"kv_n_heads {kv} of {heads}"
+        f.missing.append(f"model ({why}: not an MPT llm-foundry builds; give --model)")
+        return None, ""
     bias = (_cp(f, "model.no_bias") or "False") != "True"
     alibi = (_cp(f, "model.attn_config.alibi") or "False") == "True"
     learned = (_cp(f, "model.learned_pos_emb") or "True") == "True"
     max_pos = _cp_int(f, "model.max_seq_len") or seq or 2048
-    spec = ModelSpec(
+    doc = dict(
         id="log-model",
         name=f"MPT of the llm-foundry config (d_model {d}, {layers} layers)",
         num_layers=layers,
@@ -1637,7 +1671,7 @@ def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
         tied_embeddings=(_cp(f, "model.tie_word_embeddings") or "True") == "True",
         position_embedding="learned" if learned and not alibi else "none",
         max_position_embeddings=max_pos,
-        norm="layernorm",
+        norm=norm,
         attention={
             "kind": "gqa" if kv < heads else "mha",
             "num_heads": heads,
@@ -1649,6 +1683,11 @@ def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
         ffn={"activation": "gelu", "intermediate_size": ffn, "bias": bias},
         seq_len=max_pos,
     )
+    try:
+        spec = ModelSpec(**doc)
+    except ValueError as exc:
+        f.missing.append(f"model (the logged MPT config is not a model perfmodel can build: {_why(exc)}; give --model)")
+        return None, ""
     return spec, "built from the logged llm-foundry config (model.*: an MPT)"
 
 
@@ -1681,16 +1720,23 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     if not gbs or not seq:
         f.missing.append("global_train_batch_size / max_seq_len (not in the logged config)")
     if not mbs:
+        said = _cp(f, "device_train_microbatch_size")
         f.missing.append(
-            f"micro-batch (device_train_microbatch_size {_cp(f, 'device_train_microbatch_size')!r}: "
+            f"micro-batch (device_train_microbatch_size {repr(said) if said else 'not in the logged config'}: "
             "give --arg device_train_microbatch_size=N)"
         )
     if f.missing or model is None or gpus is None or not (gbs and seq and mbs):
         return built
+    if gbs % gpus == 0 and mbs > gbs // gpus:  # Composer runs a device's whole batch as one micro-batch
+        notes.append(f"device_train_microbatch_size {mbs} > the {gbs // gpus} samples per device: one micro-batch")
+        mbs = gbs // gpus
     if gbs % (gpus * mbs):
         f.missing.append(f"micro-batch (global batch {gbs} does not split over {gpus} GPUs x micro-batch {mbs})")
         return built
-    strategy = (_cp(f, "fsdp_config.sharding_strategy") or "FULL_SHARD").upper()
+    # no fsdp_config (or fsdp_config: null): Composer wraps the model in DDP (composer/trainer/trainer.py @v0.16.4:
+    # prepare_ddp_module where neither DeepSpeed nor FSDP is enabled and the world size is > 1)
+    has_fsdp = f.raw("fsdp_config") is not None or any(k.startswith("fsdp_config.") for k in (*f.args, *f.over))
+    strategy = (_cp(f, "fsdp_config.sharding_strategy") or "FULL_SHARD").upper() if has_fsdp else "NO_SHARD"
     if strategy not in ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"):
         f.missing.append(f"fsdp (sharding_strategy {strategy!r} is not one perfmodel maps)")
         return built
@@ -1702,7 +1748,7 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
             recompute, f"fsdp_config.activation_checkpointing={ac}", o("fsdp_config.activation_checkpointing")
         )
     }
-    src = f"fsdp_config.sharding_strategy={strategy}"
+    src = f"fsdp_config.sharding_strategy={strategy}" if has_fsdp else "no fsdp_config: Composer's DDP"
     if strategy == "NO_SHARD":
         stated["fsdp"] = Stated("none", src, o("fsdp_config.sharding_strategy"))
     else:
@@ -1711,7 +1757,9 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
         if strategy == "HYBRID_SHARD":  # torch FSDP's intra-node group: the node's devices
             stated["hybrid_shard_group"] = Stated("8", src + ": sharded within each node of 8 GPUs", "log")
     mp = (_cp(f, "fsdp_config.mixed_precision") or "DEFAULT").upper()
-    if mp in _CP_REDUCE:
+    if not has_fsdp:  # DDP under autocast: fp32 parameters, so fp32 gradients all-reduced
+        stated["grad_reduce_precision"] = Stated("fp32", "no fsdp_config: DDP all-reduces the fp32 gradients", "log")
+    elif mp in _CP_REDUCE:
         stated["grad_reduce_precision"] = Stated(_CP_REDUCE[mp], f"fsdp_config.mixed_precision={mp}", "log")
     if _cp(f, "model.name") == "hf_causal_lm":
         stated.update(_hf_stated(f))

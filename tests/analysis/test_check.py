@@ -1208,6 +1208,7 @@ def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
     """The run of a MaxText log comes from its Config param lines: the model from the shape keys (matched to the
     catalog), the mesh degrees with each -1 filled from the devices per slice and the slices, the global batch,
     remat_policy, attention and quantization; check's prediction is perfmodel's prediction of that run."""
+    args8 = ["--hardware", "h100-sxm"]
     out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8), "--hardware", "h100-sxm"])
     assert out["status"] == "predicted" and out["model"] == "llama2-7b" and out["stack"] == "maxtext-gpu-2024"
     lay = out["layout"]
@@ -1275,6 +1276,20 @@ def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
     ):
         out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **over), "--hardware", "h100-sxm"])
         assert out["status"] == "measured" and word in out["not_predicted"], over
+    # a mesh axis no table names is not modelled; a shape MaxText would refuse is one error naming why; the mesh
+    # degrees can be given with --arg where the log has none
+    out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, ici_foo_parallelism=2, ici_fsdp_parallelism=4), *args8])
+    assert out["status"] == "measured" and "foo=2" in out["not_predicted"]
+    assert "multiple of num_kv_heads (5)" in run_err(
+        capsys, ["check", _maxtext_log(tmp_path, 8, num_kv_heads=5), *args8]
+    )
+    bare = {k: v for k, v in MT_L2_7B.items() if not k.endswith("_parallelism")}
+    lines = [f"Config param {k}: {v}" for k, v in sorted({**bare, "global_batch_size_to_train_on": 32}.items())]
+    lines += ["Num_devices: 8, shape (1, 8)"] + [_maxtext_step(i, 2.9, 11300.0) for i in range(30)]
+    f = write(tmp_path, "\n".join(lines) + "\n", "bare.log")
+    assert "ici_*_parallelism" in run_json(capsys, ["check", f, *args8])["not_predicted"]
+    out = run_json(capsys, ["check", f, *args8, "--arg", "ici_fsdp_parallelism=8"])
+    assert out["status"] == "predicted" and out["layout"]["fsdp"] is True
     # --model stands in for a shape the config does not state
     out = run_json(
         capsys,
@@ -1484,6 +1499,43 @@ def test_an_hf_causal_lm_config_is_its_catalog_model(tmp_path, capsys, monkeypat
     cfg = HF_LLAMA_CONFIG.replace("meta-llama/Meta-Llama-3.1-8B", "mistralai/Mixtral-8x7B-v0.1")
     out = run_json(capsys, ["check", _composer_log(tmp_path, cfg), *args])
     assert out["status"] == "measured" and "MoE" in out["not_predicted"]
+
+
+def test_an_llm_foundry_config_reads_as_pyyaml_prints_it(tmp_path, capsys):
+    """The config as om.to_yaml (PyYAML) prints it: a plain string past 80 columns folds onto an indented next line,
+    which is the string's and does not end the config; another rank's line between the config's lines (torchrun
+    --tee) does not either. Without fsdp_config Composer trains with DDP. A shape llm-foundry would not build is
+    named (never a traceback), a norm_type is read, and a micro-batch above a device's batch is that batch."""
+    args = ["--hardware", "h100-sxm"]
+    base = run_json(capsys, ["check", _composer_log(tmp_path, MPT_1B_CONFIG), *args])
+    folded = "run_name: an experiment about long folded strings in the logged config of\n  llm-foundry runs\n"
+    out = run_json(capsys, ["check", _composer_log(tmp_path, folded + MPT_1B_CONFIG), *args])
+    assert out["status"] == "predicted" and out["layout"] == base["layout"]
+    log = Path(_composer_log(tmp_path, MPT_1B_CONFIG, "[rank0]:"))
+    text = log.read_text().replace("[rank0]:  n_heads: 16", "[rank1]:some other rank\n[rank0]:  n_heads: 16")
+    out = run_json(capsys, ["check", write(tmp_path, text, "tee.log"), *args])
+    assert out["status"] == "predicted" and out["layout"] == base["layout"]
+    ddp = MPT_1B_CONFIG.split("fsdp_config:")[0]
+    out = run_json(capsys, ["check", _composer_log(tmp_path, ddp), *args])
+    assert out["layout"]["fsdp"] is False and {"fsdp=none", "grad_reduce_precision=fp32"} <= set(out["stack_set"])
+    # DDP keeps every parameter and optimizer state
+    assert out["predicted"]["memory_bytes_per_gpu"] > base["predicted"]["memory_bytes_per_gpu"]
+    rms = MPT_1B_CONFIG.replace("  expansion_ratio: 4", "  expansion_ratio: 4\n  norm_type: low_precision_rmsnorm")
+    out = run_json(capsys, ["check", _composer_log(tmp_path, rms), *args])
+    assert out["status"] == "predicted" and out["predicted"] != base["predicted"]
+    big = MPT_1B_CONFIG.replace("device_train_microbatch_size: 12", "device_train_microbatch_size: 64")
+    out = run_json(capsys, ["check", _composer_log(tmp_path, big), *args])
+    assert out["status"] == "predicted" and out["layout"]["mbs"] == 12  # 1536 samples over 128 GPUs
+    for old, new, word in (
+        ("expansion_ratio: 4", "expansion_ratio: abc", "expansion_ratio 'abc'"),
+        ("n_heads: 16", "n_heads: 15", "n_heads 15"),
+        ("    attn_impl: flash", "    attn_impl: flash\n    kv_n_heads: 3", "kv_n_heads 3"),
+        ("d_model: 2048", "d_model: -2048", "d_model=-2048"),
+        ("  expansion_ratio: 4", "  expansion_ratio: 4\n  norm_type: groupnorm", "norm_type 'groupnorm'"),
+        ("device_train_microbatch_size: 12\n", "", "not in the logged config"),
+    ):
+        out = run_json(capsys, ["check", _composer_log(tmp_path, MPT_1B_CONFIG.replace(old, new)), *args])
+        assert out["status"] == "measured" and word in out["not_predicted"], word
 
 
 def test_a_gpt_neox_interval_line_reads_as_megatrons():
