@@ -1440,7 +1440,11 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     par = {v: 1 for v in _MT_AXES.values()}
     for a, k in _MT_AXES.items():
         par[k] *= deg.get(a, 1)
-    shard = deg.get("fsdp", 1) * deg.get("fsdp_transpose", 1)
+    # the weights' 'embed' dimension is sharded over these axes (base.yml logical_axis_rules: @cae41ec2 fsdp,
+    # fsdp_transpose, sequence; @e591f30c, whose mesh has a context axis, fsdp, fsdp_transpose, context, expert)
+    weight_axes = ("fsdp", "fsdp_transpose") + (("context", "expert") if "context" in deg else ("sequence",))
+    shard = math.prod(deg.get(a, 1) for a in weight_axes)
+    on = ", ".join(f"{a} {deg[a]}" for a in weight_axes if deg.get(a, 1) > 1)
     pipe = _mt_pipeline(f, par["pp"], model.num_layers if model else None) if par["pp"] > 1 else None
     if isinstance(pipe, str):
         f.missing.append(pipe)
@@ -1474,11 +1478,14 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     if isinstance(pipe, tuple):
         stated["pipeline_schedule"] = Stated("gpipe", _MT_PIPELINE, "log")
     if shard > 1:
-        stated["fsdp"] = Stated("xla_fsdp", f"fsdp axis {shard} (ici/dcn_fsdp*_parallelism)", "log")
-        group = "none" if shard == dp else str(shard)
-        stated["hybrid_shard_group"] = Stated(group, f"fsdp axis {shard} of {dp} data-parallel replicas", "log")
-        if shard != dp:
-            notes.append(f"FSDP over {shard} of the {dp} data-parallel GPUs (the fsdp axis), replicated over the rest")
+        dpc = dp * par["cp"]  # perfmodel shards over the data- and context-parallel GPUs (parallel/dp.py)
+        stated["fsdp"] = Stated("xla_fsdp", f"weights sharded over {shard} GPUs ({on}; base.yml 'embed' rule)", "log")
+        group = "none" if shard == dpc else str(shard)
+        stated["hybrid_shard_group"] = Stated(group, f"{shard} of the {dpc} data- and context-parallel GPUs", "log")
+        if shard != dpc:
+            notes.append(
+                f"FSDP over {shard} of the {dpc} data- and context-parallel GPUs ({on}), replicated over the rest"
+            )
     lay = Layout(
         gpus=gpus,
         gbs=gbs,

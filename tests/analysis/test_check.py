@@ -1276,6 +1276,16 @@ def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
     ):
         out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **over), "--hardware", "h100-sxm"])
         assert out["status"] == "measured" and word in out["not_predicted"], over
+    # the weights shard over fsdp x sequence (base.yml @cae41ec2 'embed' rule): 4 of the 8 data x context GPUs
+    out = run_json(
+        capsys,
+        [
+            "check",
+            _maxtext_log(tmp_path, 8, ici_data_parallelism=2, ici_fsdp_parallelism=2, ici_sequence_parallelism=2),
+            *args8,
+        ],
+    )
+    assert (out["layout"]["cp"], out["layout"]["dp"]) == (2, 4) and "hybrid_shard_group=4" in out["stack_set"]
     # a mesh axis no table names is not modelled; a shape MaxText would refuse is one error naming why; the mesh
     # degrees can be given with --arg where the log has none
     out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, ici_foo_parallelism=2, ici_fsdp_parallelism=4), *args8])
