@@ -211,6 +211,10 @@ CP_CONFIG = re.compile(rb"Logging config\s*$")
 # (an indented line that is no key is a long plain scalar PyYAML folded onto the next line, _YamlReader.line)
 CP_CONFIG_LINE = re.compile(r"^(?: *[A-Za-z_][\w.-]*:(?: .*)?| *- .*| +\S.*|\s*)$")
 RANK_PREFIX = re.compile(rb"^\[(?:rank|default)\d+\]:")
+# device_train_microbatch_size 'auto' (composer/trainer/trainer.py @v0.16.4 _adjust_device_train_microbatch_size):
+# it starts at the per-device batch and halves on every CUDA OOM, warning each time
+CP_MICRO_WORD = b"Train microbatch size will be decreased from"
+CP_MICRO = re.compile(rb"Train microbatch size will be decreased from (\d+) -> (\d+)")
 CP_METRIC = re.compile(rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): ([0-9.eE+-]+)\s*$")
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
@@ -267,6 +271,7 @@ _CP_WORDS = (
     b"[Eval batch=",
     b"checkpoint",
     b"Logging config",
+    CP_MICRO_WORD,
 )
 MARKS_ALL = tuple(
     dict.fromkeys(
@@ -344,6 +349,7 @@ class ParsedLog:
     peak_flops_logged: float = 0.0  # torchtitan 'Peak FLOPS used for computing MFU'
     world_size: int = 0  # Megatron 'using world size: N', NeMo 'Starting with N processes'
     microbatches: int = 0  # Megatron-Core 'setting number of microbatches to constant N' (gbs / (mbs x dp))
+    auto_microbatch: int = 0  # Composer's last 'Train microbatch size will be decreased from A -> B': B
     device_name: str = ""  # 'NVIDIA H100 80GB HBM3' (torchtitan capacity line), 'AMD Instinct MI300X'
     device_source: str = ""  # the line kind that named it
     container: str = ""  # NGC banner '== NeMo Framework ==' (the product name)
@@ -555,6 +561,7 @@ class _Parser:
             (b"Train throughput/", self._cp_metric),
             (b"Train time/batch:", self._cp_metric),
             (b"Logging config", self._cp_config),
+            (CP_MICRO_WORD, self._cp_micro),
             (b"]:", self._cp_head),
             (ARG_HEAD, self._arg_head),
             (b"step:", self._tt_step),
@@ -828,6 +835,13 @@ class _Parser:
         self.yaml = _YamlReader(L.args)
         m = RANK_PREFIX.match(raw)
         self.yaml_prefix, self.yaml_lines, self.yaml_open = (m.group(0) if m else b""), 0, True
+        return True
+
+    def _cp_micro(self, raw: bytes) -> bool:
+        m = CP_MICRO.search(raw)
+        if not m:
+            return False
+        self.log.auto_microbatch = int(m.group(2))
         return True
 
     def _cp_metric(self, raw: bytes) -> bool:

@@ -1722,6 +1722,17 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
         f.missing.append(f"precision ('{prec_name}': perfmodel prices amp_bf16, amp_fp16 and amp_fp8)")
     built = Built("composer", None, f.missing, facts, model, precision, notes)
     mbs = _cp_int(f, "device_train_microbatch_size")
+    if _cp(f, "device_train_microbatch_size") == "auto" and gbs and gpus and gbs % gpus == 0:
+        # Composer's auto micro-batching (trainer.py @v0.16.4): the per-device batch, halved on every CUDA OOM
+        mbs = log.auto_microbatch or gbs // gpus
+        notes.append(
+            f"device_train_microbatch_size auto: {mbs}, "
+            + (
+                "the last size Composer's OOM warnings decreased it to"
+                if log.auto_microbatch
+                else "the per-device batch (no OOM warning in the log)"
+            )
+        )
     if gpus is None:
         f.missing.append("gpus (no throughput lines with both rates; give --gpus N)")
     if not gbs or not seq:

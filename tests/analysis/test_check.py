@@ -1426,7 +1426,6 @@ def test_an_llm_foundry_config_is_the_run_check_predicts(tmp_path, capsys):
     # what the config does not let perfmodel build is named, and the measurement is still reported
     for old, new, word in (
         ("mpt_causal_lm", "hf_causal_lm", "hf_causal_lm"),
-        ("device_train_microbatch_size: 12", "device_train_microbatch_size: auto", "'auto'"),
         ("amp_bf16", "fp32", "'fp32'"),
         ("expansion_ratio: 4", "expansion_ratio: 4\n  ffn_config:\n    ffn_type: mptglu", "mptglu"),
     ):
@@ -1533,6 +1532,23 @@ def test_an_llm_foundry_config_reads_as_pyyaml_prints_it(tmp_path, capsys):
     rms = MPT_1B_CONFIG.replace("  expansion_ratio: 4", "  expansion_ratio: 4\n  norm_type: low_precision_rmsnorm")
     out = run_json(capsys, ["check", _composer_log(tmp_path, rms), *args])
     assert out["status"] == "predicted" and out["predicted"] != base["predicted"]
+    # 'auto' (Composer's auto micro-batching): the per-device batch, or the size its last OOM warning names
+    auto = MPT_1B_CONFIG.replace("device_train_microbatch_size: 12", "device_train_microbatch_size: auto")
+    out = run_json(capsys, ["check", _composer_log(tmp_path, auto), *args])
+    assert out["status"] == "predicted" and out["layout"]["mbs"] == 12
+    text = (
+        Path(_composer_log(tmp_path, auto))
+        .read_text()
+        .replace(
+            "[batch=1/100]:",
+            "UserWarning: RuntimeWarning('CUDA out of memory detected. Train microbatch size will be decreased from 12 "
+            "-> 6.')\nUserWarning: RuntimeWarning('CUDA out of memory detected. Train microbatch size will be decreased "
+            "from 6 -> 3.')\n[batch=1/100]:",
+            1,
+        )
+    )
+    out = run_json(capsys, ["check", write(tmp_path, text, "auto.log"), *args])
+    assert out["status"] == "predicted" and out["layout"]["mbs"] == 3
     big = MPT_1B_CONFIG.replace("device_train_microbatch_size: 12", "device_train_microbatch_size: 64")
     out = run_json(capsys, ["check", _composer_log(tmp_path, big), *args])
     assert out["status"] == "predicted" and out["layout"]["mbs"] == 12  # 1536 samples over 128 GPUs
