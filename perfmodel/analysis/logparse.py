@@ -832,6 +832,7 @@ class _Parser:
         if not CP_CONFIG.search(raw) or L.framework not in ("", "composer") or self.yaml is not None:
             return False
         L.args = {}  # a restarted job logs its config again: the later one holds
+        L.auto_microbatch = 0  # and searches its micro-batch again
         self.yaml = _YamlReader(L.args)
         m = RANK_PREFIX.match(raw)
         self.yaml_prefix, self.yaml_lines, self.yaml_open = (m.group(0) if m else b""), 0, True

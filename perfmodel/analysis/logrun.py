@@ -1440,9 +1440,10 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     par = {v: 1 for v in _MT_AXES.values()}
     for a, k in _MT_AXES.items():
         par[k] *= deg.get(a, 1)
-    # the weights' 'embed' dimension is sharded over these axes (base.yml logical_axis_rules: @cae41ec2 fsdp,
-    # fsdp_transpose, sequence; @e591f30c, whose mesh has a context axis, fsdp, fsdp_transpose, context, expert)
-    weight_axes = ("fsdp", "fsdp_transpose") + (("context", "expert") if "context" in deg else ("sequence",))
+    # the weights' 'embed' dimension is sharded over every one of these axes the mesh has (base.yml
+    # logical_axis_rules: fsdp, fsdp_transpose, sequence @cae41ec2; + expert @91be8264b; + context @2ed45b646;
+    # fsdp, fsdp_transpose, context, expert @e591f30c, whose mesh has no sequence axis)
+    weight_axes = tuple(a for a in ("fsdp", "fsdp_transpose", "sequence", "context", "expert") if a in deg)
     shard = math.prod(deg.get(a, 1) for a in weight_axes)
     on = ", ".join(f"{a} {deg[a]}" for a in weight_axes if deg.get(a, 1) > 1)
     pipe = _mt_pipeline(f, par["pp"], model.num_layers if model else None) if par["pp"] > 1 else None

@@ -1286,6 +1286,13 @@ def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
         ],
     )
     assert (out["layout"]["cp"], out["layout"]["dp"]) == (2, 4) and "hybrid_shard_group=4" in out["stack_set"]
+    # ... and over expert where the mesh has that axis (@91be8264b on): a Mixtral on fsdp 4 x expert 2 is sharded 8 ways
+    mx = dict(decoder_block="mixtral", num_experts=8, num_experts_per_tok=2, mlp_dim=14336, num_kv_heads=8)
+    out = run_json(
+        capsys,
+        ["check", _maxtext_log(tmp_path, 8, ici_fsdp_parallelism=4, ici_expert_parallelism=2, **mx), *args8],
+    )
+    assert out["status"] == "predicted" and "hybrid_shard_group=none" in out["stack_set"], out.get("not_predicted")
     # a mesh axis no table names is not modelled; a shape MaxText would refuse is one error naming why; the mesh
     # degrees can be given with --arg where the log has none
     out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, ici_foo_parallelism=2, ici_fsdp_parallelism=4), *args8])
