@@ -904,9 +904,12 @@ class StackChoice:
 
 _VERSION = re.compile(r"(\d{2})\.(\d{2})")
 # a NeMo release in free text: "NeMo 25.09", "nemo:25.09", "NeMo Megatron Release 23.04", "NeMo-Megatron 24.05",
-# "nvcr.io/nvidia/nemo:24.07"; a DGX Cloud benchmarking release: "DGXC v25.04", "dgxc-25.05"
+# "nvcr.io/nvidia/nemo:24.07", "NeMo 2.0 container 24.12" (the toolkit version before the container's); a DGX
+# Cloud benchmarking release: "DGXC v25.04", "dgxc-25.05"
 _NEMO_RELEASE = re.compile(
-    r"nemo(?:[\s:_-]*megatron)?(?:[\s:_-]*(?:release|framework|container))?[\s:_v-]*(\d{2})\.(\d{2})", re.IGNORECASE
+    r"nemo(?:[\s:_-]*megatron)?(?:(?:[\s:_-]*v?\d\.\d+(?:\.\d+)?)?[\s:_-]*(?:release|framework|container))?"
+    r"[\s:_v-]*(\d{2})\.(\d{2})",
+    re.IGNORECASE,
 )
 _DGXC_RELEASE = re.compile(r"dgxc[\s:_-]*v?(\d{2})\.(\d{2})", re.IGNORECASE)
 # a library version in free text: "Megatron-Bridge 0.2.0", "megatron-bridge==0.1.0rc3", "Megatron Bridge v0.4";

@@ -781,6 +781,8 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         ("NeMo", "NVIDIA NeMo Megatron Release 23.04", "", "nemo-megatron-24.05", "nearest release"),
         ("pytorch", "NVIDIA NGC PyTorch 25.04, NeMo 25.09", "", "nemo-25.09", "release"),
         ("mlperf", "nvcr.io/nvidia/nemo:24.07", "", "nemo-24.07", "release"),
+        # the toolkit version before the container's release: the container's is the release
+        ("other", "NeMo 2.0 container 24.12", "2025-01", "nemo-25.02", "nearest release"),
         ("Megatron-LM", "an in-house fork", "", "megatron-core", "framework named"),
         # a framework cell naming another framework still excludes the NeMo releases
         ("maxtext", "NeMo 25.09", "", "maxtext-gpu-2024", "framework named"),
