@@ -1544,6 +1544,11 @@ def _cp(f: _Fields, key: str) -> str | None:
     return v.strip("'\"") if v else v
 
 
+def _cp_given(f: _Fields, key: str) -> bool:
+    """The config states the map `key`: a non-null value or any key below it."""
+    return f.raw(key) is not None or any(k.startswith(key + ".") for k in (*f.args, *f.over))
+
+
 def _cp_int(f: _Fields, key: str) -> int | None:
     v = _cp(f, key)
     try:
@@ -1576,7 +1581,7 @@ def _cp_hf_model(f: _Fields) -> tuple[ModelSpec | None, str]:
     """llm-foundry's hf_causal_lm (llmfoundry/models/hf/hf_base.py build_inner_model): the Hub model it names,
     from the catalog, trained in full (no peft_config) with no shape key overridden."""
     name = _cp(f, "model.pretrained_model_name_or_path") or ""
-    if f.raw("model.peft_config") or any(k.startswith("model.peft_config.") for k in (*f.args, *f.over)):
+    if _cp_given(f, "model.peft_config"):
         f.missing.append("model (hf_causal_lm with a peft_config: perfmodel prices full-parameter training)")
         return None, ""
     changed = [k for k in _HF_SHAPE_KEYS if f.present(f"model.config_overrides.{k}")]
@@ -1593,13 +1598,13 @@ def _cp_hf_model(f: _Fields) -> tuple[ModelSpec | None, str]:
     return m, f"model.pretrained_model_name_or_path={name}: catalog {m.id}"
 
 
-# transformers' attention implementations (hf_causal_lm attn_implementation; use_flash_attention_2 overrides it)
+# transformers' attention implementations (hf_causal_lm attn_implementation, 'eager' when unset, hf_base.py
+# build_inner_model; use_flash_attention_2 overrides it)
 _HF_ATTN = {
     "flash_attention_2": ("fa2", "transformers' flash attention: flash_attn_func / flash_attn_varlen_func (FA2)"),
     "sdpa": ("fa2", "torch scaled_dot_product_attention, is_causal: PyTorch's flash backend (FlashAttention-2)"),
     "eager": ("unfused", "transformers' eager attention: QK^T, softmax in fp32 and PV on the materialised scores"),
 }
-# (hf_base.py build_inner_model: attn_implementation None -> 'eager')
 
 
 def _hf_stated(f: _Fields) -> dict[str, Stated]:
@@ -1607,8 +1612,8 @@ def _hf_stated(f: _Fields) -> dict[str, Stated]:
     resolves (use_flash_attention_2 -> 'flash_attention_2', unset -> 'eager') and the Hugging Face Llama modules'
     separate projections (transformers modeling_llama: q_proj, k_proj, v_proj; gate_proj, up_proj)."""
     fa2 = (_cp(f, "model.use_flash_attention_2") or "False").lower() == "true"
-    impl = "flash_attention_2" if fa2 else (_cp(f, "model.attn_implementation") or "eager")
     given = _cp(f, "model.attn_implementation")
+    impl = "flash_attention_2" if fa2 else (given or "eager")
     said = (
         "use_flash_attention_2=True" if fa2 else (f"attn_implementation={given}" if given else "no attn_implementation")
     )
@@ -1623,6 +1628,16 @@ def _hf_stated(f: _Fields) -> dict[str, Stated]:
         return out
     out["attention_kernel"] = Stated(_HF_ATTN[impl][0], f"{said}: {_HF_ATTN[impl][1]}", o)
     return out
+
+
+# MPT's norm_type (llmfoundry/models/layers/norm.py registry) -> the norm perfmodel prices
+_MPT_NORMS = {
+    "layernorm": "layernorm",
+    "low_precision_layernorm": "layernorm",
+    "rmsnorm": "rmsnorm",
+    "low_precision_rmsnorm": "rmsnorm",
+    "triton_rmsnorm": "rmsnorm",
+}
 
 
 def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
@@ -1653,9 +1668,7 @@ def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
         f.missing.append(f"model (ffn_act_fn '{act}': read for GELU only; give --model)")
         return None, ""
     norm_type = (_cp(f, "model.norm_type") or "low_precision_layernorm").lower()
-    norm = {"layernorm": "layernorm", "low_precision_layernorm": "layernorm", "triton_rmsnorm": "rmsnorm"}.get(
-        norm_type, "rmsnorm" if norm_type in ("rmsnorm", "low_precision_rmsnorm") else ""
-    )
+    norm = _MPT_NORMS.get(norm_type)
     if not norm:
         f.missing.append(f"model (norm_type '{norm_type}' is not a LayerNorm or RMSNorm perfmodel reads; give --model)")
         return None, ""
@@ -1723,7 +1736,8 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
         f.missing.append(f"precision ('{prec_name}': perfmodel prices amp_bf16, amp_fp16 and amp_fp8)")
     built = Built("composer", None, f.missing, facts, model, precision, notes)
     mbs = _cp_int(f, "device_train_microbatch_size")
-    if _cp(f, "device_train_microbatch_size") == "auto" and gbs and gpus and gbs % gpus == 0:
+    said = _cp(f, "device_train_microbatch_size")
+    if said == "auto" and gbs and gpus and gbs % gpus == 0:
         # Composer's auto micro-batching (trainer.py @v0.16.4): the per-device batch, halved on every CUDA OOM
         mbs = log.auto_microbatch or gbs // gpus
         notes.append(
@@ -1739,7 +1753,6 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     if not gbs or not seq:
         f.missing.append("global_train_batch_size / max_seq_len (not in the logged config)")
     if not mbs:
-        said = _cp(f, "device_train_microbatch_size")
         f.missing.append(
             f"micro-batch (device_train_microbatch_size {repr(said) if said else 'not in the logged config'}: "
             "give --arg device_train_microbatch_size=N)"
@@ -1754,7 +1767,7 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
         return built
     # no fsdp_config (or fsdp_config: null): Composer wraps the model in DDP (composer/trainer/trainer.py @v0.16.4:
     # prepare_ddp_module where neither DeepSpeed nor FSDP is enabled and the world size is > 1)
-    has_fsdp = f.raw("fsdp_config") is not None or any(k.startswith("fsdp_config.") for k in (*f.args, *f.over))
+    has_fsdp = _cp_given(f, "fsdp_config")
     strategy = (_cp(f, "fsdp_config.sharding_strategy") or "FULL_SHARD").upper() if has_fsdp else "NO_SHARD"
     if strategy not in ("FULL_SHARD", "SHARD_GRAD_OP", "HYBRID_SHARD", "NO_SHARD"):
         f.missing.append(f"fsdp (sharding_strategy {strategy!r} is not one perfmodel maps)")
