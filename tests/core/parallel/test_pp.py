@@ -357,7 +357,7 @@ def test_p2p_worked_case_zero_bubble_interleaved_row():
     # zbpp2024-gpt6p2b-a100-8-bf16-1f1bi-m64 (Qi et al. 2024 Table 3-4: GPT 6.2B, hidden 4096, mbs 3, seq 1024,
     # tp 1, pp 8 on one 8-GPU A100 node, vp 4 = one layer per chunk). One boundary send: 3 x 1024 x 4096 x 2 B =
     # 25,165,824 B between neighbours 1 rank apart (inside the NVLink domain). The link's collective rate
-    # 300 GB/s x 0.82 = 246 GB/s is above NCCL's per-pair send/recv rate, so 25165824 / 80e9 = 314.6 us, plus the
+    # 300 GB/s x 0.76 = 228 GB/s is above NCCL's per-pair send/recv rate, so 25165824 / 80e9 = 314.6 us, plus the
     # NVLink latency 8.4 us: 323.0 us per chunk boundary each way, 2 vp = 8 of them per micro-batch = 2.584 ms
     from perfmodel.api import load_hardware
 
