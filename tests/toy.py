@@ -22,6 +22,7 @@ EFF = dict(
     scale_out_all_to_all=0.5,
     gemm_k_half=1000.0,  # the GEMM shape of the toy GPU (in place of its generation's measured table)
     gemm_mn_half=100.0,
+    collective_half_bytes=0.0,  # NVLink collectives at their plateau from the first byte (no measured ramp)
 )
 
 

@@ -85,7 +85,7 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], ker
         from perfmodel.specs.kernels import report
 
         hw = resolve_hardware(ref, sets)
-        r = report(hw.id, hw.generation)
+        r = report(hw.id, hw.generation, float(hw.scale_up.latency_s))
         return emit_json({"id": hw.id, **r}) if as_json else print_kernels(hw, r)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)

@@ -9,7 +9,11 @@ graph (topology.group_path: k x NIC on a non-blocking fabric, less where the hop
 oversubscribed spine), so the ring's bus bandwidth is min(NVLink, hop) (NCCL ring model; Sanders et al.
 2009 for the ring lower bound). Latency: an all-gather / reduce-scatter across domains is NCCL's ring, linear in
 the GPUs (ring_latency); everything else base + log2(n) hops (NCCL's tree tuning model, specs.md §2.4) at the
-latency of the outermost tier the group crosses (NVLink, one leaf, or leaf-spine-leaf).
+latency of the outermost tier the group crosses (NVLink, one leaf, or leaf-spine-leaf). Inside one NVLink domain
+an all-reduce / all-gather / reduce-scatter reaches its plateau only with large messages: busbw(b) = plateau x b /
+(b + b_half), b_half fitted to the generation's measured collective table (specs/kernels.py collective_ramp: 3-8
+MiB on A100 ... GB300), which adds the busbw factor x b_half / plateau to every call (_ramp_s). Across domains
+no table measures the ramp, and none is added.
 """
 
 from __future__ import annotations
@@ -33,6 +37,23 @@ def _bus_bw(hw: HardwareSpec, f, allreduce: bool):
     )
     hop = f("ring_bw") * hw.efficiency.scale_out_collective
     return np.where(f("tier") == NVLINK, su, np.minimum(hw.scale_up.bandwidth * hw.efficiency.scale_up_collective, hop))
+
+
+def half_bytes(hw: HardwareSpec) -> float:
+    """The part's NVLink collectives' half-bandwidth message size (bytes): its own (efficiency.collective_half_bytes,
+    a what-if's), else its generation's measured table's fit (specs/kernels.py collective_ramp), else 0."""
+    if hw.efficiency.collective_half_bytes is not None:
+        return float(hw.efficiency.collective_half_bytes)
+    from perfmodel.specs.kernels import collective_ramp
+
+    fit = collective_ramp(hw.generation, hw.id, float(hw.scale_up.latency_s))
+    return fit.half_bytes.value if fit is not None else 0.0
+
+
+def _ramp_s(hw: HardwareSpec, tier, bw, factor):
+    """Seconds a call inside one NVLink domain adds for NCCL's bandwidth ramp: busbw factor x b_half / plateau
+    (t = factor x (b + b_half) / plateau for busbw(b) = plateau x b / (b + b_half)); 0 across domains."""
+    return np.where(tier == NVLINK, factor * half_bytes(hw) / bw, 0.0)
 
 
 def _tier_latency(hw: HardwareSpec, tier):
@@ -69,7 +90,9 @@ def all_gather_terms(size, stride, hw: HardwareSpec):
     groups are priced with one placement: all_gather_from_terms(nbytes, *terms)."""
     size = np.asarray(size, dtype=float)
     f = _paths(size, stride, hw)
-    return size, _bus_bw(hw, f, False), ring_latency(hw, f("tier"), size, f("k"))
+    bw, tier = _bus_bw(hw, f, False), f("tier")
+    ramp = _ramp_s(hw, tier, bw, (size - 1) / np.maximum(size, 1))
+    return size, bw, ring_latency(hw, tier, size, f("k")) + ramp
 
 
 def all_gather_from_terms(nbytes, size, bw, lat, calls=1.0):
@@ -89,8 +112,9 @@ reduce_scatter_time = all_gather_time
 def all_reduce_time(nbytes, size, stride, hw: HardwareSpec):
     size = np.asarray(size, dtype=float)
     f = _paths(size, stride, hw)
-    t = 2 * (size - 1) / np.maximum(size, 1) * nbytes / _bus_bw(hw, f, True)
-    return np.where(size > 1, t + _latency(hw, f("tier"), size), 0.0)
+    bw, tier, factor = _bus_bw(hw, f, True), f("tier"), 2 * (size - 1) / np.maximum(size, 1)
+    t = factor * nbytes / bw + _ramp_s(hw, tier, bw, factor)
+    return np.where(size > 1, t + _latency(hw, tier, size), 0.0)
 
 
 def _remote_time(hw: HardwareSpec, remote, spine, f):

@@ -284,6 +284,12 @@ def print_kernels(hw: HardwareSpec, r: dict[str, Any]) -> None:
         print_table(
             "collectives, bus bandwidth by message size", ["op", "groups x GPUs", "busbw"], r["collectives"], wrap=(2,)
         )
+    if r.get("collective_ramp"):
+        print_table(
+            "NVLink collectives' bandwidth ramp, busbw = plateau x b / (b + b_half) (the cost model's)",
+            ["parameter", "value", "range", "unit", "mean |ln(model / measured)| without -> with"],
+            [r["collective_ramp"]],
+        )
     console.print(f"  collectives: {escape(r['collectives_source'])}")
     for name, why in r["borrowed"].items():
         console.print(f"  {name}: {escape(why)}")

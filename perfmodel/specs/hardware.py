@@ -163,6 +163,9 @@ class Efficiency(Frozen):
     memory_bound: float = Frac  # streaming kernels / HBM bandwidth
     scale_up_allreduce: float = Frac  # busbw / NVLink line rate (NVLS where present)
     scale_up_collective: float = Frac  # all-gather / reduce-scatter busbw / line rate
+    # message size at which NCCL inside the NVLink domain reaches half its plateau bus bandwidth (comm.py);
+    # None = fitted to the part's generation's measured collective table (hardware/kernels/, specs/kernels.py)
+    collective_half_bytes: float | None = Field(default=None, ge=0, le=1e10, allow_inf_nan=False)
     scale_up_all_to_all: float = Frac
     scale_out_collective: float = Frac  # busbw / NIC line rate
     scale_out_all_to_all: float = Frac
@@ -283,6 +286,8 @@ def hardware_unit(field: str) -> tuple[float, str, str]:
         return 1.0, "USD", "USD"
     if leaf in ("gemm_k_half", "gemm_mn_half"):
         return 1.0, "elements", "elements"
+    if leaf == "collective_half_bytes":
+        return 2.0**20, "MiB", "B"
     if field.startswith("efficiency."):
         return 1.0, "fraction of peak", "fraction of peak"
     return 1.0, "", ""

@@ -10,6 +10,11 @@ M/(M + mn_half) x N/(N + mn_half) (compute.gemm_time's form), time = FLOPs / (pe
 exhaustive log-spaced grid (deterministic), minimising the mean |ln(model / measured)| time error. The range of
 each parameter is the span of the grid points whose error lies within 5% of the best (how well the table pins
 it). Tables a generation does not measure are taken from the nearest generation that does, and say so (`from`).
+
+A collective table gives the size at which NCCL inside one NVLink domain reaches half its plateau bus bandwidth,
+busbw(b) = plateau x b / (b + b_half) on top of the cost model's latency per call (collective_ramp): NCCL moves
+a small message in fewer, smaller chunks than it needs to fill its channels, which a latency alone does not
+describe (the tables' 1-64 MiB points run 0.5-0.8x the latency-bandwidth model's speed).
 """
 
 from __future__ import annotations
@@ -221,6 +226,69 @@ def occupancy_factor(t: KernelTables, p: str, n):
     return (np.asarray(n, dtype=float) / (n + h)) * (t.occupancy_ref + h) / t.occupancy_ref
 
 
+_GRID_RAMP = np.geomspace(1e5, 2e8, 400)  # bytes
+RAMP_OPS = ("all-reduce", "all-gather")  # XLA's reduce-scatter rows are left out (collective_ramp)
+
+
+@dataclass(frozen=True)
+class RampFit:
+    """NVLink collectives' bandwidth ramp fitted to a measured table: b_half (bytes) with its range, the mean
+    |ln(model / measured)| time error with and without the ramp, the points, the table."""
+
+    half_bytes: Sourced
+    error: float
+    error_without: float
+    points: int
+    table: str
+
+
+def fit_ramp(rows, latency_s: float) -> tuple[float, float, float, float, float, int]:
+    """(b_half, low, high, error, error without the ramp, points) of the collectives `rows` (op, group_size,
+    groups, tensor_bytes, time_us): each series (op, group) at its own plateau (its largest message's bus
+    bandwidth once the latency is taken off), time = busbw factor x (b + b_half) / plateau + latency x (1 +
+    log2 n) (comm.py's latency inside a domain), over the messages of 1 MiB and more."""
+    series: dict[tuple, list] = {}
+    for r in rows:
+        if r["op"] in RAMP_OPS:
+            key = (r["op"], int(r["group_size"]), int(r["groups"]))
+            series.setdefault(key, []).append((float(r["tensor_bytes"]), float(r["time_us"]) * 1e-6))
+    B, T, F, P, L = [], [], [], [], []
+    for (op, n, _), pts in series.items():
+        pts.sort()
+        f = _busbw_factor(op, n)
+        lat = latency_s * (1.0 + np.log2(n))
+        plateau = f * pts[-1][0] / max(pts[-1][1] - lat, 1e-9)
+        for b, t in pts:
+            if b >= 2.0**20:
+                B.append(b), T.append(t), F.append(f), P.append(plateau), L.append(lat)
+    if not B:
+        return 0.0, 0.0, 0.0, 0.0, 0.0, 0
+    B, T, F, P, L = (np.asarray(x, dtype=float) for x in (B, T, F, P, L))
+    errs = np.abs(np.log((F * (B + _GRID_RAMP[:, None]) / P + L) / T)).mean(-1)
+    i = int(np.argmin(errs))
+    near = _GRID_RAMP[errs <= errs[i] * NEAR]
+    e0 = float(np.abs(np.log((F * B / P + L) / T)).mean())
+    return float(_GRID_RAMP[i]), float(near.min()), float(near.max()), float(errs[i]), e0, int(B.size)
+
+
+@lru_cache(maxsize=32)
+def collective_ramp(gen: str, hw_id: str, latency_s: float) -> RampFit | None:
+    """The NVLink collectives' ramp of part `hw_id` of generation `gen` (its own table where the generation file
+    names one, `by_part`), fitted at the part's NVLink latency per hop; None where the generation stores no
+    collective table. All-reduce and all-gather only: the reduce-scatter rows of XLA's tables run 4x faster
+    than the same table's all-gather at 1-16 MiB (7.4 us for 1 MiB over 8 H100, under NCCL's own latency), so
+    their tensor_bytes is not the others' convention."""
+    sec, _ = _section(gen, "collectives")
+    name = sec.get("by_part", {}).get(hw_id, sec.get("table"))
+    if not name:
+        return None
+    h, lo, hi, err, e0, n = fit_ramp(_rows(str(name)), latency_s)
+    if not n:
+        return None
+    how = f"fitted to {n} all-reduce / all-gather points of {name} (mean |ln error| {e0:.3f} -> {err:.3f})"
+    return RampFit(Sourced(h, lo, hi, how), err, e0, n, str(name))
+
+
 def _sourced(where: str, name: str, x: object) -> Sourced:
     if not isinstance(x, dict) or not {"value", "low", "high", "source"} <= set(x):
         raise InputError(where, name, "needs value, low, high and source")
@@ -338,10 +406,12 @@ def _busbw_factor(op: str, n: int) -> float:
     return (2.0 if op == "all-reduce" else 1.0) * (n - 1) / n
 
 
-def report(hw_id: str, gen: str) -> dict:
+def report(hw_id: str, gen: str, latency_s: float = 8.4e-6) -> dict:
     """The component tables of generation `gen` as rows to print or emit (`show hardware ID --kernels`): each
-    section its rows and source; `hw_id` picks the part's own memory-bound rows where the table has them."""
+    section its rows and source; `hw_id` picks the part's own memory-bound and collective rows where the tables
+    have them; `latency_s`, the part's NVLink latency per hop, is what the collectives' ramp is fitted at."""
     t = tables(gen)
+    ramp = collective_ramp(gen, hw_id, latency_s)
     shape = lambda f: [  # noqa: E731
         ["k_half", f"{f.k_half.value:.0f}", f"{f.k_half.low:.0f}-{f.k_half.high:.0f}", "elements"],
         ["mn_half", f"{f.mn_half.value:.0f}", f"{f.mn_half.low:.0f}-{f.mn_half.high:.0f}", "elements"],
@@ -395,5 +465,14 @@ def report(hw_id: str, gen: str) -> dict:
         "attention": attention,
         "memory_bound": mem,
         "collectives": collectives,
+        "collective_ramp": None
+        if ramp is None
+        else [
+            "b_half",
+            f"{ramp.half_bytes.value / 2**20:.2f}",
+            f"{ramp.half_bytes.low / 2**20:.2f}-{ramp.half_bytes.high / 2**20:.2f}",
+            "MiB",
+            f"{ramp.error_without:.3f} -> {ramp.error:.3f} ({ramp.points} points)",
+        ],
         "collectives_source": t.collectives_source + (f" (this part: {by_part[hw_id]})" if hw_id in by_part else ""),
     }

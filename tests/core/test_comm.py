@@ -66,6 +66,23 @@ def test_all_gather_inside_a_domain():
     assert comm.reduce_scatter_time is comm.all_gather_time
 
 
+def test_the_nvlink_ramp_adds_its_half_bandwidth_bytes_to_every_call_inside_a_domain():
+    # busbw(b) = plateau x b / (b + b_half): b_half = 4 MB on the toy: 7/8 x (8e8 + 4e6) / 2e11 + 40 us
+    hw = toy_hw(collective_half_bytes=4e6)
+    assert comm.half_bytes(hw) == 4e6
+    assert float(comm.all_gather_time(8e8, 8, 1, hw)) == pytest.approx(7 / 8 * 8.04e8 / 2e11 + 40e-6, rel=REL)
+    # all-reduce (NVLS 3e11): 2 x 7/8 x (1.2e9 + 4e6) / 3e11 + 40 us
+    assert float(comm.all_reduce_time(1.2e9, 8, 1, hw)) == pytest.approx(1.75 * 1.204e9 / 3e11 + 40e-6, rel=REL)
+    # 5 calls: the ramp per call, as the latency (the same bytes in smaller messages ramp five times)
+    t = comm.all_gather_from_terms(8e8, *comm.all_gather_terms(8, 1, hw), 5.0)
+    assert float(t) == pytest.approx(7 / 8 * (8e8 + 5 * 4e6) / 2e11 + 5 * 40e-6, rel=REL)
+    # across domains no table measures a ramp: the same time as without it
+    for size, stride in ((16, 1), (16, 4)):
+        assert float(comm.all_gather_time(8e8, size, stride, hw)) == float(comm.all_gather_time(8e8, size, stride, HW))
+    assert float(comm.all_reduce_time(8e8, 16, 1, hw)) == float(comm.all_reduce_time(8e8, 16, 1, HW))
+    assert float(comm.all_gather_time(8e8, 1, 1, hw)) == 0.0
+
+
 def test_all_gather_across_domains():
     # 16 GPUs, 8 per domain: min(2e11, 8 x 4e10) = 2e11 (NVLink binds): 15/16 * 8e8 / 2e11 = 3.75 ms + the ring's
     # 67.6 us

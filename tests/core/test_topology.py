@@ -87,16 +87,21 @@ def test_a_group_inside_one_nvlink_domain_never_touches_the_nic():
     for fn in (comm.all_gather_time, comm.all_reduce_time, comm.all_to_all_time):
         assert fn(1e9, 8, 1, slow_net) == fn(1e9, 8, 1, H100)
     assert comm.p2p_time(1e6, 4, slow_net) == comm.p2p_time(1e6, 4, H100)
-    # hand value: ring all-gather at the measured NVLink busbw, 7/8 of 1 GB, latency 8.4 us x (1 + log2 8)
-    bw = H100.scale_up.bandwidth * H100.efficiency.scale_up_collective
-    assert comm.all_gather_time(1e9, 8, 1, H100) == pytest.approx(7 / 8 * 1e9 / bw + H100.scale_up.latency_s * 4)
+    # hand value: ring all-gather at the measured NVLink busbw, 7/8 of 1 GB and of the ramp's b_half, latency
+    # 8.4 us x (1 + log2 8)
+    bw, half = H100.scale_up.bandwidth * H100.efficiency.scale_up_collective, comm.half_bytes(H100)
+    assert comm.all_gather_time(1e9, 8, 1, H100) == pytest.approx(
+        7 / 8 * (1e9 + half) / bw + H100.scale_up.latency_s * 4
+    )
 
 
 def test_latency_grows_with_the_tiers_crossed():
     hw = apply_overrides(H100, ["scale_out.spine_latency_s=5e-6"])  # SU of 256 GPUs (catalog)
     su, so, sp = hw.scale_up.latency_s, LAT, LAT + 5e-6
     assert [group_path(hw, 2, s).tier for s in (1, 8, 256)] == [NVLINK, LEAF, SPINE]
-    assert comm.all_gather_time(0.0, 2, 1, hw) == pytest.approx(su * 2)  # lat x (1 + log2 2)
+    # lat x (1 + log2 2), and the NVLink ramp's 1/2 x b_half at the busbw (none across domains)
+    ramp = 0.5 * comm.half_bytes(hw) / (hw.scale_up.bandwidth * hw.efficiency.scale_up_collective)
+    assert comm.all_gather_time(0.0, 2, 1, hw) == pytest.approx(su * 2 + ramp)
     # across domains NCCL's ring: the base + (n - 1) network hops at the tier's latency less the base (one member
     # per domain here, comm.ring_latency)
     assert comm.all_gather_time(0.0, 2, 8, hw) == pytest.approx(so)

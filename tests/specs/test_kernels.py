@@ -53,6 +53,35 @@ def test_a_fit_finds_the_shape_it_was_made_from():
     assert got[2] == pytest.approx(t0, rel=0.2) and got[3] < 0.01
 
 
+def test_a_ramp_fit_finds_the_half_bandwidth_size_it_was_made_from():
+    """fit_ramp recovers b_half of a synthetic all-reduce / all-gather table built with it at the given latency,
+    whatever each series' plateau; messages under 1 MiB are left out; no series of those ops: nothing fitted."""
+    lat, half, rows = 8.4e-6, 6e6, []
+    for op, n, plateau in (("all-reduce", 8, 4e11), ("all-gather", 4, 3e11), ("reduce-scatter", 8, 1e9)):
+        f = (2.0 if op == "all-reduce" else 1.0) * (n - 1) / n
+        for b in (2.0**e for e in range(16, 31)):
+            t = f * (b + half) / plateau + lat * (1 + {8: 3, 4: 2}[n])
+            rows.append(dict(op=op, group_size=n, groups=1, tensor_bytes=b, time_us=t * 1e6))
+    h, lo, hi, err, err0, n = KT.fit_ramp(rows, lat)
+    assert h == pytest.approx(half, rel=0.03) and lo <= h <= hi and err < 0.01 < err0
+    assert n == 2 * 11  # 1 MiB ... 1 GiB of the two ops fitted, reduce-scatter not
+    assert KT.fit_ramp([r for r in rows if r["op"] == "reduce-scatter"], lat)[-1] == 0
+
+
+@pytest.mark.parametrize("hid", ["a100-sxm-80gb", "h100-sxm", "b200", "gb200-nvl72", "gb300-nvl72"])
+def test_every_nvidia_part_has_a_measured_collective_ramp_that_fits_its_table_better(hid):
+    """The shipped tables pin b_half at a few MiB (1-16), and the ramp lowers their time error."""
+    hw = load_hardware(hid)
+    fit = KT.collective_ramp(hw.generation, hw.id, hw.scale_up.latency_s)
+    assert fit is not None and 2**20 < fit.half_bytes.value < 2**24
+    assert fit.half_bytes.low <= fit.half_bytes.value <= fit.half_bytes.high and fit.error < fit.error_without
+
+
+def test_a_generation_without_a_collective_table_has_no_ramp():
+    hw = load_hardware("mi300x")
+    assert KT.collective_ramp(hw.generation, hw.id, hw.scale_up.latency_s) is None
+
+
 @pytest.mark.parametrize("hid", catalog_ids("hardware"))
 def test_show_hardware_kernels_prints_every_part(hid, capsys):
     out = run_json(capsys, ["show", "hardware", hid, "--kernels", "--json"])
