@@ -1394,6 +1394,28 @@ def _mt_pipeline(f: _Fields, pp: int, layers: int | None) -> tuple[int, int] | s
     return micro, repeats
 
 
+# PP + FSDP in MaxText (docs/guides/optimization/sharding.md 'PP + FSDP/DP' @e591f30c; layers/pipeline.py): by
+# default the sharded weights are gathered inside every pipeline iteration; pipeline_fsdp_ag_per_repeat gathers
+# each repeat's weights ahead of it, pipeline_fsdp_ag_once all of them before the first iteration: either way
+# once per pipeline call (base.yml @e591f30c: both false)
+def _mt_pipeline_gathers(f: _Fields, accum: int, stated: dict, notes: list[str]) -> None:
+    """fsdp_gather / reshard_after_forward of a pipelined MaxText run with sharded weights, as its mode states."""
+    flag = lambda k: (f.raw(k) or "false").strip("'\"").lower() in ("true", "1")  # noqa: E731
+    mode = next((k for k in ("pipeline_fsdp_ag_once", "pipeline_fsdp_ag_per_repeat") if flag(k)), "")
+    if not mode:
+        how = "pipeline_fsdp_ag_once / _per_repeat false: the sharded weights are gathered in every pipeline iteration"
+        stated["fsdp_gather"] = Stated("per_microbatch", how, "log")
+        return
+    how = f"{mode}=True: the sharded weights gathered once per pipeline call and kept for its backward"
+    stated["fsdp_gather"] = Stated("per_step", how, f.origin(mode))
+    stated["reshard_after_forward"] = Stated("false", how, f.origin(mode))
+    if accum > 1:
+        notes.append(
+            f"{mode}: the weights are gathered once per pipeline call, {accum} a step "
+            f"(gradient_accumulation_steps); priced once a step, so {accum - 1} gathers are not counted"
+        )
+
+
 def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
     """A MaxText log's run from its 'Config param' lines: the sequence max_target_length, the GPUs from
     'Num_devices' (or --gpus), the global batch global_batch_size_to_train_on (else per_device_batch_size x
@@ -1487,6 +1509,8 @@ def maxtext_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
             notes.append(
                 f"FSDP over {shard} of the {dpc} data- and context-parallel GPUs ({on}), replicated over the rest"
             )
+        if isinstance(pipe, tuple):
+            _mt_pipeline_gathers(f, accum, stated, notes)
     lay = Layout(
         gpus=gpus,
         gbs=gbs,

@@ -1264,6 +1264,19 @@ def test_a_maxtext_config_is_the_run_check_predicts(tmp_path, capsys):
         out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **over), "--hardware", "h100-sxm"])
         assert out["status"] == "predicted" and text in out["layout_text"] and out["micro_batches"] == nmb, over
         assert "pipeline_schedule=gpipe" in out["stack_set"]
+    # PP + FSDP (sharding.md 'PP + FSDP/DP'): by default the sharded weights are gathered in every pipeline
+    # iteration; pipeline_fsdp_ag_once / _per_repeat gather them once per pipeline call, so the step is shorter
+    pp = {"ici_pipeline_parallelism": 2, "num_pipeline_microbatches": 4, "num_pipeline_repeats": 1}
+    base = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **pp), *args8])
+    assert "fsdp_gather=per_microbatch" in base["stack_set"], base["stack_set"]
+    for mode in ("pipeline_fsdp_ag_once", "pipeline_fsdp_ag_per_repeat"):
+        once = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **pp, **{mode: True}), *args8])
+        assert {"fsdp_gather=per_step", "reshard_after_forward=false"} <= set(once["stack_set"]), mode
+        assert once["predicted"]["step_time_s"] < base["predicted"]["step_time_s"]
+    # with gradient accumulation the gathers run once per pipeline call: the uncounted ones are said
+    acc = {**pp, "gradient_accumulation_steps": 2, "global_batch_size_to_train_on": 64, "pipeline_fsdp_ag_once": True}
+    out = run_json(capsys, ["check", _maxtext_log(tmp_path, 8, **acc), *args8])
+    assert any("1 gathers are not counted" in n for n in out["notes"]), out["notes"]
     # what perfmodel does not model is named, and the measurement still reported
     for over, word in (
         ({"ici_pipeline_parallelism": 2, "num_pipeline_microbatches": 3}, "not a multiple of the 2 stages"),
