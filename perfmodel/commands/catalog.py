@@ -82,10 +82,12 @@ def show_cmd(*, kind: str, ref: str, seq: int | None, sets: tuple[str, ...], ker
         doc = stack_doc(st)
         return emit_json(doc) if as_json else print_stack(st, doc)
     if kind == "hardware" and kernels:  # the component tables of the part's generation (perfmodel/specs/kernels.py)
+        from perfmodel.core.comm import measured_part
         from perfmodel.specs.kernels import report
 
         hw = resolve_hardware(ref, sets)
-        r = report(hw.id, hw.generation, float(hw.scale_up.latency_s))
+        part, latency = measured_part(hw)  # a what-if's tables are those of the part it derives from
+        r = report(part, hw.generation, latency, hw.efficiency.collective_half_bytes)
         return emit_json({"id": hw.id, **r}) if as_json else print_kernels(hw, r)
     if kind == "hardware":
         hw = resolve_hardware(ref, sets)

@@ -18,6 +18,8 @@ no table measures the ramp, and none is added.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from perfmodel.core import constants as K
@@ -46,8 +48,30 @@ def half_bytes(hw: HardwareSpec) -> float:
         return float(hw.efficiency.collective_half_bytes)
     from perfmodel.specs.kernels import collective_ramp
 
-    fit = collective_ramp(hw.generation, hw.id, float(hw.scale_up.latency_s))
+    fit = collective_ramp(hw.generation, *measured_part(hw))
     return fit.half_bytes.value if fit is not None else 0.0
+
+
+def measured_part(hw: HardwareSpec) -> tuple[str, float]:
+    """(id, NVLink latency per hop) of the part whose measured collective table the ramp is fitted to: the catalog
+    part a what-if or a `base =` file derives from (hw.base), at that part's own latency, else the part itself. b_half
+    is a property of the measured table, so a what-if of the latency moves the latency alone."""
+    if hw.base:
+        base = _catalog_latency(hw.base)
+        if base is not None:
+            return hw.base, base
+    return hw.id, float(hw.scale_up.latency_s)
+
+
+@lru_cache(maxsize=64)
+def _catalog_latency(hw_id: str) -> float | None:
+    from perfmodel.errors import InputError
+    from perfmodel.specs.hardware import load_hardware
+
+    try:
+        return float(load_hardware(hw_id).scale_up.latency_s)
+    except InputError:  # a base that is a file path outside the catalog: the part's own statement
+        return None
 
 
 def _ramp_s(hw: HardwareSpec, tier, bw, factor):

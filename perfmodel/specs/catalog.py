@@ -87,6 +87,13 @@ def model_row(m: ModelSpec) -> dict[str, Any]:
     }
 
 
+_FROM_TABLES = {
+    "efficiency.gemm_k_half": "the generation's measured GEMM sweep, fitted (show hardware ID --kernels)",
+    "efficiency.gemm_mn_half": "the generation's measured GEMM sweep, fitted (show hardware ID --kernels)",
+    "efficiency.collective_half_bytes": "the part's measured collective table, fitted (show hardware ID --kernels)",
+}
+
+
 def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
     out = []
     for field, val in _flatten(hw.model_dump()):
@@ -94,14 +101,16 @@ def hardware_fields(hw: HardwareSpec) -> list[dict[str, Any]]:
             val = hw.display_name()  # a what-if says so, and what changed
         div, unit, si_unit = hardware_unit(field)
         shown = val / div if isinstance(val, (int, float)) and not isinstance(val, bool) and val is not None else val
+        # an unset what-if field of a measured shape: the generation's table fit applies (show hardware --kernels)
+        unset = val is None and field in _FROM_TABLES
         out.append(
             {
                 "field": field,
                 "value": val,
                 "unit": si_unit,
-                "display": fmt(shown),
-                "display_unit": unit,
-                "source": hw.sources.get(field, ""),
+                "display": "from the tables" if unset else fmt(shown),
+                "display_unit": "" if unset else unit,
+                "source": hw.sources.get(field, "") or (_FROM_TABLES[field] if unset else ""),
                 "overridden": field in hw.overridden,
             }
         )

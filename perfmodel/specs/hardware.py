@@ -521,7 +521,21 @@ def parse_set(item: str) -> tuple[str, str, bool | int | float | str]:
             key,
             f"unknown hardware field{hint}; fields as in `perfmodel show hardware ID`, or aliases {', '.join(ALIASES)}",
         )
+    if isinstance(value, bool) and not _takes_bool(key):  # pydantic would read true as 1
+        raise InputError(
+            "set", key, f"value must be a number in {hardware_unit(key)[2] or 'its unit'} (got {raw.strip()!r})"
+        )
     return key, key, value
+
+
+def _takes_bool(field: str) -> bool:
+    """Whether a dotted hardware field is a switch (its annotation admits bool)."""
+    model: Any = HardwareSpec
+    ann: Any = None
+    for part in field.split("."):
+        fld = model.model_fields[part]
+        ann, model = fld.annotation, _submodel(fld.annotation)
+    return ann is bool or bool in getattr(ann, "__args__", ())
 
 
 def field_value(hw: HardwareSpec, field: str) -> Any:

@@ -406,10 +406,12 @@ def _busbw_factor(op: str, n: int) -> float:
     return (2.0 if op == "all-reduce" else 1.0) * (n - 1) / n
 
 
-def report(hw_id: str, gen: str, latency_s: float = 8.4e-6) -> dict:
+def report(hw_id: str, gen: str, latency_s: float = 8.4e-6, half_bytes: float | None = None) -> dict:
     """The component tables of generation `gen` as rows to print or emit (`show hardware ID --kernels`): each
     section its rows and source; `hw_id` picks the part's own memory-bound and collective rows where the tables
-    have them; `latency_s`, the part's NVLink latency per hop, is what the collectives' ramp is fitted at."""
+    have them; `latency_s`, the measured part's NVLink latency per hop, is what the collectives' ramp is fitted at
+    (comm.measured_part); `half_bytes`, a what-if's own b_half (efficiency.collective_half_bytes), replaces the
+    fit in the ramp row, as it does in the cost model."""
     t = tables(gen)
     ramp = collective_ramp(gen, hw_id, latency_s)
     shape = lambda f: [  # noqa: E731
@@ -465,14 +467,18 @@ def report(hw_id: str, gen: str, latency_s: float = 8.4e-6) -> dict:
         "attention": attention,
         "memory_bound": mem,
         "collectives": collectives,
-        "collective_ramp": None
-        if ramp is None
-        else [
-            "b_half",
-            f"{ramp.half_bytes.value / 2**20:.2f}",
-            f"{ramp.half_bytes.low / 2**20:.2f}-{ramp.half_bytes.high / 2**20:.2f}",
-            "MiB",
-            f"{ramp.error_without:.3f} -> {ramp.error:.3f} ({ramp.points} points)",
-        ],
+        "collective_ramp": (
+            ["b_half", f"{half_bytes / 2**20:.2f}", "", "MiB", "efficiency.collective_half_bytes (the part's own)"]
+            if half_bytes is not None
+            else None
+            if ramp is None
+            else [
+                "b_half",
+                f"{ramp.half_bytes.value / 2**20:.2f}",
+                f"{ramp.half_bytes.low / 2**20:.2f}-{ramp.half_bytes.high / 2**20:.2f}",
+                "MiB",
+                f"{ramp.error_without:.3f} -> {ramp.error:.3f} ({ramp.points} points)",
+            ]
+        ),
         "collectives_source": t.collectives_source + (f" (this part: {by_part[hw_id]})" if hw_id in by_part else ""),
     }

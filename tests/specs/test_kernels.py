@@ -77,6 +77,30 @@ def test_every_nvidia_part_has_a_measured_collective_ramp_that_fits_its_table_be
     assert fit.half_bytes.low <= fit.half_bytes.value <= fit.half_bytes.high and fit.error < fit.error_without
 
 
+def test_a_latency_what_if_moves_the_latency_alone_and_show_prints_the_ramp_in_effect(capsys):
+    """b_half is a property of the measured table: fitted at the catalog part's latency, so a what-if of the
+    NVLink latency keeps it (refitting at 20 us would push it to the grid floor), and `show --kernels` prints a
+    what-if's own b_half, the one the cost model uses."""
+    from perfmodel.core import comm
+    from perfmodel.specs.hardware import resolve_hardware
+
+    base = comm.half_bytes(load_hardware("h100-sxm"))
+    slow = resolve_hardware("h100-sxm", ["scale_up.latency_s=2e-5"])
+    assert comm.half_bytes(slow) == base and 2**20 < base < 2**24
+    own = run_json(
+        capsys,
+        ["show", "hardware", "h100-sxm", "--kernels", "--json", "--set", "efficiency.collective_half_bytes=1048576"],
+    )
+    assert own["collective_ramp"][:2] == ["b_half", "1.00"]
+    fit = run_json(capsys, ["show", "hardware", "h100-sxm", "--kernels", "--json", "--set", "scale_up.latency_s=2e-5"])
+    assert float(fit["collective_ramp"][1]) * 2**20 == pytest.approx(base, rel=0.01)
+
+
+def test_a_switch_value_for_a_number_field_is_refused(capsys):
+    err = run_err(capsys, ["show", "hardware", "h100-sxm", "--set", "efficiency.collective_half_bytes=true"])
+    assert "efficiency.collective_half_bytes" in err and "number" in err
+
+
 def test_a_generation_without_a_collective_table_has_no_ramp():
     hw = load_hardware("mi300x")
     assert KT.collective_ramp(hw.generation, hw.id, hw.scale_up.latency_s) is None
