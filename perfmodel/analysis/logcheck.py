@@ -261,6 +261,8 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
     else:
         steps = vals[ok]
         tps, step = (tokens / (med * gpus) if tokens and med else None), med
+        if tps is None:  # Megatron-DeepSpeed logs its tokens/s per GPU ('tgs') beside the step time
+            tps = _median(_arr(log.tps, np.float64)[ok])
     tf_med = _median(_arr(log.tflops, np.float64)[ok])
     mfu = _median(_arr(log.mfu, np.float64)[ok])
     return Measured(

@@ -21,7 +21,10 @@ these versions (never a copied log):
   ' mem usages: {:.4f} |' (1 - free / total device memory, torch.cuda.mem_get_info) right after the elapsed time.
   The BigScience Megatron-DeepSpeed fork (bigscience-workshop/Megatron-DeepSpeed@8387ae17 megatron/training.py
   `training_log`, since @4c2aea04) prints ' consumed tokens: {:12d} |' after the samples and the time in seconds,
-  ' elapsed time per iteration (s): {:.2f} |', then ' samples per second: ... | TFLOPs: ... |' at the end.
+  ' elapsed time per iteration (s): {:.2f} |', then ' samples per second: ... | TFLOPs: ... |' at the end. The
+  Microsoft fork (microsoft/Megatron-DeepSpeed@00caa0e9 megatron/training.py `training_log`, and the forks built
+  on it) keeps milliseconds and adds ' actual seqlen: {:5d} |' and ' tokens per gpu per second (tgs): {:.3f} |'
+  (samples per second x seq / world size) before its ' TFLOPs: {:.2f} |' (MDS_FIELD).
 - Megatron-Bridge src/megatron/bridge/training/utils/train_utils.py @7af9601 (v0.2.0) `training_log`: the same
   iteration line (timestamp without microseconds; the TFLOP/s field only with logger.log_throughput), preceded by
   'Step Time : {:.2f}s GPU utilization: {:.1f}MODEL_TFLOP/s/GPU' (always printed); memory '[Rank R] (after N
@@ -110,6 +113,11 @@ _MEG_FIELDS = (
     rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?"
 )
 MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
+# microsoft/Megatron-DeepSpeed@00caa0e9 megatron/training.py training_log (and the forks that print its fields,
+# argonne-lcf's among them): ' actual seqlen: {:5d} |', ' samples per second: {:.3f} |', ' tokens per gpu per
+# second (tgs): {:.3f} |' (= samples per second x seq / world size) and ' TFLOPs: {:.2f} |' (its own
+# throughput_calculator, per GPU); the BigScience fork prints ' TFLOPs: {:.2f} |' too. Read in any order.
+MDS_FIELD = re.compile(rb"(actual seqlen|tokens per gpu per second \(tgs\)|TFLOPs):\s*([0-9.]+) \|")
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
@@ -327,11 +335,12 @@ class ParsedLog:
     iters: array = field(default_factory=lambda: array("q"))
     step_s: array = field(default_factory=lambda: array("d"))
     tflops: array = field(default_factory=lambda: array("d"))  # the framework's TFLOP/s per GPU
-    tps: array = field(default_factory=lambda: array("d"))  # torchtitan tokens/s/device
+    tps: array = field(default_factory=lambda: array("d"))  # tokens/s/device (torchtitan tps, Megatron-DeepSpeed tgs)
     mfu: array = field(default_factory=lambda: array("d"))  # torchtitan's MFU, %
     event_after: array = field(default_factory=lambda: array("b"))  # 1: an eval/checkpoint/profiler dump preceded it
     starts: array = field(default_factory=lambda: array("b"))  # 1: first interval of a (re)start
     gbs_logged: set[int] = field(default_factory=set)
+    seq_logged: set[int] = field(default_factory=set)  # Megatron-DeepSpeed's 'actual seqlen'
     mem_max_allocated: float = 0.0  # bytes, max over ranks and reports
     mem_max_reserved: float = 0.0
     mem_unit: str = ""
@@ -535,6 +544,7 @@ class _Parser:
         self.recent: deque[int] = deque(maxlen=DEDUP_WINDOW)
         self.recent_set: set[int] = set()
         self.pending_event = False
+        self.mds = True  # the interval lines may hold Megatron-DeepSpeed's fields (False once a line has none)
         self.pending_tflops = NAN  # Megatron-Bridge 'Step Time ... GPU utilization' before its iteration line
         self.pending = False
         self.bridge = False  # a Megatron-Bridge log: its own lines are looked for on the fast path too
@@ -701,9 +711,10 @@ class _Parser:
                 self.log.gbs_logged.add(int(g))
             if mem:
                 self.log.mem_usage = max(self.log.mem_usage, float(mem))
-            self._interval(int(it), _seconds(t, unit), float(tf) if tf else NAN, NAN)
             e = data.find(b"\n", m.end())  # the rest of an interval line names iterations again
             pos = len(data) if e < 0 else e
+            tf_, tps = self._mds_fields(data, m.start(), pos, tf) if self.mds else (float(tf) if tf else NAN, NAN)
+            self._interval(int(it), _seconds(t, unit), tf_, tps)
         for r in rare[ri:]:
             if r >= pos:
                 pos = self._continue(data, self._line_at(data, r))
@@ -816,8 +827,31 @@ class _Parser:
             L.gbs_logged.add(int(g))
         if mem:
             L.mem_usage = max(L.mem_usage, float(mem))
-        self._interval(int(it), _seconds(t, unit), float(tf) if tf else NAN, NAN)
+        tf_, tps = self._mds_fields(raw, m.start(), len(raw), tf)
+        self._interval(int(it), _seconds(t, unit), tf_, tps)
         return True
+
+    def _mds_fields(self, data: bytes, start: int, end: int, tf: bytes | None) -> tuple[float, float]:
+        """(TFLOP/s per GPU, tokens/s per GPU) of an interval line: Megatron-LM's own TFLOP/s field, else
+        Megatron-DeepSpeed's 'TFLOPs'; its 'tgs'; its 'actual seqlen' into seq_logged (MDS_FIELD)."""
+        tflops, tps = (float(tf) if tf else NAN), NAN
+        if not self.mds:
+            return tflops, tps
+        if (
+            data.find(b"TFLOPs:", start, end) < 0
+            and data.find(b"seqlen:", start, end) < 0
+            and data.find(b"(tgs)", start, end) < 0
+        ):
+            self.mds = False  # Megatron-LM's own line: a log prints one format
+            return tflops, tps
+        for k, v in MDS_FIELD.findall(data, start, end):
+            if k == b"actual seqlen":
+                self.log.seq_logged.add(int(float(v)))
+            elif k == b"TFLOPs":
+                tflops = float(v) if tflops != tflops else tflops
+            else:
+                tps = float(v)
+        return tflops, tps
 
     def _cp_head(self, raw: bytes) -> bool:
         m = CP_HEAD.search(raw)

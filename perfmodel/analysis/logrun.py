@@ -797,14 +797,31 @@ def _megatron_facts(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Facts:
     what = "world_size"
     if world is None and (world := _world_from_microbatches(log, f)):
         what = f"world size ('setting number of microbatches to constant {log.microbatches}': dp x tp x pp x cp)"
-    gpus, gpus_from = _gpus(gpus_flag, world, what)
     gbs = f.peek_int("global_batch_size")
     gbs_from = f.said("global_batch_size") if gbs else ""
     if gbs is None and len(log.gbs_logged) == 1:
         gbs, gbs_from = next(iter(log.gbs_logged)), "the iteration lines' global batch size"
     seq = f.peek_int("seq_length", "encoder_seq_length")
     seq_from = f.said("seq_length") if f.present("seq_length") else ("encoder_seq_length" if seq else "")
+    if seq is None and len(log.seq_logged) == 1:
+        seq, seq_from = next(iter(log.seq_logged)), "the iteration lines' actual seqlen"
+    if world is None and gbs and seq and (world := _world_from_tgs(log, gbs, seq)):
+        what = "world size (the iteration lines' tokens per gpu per second: global batch x seq / (step x tgs))"
+    gpus, gpus_from = _gpus(gpus_flag, world, what)
     return Facts(gbs, seq, gpus, gbs_from, seq_from, gpus_from)
+
+
+def _world_from_tgs(log: ParsedLog, gbs: int, seq: int) -> int | None:
+    """The world size Megatron-DeepSpeed's 'tokens per gpu per second (tgs)' implies: tgs = samples per second x
+    seq / world_size with samples per second = global batch / step (microsoft/Megatron-DeepSpeed@00caa0e9
+    megatron/training.py training_log), so world = gbs x seq / (step x tgs); the median over the intervals, taken
+    where it is within 2% of a whole number (the printed rounding), else None."""
+    ws = sorted(gbs * seq / (t * r) for t, r in zip(log.step_s, log.tps) if t > 0 and r > 0)  # NaN fails both
+    if not ws:
+        return None
+    w = ws[len(ws) // 2]
+    n = round(w)
+    return n if n >= 1 and abs(w - n) <= 0.02 * n else None
 
 
 def _check_batch(log: ParsedLog, gbs: int | None) -> None:
@@ -893,8 +910,11 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     tp = f.int("tensor_model_parallel_size") or 1
     pp = f.int("pipeline_model_parallel_size") or 1
     mbs = f.int("micro_batch_size")
-    gbs = f.int("global_batch_size") if not (framework == "nemo" and facts.gbs) else facts.gbs
-    seq = f.int("seq_length", "encoder_seq_length")
+    # the iteration lines' batch and sequence (Megatron-DeepSpeed's 'actual seqlen') where no dump states them
+    dumped = f.present("global_batch_size")
+    gbs = facts.gbs if facts.gbs and (framework == "nemo" or not dumped) else f.int("global_batch_size")
+    dumped = f.present("seq_length") or f.present("encoder_seq_length")
+    seq = facts.seq if facts.seq and not dumped else f.int("seq_length", "encoder_seq_length")
     if facts.gpus is None:
         f.missing.append("world_size (give --gpus N)")
     defaults = []

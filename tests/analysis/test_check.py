@@ -101,6 +101,49 @@ def test_the_bigscience_fork_logs_its_step_time_in_seconds():
     assert list(ms.step_s) == pytest.approx([105.22])
 
 
+def _mds_line(it: int, gbs: int, seq: int, ms: float, world: int) -> str:
+    """microsoft/Megatron-DeepSpeed@00caa0e9 megatron/training.py training_log's interval line: tgs = samples per
+    second x seq / world_size, TFLOPs its own count per GPU, behind DeepSpeed's timer line."""
+    sps = gbs / (ms / 1e3)
+    timer = "[2024-03-07 15:27:02,646] [INFO] [timer.py:260:stop] epoch=0/micro_step={0}/global_step={0}, "
+    timer += "RunningAvgSamplesPerSec=58.73, CurrSamplesPerSec=61.35, MemAllocated=6.01GB, MaxMemAllocated=19.52GB"
+    line = " iteration {:8d}/{:8d} |".format(it, 317892)
+    line += " consumed samples: {:12d} |".format(it * gbs)
+    line += " consumed tokens: {:12d} |".format(it * gbs * seq)
+    line += " elapsed time per iteration (ms): {:.1f} |".format(ms)
+    line += " learning rate: {:.3E} |".format(2.4e-4)
+    line += " global batch size: {:5d} |".format(gbs)
+    line += " lm loss: {:.6E} |".format(5.9)
+    line += " loss scale: {:.1f} |".format(8192.0)
+    line += " actual seqlen: {:5d} |".format(seq)
+    line += " number of skipped iterations: {:3d} |".format(0)
+    line += " number of nan iterations: {:3d} |".format(0)
+    line += " samples per second: {:.3f} |".format(sps)
+    line += " tokens per gpu per second (tgs): {:.3f} |".format(sps * seq / world)
+    line += " TFLOPs: {:.2f} |".format(69.85)
+    return timer.format(it) + "\n" + line
+
+
+def test_megatron_deepspeed_lines_state_the_sequence_world_size_and_tokens_per_gpu(tmp_path, capsys):
+    """Without an argument dump, the interval lines alone give the measurement: the batch, 'actual seqlen', the
+    world size their tgs implies (gbs x seq / (step x tgs)) and the framework's own TFLOP/s."""
+    steps = [15100.0] + [14287.5 + 3.0 * (i % 4) for i in range(12)]
+    text = "\n".join(_mds_line(10 * (i + 1), 768, 4096, t, 192) for i, t in enumerate(steps)) + "\n"
+    log = parse_text(text)
+    assert log.framework == "megatron" and log.seq_logged == {4096} and log.gbs_logged == {768}
+    assert list(log.tflops)[:2] == [69.85, 69.85] and log.tps[1] == pytest.approx(
+        768 * 4096 / (14.2885 * 192), rel=1e-3
+    )
+    m = run_json(capsys, ["check", write(tmp_path, text)])["measured"]
+    step = m["step_s"]
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(768 * 4096 / (step * 192), rel=1e-9)  # world 192 from tgs
+    assert m["tflops_per_gpu"] == 69.85 and m["missing"] == []
+    # a curriculum that changes the sequence states no one sequence: the GPUs are not inferred
+    varied = text + _mds_line(200, 768, 2048, 7200.0, 192) + "\n"
+    m = run_json(capsys, ["check", write(tmp_path, varied, "varied.log")])["measured"]
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(np.median([r for r in parse_text(varied).tps][1:]), rel=0.01)
+
+
 def test_stable_median_leaves_out_warmup_and_evaluation(tmp_path, capsys):
     # interval 1 (iterations 1-10) is warm-up; the one after the evaluation at 30 is left out too
     steps = [19000.0, 14000.0, 14200.0, 25000.0, 14100.0, 14400.0]
