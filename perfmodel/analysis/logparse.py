@@ -107,9 +107,9 @@ ARG_END = b"-------------------- end of arguments"
 
 # every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
 _MEG_FIELDS = (
-    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((ms|s)\):\s*([0-9.]+) \|"
-    rb"(?: mem usages: ([0-9.]+) \|)?"  # the ROCm fork, right after the elapsed time
-    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*([0-9.]+) \|)?"
+    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((ms|s)\):\s*((?:\d+(?:\.\d*)?|\.\d+)) \|"
+    rb"(?: mem usages: ((?:\d+(?:\.\d*)?|\.\d+)) \|)?"  # the ROCm fork, right after the elapsed time
+    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*((?:\d+(?:\.\d*)?|\.\d+)) \|)?"
     rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?"
 )
 MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
@@ -117,7 +117,7 @@ MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
 # argonne-lcf's among them): ' actual seqlen: {:5d} |', ' samples per second: {:.3f} |', ' tokens per gpu per
 # second (tgs): {:.3f} |' (= samples per second x seq / world size) and ' TFLOPs: {:.2f} |' (its own
 # throughput_calculator, per GPU); the BigScience fork prints ' TFLOPs: {:.2f} |' too. Read in any order.
-MDS_FIELD = re.compile(rb"(actual seqlen|tokens per gpu per second \(tgs\)|TFLOPs):\s*([0-9.]+) \|")
+MDS_FIELD = re.compile(rb"(actual seqlen|tokens per gpu per second \(tgs\)|TFLOPs):\s*(\d+(?:\.\d*)?) \|")
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
@@ -133,27 +133,40 @@ MEG_SCAN = re.compile(rb"iteration(?:" + _MEG_FIELDS + rb")?")
 MEG_RARE = (b"-- arguments --", b"padded vocab")
 BRIDGE_RARE = MEG_RARE + (b"GPU utilization:", b"------- Task Configuration")  # a Megatron-Bridge log's
 MEG_MEM_MB = re.compile(
-    rb"memory \(MB\) \| allocated: ([0-9.]+) \| max allocated: ([0-9.]+) \| reserved: ([0-9.]+)"
-    rb" \| max reserved: ([0-9.]+)(?= \||\s*$|\[Rank)"
+    rb"memory \(MB\) \| allocated: ((?:\d+(?:\.\d*)?|\.\d+)) \| max allocated: ((?:\d+(?:\.\d*)?|\.\d+))"
+    rb" \| reserved: ((?:\d+(?:\.\d*)?|\.\d+))"
+    rb" \| max reserved: ((?:\d+(?:\.\d*)?|\.\d+))(?= \||\s*$|\[Rank)"
 )
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
-BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: ([0-9.eE+-]+)(?= \||\s*$)")
-BRIDGE_STEP = re.compile(rb"Step Time : ([0-9.]+)s GPU utilization: ([0-9.]+)MODEL_TFLOP/s/GPU")
+BRIDGE_KEY = re.compile(
+    rb"mem-max-(allocated|reserved)-gigabytes: (-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(?= \||\s*$)"
+)
+BRIDGE_STEP = re.compile(
+    rb"Step Time : ((?:\d+(?:\.\d*)?|\.\d+))s GPU utilization: ((?:\d+(?:\.\d*)?|\.\d+))MODEL_TFLOP/s/GPU"
+)
 BRIDGE_HEAD = b"------- Task Configuration -------"
 BRIDGE_END = b"-" * 34
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
 WORLD = re.compile(rb"using world size: (\d+),")
 MICRO = re.compile(rb"setting number of microbatches to constant (\d+)")
 NEMO_WORLD = re.compile(rb"All distributed processes registered\. Starting with (\d+) processes")
-_NUM = rb"(-?(?:[0-9.]+(?:e[+-]?\d+)?|nan|inf))"
-NEMO_STEP = re.compile(rb"global_step=([0-9.]+(?:e\+?\d+)?),.*?train_step_timing in s=" + _NUM + rb"[,\]]")
+_NUM = rb"(-?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?|nan|inf))"
+NEMO_STEP = re.compile(
+    rb"global_step=((?:\d+(?:\.\d*)?|\.\d+)(?:e\+?\d+)?),.*?train_step_timing in s=" + _NUM + rb"[,\]]"
+)
 NEMO_PRINT = re.compile(rb"Training epoch (\d+), iteration (\d+)/(-?\d+)((?: \| [^\n]*)?)")
 
 _A = rb"(?:\x1b\[[0-9;]*m)*"  # colour codes between the fields
-_TT_TAIL = rb"tps:\s*([0-9,]+)(?:\s+" + _A + rb"tflops:\s*([0-9,.]+))?(?:\s+" + _A + rb"mfu:\s*(?:([0-9.]+)%|N/A))?"
+_TT_TAIL = (
+    rb"tps:\s*(\d[\d,]*)(?:\s+"
+    + _A
+    + rb"tflops:\s*((?:\d[\d,]*(?:\.\d*)?|\.\d+)))?(?:\s+"
+    + _A
+    + rb"mfu:\s*(?:((?:\d+(?:\.\d*)?|\.\d+))%|N/A))?"
+)
 TT_STEP = re.compile(
-    rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*([0-9.]+)GiB"
-    rb"\(([0-9.]+)%\)\s+" + _TT_TAIL
+    rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*((?:\d+(?:\.\d*)?|\.\d+))GiB"
+    rb"\(((?:\d+(?:\.\d*)?|\.\d+))%\)\s+" + _TT_TAIL
 )
 # one pass finds the training step lines and the 'validate step:' lines (told apart by the word before 'step:');
 # checkpoint saves and profiler dumps are found by their words; a restart shows as steps going back
@@ -164,7 +177,7 @@ TT_SCAN = re.compile(
     + _A
     + rb"(?:grad_norm:\s*\S+\s+"
     + _A
-    + rb")?memory:\s*([0-9.]+)GiB\(([0-9.]+)%\)\s+"
+    + rb")?memory:\s*((?:\d+(?:\.\d*)?|\.\d+))GiB\(((?:\d+(?:\.\d*)?|\.\d+))%\)\s+"
     + _A
     + _TT_TAIL
 )
@@ -188,7 +201,7 @@ TT_SHARD = re.compile(rb"Applied (FSDP|HSDP) to the model")
 TT_QUANT = re.compile(
     rb"(Float8|MX) (?:tensorwise scaled )?training active(?: with recipe (\w+))?|Converted Linear layers to (\w+)Linear"
 )
-TT_PEAK = re.compile(rb"Peak FLOPS used for computing MFU: ([0-9.]+e[+-]\d+)")
+TT_PEAK = re.compile(rb"Peak FLOPS used for computing MFU: ((?:\d+(?:\.\d*)?|\.\d+)e[+-]\d+)")
 TT_NOPEAK = re.compile(rb"Peak flops undefined for: (.+?), fallback to A100")
 # MaxText (AI-Hypercomputer/maxtext): one line per step, 'completed step: {step}, seconds: {s:.3f}, TFLOP/s/device:
 # {t:.3f}, Tokens/s/device: {x:.3f}, ... loss: ...' (MaxText/train.py @cae41ec2, 2024-07-09, 'Adding Tokens/s/device
@@ -199,8 +212,8 @@ TT_NOPEAK = re.compile(rb"Peak flops undefined for: (.+?), fallback to A100")
 # src/maxtext/configs/pyconfig.py logger.info('Config param %s: %s')) and 'Num_devices: {n}, shape {mesh.shape}'
 # (MaxText/max_utils.py @cae41ec2 create_device_mesh).
 MT_STEP = re.compile(
-    rb"(?<!Phase\], )completed step: (\d+), seconds: ([0-9.]+),(?: [^\n]*?TFLOP/s(?:/device)?: ([0-9.]+),)?"
-    rb"(?: Tokens/s/device: ([0-9.]+),)?"
+    rb"(?<!Phase\], )completed step: (\d+), seconds: ((?:\d+(?:\.\d*)?|\.\d+)),(?: [^\n]*?TFLOP/s(?:/device)?: ((?:\d+(?:\.\d*)?|\.\d+)),)?"
+    rb"(?: Tokens/s/device: ((?:\d+(?:\.\d*)?|\.\d+)),)?"
 )
 MT_CONFIG = re.compile(rb"Config param ([A-Za-z_][A-Za-z0-9_]*): ([^\n]*?)\s*$")
 MT_DEVICES = re.compile(rb"Num_devices: (\d+), shape")
@@ -223,12 +236,14 @@ RANK_PREFIX = re.compile(rb"^\[(?:rank|default)\d+\]:")
 # it starts at the per-device batch and halves on every CUDA OOM, warning each time
 CP_MICRO_WORD = b"Train microbatch size will be decreased from"
 CP_MICRO = re.compile(rb"Train microbatch size will be decreased from (\d+) -> (\d+)")
-CP_METRIC = re.compile(rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): ([0-9.eE+-]+)\s*$")
+CP_METRIC = re.compile(
+    rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): (-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*$"
+)
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
 ROCM_IMAGE = re.compile(rb"rocm/megatron-lm(?::([\w.\-]+))?")
 AMD_DEVICE = re.compile(rb"AMD Instinct (MI\d+[A-Z]*)( VF)?")
-TT_DEVICE = re.compile(rb"capacity: (.+?) with ([0-9.]+)GiB memory")
+TT_DEVICE = re.compile(rb"capacity: (.+?) with ((?:\d+(?:\.\d*)?|\.\d+))GiB memory")
 ERROR = re.compile(rb"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): (\S.{0,300})")
 KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
 
@@ -617,6 +632,8 @@ class _Parser:
         self.last_iter = -1
 
     def _interval(self, it: int, step: float, tflops: float, tps: float, mfu: float = NAN) -> None:
+        if it >= 2**62:  # an iteration number no run reaches (a corrupted line) is not an interval
+            return
         recent_set = self.recent_set
         if it in recent_set:  # the same interval from another rank (or a repeated print)
             return
@@ -846,7 +863,8 @@ class _Parser:
             return tflops, tps
         for k, v in MDS_FIELD.findall(data, start, end):
             if k == b"actual seqlen":
-                self.log.seq_logged.add(int(float(v)))
+                if len(v) < 12:  # a number of digits no sequence has is not read
+                    self.log.seq_logged.add(int(float(v)))
             elif k == b"TFLOPs":
                 tflops = float(v) if tflops != tflops else tflops
             else:

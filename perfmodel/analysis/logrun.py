@@ -156,7 +156,7 @@ class _Fields:
         v = self.raw(*names)
         try:
             return int(float(v)) if v is not None else None
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, or inf
             return None
 
     def bool(self, name: str, default: bool | None = None) -> bool | None:
@@ -414,6 +414,7 @@ def megatron_model(f: _Fields, log: ParsedLog, tp: int) -> tuple[ModelSpec | Non
         )
     if None in (L, h, heads, ffn, kv):
         return None, "", 0, 0
+    _positive_fields(num_layers=L, hidden_size=h, num_attention_heads=heads, ffn_hidden_size=ffn, num_query_groups=kv)
     assert L and h and heads and ffn and kv
     attn = _megatron_attention(f, h, heads, kv)
     moe = _megatron_moe(f, L, ffn)
@@ -462,24 +463,30 @@ def torchtitan_model(log: ParsedLog, f: _Fields) -> tuple[ModelSpec | None, str]
     except (KeyError, ValueError) as exc:
         f.missing.append(f"model ({exc} not readable in the model args; give --model)")
         return None, ""
-    hidden = int(2 * 4 * dim / 3)
-    if fdm not in ("None", ""):
-        hidden = int(float(fdm) * hidden)
-    hidden = mult * ((hidden + mult - 1) // mult)
-    spec = ModelSpec(
-        id="log-model",
-        name=f"torchtitan {log.model_name}",
-        num_layers=L,
-        hidden_size=dim,
-        vocab_size=vocab,
-        attention={
-            "kind": "gqa" if kv < heads else "mha",
-            "num_heads": heads,
-            "num_kv_heads": kv,
-            "head_dim": dim // heads,
-        },
-        ffn={"activation": "swiglu", "intermediate_size": hidden},
-    )
+    try:  # torchtitan's FeedForward: hidden = multiple_of x ceil(ffn_dim_multiplier x 8 dim / 3 / multiple_of)
+        hidden = int(2 * 4 * dim / 3)
+        if fdm not in ("None", ""):
+            hidden = int(float(fdm) * hidden)
+        hidden = mult * ((hidden + mult - 1) // mult)
+        spec = ModelSpec(
+            id="log-model",
+            name=f"torchtitan {log.model_name}",
+            num_layers=L,
+            hidden_size=dim,
+            vocab_size=vocab,
+            attention={
+                "kind": "gqa" if kv < heads else "mha",
+                "num_heads": heads,
+                "num_kv_heads": kv,
+                "head_dim": dim // heads,
+            },
+            ffn={"activation": "swiglu", "intermediate_size": hidden},
+        )
+    except (ValueError, OverflowError, ZeroDivisionError) as exc:  # pydantic's ValidationError is a ValueError
+        lines = str(exc).splitlines()
+        reason = (lines[1] if "validation error" in lines[0] and len(lines) > 1 else lines[0]).split(" [type=")[0]
+        reason = reason.strip().removeprefix("Value error, ")
+        raise InputError("log", "model args", f"no model of this shape ({reason})") from None
     found = match_catalog(spec, 0, 1)
     if found:
         return found[0], f"catalog {found[0].id}, matched by the model args' shape"
@@ -773,6 +780,8 @@ def megatron_stack_sets(
 
 def _gpus(flag: int | None, stated: int | None, what: str) -> tuple[int | None, str]:
     """The GPU count: --gpus, else the log's; InputError when both are given and differ."""
+    if stated and stated > 2**31:  # a corrupted line, not a GPU count
+        raise InputError("log", what, f"{stated}: not a GPU count")
     if flag and stated and flag != stated:
         raise InputError("gpus", str(flag), f"the log's {what} is {stated}")
     if flag:
@@ -811,11 +820,20 @@ def _megatron_facts(log: ParsedLog, f: _Fields, gpus_flag: int | None) -> Facts:
     return Facts(gbs, seq, gpus, gbs_from, seq_from, gpus_from)
 
 
+def _positive_fields(**fields: int | None) -> None:
+    """InputError naming the first of `fields` (as the log names it) that is stated but not positive."""
+    for name, v in fields.items():
+        if v is not None and v < 1:
+            raise InputError("log", name, f"{v}: must be a positive integer")
+
+
 def _world_from_tgs(log: ParsedLog, gbs: int, seq: int) -> int | None:
     """The world size Megatron-DeepSpeed's 'tokens per gpu per second (tgs)' implies: tgs = samples per second x
     seq / world_size with samples per second = global batch / step (microsoft/Megatron-DeepSpeed@00caa0e9
     megatron/training.py training_log), so world = gbs x seq / (step x tgs); the median over the intervals, taken
     where it is within 2% of a whole number (the printed rounding), else None."""
+    if gbs * seq > 1e15:  # no run's tokens per step; and a float of it could overflow
+        return None
     ws = sorted(gbs * seq / (t * r) for t, r in zip(log.step_s, log.tps) if t > 0 and r > 0)  # NaN fails both
     if not ws:
         return None
@@ -935,6 +953,7 @@ def megatron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     built = Built(framework, None, f.missing, facts, model, precision, notes)
     if f.missing or model is None or precision is None:
         return built
+    _positive_fields(world_size=facts.gpus, micro_batch_size=mbs, global_batch_size=gbs, seq_length=seq)
     assert facts.gpus and mbs and gbs and seq
     lay = _megatron_layout(f, model, facts.gpus, (tp, pp, cp, ep), mbs, gbs, seq, recompute)
     read: list[str] = []
@@ -970,7 +989,7 @@ def _tt_int(f: _Fields, key: str, default: int | None = None) -> int | None:
         return default
     try:
         return int(float(v))
-    except ValueError:
+    except (ValueError, OverflowError):
         raise InputError("log", key, f"not an integer ({v!r})") from None
 
 
@@ -1008,6 +1027,9 @@ def _tt_layout(log: ParsedLog, f: _Fields, gpus: int) -> _TTLayout:
     ep = _tt_int(f, "parallelism.expert_parallel_degree", 1) or 1
     rep = _tt_degree(f, log, "dp_replicate", 1)
     shard = _tt_degree(f, log, "dp_shard", -1)
+    for name, d in (("dp_replicate", rep), ("tp", tp), ("pp", pp), ("cp", cp)):
+        if d < 1:
+            raise InputError("log", f"parallelism.{name}", f"{d}: must be a positive integer")
     if shard < 0:
         shard = gpus // (rep * tp * pp * cp)
     if rep * shard * tp * pp * cp != gpus:
@@ -1597,7 +1619,7 @@ def _cp_int(f: _Fields, key: str) -> int | None:
     v = _cp(f, key)
     try:
         return int(float(v)) if v is not None else None
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 

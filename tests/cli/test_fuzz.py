@@ -1,6 +1,7 @@
 """Bounded fuzzing (issue 7): random and mutated spec files into the loaders, random and mutated CSV rows
-into validate. Only InputError may escape a loader (the CLI prints it as one line, exit 2); validate_rows
-never raises. The targets live in fuzz/ (run them standalone for longer, see fuzz/README.md)."""
+into validate, logs with malformed numbers into check. Only InputError may escape a loader or check (the CLI
+prints it as one line, exit 2); validate_rows never raises. The targets live in fuzz/ (run them standalone for
+longer, see fuzz/README.md)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ def _load(name: str):
 
 fs = _load("fuzz_specs")
 fc = _load("fuzz_csv")
+fl = _load("fuzz_logs")
 
 BOUNDED = settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
@@ -61,6 +63,21 @@ def test_mutated_rows_into_validate_rows(rows):
 @given(fc.csv_files())
 def test_random_and_mutated_csv_files(data):
     fc.check_csv_bytes(data)
+
+
+@BOUNDED
+@given(fl.mutated_logs())
+def test_malformed_numbers_in_logs_into_check(text):
+    fl.check_log_text(text)
+
+
+def test_log_seeds_are_read_by_check():
+    """The fuzzer's seeds are logs check measures (or mutations test nothing)."""
+    from perfmodel.analysis.logparse import parse_text
+
+    for text in fl.SEEDS:
+        log = parse_text(text)
+        assert log.framework and len(log.iters) >= 3
 
 
 def test_toml_writer_round_trips():

@@ -1,0 +1,106 @@
+"""Fuzz `perfmodel check`: logs written from the frameworks' format strings (tests/log_helpers.py: Megatron-LM,
+Megatron-DeepSpeed, torchtitan, NeMo 2, Megatron-Bridge) with numbers replaced by malformed ones ('1.2.3', '.',
+',', 'inf', 400 nines, '0', '-1', ...) into perfmodel.analysis.logcheck.check.
+
+Contract: check returns a result or raises perfmodel.errors.InputError (the CLI prints it as one line, exit 2);
+nothing else escapes, whatever a corrupted or truncated line holds.
+
+Run standalone (longer than the test suite does):
+    python fuzz/fuzz_logs.py                   # hypothesis, 1000 examples
+    python fuzz/fuzz_logs.py --examples 10000
+tests/cli/test_fuzz.py runs the same target with a small bounded number of examples.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for p in (ROOT, ROOT / "tests"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+from hypothesis import strategies as st  # noqa: E402
+from log_helpers import (  # noqa: E402
+    L70,
+    LLAMA3_8B_TT_ARGS,
+    bridge_config,
+    bridge_log,
+    megatron_args,
+    megatron_log,
+    nemo_log,
+    torchtitan_config,
+    torchtitan_log,
+)
+
+from perfmodel.analysis.logcheck import check  # noqa: E402
+from perfmodel.errors import InputError  # noqa: E402
+
+
+def _mds_line(it: int, gbs: int, seq: int, ms: float, world: int) -> str:
+    """microsoft/Megatron-DeepSpeed@00caa0e9 megatron/training.py training_log's interval line."""
+    sps = gbs / (ms / 1e3)
+    return (
+        f" iteration {it:8d}/{317892:8d} | consumed samples: {it * gbs:12d} | elapsed time per iteration (ms): "
+        f"{ms:.1f} | learning rate: 2.400E-04 | global batch size: {gbs:5d} | lm loss: 5.900000E+00 | actual "
+        f"seqlen: {seq:5d} | samples per second: {sps:.3f} | tokens per gpu per second (tgs): "
+        f"{sps * seq / world:.3f} | TFLOPs: 69.85 |"
+    )
+
+
+def seeds() -> list[str]:
+    return [
+        megatron_log(megatron_args(**L70), [16000.0, 14700.0, 14650.0] * 4, tflops=420.0),
+        "\n".join(_mds_line(10 * (i + 1), 768, 4096, 14287.5 + i, 192) for i in range(12)) + "\n",
+        torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), [5000.0] * 12, 1, 4, 8192),
+        nemo_log([5.0] * 12, 128, 64),
+        bridge_log(bridge_config(), [5000.0] * 12, tflops=251.0),
+    ]
+
+
+SEEDS = seeds()
+JUNK = ("1.2.3", ".", ",", ",,", "nan", "inf", "-1", "1e999", "0", "", "x", "1,2.3", "..", "9" * 400, "-0.0")
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_TMP = Path(tempfile.mkdtemp(prefix="perfmodel-fuzz-logs-"))
+
+
+@st.composite
+def mutated_logs(draw) -> str:
+    """A seed log with 1-6 of its numbers replaced by malformed ones."""
+    text = SEEDS[draw(st.integers(0, len(SEEDS) - 1))]
+    for _ in range(draw(st.integers(1, 6))):
+        nums = list(NUMBER.finditer(text))
+        m = nums[draw(st.integers(0, len(nums) - 1))]
+        text = text[: m.start()] + draw(st.sampled_from(JUNK)) + text[m.end() :]
+    return text
+
+
+def check_log_text(text: str) -> None:
+    """The contract: a result, or an InputError."""
+    path = _TMP / "fuzz.log"
+    path.write_text(text)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            check(str(path), "h100-sxm")
+    except InputError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    n = int(argv[argv.index("--examples") + 1]) if "--examples" in argv else 1000
+    run = settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck))(
+        given(mutated_logs())(check_log_text)
+    )
+    run()
+    print(f"fuzz_logs: {n} examples, no crash")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
