@@ -1,6 +1,7 @@
-"""Fuzz `perfmodel check`: logs written from the frameworks' format strings (tests/log_helpers.py: Megatron-LM,
-Megatron-DeepSpeed, torchtitan, NeMo 2, Megatron-Bridge) with numbers replaced by malformed ones ('1.2.3', '.',
-',', 'inf', 400 nines, '0', '-1', ...) into perfmodel.analysis.logcheck.check.
+"""Fuzz `perfmodel check`: logs written from the frameworks' format strings (tests/log_helpers.py and the check
+tests: Megatron-LM, Megatron-DeepSpeed, torchtitan, NeMo 2, Megatron-Bridge, MaxText, llm-foundry / Composer) with
+numbers replaced by malformed ones ('1.2.3', '.', ',', 'inf', 400 nines, '0', '-1', ...) into
+perfmodel.analysis.logcheck.check.
 
 Contract: check returns a result or raises perfmodel.errors.InputError (the CLI prints it as one line, exit 2);
 nothing else escapes, whatever a corrupted or truncated line holds.
@@ -21,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for p in (ROOT, ROOT / "tests"):
+for p in (ROOT, ROOT / "tests", ROOT / "tests" / "analysis"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
@@ -54,7 +55,14 @@ def _mds_line(it: int, gbs: int, seq: int, ms: float, world: int) -> str:
 
 
 def seeds() -> list[str]:
+    import test_check as T  # the MaxText and llm-foundry (Composer) logs of the check tests
+
+    folder = Path(tempfile.mkdtemp(prefix="perfmodel-fuzz-seeds-"))
+    maxtext = Path(T._maxtext_log(folder, 8)).read_text()
+    composer = Path(T._composer_log(folder, T.MPT_1B_CONFIG)).read_text()
     return [
+        maxtext,
+        composer,
         megatron_log(megatron_args(**L70), [16000.0, 14700.0, 14650.0] * 4, tflops=420.0),
         "\n".join(_mds_line(10 * (i + 1), 768, 4096, 14287.5 + i, 192) for i in range(12)) + "\n",
         torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), [5000.0] * 12, 1, 4, 8192),

@@ -916,10 +916,13 @@ class _Parser:
             L.framework = L.framework or "composer"
             # the world size from the two token rates (printed with 4 decimals, console_logger.py: the batch rates
             # of a large job round to a few significant digits), else from the two batch rates
+            ratio = NAN
             if not L.world_size and self.cp_tokens > 0 and v > 0:
-                L.world_size = round(self.cp_tokens / v)
+                ratio = self.cp_tokens / v
             elif self.cp_rate > 0 and self.cp_dev_rate > 0 and not L.world_size:
-                L.world_size = round(self.cp_rate / self.cp_dev_rate)
+                ratio = self.cp_rate / self.cp_dev_rate
+            if 0.5 <= ratio < 2**31:  # a world size (NaN or inf from a corrupted rate is not one)
+                L.world_size = round(ratio)
             step = 1.0 / self.cp_rate if self.cp_rate > 0 else NAN
             self._interval(self.cp_iter, step, NAN, v)
         return True
