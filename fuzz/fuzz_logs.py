@@ -43,17 +43,6 @@ from perfmodel.analysis.logcheck import check  # noqa: E402
 from perfmodel.errors import InputError  # noqa: E402
 
 
-def _mds_line(it: int, gbs: int, seq: int, ms: float, world: int) -> str:
-    """microsoft/Megatron-DeepSpeed@00caa0e9 megatron/training.py training_log's interval line."""
-    sps = gbs / (ms / 1e3)
-    return (
-        f" iteration {it:8d}/{317892:8d} | consumed samples: {it * gbs:12d} | elapsed time per iteration (ms): "
-        f"{ms:.1f} | learning rate: 2.400E-04 | global batch size: {gbs:5d} | lm loss: 5.900000E+00 | actual "
-        f"seqlen: {seq:5d} | samples per second: {sps:.3f} | tokens per gpu per second (tgs): "
-        f"{sps * seq / world:.3f} | TFLOPs: 69.85 |"
-    )
-
-
 def seeds() -> list[str]:
     import test_check as T  # the MaxText and llm-foundry (Composer) logs of the check tests
 
@@ -64,7 +53,7 @@ def seeds() -> list[str]:
         maxtext,
         composer,
         megatron_log(megatron_args(**L70), [16000.0, 14700.0, 14650.0] * 4, tflops=420.0),
-        "\n".join(_mds_line(10 * (i + 1), 768, 4096, 14287.5 + i, 192) for i in range(12)) + "\n",
+        "\n".join(T._mds_line(10 * (i + 1), 768, 4096, 14287.5 + i, 192) for i in range(12)) + "\n",
         torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), [5000.0] * 12, 1, 4, 8192),
         nemo_log([5.0] * 12, 128, 64),
         bridge_log(bridge_config(), [5000.0] * 12, tflops=251.0),

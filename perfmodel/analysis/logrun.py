@@ -442,6 +442,17 @@ def megatron_model(f: _Fields, log: ParsedLog, tp: int) -> tuple[ModelSpec | Non
     return spec, "built from the dump's shape fields (no catalog model has this shape)", padded, mult
 
 
+def _attention(heads: int, kv: int, head_dim: int, **extra: object) -> dict[str, object]:
+    """A log-built model's attention table: GQA where fewer K/V heads than query heads, else MHA."""
+    return {
+        "kind": "gqa" if kv < heads else "mha",
+        "num_heads": heads,
+        "num_kv_heads": kv,
+        "head_dim": head_dim,
+        **extra,
+    }
+
+
 def torchtitan_model(log: ParsedLog, f: _Fields) -> tuple[ModelSpec | None, str]:
     """A Llama-family model from torchtitan's 'Building NAME FLAVOR with TransformerModelArgs(...)' line.
     FFN width as torchtitan's llama3 FeedForward (models/llama3/model/model.py): hidden = int(2 * 4 dim / 3),
@@ -474,12 +485,7 @@ def torchtitan_model(log: ParsedLog, f: _Fields) -> tuple[ModelSpec | None, str]
             num_layers=L,
             hidden_size=dim,
             vocab_size=vocab,
-            attention={
-                "kind": "gqa" if kv < heads else "mha",
-                "num_heads": heads,
-                "num_kv_heads": kv,
-                "head_dim": dim // heads,
-            },
+            attention=_attention(heads, kv, dim // heads),
             ffn={"activation": "swiglu", "intermediate_size": hidden},
         )
     except (ValueError, OverflowError, ZeroDivisionError) as exc:  # pydantic's ValidationError is a ValueError
@@ -1374,7 +1380,7 @@ def _mt_model(f: _Fields) -> tuple[ModelSpec | None, str]:
         "vocab_size": dims["vocab_size"],
         "tied_embeddings": bool(f.bool("logits_via_embedding", False)),
         "norm": "rmsnorm",
-        "attention": {"kind": "gqa" if kv < heads else "mha", "num_heads": heads, "num_kv_heads": kv, "head_dim": hd},
+        "attention": _attention(heads, kv, hd),
         "ffn": {"activation": act, "intermediate_size": 0 if experts > 1 else dims["mlp_dim"]},
     }
     if experts > 1:  # every layer MoE (MaxText mixtral.py MixtralDecoderLayer: a MoeBlock in place of the MLP)
@@ -1759,14 +1765,7 @@ def _cp_model(f: _Fields, seq: int | None) -> tuple[ModelSpec | None, str]:
         position_embedding="learned" if learned and not alibi else "none",
         max_position_embeddings=max_pos,
         norm=norm,
-        attention={
-            "kind": "gqa" if kv < heads else "mha",
-            "num_heads": heads,
-            "num_kv_heads": kv,
-            "head_dim": d // heads,
-            "qkv_bias": bias,
-            "o_bias": bias,
-        },
+        attention=_attention(heads, kv, d // heads, qkv_bias=bias, o_bias=bias),
         ffn={"activation": "gelu", "intermediate_size": ffn, "bias": bias},
         seq_len=max_pos,
     )
