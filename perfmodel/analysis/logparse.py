@@ -105,11 +105,15 @@ ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 ARG_HEAD = b"------------------------ arguments ------------------------"
 ARG_END = b"-------------------- end of arguments"
 
+# a number as the frameworks print it: digits with an optional fraction (never '1.2.3' or a bare '.', which float()
+# refuses); _DC with thousands separators (torchtitan's '{:,}')
+_D = rb"(?:\d+(?:\.\d*)?|\.\d+)"
+_DC = rb"(?:\d[\d,]*(?:\.\d*)?|\.\d+)"
 # every number must be followed by its separator: a line cut mid-number (a truncated file) is not read
 _MEG_FIELDS = (
-    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((ms|s)\):\s*((?:\d+(?:\.\d*)?|\.\d+)) \|"
-    rb"(?: mem usages: ((?:\d+(?:\.\d*)?|\.\d+)) \|)?"  # the ROCm fork, right after the elapsed time
-    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*((?:\d+(?:\.\d*)?|\.\d+)) \|)?"
+    rb"\s+(\d+)/\s*\d+\s*\|[^\n]*?elapsed time per iteration \((ms|s)\):\s*(" + _D + rb") \|"
+    rb"(?: mem usages: (" + _D + rb") \|)?"  # the ROCm fork, right after the elapsed time
+    rb"(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):\s*(" + _D + rb") \|)?"
     rb"(?:[^\n]*?global batch size:\s*(\d+) \|)?"
 )
 MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
@@ -133,40 +137,30 @@ MEG_SCAN = re.compile(rb"iteration(?:" + _MEG_FIELDS + rb")?")
 MEG_RARE = (b"-- arguments --", b"padded vocab")
 BRIDGE_RARE = MEG_RARE + (b"GPU utilization:", b"------- Task Configuration")  # a Megatron-Bridge log's
 MEG_MEM_MB = re.compile(
-    rb"memory \(MB\) \| allocated: ((?:\d+(?:\.\d*)?|\.\d+)) \| max allocated: ((?:\d+(?:\.\d*)?|\.\d+))"
-    rb" \| reserved: ((?:\d+(?:\.\d*)?|\.\d+))"
-    rb" \| max reserved: ((?:\d+(?:\.\d*)?|\.\d+))(?= \||\s*$|\[Rank)"
+    rb"memory \(MB\) \| allocated: (" + _D + rb") \| max allocated: (" + _D + rb")"
+    rb" \| reserved: (" + _D + rb")"
+    rb" \| max reserved: (" + _D + rb")(?= \||\s*$|\[Rank)"
 )
 BRIDGE_MEM = re.compile(rb"memory \(GB\)(.*)")
-BRIDGE_KEY = re.compile(
-    rb"mem-max-(allocated|reserved)-gigabytes: (-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(?= \||\s*$)"
-)
-BRIDGE_STEP = re.compile(
-    rb"Step Time : ((?:\d+(?:\.\d*)?|\.\d+))s GPU utilization: ((?:\d+(?:\.\d*)?|\.\d+))MODEL_TFLOP/s/GPU"
-)
+BRIDGE_KEY = re.compile(rb"mem-max-(allocated|reserved)-gigabytes: (-?" + _D + rb"(?:[eE][+-]?\d+)?)(?= \||\s*$)")
+BRIDGE_STEP = re.compile(rb"Step Time : (" + _D + rb")s GPU utilization: (" + _D + rb")MODEL_TFLOP/s/GPU")
 BRIDGE_HEAD = b"------- Task Configuration -------"
 BRIDGE_END = b"-" * 34
 PADDED_VOCAB = re.compile(rb"padded vocab \(size: (\d+)\) with (\d+) dummy tokens \(new size: (\d+)\)")
 WORLD = re.compile(rb"using world size: (\d+),")
 MICRO = re.compile(rb"setting number of microbatches to constant (\d+)")
 NEMO_WORLD = re.compile(rb"All distributed processes registered\. Starting with (\d+) processes")
-_NUM = rb"(-?(?:(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?|nan|inf))"
-NEMO_STEP = re.compile(
-    rb"global_step=((?:\d+(?:\.\d*)?|\.\d+)(?:e\+?\d+)?),.*?train_step_timing in s=" + _NUM + rb"[,\]]"
-)
+_NUM = rb"(-?(?:" + _D + rb"(?:e[+-]?\d+)?|nan|inf))"
+NEMO_STEP = re.compile(rb"global_step=(" + _D + rb"(?:e\+?\d+)?),.*?train_step_timing in s=" + _NUM + rb"[,\]]")
 NEMO_PRINT = re.compile(rb"Training epoch (\d+), iteration (\d+)/(-?\d+)((?: \| [^\n]*)?)")
 
 _A = rb"(?:\x1b\[[0-9;]*m)*"  # colour codes between the fields
 _TT_TAIL = (
-    rb"tps:\s*(\d[\d,]*)(?:\s+"
-    + _A
-    + rb"tflops:\s*((?:\d[\d,]*(?:\.\d*)?|\.\d+)))?(?:\s+"
-    + _A
-    + rb"mfu:\s*(?:((?:\d+(?:\.\d*)?|\.\d+))%|N/A))?"
+    rb"tps:\s*(\d[\d,]*)(?:\s+" + _A + rb"tflops:\s*(" + _DC + rb"))?(?:\s+" + _A + rb"mfu:\s*(?:(" + _D + rb")%|N/A))?"
 )
 TT_STEP = re.compile(
-    rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*((?:\d+(?:\.\d*)?|\.\d+))GiB"
-    rb"\(((?:\d+(?:\.\d*)?|\.\d+))%\)\s+" + _TT_TAIL
+    rb"step:(?<!validate step:)\s*(\d+)\s+loss:\s*\S+\s+(?:grad_norm:\s*\S+\s+)?memory:\s*(" + _D + rb")GiB"
+    rb"\((" + _D + rb")%\)\s+" + _TT_TAIL
 )
 # one pass finds the training step lines and the 'validate step:' lines (told apart by the word before 'step:');
 # checkpoint saves and profiler dumps are found by their words; a restart shows as steps going back
@@ -177,7 +171,11 @@ TT_SCAN = re.compile(
     + _A
     + rb"(?:grad_norm:\s*\S+\s+"
     + _A
-    + rb")?memory:\s*((?:\d+(?:\.\d*)?|\.\d+))GiB\(((?:\d+(?:\.\d*)?|\.\d+))%\)\s+"
+    + rb")?memory:\s*("
+    + _D
+    + rb")GiB\(("
+    + _D
+    + rb")%\)\s+"
     + _A
     + _TT_TAIL
 )
@@ -201,7 +199,7 @@ TT_SHARD = re.compile(rb"Applied (FSDP|HSDP) to the model")
 TT_QUANT = re.compile(
     rb"(Float8|MX) (?:tensorwise scaled )?training active(?: with recipe (\w+))?|Converted Linear layers to (\w+)Linear"
 )
-TT_PEAK = re.compile(rb"Peak FLOPS used for computing MFU: ((?:\d+(?:\.\d*)?|\.\d+)e[+-]\d+)")
+TT_PEAK = re.compile(rb"Peak FLOPS used for computing MFU: (" + _D + rb"e[+-]\d+)")
 TT_NOPEAK = re.compile(rb"Peak flops undefined for: (.+?), fallback to A100")
 # MaxText (AI-Hypercomputer/maxtext): one line per step, 'completed step: {step}, seconds: {s:.3f}, TFLOP/s/device:
 # {t:.3f}, Tokens/s/device: {x:.3f}, ... loss: ...' (MaxText/train.py @cae41ec2, 2024-07-09, 'Adding Tokens/s/device
@@ -212,8 +210,8 @@ TT_NOPEAK = re.compile(rb"Peak flops undefined for: (.+?), fallback to A100")
 # src/maxtext/configs/pyconfig.py logger.info('Config param %s: %s')) and 'Num_devices: {n}, shape {mesh.shape}'
 # (MaxText/max_utils.py @cae41ec2 create_device_mesh).
 MT_STEP = re.compile(
-    rb"(?<!Phase\], )completed step: (\d+), seconds: ((?:\d+(?:\.\d*)?|\.\d+)),(?: [^\n]*?TFLOP/s(?:/device)?: ((?:\d+(?:\.\d*)?|\.\d+)),)?"
-    rb"(?: Tokens/s/device: ((?:\d+(?:\.\d*)?|\.\d+)),)?"
+    rb"(?<!Phase\], )completed step: (\d+), seconds: (" + _D + rb"),(?: [^\n]*?TFLOP/s(?:/device)?: (" + _D + rb"),)?"
+    rb"(?: Tokens/s/device: (" + _D + rb"),)?"
 )
 MT_CONFIG = re.compile(rb"Config param ([A-Za-z_][A-Za-z0-9_]*): ([^\n]*?)\s*$")
 MT_DEVICES = re.compile(rb"Num_devices: (\d+), shape")
@@ -237,13 +235,13 @@ RANK_PREFIX = re.compile(rb"^\[(?:rank|default)\d+\]:")
 CP_MICRO_WORD = b"Train microbatch size will be decreased from"
 CP_MICRO = re.compile(rb"Train microbatch size will be decreased from (\d+) -> (\d+)")
 CP_METRIC = re.compile(
-    rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): (-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*$"
+    rb"\sTrain (throughput/(?:device/)?(?:batches|tokens)_per_sec|time/batch): (-?" + _D + rb"(?:[eE][+-]?\d+)?)\s*$"
 )
 BANNER = re.compile(rb"^\s*== (.+?) ==\s*$")
 BANNER_RELEASE = re.compile(rb"NVIDIA Release (\d+\.\d+(?:\.\d+)?) \(build")
 ROCM_IMAGE = re.compile(rb"rocm/megatron-lm(?::([\w.\-]+))?")
 AMD_DEVICE = re.compile(rb"AMD Instinct (MI\d+[A-Z]*)( VF)?")
-TT_DEVICE = re.compile(rb"capacity: (.+?) with ((?:\d+(?:\.\d*)?|\.\d+))GiB memory")
+TT_DEVICE = re.compile(rb"capacity: (.+?) with (" + _D + rb")GiB memory")
 ERROR = re.compile(rb"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)): (\S.{0,300})")
 KV = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)")
 

@@ -78,6 +78,17 @@ class Facts:
     seq_from: str = ""
     gpus_from: str = ""
 
+    def __post_init__(self) -> None:
+        """A count no run has (a corrupted line: 400 digits, 0, a negative) is one error naming where it came
+        from, not a number the measurement divides by."""
+        for name, v, limit, where in (
+            ("global batch", self.gbs, 2**40, self.gbs_from),
+            ("sequence length", self.seq, 2**40, self.seq_from),
+            ("GPU count", self.gpus, 2**31, self.gpus_from),
+        ):
+            if v is not None and not 0 < v < limit:
+                raise InputError("log", where or name, f"{v}: not a {name}")
+
 
 @dataclass
 class Built:
@@ -786,8 +797,6 @@ def megatron_stack_sets(
 
 def _gpus(flag: int | None, stated: int | None, what: str) -> tuple[int | None, str]:
     """The GPU count: --gpus, else the log's; InputError when both are given and differ."""
-    if stated and stated > 2**31:  # a corrupted line, not a GPU count
-        raise InputError("log", what, f"{stated}: not a GPU count")
     if flag and stated and flag != stated:
         raise InputError("gpus", str(flag), f"the log's {what} is {stated}")
     if flag:
