@@ -1,5 +1,6 @@
 """Fuzz `perfmodel check`: logs written from the frameworks' format strings (tests/log_helpers.py and the check
-tests: Megatron-LM, Megatron-DeepSpeed, torchtitan, NeMo 2, Megatron-Bridge, MaxText, llm-foundry / Composer) with
+tests: Megatron-LM, Megatron-DeepSpeed, torchtitan, NeMo 2, Megatron-Bridge, MaxText, llm-foundry / Composer,
+DeepSpeed) with
 numbers replaced by malformed ones ('1.2.3', '.', ',', 'inf', 400 nines, '0', '-1', ...) into
 perfmodel.analysis.logcheck.check.
 
@@ -32,6 +33,8 @@ from log_helpers import (  # noqa: E402
     LLAMA3_8B_TT_ARGS,
     bridge_config,
     bridge_log,
+    deepspeed_log,
+    ds_config,
     megatron_args,
     megatron_log,
     nemo_log,
@@ -57,12 +60,18 @@ def seeds() -> list[str]:
         torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard", "tp"], [4, 2]), [5000.0] * 12, 1, 4, 8192),
         nemo_log([5.0] * 12, 128, 64),
         bridge_log(bridge_config(), [5000.0] * 12, tflops=251.0),
+        deepspeed_log(ds_config(), [32.0] * 14),
+        deepspeed_log(
+            ds_config(gradient_accumulation_steps=1, train_micro_batch_size_per_gpu=8), [32.0] * 14, form="0.7"
+        ),
+        deepspeed_log(ds_config(), [32.0] * 14, form="0.5"),
     ]
 
 
 SEEDS = seeds()
 JUNK = ("1.2.3", ".", ",", ",,", "nan", "inf", "-1", "1e999", "0", "", "x", "1,2.3", "..", "9" * 400, "-0.0")
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
+DS_GIVEN = {"seq_length": "4096", "recompute": "none"}
 _TMP = Path(tempfile.mkdtemp(prefix="perfmodel-fuzz-logs-"))
 
 
@@ -83,7 +92,10 @@ def check_log_text(text: str) -> None:
     path.write_text(text)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            check(str(path), "h100-sxm")
+            if "DeepSpeed info:" in text:  # a DeepSpeed log states no model: give what it lacks, so it is predicted
+                check(str(path), "h100-sxm", model="llama3-8b", overrides=DS_GIVEN)
+            else:
+                check(str(path), "h100-sxm")
     except InputError:
         pass
 

@@ -19,6 +19,10 @@ from a real log:
 - Megatron-Bridge @7af9601c9da746d21481194356295bfe23df3737 (v0.2.0) training/setup.py `maybe_log_and_save_config`
   (the config printed as yaml.safe_dump(default_flow_style=False): PyYAML 6.0 rules, `yaml_dump` below),
   training/utils/train_utils.py `training_log` ('Step Time : ...' line, iteration line without microseconds).
+- DeepSpeed (deepspeedai/DeepSpeed@edaa7221) deepspeed/utils/logging.py (the logger's format),
+  deepspeed/runtime/config.py `DeepSpeedConfig.print` (the engine configuration dump), deepspeed/runtime/engine.py
+  ('DeepSpeed info: version=...', 'Creating ... optimizer'), deepspeed/utils/timer.py `ThroughputTimer.stop`
+  (the v0.8+ form; the v0.7.0 form '{epoch}/{micro step}, RunningAvgSamplesPerSec=...').
 """
 
 from __future__ import annotations
@@ -345,6 +349,15 @@ def write_examples(folder: str) -> None:
     tps = [2950.0, 6420.0, 6510.0, 6490.0, 6530.0, 6475.0, 6505.0]
     (out / "torchtitan-llama3-8b-h100.log").write_text(
         torchtitan_log(torchtitan_config(), LLAMA3_8B_TT_ARGS, (["dp_shard"], [8]), tps, 1, 8, 8192)
+    )
+    zero3 = ds_config(
+        zero_optimization_stage=3,
+        zero_config="stage=3 contiguous_gradients=True reduce_bucket_size=500000000 offload_param=None "
+        "offload_optimizer=None stage3_prefetch_bucket_size=50000000",
+    )
+    rates = [9.8, 12.41, 12.38, 12.45, 12.40, 12.36, 12.43, 12.39, 8.1, 12.42, 12.40, 12.37]
+    (out / "deepspeed-zero3-h100.log").write_text(
+        deepspeed_log(zero3, rates, optimizer="torch.bfloat16 ZeRO stage 3 optimizer", version="0.14.4")
     )
 
 
@@ -718,4 +731,68 @@ def bridge_log(
                 f"[Rank 0] (after {it} iterations) memory (GB) | mem-allocated-gigabytes: 20.5 | "
                 "mem-max-allocated-gigabytes: 41.25 | mem-max-reserved-gigabytes: 48.0 | mem-alloc-retires: 0"
             )
+    return "\n".join(lines) + "\n"
+
+
+# ---- DeepSpeed --------------------------------------------------------------------------------------------------
+
+
+def ds_prefix(file_line: str) -> str:
+    """DeepSpeed's logger prefix ('[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] ')."""
+    return f"[2024-05-01 10:00:00,000] [INFO] [{file_line}] "
+
+
+def ds_config_dump(cfg: dict[str, Any]) -> list[str]:
+    """DeepSpeedConfig.print: the header, then '  {arg} {dots(29 - len(arg))} {value}' per attribute, sorted."""
+    out = [ds_prefix("config.py:984:print") + "DeepSpeedEngine configuration:"]
+    for k in sorted(cfg):
+        out.append(ds_prefix("config.py:988:print") + f"  {k} {'.' * (29 - len(k))} {cfg[k]}")
+    out.append(ds_prefix("config.py:974:print_user_config") + "  json = {")
+    return out
+
+
+def ds_tput_line(step: int, rate: float, gas: int, peak_gib: float = 40.5, form: str = "0.8") -> str:
+    """ThroughputTimer.stop's line: v0.8+ 'epoch=/micro_step=/global_step=', the v0.7.0 '{epoch}/{step}, ...' or
+    the v0.5.0 '{epoch}/{step}, SamplesPerSec=...'."""
+    head = f"epoch=0/micro_step={step * gas}/global_step={step}" if form == "0.8" else f"0/{step * gas}"
+    rates = (
+        f"SamplesPerSec={rate}" if form == "0.5" else f"RunningAvgSamplesPerSec={rate * 0.99}, CurrSamplesPerSec={rate}"
+    )
+    return ds_prefix("timer.py:260:stop") + f"{head}, {rates}, MemAllocated=10.2GB, MaxMemAllocated={peak_gib}GB"
+
+
+def ds_config(**over: Any) -> dict[str, Any]:
+    """A DeepSpeed ZeRO-2 bf16 config of 8 GPUs as the engine prints it (to v0.17.0: bfloat16_enabled)."""
+    cfg: dict[str, Any] = {
+        "activation_checkpointing_config": "{",
+        "bfloat16_enabled": True,
+        "fp16_enabled": False,
+        "gradient_accumulation_steps": 4,
+        "train_batch_size": 64,
+        "train_micro_batch_size_per_gpu": 2,
+        "world_size": 8,
+        "zero_config": "stage=2 contiguous_gradients=True reduce_scatter=True offload_param=None offload_optimizer=None",
+        "zero_optimization_stage": 2,
+        "steps_per_print": 10,
+    }
+    cfg.update(over)
+    return {k: v for k, v in cfg.items() if v is not None}
+
+
+def deepspeed_log(
+    cfg: dict[str, Any],
+    rates: Iterable[float],
+    optimizer: str | None = "torch.bfloat16 ZeRO stage 2 optimizer",
+    version: str = "0.14.0",
+    form: str = "0.8",
+    every: int = 10,
+) -> str:
+    """A plain DeepSpeed run: version line, optimizer line, configuration dump, a ThroughputTimer line every
+    `every` global steps."""
+    lines = [ds_prefix("logging.py:96:log_dist") + f"[Rank 0] DeepSpeed info: version={version}, git-hash=unknown"]
+    if optimizer:
+        lines.append(ds_prefix("logging.py:96:log_dist") + f"[Rank 0] Creating {optimizer}")
+    lines += ds_config_dump(cfg)
+    gas = int(cfg.get("gradient_accumulation_steps", 1))
+    lines += [ds_tput_line(every * (i + 1), r, gas, form=form) for i, r in enumerate(rates)]
     return "\n".join(lines) + "\n"

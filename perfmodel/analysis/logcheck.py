@@ -63,6 +63,10 @@ FLOP_CONVENTION = {
         "",
         "llm-foundry's MFU callback (its model FLOPs as the model class counts them; not read)",
     ),
+    "deepspeed": (
+        "",
+        "DeepSpeed's ThroughputTimer logs samples/s only (its flops profiler's report, when enabled, is not read)",
+    ),
     "nemo": (
         "",
         "NeMo FLOPsMeasurementCallback TFLOPS_per_GPU (nemo/lightning/pytorch/callbacks/flops_callback.py @8cfedd7: "
@@ -249,12 +253,19 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
     tt = framework in ("torchtitan", "composer") or (
         framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any())
     )
-    vals = _arr(log.tps if tt else log.step_s, np.float64)
-    ok, counts, rule = _choose(log, vals, warmup, " tokens/s" if tt else " s", framework == "nemo")
+    ds = framework == "deepspeed"  # DeepSpeed's ThroughputTimer: samples/s of the whole job
+    vals = _arr(log.sps if ds else (log.tps if tt else log.step_s), np.float64)
+    unit = " samples/s" if ds else (" tokens/s" if tt else " s")
+    ok, counts, rule = _choose(log, vals, warmup, unit, framework == "nemo")
     tokens = float(facts.gbs * facts.seq) if facts.gbs and facts.seq and facts.gpus else None
     gpus = facts.gpus or 1
     med = _median(vals[ok])
-    if tt:  # the step of the median tps, so that tokens/s = gbs x seq / (step x GPUs) holds as for Megatron
+    if ds:  # step = train_batch_size / CurrSamplesPerSec (deepspeed/utils/timer.py ThroughputTimer.stop)
+        gbs = float(facts.gbs or 0)
+        steps = gbs / vals[ok] if gbs else vals[ok][:0]
+        step = gbs / med if gbs and med else None
+        tps = tokens / (step * gpus) if tokens and step else None
+    elif tt:  # the step of the median tps, so that tokens/s = gbs x seq / (step x GPUs) holds as for Megatron
         logged = _arr(log.step_s, np.float64)[ok]  # a framework that logs its own step rate (Composer)
         steps = tokens / (vals[ok] * gpus) if tokens else logged[np.isfinite(logged)]
         tps, step = med, (tokens / (med * gpus) if tokens and med else _median(logged))
@@ -274,7 +285,7 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
         dropped_outliers=counts["outliers"],
         dropped_earlier=counts["earlier"],
         rule=rule,
-        basis="tps" if tt else "step time",
+        basis="samples/s" if ds else ("tps" if tt else "step time"),
         step_s=step,
         step_p10_s=float(np.percentile(steps, 10)) if len(steps) else None,
         step_p90_s=float(np.percentile(steps, 90)) if len(steps) else None,
@@ -285,12 +296,14 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
         mem_max_allocated_bytes=log.mem_max_allocated or None,
         mem_max_reserved_bytes=log.mem_max_reserved or None,
         mem_usage_fraction=log.mem_usage or None,
-        missing=[] if tokens else [_facts_missing(facts, tt)],
+        missing=[] if tokens else [_facts_missing(facts, tt, ds)],
     )
 
 
-def _facts_missing(facts: Facts, tt: bool) -> str:
+def _facts_missing(facts: Facts, tt: bool, ds: bool = False) -> str:
     gbs, seq = ("training.global_batch_size", "training.seq_len") if tt else ("global_batch_size", "seq_length")
+    if ds:
+        gbs = "train_batch_size"
     what = [
         n
         for n, v in (
@@ -300,7 +313,8 @@ def _facts_missing(facts: Facts, tt: bool) -> str:
         )
         if not v
     ]
-    return f"{'step time' if tt else 'tokens/s/GPU'} needs " + ", ".join(what) + ", which the log does not state"
+    what_for = "step time and tokens/s/GPU" if ds and not facts.gbs else ("step time" if tt else "tokens/s/GPU")
+    return f"{what_for} needs " + ", ".join(what) + ", which the log does not state"
 
 
 # ---- the hardware ---------------------------------------------------------------------------------------
@@ -359,6 +373,12 @@ def implied_stack(run: Run) -> tuple[str, str]:
         if run.compiled:
             return "torchtitan-2025-compile", "a torchtitan log with torch.compile on (compile.enable=True)"
         return "torchtitan-2025", "a torchtitan log, torch.compile off"
+    if run.framework == "deepspeed":
+        c = infer_stack("deepspeed", run.software or "DeepSpeed")
+        return c.stack, (
+            f"a DeepSpeed log ({run.software or 'no version line'}): {c.why}, the DeepSpeed preset; the log does "
+            "not state the model code's kernels (attention, fusions): --stack-set names them"
+        )
     if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
         c = infer_stack("megatron", run.software)
         return c.stack, f"the log's container banner names {run.software}: {c.why}"
@@ -462,9 +482,12 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float, st: RunStack) -> list[
         st.stack,
         st.stack_set + (f"cuda_graphs={graphs}",),
     )
-    prefixes = {"torchtitan": ("torchtitan-",), "maxtext": ("maxtext-", "dgxc-"), "composer": ("llm-foundry-",)}.get(
-        run.framework, ("nemo-", "dgxc-", "megatron-core", "default")
-    )
+    prefixes = {
+        "torchtitan": ("torchtitan-",),
+        "maxtext": ("maxtext-", "dgxc-"),
+        "composer": ("llm-foundry-",),
+        "deepspeed": ("megatron-deepspeed-",),
+    }.get(run.framework, ("nemo-", "dgxc-", "megatron-core", "default"))
     logged = tuple(f"{k}={v.value}" for k, v in st.from_log.items()) + st.user_set
     for sid in stack_ids():
         if sid != st.stack and sid.startswith(prefixes) and (run.framework == "maxtext") == ("maxtext" in sid):

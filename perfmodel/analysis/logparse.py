@@ -124,6 +124,39 @@ MEG_ITER = re.compile(rb"iteration" + _MEG_FIELDS)
 MDS_FIELD = re.compile(rb"(actual seqlen|tokens per gpu per second \(tgs\)|TFLOPs):\s*(\d+(?:\.\d*)?) \|")
 
 
+# DeepSpeed (deepspeedai/DeepSpeed deepspeed/utils/timer.py ThroughputTimer.stop, logged every steps_per_print
+# global steps): from v0.8.0 (0f0e38c5) 'epoch={}/micro_step={}/global_step={}, RunningAvgSamplesPerSec={},
+# CurrSamplesPerSec={}, MemAllocated={}GB, MaxMemAllocated={}GB' with CurrSamplesPerSec = train_batch_size / the
+# step's summed forward-to-step() time; v0.7 '{epoch}/{micro step}, RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...'
+# per micro-step; v0.3-v0.6 '{epoch}/{micro step}, SamplesPerSec={the average since start_step}'. GB is GiB
+# (memory_allocated / 1024**3).
+_DS_NUM = _D + rb"(?:[eE][+-]?\d+)?"
+DS_TPUT = re.compile(
+    rb"(?:epoch=\d+/micro_step=\d+/global_step=(\d+)|(?<![\w/=])\d+/\d+), "
+    rb"(?:RunningAvgSamplesPerSec="
+    + _DS_NUM
+    + rb", CurrSamplesPerSec=("
+    + _DS_NUM
+    + rb")|SamplesPerSec=("
+    + _DS_NUM
+    + rb"))(?:, MemAllocated="
+    + _D
+    + rb"GB, MaxMemAllocated=("
+    + _D
+    + rb")GB)?"
+)
+# DeepSpeedConfig.print (deepspeed/runtime/config.py): '  {arg} {dots(29 - len(arg))} {value}' for every config
+# attribute, through DeepSpeed's logger ('[time] [INFO] [config.py:N:print] ' + the message, deepspeed/utils/
+# logging.py)
+DS_CONFIG = re.compile(rb"\[config\.py:\d+:print\]   ([A-Za-z_]\w*) \.* ?(\S[^\n]*?)\s*$")
+DS_VERSION = re.compile(rb"DeepSpeed info: version=([\w.+\-]+)")
+# the optimizer wrapper the engine built (deepspeed/runtime/engine.py _configure_bf16_optimizer /
+# _configure_zero_optimizer / _configure_fp16_optimizer log lines)
+DS_OPTIMIZER = re.compile(
+    rb"Creating (BF16 optimizer|(?:torch\.)?(\w+) ZeRO stage ([0-3]) optimizer|fp16 (?:unfused )?optimizer)"
+)
+
+
 def _seconds(value: bytes, unit: bytes) -> float:
     """An interval line's elapsed time per iteration in seconds: Megatron-LM prints ms; the BigScience fork of
     Megatron-DeepSpeed prints s from bigscience-workshop/Megatron-DeepSpeed@4c2aea04 (2022-01-28, 'Fix throughput
@@ -280,6 +313,8 @@ _MEG_WORDS = (
 )
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
+# DeepSpeed's own lines (ThroughputTimer, DeepSpeedConfig.print, the engine's version and optimizer lines)
+_DS_WORDS = (b"SamplesPerSec=", b":print]  ", b"DeepSpeed info:", b"Creating ", b"checkpoint")
 _CP_WORDS = (
     b"[batch=",
     b"[epoch=",
@@ -296,7 +331,14 @@ _CP_WORDS = (
 )
 MARKS_ALL = tuple(
     dict.fromkeys(
-        _MEG_WORDS + _TT_WORDS + _NEMO_WORDS + _MT_WORDS + _CP_WORDS + _COMMON + (b"Evaluating on", b"memory (")
+        _MEG_WORDS
+        + _TT_WORDS
+        + _NEMO_WORDS
+        + _MT_WORDS
+        + _CP_WORDS
+        + _DS_WORDS
+        + _COMMON
+        + (b"Evaluating on", b"memory (")
     )
 )
 MARKS = {
@@ -305,6 +347,7 @@ MARKS = {
     "nemo": _NEMO_WORDS + _COMMON,
     "maxtext": _MT_WORDS + _COMMON,
     "composer": _CP_WORDS + _COMMON,
+    "deepspeed": _DS_WORDS + _MEG_WORDS + _COMMON,  # a Megatron-DeepSpeed log may print its iteration lines later
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -314,6 +357,7 @@ MARKS_RUNNING = {
     "nemo": _NEMO_WORDS,
     "maxtext": _MT_WORDS,
     "composer": _CP_WORDS,
+    "deepspeed": _DS_WORDS + (b"-- arguments --", b"iteration"),
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -340,7 +384,7 @@ class ParsedLog:
     config; `config`: Megatron-Bridge's printed ConfigContainer, flattened ('model.num_layers'); `iters` /
     `step_s` / `tflops` / `tps` / `mfu`: one entry per logged interval, in log order (NaN where not logged)."""
 
-    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | "" (nothing recognised)
+    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | deepspeed | "" (nothing recognised)
     args: dict[str, str] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # Megatron-Bridge 'Task Configuration' YAML
     model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
@@ -350,6 +394,7 @@ class ParsedLog:
     tflops: array = field(default_factory=lambda: array("d"))  # the framework's TFLOP/s per GPU
     tps: array = field(default_factory=lambda: array("d"))  # tokens/s/device (torchtitan tps, Megatron-DeepSpeed tgs)
     mfu: array = field(default_factory=lambda: array("d"))  # torchtitan's MFU, %
+    sps: array = field(default_factory=lambda: array("d"))  # samples/s (DeepSpeed's CurrSamplesPerSec)
     event_after: array = field(default_factory=lambda: array("b"))  # 1: an eval/checkpoint/profiler dump preceded it
     starts: array = field(default_factory=lambda: array("b"))  # 1: first interval of a (re)start
     gbs_logged: set[int] = field(default_factory=set)
@@ -377,6 +422,12 @@ class ParsedLog:
     container: str = ""  # NGC banner '== NeMo Framework ==' (the product name)
     container_release: str = ""  # ... 'NVIDIA Release 25.09 (build N)'
     rocm_image: str = ""  # 'rocm/megatron-lm:v25.5'
+    ds_config: dict[str, str] = field(default_factory=dict)  # DeepSpeedConfig.print: attribute -> printed value
+    ds_version: str = ""  # 'DeepSpeed info: version=0.14.0'
+    ds_optimizer: str = ""  # the wrapper the engine logged it created: 'BF16 optimizer', 'bfloat16 ZeRO stage 2 ...'
+    ds_zero_logged: int = -1  # the ZeRO stage of that line (-1: none logged)
+    ds_per_micro_step: bool = False  # the pre-0.8 ThroughputTimer line: a rate per micro-step
+    ds_running_average: bool = False  # the pre-0.7 ThroughputTimer line: the average rate since the start
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -573,6 +624,7 @@ class _Parser:
             L.tflops.append,
             L.tps.append,
             L.mfu.append,
+            L.sps.append,
             L.event_after.append,
             L.starts.append,
         )
@@ -613,6 +665,10 @@ class _Parser:
             (b"Peak FLOPS used", self._tt_peak),
             (b"Peak flops undefined", self._tt_nopeak),
             (b"rofil", self._tt_profiling),
+            (b"SamplesPerSec=", self._ds_tput),
+            (b":print]  ", self._ds_config),
+            (b"DeepSpeed info:", self._ds_version),
+            (b"Creating ", self._ds_optimizer),
             (b"Error", self._error),
         )
 
@@ -629,7 +685,7 @@ class _Parser:
         self.recent_set.clear()
         self.last_iter = -1
 
-    def _interval(self, it: int, step: float, tflops: float, tps: float, mfu: float = NAN) -> None:
+    def _interval(self, it: int, step: float, tflops: float, tps: float, mfu: float = NAN, sps: float = NAN) -> None:
         if it >= 2**62:  # an iteration number no run reaches (a corrupted line) is not an interval
             return
         recent_set = self.recent_set
@@ -647,12 +703,13 @@ class _Parser:
             if tflops != tflops:
                 tflops = self.pending_tflops
             self.pending = False
-        a_it, a_step, a_tf, a_tps, a_mfu, a_ev, a_st = self.appends
+        a_it, a_step, a_tf, a_tps, a_mfu, a_sps, a_ev, a_st = self.appends
         a_it(it)
         a_step(step)
         a_tf(tflops)
         a_tps(tps)
         a_mfu(mfu)
+        a_sps(sps)
         a_ev(1 if self.pending_event else 0)
         a_st(1 if self.new_start else 0)
         self.pending_event = self.new_start = False
@@ -836,6 +893,9 @@ class _Parser:
         if not m:
             return False
         L = self.log
+        if L.framework == "deepspeed":  # Megatron-DeepSpeed: its iteration lines, not the ThroughputTimer's
+            self._drop_intervals()
+            L.framework = "megatron"
         L.framework = L.framework or "megatron"
         it, unit, t, mem, tf, g = m.groups()
         if g:
@@ -868,6 +928,65 @@ class _Parser:
             else:
                 tps = float(v)
         return tflops, tps
+
+    def _ds_tput(self, raw: bytes) -> bool:
+        """DeepSpeed's ThroughputTimer line (DS_TPUT): an interval of a plain DeepSpeed log; in a Megatron-DeepSpeed
+        log (its iteration lines, or its argument dump, came first) the iteration lines are the intervals."""
+        m = DS_TPUT.search(raw)
+        if not m:
+            return False
+        L = self.log
+        if L.framework not in ("", "deepspeed"):
+            return True
+        L.framework = "deepspeed"
+        gstep, curr, avg, peak = m.groups()
+        if gstep is None:  # before v0.8: the epoch's micro-step, reset every epoch: intervals counted in order
+            L.ds_per_micro_step = True
+            it = self.last_iter + 1
+        else:
+            it = int(gstep)
+        if curr is None:  # v0.3-v0.6: only the running average is logged
+            L.ds_running_average = True
+        if peak:
+            L.mem_max_allocated = max(L.mem_max_allocated, float(peak) * 2**30)
+            L.mem_unit = L.mem_unit or "GiB"
+        self._interval(it, NAN, NAN, NAN, NAN, _f(curr or avg))
+        return True
+
+    def _drop_intervals(self) -> None:
+        L = self.log
+        for a in (L.iters, L.step_s, L.tflops, L.tps, L.mfu, L.sps, L.event_after, L.starts):
+            del a[:]
+        L.mem_max_allocated, L.mem_unit = 0.0, ""
+        self.recent.clear()
+        self.recent_set.clear()
+        self.last_iter, self.new_start = -1, True
+
+    def _ds_config(self, raw: bytes) -> bool:
+        m = DS_CONFIG.search(raw)
+        if not m:
+            return False
+        key = m.group(1).decode()
+        L = self.log
+        if key == "activation_checkpointing_config" and key in L.ds_config:  # the first key of the sorted dump, again:
+            L.ds_config = {}  # a second engine's (a restart's) dump holds
+        L.ds_config[key] = _text(m.group(2))
+        return True
+
+    def _ds_version(self, raw: bytes) -> bool:
+        m = DS_VERSION.search(raw)
+        if m:
+            self.log.ds_version = _text(m.group(1))
+        return bool(m)
+
+    def _ds_optimizer(self, raw: bytes) -> bool:
+        m = DS_OPTIMIZER.search(raw)
+        if not m:
+            return False
+        L = self.log
+        L.ds_optimizer = _text(m.group(1))
+        L.ds_zero_logged = int(m.group(3)) if m.group(3) else -1
+        return True
 
     def _cp_head(self, raw: bytes) -> bool:
         m = CP_HEAD.search(raw)

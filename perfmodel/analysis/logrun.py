@@ -21,7 +21,7 @@ from perfmodel.errors import InputError
 from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.specs.specfile import data_dir
-from perfmodel.specs.stack import RecomputeModule
+from perfmodel.specs.stack import PARAM_SHARDING, RecomputeModule
 
 RECOMPUTE_MODULES = get_args(RecomputeModule)
 
@@ -1890,6 +1890,154 @@ def composer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     return built
 
 
+# ---- DeepSpeed (deepspeedai/DeepSpeed): the DeepSpeedConfig dump and the optimizer the engine built ------------------
+
+_DS_RECOMPUTE = ("none", "full", "selective")
+# ZeRO offload of the optimizer or the parameters (zero_config's offload_* = DeepSpeedZeroOffload*Config(device=cpu or
+# nvme), deepspeed/runtime/zero/offload_config.py): host-side Adam and PCIe copies perfmodel does not price
+_DS_OFFLOAD = re.compile(r"offload_(?:optimizer|param)=DeepSpeedZeroOffload\w*Config\(device=[^,)]*(?:cpu|nvme)")
+
+
+def _ds_precision(f: _Fields) -> tuple[str | None, str]:
+    """The model dtype the engine trains in (deepspeed/runtime/engine.py get_data_types): fp16 where fp16 is enabled,
+    else bf16 where bf16 is, else fp32; printed as fp16_enabled / bfloat16_enabled (to v0.17.0) or float16_config /
+    bfloat16_config 'enabled=True ...' (v0.17.1 on)."""
+
+    def on(flag: str, section: str) -> bool:
+        v = f.raw(flag)
+        if v is not None:
+            return v == "True"
+        return (f.raw(section) or "").startswith("enabled=True")
+
+    if on("fp16_enabled", "float16_config"):
+        return "fp16", "fp16 enabled"
+    if on("bfloat16_enabled", "bfloat16_config"):
+        return "bf16", "bf16 enabled"
+    if f.raw("bfloat16_enabled", "bfloat16_config", "fp16_enabled", "float16_config") is None:
+        f.missing.append("precision (no DeepSpeed configuration dump; give --arg bfloat16_enabled=True)")
+        return None, ""
+    f.missing.append("precision (the DeepSpeed config enables neither bf16 nor fp16: fp32 training is not priced)")
+    return None, ""
+
+
+def _ds_sharding(log: ParsedLog, f: _Fields, precision: str | None) -> tuple[str, str, str] | None:
+    """(fsdp feature, what states it, origin): the optimizer wrapper the engine logged it created, else the dump's
+    ZeRO stage with the engine's rule (engine.py _do_optimizer_sanity_check: ZeRO on -> DeepSpeedZeroOptimizer,
+    BF16_Optimizer for bf16 + fp32 accumulation at stage 1; ZeRO off -> BF16_Optimizer or FP16_Optimizer, both
+    unsharded gradients all-reduced over data parallel, or the basic optimizer in fp32)."""
+    if "zero_optimization_stage" not in f.over and log.ds_optimizer:
+        if log.ds_optimizer == "BF16 optimizer":
+            return "bf16_optimizer", "the engine's 'Creating BF16 optimizer' line", "log"
+        if log.ds_zero_logged > 0:
+            return f"zero{log.ds_zero_logged}", f"the engine's 'Creating {log.ds_optimizer}' line", "log"
+        return "none", f"the engine's 'Creating {log.ds_optimizer}' line (no ZeRO)", "log"
+    stage = f.int("zero_optimization_stage")
+    if stage is None:
+        return None
+    if not 0 <= stage <= 3:
+        raise InputError("log", "zero_optimization_stage", f"{stage}: ZeRO stages are 0-3")
+    said, o = f.said("zero_optimization_stage"), f.origin("zero_optimization_stage")
+    if stage == 0:
+        return "none", f"{said}: gradients all-reduced over data parallel", o
+    accum = (f.raw("grad_accum_dtype") or "").lower()
+    if stage == 1 and precision == "bf16" and accum in ("fp32", "float32", "torch.float32"):
+        return "bf16_optimizer", f"{said} with grad_accum_dtype={accum}: BF16_Optimizer", o
+    return f"zero{stage}", said, o
+
+
+def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A plain DeepSpeed log's run (DeepSpeedEngine on a model of the user's code; no Megatron argument dump): the
+    batch from the engine's configuration dump (train_batch_size, train_micro_batch_size_per_gpu,
+    gradient_accumulation_steps, world_size = the data-parallel size), precision and ZeRO stage from the dump and the
+    optimizer line. A DeepSpeed log states neither the model nor the sequence length nor whether the model code
+    checkpoints activations: --model, --arg seq_length=N and --arg recompute=none|full|selective give them."""
+    world = f.peek_int("world_size")
+    if gpus_flag and world and gpus_flag != world:
+        raise InputError(
+            "--gpus",
+            str(gpus_flag),
+            f"the log's DeepSpeed world_size (its data-parallel size) is {world}; perfmodel reads a DeepSpeed log "
+            "as data parallel only",
+        )
+    gpus = gpus_flag or world or None
+    gpus_from = "--gpus" if gpus_flag else ("world_size (DeepSpeed config)" if world else "")
+    gbs = f.peek_int("train_batch_size")
+    seq = f.peek_int("seq_length")
+    facts = Facts(
+        gbs if gbs and gbs > 0 else None,
+        seq if seq and seq > 0 else None,
+        gpus,
+        f.origin("train_batch_size") if f.origin("train_batch_size") == "--arg" else "train_batch_size",
+        "--arg seq_length" if seq else "",
+        gpus_from,
+    )
+    notes: list[str] = []
+    if log.ds_per_micro_step:
+        notes.append(
+            "DeepSpeed < 0.8 logs CurrSamplesPerSec per micro-step (deepspeed/utils/timer.py @v0.7.0): the step is "
+            "train_batch_size / that rate, exact at gradient_accumulation_steps 1"
+        )
+    if log.ds_running_average:
+        notes.append(
+            "DeepSpeed < 0.7 logs only SamplesPerSec, the average since its start_step (deepspeed/utils/timer.py "
+            "@v0.5.0 avg_samples_per_sec): each interval is that running average"
+        )
+    precision, _ = _ds_precision(f)
+    shard = _ds_sharding(log, f, precision)
+    offload = f.raw("zero_config") or ""
+    if _DS_OFFLOAD.search(offload) or "ZeRO Offload" in log.ds_optimizer:
+        f.missing.append("layout (ZeRO-Offload to the host: perfmodel does not price host Adam or its PCIe copies)")
+    sp = f.peek_int("sequence_parallel_size")
+    if sp and sp > 1:
+        f.missing.append(f"layout (sequence_parallel_size {sp}: DeepSpeed-Ulysses is not read from a DeepSpeed log)")
+    mbs = f.int("train_micro_batch_size_per_gpu")
+    gas = f.int("gradient_accumulation_steps")
+    if not gbs:
+        f.missing.append("train_batch_size (give --arg train_batch_size=N)")
+    if not seq:
+        f.missing.append("seq_length (a DeepSpeed log does not state it; give --arg seq_length=N)")
+    if gpus is None:
+        f.missing.append("gpus (no world_size in the DeepSpeed config dump; give --gpus N)")
+    recompute = f.raw("recompute")
+    if recompute is None:
+        f.missing.append(
+            "recompute (the model code's activation checkpointing, which a DeepSpeed log does not state; give "
+            "--arg recompute=none|full|selective)"
+        )
+    elif recompute not in _DS_RECOMPUTE:
+        raise InputError("--arg", "recompute", f"{recompute!r}: one of {', '.join(_DS_RECOMPUTE)}")
+    model, how = (load_model(model_ref), f"--model {model_ref}") if model_ref else (None, "")
+    if model is None:
+        f.missing.append("model (a DeepSpeed log does not state the model's shape; give --model ID|FILE)")
+    built = Built("deepspeed", None, f.missing, facts, model, precision, notes)
+    if f.missing or model is None or not (gbs and seq and gpus and mbs and gas) or shard is None:
+        return built
+    _positive_fields(train_micro_batch_size_per_gpu=mbs, gradient_accumulation_steps=gas)
+    if gbs != mbs * gas * gpus:  # DeepSpeedConfig._batch_assertion
+        raise InputError(
+            "log", "train_batch_size", f"{gbs} != micro-batch {mbs} x accumulation {gas} x data parallel {gpus}"
+        )
+    fsdp, how_shard, o = shard
+    stated = {
+        "fsdp": Stated(fsdp, how_shard, o),
+        "recompute": Stated(recompute, f.said("recompute"), f.origin("recompute")),
+    }
+    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=fsdp in PARAM_SHARDING, recompute=recompute)  # type: ignore[arg-type]
+    software = f"DeepSpeed {log.ds_version}" if log.ds_version else ""
+    built.run = Run(
+        model,
+        how,
+        lay,
+        precision or "bf16",
+        "deepspeed",
+        notes,
+        stated,
+        software=software,
+        states="DeepSpeed engine configuration dump",
+    )
+    return built
+
+
 def _positive(text: str | None) -> float | None:
     """A positive finite number, else None."""
     try:
@@ -1911,6 +2059,9 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
     elif log.framework == "composer":
         f = _Fields(log.args, overrides)
         built = composer_run(log, f, model_ref, gpus)
+    elif log.framework == "deepspeed":
+        f = _Fields(log.ds_config, overrides)
+        built = deepspeed_run(log, f, model_ref, gpus)
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)
