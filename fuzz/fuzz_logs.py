@@ -1,6 +1,6 @@
 """Fuzz `perfmodel check`: logs written from the frameworks' format strings (tests/log_helpers.py and the check
 tests: Megatron-LM, Megatron-DeepSpeed, torchtitan, NeMo 2, Megatron-Bridge, MaxText, llm-foundry / Composer,
-DeepSpeed) with
+DeepSpeed, the Hugging Face Trainer) with
 numbers replaced by malformed ones ('1.2.3', '.', ',', 'inf', 400 nines, '0', '-1', ...) into
 perfmodel.analysis.logcheck.check.
 
@@ -30,11 +30,14 @@ for p in (ROOT, ROOT / "tests", ROOT / "tests" / "analysis"):
 from hypothesis import strategies as st  # noqa: E402
 from log_helpers import (  # noqa: E402
     L70,
+    LLAMA3_8B_HF_CONFIG,
     LLAMA3_8B_TT_ARGS,
     bridge_config,
     bridge_log,
     deepspeed_log,
     ds_config,
+    hf_trainer_log,
+    hf_training_args,
     megatron_args,
     megatron_log,
     nemo_log,
@@ -65,6 +68,8 @@ def seeds() -> list[str]:
             ds_config(gradient_accumulation_steps=1, train_micro_batch_size_per_gpu=8), [32.0] * 14, form="0.7"
         ),
         deepspeed_log(ds_config(), [32.0] * 14, form="0.5"),
+        hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096),
+        hf_trainer_log(None, hf_training_args(fsdp="[]"), prelude=[deepspeed_log(ds_config(), []).rstrip()]),
     ]
 
 
@@ -92,8 +97,10 @@ def check_log_text(text: str) -> None:
     path.write_text(text)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            if "DeepSpeed info:" in text:  # a DeepSpeed log states no model: give what it lacks, so it is predicted
-                check(str(path), "h100-sxm", model="llama3-8b", overrides=DS_GIVEN)
+            if "DeepSpeed info:" in text and "Running training" not in text:  # a DeepSpeed log states no model:
+                check(str(path), "h100-sxm", model="llama3-8b", overrides=DS_GIVEN)  # give it, so it is predicted
+            elif "Running training" in text:
+                check(str(path), "h100-sxm", overrides={"seq_length": "4096"})
             else:
                 check(str(path), "h100-sxm")
     except InputError:

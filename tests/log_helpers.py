@@ -23,6 +23,11 @@ from a real log:
   deepspeed/runtime/config.py `DeepSpeedConfig.print` (the engine configuration dump), deepspeed/runtime/engine.py
   ('DeepSpeed info: version=...', 'Creating ... optimizer'), deepspeed/utils/timer.py `ThroughputTimer.stop`
   (the v0.8+ form; the v0.7.0 form '{epoch}/{micro step}, RunningAvgSamplesPerSec=...').
+- Hugging Face transformers (huggingface/transformers@2cda12cb) trainer.py `_inner_training_loop` (the 'Running
+  training' banner, the train metrics of speed_metrics), trainer_callback.py PrinterCallback / ProgressCallback
+  `on_log` (a dict's repr), configuration_utils.py `PretrainedConfig.__repr__` ('Model config X ' + JSON),
+  training_args.py `TrainingArguments.__str__` ('name=value,' per field, sorted); the example scripts' logging
+  format '%(asctime)s - %(levelname)s - %(name)s - %(message)s'.
 """
 
 from __future__ import annotations
@@ -356,6 +361,9 @@ def write_examples(folder: str) -> None:
         "offload_optimizer=None stage3_prefetch_bucket_size=50000000",
     )
     rates = [9.8, 12.41, 12.38, 12.45, 12.40, 12.36, 12.43, 12.39, 8.1, 12.42, 12.40, 12.37]
+    (out / "hf-trainer-llama3-8b.log").write_text(
+        hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), samples_per_s=11.634, tokens_per_s=11.634 * 4096)
+    )
     (out / "deepspeed-zero3-h100.log").write_text(
         deepspeed_log(zero3, rates, optimizer="torch.bfloat16 ZeRO stage 3 optimizer", version="0.14.4")
     )
@@ -795,4 +803,96 @@ def deepspeed_log(
     lines += ds_config_dump(cfg)
     gas = int(cfg.get("gradient_accumulation_steps", 1))
     lines += [ds_tput_line(every * (i + 1), r, gas, form=form) for i, r in enumerate(rates)]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the Hugging Face Trainer -----------------------------------------------------------------------------------
+
+LLAMA3_8B_HF_CONFIG: dict[str, Any] = {
+    "_name_or_path": "meta-llama/Meta-Llama-3-8B",
+    "architectures": ["LlamaForCausalLM"],
+    "attention_bias": False,
+    "hidden_act": "silu",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "max_position_embeddings": 8192,
+    "model_type": "llama",
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "transformers_version": "4.44.2",
+    "vocab_size": 128256,
+}
+
+
+def hf_line(name: str, message: str) -> str:
+    return f"12/03/2026 10:00:00 - INFO - {name} - {message}"
+
+
+def hf_training_args(**over: Any) -> dict[str, Any]:
+    """The TrainingArguments fields the reader uses (an FSDP full-shard bf16 run with gradient checkpointing)."""
+    a: dict[str, Any] = {
+        "_n_gpu": 1,
+        "bf16": True,
+        "deepspeed": None,
+        "fp16": False,
+        "fsdp": "[<FSDPOption.FULL_SHARD: 'full_shard'>, <FSDPOption.AUTO_WRAP: 'auto_wrap'>]",
+        "gradient_accumulation_steps": 4,
+        "gradient_checkpointing": True,
+        "per_device_train_batch_size": 2,
+        "torch_compile": False,
+    }
+    a.update(over)
+    return a
+
+
+def hf_trainer_log(
+    config: dict[str, Any] | None,
+    args: dict[str, Any] | None,
+    world: int = 8,
+    mbs: int = 2,
+    gas: int = 4,
+    steps: int = 200,
+    samples_per_s: float = 11.634,
+    tokens_per_s: float | None = None,
+    params: int = 8030261248,
+    prelude: Iterable[str] = (),
+    between: Iterable[str] = (),
+) -> str:
+    """An example script's log under the Trainer: the model config, the arguments, the banner, loss dicts, the
+    train metrics."""
+    import json
+
+    lines = list(prelude)
+    if config is not None:
+        text = json.dumps(config, indent=2, sort_keys=True)
+        lines.append(hf_line("transformers.configuration_utils", f"Model config LlamaConfig {text}"))
+    if args is not None:
+        body = "".join(f"{k}={v},\n" for k, v in sorted(args.items()))
+        lines.append(hf_line("__main__", f"Training/evaluation parameters TrainingArguments(\n{body})"))
+    t = "transformers.trainer"
+    lines += [
+        hf_line(t, "***** Running training *****"),
+        hf_line(t, f"  Num examples = {steps * mbs * gas * world:,}"),
+        hf_line(t, "  Num Epochs = 1"),
+        hf_line(t, f"  Instantaneous batch size per device = {mbs:,}"),
+        hf_line(t, f"  Total train batch size (w. parallel, distributed & accumulation) = {mbs * gas * world:,}"),
+        hf_line(t, f"  Gradient Accumulation steps = {gas}"),
+        hf_line(t, f"  Total optimization steps = {steps:,}"),
+        hf_line(t, f"  Number of trainable parameters = {params:,}"),
+    ]
+    lines += list(between)
+    lines += [
+        f"{{'loss': 1.{i:02d}, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': {i / 20:.2f}}}" for i in range(20)
+    ]
+    metrics = f"{{'train_runtime': {steps * mbs * gas * world / samples_per_s:.4f}, 'train_samples_per_second': "
+    metrics += f"{samples_per_s}, 'train_steps_per_second': {samples_per_s / (mbs * gas * world):.3f}, "
+    if tokens_per_s is not None:
+        metrics += f"'train_tokens_per_second': {tokens_per_s}, "
+    metrics += "'train_loss': 1.23, 'epoch': 1.0}"
+    lines.append(metrics)
     return "\n".join(lines) + "\n"

@@ -67,6 +67,7 @@ FLOP_CONVENTION = {
         "",
         "DeepSpeed's ThroughputTimer logs samples/s only (its flops profiler's report, when enabled, is not read)",
     ),
+    "hf_trainer": ("", "the Hugging Face Trainer logs no TFLOP/s (total_flos is a count, not read)"),
     "nemo": (
         "",
         "NeMo FLOPsMeasurementCallback TFLOPS_per_GPU (nemo/lightning/pytorch/callbacks/flops_callback.py @8cfedd7: "
@@ -232,7 +233,9 @@ def _choose(
         why.append(
             f"{counts['outliers']} outlier (over {OUTLIER}x off the median: {_examples(vals, iters, out, unit)})"
         )
-    text = f"median of {int(ok.sum())} of {n} intervals" + ("; left out " + "; ".join(why) if why else "")
+    text = (f"median of {int(ok.sum())} of {n} intervals" if n > 1 else "the one interval logged") + (
+        "; left out " + "; ".join(why) if why else ""
+    )
     if kept_all:
         text += " (no stable interval: start-up included)"
     return ok, counts, text
@@ -253,7 +256,8 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
     tt = framework in ("torchtitan", "composer") or (
         framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any())
     )
-    ds = framework == "deepspeed"  # DeepSpeed's ThroughputTimer: samples/s of the whole job
+    # DeepSpeed's ThroughputTimer and the HF Trainer's train metrics: samples/s of the whole job
+    ds = framework in ("deepspeed", "hf_trainer")
     vals = _arr(log.sps if ds else (log.tps if tt else log.step_s), np.float64)
     unit = " samples/s" if ds else (" tokens/s" if tt else " s")
     ok, counts, rule = _choose(log, vals, warmup, unit, framework == "nemo")
@@ -365,6 +369,10 @@ NO_OVERLAP = (
 )
 
 
+# frameworks whose implied preset is another software's nearest one (implied_stack): their runs are unseen stacks
+STAND_IN = ("hf_trainer", "deepspeed")
+
+
 def implied_stack(run: Run) -> tuple[str, str]:
     """(preset id, why) of the stack the log implies: torchtitan -> torchtitan-2025 (-compile with compile
     on); a NeMo release named by the container banner -> its preset, or the nearest release with one (infer_stack); else Megatron-Core's
@@ -378,6 +386,11 @@ def implied_stack(run: Run) -> tuple[str, str]:
         return c.stack, (
             f"a DeepSpeed log ({run.software or 'no version line'}): {c.why}, the DeepSpeed preset; the log does "
             "not state the model code's kernels (attention, fusions): --stack-set names them"
+        )
+    if run.framework == "hf_trainer":
+        return "llm-foundry-2024", (
+            "a Hugging Face Trainer log: the nearest preset, llm-foundry-2024 (PyTorch FSDP / DDP on Hugging Face "
+            "modules, eager); the Trainer's own optimizer and data loading are not read"
         )
     if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
         c = infer_stack("megatron", run.software)
@@ -487,6 +500,7 @@ def what_ifs(run: Run, hw: HardwareSpec, measured: float, st: RunStack) -> list[
         "maxtext": ("maxtext-", "dgxc-"),
         "composer": ("llm-foundry-",),
         "deepspeed": ("megatron-deepspeed-",),
+        "hf_trainer": ("llm-foundry-", "torchtitan-"),
     }.get(run.framework, ("nemo-", "dgxc-", "megatron-core", "default"))
     logged = tuple(f"{k}={v.value}" for k, v in st.from_log.items()) + st.user_set
     for sid in stack_ids():
@@ -664,6 +678,11 @@ def _peak_note(log: ParsedLog, hw: HardwareSpec | None) -> str:
 def _stopped(log: ParsedLog) -> str:
     """The one line of a log with no training step."""
     line = "the run logged no iteration: it stopped before step 1"
+    if log.framework == "hf_trainer" and not log.error and not log.failed:  # its one measurement comes at the end
+        return (
+            "no train metrics: the Trainer logs its throughput only when training ends ({'train_runtime': ..., "
+            "'train_samples_per_second': ...}), and this log stops before"
+        )
     if log.error:
         line += f" (first error: {log.error})"
     elif log.failed:
@@ -701,7 +720,9 @@ def _hardware_notes(hw: HardwareSpec) -> list[str]:
 
 def _prediction(run: Run, hw: HardwareSpec, meas: Measured, st: RunStack) -> dict[str, Any]:
     p = api.predict(run.model, hw, run.layout, run.precision, stack=st.stack, stack_set=st.stack_set)
-    band = uncertainty.band_for(run.model, hw, st.stack, run.layout.vp)  # the unseen-stack band for a new stack
+    # the unseen-stack band for a new stack, and for a preset standing in for software no fitted row ran
+    stand_in = run.framework in STAND_IN and st.why != "--stack"
+    band = uncertainty.band_for(run.model, hw, st.stack, run.layout.vp, stand_in=stand_in)
     pred = _tps(p)
     measured = meas.tokens_per_s_per_gpu
     assert measured
@@ -799,10 +820,11 @@ def check(
         raise InputError(
             path,
             "",
-            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText or Composer training lines in "
-            f"{log.lines:,} lines (argument dump, 'iteration ... elapsed time per iteration', "
-            "'step: ... tps:', 'Training epoch ... train_step_timing in s', 'completed step: ... seconds:', "
-            "'Train throughput/device/tokens_per_sec:')",
+            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText, Composer, DeepSpeed or Hugging Face "
+            f"Trainer training lines in {log.lines:,} lines (argument dump, 'iteration ... elapsed time per "
+            "iteration', 'step: ... tps:', 'Training epoch ... train_step_timing in s', 'completed step: ... "
+            "seconds:', 'Train throughput/device/tokens_per_sec:', '... CurrSamplesPerSec=', "
+            "\"{'train_runtime': ...}\")",
         )
     notes = _log_notes(log)
     hw, hw_note, hw_missing = log_hardware(log, hardware, sets)
@@ -826,8 +848,10 @@ def check(
         doc.update(status="measured", missing=missing, not_predicted="not predicted: missing " + "; ".join(missing))
         return LogCheck(doc, measured=meas)
     run = built.run
-    if not meas.tokens_per_s_per_gpu:  # a complete run always has its facts
-        raise AssertionError("a complete run without a measured throughput")
+    if not meas.tokens_per_s_per_gpu:  # every fact known, but no interval held a valid value (a corrupted log)
+        why = ["a measurement (no logged interval holds a positive, finite value)"]
+        doc.update(status="measured", missing=why, not_predicted="not predicted: missing " + why[0])
+        return LogCheck(doc, measured=meas)
     notes.extend(run.notes + _hardware_notes(hw))
     st = run_stack(run, stack, stack_set)
     doc.update(status="predicted", **_prediction(run, hw, meas, st))

@@ -66,6 +66,10 @@ these versions (never a copied log):
   recipe {r}' / 'Float8 tensorwise scaled training active' (v0.1.0, v0.2.0 components/quantization/float8.py),
   'MX training active with recipe {r}' (v0.2.0 mx.py); profiler: 'Dumping profiler traces at step {n}'
   (@57387af profiling.py).
+- DeepSpeed (deepspeedai/DeepSpeed): the ThroughputTimer's samples/s line, the engine's configuration dump, its
+  version and optimizer lines (DS_* below). The Hugging Face Trainer (huggingface/transformers): the 'Running
+  training' banner, the final train metrics dict, the example scripts' 'Model config' JSON and TrainingArguments
+  dump (HF_* below); a DeepSpeed log under the Trainer has both, its ThroughputTimer lines the intervals.
 - A run that stopped: the first 'SomethingError: message' line and torchrun's ChildFailedError summary
   (pytorch/pytorch@0140b62 torch/distributed/elastic/multiprocessing/errors/__init__.py).
 
@@ -78,12 +82,13 @@ prints no new dump has intervals repeating iteration numbers just logged kept on
 end at the end of the file (cut while written) is not read. Only lines holding a marker word are parsed:
 each block is searched for the words in C, and once a Megatron or torchtitan log's intervals have begun,
 one regex pass per block reads its interval lines. Memory is bounded: the per-interval numbers are arrays
-(42 bytes per interval), a block is BLOCK bytes.
+(50 bytes per interval), a block is BLOCK bytes.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
 import zlib
 from array import array
@@ -155,6 +160,27 @@ DS_VERSION = re.compile(rb"DeepSpeed info: version=([\w.+\-]+)")
 DS_OPTIMIZER = re.compile(
     rb"Creating (BF16 optimizer|(?:torch\.)?(\w+) ZeRO stage ([0-3]) optimizer|fp16 (?:unfused )?optimizer)"
 )
+
+
+# Hugging Face transformers Trainer (huggingface/transformers@2cda12cb src/transformers/trainer.py
+# _inner_training_loop): the '***** Running training *****' banner's '  Name = {value:,}' lines, then at the end the
+# train metrics dict (speed_metrics: train_runtime, train_samples_per_second, train_steps_per_second and, with
+# include_tokens_per_second, train_tokens_per_second; rounded to 3 decimals) printed as a Python dict by
+# ProgressCallback / PrinterCallback on_log
+HF_BANNER = b"***** Running training *****"
+HF_FIELD = re.compile(
+    rb"  (Num examples|Num Epochs|Instantaneous batch size per device|Total train batch size \(w\. parallel, "
+    rb"distributed & accumulation\)|Gradient Accumulation steps|Total optimization steps|Number of trainable "
+    rb"parameters) = (\d[\d,]*)\s*$|  Training with DataParallel so batch size has been adjusted to: (\d[\d,]*)"
+)
+HF_METRICS = re.compile(rb"\{'train_runtime': [^{}\n]*\}")
+# PretrainedConfig.__repr__ ('Model config LlamaConfig {' + to_json_string(use_diff=True), closed by '}' alone on a
+# line; configuration_utils.py) and TrainingArguments.__str__ ('TrainingArguments(' then 'name=value,' per field,
+# sorted, closed by ')'; training_args.py), as the example scripts log them at INFO
+HF_CONFIG_HEAD = re.compile(rb"Model config (\w+) \{\s*$")
+HF_ARGS_HEAD = re.compile(rb"TrainingArguments\(\s*$")
+HF_ARG = re.compile(r"^([A-Za-z_]\w*)=(.*?),?\s*$")
+MAX_HF_LINES = 2000  # a config or argument dump longer than this lost its closing line
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
@@ -315,6 +341,21 @@ _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"ch
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
 # DeepSpeed's own lines (ThroughputTimer, DeepSpeedConfig.print, the engine's version and optimizer lines)
 _DS_WORDS = (b"SamplesPerSec=", b":print]  ", b"DeepSpeed info:", b"Creating ", b"checkpoint")
+# the Trainer's own lines (HF_*); a DeepSpeed log under the Trainer prints them too
+_HF_WORDS = (
+    HF_BANNER,
+    b"Num examples = ",
+    b"Num Epochs = ",
+    b"Instantaneous batch size per device = ",
+    b"Total train batch size (",
+    b"Gradient Accumulation steps = ",
+    b"Total optimization steps = ",
+    b"Number of trainable parameters = ",
+    b"adjusted to: ",
+    b"'train_runtime': ",
+    b"Model config ",
+    b"TrainingArguments(",
+)
 _CP_WORDS = (
     b"[batch=",
     b"[epoch=",
@@ -337,6 +378,7 @@ MARKS_ALL = tuple(
         + _MT_WORDS
         + _CP_WORDS
         + _DS_WORDS
+        + _HF_WORDS
         + _COMMON
         + (b"Evaluating on", b"memory (")
     )
@@ -347,7 +389,8 @@ MARKS = {
     "nemo": _NEMO_WORDS + _COMMON,
     "maxtext": _MT_WORDS + _COMMON,
     "composer": _CP_WORDS + _COMMON,
-    "deepspeed": _DS_WORDS + _MEG_WORDS + _COMMON,  # a Megatron-DeepSpeed log may print its iteration lines later
+    "deepspeed": _DS_WORDS + _HF_WORDS + _MEG_WORDS + _COMMON,  # Megatron-DeepSpeed prints its iteration lines later
+    "hf_trainer": _HF_WORDS + _DS_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -357,7 +400,8 @@ MARKS_RUNNING = {
     "nemo": _NEMO_WORDS,
     "maxtext": _MT_WORDS,
     "composer": _CP_WORDS,
-    "deepspeed": _DS_WORDS + (b"-- arguments --", b"iteration"),
+    "deepspeed": _DS_WORDS + _HF_WORDS + (b"-- arguments --", b"iteration"),
+    "hf_trainer": _HF_WORDS + _DS_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -428,6 +472,11 @@ class ParsedLog:
     ds_zero_logged: int = -1  # the ZeRO stage of that line (-1: none logged)
     ds_per_micro_step: bool = False  # the pre-0.8 ThroughputTimer line: a rate per micro-step
     ds_running_average: bool = False  # the pre-0.7 ThroughputTimer line: the average rate since the start
+    hf_banner: dict[str, int] = field(default_factory=dict)  # Trainer 'Running training' fields (name -> value)
+    hf_metrics: dict[str, float] = field(default_factory=dict)  # the final train metrics dict
+    hf_config: str = ""  # the last 'Model config X {...}' JSON (a Hugging Face config.json)
+    hf_config_class: str = ""  # its class ('LlamaConfig')
+    hf_args: dict[str, str] = field(default_factory=dict)  # TrainingArguments(...) fields, raw
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -617,6 +666,7 @@ class _Parser:
         self.last_iter = -1
         self.cp_iter, self.cp_rate, self.cp_dev_rate = -1, NAN, NAN  # Composer: the interval being printed
         self.cp_tokens = NAN  # its throughput/tokens_per_sec (all ranks)
+        self.capture: tuple[str, list[str]] | None = None  # an HF config JSON or TrainingArguments dump being read
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
             L.iters.append,
@@ -666,6 +716,11 @@ class _Parser:
             (b"Peak flops undefined", self._tt_nopeak),
             (b"rofil", self._tt_profiling),
             (b"SamplesPerSec=", self._ds_tput),
+            (HF_BANNER, self._hf_banner),
+            (b"  ", self._hf_field),
+            (b"'train_runtime': ", self._hf_metrics),
+            (b"Model config ", self._hf_config_head),
+            (b"TrainingArguments(", self._hf_args_head),
             (b":print]  ", self._ds_config),
             (b"DeepSpeed info:", self._ds_version),
             (b"Creating ", self._ds_optimizer),
@@ -677,6 +732,7 @@ class _Parser:
         if self.yaml is not None:
             self.yaml.close()
             self.yaml = None
+        self.capture = None  # an HF config or argument dump cut before its closing line is not read
 
     def _restart(self) -> None:
         """A new start (a new argument dump): its iteration numbers may repeat the earlier ones."""
@@ -745,6 +801,8 @@ class _Parser:
             return self._dump(data, pos)
         if self.yaml is not None:
             return self._yaml(data, pos)
+        if self.capture is not None:
+            return self._capture(data, pos)
         return pos
 
     def _line_at(self, data: bytes, p: int) -> int:
@@ -876,6 +934,38 @@ class _Parser:
             pos = e + 1
         return len(data)
 
+    def _capture(self, data: bytes, start: int) -> int:
+        """The lines of an HF config JSON (to a '}' alone on a line) or a TrainingArguments dump (to a ')')."""
+        assert self.capture is not None
+        kind, lines = self.capture
+        end = "}" if kind == "config" else ")"
+        pos = start + 1 if start < len(data) and data[start : start + 1] == b"\n" else start
+        while pos < len(data):
+            e = data.find(b"\n", pos)
+            e = len(data) if e < 0 else e
+            text = data[pos:e].decode("utf-8", errors="replace").rstrip()
+            pos = e + 1
+            if text == end or len(lines) > MAX_HF_LINES:
+                self._captured(kind, lines, closed=text == end)
+                return e
+            lines.append(text)
+        return len(data)
+
+    def _captured(self, kind: str, lines: list[str], closed: bool) -> None:
+        self.capture = None
+        L = self.log
+        if not closed:
+            return
+        if kind == "config":
+            L.hf_config = "{" + "\n".join(lines) + "}"
+            return
+        out: dict[str, str] = {}
+        for t in lines:
+            m = HF_ARG.match(t)
+            if m:
+                out[m.group(1)] = m.group(2)
+        L.hf_args = out
+
     def line(self, raw: bytes) -> None:
         if b"\x1b" in raw:
             raw = ANSI.sub(b"", raw)
@@ -936,6 +1026,9 @@ class _Parser:
         if not m:
             return False
         L = self.log
+        if L.framework == "hf_trainer":  # DeepSpeed under the Trainer: its per-step rates are the intervals
+            self._drop_intervals()
+            L.framework = ""
         if L.framework not in ("", "deepspeed"):
             return True
         L.framework = "deepspeed"
@@ -986,6 +1079,57 @@ class _Parser:
         L = self.log
         L.ds_optimizer = _text(m.group(1))
         L.ds_zero_logged = int(m.group(3)) if m.group(3) else -1
+        return True
+
+    def _hf_banner(self, raw: bytes) -> bool:
+        """The banner (accelerate's example scripts print one too; the Trainer's adds 'Number of trainable
+        parameters', which names the framework)."""
+        L = self.log
+        L.hf_banner = {}  # a restart prints it again: the later one holds
+        if L.framework == "hf_trainer":
+            self._restart()
+        return True
+
+    def _hf_field(self, raw: bytes) -> bool:
+        m = HF_FIELD.search(raw)
+        if not m:
+            return False
+        name = _text(m.group(1)) if m.group(1) else "DataParallel batch"
+        v = (m.group(2) or m.group(3)).replace(b",", b"")
+        if len(v) < 16:  # a count no run has (a corrupted line) is not read
+            self.log.hf_banner[name] = int(v)
+        if name == "Number of trainable parameters" and not self.log.framework:
+            self.log.framework = "hf_trainer"
+        return True
+
+    def _hf_metrics(self, raw: bytes) -> bool:
+        m = HF_METRICS.search(raw)
+        if not m:
+            return False
+        d = _literal(m.group(0))
+        if not isinstance(d, dict):
+            return True
+        L = self.log
+        L.hf_metrics = {str(k): _finite(v) for k, v in d.items() if isinstance(v, (int, float)) and _finite(v) >= 0}
+        L.framework = L.framework or "hf_trainer"
+        sps = L.hf_metrics.get("train_samples_per_second", NAN)
+        if L.framework == "hf_trainer":  # the run's one measurement: its average over train_runtime
+            steps = L.hf_banner.get("Total optimization steps", 0)
+            self._interval(steps if 0 < steps < 2**62 else self.last_iter + 1, NAN, NAN, NAN, NAN, sps)
+        return True
+
+    def _hf_config_head(self, raw: bytes) -> bool:
+        m = HF_CONFIG_HEAD.search(raw)
+        if not m or self.capture is not None:
+            return False
+        self.log.hf_config_class = _text(m.group(1))
+        self.capture = ("config", [])
+        return True
+
+    def _hf_args_head(self, raw: bytes) -> bool:
+        if not HF_ARGS_HEAD.search(raw) or self.capture is not None:
+            return False
+        self.capture = ("args", [])
         return True
 
     def _cp_head(self, raw: bytes) -> bool:
@@ -1332,6 +1476,15 @@ class _Parser:
             if m:
                 L.error = _text(m.group(0))[:300]
         return False
+
+
+def _finite(v: int | float) -> float:
+    """A logged number as a finite float, else -1 (an integer too large for a float, inf, NaN)."""
+    try:
+        f = float(v)
+    except OverflowError:
+        return -1.0
+    return f if math.isfinite(f) else -1.0
 
 
 def _num(b: bytes) -> float:

@@ -11,6 +11,7 @@ inconsistently (a --gpus that is not the log's world size, a batch that varies) 
 from __future__ import annotations
 
 import ast
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple, get_args
 
 from perfmodel.analysis.logparse import ParsedLog, software_label
 from perfmodel.errors import InputError
+from perfmodel.specs.counts import param_counts
 from perfmodel.specs.layout import Layout
 from perfmodel.specs.model import ModelSpec, load_model
 from perfmodel.specs.specfile import data_dir
@@ -1962,13 +1964,13 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
     gpus = gpus_flag or world or None
     gpus_from = "--gpus" if gpus_flag else ("world_size (DeepSpeed config)" if world else "")
     gbs = f.peek_int("train_batch_size")
-    seq = f.peek_int("seq_length")
+    seq, seq_from = _hf_seq(log, f)
     facts = Facts(
         gbs if gbs and gbs > 0 else None,
         seq if seq and seq > 0 else None,
         gpus,
         f.origin("train_batch_size") if f.origin("train_batch_size") == "--arg" else "train_batch_size",
-        "--arg seq_length" if seq else "",
+        seq_from,
         gpus_from,
     )
     notes: list[str] = []
@@ -1998,16 +2000,18 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
         f.missing.append("seq_length (a DeepSpeed log does not state it; give --arg seq_length=N)")
     if gpus is None:
         f.missing.append("gpus (no world_size in the DeepSpeed config dump; give --gpus N)")
-    recompute = f.raw("recompute")
+    hf = _Fields(log.hf_args, f.over)  # the Trainer's arguments where DeepSpeed ran under it
+    recompute, how_rc = _hf_recompute(hf)
+    f.given |= hf.given
     if recompute is None:
         f.missing.append(
             "recompute (the model code's activation checkpointing, which a DeepSpeed log does not state; give "
             "--arg recompute=none|full|selective)"
         )
-    elif recompute not in _DS_RECOMPUTE:
-        raise InputError("--arg", "recompute", f"{recompute!r}: one of {', '.join(_DS_RECOMPUTE)}")
-    model, how = (load_model(model_ref), f"--model {model_ref}") if model_ref else (None, "")
-    if model is None:
+    if model_ref or log.hf_config or log.hf_banner:  # under the Trainer: its model config or parameter count
+        model, how = hf_log_model(log, f, model_ref)
+    else:
+        model, how = None, ""
         f.missing.append("model (a DeepSpeed log does not state the model's shape; give --model ID|FILE)")
     built = Built("deepspeed", None, f.missing, facts, model, precision, notes)
     if f.missing or model is None or not (gbs and seq and gpus and mbs and gas) or shard is None:
@@ -2020,7 +2024,7 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
     fsdp, how_shard, o = shard
     stated = {
         "fsdp": Stated(fsdp, how_shard, o),
-        "recompute": Stated(recompute, f.said("recompute"), f.origin("recompute")),
+        "recompute": Stated(recompute, how_rc, f.origin("recompute") if "recompute" in f.over else "log"),
     }
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=fsdp in PARAM_SHARDING, recompute=recompute)  # type: ignore[arg-type]
     software = f"DeepSpeed {log.ds_version}" if log.ds_version else ""
@@ -2034,6 +2038,197 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
         stated,
         software=software,
         states="DeepSpeed engine configuration dump",
+    )
+    return built
+
+
+# ---- the Hugging Face Trainer (huggingface/transformers): its banner, train metrics, model config, arguments -------
+
+# transformers' attention default: 'sdpa' where torch >= 2.1.1 supports it, from v4.36.0 (huggingface/transformers
+# v4.36.0 release notes, 'torch.nn.functional.scaled_dot_product_attention ... used by default'; modeling_utils
+# _check_and_enable_sdpa), 'eager' before; sdpa on a causal mask without padding runs PyTorch's flash backend (FA2)
+_HF_SDPA_FROM = (4, 36)
+# TrainingArguments.fsdp (training_args.py FSDPOption): the torch FSDP sharding strategy it names
+_HF_FSDP = (("hybrid_shard", "HYBRID_SHARD"), ("shard_grad_op", "SHARD_GRAD_OP"), ("full_shard", "FULL_SHARD"))
+
+
+def _hf_version(doc: dict[str, Any]) -> tuple[int, int] | None:
+    m = re.match(r"(\d+)\.(\d+)", str(doc.get("transformers_version", "")))
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _hf_doc(log: ParsedLog) -> dict[str, Any] | None:
+    """The logged 'Model config' JSON as a dict (None when absent or not JSON)."""
+    if not log.hf_config:
+        return None
+    try:
+        doc = json.loads(log.hf_config)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def hf_log_model(log: ParsedLog, f: _Fields, model_ref: str | None) -> tuple[ModelSpec | None, str]:
+    """The model of a Trainer log: --model; else the logged 'Model config' JSON (the catalog model its _name_or_path
+    names where the shapes agree, else built from it as from a config.json); else the catalog model whose total
+    parameter count is the banner's 'Number of trainable parameters' (a full fine-tune or pre-training run)."""
+    if model_ref:
+        return load_model(model_ref), f"--model {model_ref}"
+    doc = _hf_doc(log)
+    if doc is not None:
+        from perfmodel.specs.hf_config import from_hf_config
+
+        try:
+            spec = from_hf_config(doc, "log-model-config.json", ModelSpec)
+        except InputError as exc:
+            f.missing.append(f"model (the logged 'Model config' is not a model perfmodel builds: {exc}; give --model)")
+            return None, ""
+        name = str(doc.get("_name_or_path", ""))
+        cat = hf_catalog(name) if name else None
+        if cat is not None and _shape(cat) == _shape(spec):
+            return cat, f"the logged Model config ({log.hf_config_class}, _name_or_path {name}): catalog {cat.id}"
+        return spec, f"built from the logged Model config ({log.hf_config_class})"
+    n = log.hf_banner.get("Number of trainable parameters")
+    if n:
+        hits = [c for c in _catalog() if param_counts(c).total == n]
+        if len(hits) == 1:
+            return hits[0], f"'Number of trainable parameters = {n:,}': the catalog's {hits[0].id} has exactly that"
+    f.missing.append(
+        "model (no 'Model config' JSON in the log"
+        + (f" and no catalog model has {n:,} parameters" if n else "")
+        + "; give --model ID|FILE)"
+    )
+    return None, ""
+
+
+def _hf_recompute(f: _Fields) -> tuple[str | None, str]:
+    """--arg recompute, else TrainingArguments gradient_checkpointing (each decoder layer under torch.utils.checkpoint:
+    modeling_utils gradient_checkpointing_enable, the whole layer recomputed = full)."""
+    given = f.raw("recompute")
+    if given is not None:
+        if given not in _DS_RECOMPUTE:
+            raise InputError("--arg", "recompute", f"{given!r}: one of {', '.join(_DS_RECOMPUTE)}")
+        return given, f.said("recompute")
+    gc = f.raw("gradient_checkpointing")
+    if gc in ("True", "False"):
+        return ("full" if gc == "True" else "none"), f"gradient_checkpointing={gc}"
+    return None, ""
+
+
+def _hf_seq(log: ParsedLog, f: _Fields) -> tuple[int | None, str]:
+    """--arg seq_length, else train_tokens_per_second / train_samples_per_second (include_tokens_per_second: the
+    tokens the Trainer counted, padding included)."""
+    seq = f.peek_int("seq_length")
+    if seq:
+        return seq, "--arg seq_length"
+    tok, smp = log.hf_metrics.get("train_tokens_per_second"), log.hf_metrics.get("train_samples_per_second")
+    if tok and smp and tok > 0 and smp > 0 and tok / smp < 2**40:
+        return round(tok / smp), "train_tokens_per_second / train_samples_per_second"
+    return None, ""
+
+
+def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A Hugging Face Trainer log's run: the batch, micro-batch and accumulation of its 'Running training' banner
+    (the data-parallel size their quotient), the measurement its train metrics (train_samples_per_second over the
+    whole train_runtime), the model from its 'Model config' JSON (or its parameter count), precision,
+    gradient_checkpointing and fsdp from its TrainingArguments dump (ZeRO from DeepSpeed's own lines when the Trainer
+    ran DeepSpeed); predicted on llm-foundry-2024, the PyTorch FSDP / DDP stack on Hugging Face modules."""
+    b = log.hf_banner
+    gbs = b.get("Total train batch size (w. parallel, distributed & accumulation)")
+    mbs = b.get("Instantaneous batch size per device") or f.peek_int("per_device_train_batch_size")
+    gas = b.get("Gradient Accumulation steps") or f.peek_int("gradient_accumulation_steps")
+    notes: list[str] = [
+        "the Trainer's train_samples_per_second is the average over train_runtime, which starts before the first "
+        "step and includes evaluation and checkpoint saves (transformers trainer.py _inner_training_loop)"
+    ]
+    if "DataParallel batch" in b:
+        f.missing.append("layout (torch DataParallel in one process: perfmodel prices one process per GPU)")
+    world = gbs // (mbs * gas) if gbs and mbs and gas and gbs % (mbs * gas) == 0 else None
+    if gpus_flag and world and gpus_flag != world:
+        raise InputError(
+            "--gpus", str(gpus_flag), f"the Trainer's batch {gbs} / ({mbs} per device x {gas}) is {world} processes"
+        )
+    gpus = gpus_flag or world
+    gpus_from = "--gpus" if gpus_flag else ("total batch / (per device x accumulation)" if world else "")
+    seq, seq_from = _hf_seq(log, f)
+    facts = Facts(gbs, seq, gpus, "Total train batch size" if gbs else "", seq_from, gpus_from)
+    if not gbs or not mbs or not gas:
+        f.missing.append("batch (no 'Running training' banner with the batch sizes)")
+    if not seq:
+        f.missing.append("seq_length (the Trainer does not log it; give --arg seq_length=N)")
+    model, how = hf_log_model(log, f, model_ref)
+    if model is not None and model.is_moe:
+        f.missing.append(f"model ({model.id} is an MoE: transformers' expert loop is not priced)")
+    precision = None
+    if f.raw("bf16") == "True":
+        precision = "bf16"
+    elif f.raw("fp16") == "True":
+        precision = "fp16"
+    elif log.ds_config:
+        precision, _ = _ds_precision(_Fields(log.ds_config, f.over))
+    elif f.present("bf16"):
+        f.missing.append("precision (TrainingArguments bf16=False, fp16=False: fp32 training is not priced)")
+    else:
+        f.missing.append("precision (no TrainingArguments dump; give --arg bf16=True or --arg fp16=True)")
+    recompute, how_rc = _hf_recompute(f)
+    if recompute is None:
+        f.missing.append(
+            "recompute (no TrainingArguments gradient_checkpointing; give --arg recompute=none|full|selective)"
+        )
+    built = Built("hf_trainer", None, f.missing, facts, model, precision, notes)
+    stated: dict[str, Stated] = {}
+    if log.ds_config:
+        shard = _ds_sharding(log, _Fields(log.ds_config, f.over), precision)
+        if shard is None:
+            f.missing.append(
+                "fsdp (DeepSpeed ran without a ZeRO stage in its dump; give --arg zero_optimization_stage)"
+            )
+            return built
+        stated["fsdp"] = Stated(*shard)
+    else:
+        raw = (f.raw("fsdp") or "").lower()
+        strategy = next((st for word, st in _HF_FSDP if word in raw), None)
+        if f.raw("deepspeed") not in (None, "None"):
+            f.missing.append("fsdp (the Trainer ran DeepSpeed but its config dump is not in the log)")
+            return built
+        if not f.present("fsdp"):
+            f.missing.append("fsdp (no TrainingArguments dump; give --arg fsdp=full_shard|shard_grad_op|none)")
+            return built
+        said = f.said("fsdp")
+        if strategy is None:
+            stated["fsdp"] = Stated("none", f"{said}: DistributedDataParallel", f.origin("fsdp"))
+        else:
+            stated["fsdp"] = Stated("fsdp1", f"{said}: torch FSDP {strategy}", f.origin("fsdp"))
+            stated["reshard_after_forward"] = Stated(str(strategy != "SHARD_GRAD_OP").lower(), said, "log")
+            if strategy == "HYBRID_SHARD":
+                stated["hybrid_shard_group"] = Stated("8", said + ": sharded within each node of 8 GPUs", "log")
+    if f.missing or model is None or not (gbs and seq and gpus and mbs and gas) or recompute is None:
+        return built
+    stated["recompute"] = Stated(recompute, how_rc, f.origin("recompute", "gradient_checkpointing"))
+    stated["projections"] = Stated("separate", "transformers' q_proj / k_proj / v_proj and gate_proj / up_proj", "log")
+    doc = _hf_doc(log)
+    version = _hf_version(doc) if doc else None
+    if version:
+        sdpa = version >= _HF_SDPA_FROM
+        stated["attention_kernel"] = Stated(
+            "fa2" if sdpa else "unfused",
+            f"transformers_version {doc.get('transformers_version') if doc else ''}: the default attn_implementation "
+            + ("sdpa (PyTorch's flash backend, FA2)" if sdpa else "eager (scores materialised)"),
+            "log",
+        )
+    if f.raw("torch_compile") == "True":
+        stated["fusions"] = Stated("torch_compile", "torch_compile=True", "log")
+    shard_params = stated["fsdp"].value in PARAM_SHARDING or stated["fsdp"].value == "fsdp1"
+    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=shard_params, recompute=recompute)  # type: ignore[arg-type]
+    built.run = Run(
+        model,
+        how,
+        lay,
+        precision or "bf16",
+        "hf_trainer",
+        notes,
+        stated,
+        states="Hugging Face Trainer banner and arguments",
     )
     return built
 
@@ -2062,6 +2257,9 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
     elif log.framework == "deepspeed":
         f = _Fields(log.ds_config, overrides)
         built = deepspeed_run(log, f, model_ref, gpus)
+    elif log.framework == "hf_trainer":
+        f = _Fields(log.hf_args, overrides)
+        built = hf_trainer_run(log, f, model_ref, gpus)
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)

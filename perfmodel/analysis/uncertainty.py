@@ -465,12 +465,15 @@ def hardware_fitted(hw: str | HardwareSpec) -> bool:
     return family_fitted(load(str(FILE))["groups"], family(load_hardware(hw)))
 
 
-def band_for(model: str | ModelSpec, hw: str | HardwareSpec, stack: str | None = None, vp: int = 1) -> Band:
+def band_for(
+    model: str | ModelSpec, hw: str | HardwareSpec, stack: str | None = None, vp: int = 1, stand_in: bool = False
+) -> Band:
     """The band the commands print: a `perfmodel calibrate` file's own bands when one is in use; else the fitted
-    band when the stack's rows (or its base's) fitted it, and the unseen-stack band for any other stack."""
+    band when the stack's rows (or its base's) fitted it, and the unseen-stack band for any other stack or where
+    the preset only stands in for the run's own software (`stand_in`: a Hugging Face Trainer run on llm-foundry's)."""
     from perfmodel.core import calibration
 
-    if calibration.table().get("bands") or stack_seen(stack) is not False:
+    if calibration.table().get("bands") or (not stand_in and stack_seen(stack) is not False):
         return band_of(model, hw)
     return band_of(model, hw, unseen=True, vp=vp)
 

@@ -21,7 +21,7 @@ def _num(x: float | None, fmt: str) -> str:
 def _measured_rows(m: dict[str, Any], framework: str) -> list[list[str]]:
     """The measured column: step time, tokens/s/GPU, the framework's own TFLOP/s and MFU, peak memory."""
     step = _num(m["step_s"], ".3f")
-    if m["step_p10_s"] is not None:
+    if m["step_p10_s"] is not None and m["used"] > 1:
         step += f" (p10-p90 {m['step_p10_s']:.3f}-{m['step_p90_s']:.3f})"
     mem = f"{_gb(m['mem_max_reserved_bytes'])} reserved, {_gb(m['mem_max_allocated_bytes'])} allocated"
     if m["mem_usage_fraction"]:
@@ -115,7 +115,8 @@ def print_check(out: dict[str, Any]) -> None:
     if out["status"] == "no_iteration":  # one line, however wide
         console.print(f"{head}: {escape(out['summary'])}", soft_wrap=True)
         return
-    console.print(f"{head}, {out['measured']['intervals']} intervals; step time: {escape(out['measured']['rule'])}")
+    n = out["measured"]["intervals"]
+    console.print(f"{head}, {n} interval{'s' if n != 1 else ''}; step time: {escape(out['measured']['rule'])}")
     for n in out["notes"]:
         console.print(f"[yellow]note:[/yellow] {escape(n)}")
     if out["status"] == "measured":

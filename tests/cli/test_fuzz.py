@@ -77,7 +77,8 @@ def test_log_seeds_are_read_by_check():
 
     for text in fl.SEEDS:
         log = parse_text(text)
-        assert log.framework and len(log.iters) >= 3
+        # the Hugging Face Trainer logs one measurement, its train metrics at the end
+        assert log.framework and len(log.iters) >= (1 if log.framework == "hf_trainer" else 3)
 
 
 def test_toml_writer_round_trips():

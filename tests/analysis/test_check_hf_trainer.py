@@ -1,0 +1,113 @@
+"""check on Hugging Face Trainer logs (perfmodel/analysis/logparse.py HF_*, logrun.py hf_trainer_run): the batch
+from the 'Running training' banner, the measurement from the train metrics, the model from the logged 'Model
+config' JSON (or the parameter count), precision, gradient checkpointing and FSDP from the TrainingArguments dump;
+DeepSpeed under the Trainer read from DeepSpeed's own lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_json
+from log_helpers import (
+    LLAMA3_8B_HF_CONFIG,
+    deepspeed_log,
+    ds_config,
+    ds_tput_line,
+    hf_trainer_log,
+    hf_training_args,
+)
+
+from perfmodel import api
+
+HW = ["--hardware", "h100-sxm"]
+SEQ = ["--arg", "seq_length=4096"]
+
+
+def write(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "hf.log"
+    p.write_text(text)
+    return str(p)
+
+
+def test_a_trainer_log_is_the_run_check_predicts(tmp_path, capsys):
+    """Llama 3 8B from its logged config (the catalog model its _name_or_path names), 8 processes from 64 / (2 x 4),
+    FSDP full shard, gradient checkpointing as full recompute, sdpa (transformers 4.44) as FA2; the measurement is
+    train_batch / train_samples_per_second, the sequence train_tokens_per_second / train_samples_per_second; the
+    prediction is api.predict's on llm-foundry-2024 with those features, and the band the unseen-stack one."""
+    log = write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096))
+    out = run_json(capsys, ["check", log, *HW])
+    assert out["framework"] == "hf_trainer" and out["status"] == "predicted"
+    assert out["model"] == "llama3-8b" and out["stack"] == "llm-foundry-2024"
+    assert out["measured"]["step_s"] == pytest.approx(64 / 11.634)
+    lay = out["layout"]
+    assert (lay["gpus"], lay["gbs"], lay["mbs"], lay["seq"], lay["fsdp"], lay["recompute"]) == (
+        8,
+        64,
+        2,
+        4096,
+        True,
+        "full",
+    )
+    sets = out["stack_set"]
+    assert {"fsdp=fsdp1", "attention_kernel=fa2", "projections=separate", "recompute=full"} <= set(sets)
+    p = api.predict(
+        "llama3-8b",
+        "h100-sxm",
+        api.Layout(gpus=8, gbs=64, seq=4096, mbs=2, fsdp=True, recompute="full"),
+        "bf16",
+        stack="llm-foundry-2024",
+        stack_set=tuple(sets),
+    )
+    assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(float(p.tokens_per_s_per_gpu[0]))
+    assert out["band"]["group"].startswith("unseen")
+
+
+def test_what_the_trainer_log_states_decides_the_features(tmp_path, capsys):
+    """DDP without fsdp, no checkpointing, transformers before 4.36 (eager attention); no config JSON: the catalog
+    model with exactly the banner's parameter count, and none for a LoRA count; no TrainingArguments: the measurement
+    alone, each missing input named."""
+    old = dict(LLAMA3_8B_HF_CONFIG, transformers_version="4.34.0")
+    args = hf_training_args(fsdp="[]", gradient_checkpointing=False)
+    out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(old, args)), *HW, *SEQ])
+    assert {"fsdp=none", "attention_kernel=unfused", "recompute=none"} <= set(out["stack_set"])
+    assert out["layout"]["fsdp"] is False
+    out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(None, hf_training_args())), *HW, *SEQ])
+    assert out["status"] == "predicted" and out["model"] == "llama3-8b"
+    assert "Number of trainable parameters" in out["model_source"]
+    out = run_json(
+        capsys, ["check", write(tmp_path, hf_trainer_log(None, hf_training_args(), params=4194304)), *HW, *SEQ]
+    )
+    assert out["status"] == "measured" and "4,194,304" in out["not_predicted"]
+    out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, None)), *HW])
+    assert out["status"] == "measured" and out["measured"]["step_s"] == pytest.approx(64 / 11.634)
+    for word in ("seq_length", "precision", "fsdp", "recompute"):
+        assert word in out["not_predicted"], word
+
+
+def test_deepspeed_under_the_trainer(tmp_path, capsys):
+    """The Trainer running DeepSpeed: with the ThroughputTimer lines, they are the intervals (framework deepspeed)
+    and the model and recompute come from the Trainer's lines; without them, the Trainer's metrics are, and the ZeRO
+    stage still comes from DeepSpeed's optimizer line."""
+    engine = deepspeed_log(ds_config(), []).rstrip("\n")  # the engine's start-up: version, optimizer, config dump
+    tput = [ds_tput_line(10 * (i + 1), 32.0, 4) for i in range(14)]
+    args = hf_training_args(fsdp="[]", deepspeed="ds_config.json")
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine], between=tput)
+    out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
+    assert out["framework"] == "deepspeed" and out["status"] == "predicted"
+    assert out["model"] == "llama3-8b" and "recompute=full" in out["stack_set"] and "fsdp=zero2" in out["stack_set"]
+    assert out["measured"]["step_s"] == pytest.approx(64 / 32.0)
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine])
+    out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
+    assert out["framework"] == "hf_trainer" and "fsdp=zero2" in out["stack_set"]
+    assert out["measured"]["step_s"] == pytest.approx(64 / 11.634)
+
+
+def test_a_trainer_log_before_its_train_metrics_says_so(tmp_path, capsys):
+    """The Trainer logs no per-step time: a log that ends before training does (no train metrics dict) has no
+    measurement, and check says why instead of 'stopped before step 1'."""
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args())
+    cut = text[: text.index("{'train_runtime'")]
+    out = run_json(capsys, ["check", write(tmp_path, cut), *HW])
+    assert out["framework"] == "hf_trainer" and out["status"] == "no_iteration"
+    assert "only when training ends" in out["summary"]
