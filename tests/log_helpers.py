@@ -829,6 +829,29 @@ LLAMA3_8B_HF_CONFIG: dict[str, Any] = {
 }
 
 
+def _interval_text(t: float) -> str:
+    """tqdm std.py format_interval: 'mm:ss', or 'h:mm:ss' past an hour."""
+    mins, sec = divmod(int(t), 60)
+    h, m = divmod(mins, 60)
+    return f"{h:d}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+
+
+def tqdm_frames(step_s: list[float], total: int, smoothing: float = 0.3) -> str:
+    """The Trainer's progress bar as a log file holds it: one frame per optimizer step, joined by '\\r' (tqdm std.py
+    format_meter with the default bar format; the rate the exponential moving average of steps per second)."""
+    frames = [f"  0%|          | 0/{total} [00:00<?, ?it/s]"]
+    t, ema = 0.0, 0.0
+    for n, dt in enumerate(step_s, 1):
+        t += dt
+        ema = 1 / dt if n == 1 else smoothing * (1 / dt) + (1 - smoothing) * ema
+        rate = f"{1 / ema:5.2f}s/it" if ema < 1 else f"{ema:5.2f}it/s"
+        pct = 100 * n / total
+        fill = "\u2588" * int(pct // 10)
+        left = _interval_text((total - n) / ema)
+        frames.append(f"{pct:3.0f}%|{fill:<10}| {n}/{total} [{_interval_text(t)}<{left}, {rate}]")
+    return "\r".join(frames)
+
+
 def hf_line(name: str, message: str) -> str:
     return f"12/03/2026 10:00:00 - INFO - {name} - {message}"
 
@@ -862,6 +885,7 @@ def hf_trainer_log(
     params: int = 8030261248,
     prelude: Iterable[str] = (),
     between: Iterable[str] = (),
+    bar: list[float] | None = None,
 ) -> str:
     """An example script's log under the Trainer: the model config, the arguments, the banner, loss dicts, the
     train metrics."""
@@ -886,6 +910,8 @@ def hf_trainer_log(
         hf_line(t, f"  Number of trainable parameters = {params:,}"),
     ]
     lines += list(between)
+    if bar is not None:
+        lines.append(tqdm_frames(bar, steps))
     lines += [
         f"{{'loss': 1.{i:02d}, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': {i / 20:.2f}}}" for i in range(20)
     ]

@@ -257,7 +257,7 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
         framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any())
     )
     # DeepSpeed's ThroughputTimer and the HF Trainer's train metrics: samples/s of the whole job
-    ds = framework in ("deepspeed", "hf_trainer")
+    ds = framework == "deepspeed" or (framework == "hf_trainer" and not log.hf_bar)
     vals = _arr(log.sps if ds else (log.tps if tt else log.step_s), np.float64)
     unit = " samples/s" if ds else (" tokens/s" if tt else " s")
     ok, counts, rule = _choose(log, vals, warmup, unit, framework == "nemo")

@@ -174,6 +174,10 @@ HF_FIELD = re.compile(
     rb"parameters) = (\d[\d,]*)\s*$|  Training with DataParallel so batch size has been adjusted to: (\d[\d,]*)"
 )
 HF_METRICS = re.compile(rb"\{'train_runtime': [^{}\n]*\}")
+# the Trainer's progress bar (trainer_callback.py ProgressCallback: tqdm(total=state.max_steps), one update per
+# optimizer step), a frame per '\r': tqdm std.py format_meter '| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}'
+# with rate_fmt '{:5.2f}s/it' or '{:5.2f}it/s', tqdm's exponential moving average of the step rate (smoothing 0.3)
+HF_TQDM = re.compile(rb"\|\s*(\d+)/(\d+) \[[\d:]+<[^,\]]*,\s*(" + _D + rb")(s/it|it/s)[\],]")
 # PretrainedConfig.__repr__ ('Model config LlamaConfig {' + to_json_string(use_diff=True), closed by '}' alone on a
 # line; configuration_utils.py) and TrainingArguments.__str__ ('TrainingArguments(' then 'name=value,' per field,
 # sorted, closed by ')'; training_args.py), as the example scripts log them at INFO
@@ -353,6 +357,8 @@ _HF_WORDS = (
     b"Number of trainable parameters = ",
     b"adjusted to: ",
     b"'train_runtime': ",
+    b"/it]",
+    b"it/s]",
     b"Model config ",
     b"TrainingArguments(",
 )
@@ -477,6 +483,7 @@ class ParsedLog:
     hf_config: str = ""  # the last 'Model config X {...}' JSON (a Hugging Face config.json)
     hf_config_class: str = ""  # its class ('LlamaConfig')
     hf_args: dict[str, str] = field(default_factory=dict)  # TrainingArguments(...) fields, raw
+    hf_bar: bool = False  # the intervals are the Trainer's progress-bar frames (else its one train metrics dict)
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -719,6 +726,8 @@ class _Parser:
             (HF_BANNER, self._hf_banner),
             (b"  ", self._hf_field),
             (b"'train_runtime': ", self._hf_metrics),
+            (b"/it]", self._hf_bar),
+            (b"it/s]", self._hf_bar),
             (b"Model config ", self._hf_config_head),
             (b"TrainingArguments(", self._hf_args_head),
             (b":print]  ", self._ds_config),
@@ -1113,9 +1122,26 @@ class _Parser:
         L.hf_metrics = {str(k): _finite(v) for k, v in d.items() if isinstance(v, (int, float)) and _finite(v) >= 0}
         L.framework = L.framework or "hf_trainer"
         sps = L.hf_metrics.get("train_samples_per_second", NAN)
-        if L.framework == "hf_trainer":  # the run's one measurement: its average over train_runtime
+        if L.framework == "hf_trainer" and not L.hf_bar:  # no bar read: the average over train_runtime
             steps = L.hf_banner.get("Total optimization steps", 0)
             self._interval(steps if 0 < steps < 2**62 else self.last_iter + 1, NAN, NAN, NAN, NAN, sps)
+        return True
+
+    def _hf_bar(self, raw: bytes) -> bool:
+        """A frame of the training bar: its total is the banner's optimization steps (an evaluation, data-map or
+        checkpoint-loading bar has its own); the step time the frame's smoothed rate."""
+        L = self.log
+        if L.framework != "hf_trainer":
+            return False
+        m = HF_TQDM.search(raw)
+        steps = L.hf_banner.get("Total optimization steps")
+        if not m or not steps or int(m.group(2)) != steps:
+            return False
+        n, rate = int(m.group(1)), float(m.group(3))
+        if n < 1 or rate <= 0 or n <= self.last_iter:
+            return True
+        L.hf_bar = True
+        self._interval(n, rate if m.group(4) == b"s/it" else 1.0 / rate, NAN, NAN)
         return True
 
     def _hf_config_head(self, raw: bytes) -> bool:

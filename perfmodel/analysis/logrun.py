@@ -2137,10 +2137,22 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     gbs = b.get("Total train batch size (w. parallel, distributed & accumulation)")
     mbs = b.get("Instantaneous batch size per device") or f.peek_int("per_device_train_batch_size")
     gas = b.get("Gradient Accumulation steps") or f.peek_int("gradient_accumulation_steps")
-    notes: list[str] = [
-        "the Trainer's train_samples_per_second is the average over train_runtime, which starts before the first "
-        "step and includes evaluation and checkpoint saves (transformers trainer.py _inner_training_loop)"
-    ]
+    sps = log.hf_metrics.get("train_samples_per_second")
+    if log.hf_bar:
+        notes = [
+            "step times from the Trainer's progress bar: tqdm's smoothed s/it of each optimizer step "
+            "(trainer_callback.py ProgressCallback, tqdm format_meter rate)"
+        ]
+        if sps and gbs:
+            notes.append(
+                f"the train metrics' {sps:g} samples/s (the average over train_runtime, start-up, evaluation and "
+                f"checkpoint saves included) is a step of {gbs / sps:.3f} s"
+            )
+    else:
+        notes = [
+            "the Trainer's train_samples_per_second is the average over train_runtime, which starts before the first "
+            "step and includes evaluation and checkpoint saves (transformers trainer.py _inner_training_loop)"
+        ]
     if "DataParallel batch" in b:
         f.missing.append("layout (torch DataParallel in one process: perfmodel prices one process per GPU)")
     world = gbs // (mbs * gas) if gbs and mbs and gas and gbs % (mbs * gas) == 0 else None

@@ -111,3 +111,16 @@ def test_a_trainer_log_before_its_train_metrics_says_so(tmp_path, capsys):
     out = run_json(capsys, ["check", write(tmp_path, cut), *HW])
     assert out["framework"] == "hf_trainer" and out["status"] == "no_iteration"
     assert "only when training ends" in out["summary"]
+
+
+def test_the_progress_bar_gives_the_step_times(tmp_path, capsys):
+    """With the Trainer's progress bar in the log (one tqdm frame per optimizer step, '\\r'-separated), the intervals
+    are its frames: the step time the median of their smoothed s/it after warm-up, not the whole-run average; a bar
+    of another total (checkpoint shards, evaluation) is not read."""
+    steps = [30.0] + [6.2] * 199  # a slow first step, then 6.2 s
+    other = "Loading checkpoint shards: 100%|██████████| 4/4 [00:05<00:00,  1.30s/it]"
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), between=[other], bar=steps)
+    out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
+    assert out["measured"]["intervals"] == 200 and out["measured"]["step_s"] == pytest.approx(6.2, rel=0.002)
+    assert out["status"] == "predicted" and any("progress bar" in n for n in out["notes"])
+    assert any("start-up, evaluation" in n for n in out["notes"])  # the train metrics' average, as a cross-check
