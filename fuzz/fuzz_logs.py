@@ -68,7 +68,7 @@ def seeds() -> list[str]:
             ds_config(gradient_accumulation_steps=1, train_micro_batch_size_per_gpu=8), [32.0] * 14, form="0.7"
         ),
         deepspeed_log(ds_config(), [32.0] * 14, form="0.5"),
-        hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096),
+        hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096 / 8),
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), steps=20, bar=[9.0] + [6.2] * 19),
         hf_trainer_log(None, hf_training_args(fsdp="[]"), prelude=[deepspeed_log(ds_config(), []).rstrip()]),
     ]

@@ -362,7 +362,7 @@ def write_examples(folder: str) -> None:
     )
     rates = [9.8, 12.41, 12.38, 12.45, 12.40, 12.36, 12.43, 12.39, 8.1, 12.42, 12.40, 12.37]
     (out / "hf-trainer-llama3-8b.log").write_text(
-        hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), samples_per_s=11.634, tokens_per_s=11.634 * 4096)
+        hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), samples_per_s=11.634, tokens_per_s=11.634 * 4096 / 8)
     )
     (out / "deepspeed-zero3-h100.log").write_text(
         deepspeed_log(zero3, rates, optimizer="torch.bfloat16 ZeRO stage 3 optimizer", version="0.14.4")

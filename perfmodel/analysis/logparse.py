@@ -184,7 +184,15 @@ HF_TQDM = re.compile(rb"\|\s*(\d+)/(\d+) \[[\d:]+<[^,\]]*,\s*(" + _D + rb")(s/it
 HF_CONFIG_HEAD = re.compile(rb"Model config (\w+) \{\s*$")
 HF_ARGS_HEAD = re.compile(rb"TrainingArguments\(\s*$")
 HF_ARG = re.compile(r"^([A-Za-z_]\w*)=(.*?),?\s*$")
-MAX_HF_LINES = 2000  # a config or argument dump longer than this lost its closing line
+HF_JSON_LINE = re.compile(r'^ {2,}(?:["\]}{\[\-\d]|true|false|null)')  # a line of the body (indent=2)
+MAX_HF_LINES = 500  # a config or argument dump longer than this lost its closing line
+# a per-line prefix the launcher adds to every line of a message, continuation lines too (torchrun --tee
+# '[default0]:' / '[rank0]:', srun -l '0: ')
+LINE_PREFIX = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )")
+# DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py PipelineEngine.__init__ @v0.12.6) and a resumed
+# Trainer run (trainer.py _inner_training_loop: '  Continuing training from global step {n}')
+DS_PIPE = re.compile(rb"CONFIG: micro_batches=(\d+)")
+HF_RESUMED = re.compile(rb"  Continuing training from global step (\d+)")
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
@@ -344,7 +352,14 @@ _MEG_WORDS = (
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
 # DeepSpeed's own lines (ThroughputTimer, DeepSpeedConfig.print, the engine's version and optimizer lines)
-_DS_WORDS = (b"SamplesPerSec=", b":print]  ", b"DeepSpeed info:", b"Creating ", b"checkpoint")
+_DS_WORDS = (
+    b"SamplesPerSec=",
+    b":print]  ",
+    b"DeepSpeed info:",
+    b"Creating ",
+    b"CONFIG: micro_batches=",
+    b"checkpoint",
+)
 # the Trainer's own lines (HF_*); a DeepSpeed log under the Trainer prints them too
 _HF_WORDS = (
     HF_BANNER,
@@ -361,6 +376,7 @@ _HF_WORDS = (
     b"it/s]",
     b"Model config ",
     b"TrainingArguments(",
+    b"Continuing training from global step",
 )
 _CP_WORDS = (
     b"[batch=",
@@ -484,6 +500,8 @@ class ParsedLog:
     hf_config_class: str = ""  # its class ('LlamaConfig')
     hf_args: dict[str, str] = field(default_factory=dict)  # TrainingArguments(...) fields, raw
     hf_bar: bool = False  # the intervals are the Trainer's progress-bar frames (else its one train metrics dict)
+    hf_resumed_at: int = 0  # 'Continuing training from global step N'
+    ds_pipeline: bool = False  # DeepSpeed's PipelineEngine ran ('CONFIG: micro_batches=')
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -674,6 +692,7 @@ class _Parser:
         self.cp_iter, self.cp_rate, self.cp_dev_rate = -1, NAN, NAN  # Composer: the interval being printed
         self.cp_tokens = NAN  # its throughput/tokens_per_sec (all ranks)
         self.capture: tuple[str, list[str]] | None = None  # an HF config JSON or TrainingArguments dump being read
+        self.capture_prefix = b""  # the launcher's prefix of its head line, stripped from its continuation lines
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
             L.iters.append,
@@ -729,6 +748,8 @@ class _Parser:
             (b"/it]", self._hf_bar),
             (b"it/s]", self._hf_bar),
             (b"Model config ", self._hf_config_head),
+            (b"CONFIG: micro_batches=", self._ds_pipe),
+            (b"Continuing training from global step", self._hf_resumed),
             (b"TrainingArguments(", self._hf_args_head),
             (b":print]  ", self._ds_config),
             (b"DeepSpeed info:", self._ds_version),
@@ -948,16 +969,26 @@ class _Parser:
         assert self.capture is not None
         kind, lines = self.capture
         end = "}" if kind == "config" else ")"
+        pre = self.capture_prefix
         pos = start + 1 if start < len(data) and data[start : start + 1] == b"\n" else start
         while pos < len(data):
             e = data.find(b"\n", pos)
             e = len(data) if e < 0 else e
-            text = data[pos:e].decode("utf-8", errors="replace").rstrip()
-            pos = e + 1
-            if text == end or len(lines) > MAX_HF_LINES:
-                self._captured(kind, lines, closed=text == end)
+            raw = data[pos:e]
+            if pre and raw.startswith(pre):
+                raw = raw[len(pre) :]
+            text = raw.decode("utf-8", errors="replace").rstrip()
+            if text == end:
+                self._captured(kind, lines, closed=True)
                 return e
+            # a JSON body line is indented (to_json_string indent=2), an argument line is 'name=value,': any other
+            # line (the dump was cut, another rank's line) ends the capture and is read as any other line
+            cont = bool((HF_JSON_LINE if kind == "config" else HF_ARG).match(text))
+            if not cont or len(lines) > MAX_HF_LINES:
+                self._captured(kind, lines, closed=False)
+                return pos
             lines.append(text)
+            pos = e + 1
         return len(data)
 
     def _captured(self, kind: str, lines: list[str], closed: bool) -> None:
@@ -1150,13 +1181,29 @@ class _Parser:
             return False
         self.log.hf_config_class = _text(m.group(1))
         self.capture = ("config", [])
+        p = LINE_PREFIX.match(raw)
+        self.capture_prefix = p.group(0) if p else b""
         return True
 
     def _hf_args_head(self, raw: bytes) -> bool:
         if not HF_ARGS_HEAD.search(raw) or self.capture is not None:
             return False
         self.capture = ("args", [])
+        p = LINE_PREFIX.match(raw)
+        self.capture_prefix = p.group(0) if p else b""
         return True
+
+    def _ds_pipe(self, raw: bytes) -> bool:
+        if not DS_PIPE.search(raw):
+            return False
+        self.log.ds_pipeline = True
+        return True
+
+    def _hf_resumed(self, raw: bytes) -> bool:
+        m = HF_RESUMED.search(raw)
+        if m and len(m.group(1)) < 16:
+            self.log.hf_resumed_at = int(m.group(1))
+        return bool(m)
 
     def _cp_head(self, raw: bytes) -> bool:
         m = CP_HEAD.search(raw)

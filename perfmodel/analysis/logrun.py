@@ -1939,12 +1939,30 @@ def _ds_sharding(log: ParsedLog, f: _Fields, precision: str | None) -> tuple[str
     if not 0 <= stage <= 3:
         raise InputError("log", "zero_optimization_stage", f"{stage}: ZeRO stages are 0-3")
     said, o = f.said("zero_optimization_stage"), f.origin("zero_optimization_stage")
-    if stage == 0:
-        return "none", f"{said}: gradients all-reduced over data parallel", o
     accum = (f.raw("grad_accum_dtype") or "").lower()
-    if stage == 1 and precision == "bf16" and accum in ("fp32", "float32", "torch.float32"):
+    fp32_accum = accum in ("fp32", "float32", "torch.float32")
+    if stage == 1 and precision == "bf16" and fp32_accum:
         return "bf16_optimizer", f"{said} with grad_accum_dtype={accum}: BF16_Optimizer", o
-    return f"zero{stage}", said, o
+    if stage > 0:
+        return f"zero{stage}", said, o
+    if precision != "bf16":  # FP16_Optimizer (fp16) or the basic optimizer: unsharded, gradients all-reduced
+        return "none", f"{said}: gradients all-reduced over data parallel", o
+    if accum:
+        if fp32_accum:
+            return "bf16_optimizer", f"{said} with grad_accum_dtype={accum}: BF16_Optimizer", o
+        return "none", f"{said} with grad_accum_dtype={accum}: bf16 gradients all-reduced over data parallel", o
+    # grad_accum_dtype unset: engine.py get_data_types accumulates bf16 without ZeRO in fp32 from v0.9.2 (so
+    # _do_optimizer_sanity_check returns BFLOAT16) up to v0.17.5; from v0.17.6 (889f0ead) in the model dtype
+    v = tuple(int(x) for x in re.findall(r"\d+", log.ds_version)[:3])
+    if len(v) == 3 and (0, 9, 2) <= v < (0, 17, 6):
+        return "bf16_optimizer", f"{said}, bf16, DeepSpeed {log.ds_version}: fp32 accumulation, BF16_Optimizer", o
+    if len(v) == 3 and v >= (0, 17, 6):
+        return "none", f"{said}, bf16, DeepSpeed {log.ds_version}: bf16 gradients all-reduced over data parallel", o
+    f.missing.append(
+        "fsdp (bf16 at ZeRO stage 0: BF16_Optimizer or not depends on the DeepSpeed version, which the log "
+        "does not state; give --arg grad_accum_dtype=fp32 or =bf16)"
+    )
+    return None
 
 
 def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
@@ -1953,18 +1971,21 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
     gradient_accumulation_steps, world_size = the data-parallel size), precision and ZeRO stage from the dump and the
     optimizer line. A DeepSpeed log states neither the model nor the sequence length nor whether the model code
     checkpoints activations: --model, --arg seq_length=N and --arg recompute=none|full|selective give them."""
-    world = f.peek_int("world_size")
+    world_said = f.raw("world_size") or ""
+    world = f.peek_int("world_size") if world_said.isdigit() or f.origin("world_size") == "--arg" else None
+    if world_said and world is None:  # v0.17+ prints world / sequence-parallel size as a float under Ulysses
+        f.missing.append(f"layout (world_size {world_said}: DeepSpeed-Ulysses sequence parallelism is not read)")
     if gpus_flag and world and gpus_flag != world:
-        raise InputError(
-            "--gpus",
-            str(gpus_flag),
-            f"the log's DeepSpeed world_size (its data-parallel size) is {world}; perfmodel reads a DeepSpeed log "
-            "as data parallel only",
+        f.missing.append(
+            f"layout (--gpus {gpus_flag}, but DeepSpeed's world_size, its data-parallel size, is {world}: the "
+            "model-parallel layout is not in a DeepSpeed log; predict it with perfmodel predict)"
         )
+    if log.ds_pipeline:
+        f.missing.append("layout (DeepSpeed's PipelineEngine ran: the pipeline stages are not in its log)")
     gpus = gpus_flag or world or None
     gpus_from = "--gpus" if gpus_flag else ("world_size (DeepSpeed config)" if world else "")
     gbs = f.peek_int("train_batch_size")
-    seq, seq_from = _hf_seq(log, f)
+    seq, seq_from = _hf_seq(log, f, f.peek_int("world_size"))
     facts = Facts(
         gbs if gbs and gbs > 0 else None,
         seq if seq and seq > 0 else None,
@@ -1973,7 +1994,10 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
         seq_from,
         gpus_from,
     )
-    notes: list[str] = []
+    notes: list[str] = [
+        "DeepSpeed's ThroughputTimer times forward to step() of each micro-batch (deepspeed/utils/timer.py): data "
+        "loading between them, outside DeepSpeed's own dataloader, is not in its step"
+    ]
     if log.ds_per_micro_step:
         notes.append(
             "DeepSpeed < 0.8 logs CurrSamplesPerSec per micro-step (deepspeed/utils/timer.py @v0.7.0): the step is "
@@ -1987,11 +2011,8 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
     precision, _ = _ds_precision(f)
     shard = _ds_sharding(log, f, precision)
     offload = f.raw("zero_config") or ""
-    if _DS_OFFLOAD.search(offload) or "ZeRO Offload" in log.ds_optimizer:
+    if _DS_OFFLOAD.search(offload):
         f.missing.append("layout (ZeRO-Offload to the host: perfmodel does not price host Adam or its PCIe copies)")
-    sp = f.peek_int("sequence_parallel_size")
-    if sp and sp > 1:
-        f.missing.append(f"layout (sequence_parallel_size {sp}: DeepSpeed-Ulysses is not read from a DeepSpeed log)")
     mbs = f.int("train_micro_batch_size_per_gpu")
     gas = f.int("gradient_accumulation_steps")
     if not gbs:
@@ -2026,6 +2047,14 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
         "fsdp": Stated(fsdp, how_shard, o),
         "recompute": Stated(recompute, how_rc, f.origin("recompute") if "recompute" in f.over else "log"),
     }
+    if fsdp.startswith("zero"):  # zero_config's overlap_comm (deepspeed/runtime/zero/config.py: unset = stage 3)
+        ov = re.search(r"\boverlap_comm=(True|False)\b", offload)
+        if ov:
+            stated["dp_grad_reduce_overlap"] = Stated(ov.group(1).lower(), f"zero_config overlap_comm={ov.group(1)}")
+    notes.append(
+        "the model code's kernels (attention, fusions, projections) are not in a DeepSpeed log: they are "
+        "megatron-deepspeed-2023's unless --stack-set names them"
+    )
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=fsdp in PARAM_SHARDING, recompute=recompute)  # type: ignore[arg-type]
     software = f"DeepSpeed {log.ds_version}" if log.ds_version else ""
     built.run = Run(
@@ -2048,8 +2077,17 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
 # v4.36.0 release notes, 'torch.nn.functional.scaled_dot_product_attention ... used by default'; modeling_utils
 # _check_and_enable_sdpa), 'eager' before; sdpa on a causal mask without padding runs PyTorch's flash backend (FA2)
 _HF_SDPA_FROM = (4, 36)
-# TrainingArguments.fsdp (training_args.py FSDPOption): the torch FSDP sharding strategy it names
-_HF_FSDP = (("hybrid_shard", "HYBRID_SHARD"), ("shard_grad_op", "SHARD_GRAD_OP"), ("full_shard", "FULL_SHARD"))
+# TrainingArguments.fsdp (trainer_utils.py FSDPOption values) -> the torch FSDP sharding strategy it names
+_HF_FSDP = {
+    "full_shard": "FULL_SHARD",
+    "shard_grad_op": "SHARD_GRAD_OP",
+    "hybrid_shard": "HYBRID_SHARD",
+    "hybrid_shard_zero2": "_HYBRID_SHARD_ZERO2",
+}
+# Hugging Face model types whose attention and MLP are separate q/k/v and gate/up projections (transformers
+# modeling_llama.py LlamaAttention q_proj / k_proj / v_proj, LlamaMLP gate_proj / up_proj, and the models that copy
+# them); GPT-NeoX, Phi-3 and Falcon fuse them
+_HF_SEPARATE = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2")
 
 
 def _hf_version(doc: dict[str, Any]) -> tuple[int, int] | None:
@@ -2115,15 +2153,18 @@ def _hf_recompute(f: _Fields) -> tuple[str | None, str]:
     return None, ""
 
 
-def _hf_seq(log: ParsedLog, f: _Fields) -> tuple[int | None, str]:
-    """--arg seq_length, else train_tokens_per_second / train_samples_per_second (include_tokens_per_second: the
-    tokens the Trainer counted, padding included)."""
+def _hf_seq(log: ParsedLog, f: _Fields, world: int | None) -> tuple[int | None, str]:
+    """--arg seq_length, else world x train_tokens_per_second / train_samples_per_second: include_tokens_per_second
+    counts the tokens of one process's first batch x max_steps x accumulation (trainer.py num_tokens: per device,
+    padding included), the samples are the whole job's."""
     seq = f.peek_int("seq_length")
     if seq:
         return seq, "--arg seq_length"
     tok, smp = log.hf_metrics.get("train_tokens_per_second"), log.hf_metrics.get("train_samples_per_second")
-    if tok and smp and tok > 0 and smp > 0 and tok / smp < 2**40:
-        return round(tok / smp), "train_tokens_per_second / train_samples_per_second"
+    if world and tok and smp and tok > 0 and smp > 0 and tok * world / smp < 2**40:
+        return round(tok * world / smp), (
+            "train_tokens_per_second (per device) x processes / train_samples_per_second: the first batch's padded length"
+        )
     return None, ""
 
 
@@ -2162,7 +2203,7 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
         )
     gpus = gpus_flag or world
     gpus_from = "--gpus" if gpus_flag else ("total batch / (per device x accumulation)" if world else "")
-    seq, seq_from = _hf_seq(log, f)
+    seq, seq_from = _hf_seq(log, f, world)
     facts = Facts(gbs, seq, gpus, "Total train batch size" if gbs else "", seq_from, gpus_from)
     if not gbs or not mbs or not gas:
         f.missing.append("batch (no 'Running training' banner with the batch sizes)")
@@ -2171,6 +2212,18 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     model, how = hf_log_model(log, f, model_ref)
     if model is not None and model.is_moe:
         f.missing.append(f"model ({model.id} is an MoE: transformers' expert loop is not priced)")
+    trainable = b.get("Number of trainable parameters")
+    if model is not None and trainable and trainable < 0.99 * param_counts(model).total:
+        f.missing.append(
+            f"model ({trainable:,} of {param_counts(model).total:,} parameters trainable: a LoRA / PEFT or "
+            "frozen-layer run; perfmodel prices full-parameter training)"
+        )
+    if log.hf_resumed_at and not log.hf_bar:
+        steps = b.get("Total optimization steps") or 0
+        f.missing.append(
+            f"a measurement (resumed at step {log.hf_resumed_at} of {steps}: train_samples_per_second counts every "
+            "step over a runtime that ran only the rest, trainer.py speed_metrics)"
+        )
     precision = None
     if f.raw("bf16") == "True":
         precision = "bf16"
@@ -2198,8 +2251,10 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
             return built
         stated["fsdp"] = Stated(*shard)
     else:
-        raw = (f.raw("fsdp") or "").lower()
-        strategy = next((st for word, st in _HF_FSDP if word in raw), None)
+        options = set(re.findall(r"[a-z_0-9]+", (f.raw("fsdp") or "").lower())) - {"fsdpoption"}
+        strategy = next((_HF_FSDP[o] for o in _HF_FSDP if o in options), None)
+        if "offload" in options:
+            f.missing.append("fsdp (FSDP offload to the host: perfmodel does not price host Adam or its PCIe copies)")
         if f.raw("deepspeed") not in (None, "None"):
             f.missing.append("fsdp (the Trainer ran DeepSpeed but its config dump is not in the log)")
             return built
@@ -2207,25 +2262,40 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
             f.missing.append("fsdp (no TrainingArguments dump; give --arg fsdp=full_shard|shard_grad_op|none)")
             return built
         said = f.said("fsdp")
+        fsdp_cfg = f.raw("fsdp_config") or ""
+        v2 = re.search(r"'(?:fsdp_)?version': 2\b", fsdp_cfg)  # accelerate's FSDP2 (fully_shard)
         if strategy is None:
             stated["fsdp"] = Stated("none", f"{said}: DistributedDataParallel", f.origin("fsdp"))
         else:
-            stated["fsdp"] = Stated("fsdp1", f"{said}: torch FSDP {strategy}", f.origin("fsdp"))
-            stated["reshard_after_forward"] = Stated(str(strategy != "SHARD_GRAD_OP").lower(), said, "log")
-            if strategy == "HYBRID_SHARD":
-                stated["hybrid_shard_group"] = Stated("8", said + ": sharded within each node of 8 GPUs", "log")
+            kind = "fsdp2" if v2 else "fsdp1"
+            stated["fsdp"] = Stated(kind, f"{said}: torch FSDP {strategy}" + (", fsdp_version 2" if v2 else ""), "log")
+            keep = strategy in ("SHARD_GRAD_OP", "_HYBRID_SHARD_ZERO2")
+            stated["reshard_after_forward"] = Stated(str(not keep).lower(), said, "log")
+            if "HYBRID" in strategy:  # torch FSDP shards within the node: its size is not in the log
+                group = f.peek_int("hybrid_shard_group")
+                if not group:
+                    f.missing.append(
+                        "hybrid_shard_group (HYBRID_SHARD shards within a node; give --arg hybrid_shard_group=N)"
+                    )
+                else:
+                    stated["hybrid_shard_group"] = Stated(str(group), f.said("hybrid_shard_group"), "--arg")
     if f.missing or model is None or not (gbs and seq and gpus and mbs and gas) or recompute is None:
         return built
     stated["recompute"] = Stated(recompute, how_rc, f.origin("recompute", "gradient_checkpointing"))
-    stated["projections"] = Stated("separate", "transformers' q_proj / k_proj / v_proj and gate_proj / up_proj", "log")
     doc = _hf_doc(log)
+    mtype = str(doc.get("model_type", "")) if doc else ""
+    if mtype in _HF_SEPARATE or (doc is None and model.hf_names):
+        stated["projections"] = Stated(
+            "separate", f"{mtype or model.id}: transformers' q_proj / k_proj / v_proj and gate_proj / up_proj", "log"
+        )
     version = _hf_version(doc) if doc else None
     if version:
         sdpa = version >= _HF_SDPA_FROM
         stated["attention_kernel"] = Stated(
             "fa2" if sdpa else "unfused",
-            f"transformers_version {doc.get('transformers_version') if doc else ''}: the default attn_implementation "
-            + ("sdpa (PyTorch's flash backend, FA2)" if sdpa else "eager (scores materialised)"),
+            f"transformers_version {doc.get('transformers_version') if doc else ''}: transformers' default "
+            "attn_implementation (not logged; an explicit one overrides it) "
+            + ("sdpa, PyTorch's flash backend (FA2) on a causal mask without padding" if sdpa else "eager"),
             "log",
         )
     if f.raw("torch_compile") == "True":

@@ -71,13 +71,15 @@ def test_the_run_check_predicts_is_the_dump_s_layout_on_the_deepspeed_preset(tmp
             False,
         ),
         ({"zero_optimization_stage": 1, "zero_config": "stage=1"}, None, "zero1", False),
-        ({"zero_optimization_stage": 0, "zero_config": "stage=0"}, None, "none", False),
+        ({"zero_optimization_stage": 0, "zero_config": "stage=0"}, None, "bf16_optimizer", False),
+        ({"zero_optimization_stage": 0, "zero_config": "stage=0", "grad_accum_dtype": "bf16"}, None, "none", False),
         ({}, "fp16 optimizer with dynamic loss scale", "none", False),
     ],
 )
 def test_the_zero_stage_is_the_optimizer_the_engine_built(tmp_path, capsys, cfg, optimizer, fsdp, layout_fsdp):
     """The optimizer line where logged, else the dump's stage with engine.py's rule (bf16 + fp32 accumulation at
-    stage 1 is BF16_Optimizer); ZeRO-3 shards the parameters (the layout's fsdp)."""
+    stage 1 is BF16_Optimizer; bf16 at stage 0 accumulates in fp32 on 0.14.0 unless grad_accum_dtype says bf16);
+    ZeRO-3 shards the parameters (the layout's fsdp)."""
     out = run_json(capsys, ["check", write(tmp_path, deepspeed_log(ds_config(**cfg), RATES, optimizer)), *PREDICT])
     assert out["status"] == "predicted"
     assert f"fsdp={fsdp}" in out["stack_set"] and out["layout"]["fsdp"] is layout_fsdp
@@ -99,8 +101,20 @@ def test_precision_offload_and_inconsistent_batches(tmp_path, capsys):
     assert out["status"] == "measured" and "ZeRO-Offload" in out["not_predicted"]
     err = run_err(capsys, ["check", write(tmp_path, deepspeed_log(ds_config(train_batch_size=96), RATES)), *PREDICT])
     assert "train_batch_size" in err
-    err = run_err(capsys, ["check", write(tmp_path, deepspeed_log(ds_config(), RATES)), *PREDICT, "--gpus", "16"])
-    assert "world_size" in err
+    out = run_json(capsys, ["check", write(tmp_path, deepspeed_log(ds_config(), RATES)), *PREDICT, "--gpus", "16"])
+    assert out["status"] == "measured" and "data-parallel size, is 8" in out["not_predicted"]
+
+
+def test_what_a_deepspeed_log_cannot_lay_out_is_named(tmp_path, capsys):
+    """Ulysses (v0.17+ prints world_size / sequence-parallel size as a float) and the pipeline engine
+    ('CONFIG: micro_batches=') are not data parallel only: named, the measurement still reported."""
+    out = run_json(capsys, ["check", write(tmp_path, deepspeed_log(ds_config(world_size="2.0"), RATES)), *PREDICT])
+    assert out["status"] == "measured" and "Ulysses" in out["not_predicted"]
+    pipe = deepspeed_log(ds_config(), RATES).replace(
+        "[Rank 0] Creating", "[Rank 0] CONFIG: micro_batches=4 micro_batch_size=2\n[INFO] [Rank 0] Creating"
+    )
+    out = run_json(capsys, ["check", write(tmp_path, pipe), *PREDICT])
+    assert out["status"] == "measured" and "PipelineEngine" in out["not_predicted"]
 
 
 @pytest.mark.parametrize("form, note", [("0.7", "per micro-step"), ("0.5", "running average")])
@@ -124,3 +138,15 @@ def test_a_megatron_deepspeed_log_keeps_megatron_s_iteration_lines():
     assert log.framework == "megatron"
     assert list(log.iters) == [10 * (i + 1) for i in range(3, 15)] and list(log.step_s) == [1.5] * 12
     assert log.mem_max_allocated == 0.0
+
+
+def test_bf16_at_stage_0_follows_the_deepspeed_version(tmp_path, capsys):
+    """get_data_types accumulates bf16 without ZeRO in fp32 (BF16_Optimizer) from v0.9.2 to v0.17.5, in bf16 from
+    v0.17.6; with no version line, which one is named, not guessed."""
+    cfg = ds_config(zero_optimization_stage=0, zero_config="stage=0")
+    for version, want in (("0.17.5", "fsdp=bf16_optimizer"), ("0.18.0", "fsdp=none")):
+        out = run_json(capsys, ["check", write(tmp_path, deepspeed_log(cfg, RATES, None, version=version)), *PREDICT])
+        assert want in out["stack_set"], version
+    text = "\n".join(x for x in deepspeed_log(cfg, RATES, None).splitlines() if "DeepSpeed info" not in x) + "\n"
+    out = run_json(capsys, ["check", write(tmp_path, text), *PREDICT])
+    assert out["status"] == "measured" and "grad_accum_dtype" in out["not_predicted"]

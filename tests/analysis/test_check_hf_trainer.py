@@ -14,11 +14,14 @@ from log_helpers import (
     deepspeed_log,
     ds_config,
     ds_tput_line,
+    hf_line,
     hf_trainer_log,
     hf_training_args,
+    iteration_line,
 )
 
 from perfmodel import api
+from perfmodel.analysis.logparse import parse_text
 
 HW = ["--hardware", "h100-sxm"]
 SEQ = ["--arg", "seq_length=4096"]
@@ -35,7 +38,7 @@ def test_a_trainer_log_is_the_run_check_predicts(tmp_path, capsys):
     FSDP full shard, gradient checkpointing as full recompute, sdpa (transformers 4.44) as FA2; the measurement is
     train_batch / train_samples_per_second, the sequence train_tokens_per_second / train_samples_per_second; the
     prediction is api.predict's on llm-foundry-2024 with those features, and the band the unseen-stack one."""
-    log = write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096))
+    log = write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096 / 8))
     out = run_json(capsys, ["check", log, *HW])
     assert out["framework"] == "hf_trainer" and out["status"] == "predicted"
     assert out["model"] == "llama3-8b" and out["stack"] == "llm-foundry-2024"
@@ -124,3 +127,40 @@ def test_the_progress_bar_gives_the_step_times(tmp_path, capsys):
     assert out["measured"]["intervals"] == 200 and out["measured"]["step_s"] == pytest.approx(6.2, rel=0.002)
     assert out["status"] == "predicted" and any("progress bar" in n for n in out["notes"])
     assert any("start-up, evaluation" in n for n in out["notes"])  # the train metrics' average, as a cross-check
+
+
+def test_launcher_prefixes_and_cut_dumps_do_not_swallow_the_log(tmp_path, capsys):
+    """srun -l prefixes every line, the config's continuation lines too ('0: '): the capture strips it and ends at
+    its '}'; a config cut before its '}' ends at the first line that is not JSON, which is read as any other line
+    (here a Megatron iteration line after a Model config that never closed)."""
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096 / 8)
+    prefixed = "".join("0: " + line + "\n" for line in text.splitlines())
+    out = run_json(capsys, ["check", write(tmp_path, prefixed), *HW])
+    assert out["status"] == "predicted" and out["model"] == "llama3-8b" and out["layout"]["seq"] == 4096
+    cut = hf_line("x", "Model config LlamaConfig {") + '\n  "hidden_size": 4096,\n'
+    cut += "".join(iteration_line(10 * i, 200, 64, 1500.0) + "\n" for i in range(1, 15))
+    log = parse_text(cut)
+    assert log.framework == "megatron" and len(log.iters) == 14 and not log.hf_config
+
+
+def test_fsdp_options_lora_and_resumed_runs(tmp_path, capsys):
+    """hybrid_shard_zero2 keeps the parameters after the forward and needs the node size; offload is named; a LoRA
+    run (trainable parameters a fraction of the model's) is named, not priced as full training; a resumed run's
+    train metrics (every step counted over the rest's runtime) are not a measurement."""
+    args = hf_training_args(fsdp="[<FSDPOption.HYBRID_SHARD_ZERO2: 'hybrid_shard_zero2'>]")
+    out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, args)), *HW, *SEQ])
+    assert out["status"] == "measured" and "hybrid_shard_group" in out["not_predicted"]
+    given = [*HW, *SEQ, "--arg", "hybrid_shard_group=8"]
+    out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, args)), *given])
+    assert {"reshard_after_forward=false", "hybrid_shard_group=8"} <= set(out["stack_set"])
+    off = hf_training_args(fsdp="[<FSDPOption.FULL_SHARD: 'full_shard'>, <FSDPOption.OFFLOAD: 'offload'>]")
+    out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, off)), *HW, *SEQ])
+    assert "offload" in out["not_predicted"]
+    lora = hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), params=4194304)
+    out = run_json(capsys, ["check", write(tmp_path, lora), *HW, *SEQ])
+    assert out["status"] == "measured" and "LoRA" in out["not_predicted"]
+    resumed = hf_trainer_log(
+        LLAMA3_8B_HF_CONFIG, hf_training_args(), between=[hf_line("t", "  Continuing training from global step 150")]
+    )
+    out = run_json(capsys, ["check", write(tmp_path, resumed), *HW, *SEQ])
+    assert out["status"] == "measured" and "resumed at step 150" in out["not_predicted"]
