@@ -899,7 +899,7 @@ class StackChoice:
 
     @property
     def fallback(self) -> bool:
-        return self.basis in ("framework default", "default")
+        return self.basis in ("framework default", "default", "stand-in")
 
 
 _VERSION = re.compile(r"(\d{2})\.(\d{2})")
@@ -940,6 +940,16 @@ _NAMED = (
     (re.compile(r"llm[\s-]*foundry|composer|mosaic", re.IGNORECASE), "llm-foundry-2023"),
     (re.compile(r"hai[\s-]*llm", re.IGNORECASE), "hai-llm-2024"),
     (re.compile(r"megatron[\s-]*(lm|core)", re.IGNORECASE), "megatron-core"),
+)
+# software no preset describes, with the nearest preset that runs the same kind of code: the Hugging Face Trainer /
+# accelerate on transformers' modules is PyTorch DDP / FSDP, eager, as llm-foundry's hf_causal_lm is (a stand-in:
+# the row is flagged; check predicts such a log the same way, logcheck.implied_stack)
+_STAND_IN = (
+    (
+        re.compile(r"hugging[\s-]*face|\btransformers\b|\bhf[\s_-]*trainer\b|\baccelerate\b", re.IGNORECASE),
+        "llm-foundry-2024",
+        "the Hugging Face Trainer / accelerate (PyTorch DDP / FSDP on transformers' modules, eager)",
+    ),
 )
 _FEATURE_WORDS = {
     "torchtitan-2025": (
@@ -1165,6 +1175,9 @@ def _infer(framework: str, software: str, date: str = "") -> StackChoice:
         if rx.search(sw) or rx.search(named):
             said = sw if rx.search(sw) else named
             return StackChoice(sid, (), f"framework named in '{said}': preset {sid}", "framework named")
+    for rx, sid, what in _STAND_IN:
+        if rx.search(sw) or rx.search(named):
+            return StackChoice(sid, (), f"no preset of {what}: the nearest one, {sid} (a stand-in)", "stand-in")
     if fw in FRAMEWORK_FALLBACK:
         sid = FRAMEWORK_FALLBACK[fw]
         return StackChoice(

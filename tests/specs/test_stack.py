@@ -789,12 +789,17 @@ def test_bridge_layout_map_is_a_deepseek_v3_and_kimi_k2_recipe_fact():
         # nothing known: the framework's library defaults, or the default stack (flagged)
         ("megatron", "an in-house fork", "", "megatron-core", "framework default"),
         ("xla", "", "", "default", "default"),
+        # software no preset describes: the nearest preset running the same kind of code, flagged as a stand-in;
+        # Transformer Engine (singular) is not the transformers library
+        ("other", "Hugging Face Trainer, transformers 4.44", "", "llm-foundry-2024", "stand-in"),
+        ("pytorch", "HF accelerate + FSDP", "", "llm-foundry-2024", "stand-in"),
+        ("megatron", "Megatron-LM with Transformer Engine", "", "megatron-core", "framework named"),
     ],
 )
 def test_the_stack_is_found_from_the_runs_words(framework, software, date, stack, basis):
     c = infer_stack(framework, software, date)
     assert (c.stack, c.basis) == (stack, basis)
-    assert c.fallback == (basis in ("framework default", "default"))
+    assert c.fallback == (basis in ("framework default", "default", "stand-in"))
     if basis == "nearest release":
         assert "has no preset" in c.why
 
