@@ -2327,21 +2327,19 @@ def _positive(text: str | None) -> float | None:
 def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, gpus: int | None) -> Built:
     """The run the log states (with --arg overrides, --model and --gpus): never an error for a field the log
     does not state (it is in `missing`), an InputError for one it states inconsistently."""
-    if log.framework == "torchtitan":
-        f = _Fields(log.args, overrides)
-        built = torchtitan_run(log, f, model_ref, gpus)
-    elif log.framework == "maxtext":
-        f = _Fields(log.args, overrides)
-        built = maxtext_run(log, f, model_ref, gpus)
-    elif log.framework == "composer":
-        f = _Fields(log.args, overrides)
-        built = composer_run(log, f, model_ref, gpus)
-    elif log.framework == "deepspeed":
-        f = _Fields(log.ds_config, overrides)
-        built = deepspeed_run(log, f, model_ref, gpus)
-    elif log.framework == "hf_trainer":
-        f = _Fields(log.hf_args, overrides)
-        built = hf_trainer_run(log, f, model_ref, gpus)
+    # each framework's reader and the fields it reads: the job config (torchtitan), the config params (MaxText),
+    # llm-foundry's config (Composer), DeepSpeed's engine dump, the Trainer's TrainingArguments
+    readers = {
+        "torchtitan": (torchtitan_run, log.args),
+        "maxtext": (maxtext_run, log.args),
+        "composer": (composer_run, log.args),
+        "deepspeed": (deepspeed_run, log.ds_config),
+        "hf_trainer": (hf_trainer_run, log.hf_args),
+    }
+    if log.framework in readers:
+        reader, fields = readers[log.framework]
+        f = _Fields(fields, overrides)
+        built = reader(log, f, model_ref, gpus)
     else:
         args, labels = bridge_args(log.config) if log.config else ({}, {})
         args.update(log.args)
