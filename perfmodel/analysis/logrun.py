@@ -2031,6 +2031,7 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
         )
     if model_ref or log.hf_config or log.hf_banner:  # under the Trainer: its model config or parameter count
         model, how = hf_log_model(log, f, model_ref)
+        _hf_partial(log, model, f)
     else:
         model, how = None, ""
         f.missing.append("model (a DeepSpeed log does not state the model's shape; give --model ID|FILE)")
@@ -2168,6 +2169,16 @@ def _hf_seq(log: ParsedLog, f: _Fields, world: int | None) -> tuple[int | None, 
     return None, ""
 
 
+def _hf_partial(log: ParsedLog, model: ModelSpec | None, f: _Fields) -> None:
+    """A run that trains only part of the model (the banner's trainable parameters a fraction of its total) is named."""
+    trainable = log.hf_banner.get("Number of trainable parameters")
+    if model is not None and trainable and trainable < 0.99 * param_counts(model).total:
+        f.missing.append(
+            f"model ({trainable:,} of {param_counts(model).total:,} parameters trainable: a LoRA / PEFT or "
+            "frozen-layer run; perfmodel prices full-parameter training)"
+        )
+
+
 def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
     """A Hugging Face Trainer log's run: the batch, micro-batch and accumulation of its 'Running training' banner
     (the data-parallel size their quotient), the measurement its train metrics (train_samples_per_second over the
@@ -2212,12 +2223,7 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     model, how = hf_log_model(log, f, model_ref)
     if model is not None and model.is_moe:
         f.missing.append(f"model ({model.id} is an MoE: transformers' expert loop is not priced)")
-    trainable = b.get("Number of trainable parameters")
-    if model is not None and trainable and trainable < 0.99 * param_counts(model).total:
-        f.missing.append(
-            f"model ({trainable:,} of {param_counts(model).total:,} parameters trainable: a LoRA / PEFT or "
-            "frozen-layer run; perfmodel prices full-parameter training)"
-        )
+    _hf_partial(log, model, f)
     if log.hf_resumed_at and not log.hf_bar:
         steps = b.get("Total optimization steps") or 0
         f.missing.append(

@@ -164,3 +164,13 @@ def test_fsdp_options_lora_and_resumed_runs(tmp_path, capsys):
     )
     out = run_json(capsys, ["check", write(tmp_path, resumed), *HW, *SEQ])
     assert out["status"] == "measured" and "resumed at step 150" in out["not_predicted"]
+
+
+def test_a_lora_run_under_deepspeed_is_named(tmp_path, capsys):
+    """The Trainer's trainable-parameter count is checked under DeepSpeed too: a LoRA run is not priced as full."""
+    engine = deepspeed_log(ds_config(), []).rstrip("\n")
+    tput = [ds_tput_line(10 * (i + 1), 32.0, 4) for i in range(14)]
+    args = hf_training_args(fsdp="[]", deepspeed="ds_config.json")
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine], between=tput, params=4194304)
+    out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
+    assert out["framework"] == "deepspeed" and out["status"] == "measured" and "LoRA" in out["not_predicted"]
