@@ -2230,13 +2230,16 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
             f"a measurement (resumed at step {log.hf_resumed_at} of {steps}: train_samples_per_second counts every "
             "step over a runtime that ran only the rest, trainer.py speed_metrics)"
         )
+    # DeepSpeed's dump where the Trainer ran it: its missing fields are the run's (one list)
+    ds = _Fields(log.ds_config, f.over)
+    ds.missing = f.missing
     precision = None
     if f.raw("bf16") == "True":
         precision = "bf16"
     elif f.raw("fp16") == "True":
         precision = "fp16"
     elif log.ds_config:
-        precision, _ = _ds_precision(_Fields(log.ds_config, f.over))
+        precision, _ = _ds_precision(ds)
     elif f.present("bf16"):
         f.missing.append("precision (TrainingArguments bf16=False, fp16=False: fp32 training is not priced)")
     else:
@@ -2249,11 +2252,8 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     built = Built("hf_trainer", None, f.missing, facts, model, precision, notes)
     stated: dict[str, Stated] = {}
     if log.ds_config:
-        shard = _ds_sharding(log, _Fields(log.ds_config, f.over), precision)
-        if shard is None:
-            f.missing.append(
-                "fsdp (DeepSpeed ran without a ZeRO stage in its dump; give --arg zero_optimization_stage)"
-            )
+        shard = _ds_sharding(log, ds, precision)
+        if shard is None:  # _ds_sharding named what it lacks
             return built
         stated["fsdp"] = Stated(*shard)
     else:

@@ -174,3 +174,18 @@ def test_a_lora_run_under_deepspeed_is_named(tmp_path, capsys):
     text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine], between=tput, params=4194304)
     out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
     assert out["framework"] == "deepspeed" and out["status"] == "measured" and "LoRA" in out["not_predicted"]
+
+
+def test_what_deepspeed_under_the_trainer_lacks_is_named(tmp_path, capsys):
+    """The Trainer ran DeepSpeed (no ThroughputTimer lines): a precision neither states, or a ZeRO stage the dump
+    lacks, is named in missing, never priced as bf16 or guessed."""
+    engine = deepspeed_log(ds_config(bfloat16_enabled=False), [], optimizer=None).rstrip("\n")
+    args = hf_training_args(fsdp="[]", deepspeed="ds_config.json", bf16=False)
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine])
+    out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
+    assert out["framework"] == "hf_trainer" and out["status"] == "measured" and "fp32" in out["not_predicted"]
+    engine = deepspeed_log(ds_config(zero_optimization_stage=None), [], optimizer=None).rstrip("\n")
+    args = hf_training_args(fsdp="[]", deepspeed="ds_config.json")
+    text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine])
+    out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
+    assert out["status"] == "measured" and "zero_optimization_stage" in out["not_predicted"]
