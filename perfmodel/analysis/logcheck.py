@@ -387,10 +387,11 @@ def implied_stack(run: Run) -> tuple[str, str]:
             f"a DeepSpeed log ({run.software or 'no version line'}): {c.why}, the DeepSpeed preset; the log does "
             "not state the model code's kernels (attention, fusions): --stack-set names them"
         )
-    if run.framework == "hf_trainer":
-        return "llm-foundry-2024", (
-            "a Hugging Face Trainer log: the nearest preset, llm-foundry-2024 (PyTorch FSDP / DDP on Hugging Face "
-            "modules, eager); the Trainer's own optimizer and data loading are not read"
+    if run.framework == "hf_trainer":  # the stand-in a row naming the Trainer gets (specs/stack.infer_stack)
+        c = infer_stack("other", "Hugging Face Trainer")
+        return (
+            c.stack,
+            f"a Hugging Face Trainer log: {c.why}; the Trainer's own optimizer and data loading are not read",
         )
     if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
         c = infer_stack("megatron", run.software)
