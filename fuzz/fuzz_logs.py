@@ -40,6 +40,8 @@ from log_helpers import (  # noqa: E402
     hf_training_args,
     megatron_args,
     megatron_log,
+    nanotron_config,
+    nanotron_log,
     nemo_log,
     torchtitan_config,
     torchtitan_log,
@@ -71,6 +73,8 @@ def seeds() -> list[str]:
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096 / 8),
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), steps=20, bar=[9.0] + [6.2] * 19),
         hf_trainer_log(None, hf_training_args(fsdp="[]"), prelude=[deepspeed_log(ds_config(), []).rstrip()]),
+        nanotron_log(nanotron_config(), [7210.0] + [4830.0] * 13),
+        nanotron_log(nanotron_config(pp=2, tp=2, engine="afab", zero=0), [7210.0] + [4830.0] * 13, pformat_width=10**5),
     ]
 
 

@@ -28,6 +28,12 @@ from a real log:
   `on_log` (a dict's repr), configuration_utils.py `PretrainedConfig.__repr__` ('Model config X ' + JSON),
   training_args.py `TrainingArguments.__str__` ('name=value,' per field, sorted); the example scripts' logging
   format '%(asctime)s - %(levelname)s - %(name)s - %(message)s'.
+- nanotron (huggingface/nanotron@0e0a27ea) trainer.py (`log_rank(pformat(self.config))` after 'Config:', the
+  '[Start training] datetime: ... | mbs: ...' line, train_step_logs' LogItem tags), logging/base.py
+  (LoggerWriter.add_scalars_from_list ' | '-joined 'tag: human_format(value)', human_format, log_memory, the
+  formatter's '%(asctime)s [%(levelname)s|DP=..|PP=..|TP=..|host]: ' prefix in dim-italic colour codes), the
+  config dataclasses of config/config.py, config/parallelism_config.py, config/models_config.py (the field
+  order pformat prints; the classes below have the same names and fields, so pprint writes what nanotron's do).
 """
 
 from __future__ import annotations
@@ -364,6 +370,8 @@ def write_examples(folder: str) -> None:
     (out / "hf-trainer-llama3-8b.log").write_text(
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), samples_per_s=11.634, tokens_per_s=11.634 * 4096 / 8)
     )
+    nt_ms = [7210.0, 4840.0, 4810.0, 4830.0, 4820.0, 4850.0, 4800.0, 4830.0]
+    (out / "nanotron-llama3-8b-h100.log").write_text(nanotron_log(nanotron_config(), nt_ms))
     (out / "deepspeed-zero3-h100.log").write_text(
         deepspeed_log(zero3, rates, optimizer="torch.bfloat16 ZeRO stage 3 optimizer", version="0.14.4")
     )
@@ -921,4 +929,273 @@ def hf_trainer_log(
         metrics += f"'train_tokens_per_second': {tokens_per_s}, "
     metrics += "'train_loss': 1.23, 'epoch': 1.0}"
     lines.append(metrics)
+    return "\n".join(lines) + "\n"
+
+
+# ---- nanotron (module docstring) ------------------------------------------------------------------------------
+
+
+class _Repr:
+    """An object printed as nanotron's enum, engine and dtype values print (their own repr)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@dataclass
+class GeneralArgs:
+    project: str
+    run: Optional[str] = None
+    seed: Optional[int] = None
+    step: Optional[int] = None
+    consumed_train_samples: Optional[int] = None
+    benchmark_csv_path: Optional[str] = None
+    ignore_sanity_checks: bool = True
+
+
+@dataclass
+class ParallelismArgs:
+    dp: int
+    pp: int
+    tp: int
+    pp_engine: Any = None
+    tp_mode: Any = None
+    tp_linear_async_communication: Optional[bool] = None
+    recompute_layer: bool = False
+    tp_recompute_allgather: bool = True
+    expert_parallel_size: int = 1
+
+
+@dataclass
+class LlamaConfig:
+    bos_token_id: int = 128000
+    eos_token_id: int = 128001
+    hidden_act: str = "silu"
+    hidden_size: int = 4096
+    initializer_range: float = 0.02
+    intermediate_size: int = 14336
+    is_llama_config: bool = True
+    max_position_embeddings: int = 8192
+    num_attention_heads: int = 32
+    num_hidden_layers: int = 32
+    num_key_value_heads: Optional[int] = 8
+    pad_token_id: Optional[int] = None
+    pretraining_tp: int = 1
+    rms_norm_eps: float = 1e-05
+    rope_scaling: Optional[dict] = None
+    rope_theta: float = 500000.0
+    rope_interleaved: bool = False
+    tie_word_embeddings: bool = False
+    use_cache: bool = True
+    vocab_size: int = 128256
+
+
+@dataclass
+class RandomInit:
+    std: float = 0.02
+
+
+@dataclass
+class ModelArgs:
+    model_config: Any
+    init_method: Any
+    dtype: Any = None
+    make_vocab_size_divisible_by: int = 1
+    ddp_bucket_cap_mb: int = 25
+
+
+@dataclass
+class TokenizerArgs:
+    tokenizer_name_or_path: Optional[str] = None
+    tokenizer_revision: Optional[str] = None
+    tokenizer_max_length: Optional[int] = None
+
+
+@dataclass
+class TokensArgs:
+    sequence_length: int
+    train_steps: int
+    micro_batch_size: int
+    batch_accumulation_per_replica: int
+    val_check_interval: Optional[int] = -1
+    limit_val_batches: Optional[int] = 0
+    limit_test_batches: Optional[int] = 0
+
+
+@dataclass
+class LRSchedulerArgs:
+    learning_rate: float
+    lr_warmup_steps: int = 0
+    lr_warmup_style: Optional[str] = None
+    lr_decay_style: Optional[str] = None
+    lr_decay_steps: Optional[int] = None
+    lr_decay_starting_step: Optional[int] = None
+    min_decay_lr: Optional[float] = None
+
+
+@dataclass
+class AdamWOptimizerArgs:
+    adam_eps: float
+    adam_beta1: float
+    adam_beta2: float
+    torch_adam_is_fused: bool
+    name: str = "adamW"
+
+
+@dataclass
+class OptimizerArgs:
+    optimizer_factory: Any
+    zero_stage: int
+    weight_decay: float
+    clip_grad: Optional[float]
+    accumulate_grad_in_fp32: bool
+    learning_rate_scheduler: Any
+
+
+@dataclass
+class Config:
+    general: Any
+    parallelism: Any
+    model: Any
+    tokenizer: Any
+    checkpoints: Any = None
+    logging: Any = None
+    tokens: Any = None
+    optimizer: Any = None
+    data_stages: Any = None
+    profiler: Any = None
+    lighteval: Any = None
+
+
+NT_ENGINES = {
+    "1f1b": "<nanotron.parallel.pipeline_parallel.engine.OneForwardOneBackwardPipelineEngine object at 0x7f2c1a3b9e10>",
+    "afab": "<nanotron.parallel.pipeline_parallel.engine.AllForwardAllBackwardPipelineEngine object at 0x7f2c1a3b9e10>",
+}
+
+
+def nanotron_config(
+    dp: int = 2,
+    tp: int = 4,
+    pp: int = 1,
+    mbs: int = 2,
+    accum: int = 16,
+    seq: int = 4096,
+    tp_mode: str = "REDUCE_SCATTER",
+    async_tp: bool = True,
+    recompute: bool = False,
+    engine: str = "1f1b",
+    zero: int = 1,
+    fp32_accum: bool = True,
+    dtype: str = "torch.bfloat16",
+    model: Any = None,
+) -> Config:
+    """A nanotron Config (Llama 3 8B shapes by default) as its dataclasses hold it."""
+    mode = {"REDUCE_SCATTER": 2, "ALL_REDUCE": 1}[tp_mode]
+    return Config(
+        general=GeneralArgs(project="perfmodel-example", run="llama3-8b-%date_%jobid", seed=42),
+        parallelism=ParallelismArgs(
+            dp=dp,
+            pp=pp,
+            tp=tp,
+            pp_engine=_Repr(NT_ENGINES[engine]),
+            tp_mode=_Repr(f"<TensorParallelLinearMode.{tp_mode}: {mode}>"),
+            tp_linear_async_communication=async_tp,
+            recompute_layer=recompute,
+        ),
+        model=ModelArgs(model_config=model or LlamaConfig(), init_method=RandomInit(), dtype=_Repr(dtype)),
+        tokenizer=TokenizerArgs(tokenizer_name_or_path="meta-llama/Meta-Llama-3-8B"),
+        tokens=TokensArgs(
+            sequence_length=seq, train_steps=100, micro_batch_size=mbs, batch_accumulation_per_replica=accum
+        ),
+        optimizer=OptimizerArgs(
+            optimizer_factory=AdamWOptimizerArgs(
+                adam_eps=1e-08, adam_beta1=0.9, adam_beta2=0.95, torch_adam_is_fused=True
+            ),
+            zero_stage=zero,
+            weight_decay=0.01,
+            clip_grad=1.0,
+            accumulate_grad_in_fp32=fp32_accum,
+            learning_rate_scheduler=LRSchedulerArgs(learning_rate=0.0003, lr_warmup_steps=10, lr_warmup_style="linear"),
+        ),
+    )
+
+
+def nt_prefix(rank: int = 0) -> str:
+    return f"\x1b[2;3m12/04/2026 10:00:00 [INFO|DP={rank}|PP=0|TP=0|ip-10-0-0-1]\x1b[0m: "
+
+
+def nt_human(num: float) -> str:
+    """nanotron logging/base.py human_format (its algorithm)."""
+    if abs(num) < 1:
+        return "{:.3g}".format(num)
+    sizes = ["", "K", "M", "B", "T", "P", "E"]
+    num = float("{:.3g}".format(num))
+    i = 0
+    while abs(num) >= 1000 and i < len(sizes) - 1:
+        num /= 1000.0
+        i += 1
+    return "{}{}".format("{:f}".format(num).rstrip("0").rstrip("."), sizes[i])
+
+
+def nanotron_flops_per_token(m: LlamaConfig, seq: int) -> float:
+    """nanotron models/llama.py @0e0a27ea get_flops (its formula), per token: 3 x (the decoder's and the LM head's
+    forward GEMM FLOPs), attention over the full s x s."""
+    h, heads, kv, d = m.hidden_size, m.num_attention_heads, m.num_key_value_heads or m.num_attention_heads, 0
+    d = h // heads
+    per_layer = 2 * h * heads * d + 2 * h * 2 * kv * d + 2 * heads * d * seq + 2 * heads * seq * d
+    per_layer += 2 * heads * d * h + 4 * h * m.intermediate_size + 2 * m.intermediate_size * h
+    return 3.0 * (m.num_hidden_layers * per_layer + 2 * h * m.vocab_size)
+
+
+def nanotron_iteration(step: int, steps: int, ms: float, gbs: int, seq: int, world: int, tflops: float) -> str:
+    tps = gbs * seq / (ms / 1000)
+    fields = [
+        ("consumed_tokens", step * gbs * seq),
+        ("elapsed_time_per_iteration_ms", ms),
+        ("tokens_per_sec", tps),
+        ("tokens_per_sec_per_gpu", tps / world),
+        ("global_batch_size", gbs),
+        ("lm_loss", 11.2 - step * 0.01),
+        ("lr", 0.0003),
+        ("model_tflops_per_gpu", tflops),
+        ("hardware_tflops_per_gpu", tflops),
+        ("grad_norm", 0.42),
+    ]
+    body = " | ".join(f"{k}: {nt_human(v)}" for k, v in fields)
+    return f"{nt_prefix()}iteration: {step} / {steps} | {body}"
+
+
+def nanotron_log(cfg: Config, step_ms: list[float], pformat_width: int = 80) -> str:
+    """A nanotron run's log: the config dump (pformat, as trainer.py logs it), the start line, the memory line after
+    the first step and one interval line per step."""
+    from pprint import pformat
+
+    p = cfg.parallelism
+    t = cfg.tokens
+    world = p.dp * p.tp * p.pp
+    gbs = t.micro_batch_size * t.batch_accumulation_per_replica * p.dp
+    lines = [
+        nt_prefix() + "[Config] Config:",
+        nt_prefix() + "Parsing config: /fsx/perfmodel/examples/config_llama3_8b.yaml",
+        nt_prefix() + pformat(cfg, width=pformat_width),
+        nt_prefix() + "[Model Config] Model Config:",
+        nt_prefix() + pformat(cfg.model.model_config, width=pformat_width),
+        nt_prefix() + "Total number of parameters: 8.03G (15316.51MiB)",
+        nt_prefix() + "[Start training] Start training",
+        nt_prefix()
+        + f"[Start training] datetime: 2026-12-04 10:00:00.000000 | mbs: {t.micro_batch_size} | grad_accum: "
+        + f"{t.batch_accumulation_per_replica} | global_batch_size: {gbs} | sequence_length: {t.sequence_length} | "
+        + f"train_steps: {t.train_steps} | start_iteration_step: 0 | consumed_train_samples: 0",
+    ]
+    for i, ms in enumerate(step_ms, start=1):
+        if i == 2:
+            lines.append(
+                nt_prefix() + " Memory usage: 20512.25MiB. Peak allocated 37980.50MiB. Peak reserved: 41210.00MiB"
+            )
+        tflops = nanotron_flops_per_token(cfg.model.model_config, t.sequence_length) * gbs * t.sequence_length
+        tflops /= ms / 1000 * world * 1e12
+        lines.append(nanotron_iteration(i, t.train_steps, ms, gbs, t.sequence_length, world, tflops))
     return "\n".join(lines) + "\n"

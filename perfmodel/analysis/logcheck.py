@@ -68,6 +68,11 @@ FLOP_CONVENTION = {
         "DeepSpeed's ThroughputTimer logs samples/s only (its flops profiler's report, when enabled, is not read)",
     ),
     "hf_trainer": ("", "the Hugging Face Trainer logs no TFLOP/s (total_flos is a count, not read)"),
+    "nanotron": (
+        "full",
+        "nanotron models/llama.py @0e0a27ea get_flops: 3 (fwd+bwd) x 2 x the GEMM MACs of qkv, attention (s^2, no "
+        "causal halving), output, MLP and the LM head, no recompute (model_tflops_per_gpu)",
+    ),
     "nemo": (
         "",
         "NeMo FLOPsMeasurementCallback TFLOPS_per_GPU (nemo/lightning/pytorch/callbacks/flops_callback.py @8cfedd7: "
@@ -393,6 +398,8 @@ def implied_stack(run: Run) -> tuple[str, str]:
             c.stack,
             f"a Hugging Face Trainer log: {c.why}; the Trainer's own optimizer and data loading are not read",
         )
+    if run.framework == "nanotron":
+        return "nanotron-2025", "a nanotron log: nanotron's preset (read at 0e0a27ea, 2025-02)"
     if run.software:  # the banner's release, or the nearest release with a preset (specs/stack.infer_stack)
         c = infer_stack("megatron", run.software)
         return c.stack, f"the log's container banner names {run.software}: {c.why}"

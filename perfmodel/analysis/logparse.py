@@ -47,6 +47,15 @@ these versions (never a copied log):
   is read as the software 'NeMo {version}' (perfmodel.specs.stack.infer_stack maps it to its preset).
   ROCm: the `rocm/megatron-lm` image name (ROCm/ROCm@e396b48 docs/how-to/rocm-for-ai/training/benchmark-docker/
   megatron-lm.rst) and the device's marketing name 'AMD Instinct MI300X' (torch.cuda.get_device_name on ROCm).
+- nanotron (huggingface/nanotron@v0.4 f2c83832, @0e0a27ea 2025-02-19, HEAD @2411b022): src/nanotron/logging/base.py
+  LoggerWriter.add_scalars_from_list: 'iteration: {step} / {train_steps} | {tag}: {value} | ...', each value
+  human_format (3 significant digits, a K / M / B / T suffix for thousands: '1.23K'); trainer.py train_step_logs:
+  'consumed_tokens', 'elapsed_time_per_iteration_ms' (to 0e0a27ea; 'time_per_iteration_ms' at HEAD),
+  'tokens_per_sec', 'tokens_per_sec_per_gpu', 'global_batch_size' (samples; tokens at HEAD), 'lm_loss', 'lr',
+  'model_tflops_per_gpu', 'hardware_tflops_per_gpu'; '[Start training] datetime: ... | mbs: {m} | grad_accum: {a} |
+  global_batch_size: {g} | sequence_length: {s} | ...' (HEAD without the '[Start training] datetime' and with 'cp:');
+  the config as pprint.pformat(Config(...)) after 'Config:' (nested dataclass reprs, key=value, indented
+  continuation lines), logging.base log_memory '... Peak allocated {:.2f}MiB. Peak reserved: {:.2f}MiB'.
 - torchtitan metrics line, four forms (colour codes between the fields): @57387af (2025-02-15) train.py
   'step: {step:2}  loss: {loss:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  mfu: {mfu:.2f}%'
   (no tflops); from 4e32663 (v0.1.0 @f7084fc components/metrics.py `MetricsProcessor.log`) '...  tps: ...  tflops:
@@ -193,6 +202,16 @@ LINE_PREFIX = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )")
 # Trainer run (trainer.py _inner_training_loop: '  Continuing training from global step {n}')
 DS_PIPE = re.compile(rb"CONFIG: micro_batches=(\d+)")
 HF_RESUMED = re.compile(rb"  Continuing training from global step (\d+)")
+# nanotron (module docstring): the interval line, its 'tag: value' fields, the start line, the config dump, memory
+NT_ITER = re.compile(rb"iteration: (\d{1,15}) / -?\d+ \| (.*)$")
+NT_FIELD = re.compile(rb"([A-Za-z_][\w/]*): ([^|]*?)\s*(?=\||$)")
+NT_HUMAN = re.compile(rb"(-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)([KMBTPE]?)")
+NT_START = re.compile(rb"mbs: (\d{1,12}) \| grad_accum: (\d{1,12}) \|(.*)$")
+NT_CONFIG_HEAD = re.compile(rb"(?<![\w.])Config\(general=GeneralArgs\(")
+NT_KV = re.compile(r"([A-Za-z_]\w*)=(<[^<>]*>|'[^']*'|\"[^\"]*\"|[^,()\s<>]+)")
+NT_QUOTED = re.compile(r"<[^<>]*>|'[^']*'|\"[^\"]*\"")
+NT_MEM = re.compile(rb"Peak allocated (\d{1,12}(?:\.\d+)?)MiB\. Peak reserved: (\d{1,12}(?:\.\d+)?)MiB")
+MAX_NT_LINES = 1000  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
@@ -349,6 +368,7 @@ _MEG_WORDS = (
     BRIDGE_HEAD,
     b"setting number of microbatches",
 )
+_NT_WORDS = (b"iteration: ", b"mbs: ", b"Config(general=", b"Peak allocated ", b"checkpoint")
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
 # DeepSpeed's own lines (ThroughputTimer, DeepSpeedConfig.print, the engine's version and optimizer lines)
@@ -401,6 +421,7 @@ MARKS_ALL = tuple(
         + _CP_WORDS
         + _DS_WORDS
         + _HF_WORDS
+        + _NT_WORDS
         + _COMMON
         + (b"Evaluating on", b"memory (")
     )
@@ -413,6 +434,7 @@ MARKS = {
     "composer": _CP_WORDS + _COMMON,
     "deepspeed": _DS_WORDS + _HF_WORDS + _MEG_WORDS + _COMMON,  # Megatron-DeepSpeed prints its iteration lines later
     "hf_trainer": _HF_WORDS + _DS_WORDS + _COMMON,
+    "nanotron": _NT_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -424,6 +446,7 @@ MARKS_RUNNING = {
     "composer": _CP_WORDS,
     "deepspeed": _DS_WORDS + _HF_WORDS + (b"-- arguments --", b"iteration"),
     "hf_trainer": _HF_WORDS + _DS_WORDS,
+    "nanotron": _NT_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -450,7 +473,7 @@ class ParsedLog:
     config; `config`: Megatron-Bridge's printed ConfigContainer, flattened ('model.num_layers'); `iters` /
     `step_s` / `tflops` / `tps` / `mfu`: one entry per logged interval, in log order (NaN where not logged)."""
 
-    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | deepspeed | "" (nothing recognised)
+    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | deepspeed | hf_trainer | nanotron | ""
     args: dict[str, str] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # Megatron-Bridge 'Task Configuration' YAML
     model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
@@ -502,6 +525,9 @@ class ParsedLog:
     hf_bar: bool = False  # the intervals are the Trainer's progress-bar frames (else its one train metrics dict)
     hf_resumed_at: int = 0  # 'Continuing training from global step N'
     ds_pipeline: bool = False  # DeepSpeed's PipelineEngine ran ('CONFIG: micro_batches=')
+    nt_config: dict[str, str] = field(default_factory=dict)  # nanotron's pformat(Config): key -> raw value (first)
+    nt_start: dict[str, str] = field(default_factory=dict)  # nanotron's 'mbs: .. | grad_accum: .. | ...' start line
+    nt_fields: set[str] = field(default_factory=set)  # the tags its interval lines carry
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -754,6 +780,10 @@ class _Parser:
             (b":print]  ", self._ds_config),
             (b"DeepSpeed info:", self._ds_version),
             (b"Creating ", self._ds_optimizer),
+            (b"iteration: ", self._nt_iter),
+            (b"mbs: ", self._nt_start),
+            (b"Config(general=", self._nt_config_head),
+            (b"Peak allocated ", self._nt_memory),
             (b"Error", self._error),
         )
 
@@ -968,6 +998,8 @@ class _Parser:
         """The lines of an HF config JSON (to a '}' alone on a line) or a TrainingArguments dump (to a ')')."""
         assert self.capture is not None
         kind, lines = self.capture
+        if kind == "nanotron":
+            return self._nt_capture(data, start, lines)
         end = "}" if kind == "config" else ")"
         pre = self.capture_prefix
         pos = start + 1 if start < len(data) and data[start : start + 1] == b"\n" else start
@@ -1191,6 +1223,85 @@ class _Parser:
         self.capture = ("args", [])
         p = LINE_PREFIX.match(raw)
         self.capture_prefix = p.group(0) if p else b""
+        return True
+
+    # ---- nanotron (module docstring) ----
+
+    def _nt_iter(self, raw: bytes) -> bool:
+        m = NT_ITER.search(raw)
+        if not m or self.log.framework not in ("", "nanotron"):
+            return False
+        fields = {k: v for k, v in NT_FIELD.findall(m.group(2))}
+        t = fields.get(b"elapsed_time_per_iteration_ms", fields.get(b"time_per_iteration_ms"))
+        if t is None:
+            return False
+        L = self.log
+        L.framework = "nanotron"
+        L.nt_fields.update(_text(k) for k in fields)
+        ms = _human(t)
+        self._interval(
+            int(m.group(1)),
+            ms / 1e3,
+            _human(fields.get(b"model_tflops_per_gpu", b"nan")),
+            _human(fields.get(b"tokens_per_sec_per_gpu", b"nan")),
+        )
+        return True
+
+    def _nt_start(self, raw: bytes) -> bool:
+        m = NT_START.search(raw)
+        if not m or self.log.framework not in ("", "nanotron"):
+            return False
+        L = self.log
+        L.framework = "nanotron"
+        out = {"mbs": _text(m.group(1)), "grad_accum": _text(m.group(2))}
+        out.update((_text(k), _text(v)) for k, v in NT_FIELD.findall(m.group(3)))
+        L.nt_start = out
+        self._restart()
+        return True
+
+    def _nt_config_head(self, raw: bytes) -> bool:
+        m = NT_CONFIG_HEAD.search(raw)
+        if not m or self.capture is not None or self.log.framework not in ("", "nanotron"):
+            return False
+        self.log.framework = "nanotron"
+        self.capture = ("nanotron", [_text(raw[m.start() :])])
+        if _nt_depth(self.capture[1]) <= 0:  # the whole repr on one line (Python < 3.10 pformat)
+            self._nt_captured(self.capture[1])
+        return True
+
+    def _nt_capture(self, data: bytes, start: int, lines: list[str]) -> int:
+        """pformat's continuation lines of a nanotron Config (indented), to the closing parenthesis; a line that is
+        not indented (the dump was cut, or another record) ends it, keeping what was read."""
+        pos = start + 1 if start < len(data) and data[start : start + 1] == b"\n" else start
+        while pos < len(data):
+            e = data.find(b"\n", pos)
+            e = len(data) if e < 0 else e
+            text = data[pos:e].decode("utf-8", errors="replace").rstrip()
+            if not text.startswith(" ") or len(lines) > MAX_NT_LINES:
+                self._nt_captured(lines)
+                return pos
+            lines.append(text)
+            pos = e + 1
+            if _nt_depth(lines) <= 0:
+                self._nt_captured(lines)
+                return e
+        return len(data)
+
+    def _nt_captured(self, lines: list[str]) -> None:
+        self.capture = None
+        out = self.log.nt_config
+        out.clear()
+        for k, v in NT_KV.findall(" ".join(x.strip() for x in lines)):
+            out.setdefault(k, v)  # the first: ParallelismArgs' dp / pp / tp come before any nested namesake
+
+    def _nt_memory(self, raw: bytes) -> bool:
+        m = NT_MEM.search(raw)
+        if not m:
+            return False
+        L = self.log
+        L.mem_max_allocated = max(L.mem_max_allocated, float(m.group(1)) * 2**20)
+        L.mem_max_reserved = max(L.mem_max_reserved, float(m.group(2)) * 2**20)
+        L.mem_unit = L.mem_unit or "MiB"
         return True
 
     def _ds_pipe(self, raw: bytes) -> bool:
@@ -1572,6 +1683,28 @@ def _all(data: bytes, mark: bytes) -> Iterator[int]:
     while p >= 0:
         yield p
         p = data.find(mark, p + len(mark))
+
+
+_HUMAN_SCALE = {b"": 1.0, b"K": 1e3, b"M": 1e6, b"B": 1e9, b"T": 1e12, b"P": 1e15, b"E": 1e18}
+
+
+def _human(b: bytes) -> float:
+    """nanotron's human_format value ('1.23K' = 1230; logging/base.py: 3 significant digits, thousands suffixes) as a
+    number; NaN for anything else."""
+    m = NT_HUMAN.fullmatch(b.strip())
+    if not m:
+        return NAN
+    try:
+        v = float(m.group(1)) * _HUMAN_SCALE[m.group(2)]
+    except (ValueError, OverflowError):
+        return NAN
+    return v if math.isfinite(v) else NAN
+
+
+def _nt_depth(lines: list[str]) -> int:
+    """Open parentheses of a dataclass repr so far (quoted strings and <object at 0x..> reprs left out)."""
+    text = NT_QUOTED.sub("", "\n".join(lines))
+    return text.count("(") - text.count(")")
 
 
 def _text(b: bytes) -> str:

@@ -2321,6 +2321,167 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
     return built
 
 
+# ---- nanotron (huggingface/nanotron@0e0a27ea; logparse's module docstring for the lines) ----------------------------
+
+# LlamaConfig's fields at 0e0a27ea (config/models_config.py) under their Hugging Face config.json names, the same
+_NT_LLAMA_KEYS = (
+    "hidden_size",
+    "intermediate_size",
+    "num_attention_heads",
+    "num_hidden_layers",
+    "num_key_value_heads",
+    "vocab_size",
+    "max_position_embeddings",
+    "rope_theta",
+    "rms_norm_eps",
+    "hidden_act",
+    "tie_word_embeddings",
+)
+_NT_ENGINE = {"OneForwardOneBackwardPipelineEngine": "1f1b", "AllForwardAllBackwardPipelineEngine": "gpipe"}
+_NT_DTYPE = {"torch.bfloat16": "bf16", "torch.float16": "fp16"}
+
+
+def _nt_value(raw: str) -> Any:
+    """A repr'd scalar of the dump as JSON would hold it (True -> true, '...' -> str, numbers)."""
+    if raw in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[raw]
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return raw
+
+
+def nanotron_model(log: ParsedLog, f: _Fields, model_ref: str | None) -> tuple[ModelSpec | None, str]:
+    """--model; else the dump's LlamaConfig (models/llama.py builds the Llama decoder from it) as a config.json:
+    the catalog model of the same shape and vocabulary, else the model built from it."""
+    if model_ref:
+        return load_model(model_ref), f"--model {model_ref}"
+    cls = f.raw("model_config") or ""
+    if cls != "LlamaConfig":
+        f.missing.append(
+            f"model (the config's model_config is {cls or 'not in the log'}: perfmodel reads nanotron's LlamaConfig; "
+            "give --model)"
+        )
+        return None, ""
+    doc: dict[str, Any] = {"model_type": "llama"}
+    for k in _NT_LLAMA_KEYS:
+        v = f.raw(k)
+        if v is not None:
+            doc[k] = _nt_value(v)
+    from perfmodel.specs.hf_config import from_hf_config
+
+    try:
+        spec = from_hf_config(doc, "log-LlamaConfig", ModelSpec)
+    except InputError as exc:
+        f.missing.append(f"model (the logged LlamaConfig is not a model perfmodel builds: {exc}; give --model)")
+        return None, ""
+    hits = match_catalog(spec, 0, 1)
+    if len(hits) == 1:
+        return hits[0], f"the logged LlamaConfig: the catalog's {hits[0].id} (same shape and vocabulary)"
+    return spec, "built from the logged LlamaConfig (nanotron's Llama decoder)"
+
+
+def _nt_stated(f: _Fields, zero: int) -> dict[str, Stated]:
+    """The stack features the ParallelismArgs and OptimizerArgs of the dump state over nanotron-2025's defaults."""
+    out: dict[str, Stated] = {}
+    mode = f.raw("tp_mode") or ""
+    if "REDUCE_SCATTER" in mode or "ALL_REDUCE" in mode:
+        out["sequence_parallel"] = Stated(_tf("REDUCE_SCATTER" in mode), f"tp_mode={mode}")
+    async_tp = f.raw("tp_linear_async_communication")
+    if async_tp in ("True", "False"):
+        out["tp_bwd_async"] = Stated(async_tp.lower(), f"tp_linear_async_communication={async_tp}")
+    engine = f.raw("pp_engine") or ""
+    kind = next((v for k, v in _NT_ENGINE.items() if k in engine), None)
+    if kind:
+        out["pipeline_schedule"] = Stated(kind, f"pp_engine={engine.split(' object')[0].split('.')[-1]}")
+    if zero == 1:
+        out["fsdp"] = Stated("zero1", "zero_stage=1: ZeroDistributedOptimizer (optim/zero.py)")
+        out["optimizer_shard"] = Stated("dp", "zero_stage=1: the optimizer state sharded over dp")
+    fp32 = f.raw("accumulate_grad_in_fp32")
+    if fp32 == "False":  # the bf16 .grad accumulates in place and DDP all-reduces it as it is
+        for name in ("main_grad_precision", "grad_reduce_precision"):
+            out[name] = Stated("bf16", "accumulate_grad_in_fp32=False")
+        out["grad_accumulation_fusion"] = Stated("true", "accumulate_grad_in_fp32=False: no fp32 accumulation hook")
+    if f.present("clip_grad") and f.raw("clip_grad") is None:
+        out["optimizer_launches"] = Stated("multi_tensor", "clip_grad=None: no per-tensor norm and clip loop")
+    return out
+
+
+def nanotron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A nanotron log's run: dp / tp / pp, the micro-batch, accumulation and sequence of its pformat'ed Config (or its
+    'mbs: .. | grad_accum: ..' start line), the model from the dump's LlamaConfig, bf16 / fp16 from ModelArgs.dtype,
+    recompute_layer as full recompute, and the TP mode, async TP, pipeline engine, ZeRO stage and fp32 accumulation
+    as stack features over nanotron-2025."""
+    st = log.nt_start
+    dp, tp, pp = f.int("dp"), f.int("tp"), f.int("pp")
+    cp = f.peek_int("context_parallel_size") or 1
+    ep = f.peek_int("expert_parallel_size") or 1
+    if cp > 1:
+        f.missing.append(f"layout (context_parallel_size={cp}: nanotron's ring attention is not read)")
+    if ep > 1:
+        f.missing.append(f"layout (expert_parallel_size={ep}: nanotron's MoE is not read)")
+    mbs = f.peek_int("micro_batch_size") or _int_or_none(st.get("mbs"))
+    accum = f.peek_int("batch_accumulation_per_replica") or _int_or_none(st.get("grad_accum"))
+    seq = f.peek_int("sequence_length") or _int_or_none(st.get("sequence_length"))
+    world = dp * tp * pp * cp if dp and tp and pp else None
+    if gpus_flag and world and gpus_flag != world:
+        raise InputError("--gpus", str(gpus_flag), f"the config's dp x tp x pp is {world}")
+    gbs = mbs * accum * dp if mbs and accum and dp else None
+    logged = _int_or_none(st.get("global_batch_size"))
+    if gbs and logged and logged != gbs:
+        raise InputError("log", "global_batch_size", f"{logged} on the start line, {gbs} = mbs x accumulation x dp")
+    gpus = gpus_flag or world
+    facts = Facts(
+        gbs,
+        seq,
+        gpus,
+        "micro_batch_size x batch_accumulation_per_replica x dp" if gbs else "",
+        "sequence_length" if seq else "",
+        "--gpus" if gpus_flag else ("dp x tp x pp" if world else ""),
+    )
+    if not (mbs and accum):
+        f.missing.append("batch (no TokensArgs in the config and no 'mbs: .. | grad_accum: ..' line)")
+    if not seq:
+        f.missing.append("sequence_length (give --arg sequence_length=N)")
+    model, how = nanotron_model(log, f, model_ref)
+    dtype = f.raw("dtype") or ""
+    precision = _NT_DTYPE.get(dtype)
+    if precision is None:
+        f.missing.append(
+            f"precision (ModelArgs.dtype={dtype}: perfmodel prices bf16 and fp16 nanotron runs)"
+            if dtype
+            else "precision (no ModelArgs.dtype in the log; give --arg dtype=torch.bfloat16)"
+        )
+    zero = f.peek_int("zero_stage")
+    if zero not in (0, 1):
+        f.missing.append(f"zero_stage ({zero}: nanotron has stages 0 and 1)" if zero is not None else "zero_stage")
+    notes = [
+        "step times from nanotron's interval lines: elapsed_time_per_iteration_ms to 3 significant digits "
+        "(logging/base.py human_format), so each is known to +-0.5%"
+    ]
+    bucket = f.peek_int("ddp_bucket_cap_mb")
+    if bucket is not None and bucket != 25:
+        notes.append(f"ddp_bucket_cap_mb={bucket}: perfmodel counts torch DDP's default 25 MiB buckets")
+    built = Built("nanotron", None, f.missing, facts, model, precision, notes)
+    if f.missing or model is None or not (gbs and seq and gpus and mbs) or zero is None:
+        return built
+    rc = f.raw("recompute_layer")
+    recompute = "full" if rc == "True" else "none"
+    stated = _nt_stated(f, zero)
+    stated["recompute"] = Stated(recompute, f"recompute_layer={rc}" if rc else "recompute_layer not in the log")
+    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp or 1, pp=pp or 1, mbs=mbs, recompute=recompute)  # type: ignore[arg-type]
+    built.run = Run(model, how, lay, precision or "bf16", "nanotron", notes, stated, states="nanotron Config dump")
+    return built
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        v = int(text) if text is not None else None
+    except ValueError:
+        return None
+    return v if v is not None and 0 < v < 2**40 else None
+
+
 def _positive(text: str | None) -> float | None:
     """A positive finite number, else None."""
     try:
@@ -2341,6 +2502,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         "composer": (composer_run, log.args),
         "deepspeed": (deepspeed_run, log.ds_config),
         "hf_trainer": (hf_trainer_run, log.hf_args),
+        "nanotron": (nanotron_run, log.nt_config),
     }
     if log.framework in readers:
         reader, fields = readers[log.framework]

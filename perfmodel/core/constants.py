@@ -26,6 +26,10 @@ OPTIMIZER_KERNELS = 10  # multi-tensor launches of one optimizer step (zero, nor
 # param.addcdiv_ (mosaicml/composer v0.13.4 and v0.17.2 composer/optim/decoupled_weight_decay.py: 8 kernels), and
 # FSDP's clip_grad_norm_ one vector_norm and one mul_ per gradient (2): 10 launches per tensor
 PER_TENSOR_OPTIMIZER_KERNELS = 10
+# nanotron's clip_grad_norm (huggingface/nanotron@0e0a27ea src/nanotron/optim/clip_grads.py): one
+# torch.linalg.vector_norm per gradient, stacked, and one mul_ per gradient (or its fp32 accumulation buffer) by the
+# clip coefficient: 2 launches per tensor beside a fused Adam
+PER_TENSOR_CLIP_KERNELS = 2
 
 # ---- elementwise traffic per token (bytes per hidden unit), Megatron-Core transformer layer ----------
 NORM_BYTES = 4.0  # one RMSNorm/LayerNorm: read x, write y in bf16 (per hidden unit)
@@ -214,6 +218,11 @@ NCCL_RING_NVLINK_STEP_S = 3.4e-6
 MEGATRON_BUCKET_MIN_PARAMS = 40e6
 MEGATRON_BUCKET_PER_DP_PARAMS = 1e6
 DEEPSPEED_BUCKET_PARAMS = 5e8
+# torch DistributedDataParallel: bucket_cap_mb 25 (MiB of gradient bytes), the first bucket 1 MiB
+# (torch/nn/parallel/distributed.py: bucket_cap_mb default 25, _DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024); counted
+# on bf16 gradients (2 B), the dtype of a bf16 model's .grad (nanotron: ModelArgs.dtype bfloat16)
+TORCH_DDP_BUCKET_PARAMS = 25 * 1024 * 1024 / 2.0
+TORCH_DDP_FIRST_BUCKET_PARAMS = 1024 * 1024 / 2.0
 
 # NCCL gives one pair of GPUs only a few channels for send/recv ("2 p2p channels per peer" in NCCL's init log,
 # NVIDIA/nccl#1189; NCCL's send/recv is tuned for all-to-all, where every peer shares the links: NVIDIA/nccl#1272),

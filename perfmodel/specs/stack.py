@@ -272,7 +272,7 @@ class Features(BaseModel):
             "token-dropping rows are at 1 whatever this says"
         ),
     )
-    dp_buckets: Literal["megatron", "fsdp_units", "deepspeed", "one"] = Field(
+    dp_buckets: Literal["megatron", "fsdp_units", "deepspeed", "torch_ddp", "one"] = Field(
         default="megatron",
         description=(
             "how many collectives the data-parallel gradient reduction and parameter gather are issued in (each "
@@ -282,11 +282,13 @@ class Features(BaseModel):
             "get_model, core/distributed/distributed_data_parallel.py); fsdp_units = one per FSDP unit, every "
             "transformer block and the root (torch FSDP auto-wrap / FSDP2 fully_shard per block); deepspeed = "
             "ZeRO's reduce / all-gather buckets of 5e8 elements (deepspeed/runtime/zero/config.py "
-            "reduce_bucket_size, allgather_bucket_size); one = one per step (XLA's collective combiner, "
+            "reduce_bucket_size, allgather_bucket_size); torch_ddp = torch DistributedDataParallel's buckets of "
+            "bucket_cap_mb = 25 MiB of bf16 gradients, the first of 1 MiB (torch/nn/parallel/distributed.py "
+            "_DEFAULT_FIRST_BUCKET_BYTES); one = one per step (XLA's collective combiner, "
             "not modelled further)"
         ),
     )
-    optimizer_launches: Literal["multi_tensor", "per_param", "per_flat_param"] = Field(
+    optimizer_launches: Literal["multi_tensor", "per_param", "per_flat_param", "per_param_clip"] = Field(
         default="multi_tensor",
         description=(
             "how the optimizer step and the gradient clipping launch their kernels (parallel/dp.py "
@@ -294,7 +296,9 @@ class Features(BaseModel):
             "Engine FusedAdam, torch foreach, XLA), a few launches a step; per_param = a Python loop over the "
             "parameter tensors the optimizer holds, 8 Adam kernels and 2 clipping kernels each (Composer's "
             "DecoupledAdamW with FSDP use_orig_params); per_flat_param = the same loop over FSDP's flat "
-            "parameters, one per FSDP unit (torch < 2.0, no use_orig_params)"
+            "parameters, one per FSDP unit (torch < 2.0, no use_orig_params); per_param_clip = a fused Adam (torch "
+            "AdamW fused / foreach) with the gradient norm and clipping looped per tensor, a vector_norm and a mul_ "
+            "each (nanotron optim/clip_grads.py clip_grad_norm)"
         ),
     )
     projections: Literal["fused", "separate"] = Field(
@@ -939,6 +943,7 @@ _NAMED = (
     (re.compile(r"\bpax(ml)?\b", re.IGNORECASE), "paxml-2024"),
     (re.compile(r"llm[\s-]*foundry|composer|mosaic", re.IGNORECASE), "llm-foundry-2023"),
     (re.compile(r"hai[\s-]*llm", re.IGNORECASE), "hai-llm-2024"),
+    (re.compile(r"nano\s*tron", re.IGNORECASE), "nanotron-2025"),
     (re.compile(r"megatron[\s-]*(lm|core)", re.IGNORECASE), "megatron-core"),
 )
 # software no preset describes, with the nearest preset that runs the same kind of code: the Hugging Face Trainer /

@@ -87,6 +87,8 @@ def collective_calls(params, dpc, rank, layers, vp, rule: str, bucketed: bool):
       head);
     - deepspeed: ZeRO's buckets of 5e8 elements (deepspeed/runtime/zero/config.py reduce_bucket_size and
       allgather_bucket_size default 500,000,000);
+    - torch_ddp: torch DDP's buckets, 25 MiB of bf16 gradients after a first bucket of 1 MiB
+      (torch/nn/parallel/distributed.py bucket_cap_mb, _DEFAULT_FIRST_BUCKET_BYTES);
     - one: one call per step.
     A layout that shards parameters (FSDP, ZeRO-3, Megatron-FSDP) issues one per unit, whatever the stack's
     rule for replicated parameters (`rule` = "fsdp_units": torch FSDP / FSDP2 per wrapped block; Megatron-FSDP's
@@ -96,6 +98,9 @@ def collective_calls(params, dpc, rank, layers, vp, rule: str, bucketed: bool):
         return np.asarray(layers, dtype=float) + 1.0 + 0.0 * params
     if rule == "deepspeed":
         return np.maximum(1.0, np.ceil(params / K.DEEPSPEED_BUCKET_PARAMS))
+    if rule == "torch_ddp":
+        rest = np.maximum(0.0, params - K.TORCH_DDP_FIRST_BUCKET_PARAMS)
+        return 1.0 + np.ceil(rest / K.TORCH_DDP_BUCKET_PARAMS)
     if rule == "one":
         return 1.0 + 0.0 * params
     chunks = np.asarray(vp, dtype=float) + 0.0 * params
@@ -118,18 +123,22 @@ def optimizer_kernels(m: ModelSpec, kinds, cnt, sw):
     """Kernel launches of one optimizer step (with its gradient clipping) on the pipeline ranks holding `cnt[k]`
     layers of each kind `kinds[k]` (elementwise over layouts x ranks), by the stack's optimizer_launches:
     multi_tensor = K.OPTIMIZER_KERNELS (fused multi-tensor kernels, whatever the parameter count); per_param =
-    those + K.PER_TENSOR_OPTIMIZER_KERNELS per parameter tensor the rank holds (its layers' and, on every rank, the
+    those + K.PER_TENSOR_OPTIMIZER_KERNELS per parameter tensor the rank holds (per_param_clip: a fused Adam and
+    K.PER_TENSOR_CLIP_KERNELS per tensor, the norm and clip loop) (its layers' and, on every rank, the
     few outside them: counts.parameter_tensors); per_flat_param = the same per FSDP flat parameter, one per unit
     (the rank's layers and the root; FSDP without use_orig_params)."""
     if sw.optimizer_launches == "multi_tensor":
         return float(K.OPTIMIZER_KERNELS)
     layers = sum(cnt)
+    per_tensor = (
+        K.PER_TENSOR_CLIP_KERNELS if sw.optimizer_launches == "per_param_clip" else K.PER_TENSOR_OPTIMIZER_KERNELS
+    )
     if sw.optimizer_launches == "per_flat_param":
         tensors = layers + 1.0
     else:
         dense, moe, outside = parameter_tensors(m, sw.separate_projections)
         tensors = sum(c * (moe if k == "moe" else dense) for k, c in zip(kinds, cnt)) + outside
-    return K.OPTIMIZER_KERNELS + K.PER_TENSOR_OPTIMIZER_KERNELS * np.asarray(tensors, dtype=float)
+    return K.OPTIMIZER_KERNELS + per_tensor * np.asarray(tensors, dtype=float)
 
 
 def grad_and_param_times(
