@@ -43,6 +43,7 @@ from log_helpers import (  # noqa: E402
     nanotron_config,
     nanotron_log,
     nemo_log,
+    olmo_log,
     torchtitan_config,
     torchtitan_log,
 )
@@ -75,6 +76,8 @@ def seeds() -> list[str]:
         hf_trainer_log(None, hf_training_args(fsdp="[]"), prelude=[deepspeed_log(ds_config(), []).rstrip()]),
         nanotron_log(nanotron_config(), [7210.0] + [4830.0] * 13),
         nanotron_log(nanotron_config(pp=2, tp=2, engine="afab", zero=0), [7210.0] + [4830.0] * 13, pformat_width=10**5),
+        olmo_log([5200.0] + [12500.0] * 13),
+        olmo_log([5200.0] + [12500.0] * 13, core=True),
     ]
 
 

@@ -34,6 +34,11 @@ from a real log:
   formatter's '%(asctime)s [%(levelname)s|DP=..|PP=..|TP=..|host]: ' prefix in dim-italic colour codes), the
   config dataclasses of config/config.py, config/parallelism_config.py, config/models_config.py (the field
   order pformat prints; the classes below have the same names and fields, so pprint writes what nanotron's do).
+- OLMo (allenai/OLMo@59a53e3f) olmo/train.py Trainer.log_metrics_to_console (its format_float), SpeedMonitor.check,
+  olmo/util.py setup_logging's format '%(asctime)s\t%(hostname)s:%(local_rank)s\t%(name)s:%(lineno)s\t
+  %(levelname)s\t%(message)s', scripts/train.py ('Configuration:', then the TrainConfig repr); OLMo-core
+  (allenai/OLMo-core@fa6c5014) train/callbacks/console_logger.py (the '[step=..,epoch=..,eta=..]' marker),
+  speed_monitor.py (TPS, BPS, MFU), utils.py format_float.
 """
 
 from __future__ import annotations
@@ -1198,4 +1203,98 @@ def nanotron_log(cfg: Config, step_ms: list[float], pformat_width: int = 80) -> 
         tflops = nanotron_flops_per_token(cfg.model.model_config, t.sequence_length) * gbs * t.sequence_length
         tflops /= ms / 1000 * world * 1e12
         lines.append(nanotron_iteration(i, t.train_steps, ms, gbs, t.sequence_length, world, tflops))
+    return "\n".join(lines) + "\n"
+
+
+# ---- OLMo / OLMo-core (module docstring) -----------------------------------------------------------------------
+
+
+def olmo_float(value: float) -> str:
+    """OLMo olmo/train.py log_metrics_to_console format_float (its rule)."""
+    if value < 0.0001:
+        return str(value)
+    if value > 1000:
+        return f"{int(value):,d}"
+    if value > 100:
+        return f"{value:.1f}"
+    if value > 10:
+        return f"{value:.2f}"
+    if value > 1:
+        return f"{value:.3f}"
+    return f"{value:.4f}"
+
+
+def olmo_core_float(value: float) -> str:
+    """OLMo-core utils.py format_float (its rule, positive values)."""
+    if value >= 1e9:
+        for suffix, factor in (("E", 1e18), ("P", 1e15), ("T", 1e12), ("B", 1e9)):
+            if value >= factor:
+                scaled = value / factor
+                d = 1 if scaled > 100 else 2 if scaled > 10 else 3 if scaled > 1 else 4
+                return f"{scaled:,.{d}f}{suffix}"
+    if value < 0.0001:
+        return f"{value:.2E}"
+    if value >= 1000:
+        return f"{int(value):,d}"
+    return olmo_float(value)
+
+
+def olmo_line(name: str, message: str, lineno: int = 1241) -> str:
+    return f"2026-12-04 10:00:00,000\tnode-0:0\t{name}:{lineno}\tINFO\t{message}"
+
+
+OLMO_CONFIG = (
+    "TrainConfig(run_name='OLMo-1B', seed=6198, epoch=None, dry_run=False, model=ModelConfig(d_model=2048, "
+    "n_heads=16, n_kv_heads=None, clip_qkv=None, n_layers=16, mlp_ratio=8, mlp_hidden_size=None, "
+    "activation_type=<ActivationType.swiglu: 'swiglu'>, block_type=<BlockType.sequential: 'sequential'>, "
+    "block_group_size=1, alibi=False, alibi_bias_max=8.0, rope=True, rope_full_precision=True, rope_theta=10000, "
+    "flash_attention=True, attention_dropout=0.0, multi_query_attention=None, attention_layer_norm=False, "
+    "residual_dropout=0.0, embedding_dropout=0.0, embedding_layer_norm=False, layer_norm_type=<LayerNormType.default: "
+    "'default'>, layer_norm_with_affine=False, layer_norm_eps=1e-05, attention_layer_norm_with_affine=False, "
+    "max_sequence_length=2048, include_bias=False, bias_for_layer_norm=False, scale_logits=False, vocab_size=50280, "
+    "embedding_size=50304, weight_tying=True, eos_token_id=50279, pad_token_id=1, init_device='meta', "
+    "init_fn=<InitFnType.mitchell: 'mitchell'>, init_std=0.02, init_cutoff_factor=None, precision='amp_bf16', "
+    "scale_emb_init=False, emb_init_std=None, norm_after=False), optimizer=OptimizerConfig(name=<OptimizerType.adamw: "
+    "'adamw'>, learning_rate=0.0004, weight_decay=0.1, betas=(0.9, 0.95), eps=1e-05), global_train_batch_size=2048, "
+    "device_train_batch_size=32, device_train_microbatch_size=8, device_train_grad_accum=4, precision='amp_bf16', "
+    "fsdp=FSDPConfig(use_orig_params=True, sharding_strategy=<ShardingStrategy.FULL_SHARD: 1>, wrapping_strategy=None, "
+    "precision=<FSDPPrecision.mixed: 'mixed'>, hybrid_sharding_num_model_replicas=None), activation_checkpointing=None)"
+)
+
+
+def olmo_log(tps: list[float], device_tokens: int = 32 * 2048, core: bool = False, config: bool = True) -> str:
+    """An OLMo (or OLMo-core) run's console log: the configuration, then per step the rank-0 metrics (other ranks
+    print the bare step marker)."""
+    lines = []
+    if config and not core:
+        lines += [olmo_line("__main__", "Configuration:", 96), olmo_line("__main__", OLMO_CONFIG, 97)]
+    fmt = olmo_core_float if core else olmo_float
+    for step, t in enumerate(tps, start=1):
+        bps = t / device_tokens
+        head = f"[step={step}/739328,epoch=0" + (",eta=12d3h]" if core else "]")
+        if core:
+            metrics = [
+                ("train/CE loss", 3.2),
+                ("throughput/total tokens", step * 2048 * 2048.0),
+                ("throughput/device/TPS", t),
+                ("throughput/device/TPS (actual avg)", t),
+                ("throughput/device/BPS", bps),
+                ("throughput/device/MFU", 41.5),
+                ("gpu_memory/GPU active mem (GiB)", 52.25),
+                ("gpu_memory/GPU reserved mem (GiB)", 60.5),
+            ]
+        else:
+            metrics = [
+                ("train/CrossEntropyLoss", 3.2),
+                ("train/Perplexity", 24.5),
+                ("throughput/total_tokens", step * 4194304.0),
+                ("throughput/total_training_Gflops", step * 4194304.0 * 7.2),
+                ("throughput/device/tokens_per_second", t),
+                ("throughput/device/batches_per_second", bps),
+                ("System/Peak GPU Memory (MB)", 61234.0),
+                ("optim/learning_rate_group0", 0.0004),
+            ]
+        body = "\n".join(f"    {k}={fmt(v)}" for k, v in metrics)
+        lines.append(olmo_line("olmo.train", f"{head}\n{body}"))
+        lines.append(f"2026-12-04 10:00:00,000\tnode-1:0\tolmo.train:1244\tINFO\t{head}")
     return "\n".join(lines) + "\n"

@@ -258,7 +258,7 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
     if not len(log.iters):
         return None
     # the logged tokens/s/device where the framework logs it (torchtitan always, MaxText from cae41ec2)
-    tt = framework in ("torchtitan", "composer") or (
+    tt = framework in ("torchtitan", "composer", "olmo") or (
         framework == "maxtext" and bool(np.isfinite(_arr(log.tps, np.float64)).any())
     )
     # DeepSpeed's ThroughputTimer and the HF Trainer's train metrics: samples/s of the whole job
@@ -305,7 +305,8 @@ def measure(log: ParsedLog, facts: Facts, warmup: int, framework: str) -> Measur
         mem_max_allocated_bytes=log.mem_max_allocated or None,
         mem_max_reserved_bytes=log.mem_max_reserved or None,
         mem_usage_fraction=log.mem_usage or None,
-        missing=[] if tokens else [_facts_missing(facts, tt, ds)],
+        # a tokens/s basis with its own logged step rate (Composer, OLMo) measured both without the facts
+        missing=[] if tokens or (tt and step is not None and tps is not None) else [_facts_missing(facts, tt, ds)],
     )
 
 

@@ -56,6 +56,15 @@ these versions (never a copied log):
   global_batch_size: {g} | sequence_length: {s} | ...' (HEAD without the '[Start training] datetime' and with 'cp:');
   the config as pprint.pformat(Config(...)) after 'Config:' (nested dataclass reprs, key=value, indented
   continuation lines), logging.base log_memory '... Peak allocated {:.2f}MiB. Peak reserved: {:.2f}MiB'.
+- OLMo (allenai/OLMo v0.2.0 2023-12 .. @59a53e3f 2025-09, olmo/train.py Trainer.log_metrics_to_console and
+  SpeedMonitor.check) and OLMo-core (allenai/OLMo-core@fa6c5014 src/olmo_core/train/callbacks/console_logger.py,
+  speed_monitor.py, gpu_memory_monitor.py): a header '[step={s}/{max}]' (',epoch={e}' from v0.5, ',eta=...' in
+  OLMo-core) then one '    {name}={format_float(value)}' line per metric (format_float: ',' thousands, 'B' / 'T'
+  suffixes above 1e9 in OLMo-core, '1.23E-05' below 1e-4). OLMo: throughput/device/tokens_per_second and
+  batches_per_second over SpeedMonitor's window, System/Peak GPU Memory (MB) (max allocated / 1e6, max over ranks);
+  OLMo-core: throughput/device/TPS and BPS of the logged step, MFU (%), gpu_memory/GPU active / reserved mem (GiB).
+  OLMo's scripts/train.py logs 'Configuration:' then the TrainConfig repr (with device_train_batch_size filled in)
+  when it names fewer than 50 data paths.
 - torchtitan metrics line, four forms (colour codes between the fields): @57387af (2025-02-15) train.py
   'step: {step:2}  loss: {loss:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  mfu: {mfu:.2f}%'
   (no tflops); from 4e32663 (v0.1.0 @f7084fc components/metrics.py `MetricsProcessor.log`) '...  tps: ...  tflops:
@@ -211,7 +220,16 @@ NT_CONFIG_HEAD = re.compile(rb"(?<![\w.])Config\(general=GeneralArgs\(")
 NT_KV = re.compile(r"([A-Za-z_]\w*)=(<[^<>]*>|'[^']*'|\"[^\"]*\"|[^,()\s<>]+)")
 NT_QUOTED = re.compile(r"<[^<>]*>|'[^']*'|\"[^\"]*\"")
 NT_MEM = re.compile(rb"Peak allocated (\d{1,12}(?:\.\d+)?)MiB\. Peak reserved: (\d{1,12}(?:\.\d+)?)MiB")
-MAX_NT_LINES = 1000  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
+MAX_NT_LINES = 1000
+OL_HEAD = re.compile(rb"\[step=(\d{1,15})/(?:\d+|\?\?\?)(?:,epoch=\d+)?(?:,eta=[^\]\n]*)?\]\s*$")
+OL_METRIC = re.compile(
+    rb"^\s{4}(throughput/device/(?:tokens_per_second|batches_per_second|TPS|BPS|MFU)|System/Peak GPU Memory \(MB\)"
+    rb"|gpu_memory/GPU (?:active|reserved) mem \(GiB\))="
+    rb"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?)([BTPE]?)\s*$"
+)
+OL_CONFIG = re.compile(
+    rb"(?<![\w.])TrainConfig\((.*)$"
+)  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
@@ -368,6 +386,7 @@ _MEG_WORDS = (
     BRIDGE_HEAD,
     b"setting number of microbatches",
 )
+_OL_WORDS = (b"[step=", b"throughput/device/", b"Peak GPU Memory", b"gpu_memory/GPU ", b"TrainConfig(", b"checkpoint")
 _NT_WORDS = (b"iteration: ", b"mbs: ", b"Config(general=", b"Peak allocated ", b"checkpoint")
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
@@ -422,6 +441,7 @@ MARKS_ALL = tuple(
         + _DS_WORDS
         + _HF_WORDS
         + _NT_WORDS
+        + _OL_WORDS
         + _COMMON
         + (b"Evaluating on", b"memory (")
     )
@@ -435,6 +455,7 @@ MARKS = {
     "deepspeed": _DS_WORDS + _HF_WORDS + _MEG_WORDS + _COMMON,  # Megatron-DeepSpeed prints its iteration lines later
     "hf_trainer": _HF_WORDS + _DS_WORDS + _COMMON,
     "nanotron": _NT_WORDS + _COMMON,
+    "olmo": _OL_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -447,6 +468,7 @@ MARKS_RUNNING = {
     "deepspeed": _DS_WORDS + _HF_WORDS + (b"-- arguments --", b"iteration"),
     "hf_trainer": _HF_WORDS + _DS_WORDS,
     "nanotron": _NT_WORDS,
+    "olmo": _OL_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -473,7 +495,7 @@ class ParsedLog:
     config; `config`: Megatron-Bridge's printed ConfigContainer, flattened ('model.num_layers'); `iters` /
     `step_s` / `tflops` / `tps` / `mfu`: one entry per logged interval, in log order (NaN where not logged)."""
 
-    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | deepspeed | hf_trainer | nanotron | ""
+    framework: str = ""  # megatron | torchtitan | nemo | maxtext | composer | deepspeed | hf_trainer | nanotron | olmo
     args: dict[str, str] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)  # Megatron-Bridge 'Task Configuration' YAML
     model_args: dict[str, str] = field(default_factory=dict)  # torchtitan 'Building ... with X(...)'
@@ -528,6 +550,8 @@ class ParsedLog:
     nt_config: dict[str, str] = field(default_factory=dict)  # nanotron's pformat(Config): key -> raw value (first)
     nt_start: dict[str, str] = field(default_factory=dict)  # nanotron's 'mbs: .. | grad_accum: .. | ...' start line
     nt_fields: set[str] = field(default_factory=set)  # the tags its interval lines carry
+    ol_config: dict[str, str] = field(default_factory=dict)  # OLMo's TrainConfig repr: key -> raw value (first)
+    ol_core: bool = False  # OLMo-core's metric names (TPS / BPS) rather than OLMo's
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -719,6 +743,8 @@ class _Parser:
         self.cp_tokens = NAN  # its throughput/tokens_per_sec (all ranks)
         self.capture: tuple[str, list[str]] | None = None  # an HF config JSON or TrainingArguments dump being read
         self.capture_prefix = b""  # the launcher's prefix of its head line, stripped from its continuation lines
+        self.ol_iter = -1  # OLMo: the step whose metric lines are being read
+        self.ol_vals: dict[bytes, float] = {}
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
             L.iters.append,
@@ -780,6 +806,11 @@ class _Parser:
             (b":print]  ", self._ds_config),
             (b"DeepSpeed info:", self._ds_version),
             (b"Creating ", self._ds_optimizer),
+            (b"[step=", self._ol_head),
+            (b"throughput/device/", self._ol_metric),
+            (b"Peak GPU Memory", self._ol_metric),
+            (b"gpu_memory/GPU ", self._ol_metric),
+            (b"TrainConfig(", self._ol_config),
             (b"iteration: ", self._nt_iter),
             (b"mbs: ", self._nt_start),
             (b"Config(general=", self._nt_config_head),
@@ -793,6 +824,7 @@ class _Parser:
             self.yaml.close()
             self.yaml = None
         self.capture = None  # an HF config or argument dump cut before its closing line is not read
+        self._ol_flush()
 
     def _restart(self) -> None:
         """A new start (a new argument dump): its iteration numbers may repeat the earlier ones."""
@@ -1223,6 +1255,64 @@ class _Parser:
         self.capture = ("args", [])
         p = LINE_PREFIX.match(raw)
         self.capture_prefix = p.group(0) if p else b""
+        return True
+
+    # ---- OLMo / OLMo-core (module docstring) ----
+
+    def _ol_head(self, raw: bytes) -> bool:
+        m = OL_HEAD.search(raw)
+        if not m or self.log.framework not in ("", "olmo"):
+            return False
+        self._ol_flush()
+        self.ol_iter = int(m.group(1))
+        return True
+
+    def _ol_metric(self, raw: bytes) -> bool:
+        m = OL_METRIC.search(raw)
+        if not m or self.ol_iter < 0:
+            return False
+        try:
+            v = (
+                float(m.group(2).replace(b",", b""))
+                * {b"": 1.0, b"B": 1e9, b"T": 1e12, b"P": 1e15, b"E": 1e18}[m.group(3)]
+            )
+        except (ValueError, OverflowError):
+            v = NAN
+        name, L = m.group(1), self.log
+        if name == b"System/Peak GPU Memory (MB)":
+            if math.isfinite(v) and v > 0:
+                L.mem_max_allocated, L.mem_unit = max(L.mem_max_allocated, v * 1e6), L.mem_unit or "MB"
+        elif name.startswith(b"gpu_memory/"):
+            attr = "mem_max_reserved" if b"reserved" in name else "mem_max_allocated"
+            if math.isfinite(v) and v > 0:
+                setattr(L, attr, max(getattr(L, attr), v * 2**30))
+                L.mem_unit = L.mem_unit or "GiB"
+        else:
+            self.ol_vals[name.rsplit(b"/", 1)[1]] = v
+        return True
+
+    def _ol_flush(self) -> None:
+        """The interval of the step whose metrics were read: step = 1 / batches per second, tokens/s per device."""
+        vals, it = self.ol_vals, self.ol_iter
+        self.ol_vals, self.ol_iter = {}, -1
+        tps = vals.get(b"tokens_per_second", vals.get(b"TPS", NAN))
+        bps = vals.get(b"batches_per_second", vals.get(b"BPS", NAN))
+        if it < 0 or not (tps == tps or bps == bps):
+            return
+        L = self.log
+        L.framework = "olmo"
+        L.ol_core = L.ol_core or b"TPS" in vals or b"BPS" in vals
+        self._interval(it, 1.0 / bps if bps > 0 else NAN, NAN, tps, vals.get(b"MFU", NAN))
+
+    def _ol_config(self, raw: bytes) -> bool:
+        m = OL_CONFIG.search(raw)
+        if not m or self.log.framework not in ("", "olmo"):
+            return False
+        text = m.group(1).decode("utf-8", errors="replace")
+        out = self.log.ol_config
+        out.clear()
+        for k, v in NT_KV.findall(text):
+            out.setdefault(k, v)
         return True
 
     # ---- nanotron (module docstring) ----

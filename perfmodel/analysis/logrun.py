@@ -2482,6 +2482,40 @@ def _int_or_none(text: str | None) -> int | None:
     return v if v is not None and 0 < v < 2**40 else None
 
 
+# ---- OLMo / OLMo-core (logparse's module docstring) ------------------------------------------------------------------
+
+
+def olmo_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """An OLMo or OLMo-core log: its measurement (tokens/s per device, 1 / batches per second) with the batch, the
+    sequence and the world size where OLMo logged its TrainConfig (global_train_batch_size / device_train_batch_size,
+    model.max_sequence_length); not predicted: perfmodel has no preset read from OLMo's trainer."""
+    gbs = f.peek_int("global_train_batch_size")
+    per_device = f.peek_int("device_train_batch_size")
+    seq = f.peek_int("max_sequence_length")
+    world = gbs // per_device if gbs and per_device and gbs % per_device == 0 else None
+    if gpus_flag and world and gpus_flag != world:
+        raise InputError("--gpus", str(gpus_flag), f"global_train_batch_size / device_train_batch_size is {world}")
+    gpus = gpus_flag or world
+    facts = Facts(
+        gbs,
+        seq,
+        gpus,
+        "global_train_batch_size" if gbs else "",
+        "model.max_sequence_length" if seq else "",
+        "--gpus" if gpus_flag else ("global_train_batch_size / device_train_batch_size" if world else ""),
+    )
+    what = "OLMo-core" if log.ol_core else "OLMo"
+    notes = [
+        f"{what}'s throughput/device tokens/s and batches/s "
+        + ("of the logged step (speed_monitor.py)" if log.ol_core else "over SpeedMonitor's window (olmo/train.py)")
+    ]
+    f.missing.append(
+        f"an {what} preset (perfmodel has read no preset from {what}'s trainer: its FSDP wrapping, kernels and "
+        "model code are not priced; the measurement is reported)"
+    )
+    return Built("olmo", None, f.missing, facts, None, None, notes)
+
+
 def _positive(text: str | None) -> float | None:
     """A positive finite number, else None."""
     try:
@@ -2503,6 +2537,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         "deepspeed": (deepspeed_run, log.ds_config),
         "hf_trainer": (hf_trainer_run, log.hf_args),
         "nanotron": (nanotron_run, log.nt_config),
+        "olmo": (olmo_run, log.ol_config),
     }
     if log.framework in readers:
         reader, fields = readers[log.framework]
