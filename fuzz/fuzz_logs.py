@@ -40,6 +40,7 @@ from log_helpers import (  # noqa: E402
     hf_training_args,
     megatron_args,
     megatron_log,
+    nanogpt_log,
     nanotron_config,
     nanotron_log,
     nemo_log,
@@ -75,9 +76,10 @@ def seeds() -> list[str]:
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), steps=20, bar=[9.0] + [6.2] * 19),
         hf_trainer_log(None, hf_training_args(fsdp="[]"), prelude=[deepspeed_log(ds_config(), []).rstrip()]),
         nanotron_log(nanotron_config(), [7210.0] + [4830.0] * 13),
-        nanotron_log(nanotron_config(pp=2, tp=2, engine="afab", zero=0), [7210.0] + [4830.0] * 13, pformat_width=10**5),
+        nanotron_log(nanotron_config(pp=2, tp=2, engine="afab", zero=0), [7210.0] + [4830.0] * 13, head=True),
         olmo_log([5200.0] + [12500.0] * 13),
         olmo_log([5200.0] + [12500.0] * 13, core=True),
+        nanogpt_log([30000.0] + [460.0] * 13, eval_at=(7,)),
     ]
 
 

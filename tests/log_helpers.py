@@ -34,6 +34,9 @@ from a real log:
   formatter's '%(asctime)s [%(levelname)s|DP=..|PP=..|TP=..|host]: ' prefix in dim-italic colour codes), the
   config dataclasses of config/config.py, config/parallelism_config.py, config/models_config.py (the field
   order pformat prints; the classes below have the same names and fields, so pprint writes what nanotron's do).
+- nanoGPT (karpathy/nanoGPT@dc81cb36) train.py ('tokens per iteration will be: {:,}', the iter and eval lines),
+  configurator.py ('Overriding config with {file}:' then the file, 'Overriding: {key} = {value}'), model.py
+  ('number of parameters: %.2fM', 'using fused AdamW: ...').
 - OLMo (allenai/OLMo@59a53e3f) olmo/train.py Trainer.log_metrics_to_console (its format_float), SpeedMonitor.check,
   olmo/util.py setup_logging's format '%(asctime)s\t%(hostname)s:%(local_rank)s\t%(name)s:%(lineno)s\t
   %(levelname)s\t%(message)s', scripts/train.py ('Configuration:', then the TrainConfig repr); OLMo-core
@@ -879,6 +882,7 @@ def hf_training_args(**over: Any) -> dict[str, Any]:
         "fsdp": "[<FSDPOption.FULL_SHARD: 'full_shard'>, <FSDPOption.AUTO_WRAP: 'auto_wrap'>]",
         "gradient_accumulation_steps": 4,
         "gradient_checkpointing": True,
+        "optim": "OptimizerNames.ADAMW_TORCH",
         "per_device_train_batch_size": 2,
         "torch_compile": False,
     }
@@ -1128,15 +1132,24 @@ def nanotron_config(
     )
 
 
-def nt_prefix(rank: int = 0) -> str:
-    return f"\x1b[2;3m12/04/2026 10:00:00 [INFO|DP={rank}|PP=0|TP=0|ip-10-0-0-1]\x1b[0m: "
+def nt_prefix(rank: int = 0, head: bool = False) -> str:
+    """The formatter's prefix of a line: 0e0a27ea's '%m/%d/%Y %H:%M:%S [LEVEL|DP=|PP=|TP=|node]: ' (logging.py), or
+    HEAD's colour-coded '%m/%d %H:%M:%S' form (logging/base.py)."""
+    if head:
+        return f"\x1b[2;3m12/04 10:00:00 [INFO|DP={rank}|PP=0|TP=0|ip-10-0-0-1]\x1b[0m: "
+    return f"12/04/2026 10:00:00 [INFO|DP={rank}|PP=0|TP=0|ip-10-0-0-1]: "
 
 
-def nt_human(num: float) -> str:
-    """nanotron logging/base.py human_format (its algorithm)."""
+def nt_record(message: str, head: bool = False) -> list[str]:
+    """One log_rank record as NewLineStreamHandler writes it: the formatter's prefix before every line."""
+    return [nt_prefix(head=head) + line for line in message.split("\n")]
+
+
+def nt_human(num: float, head: bool = False) -> str:
+    """nanotron's human_format (its algorithm): 'G' for 1e9 to 0e0a27ea, 'B' at HEAD."""
     if abs(num) < 1:
         return "{:.3g}".format(num)
-    sizes = ["", "K", "M", "B", "T", "P", "E"]
+    sizes = ["", "K", "M", "B" if head else "G", "T", "P", "E"]
     num = float("{:.3g}".format(num))
     i = 0
     while abs(num) >= 1000 and i < len(sizes) - 1:
@@ -1156,6 +1169,7 @@ def nanotron_flops_per_token(m: LlamaConfig, seq: int) -> float:
 
 
 def nanotron_iteration(step: int, steps: int, ms: float, gbs: int, seq: int, world: int, tflops: float) -> str:
+    """0e0a27ea's interval line (trainer.py train_step_logs, global_batch_size in samples)."""
     tps = gbs * seq / (ms / 1000)
     fields = [
         ("consumed_tokens", step * gbs * seq),
@@ -1173,23 +1187,22 @@ def nanotron_iteration(step: int, steps: int, ms: float, gbs: int, seq: int, wor
     return f"{nt_prefix()}iteration: {step} / {steps} | {body}"
 
 
-def nanotron_log(cfg: Config, step_ms: list[float], pformat_width: int = 80) -> str:
-    """A nanotron run's log: the config dump (pformat, as trainer.py logs it), the start line, the memory line after
-    the first step and one interval line per step."""
+def nanotron_log(cfg: Config, step_ms: list[float], head: bool = False, config: bool = True) -> str:
+    """A nanotron run's log at 0e0a27ea: 'Config:' + pformat(config) and 'Model Config:' + pformat(model config)
+    (trainer.py, each line prefixed), the start line, the memory line after the first step, one interval line per
+    step. head: the config records in HEAD's colour-coded prefix."""
     from pprint import pformat
 
     p = cfg.parallelism
     t = cfg.tokens
     world = p.dp * p.tp * p.pp
     gbs = t.micro_batch_size * t.batch_accumulation_per_replica * p.dp
-    lines = [
-        nt_prefix() + "[Config] Config:",
-        nt_prefix() + "Parsing config: /fsx/perfmodel/examples/config_llama3_8b.yaml",
-        nt_prefix() + pformat(cfg, width=pformat_width),
-        nt_prefix() + "[Model Config] Model Config:",
-        nt_prefix() + pformat(cfg.model.model_config, width=pformat_width),
+    lines = []
+    if config:
+        lines += nt_record("Config:\n" + pformat(cfg), head)
+        lines += nt_record("Model Config:\n" + pformat(cfg.model.model_config), head)
+    lines += [
         nt_prefix() + "Total number of parameters: 8.03G (15316.51MiB)",
-        nt_prefix() + "[Start training] Start training",
         nt_prefix()
         + f"[Start training] datetime: 2026-12-04 10:00:00.000000 | mbs: {t.micro_batch_size} | grad_accum: "
         + f"{t.batch_accumulation_per_replica} | global_batch_size: {gbs} | sequence_length: {t.sequence_length} | "
@@ -1297,4 +1310,48 @@ def olmo_log(tps: list[float], device_tokens: int = 32 * 2048, core: bool = Fals
         body = "\n".join(f"    {k}={fmt(v)}" for k, v in metrics)
         lines.append(olmo_line("olmo.train", f"{head}\n{body}"))
         lines.append(f"2026-12-04 10:00:00,000\tnode-1:0\tolmo.train:1244\tINFO\t{head}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- nanoGPT (module docstring) --------------------------------------------------------------------------------
+
+
+def nanogpt_log(
+    step_ms: list[float],
+    batch: int = 12,
+    block: int = 1024,
+    accum: int = 40,
+    cli_block: int | None = None,
+    eval_at: tuple[int, ...] = (),
+) -> str:
+    """A nanoGPT run's stdout (config/train_gpt2.py-style file, 8 GPUs: accumulation 40 // 8 = 5 per rank)."""
+    lines = [
+        "Overriding config with config/train_gpt2.py:",
+        "# config for training GPT-2 (124M) on 8 GPUs",
+        "wandb_log = False",
+        f"batch_size = {batch}",
+        f"block_size = {block}",
+        f"gradient_accumulation_steps = {accum}",
+        "max_iters = 600000",
+        "",
+    ]
+    if cli_block:
+        lines.append(f"Overriding: block_size = {cli_block}")
+        block = cli_block
+    lines += [
+        f"tokens per iteration will be: {accum * batch * block:,}",
+        "Initializing a new model from scratch",
+        "defaulting to vocab_size of GPT-2 to 50304 (50257 rounded up for efficiency)",
+        "number of parameters: 123.59M",
+        "num decayed parameter tensors: 50, with 124,354,560 parameters",
+        "num non-decayed parameter tensors: 25, with 19,200 parameters",
+        "using fused AdamW: True",
+        "compiling the model... (takes a ~minute)",
+    ]
+    for i, ms in enumerate(step_ms):
+        if i in eval_at:
+            lines.append(f"step {i}: train loss 3.1234, val loss 3.1345")
+            lines.append("saving checkpoint to out")
+        mfu = -100.0 if i < 5 else 38.5
+        lines.append(f"iter {i}: loss {10.9 - i * 0.01:.4f}, time {ms:.2f}ms, mfu {mfu:.2f}%")
     return "\n".join(lines) + "\n"

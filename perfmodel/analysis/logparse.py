@@ -47,15 +47,19 @@ these versions (never a copied log):
   is read as the software 'NeMo {version}' (perfmodel.specs.stack.infer_stack maps it to its preset).
   ROCm: the `rocm/megatron-lm` image name (ROCm/ROCm@e396b48 docs/how-to/rocm-for-ai/training/benchmark-docker/
   megatron-lm.rst) and the device's marketing name 'AMD Instinct MI300X' (torch.cuda.get_device_name on ROCm).
-- nanotron (huggingface/nanotron@v0.4 f2c83832, @0e0a27ea 2025-02-19, HEAD @2411b022): src/nanotron/logging/base.py
-  LoggerWriter.add_scalars_from_list: 'iteration: {step} / {train_steps} | {tag}: {value} | ...', each value
-  human_format (3 significant digits, a K / M / B / T suffix for thousands: '1.23K'); trainer.py train_step_logs:
-  'consumed_tokens', 'elapsed_time_per_iteration_ms' (to 0e0a27ea; 'time_per_iteration_ms' at HEAD),
-  'tokens_per_sec', 'tokens_per_sec_per_gpu', 'global_batch_size' (samples; tokens at HEAD), 'lm_loss', 'lr',
-  'model_tflops_per_gpu', 'hardware_tflops_per_gpu'; '[Start training] datetime: ... | mbs: {m} | grad_accum: {a} |
-  global_batch_size: {g} | sequence_length: {s} | ...' (HEAD without the '[Start training] datetime' and with 'cp:');
-  the config as pprint.pformat(Config(...)) after 'Config:' (nested dataclass reprs, key=value, indented
-  continuation lines), logging.base log_memory '... Peak allocated {:.2f}MiB. Peak reserved: {:.2f}MiB'.
+- nanotron (huggingface/nanotron@v0.4 f2c83832, @0e0a27ea 2025-02-19, HEAD @2411b022): LoggerWriter
+  .add_scalars_from_list (src/nanotron/logging.py to 0e0a27ea, logging/base.py at HEAD): 'iteration: {step} /
+  {train_steps} | {tag}: {value} | ...', each value human_format (3 significant digits, a K / M / G (B at HEAD) / T
+  suffix per thousand: '1.23K'); trainer.py train_step_logs: 'consumed_tokens', 'elapsed_time_per_iteration_ms' (to
+  0e0a27ea; 'time_per_iteration_ms' at HEAD), 'tokens_per_sec', 'tokens_per_sec_per_gpu', 'global_batch_size'
+  (samples; tokens at HEAD), 'lm_loss', 'lr', 'model_tflops_per_gpu', 'hardware_tflops_per_gpu', printed by one rank
+  (dp = tp = 0 of the last stage); '[Start training] datetime: ... | mbs: {m} | grad_accum: {a} | global_batch_size: {g}
+  (samples) | sequence_length: {s} | ...' (HEAD without the datetime, with 'cp:'); the config as 'Config:\n' +
+  pprint.pformat(config) (nested dataclass reprs, key=value, indented continuation lines; nanotron needs Python
+  >= 3.10, whose pprint breaks dataclasses over lines). NewLineStreamHandler formats every line of a message, so each
+  continuation line carries the formatter's prefix: '%m/%d/%Y %H:%M:%S [INFO|DP=..|PP=..|TP=..(|EXP=..)(|node)]: ' to
+  0e0a27ea, HEAD's '\x1b[2;3m%m/%d %H:%M:%S [...]\x1b[0m: '. log_memory: '... Peak allocated {:.2f}MiB. Peak
+  reserved: {:.2f}MiB'.
 - OLMo (allenai/OLMo v0.2.0 2023-12 .. @59a53e3f 2025-09, olmo/train.py Trainer.log_metrics_to_console and
   SpeedMonitor.check) and OLMo-core (allenai/OLMo-core@fa6c5014 src/olmo_core/train/callbacks/console_logger.py,
   speed_monitor.py, gpu_memory_monitor.py): a header '[step={s}/{max}]' (',epoch={e}' from v0.5, ',eta=...' in
@@ -65,6 +69,12 @@ these versions (never a copied log):
   OLMo-core: throughput/device/TPS and BPS of the logged step, MFU (%), gpu_memory/GPU active / reserved mem (GiB).
   OLMo's scripts/train.py logs 'Configuration:' then the TrainConfig repr (with device_train_batch_size filled in)
   when it names fewer than 50 data paths.
+- nanoGPT (karpathy/nanoGPT@dc81cb36 train.py, model.py, configurator.py): 'iter {n}: loss {:.4f}, time {dt*1000:.2f}ms,
+  mfu {running_mfu*100:.2f}%' (dt one iteration on the master process, an evaluation before it included; mfu an EMA
+  against the A100's 312 TFLOP/s, -100.00% for the first 5 iterations), 'step {n}: train loss ..., val loss ...' (an
+  evaluation), 'tokens per iteration will be: {:,}' (gradient_accumulation_steps x world x batch_size x
+  block_size), configurator.py's 'Overriding config with {file}:' + the file's lines and 'Overriding: {key} =
+  {value}'.
 - torchtitan metrics line, four forms (colour codes between the fields): @57387af (2025-02-15) train.py
   'step: {step:2}  loss: {loss:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  mfu: {mfu:.2f}%'
   (no tflops); from 4e32663 (v0.1.0 @f7084fc components/metrics.py `MetricsProcessor.log`) '...  tps: ...  tflops:
@@ -214,19 +224,29 @@ HF_RESUMED = re.compile(rb"  Continuing training from global step (\d+)")
 # nanotron (module docstring): the interval line, its 'tag: value' fields, the start line, the config dump, memory
 NT_ITER = re.compile(rb"iteration: (\d{1,15}) / -?\d+ \| (.*)$")
 NT_FIELD = re.compile(rb"([A-Za-z_][\w/]*): ([^|]*?)\s*(?=\||$)")
-NT_HUMAN = re.compile(rb"(-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)([KMBTPE]?)")
+NT_HUMAN = re.compile(rb"(-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)([KMGBTPE]?)")
+# the formatter prefix nanotron writes before every line of a message (module docstring), a launcher's before it
+NT_PREFIX = re.compile(
+    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?(?:\x1b\[[0-9;]*m)?\d\d/\d\d(?:/\d{4})? \d\d:\d\d:\d\d \[[^\]\n]*\](?:\x1b\[0m)?: "
+)
 NT_START = re.compile(rb"mbs: (\d{1,12}) \| grad_accum: (\d{1,12}) \|(.*)$")
 NT_CONFIG_HEAD = re.compile(rb"(?<![\w.])Config\(general=GeneralArgs\(")
-NT_KV = re.compile(r"([A-Za-z_]\w*)=(<[^<>]*>|'[^']*'|\"[^\"]*\"|[^,()\s<>]+)")
-NT_QUOTED = re.compile(r"<[^<>]*>|'[^']*'|\"[^\"]*\"")
+NT_KV = re.compile(r"(?<!\w)([A-Za-z_]\w*)=(<[^<>]*>|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\s<>]+)")
+NT_QUOTED = re.compile(r"<[^<>]*>|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 NT_MEM = re.compile(rb"Peak allocated (\d{1,12}(?:\.\d+)?)MiB\. Peak reserved: (\d{1,12}(?:\.\d+)?)MiB")
 MAX_NT_LINES = 1000
 OL_HEAD = re.compile(rb"\[step=(\d{1,15})/(?:\d+|\?\?\?)(?:,epoch=\d+)?(?:,eta=[^\]\n]*)?\]\s*$")
 OL_METRIC = re.compile(
-    rb"^\s{4}(throughput/device/(?:tokens_per_second|batches_per_second|TPS|BPS|MFU)|System/Peak GPU Memory \(MB\)"
+    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?\s{4}"
+    rb"(throughput/device/(?:tokens_per_second|batches_per_second|TPS|BPS|MFU)|System/Peak GPU Memory \(MB\)"
     rb"|gpu_memory/GPU (?:active|reserved) mem \(GiB\))="
     rb"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?)([BTPE]?)\s*$"
 )
+NG_ITER = re.compile(rb"^iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$")
+NG_TOKENS = re.compile(rb"^tokens per iteration will be: (\d{1,3}(?:,\d{3})*)\s*$")
+NG_OVERRIDE = re.compile(rb"^Overriding: ([A-Za-z_]\w*) = (.{1,200}?)\s*$")
+NG_EVAL = re.compile(rb"^step \d+: train loss ")
+NG_BLOCK = re.compile(rb"^block_size = (\d{1,9})\s*(?:#[^\n]*)?$")  # a config file's line, printed by configurator.py
 OL_CONFIG = re.compile(
     rb"(?<![\w.])TrainConfig\((.*)$"
 )  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
@@ -386,6 +406,14 @@ _MEG_WORDS = (
     BRIDGE_HEAD,
     b"setting number of microbatches",
 )
+_NG_WORDS = (
+    b"iter ",
+    b"tokens per iteration will be:",
+    b"Overriding: ",
+    b"block_size = ",
+    b"train loss",
+    b"saving checkpoint",
+)
 _OL_WORDS = (b"[step=", b"throughput/device/", b"Peak GPU Memory", b"gpu_memory/GPU ", b"TrainConfig(", b"checkpoint")
 _NT_WORDS = (b"iteration: ", b"mbs: ", b"Config(general=", b"Peak allocated ", b"checkpoint")
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
@@ -442,6 +470,7 @@ MARKS_ALL = tuple(
         + _HF_WORDS
         + _NT_WORDS
         + _OL_WORDS
+        + _NG_WORDS
         + _COMMON
         + (b"Evaluating on", b"memory (")
     )
@@ -456,6 +485,7 @@ MARKS = {
     "hf_trainer": _HF_WORDS + _DS_WORDS + _COMMON,
     "nanotron": _NT_WORDS + _COMMON,
     "olmo": _OL_WORDS + _COMMON,
+    "nanogpt": _NG_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -469,6 +499,7 @@ MARKS_RUNNING = {
     "hf_trainer": _HF_WORDS + _DS_WORDS,
     "nanotron": _NT_WORDS,
     "olmo": _OL_WORDS,
+    "nanogpt": _NG_WORDS,
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -552,6 +583,8 @@ class ParsedLog:
     nt_fields: set[str] = field(default_factory=set)  # the tags its interval lines carry
     ol_config: dict[str, str] = field(default_factory=dict)  # OLMo's TrainConfig repr: key -> raw value (first)
     ol_core: bool = False  # OLMo-core's metric names (TPS / BPS) rather than OLMo's
+    ng_tokens: int = 0  # nanoGPT's 'tokens per iteration will be: N'
+    ng_overrides: dict[str, str] = field(default_factory=dict)  # its 'Overriding: key = value' lines
     error: str = ""  # the first 'XError: message' line
     failed: bool = False  # torchrun's ChildFailedError summary
     lines: int = 0
@@ -743,6 +776,7 @@ class _Parser:
         self.cp_tokens = NAN  # its throughput/tokens_per_sec (all ranks)
         self.capture: tuple[str, list[str]] | None = None  # an HF config JSON or TrainingArguments dump being read
         self.capture_prefix = b""  # the launcher's prefix of its head line, stripped from its continuation lines
+        self.nt_depth = 0  # nanotron: open parentheses of the Config being read
         self.ol_iter = -1  # OLMo: the step whose metric lines are being read
         self.ol_vals: dict[bytes, float] = {}
         L = self.log  # the per-interval arrays are appended to, never replaced
@@ -806,6 +840,11 @@ class _Parser:
             (b":print]  ", self._ds_config),
             (b"DeepSpeed info:", self._ds_version),
             (b"Creating ", self._ds_optimizer),
+            (b"iter ", self._ng_iter),
+            (b"tokens per iteration will be:", self._ng_tokens),
+            (b"Overriding: ", self._ng_override),
+            (b"train loss", self._ng_eval),
+            (b"block_size = ", self._ng_block),
             (b"[step=", self._ol_head),
             (b"throughput/device/", self._ol_metric),
             (b"Peak GPU Memory", self._ol_metric),
@@ -823,6 +862,8 @@ class _Parser:
         if self.yaml is not None:
             self.yaml.close()
             self.yaml = None
+        if self.capture is not None and self.capture[0] == "nanotron":  # a Config cut at the end: what was read
+            self._nt_captured(self.capture[1])
         self.capture = None  # an HF config or argument dump cut before its closing line is not read
         self._ol_flush()
 
@@ -1257,6 +1298,47 @@ class _Parser:
         self.capture_prefix = p.group(0) if p else b""
         return True
 
+    # ---- nanoGPT (module docstring) ----
+
+    def _ng_iter(self, raw: bytes) -> bool:
+        m = NG_ITER.search(raw)
+        if not m or self.log.framework not in ("", "nanogpt"):
+            return False
+        self.log.framework = "nanogpt"
+        mfu = float(m.group(3))
+        self._interval(int(m.group(1)), float(m.group(2)) / 1e3, NAN, NAN, mfu if mfu >= 0 else NAN)
+        return True
+
+    def _ng_tokens(self, raw: bytes) -> bool:
+        m = NG_TOKENS.search(raw)
+        if not m or self.log.framework not in ("", "nanogpt"):
+            return False
+        self.log.framework = "nanogpt"
+        self.log.ng_tokens = int(m.group(1).replace(b",", b""))
+        self._restart()  # printed once per start, before the model is built
+        return True
+
+    def _ng_override(self, raw: bytes) -> bool:
+        m = NG_OVERRIDE.search(raw)
+        if not m or self.log.framework not in ("", "nanogpt"):
+            return False
+        self.log.ng_overrides[_text(m.group(1))] = _text(m.group(2))
+        return True
+
+    def _ng_block(self, raw: bytes) -> bool:
+        """A config file's 'block_size = N' (configurator.py prints the file, then exec's it: the last one wins)."""
+        m = NG_BLOCK.search(raw)
+        if not m or self.log.framework not in ("", "nanogpt"):
+            return False
+        self.log.ng_overrides["block_size"] = _text(m.group(1))
+        return True
+
+    def _ng_eval(self, raw: bytes) -> bool:
+        if self.log.framework != "nanogpt" or not NG_EVAL.search(raw):
+            return False
+        self.pending_event = True  # the next iteration's time includes the evaluation
+        return True
+
     # ---- OLMo / OLMo-core (module docstring) ----
 
     def _ol_head(self, raw: bytes) -> bool:
@@ -1354,25 +1436,30 @@ class _Parser:
         if not m or self.capture is not None or self.log.framework not in ("", "nanotron"):
             return False
         self.log.framework = "nanotron"
-        self.capture = ("nanotron", [_text(raw[m.start() :])])
-        if _nt_depth(self.capture[1]) <= 0:  # the whole repr on one line (Python < 3.10 pformat)
+        head = _text(raw[m.start() :])
+        self.capture = ("nanotron", [head])
+        self.nt_depth = _nt_depth(head)
+        if self.nt_depth <= 0:  # the whole repr on one line
             self._nt_captured(self.capture[1])
         return True
 
     def _nt_capture(self, data: bytes, start: int, lines: list[str]) -> int:
-        """pformat's continuation lines of a nanotron Config (indented), to the closing parenthesis; a line that is
-        not indented (the dump was cut, or another record) ends it, keeping what was read."""
+        """pformat's continuation lines of a nanotron Config (indented after the formatter's prefix), to the closing
+        parenthesis; a line that is not (the dump was cut, or another record) ends it, keeping what was read."""
         pos = start + 1 if start < len(data) and data[start : start + 1] == b"\n" else start
         while pos < len(data):
             e = data.find(b"\n", pos)
             e = len(data) if e < 0 else e
-            text = data[pos:e].decode("utf-8", errors="replace").rstrip()
+            raw = data[pos : min(e, pos + MAX_LINE)]
+            p = NT_PREFIX.match(raw)
+            text = raw[p.end() if p else 0 :].decode("utf-8", errors="replace").rstrip()
             if not text.startswith(" ") or len(lines) > MAX_NT_LINES:
                 self._nt_captured(lines)
                 return pos
             lines.append(text)
             pos = e + 1
-            if _nt_depth(lines) <= 0:
+            self.nt_depth += _nt_depth(text)  # pformat never breaks a quoted string over lines
+            if self.nt_depth <= 0:
                 self._nt_captured(lines)
                 return e
         return len(data)
@@ -1775,7 +1862,7 @@ def _all(data: bytes, mark: bytes) -> Iterator[int]:
         p = data.find(mark, p + len(mark))
 
 
-_HUMAN_SCALE = {b"": 1.0, b"K": 1e3, b"M": 1e6, b"B": 1e9, b"T": 1e12, b"P": 1e15, b"E": 1e18}
+_HUMAN_SCALE = {b"": 1.0, b"K": 1e3, b"M": 1e6, b"G": 1e9, b"B": 1e9, b"T": 1e12, b"P": 1e15, b"E": 1e18}
 
 
 def _human(b: bytes) -> float:
@@ -1791,9 +1878,9 @@ def _human(b: bytes) -> float:
     return v if math.isfinite(v) else NAN
 
 
-def _nt_depth(lines: list[str]) -> int:
-    """Open parentheses of a dataclass repr so far (quoted strings and <object at 0x..> reprs left out)."""
-    text = NT_QUOTED.sub("", "\n".join(lines))
+def _nt_depth(text: str) -> int:
+    """Parentheses a line of a dataclass repr opens (quoted strings and <object at 0x..> reprs left out)."""
+    text = NT_QUOTED.sub("", text)
     return text.count("(") - text.count(")")
 
 

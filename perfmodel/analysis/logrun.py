@@ -2140,6 +2140,33 @@ def hf_log_model(log: ParsedLog, f: _Fields, model_ref: str | None) -> tuple[Mod
     return None, ""
 
 
+# the Trainer's optimizers (transformers trainer.py Trainer.get_optimizer_cls_and_kwargs): adamw_torch and
+# adamw_torch_fused are torch.optim.AdamW (foreach by default on CUDA, torch/optim/optimizer.py
+# _default_to_fused_or_foreach; fused=True for _fused), adamw_apex_fused apex's FusedAdam: multi-tensor kernels, with
+# torch's clip_grad_norm_ (foreach) beside them; adamw_hf is transformers.optimization.AdamW, a Python loop of 7-8
+# in-place ops per parameter (the per_param count, 10 a tensor, includes 2 clipping kernels the foreach clip does not
+# launch per tensor)
+_HF_OPTIM = {
+    "adamw_torch": "multi_tensor",
+    "adamw_torch_fused": "multi_tensor",
+    "adamw_apex_fused": "multi_tensor",
+    "adamw_hf": "per_param",
+}
+
+
+def _hf_optim(f: _Fields) -> Stated | None:
+    """The TrainingArguments optim as the stack's optimizer_launches; another optimizer (Adafactor, 8-bit Adam, ...)
+    keeps a different state and is named as not priced."""
+    raw = f.raw("optim")
+    if raw is None:
+        return None
+    name = raw.split(".")[-1].strip("'\"").lower()  # 'OptimizerNames.ADAMW_TORCH' or 'adamw_torch'
+    if name not in _HF_OPTIM:
+        f.missing.append(f"optim ({raw}: perfmodel prices AdamW's state and kernels only)")
+        return None
+    return Stated(_HF_OPTIM[name], f"optim={raw}", f.origin("optim"))
+
+
 def _hf_recompute(f: _Fields) -> tuple[str | None, str]:
     """--arg recompute, else TrainingArguments gradient_checkpointing (each decoder layer under torch.utils.checkpoint:
     modeling_utils gradient_checkpointing_enable, the whole layer recomputed = full)."""
@@ -2306,6 +2333,9 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
         )
     if f.raw("torch_compile") == "True":
         stated["fusions"] = Stated("torch_compile", "torch_compile=True", "log")
+    optim = _hf_optim(f)
+    if optim is not None:
+        stated["optimizer_launches"] = optim
     shard_params = stated["fsdp"].value in PARAM_SHARDING or stated["fsdp"].value == "fsdp1"
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=shard_params, recompute=recompute)  # type: ignore[arg-type]
     built.run = Run(
@@ -2381,7 +2411,7 @@ def nanotron_model(log: ParsedLog, f: _Fields, model_ref: str | None) -> tuple[M
     return spec, "built from the logged LlamaConfig (nanotron's Llama decoder)"
 
 
-def _nt_stated(f: _Fields, zero: int) -> dict[str, Stated]:
+def _nt_stated(f: _Fields, zero: int, dp: int) -> dict[str, Stated]:
     """The stack features the ParallelismArgs and OptimizerArgs of the dump state over nanotron-2025's defaults."""
     out: dict[str, Stated] = {}
     mode = f.raw("tp_mode") or ""
@@ -2394,26 +2424,32 @@ def _nt_stated(f: _Fields, zero: int) -> dict[str, Stated]:
     kind = next((v for k, v in _NT_ENGINE.items() if k in engine), None)
     if kind:
         out["pipeline_schedule"] = Stated(kind, f"pp_engine={engine.split(' object')[0].split('.')[-1]}")
-    if zero == 1:
-        out["fsdp"] = Stated("zero1", "zero_stage=1: ZeroDistributedOptimizer (optim/zero.py)")
-        out["optimizer_shard"] = Stated("dp", "zero_stage=1: the optimizer state sharded over dp")
     fp32 = f.raw("accumulate_grad_in_fp32")
-    if fp32 == "False":  # the bf16 .grad accumulates in place and DDP all-reduces it as it is
+    if zero == 1 and fp32 == "True" and dp > 1:
+        # trainer.py @0e0a27ea init_model: make_ddp = dp > 1 and not (accumulate_grad_in_fp32 and zero_stage > 0): no
+        # DDP; after the backward, sync_gradients_across_dp all-reduces the whole fp32 accumulation buffer
+        # (reduce_scatter=False), the optimizer states are sharded (ZeroDistributedOptimizer) and the updated
+        # parameters all-gathered: DeepSpeed BF16_Optimizer's pattern
+        why = "zero_stage=1 with accumulate_grad_in_fp32=True: no DDP, one all-reduce of the fp32 buffer (trainer.py)"
+        out["fsdp"] = Stated("bf16_optimizer", why)
+        out["optimizer_shard"] = Stated("dp", "zero_stage=1: ZeroDistributedOptimizer shards the optimizer states")
+        out["dp_grad_reduce_overlap"] = Stated("false", why)
+        out["dp_buckets"] = Stated("one", why)
+    if fp32 == "False":
         for name in ("main_grad_precision", "grad_reduce_precision"):
-            out[name] = Stated("bf16", "accumulate_grad_in_fp32=False")
-        out["grad_accumulation_fusion"] = Stated("true", "accumulate_grad_in_fp32=False: no fp32 accumulation hook")
+            out[name] = Stated("bf16", "accumulate_grad_in_fp32=False: DDP all-reduces the bf16 .grad")
+        out["grad_accumulation_fusion"] = Stated("true", "accumulate_grad_in_fp32=False: no fp32 accumulation pass")
     if f.present("clip_grad") and f.raw("clip_grad") is None:
         out["optimizer_launches"] = Stated("multi_tensor", "clip_grad=None: no per-tensor norm and clip loop")
     return out
 
 
 def nanotron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
-    """A nanotron log's run: dp / tp / pp, the micro-batch, accumulation and sequence of its pformat'ed Config (or its
-    'mbs: .. | grad_accum: ..' start line), the model from the dump's LlamaConfig, bf16 / fp16 from ModelArgs.dtype,
-    recompute_layer as full recompute, and the TP mode, async TP, pipeline engine, ZeRO stage and fp32 accumulation
-    as stack features over nanotron-2025."""
+    """A nanotron log's run: dp / tp / pp, the micro-batch, accumulation and sequence of its pformat'ed Config (the
+    batch and sequence of its 'mbs: .. | grad_accum: ..' start line where the Config is not in the log), the model from
+    the dump's LlamaConfig, bf16 / fp16 from ModelArgs.dtype, recompute_layer as full recompute, and the TP mode, async
+    TP, pipeline engine, ZeRO stage and fp32 accumulation as stack features over nanotron-2025."""
     st = log.nt_start
-    dp, tp, pp = f.int("dp"), f.int("tp"), f.int("pp")
     cp = f.peek_int("context_parallel_size") or 1
     ep = f.peek_int("expert_parallel_size") or 1
     if cp > 1:
@@ -2423,11 +2459,14 @@ def nanotron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
     mbs = f.peek_int("micro_batch_size") or _int_or_none(st.get("mbs"))
     accum = f.peek_int("batch_accumulation_per_replica") or _int_or_none(st.get("grad_accum"))
     seq = f.peek_int("sequence_length") or _int_or_none(st.get("sequence_length"))
-    world = dp * tp * pp * cp if dp and tp and pp else None
+    logged = _int_or_none(st.get("global_batch_size"))  # samples on the start line, in every version
+    dp_start = logged // (mbs * accum) if logged and mbs and accum and logged % (mbs * accum) == 0 else None
+    dp = f.int("dp", default=dp_start)
+    tp, pp = f.int("tp"), f.int("pp")
+    world = dp * tp * pp if dp and tp and pp else None
     if gpus_flag and world and gpus_flag != world:
         raise InputError("--gpus", str(gpus_flag), f"the config's dp x tp x pp is {world}")
-    gbs = mbs * accum * dp if mbs and accum and dp else None
-    logged = _int_or_none(st.get("global_batch_size"))
+    gbs = mbs * accum * dp if mbs and accum and dp else logged
     if gbs and logged and logged != gbs:
         raise InputError("log", "global_batch_size", f"{logged} on the start line, {gbs} = mbs x accumulation x dp")
     gpus = gpus_flag or world
@@ -2435,7 +2474,7 @@ def nanotron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
         gbs,
         seq,
         gpus,
-        "micro_batch_size x batch_accumulation_per_replica x dp" if gbs else "",
+        "the start line's global_batch_size" if logged else ("micro_batch_size x accumulation x dp" if gbs else ""),
         "sequence_length" if seq else "",
         "--gpus" if gpus_flag else ("dp x tp x pp" if world else ""),
     )
@@ -2453,21 +2492,27 @@ def nanotron_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: i
             else "precision (no ModelArgs.dtype in the log; give --arg dtype=torch.bfloat16)"
         )
     zero = f.peek_int("zero_stage")
+    fp32 = f.raw("accumulate_grad_in_fp32")
     if zero not in (0, 1):
         f.missing.append(f"zero_stage ({zero}: nanotron has stages 0 and 1)" if zero is not None else "zero_stage")
+    elif zero == 1 and fp32 == "False":
+        f.missing.append(
+            "zero_stage (1 without accumulate_grad_in_fp32: DDP all-reduces the bf16 gradients into a sharded "
+            "optimizer, a combination no stack value prices)"
+        )
     notes = [
         "step times from nanotron's interval lines: elapsed_time_per_iteration_ms to 3 significant digits "
-        "(logging/base.py human_format), so each is known to +-0.5%"
+        "(human_format), so each is known to +-0.5%"
     ]
     bucket = f.peek_int("ddp_bucket_cap_mb")
     if bucket is not None and bucket != 25:
         notes.append(f"ddp_bucket_cap_mb={bucket}: perfmodel counts torch DDP's default 25 MiB buckets")
     built = Built("nanotron", None, f.missing, facts, model, precision, notes)
-    if f.missing or model is None or not (gbs and seq and gpus and mbs) or zero is None:
+    if f.missing or model is None or not (gbs and seq and gpus and mbs and dp) or zero is None:
         return built
     rc = f.raw("recompute_layer")
     recompute = "full" if rc == "True" else "none"
-    stated = _nt_stated(f, zero)
+    stated = _nt_stated(f, zero, dp)
     stated["recompute"] = Stated(recompute, f"recompute_layer={rc}" if rc else "recompute_layer not in the log")
     lay = Layout(gpus=gpus, gbs=gbs, seq=seq, tp=tp or 1, pp=pp or 1, mbs=mbs, recompute=recompute)  # type: ignore[arg-type]
     built.run = Run(model, how, lay, precision or "bf16", "nanotron", notes, stated, states="nanotron Config dump")
@@ -2480,6 +2525,38 @@ def _int_or_none(text: str | None) -> int | None:
     except ValueError:
         return None
     return v if v is not None and 0 < v < 2**40 else None
+
+
+# ---- nanoGPT (logparse's module docstring) -------------------------------------------------------------------------
+
+NANOGPT_BLOCK = 1024  # karpathy/nanoGPT@dc81cb36 train.py: block_size = 1024 (the default a config may override)
+
+
+def nanogpt_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A nanoGPT log: its per-iteration times, the tokens of one step ('tokens per iteration will be'), the sequence
+    block_size (an 'Overriding: block_size = N' line, else train.py's 1024) and the GPU count from --gpus (the log
+    does not print the world size); measured, not predicted (no nanoGPT preset)."""
+    block = f.peek_int("block_size") or NANOGPT_BLOCK
+    tokens = log.ng_tokens
+    gbs = tokens // block if tokens and tokens % block == 0 else None
+    facts = Facts(
+        gbs,
+        block if gbs else None,
+        gpus_flag,
+        "tokens per iteration / block_size" if gbs else "",
+        ("block_size" if f.present("block_size") else "train.py's default block_size 1024") if gbs else "",
+        "--gpus" if gpus_flag else "",
+    )
+    notes = [
+        "nanoGPT's per-iteration times (train.py: one iteration on the master process; the one after an evaluation "
+        "left out); its mfu is against the A100's 312 TFLOP/s whatever the GPU (model.py estimate_mfu)"
+    ]
+    if not tokens:
+        f.missing.append("batch (no 'tokens per iteration will be' line)")
+    f.missing.append(
+        "a nanoGPT preset (perfmodel has read no preset from nanoGPT's train.py; the measurement is reported)"
+    )
+    return Built("nanogpt", None, f.missing, facts, None, None, notes)
 
 
 # ---- OLMo / OLMo-core (logparse's module docstring) ------------------------------------------------------------------
@@ -2538,6 +2615,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         "hf_trainer": (hf_trainer_run, log.hf_args),
         "nanotron": (nanotron_run, log.nt_config),
         "olmo": (olmo_run, log.ol_config),
+        "nanogpt": (nanogpt_run, log.ng_overrides),
     }
     if log.framework in readers:
         reader, fields = readers[log.framework]

@@ -55,8 +55,8 @@ def check_cmd(
     stack_set: tuple[str, ...] = (),
 ) -> None:
     """Read a Megatron-LM / Megatron-Bridge / NeMo, torchtitan, MaxText, llm-foundry, DeepSpeed, Hugging Face Trainer,
-    nanotron or OLMo training LOG: what it measured, and where the log states the whole run, the same run predicted with
-    the gap explained (ranked what-ifs, overheads)."""
+    nanotron, OLMo or nanoGPT training LOG: what it measured, and where the log states the whole run, the same run
+    predicted with the gap explained (ranked what-ifs, overheads)."""
     if csv_out and sets:
         raise InputError(
             "--csv",

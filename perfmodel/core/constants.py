@@ -26,10 +26,12 @@ OPTIMIZER_KERNELS = 10  # multi-tensor launches of one optimizer step (zero, nor
 # param.addcdiv_ (mosaicml/composer v0.13.4 and v0.17.2 composer/optim/decoupled_weight_decay.py: 8 kernels), and
 # FSDP's clip_grad_norm_ one vector_norm and one mul_ per gradient (2): 10 launches per tensor
 PER_TENSOR_OPTIMIZER_KERNELS = 10
-# nanotron's clip_grad_norm (huggingface/nanotron@0e0a27ea src/nanotron/optim/clip_grads.py): one
-# torch.linalg.vector_norm per gradient, stacked, and one mul_ per gradient (or its fp32 accumulation buffer) by the
-# clip coefficient: 2 launches per tensor beside a fused Adam
-PER_TENSOR_CLIP_KERNELS = 2
+# nanotron's per-parameter loops beside its fused Adam (huggingface/nanotron@0e0a27ea): clip_grad_norm
+# (src/nanotron/optim/clip_grads.py) one torch.linalg.vector_norm per gradient, stacked, and one mul_ per gradient (or
+# its fp32 accumulation buffer) by the clip coefficient; with accumulate_grad_in_fp32 (its examples' setting)
+# FP32GradientAccumulator.step copies each updated fp32 master back into its bf16 parameter (half_param.copy_):
+# 3 launches per tensor (2 without the fp32 accumulation, not distinguished)
+PER_TENSOR_CLIP_KERNELS = 3
 
 # ---- elementwise traffic per token (bytes per hidden unit), Megatron-Core transformer layer ----------
 NORM_BYTES = 4.0  # one RMSNorm/LayerNorm: read x, write y in bf16 (per hidden unit)

@@ -297,8 +297,8 @@ class Features(BaseModel):
             "parameter tensors the optimizer holds, 8 Adam kernels and 2 clipping kernels each (Composer's "
             "DecoupledAdamW with FSDP use_orig_params); per_flat_param = the same loop over FSDP's flat "
             "parameters, one per FSDP unit (torch < 2.0, no use_orig_params); per_param_clip = a fused Adam (torch "
-            "AdamW fused / foreach) with the gradient norm and clipping looped per tensor, a vector_norm and a mul_ "
-            "each (nanotron optim/clip_grads.py clip_grad_norm)"
+            "AdamW fused / foreach) with the gradient norm, clipping and master-weight copy looped per tensor, a vector_norm, "
+            "a mul_ and a copy_ each (nanotron optim/clip_grads.py clip_grad_norm, FP32GradientAccumulator.step)"
         ),
     )
     projections: Literal["fused", "separate"] = Field(

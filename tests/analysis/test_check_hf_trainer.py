@@ -54,6 +54,7 @@ def test_a_trainer_log_is_the_run_check_predicts(tmp_path, capsys):
     )
     sets = out["stack_set"]
     assert {"fsdp=fsdp1", "attention_kernel=fa2", "projections=separate", "recompute=full"} <= set(sets)
+    assert "optimizer_launches=multi_tensor" in sets  # optim=adamw_torch: torch's foreach AdamW, not Composer's loop
     p = api.predict(
         "llama3-8b",
         "h100-sxm",
@@ -189,3 +190,22 @@ def test_what_deepspeed_under_the_trainer_lacks_is_named(tmp_path, capsys):
     text = hf_trainer_log(LLAMA3_8B_HF_CONFIG, args, prelude=[engine])
     out = run_json(capsys, ["check", write(tmp_path, text), *HW, *SEQ])
     assert out["status"] == "measured" and "zero_optimization_stage" in out["not_predicted"]
+
+
+@pytest.mark.parametrize(
+    "optim, launches",
+    [
+        ("OptimizerNames.ADAMW_TORCH_FUSED", "multi_tensor"),
+        ("adamw_hf", "per_param"),
+        ("OptimizerNames.ADAFACTOR", None),
+    ],
+)
+def test_the_trainer_s_optimizer_sets_its_launches(tmp_path, capsys, optim, launches):
+    """TrainingArguments optim: torch's AdamW (foreach or fused) launches multi-tensor kernels, transformers' own AdamW
+    loops per parameter; another optimizer keeps another state and is named, not priced as Adam."""
+    log = write(tmp_path, hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(optim=optim), tokens_per_s=5816.0))
+    out = run_json(capsys, ["check", log, *HW])
+    if launches is None:
+        assert out["status"] == "measured" and "optim" in out["not_predicted"]
+    else:
+        assert out["status"] == "predicted" and f"optimizer_launches={launches}" in out["stack_set"]
