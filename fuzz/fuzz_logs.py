@@ -40,6 +40,7 @@ from log_helpers import (  # noqa: E402
     hf_training_args,
     megatron_args,
     megatron_log,
+    modded_nanogpt_log,
     nanogpt_log,
     nanotron_config,
     nanotron_log,
@@ -80,6 +81,8 @@ def seeds() -> list[str]:
         olmo_log([5200.0] + [12500.0] * 13),
         olmo_log([5200.0] + [12500.0] * 13, core=True),
         nanogpt_log([30000.0] + [460.0] * 13, eval_at=(7,)),
+        modded_nanogpt_log([160.0] * 14, val_every=5),
+        modded_nanogpt_log([160.0] * 14, seconds=True, gpus=2),
     ]
 
 

@@ -45,7 +45,7 @@ HELP: dict[str, tuple[str, str]] = {
     ),
     "check": (
         "check",
-        "Read a Megatron-LM / Megatron-Bridge / NeMo, torchtitan, MaxText, llm-foundry, DeepSpeed, Hugging Face Trainer, nanotron, OLMo or nanoGPT training LOG: what it measured, and where the log states the whole run, the same run predicted with the gap explained (ranked what-ifs, overheads).",
+        "Read a Megatron-LM / Megatron-Bridge / NeMo, torchtitan, MaxText, llm-foundry, DeepSpeed, Hugging Face Trainer, nanotron, OLMo or nanoGPT (and modded-nanogpt) training LOG: what it measured, and where the log states the whole run, the same run predicted with the gap explained (ranked what-ifs, overheads).",
     ),
     "compare": (
         "economics",

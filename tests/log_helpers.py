@@ -37,6 +37,9 @@ from a real log:
 - nanoGPT (karpathy/nanoGPT@dc81cb36) train.py ('tokens per iteration will be: {:,}', the iter and eval lines),
   configurator.py ('Overriding config with {file}:' then the file, 'Overriding: {key} = {value}'), model.py
   ('number of parameters: %.2fM', 'using fused AdamW: ...').
+- modded-nanogpt (KellerJordan/modded-nanogpt@f411b3d3 train_gpt.py as its records print it: the script source first,
+  then 'Running pytorch ... compiled for CUDA ...' and nvidia-smi's table, then the print0 step lines with train_time
+  in ms (2024 records) or '{:.3f}s' (2026 records)).
 - OLMo (allenai/OLMo@59a53e3f) olmo/train.py Trainer.log_metrics_to_console (its format_float), SpeedMonitor.check,
   olmo/util.py setup_logging's format '%(asctime)s\t%(hostname)s:%(local_rank)s\t%(name)s:%(lineno)s\t
   %(levelname)s\t%(message)s', scripts/train.py ('Configuration:', then the TrainConfig repr); OLMo-core
@@ -1354,4 +1357,39 @@ def nanogpt_log(
             lines.append("saving checkpoint to out")
         mfu = -100.0 if i < 5 else 38.5
         lines.append(f"iter {i}: loss {10.9 - i * 0.01:.4f}, time {ms:.2f}ms, mfu {mfu:.2f}%")
+    return "\n".join(lines) + "\n"
+
+
+# ---- modded-nanogpt (module docstring) -------------------------------------------------------------------------
+
+
+def modded_nanogpt_log(step_ms: list[float], seconds: bool = False, val_every: int = 125, gpus: int = 8) -> str:
+    """A record's log: a few source lines (the format strings as code, which must not read as steps), the nvidia-smi
+    table, the warm-up steps (timed apart), then cumulative train_time per step and validation lines."""
+    lines = [
+        'print0(f"step:{step}/{train_steps} val_loss:{val_loss:.4f} train_time:{training_time_ms:.0f}ms")',
+        "    ddp_world_size = int(os.environ['WORLD_SIZE'])",
+        "=" * 100,
+        "Running pytorch 2.6.0 compiled for CUDA 12.4",
+        "nvidia-smi:",
+        "| NVIDIA-SMI 555.42.06              Driver Version: 555.42.06      CUDA Version: 12.5     |",
+    ]
+    lines += [
+        f"|   {i}  NVIDIA H100 80GB HBM3          Off |   00000000:18:00.0 Off |                    0 |"
+        for i in range(gpus)
+    ]
+    total = len(step_ms) + 10
+
+    def t(x_ms: float) -> str:
+        return f"{x_ms / 1e3:.3f}s" if seconds else f"{x_ms:.0f}ms"
+
+    for i in range(1, 11):  # warm-up steps: the timer restarts after them
+        lines.append(f"step:{i}/{total} train_loss:10.8 train_time:{t(26000.0 + 110 * i)} step_avg:nanms")
+    cum = 0.0
+    for k, ms in enumerate(step_ms, start=11):
+        cum += ms
+        avg = cum / (k - 10)
+        if (k - 10) % val_every == 0:
+            lines.append(f"step:{k}/{total} val_loss:4.1234 train_time:{t(cum)} step_avg:{avg:.2f}ms")
+        lines.append(f"step:{k}/{total} train_loss:4.1 train_time:{t(cum)} step_avg:{avg:.2f}ms")
     return "\n".join(lines) + "\n"

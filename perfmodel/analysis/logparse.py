@@ -75,6 +75,12 @@ these versions (never a copied log):
   evaluation), 'tokens per iteration will be: {:,}' (gradient_accumulation_steps x world x batch_size x
   block_size), configurator.py's 'Overriding config with {file}:' + the file's lines and 'Overriding: {key} =
   {value}'.
+- modded-nanogpt (KellerJordan/modded-nanogpt@f411b3d3 records/*: each record's log is its train_gpt.py source, then
+  its output): 'step:{n}/{N} [train_loss:... | val_loss:...] train_time:{ms}ms step_avg:{ms}ms' (train_time in
+  seconds, '{:.3f}s', in later records), train_time the cumulative training time that the first steps and every
+  validation are kept out of (its timer restarts after the warm-up steps), so a step's time is the difference of two
+  lines' train_time over their steps; the device from the nvidia-smi table the script prints ('|   0  NVIDIA H100
+  80GB HBM3   Off |'), its GPU count the table's rows, or 'Running PyTorch ... on {device} with world_size {n}'.
 - torchtitan metrics line, four forms (colour codes between the fields): @57387af (2025-02-15) train.py
   'step: {step:2}  loss: {loss:7.4f}  memory: {gib:5.2f}GiB({pct:.2f}%)  tps: {round(tps):,}  mfu: {mfu:.2f}%'
   (no tflops); from 4e32663 (v0.1.0 @f7084fc components/metrics.py `MetricsProcessor.log`) '...  tps: ...  tflops:
@@ -242,6 +248,11 @@ OL_METRIC = re.compile(
     rb"|gpu_memory/GPU (?:active|reserved) mem \(GiB\))="
     rb"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?)([BTPE]?)\s*$"
 )
+MN_STEP = re.compile(
+    rb"^step:(\d{1,9})/\d{1,9}(?: [^\n]*?)? train_time:(\d{1,12}(?:\.\d+)?)(ms|s) step_avg:(?:nan|\d{1,12}(?:\.\d+)?)ms"
+)
+MN_SMI = re.compile(rb"^\|\s+(\d{1,3})\s+(NVIDIA [^|]*?)\s+(?:On|Off)\s+\|")
+MN_RUNNING = re.compile(rb"^Running [Pp]y[Tt]orch \S+ compiled for CUDA \S+ on (.+?) with world_size (\d{1,6})\s*$")
 NG_ITER = re.compile(rb"^iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$")
 NG_TOKENS = re.compile(rb"^tokens per iteration will be: (\d{1,3}(?:,\d{3})*)\s*$")
 NG_OVERRIDE = re.compile(rb"^Overriding: ([A-Za-z_]\w*) = (.{1,200}?)\s*$")
@@ -406,6 +417,7 @@ _MEG_WORDS = (
     BRIDGE_HEAD,
     b"setting number of microbatches",
 )
+_MN_WORDS = (b"train_time:", b" NVIDIA ", b"Running ")
 _NG_WORDS = (
     b"iter ",
     b"tokens per iteration will be:",
@@ -471,6 +483,7 @@ MARKS_ALL = tuple(
         + _NT_WORDS
         + _OL_WORDS
         + _NG_WORDS
+        + _MN_WORDS
         + _COMMON
         + (b"Evaluating on", b"memory (")
     )
@@ -486,6 +499,7 @@ MARKS = {
     "nanotron": _NT_WORDS + _COMMON,
     "olmo": _OL_WORDS + _COMMON,
     "nanogpt": _NG_WORDS + _COMMON,
+    "modded-nanogpt": _MN_WORDS + _COMMON,
 }
 # once a log's intervals have begun, the start-up words (device, container, world size, errors of a run that never
 # started) are no longer looked for: a block that leaves the fast path (colour codes) is searched for these only
@@ -500,6 +514,7 @@ MARKS_RUNNING = {
     "nanotron": _NT_WORDS,
     "olmo": _OL_WORDS,
     "nanogpt": _NG_WORDS,
+    "modded-nanogpt": (b"train_time:",),
 }
 ARG_LINE_M = re.compile(
     rb"^[^\n]*?\s(?:([A-Za-z_][A-Za-z0-9_]*) \.{1,48}|([A-Za-z_][A-Za-z0-9_]{47,}) ) ([^\n]*?)[ \t]*$", re.M
@@ -583,6 +598,7 @@ class ParsedLog:
     nt_fields: set[str] = field(default_factory=set)  # the tags its interval lines carry
     ol_config: dict[str, str] = field(default_factory=dict)  # OLMo's TrainConfig repr: key -> raw value (first)
     ol_core: bool = False  # OLMo-core's metric names (TPS / BPS) rather than OLMo's
+    mn_gpus: int = 0  # modded-nanogpt: the GPUs of its nvidia-smi table or its 'with world_size N' line
     ng_tokens: int = 0  # nanoGPT's 'tokens per iteration will be: N'
     ng_overrides: dict[str, str] = field(default_factory=dict)  # its 'Overriding: key = value' lines
     error: str = ""  # the first 'XError: message' line
@@ -778,6 +794,8 @@ class _Parser:
         self.capture_prefix = b""  # the launcher's prefix of its head line, stripped from its continuation lines
         self.nt_depth = 0  # nanotron: open parentheses of the Config being read
         self.ol_iter = -1  # OLMo: the step whose metric lines are being read
+        self.mn_prev: tuple[int, float] | None = None  # modded-nanogpt: the last (step, train_time s) line
+        self.mn_smi: set[int] = set()  # the GPU indices of its first nvidia-smi table
         self.ol_vals: dict[bytes, float] = {}
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
@@ -840,6 +858,9 @@ class _Parser:
             (b":print]  ", self._ds_config),
             (b"DeepSpeed info:", self._ds_version),
             (b"Creating ", self._ds_optimizer),
+            (b"train_time:", self._mn_step),
+            (b" NVIDIA ", self._mn_smi),
+            (b"Running ", self._mn_running),
             (b"iter ", self._ng_iter),
             (b"tokens per iteration will be:", self._ng_tokens),
             (b"Overriding: ", self._ng_override),
@@ -1296,6 +1317,42 @@ class _Parser:
         self.capture = ("args", [])
         p = LINE_PREFIX.match(raw)
         self.capture_prefix = p.group(0) if p else b""
+        return True
+
+    # ---- modded-nanogpt (module docstring) ----
+
+    def _mn_step(self, raw: bytes) -> bool:
+        m = MN_STEP.search(raw)
+        if not m or self.log.framework not in ("", "modded-nanogpt"):
+            return False
+        self.log.framework = "modded-nanogpt"
+        step, t = int(m.group(1)), float(m.group(2)) / (1e3 if m.group(3) == b"ms" else 1.0)
+        prev, self.mn_prev = self.mn_prev, (step, t)
+        if prev is not None and step > prev[0] and t > prev[1]:  # (the timer restarts after the warm-up steps)
+            self._interval(step, (t - prev[1]) / (step - prev[0]), NAN, NAN)
+        return True
+
+    def _mn_smi(self, raw: bytes) -> bool:
+        m = MN_SMI.search(raw)
+        if not m or self.log.framework not in ("", "modded-nanogpt") or self.log.iters:
+            return False
+        idx = int(m.group(1))
+        if idx in self.mn_smi:  # a second table (printed again at the end): not more GPUs
+            return True
+        self.mn_smi.add(idx)
+        L = self.log
+        L.mn_gpus = max(L.mn_gpus, len(self.mn_smi))
+        if not L.device_name:
+            L.device_name, L.device_source = _text(m.group(2)), "nvidia-smi table"
+        return True
+
+    def _mn_running(self, raw: bytes) -> bool:
+        m = MN_RUNNING.search(raw)
+        if not m or self.log.framework not in ("", "modded-nanogpt"):
+            return False
+        L = self.log
+        L.device_name, L.device_source = _text(m.group(1)), "'Running PyTorch ... on ...' line"
+        L.mn_gpus = int(m.group(2))
         return True
 
     # ---- nanoGPT (module docstring) ----

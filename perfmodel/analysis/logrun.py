@@ -2527,6 +2527,34 @@ def _int_or_none(text: str | None) -> int | None:
     return v if v is not None and 0 < v < 2**40 else None
 
 
+# ---- modded-nanogpt (logparse's module docstring) ----------------------------------------------------------------
+
+
+def modded_nanogpt_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
+    """A modded-nanogpt record's log: its step times (train_time differences) and GPU count; the tokens of a step are
+    in its script's hyperparameters, not read, so tokens/s per GPU is not measured; not predicted (its Muon optimizer,
+    custom FP8 and FlexAttention kernels have no preset)."""
+    gpus = gpus_flag or log.mn_gpus or None
+    gbs, seq = f.peek_int("global_batch_size"), f.peek_int("seq_length")  # only as --arg: the script's, not read
+    facts = Facts(
+        gbs,
+        seq,
+        gpus,
+        "--arg global_batch_size" if gbs else "",
+        "--arg seq_length" if seq else "",
+        "--gpus" if gpus_flag else ("the log's GPU list" if gpus else ""),
+    )
+    notes = [
+        "modded-nanogpt's step times: the train_time difference of consecutive step lines over their steps (the "
+        "script keeps its warm-up steps and validation out of train_time)"
+    ]
+    f.missing.append(
+        "a modded-nanogpt preset (its Muon optimizer, custom FP8 and FlexAttention kernels are not priced; the "
+        "tokens of a step are in the script's hyperparameters, not read)"
+    )
+    return Built("modded-nanogpt", None, f.missing, facts, None, None, notes)
+
+
 # ---- nanoGPT (logparse's module docstring) -------------------------------------------------------------------------
 
 NANOGPT_BLOCK = 1024  # karpathy/nanoGPT@dc81cb36 train.py: block_size = 1024 (the default a config may override)
@@ -2616,6 +2644,7 @@ def build_run(log: ParsedLog, overrides: dict[str, str], model_ref: str | None, 
         "nanotron": (nanotron_run, log.nt_config),
         "olmo": (olmo_run, log.ol_config),
         "nanogpt": (nanogpt_run, log.ng_overrides),
+        "modded-nanogpt": (modded_nanogpt_run, {}),
     }
     if log.framework in readers:
         reader, fields = readers[log.framework]

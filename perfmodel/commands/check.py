@@ -55,7 +55,7 @@ def check_cmd(
     stack_set: tuple[str, ...] = (),
 ) -> None:
     """Read a Megatron-LM / Megatron-Bridge / NeMo, torchtitan, MaxText, llm-foundry, DeepSpeed, Hugging Face Trainer,
-    nanotron, OLMo or nanoGPT training LOG: what it measured, and where the log states the whole run, the same run
+    nanotron, OLMo or nanoGPT (and modded-nanogpt) training LOG: what it measured, and where the log states the whole run, the same run
     predicted with the gap explained (ranked what-ifs, overheads)."""
     if csv_out and sets:
         raise InputError(
