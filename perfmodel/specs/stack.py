@@ -955,6 +955,12 @@ _STAND_IN = (
         "llm-foundry-2024",
         "the Hugging Face Trainer / accelerate (PyTorch DDP / FSDP on transformers' modules, eager)",
     ),
+    (
+        re.compile(r"\bolmo\b|\bolmo[\s_-]*core\b", re.IGNORECASE),
+        "llm-foundry-2024",
+        "AI2's OLMo / OLMo-core trainer (PyTorch FSDP on blocks with fused projections and flash attention, as "
+        "llm-foundry runs MPT; allenai/OLMo olmo/model.py, olmo/train.py)",
+    ),
 )
 _FEATURE_WORDS = {
     "torchtitan-2025": (

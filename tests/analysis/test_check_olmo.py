@@ -74,3 +74,17 @@ def test_format_float_values_read_back(v):
 def test_a_marker_without_metrics_and_a_corrupted_value_make_no_interval():
     text = "[step=5/10]\n[step=6/10]\n    throughput/device/tokens_per_second=1,2.3\n[step=7/10]\n"
     assert len(parse_text(text).iters) == 0
+
+
+@pytest.mark.parametrize("software", ["OLMo 7B (allenai/OLMo v0.3.0)", "olmo-core 2.1", "AI2 OLMo trainer"])
+def test_a_row_naming_olmo_gets_the_nearest_preset_flagged_as_a_stand_in(software):
+    from perfmodel.specs.stack import infer_stack
+
+    c = infer_stack("other", software)
+    assert (c.stack, c.basis) == ("llm-foundry-2024", "stand-in")
+
+
+def test_a_word_containing_olmo_is_not_olmo():
+    from perfmodel.specs.stack import infer_stack
+
+    assert infer_stack("other", "Folmoor cluster, NeMo 25.09").stack != "llm-foundry-2024"
