@@ -50,6 +50,7 @@ from a real log:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, Iterable, Optional
 
 # Llama 3 70B (models/llama3-70b.toml) as Megatron-LM would print it
@@ -1038,6 +1039,40 @@ class TokensArgs:
 
 
 @dataclass
+class CheckpointsArgs:
+    checkpoints_path: Any
+    checkpoint_interval: int
+    save_initial_state: bool = False
+    save_final_state: bool = False
+    resume_checkpoint_path: Any = None
+    checkpoints_path_is_shared_file_system: bool = False
+
+
+@dataclass
+class PretrainDatasetsArgs:
+    hf_dataset_or_datasets: Any
+    hf_dataset_splits: Any = None
+    hf_dataset_config_name: Any = None
+    dataset_processing_num_proc_per_process: int = 1
+    dataset_overwrite_cache: bool = False
+    text_column_name: Any = None
+
+
+@dataclass
+class DataArgs:
+    dataset: Any
+    seed: Any
+    num_loading_workers: int = 1
+
+
+@dataclass
+class DatasetStageArgs:
+    name: str
+    start_training_step: int
+    data: Any
+
+
+@dataclass
 class LRSchedulerArgs:
     learning_rate: float
     lr_warmup_steps: int = 0
@@ -1119,6 +1154,7 @@ def nanotron_config(
         ),
         model=ModelArgs(model_config=model or LlamaConfig(), init_method=RandomInit(), dtype=_Repr(dtype)),
         tokenizer=TokenizerArgs(tokenizer_name_or_path="meta-llama/Meta-Llama-3-8B"),
+        checkpoints=CheckpointsArgs(checkpoints_path=PurePosixPath("checkpoints (llama3)"), checkpoint_interval=1000),
         tokens=TokensArgs(
             sequence_length=seq, train_steps=100, micro_batch_size=mbs, batch_accumulation_per_replica=accum
         ),
@@ -1132,6 +1168,22 @@ def nanotron_config(
             accumulate_grad_in_fp32=fp32_accum,
             learning_rate_scheduler=LRSchedulerArgs(learning_rate=0.0003, lr_warmup_steps=10, lr_warmup_style="linear"),
         ),
+        data_stages=[
+            DatasetStageArgs(
+                name="Stable Training Stage (it's [0, 1)",
+                start_training_step=1,
+                data=DataArgs(
+                    dataset=PretrainDatasetsArgs("stas/openwebtext-10k", "train", text_column_name="text"), seed=42
+                ),
+            ),
+            DatasetStageArgs(
+                name="Annealing Phase",
+                start_training_step=90,
+                data=DataArgs(
+                    dataset=PretrainDatasetsArgs("stas/openwebtext-10k", "train", text_column_name="text"), seed=42
+                ),
+            ),
+        ],
     )
 
 
