@@ -87,7 +87,24 @@ def seeds() -> list[str]:
 
 
 SEEDS = seeds()
-JUNK = ("1.2.3", ".", ",", ",,", "nan", "inf", "-1", "1e999", "0", "", "x", "1,2.3", "..", "9" * 400, "-0.0")
+JUNK = (
+    "1.2.3",
+    ".",
+    ",",
+    ",,",
+    "nan",
+    "inf",
+    "-1",
+    "1e999",
+    "0",
+    "",
+    "x",
+    "1,2.3",
+    "..",
+    "9" * 400,
+    "-0.0",
+    "9" * 5000,
+)
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
 DS_GIVEN = {"seq_length": "4096", "recompute": "none"}
 _TMP = Path(tempfile.mkdtemp(prefix="perfmodel-fuzz-logs-"))

@@ -1330,7 +1330,9 @@ OLMO_CONFIG = (
 )
 
 
-def olmo_log(tps: list[float], device_tokens: int = 32 * 2048, core: bool = False, config: bool = True) -> str:
+def olmo_log(
+    tps: list[float], device_tokens: int = 32 * 2048, core: bool = False, config: bool = True, eval_at: tuple = ()
+) -> str:
     """An OLMo (or OLMo-core) run's console log: the configuration, then per step the rank-0 metrics (other ranks
     print the bare step marker)."""
     lines = []
@@ -1345,7 +1347,7 @@ def olmo_log(tps: list[float], device_tokens: int = 32 * 2048, core: bool = Fals
                 ("train/CE loss", 3.2),
                 ("throughput/total tokens", step * 2048 * 2048.0),
                 ("throughput/device/TPS", t),
-                ("throughput/device/TPS (actual avg)", t),
+                ("throughput/device/TPS (actual avg)", 0.8 * t),
                 ("throughput/device/BPS", bps),
                 ("throughput/device/MFU", 41.5),
                 ("gpu_memory/GPU active mem (GiB)", 52.25),
@@ -1362,6 +1364,9 @@ def olmo_log(tps: list[float], device_tokens: int = 32 * 2048, core: bool = Fals
                 ("System/Peak GPU Memory (MB)", 61234.0),
                 ("optim/learning_rate_group0", 0.0004),
             ]
+        if step in eval_at and core:  # OLMo-core's evaluator callback runs inside the step, before the console log
+            lines.append(olmo_line("olmo_core.train.callbacks.evaluator_callback", "Running lm evals..."))
+            lines.append(olmo_line("olmo_core.train.callbacks.evaluator_callback", f"[eval=lm,step={step}/739328]"))
         body = "\n".join(f"    {k}={fmt(v)}" for k, v in metrics)
         lines.append(olmo_line("olmo.train", f"{head}\n{body}"))
         lines.append(f"2026-12-04 10:00:00,000\tnode-1:0\tolmo.train:1244\tINFO\t{head}")

@@ -829,11 +829,13 @@ def check(
         raise InputError(
             path,
             "",
-            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText, Composer, DeepSpeed or Hugging Face "
-            f"Trainer training lines in {log.lines:,} lines (argument dump, 'iteration ... elapsed time per "
-            "iteration', 'step: ... tps:', 'Training epoch ... train_step_timing in s', 'completed step: ... "
-            "seconds:', 'Train throughput/device/tokens_per_sec:', '... CurrSamplesPerSec=', "
-            "\"{'train_runtime': ...}\")",
+            f"no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText, Composer, DeepSpeed, Hugging Face "
+            f"Trainer, nanotron, OLMo, nanoGPT or modded-nanogpt training lines in {log.lines:,} lines (argument "
+            "dump, 'iteration ... elapsed time per iteration', 'step: ... tps:', 'Training epoch ... "
+            "train_step_timing in s', 'completed step: ... seconds:', 'Train throughput/device/tokens_per_sec:', "
+            "'... CurrSamplesPerSec=', \"{'train_runtime': ...}\", 'iteration: N / M | ... "
+            "elapsed_time_per_iteration_ms:', '[step=N/M]' then '    throughput/device/...=', 'iter N: loss ..., "
+            "time ...ms', 'step:N/M ... train_time:')",
         )
     notes = _log_notes(log)
     hw, hw_note, hw_missing = log_hardware(log, hardware, sets)

@@ -241,7 +241,7 @@ NT_KV = re.compile(r"(?<!\w)([A-Za-z_]\w*)=(<[^<>]*>|'(?:[^'\\]|\\.)*'|\"(?:[^\"
 NT_QUOTED = re.compile(r"<[^<>]*>|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 NT_MEM = re.compile(rb"Peak allocated (\d{1,12}(?:\.\d+)?)MiB\. Peak reserved: (\d{1,12}(?:\.\d+)?)MiB")
 MAX_NT_LINES = 1000
-OL_HEAD = re.compile(rb"\[step=(\d{1,15})/(?:\d+|\?\?\?)(?:,epoch=\d+)?(?:,eta=[^\]\n]*)?\]\s*$")
+OL_HEAD = re.compile(rb"\[step=(\d{1,15})/(?:\d{1,15}|\?\?\?)(?:,epoch=\d{1,9})?(?:,eta=[^\]\n]{0,64})?\]\s*$")
 OL_METRIC = re.compile(
     rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?\s{4}"
     rb"(throughput/device/(?:tokens_per_second|batches_per_second|TPS|BPS|MFU)|System/Peak GPU Memory \(MB\)"
@@ -253,11 +253,16 @@ MN_STEP = re.compile(
 )
 MN_SMI = re.compile(rb"^\|\s+(\d{1,3})\s+(NVIDIA [^|]*?)\s+(?:On|Off)\s+\|")
 MN_RUNNING = re.compile(rb"^Running [Pp]y[Tt]orch \S+ compiled for CUDA \S+ on (.+?) with world_size (\d{1,6})\s*$")
-NG_ITER = re.compile(rb"^iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$")
-NG_TOKENS = re.compile(rb"^tokens per iteration will be: (\d{1,3}(?:,\d{3})*)\s*$")
-NG_OVERRIDE = re.compile(rb"^Overriding: ([A-Za-z_]\w*) = (.{1,200}?)\s*$")
-NG_EVAL = re.compile(rb"^step \d+: train loss ")
-NG_BLOCK = re.compile(rb"^block_size = (\d{1,9})\s*(?:#[^\n]*)?$")  # a config file's line, printed by configurator.py
+NG_ITER = re.compile(
+    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$"
+)
+NG_TOKENS = re.compile(
+    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?tokens per iteration will be: (\d{1,3}(?:,\d{3}){0,5})\s*$"
+)
+NG_OVERRIDE = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?Overriding: ([A-Za-z_]\w*) = (.{1,200}?)\s*$")
+NG_EVAL = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?step \d+: train loss ")
+# a config file's line, printed by configurator.py: an integer literal, else (an expression, a name) not a number read
+NG_BLOCK = re.compile(rb"^\s*block_size\s*=\s*(?:(\d{1,9})|([^#\n]{1,200}?))\s*(?:#[^\n]*)?$")
 OL_CONFIG = re.compile(
     rb"(?<![\w.])TrainConfig\((.*)$"
 )  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
@@ -426,7 +431,16 @@ _NG_WORDS = (
     b"train loss",
     b"saving checkpoint",
 )
-_OL_WORDS = (b"[step=", b"throughput/device/", b"Peak GPU Memory", b"gpu_memory/GPU ", b"TrainConfig(", b"checkpoint")
+_OL_WORDS = (
+    b"[step=",
+    b"throughput/device/",
+    b"Peak GPU Memory",
+    b"gpu_memory/GPU ",
+    b"TrainConfig(",
+    b"checkpoint",
+    b"[eval=",
+    b"evals...",
+)
 _NT_WORDS = (b"iteration: ", b"mbs: ", b"Config(general=", b"Peak allocated ", b"checkpoint")
 _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"checkpoint", b"Validation: iteration")
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
@@ -532,6 +546,8 @@ EVENT_WORDS = (
     b"dumping memory snapshot",
     b"validation: iteration",
     b"[eval batch=",  # Composer's evaluation progress (console_logger.py _get_eval_progress_string)
+    b"[eval=",  # OLMo-core's evaluator callback (train/callbacks/evaluator_callback.py: 'Running ... evals...',
+    b"evals...",  # '[eval={name},step=...]'): the step logged after it includes the evaluation
 )
 
 
@@ -797,6 +813,7 @@ class _Parser:
         self.mn_prev: tuple[int, float] | None = None  # modded-nanogpt: the last (step, train_time s) line
         self.mn_smi: set[int] = set()  # the GPU indices of its first nvidia-smi table
         self.ol_vals: dict[bytes, float] = {}
+        self.ol_event = False  # an evaluation / checkpoint line came before the step being read
         L = self.log  # the per-interval arrays are appended to, never replaced
         self.appends = (
             L.iters.append,
@@ -886,6 +903,7 @@ class _Parser:
         if self.capture is not None and self.capture[0] == "nanotron":  # a Config cut at the end: what was read
             self._nt_captured(self.capture[1])
         self.capture = None  # an HF config or argument dump cut before its closing line is not read
+        self.pending_event = False  # an evaluation after the last metric block belongs to a step never logged
         self._ol_flush()
 
     def _restart(self) -> None:
@@ -1136,7 +1154,10 @@ class _Parser:
         if b"\x1b" in raw:
             raw = ANSI.sub(b"", raw)
         for mark, handler in self.handlers:
-            if mark in raw and handler(raw):
+            try:
+                if mark in raw and handler(raw):
+                    return
+            except (ValueError, OverflowError):  # a number no log prints (thousands of digits): the line is not read
                 return
         low = raw.lower()
         if any(w in low for w in EVENT_WORDS):
@@ -1387,7 +1408,7 @@ class _Parser:
         m = NG_BLOCK.search(raw)
         if not m or self.log.framework not in ("", "nanogpt"):
             return False
-        self.log.ng_overrides["block_size"] = _text(m.group(1))
+        self.log.ng_overrides["block_size"] = _text(m.group(1)) if m.group(1) else "?"  # "?": set, not read
         return True
 
     def _ng_eval(self, raw: bytes) -> bool:
@@ -1402,7 +1423,11 @@ class _Parser:
         m = OL_HEAD.search(raw)
         if not m or self.log.framework not in ("", "olmo"):
             return False
+        # an evaluation or checkpoint line printed since the last block ran inside the step whose metrics follow
+        # (OLMo-core's callbacks run before the console logger): its flag goes to this step, not the last one
+        event, self.pending_event = self.pending_event, False
         self._ol_flush()
+        self.ol_event = event
         self.ol_iter = int(m.group(1))
         return True
 
@@ -1432,8 +1457,8 @@ class _Parser:
 
     def _ol_flush(self) -> None:
         """The interval of the step whose metrics were read: step = 1 / batches per second, tokens/s per device."""
-        vals, it = self.ol_vals, self.ol_iter
-        self.ol_vals, self.ol_iter = {}, -1
+        vals, it, event = self.ol_vals, self.ol_iter, self.ol_event
+        self.ol_vals, self.ol_iter, self.ol_event = {}, -1, False
         tps = vals.get(b"tokens_per_second", vals.get(b"TPS", NAN))
         bps = vals.get(b"batches_per_second", vals.get(b"BPS", NAN))
         if it < 0 or not (tps == tps or bps == bps):
@@ -1441,13 +1466,14 @@ class _Parser:
         L = self.log
         L.framework = "olmo"
         L.ol_core = L.ol_core or b"TPS" in vals or b"BPS" in vals
+        self.pending_event = self.pending_event or event
         self._interval(it, 1.0 / bps if bps > 0 else NAN, NAN, tps, vals.get(b"MFU", NAN))
 
     def _ol_config(self, raw: bytes) -> bool:
         m = OL_CONFIG.search(raw)
         if not m or self.log.framework not in ("", "olmo"):
             return False
-        text = m.group(1).decode("utf-8", errors="replace")
+        text = NT_QUOTED.sub("''", m.group(1).decode("utf-8", errors="replace"))  # a name holding 'k=v' is no key
         out = self.log.ol_config
         out.clear()
         for k, v in NT_KV.findall(text):

@@ -2564,15 +2564,23 @@ def nanogpt_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
     """A nanoGPT log: its per-iteration times, the tokens of one step ('tokens per iteration will be'), the sequence
     block_size (an 'Overriding: block_size = N' line, else train.py's 1024) and the GPU count from --gpus (the log
     does not print the world size); measured, not predicted (no nanoGPT preset)."""
-    block = f.peek_int("block_size") or NANOGPT_BLOCK
+    raw_block = f.raw("block_size")
+    if raw_block == "?":  # the config file sets it as an expression or a name (configurator.py exec's the file)
+        f.missing.append("block_size (the printed config sets it as an expression; give --arg block_size=N)")
+        block = None
+    else:
+        block = f.peek_int("block_size") or NANOGPT_BLOCK
     tokens = log.ng_tokens
-    gbs = tokens // block if tokens and tokens % block == 0 else None
+    gbs = f.peek_int("global_batch_size") or (tokens // block if tokens and block and tokens % block == 0 else None)
+    seq = f.peek_int("seq_length") or (block if gbs else None)
     facts = Facts(
         gbs,
-        block if gbs else None,
+        seq,
         gpus_flag,
-        "tokens per iteration / block_size" if gbs else "",
-        ("block_size" if f.present("block_size") else "train.py's default block_size 1024") if gbs else "",
+        ("--arg global_batch_size" if f.present("global_batch_size") else "tokens per iteration / block_size")
+        if gbs
+        else "",
+        ("block_size" if f.present("block_size") else "train.py's default block_size 1024") if seq else "",
         "--gpus" if gpus_flag else "",
     )
     notes = [
@@ -2611,8 +2619,12 @@ def olmo_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int |
     )
     what = "OLMo-core" if log.ol_core else "OLMo"
     notes = [
-        f"{what}'s throughput/device tokens/s and batches/s "
-        + ("of the logged step (speed_monitor.py)" if log.ol_core else "over SpeedMonitor's window (olmo/train.py)")
+        "OLMo-core's throughput/device tokens/s and batches/s of the logged step (speed_monitor.py); its MFU is "
+        "against the H100's or B200's peak by device name and the A100's for any other GPU"
+        if log.ol_core
+        else "OLMo's throughput/device tokens/s and batches/s are averages over SpeedMonitor's window (up to 100 "
+        "steps since the start or the last evaluation / checkpoint, olmo/train.py), so a slow early step weighs on "
+        "the averages after it"
     ]
     f.missing.append(
         f"an {what} preset (perfmodel has read no preset from {what}'s trainer: its FSDP wrapping, kernels and "

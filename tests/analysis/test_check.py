@@ -444,7 +444,7 @@ def test_binary_junk_and_huge_lines(tmp_path, capsys):
     log = parse_file(write(tmp_path, data, "junk.log"))
     assert list(log.iters) == [10, 20, 30] and log.cut_lines == 1  # the 3 MB tail without a newline
     err = run_err(capsys, ["check", write(tmp_path, junk, "only-junk.log"), "--hardware", "h100-sxm"])
-    assert "no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText, Composer, DeepSpeed or Hugging Face" in err
+    assert "no Megatron-LM / NeMo / Megatron-Bridge, torchtitan, MaxText, Composer, DeepSpeed, Hugging Face" in err
 
 
 def test_gzip_log_reads_as_the_plain_one(tmp_path, capsys):

@@ -43,3 +43,21 @@ def test_a_nanogpt_log_is_measured_with_the_gpu_count_given(tmp_path, capsys):
     out = run_json(capsys, ["check", write(tmp_path, nanogpt_log(MS, batch=64, block=256, accum=1))])
     assert out["measured"]["step_s"] == pytest.approx(0.460) and out["measured"]["tokens_per_s_per_gpu"] is None
     assert "--gpus" in out["measured"]["missing"][0]
+
+
+def test_launcher_prefixes_and_a_block_size_expression(tmp_path, capsys):
+    """torchrun --tee's '[default0]:' and srun -l's '0: ' prefixes are read; a config block_size that is an expression
+    is not a number the reader takes (named missing), and --arg block_size gives it."""
+    text = nanogpt_log(MS)
+    for pre in ("[default0]:", "0: "):
+        log = parse_text("".join(pre + x + "\n" for x in text.splitlines()))
+        assert log.framework == "nanogpt" and len(log.iters) == len(MS) and log.ng_tokens == 491520
+    expr = text.replace("block_size = 1024", "block_size = 64*16")
+    out = run_json(capsys, ["check", write(tmp_path, expr), "--gpus", "8"])
+    assert out["measured"]["tokens_per_s_per_gpu"] is None and "block_size" in out["not_predicted"]
+    out = run_json(capsys, ["check", write(tmp_path, expr), "--gpus", "8", "--arg", "block_size=1024"])
+    assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(491520 / (0.460 * 8))
+
+
+def test_a_tokens_line_of_thousands_of_digits_is_not_read():
+    assert parse_text("tokens per iteration will be: " + ",123" * 2000 + "\n").ng_tokens == 0

@@ -54,6 +54,7 @@ def test_an_olmo_core_log_gives_its_step_mfu_and_memory(tmp_path, capsys):
     reserved memory in GiB."""
     out = run_json(capsys, ["check", write(tmp_path, olmo_log(TPS, core=True))])
     m = out["measured"]
+    assert "MFU is against the H100's or B200's peak" in " ".join(out["notes"])
     assert out["status"] == "measured" and m["missing"] == []
     assert m["tokens_per_s_per_gpu"] == pytest.approx(float(np.median(TPS[10:])))
     assert m["step_s"] == pytest.approx(32 * 2048 / float(np.median(TPS[10:])), rel=2e-3)
@@ -88,3 +89,28 @@ def test_a_word_containing_olmo_is_not_olmo():
     from perfmodel.specs.stack import infer_stack
 
     assert infer_stack("other", "Folmoor cluster, NeMo 25.09").stack != "llm-foundry-2024"
+
+
+@pytest.mark.parametrize(
+    "text, v",
+    [(b"3e-05", 3e-05), (b"3.00E-05", 3e-05), (b"77.00T", 7.7e13), (b"1,234.5B", 1.2345e12), (b"12,500", 12500.0)],
+)
+def test_upstream_format_float_strings_read(text, v):
+    """Literal outputs of OLMo's and OLMo-core's format_float, not the tests' own copies of them."""
+    log = parse_text("[step=1/10]\n    throughput/device/TPS=" + text.decode() + "\n    throughput/device/BPS=1.0\n")
+    assert log.tps[0] == pytest.approx(v)
+
+
+def test_an_olmo_core_step_with_an_evaluation_inside_it_is_an_event(tmp_path, capsys):
+    """The evaluator callback's lines come before the metrics of the step that includes it: that step is left out
+    as after an evaluation, the step before it is not; the averaged TPS beside the step's own is not read."""
+    log = parse_text(olmo_log(TPS, core=True, eval_at=(14,)))
+    flagged = [i for i, e in zip(log.iters, log.event_after) if e]
+    assert flagged == [14]
+    assert log.tps[5] == pytest.approx(TPS[5])
+
+
+def test_a_bounded_marker_reads_a_long_line_quickly():
+    """A line of repeated '[step=1/1,eta=' is not a marker (the eta is bounded), and the parse of it ends."""
+    log = parse_text("[step=1/1,eta=" * 20000 + "\n")
+    assert len(log.iters) == 0
