@@ -73,6 +73,15 @@ def seeds() -> list[str]:
             ds_config(gradient_accumulation_steps=1, train_micro_batch_size_per_gpu=8), [32.0] * 14, form="0.7"
         ),
         deepspeed_log(ds_config(), [32.0] * 14, form="0.5"),
+        deepspeed_log(
+            ds_config(world_size=2, train_batch_size=16, zero_optimization_stage=1),
+            [32.0] * 14,
+            optimizer="torch.bfloat16 ZeRO stage 1 optimizer",
+        ).replace(
+            "[Rank 0] Creating",
+            "[Rank 0] CONFIG: micro_batches=4 micro_batch_size=2\nstage=0 layers=9\nstage=1 layers=9\n"
+            "[INFO] [Rank 0] Creating",
+        ),
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), tokens_per_s=11.634 * 4096 / 8),
         hf_trainer_log(LLAMA3_8B_HF_CONFIG, hf_training_args(), steps=20, bar=[9.0] + [6.2] * 19),
         hf_trainer_log(None, hf_training_args(fsdp="[]"), prelude=[deepspeed_log(ds_config(), []).rstrip()]),

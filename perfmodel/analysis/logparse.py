@@ -226,6 +226,9 @@ LINE_PREFIX = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )")
 # DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py PipelineEngine.__init__ @v0.12.6) and a resumed
 # Trainer run (trainer.py _inner_training_loop: '  Continuing training from global step {n}')
 DS_PIPE = re.compile(rb"CONFIG: micro_batches=(\d+)")
+# PipelineModule._partition_layers (deepspeed/runtime/pipe/module.py @edaa7221), rank 0: 'stage={stage} layers={n}' per
+# pipeline stage, then each layer's name indented below it
+DS_STAGE = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?stage=(\d{1,6}) layers=\d{1,9}\s*$")
 HF_RESUMED = re.compile(rb"  Continuing training from global step (\d+)")
 # nanotron (module docstring): the interval line, its 'tag: value' fields, the start line, the config dump, memory
 NT_ITER = re.compile(rb"iteration: (\d{1,15}) / -?\d+ \| (.*)$")
@@ -446,6 +449,7 @@ _NEMO_WORDS = (b"train_step_timing", b"Starting with ", b"-- arguments --", b"ch
 _MT_WORDS = (b"completed step:", b"Config param ", b"Num_devices: ", b"checkpoint")
 # DeepSpeed's own lines (ThroughputTimer, DeepSpeedConfig.print, the engine's version and optimizer lines)
 _DS_WORDS = (
+    b"stage=",
     b"SamplesPerSec=",
     b":print]  ",
     b"DeepSpeed info:",
@@ -609,6 +613,7 @@ class ParsedLog:
     hf_bar: bool = False  # the intervals are the Trainer's progress-bar frames (else its one train metrics dict)
     hf_resumed_at: int = 0  # 'Continuing training from global step N'
     ds_pipeline: bool = False  # DeepSpeed's PipelineEngine ran ('CONFIG: micro_batches=')
+    ds_stages: int = 0  # its pipeline stages: PipelineModule's 'stage=N layers=M' lines
     nt_config: dict[str, str] = field(default_factory=dict)  # nanotron's pformat(Config): key -> raw value (first)
     nt_start: dict[str, str] = field(default_factory=dict)  # nanotron's 'mbs: .. | grad_accum: .. | ...' start line
     nt_fields: set[str] = field(default_factory=set)  # the tags its interval lines carry
@@ -870,6 +875,7 @@ class _Parser:
             (b"it/s]", self._hf_bar),
             (b"Model config ", self._hf_config_head),
             (b"CONFIG: micro_batches=", self._ds_pipe),
+            (b"stage=", self._ds_stage),
             (b"Continuing training from global step", self._hf_resumed),
             (b"TrainingArguments(", self._hf_args_head),
             (b":print]  ", self._ds_config),
@@ -1568,6 +1574,13 @@ class _Parser:
         if not DS_PIPE.search(raw):
             return False
         self.log.ds_pipeline = True
+        return True
+
+    def _ds_stage(self, raw: bytes) -> bool:
+        m = DS_STAGE.search(raw)
+        if not m:
+            return False
+        self.log.ds_stages = max(self.log.ds_stages, int(m.group(1)) + 1)
         return True
 
     def _hf_resumed(self, raw: bytes) -> bool:

@@ -1975,15 +1975,21 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
     world = f.peek_int("world_size") if world_said.isdigit() or f.origin("world_size") == "--arg" else None
     if world_said and world is None:  # v0.17+ prints world / sequence-parallel size as a float under Ulysses
         f.missing.append(f"layout (world_size {world_said}: DeepSpeed-Ulysses sequence parallelism is not read)")
-    if gpus_flag and world and gpus_flag != world:
+    # the PipelineEngine's stages (PipelineModule's 'stage=N layers=M' lines): the GPUs are data parallel x stages
+    # (DeepSpeedConfig world_size = the grid's data-parallel size, runtime/config.py)
+    pp = log.ds_stages if log.ds_pipeline and log.ds_stages > 0 else 1
+    if log.ds_pipeline and not log.ds_stages:
+        f.missing.append("layout (DeepSpeed's PipelineEngine ran, but its 'stage=N layers=M' lines are not in the log)")
+    if gpus_flag and world and gpus_flag != world * pp:
         f.missing.append(
-            f"layout (--gpus {gpus_flag}, but DeepSpeed's world_size, its data-parallel size, is {world}: the "
-            "model-parallel layout is not in a DeepSpeed log; predict it with perfmodel predict)"
+            f"layout (--gpus {gpus_flag}, but DeepSpeed's world_size, its data-parallel size, is {world}"
+            + (f" over {pp} pipeline stages" if pp > 1 else "")
+            + ": the model-parallel layout is not in a DeepSpeed log; predict it with perfmodel predict)"
         )
-    if log.ds_pipeline:
-        f.missing.append("layout (DeepSpeed's PipelineEngine ran: the pipeline stages are not in its log)")
-    gpus = gpus_flag or world or None
+    gpus = gpus_flag or (world * pp if world else None)
     gpus_from = "--gpus" if gpus_flag else ("world_size (DeepSpeed config)" if world else "")
+    if pp > 1 and world and not gpus_flag:
+        gpus_from += f" x {pp} pipeline stages ('stage=N layers=M')"
     gbs = f.peek_int("train_batch_size")
     seq, seq_from = _hf_seq(log, f, f.peek_int("world_size"))
     facts = Facts(
@@ -2039,11 +2045,19 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
     if f.missing or model is None or not (gbs and seq and gpus and mbs and gas) or shard is None:
         return built
     _positive_fields(train_micro_batch_size_per_gpu=mbs, gradient_accumulation_steps=gas)
-    if gbs != mbs * gas * gpus:  # DeepSpeedConfig._batch_assertion
+    dp = gpus // pp
+    if gbs != mbs * gas * dp:  # DeepSpeedConfig._batch_assertion
         raise InputError(
-            "log", "train_batch_size", f"{gbs} != micro-batch {mbs} x accumulation {gas} x data parallel {gpus}"
+            "log", "train_batch_size", f"{gbs} != micro-batch {mbs} x accumulation {gas} x data parallel {dp}"
         )
     fsdp, how_shard, o = shard
+    if pp > 1 and fsdp in ("zero2", "zero3"):  # deepspeed/runtime/pipe/engine.py: asserted before the engine runs
+        raise InputError(
+            "log",
+            "zero_optimization_stage",
+            f"{fsdp} with the PipelineEngine: DeepSpeed refuses it ('ZeRO-2 and "
+            "ZeRO-3 are incompatible with pipeline parallelism', runtime/pipe/engine.py)",
+        )
     stated = {
         "fsdp": Stated(fsdp, how_shard, o),
         "recompute": Stated(recompute, how_rc, f.origin("recompute") if "recompute" in f.over else "log"),
@@ -2052,11 +2066,28 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
         ov = re.search(r"\boverlap_comm=(True|False)\b", offload)
         if ov:
             stated["dp_grad_reduce_overlap"] = Stated(ov.group(1).lower(), f"zero_config overlap_comm={ov.group(1)}")
+    if pp > 1:  # runtime/pipe/schedule.py TrainSchedule: 2 (m + p - 1) steps, forward and backward alternating
+        # (PipeDream-flush 1F1B), ReduceGrads after the last backward
+        why = f"DeepSpeed PipelineEngine over {pp} stages: TrainSchedule (1F1B), gradients reduced after the flush"
+        stated["pipeline_schedule"] = Stated("1f1b", why)
+        stated["dp_grad_reduce_overlap"] = Stated("false", why)
+        notes.append(
+            "the PipelineModule's layers are split as its partition method chose (the 'stage=N layers=M' lines); "
+            "perfmodel splits the decoder layers evenly"
+        )
     notes.append(
         "the model code's kernels (attention, fusions, projections) are not in a DeepSpeed log: they are "
         "megatron-deepspeed-2023's unless --stack-set names them"
     )
-    lay = Layout(gpus=gpus, gbs=gbs, seq=seq, mbs=mbs, fsdp=fsdp in PARAM_SHARDING, recompute=recompute)  # type: ignore[arg-type]
+    lay = Layout(
+        gpus=gpus,
+        gbs=gbs,
+        seq=seq,
+        pp=pp,
+        mbs=mbs,
+        fsdp=fsdp in PARAM_SHARDING,
+        recompute=recompute,  # type: ignore[arg-type]
+    )
     software = f"DeepSpeed {log.ds_version}" if log.ds_version else ""
     built.run = Run(
         model,
