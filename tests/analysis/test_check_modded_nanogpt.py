@@ -40,3 +40,19 @@ def test_a_record_is_measured_without_any_flag(tmp_path, capsys):
     given = ["--arg", "global_batch_size=8", "--arg", "seq_length=65536"]
     out = run_json(capsys, ["check", write(tmp_path, modded_nanogpt_log(MS)), *given])
     assert out["measured"]["tokens_per_s_per_gpu"] == pytest.approx(8 * 65536 / (0.160 * 8), rel=5e-3)
+
+
+def test_an_nvidia_smi_table_names_the_device_of_a_megatron_log(tmp_path, capsys):
+    """A launcher script that runs nvidia-smi before training prints the GPUs: the log's device for any framework
+    (here a Megatron-LM log, whose hardware then needs no flag); a table printed again later adds no GPU."""
+    from log_helpers import L70, megatron_args, megatron_log
+
+    table = "\n".join(
+        f"|   {i}  NVIDIA H100 80GB HBM3          On  |   00000000:18:00.0 Off |                    0 |"
+        for i in range(8)
+    )
+    text = table + "\n" + megatron_log(megatron_args(**L70), [16000.0, 14700.0, 14650.0] * 4, tflops=420.0) + table
+    log = parse_text(text)
+    assert log.framework == "megatron" and log.device_name == "NVIDIA H100 80GB HBM3" and log.mn_gpus == 8
+    out = run_json(capsys, ["check", write(tmp_path, text)])
+    assert out["hardware"] == "h100-sxm" and out["status"] == "predicted"
