@@ -2330,6 +2330,18 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
         v2 = re.search(r"'(?:fsdp_)?version': 2\b", fsdp_cfg)  # accelerate's FSDP2 (fully_shard)
         if strategy is None:
             stated["fsdp"] = Stated("none", f"{said}: DistributedDataParallel", f.origin("fsdp"))
+            # the Trainer wraps the model in torch DDP through accelerate, bucket_cap_mb = ddp_bucket_cap_mb (None:
+            # torch's 25 MiB): its buckets, not the stand-in preset's one collective per FSDP unit
+            cap = f.raw("ddp_bucket_cap_mb")
+            stated["dp_buckets"] = Stated(
+                "torch_ddp", f"{said}: torch DDP buckets (ddp_bucket_cap_mb={cap})", f.origin("fsdp")
+            )
+            if cap not in (None, "25"):
+                notes.append(f"ddp_bucket_cap_mb={cap}: perfmodel counts torch DDP's default 25 MiB buckets")
+            notes.append(
+                "torch DDP's buckets are counted on bf16 gradients: a model kept in fp32 under autocast has twice as "
+                "many (a latency term only)"
+            )
         else:
             kind = "fsdp2" if v2 else "fsdp1"
             stated["fsdp"] = Stated(kind, f"{said}: torch FSDP {strategy}" + (", fsdp_version 2" if v2 else ""), "log")

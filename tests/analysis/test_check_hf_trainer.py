@@ -74,7 +74,7 @@ def test_what_the_trainer_log_states_decides_the_features(tmp_path, capsys):
     old = dict(LLAMA3_8B_HF_CONFIG, transformers_version="4.34.0")
     args = hf_training_args(fsdp="[]", gradient_checkpointing=False)
     out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(old, args)), *HW, *SEQ])
-    assert {"fsdp=none", "attention_kernel=unfused", "recompute=none"} <= set(out["stack_set"])
+    assert {"fsdp=none", "attention_kernel=unfused", "recompute=none", "dp_buckets=torch_ddp"} <= set(out["stack_set"])
     assert out["layout"]["fsdp"] is False
     out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(None, hf_training_args())), *HW, *SEQ])
     assert out["status"] == "predicted" and out["model"] == "llama3-8b"
