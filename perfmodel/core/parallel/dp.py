@@ -124,7 +124,7 @@ def optimizer_kernels(m: ModelSpec, kinds, cnt, sw):
     layers of each kind `kinds[k]` (elementwise over layouts x ranks), by the stack's optimizer_launches:
     multi_tensor = K.OPTIMIZER_KERNELS (fused multi-tensor kernels, whatever the parameter count); per_param =
     those + K.PER_TENSOR_OPTIMIZER_KERNELS per parameter tensor the rank holds (per_param_clip: a fused Adam and
-    K.PER_TENSOR_CLIP_KERNELS per tensor, the norm and clip loop) (its layers' and, on every rank, the
+    K.PER_TENSOR_CLIP_KERNELS per tensor, the norm, clip and master-copy loop) (its layers' and, on every rank, the
     few outside them: counts.parameter_tensors); per_flat_param = the same per FSDP flat parameter, one per unit
     (the rank's layers and the root; FSDP without use_orig_params)."""
     if sw.optimizer_launches == "multi_tensor":
