@@ -845,7 +845,7 @@ def check(
         notes.append(_peak_note(log, hw))
     built = build_run(log, overrides or {}, model, gpus)
     doc = _header(path, log, built, notes)
-    meas = measure(log, built.facts, warmup, built.framework)
+    meas = measure(log, built.facts, max(warmup, built.min_warmup), built.framework)
     if meas is None:
         doc.update(status="no_iteration", summary=_stopped(log), measured=None, error=log.error)
         return LogCheck(doc)

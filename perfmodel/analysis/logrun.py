@@ -105,6 +105,7 @@ class Built:
     precision: str | None = None
     notes: list[str] = field(default_factory=list)
     given: list[str] = field(default_factory=list)  # the --arg fields the run used
+    min_warmup: int = 0  # intervals after a start the framework's own averaging spreads its first steps over
 
 
 class _Fields:
@@ -2641,6 +2642,9 @@ def nanogpt_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: in
 # ---- OLMo / OLMo-core (logparse's module docstring) ------------------------------------------------------------------
 
 
+OLMO_SPEED_WINDOW = 100  # allenai/OLMo olmo/config.py SpeedMonitorConfig.window_size (v0.2.0 .. @59a53e3f)
+
+
 def olmo_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int | None) -> Built:
     """An OLMo or OLMo-core log: its measurement (tokens/s per device, 1 / batches per second) with the batch, the
     sequence and the world size where OLMo logged its TrainConfig (global_train_batch_size / device_train_batch_size,
@@ -2661,6 +2665,9 @@ def olmo_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int |
         "--gpus" if gpus_flag else ("global_train_batch_size / device_train_batch_size" if world else ""),
     )
     what = "OLMo-core" if log.ol_core else "OLMo"
+    # OLMo's SpeedMonitor averages its window (SpeedMonitorConfig.window_size, olmo/config.py: default 100): a rate
+    # logged within window steps of the start still holds the first, slow steps
+    window = 0 if log.ol_core else (f.peek_int("window_size") or OLMO_SPEED_WINDOW)
     notes = [
         "OLMo-core's throughput/device tokens/s and batches/s of the logged step (speed_monitor.py); its MFU is "
         "against the H100's or B200's peak by device name and the A100's for any other GPU"
@@ -2673,7 +2680,13 @@ def olmo_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: int |
         f"an {what} preset (perfmodel has read no preset from {what}'s trainer: its FSDP wrapping, kernels and "
         "model code are not priced; the measurement is reported)"
     )
-    return Built("olmo", None, f.missing, facts, None, None, notes)
+    built = Built("olmo", None, f.missing, facts, None, None, notes, min_warmup=window)
+    if window:
+        notes.append(
+            f"OLMo's rates average SpeedMonitor's window of {window} steps (window_size; olmo/config.py default 100): "
+            f"the first {window} iterations after each start count as warm-up"
+        )
+    return built
 
 
 def _positive(text: str | None) -> float | None:

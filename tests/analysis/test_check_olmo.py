@@ -114,3 +114,18 @@ def test_a_bounded_marker_reads_a_long_line_quickly():
     """A line of repeated '[step=1/1,eta=' is not a marker (the eta is bounded), and the parse of it ends."""
     log = parse_text("[step=1/1,eta=" * 20000 + "\n")
     assert len(log.iters) == 0
+
+
+def test_olmo_s_window_averages_leave_out_a_window_of_steps_after_the_start(tmp_path, capsys):
+    """OLMo's SpeedMonitor averages up to window_size (100) steps, so a rate within 100 steps of the start still
+    holds the slow first steps: those are warm-up (the rule says 100), whatever --warmup says; OLMo-core's per-step
+    rates keep the usual 10. A log shorter than the window keeps its rates (the warm-up rule narrows)."""
+    tps = [3000.0 + 90 * i for i in range(100)] + [12500.0] * 30
+    out = run_json(capsys, ["check", write(tmp_path, olmo_log(tps))])
+    m = out["measured"]
+    assert m["tokens_per_s_per_gpu"] == pytest.approx(12500.0) and "first 100 iterations" in m["rule"]
+    assert any("window of 100 steps" in n for n in out["notes"])
+    core = run_json(capsys, ["check", write(tmp_path, olmo_log(tps, core=True))])
+    assert "first 10 iterations" in core["measured"]["rule"]
+    short = run_json(capsys, ["check", write(tmp_path, olmo_log(TPS))])
+    assert short["measured"]["tokens_per_s_per_gpu"] is not None
