@@ -255,6 +255,8 @@ MN_STEP = re.compile(
     rb"^step:(\d{1,9})/\d{1,9}(?: [^\n]*?)? train_time:(\d{1,12}(?:\.\d+)?)(ms|s) step_avg:(?:nan|\d{1,12}(?:\.\d+)?)ms"
 )
 MN_SMI = re.compile(rb"^\|\s+(\d{1,3})\s+(NVIDIA [^|]*?)\s+(?:On|Off)\s+\|")
+# `nvidia-smi -L`, which launcher scripts often print: 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)'
+SMI_LIST = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?GPU (\d{1,3}): (NVIDIA [^()\n]{1,80}?) \(UUID: GPU-")
 MN_RUNNING = re.compile(rb"^Running [Pp]y[Tt]orch \S+ compiled for CUDA \S+ on (.+?) with world_size (\d{1,6})\s*$")
 NG_ITER = re.compile(
     rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$"
@@ -426,6 +428,7 @@ _MEG_WORDS = (
     b"setting number of microbatches",
 )
 _MN_WORDS = (b"train_time:", b" NVIDIA ", b"Running ")
+_SMI_WORDS = (b"(UUID: GPU-",)
 _NG_WORDS = (
     b"iter ",
     b"tokens per iteration will be:",
@@ -502,6 +505,7 @@ MARKS_ALL = tuple(
         + _OL_WORDS
         + _NG_WORDS
         + _MN_WORDS
+        + _SMI_WORDS
         + _COMMON
         + (b"Evaluating on", b"memory (")
     )
@@ -882,6 +886,7 @@ class _Parser:
             (b"DeepSpeed info:", self._ds_version),
             (b"Creating ", self._ds_optimizer),
             (b"train_time:", self._mn_step),
+            (b"(UUID: GPU-", self._smi_list),
             (b" NVIDIA ", self._mn_smi),
             (b"Running ", self._mn_running),
             (b"iter ", self._ng_iter),
@@ -1371,6 +1376,16 @@ class _Parser:
         L.mn_gpus = max(L.mn_gpus, len(self.mn_smi))
         if not L.device_name:
             L.device_name, L.device_source = _text(m.group(2)), "nvidia-smi table"
+        return True
+
+    def _smi_list(self, raw: bytes) -> bool:
+        """`nvidia-smi -L` before the first interval: the log's device where no other line named one."""
+        m = SMI_LIST.search(raw)
+        if not m or self.log.iters:
+            return False
+        L = self.log
+        if not L.device_name:
+            L.device_name, L.device_source = _text(m.group(2)), "nvidia-smi -L line"
         return True
 
     def _mn_running(self, raw: bytes) -> bool:

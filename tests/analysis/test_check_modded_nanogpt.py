@@ -56,3 +56,16 @@ def test_an_nvidia_smi_table_names_the_device_of_a_megatron_log(tmp_path, capsys
     assert log.framework == "megatron" and log.device_name == "NVIDIA H100 80GB HBM3" and log.mn_gpus == 8
     out = run_json(capsys, ["check", write(tmp_path, text)])
     assert out["hardware"] == "h100-sxm" and out["status"] == "predicted"
+
+
+def test_an_nvidia_smi_list_names_the_device_too(tmp_path, capsys):
+    """`nvidia-smi -L` ('GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)') before the training lines names the device."""
+    from log_helpers import L70, megatron_args, megatron_log
+
+    listing = "\n".join(
+        f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i:08x}-aaaa-bbbb-cccc-000000000000)" for i in range(8)
+    )
+    text = listing + "\n" + megatron_log(megatron_args(**L70), [16000.0, 14700.0, 14650.0] * 4, tflops=420.0)
+    assert parse_text(text).device_name == "NVIDIA H100 80GB HBM3"
+    out = run_json(capsys, ["check", write(tmp_path, text)])
+    assert out["hardware"] == "h100-sxm"
