@@ -222,13 +222,15 @@ HF_JSON_LINE = re.compile(r'^ {2,}(?:["\]}{\[\-\d]|true|false|null)')  # a line 
 MAX_HF_LINES = 500  # a config or argument dump longer than this lost its closing line
 # a per-line prefix the launcher adds to every line of a message, continuation lines too (torchrun --tee
 # '[default0]:' / '[rank0]:', srun -l '0: ')
-LINE_PREFIX = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )")
+LAUNCHER = rb"(?:\[(?:rank|default)\d+\]:|\d+: )"
+LINE_PREFIX = re.compile(rb"^" + LAUNCHER)
+AT_LINE_START = rb"^" + LAUNCHER + rb"?"  # a line's start, after the launcher's prefix where it has one
 # DeepSpeed's pipeline engine (deepspeed/runtime/pipe/engine.py PipelineEngine.__init__ @v0.12.6) and a resumed
 # Trainer run (trainer.py _inner_training_loop: '  Continuing training from global step {n}')
 DS_PIPE = re.compile(rb"CONFIG: micro_batches=(\d+)")
 # PipelineModule._partition_layers (deepspeed/runtime/pipe/module.py @edaa7221), rank 0: 'stage={stage} layers={n}' per
 # pipeline stage, then each layer's name indented below it
-DS_STAGE = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?stage=(\d{1,6}) layers=\d{1,9}\s*$")
+DS_STAGE = re.compile(AT_LINE_START + rb"stage=(\d{1,6}) layers=\d{1,9}\s*$")
 HF_RESUMED = re.compile(rb"  Continuing training from global step (\d+)")
 # nanotron (module docstring): the interval line, its 'tag: value' fields, the start line, the config dump, memory
 NT_ITER = re.compile(rb"iteration: (\d{1,15}) / -?\d+ \| (.*)$")
@@ -236,17 +238,17 @@ NT_FIELD = re.compile(rb"([A-Za-z_][\w/]*): ([^|]*?)\s*(?=\||$)")
 NT_HUMAN = re.compile(rb"(-?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)([KMGBTPE]?)")
 # the formatter prefix nanotron writes before every line of a message (module docstring), a launcher's before it
 NT_PREFIX = re.compile(
-    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?(?:\x1b\[[0-9;]*m)?\d\d/\d\d(?:/\d{4})? \d\d:\d\d:\d\d \[[^\]\n]*\](?:\x1b\[0m)?: "
+    AT_LINE_START + rb"(?:\x1b\[[0-9;]*m)?\d\d/\d\d(?:/\d{4})? \d\d:\d\d:\d\d \[[^\]\n]*\](?:\x1b\[0m)?: "
 )
 NT_START = re.compile(rb"mbs: (\d{1,12}) \| grad_accum: (\d{1,12}) \|(.*)$")
 NT_CONFIG_HEAD = re.compile(rb"(?<![\w.])Config\(general=GeneralArgs\(")
 NT_KV = re.compile(r"(?<!\w)([A-Za-z_]\w*)=(<[^<>]*>|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\s<>]+)")
 NT_QUOTED = re.compile(r"<[^<>]*>|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 NT_MEM = re.compile(rb"Peak allocated (\d{1,12}(?:\.\d+)?)MiB\. Peak reserved: (\d{1,12}(?:\.\d+)?)MiB")
-MAX_NT_LINES = 1000
+MAX_NT_LINES = 1000  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
 OL_HEAD = re.compile(rb"\[step=(\d{1,15})/(?:\d{1,15}|\?\?\?)(?:,epoch=\d{1,9})?(?:,eta=[^\]\n]{0,64})?\]\s*$")
 OL_METRIC = re.compile(
-    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?\s{4}"
+    AT_LINE_START + rb"\s{4}"
     rb"(throughput/device/(?:tokens_per_second|batches_per_second|TPS|BPS|MFU)|System/Peak GPU Memory \(MB\)"
     rb"|gpu_memory/GPU (?:active|reserved) mem \(GiB\))="
     rb"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?)([BTPE]?)\s*$"
@@ -256,21 +258,17 @@ MN_STEP = re.compile(
 )
 MN_SMI = re.compile(rb"^\|\s+(\d{1,3})\s+(NVIDIA [^|]*?)\s+(?:On|Off)\s+\|")
 # `nvidia-smi -L`, which launcher scripts often print: 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)'
-SMI_LIST = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?GPU (\d{1,3}): (NVIDIA [^()\n]{1,80}?) \(UUID: GPU-")
+SMI_LIST = re.compile(AT_LINE_START + rb"GPU (\d{1,3}): (NVIDIA [^()\n]{1,80}?) \(UUID: GPU-")
 MN_RUNNING = re.compile(rb"^Running [Pp]y[Tt]orch \S+ compiled for CUDA \S+ on (.+?) with world_size (\d{1,6})\s*$")
 NG_ITER = re.compile(
-    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$"
+    AT_LINE_START + rb"iter (\d{1,15}): loss \S+, time (\d{1,12}(?:\.\d+)?)ms, mfu (-?\d{1,6}(?:\.\d+)?)%\s*$"
 )
-NG_TOKENS = re.compile(
-    rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?tokens per iteration will be: (\d{1,3}(?:,\d{3}){0,5})\s*$"
-)
-NG_OVERRIDE = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?Overriding: ([A-Za-z_]\w*) = (.{1,200}?)\s*$")
-NG_EVAL = re.compile(rb"^(?:\[(?:rank|default)\d+\]:|\d+: )?step \d+: train loss ")
+NG_TOKENS = re.compile(AT_LINE_START + rb"tokens per iteration will be: (\d{1,3}(?:,\d{3}){0,5})\s*$")
+NG_OVERRIDE = re.compile(AT_LINE_START + rb"Overriding: ([A-Za-z_]\w*) = (.{1,200}?)\s*$")
+NG_EVAL = re.compile(AT_LINE_START + rb"step \d+: train loss ")
 # a config file's line, printed by configurator.py: an integer literal, else (an expression, a name) not a number read
 NG_BLOCK = re.compile(rb"^\s*block_size\s*=\s*(?:(\d{1,9})|([^#\n]{1,200}?))\s*(?:#[^\n]*)?$")
-OL_CONFIG = re.compile(
-    rb"(?<![\w.])TrainConfig\((.*)$"
-)  # a pformat'ed nanotron Config has ~150 lines; more is not a config dump
+OL_CONFIG = re.compile(rb"(?<![\w.])TrainConfig\((.*)$")
 
 
 def _seconds(value: bytes, unit: bytes) -> float:
