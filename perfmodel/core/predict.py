@@ -3,7 +3,7 @@
 Structure of a step (Narayanan et al. 2021 §2.2 and §3; Megatron-Core schedules):
   step = (m + (pp-1)/vp) * t_stage       pipeline: m micro-batches, bubble (pp-1)/vp stage-times
        + exposed DP / FSDP communication  outside the overlap windows
-       + optimizer step + fixed per-step overhead
+       + optimizer step + per-step host overhead  the slowest of N ranks' host work: mean x H_N
 t_stage is one micro-batch's forward + backward through one pipeline rank's layers, including the
 exposed part of its TP, CP, EP and PP communication. Every array here has one entry per layout.
 """
@@ -164,7 +164,10 @@ BREAKDOWN = {
     ),
     "optimizer": Term("fixed", "optimizer step over this GPU's shard", "optimizer step", "per-step overhead"),
     "step_overhead": Term(
-        "fixed", "per-step host and framework overhead", "fixed per-step overhead", "per-step overhead"
+        "fixed",
+        "per-step host work of the slowest rank (mean x H_N over the job's N GPUs)",
+        "per-step host overhead",
+        "per-step overhead",
     ),
 }
 # the work a step must do (tensor, attention, memory-bound kernels and the head): every other term is an overhead
@@ -453,9 +456,33 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
     return StepEnd(pick(dp_r), raw, pick(opt_r), r)
 
 
+def step_overhead(mean_s: float, gpus):
+    """Seconds per step the job waits at its end for the slowest of its `gpus` ranks' per-step host work (data
+    loading, the training loop's Python, logging and the loss / grad-norm syncs): each rank's is taken as
+    exponentially distributed with mean `mean_s` (Constants.step_overhead_s), and a synchronous step ends when
+    the last rank's does, so it pays the expected maximum of N such delays, mean_s x H_N with H_N the N-th harmonic
+    number (order statistics of the exponential: E[max of N] = H_N / rate, Renyi 1953; system noise amplified by
+    bulk-synchronous collectives grows with the process count: Petrini et al. SC03, Hoefler et al. SC10).
+    Elementwise over `gpus`; H_N exact to N = 64, the Euler-Maclaurin series (error < 1e-9) above."""
+    n = np.maximum(np.asarray(gpus, dtype=float), 1.0)
+    return mean_s * harmonic(n)
+
+
+_H_EXACT = np.concatenate(([0.0], np.cumsum(1.0 / np.arange(1, 65))))
+
+
+def harmonic(n):
+    """H_n = 1 + 1/2 + ... + 1/n, elementwise (n >= 1): exact for n <= 64 (integers), else
+    ln n + gamma + 1/(2n) - 1/(12n^2) + 1/(120n^4)."""
+    n = np.asarray(n, dtype=float)
+    big = np.log(n) + np.euler_gamma + 1 / (2 * n) - 1 / (12 * n**2) + 1 / (120 * n**4)
+    small = _H_EXACT[np.clip(np.rint(n), 0, 64).astype(np.int64)]
+    return np.where((n <= 64) & (n == np.rint(n)), small, big)
+
+
 def step_seconds(pipeline, dp_comm, optimizer, overhead, ep_solo):
     """The step: all micro-batches through the schedule, then the exposed DP communication and the optimizer
-    step of the rank that finishes last, the fixed per-step overhead, and the EP all-to-all the overlap leaves
+    step of the rank that finishes last, the per-step host overhead (step_overhead), and the EP all-to-all the overlap leaves
     exposed (a2a_solo). Elementwise (core/elementwise.py): the planner's loop adds the same terms in this order."""
     return pipeline + dp_comm + optimizer + overhead + ep_solo
 
@@ -497,7 +524,8 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
     end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)
     solo = a2a_solo(ws, prices, grid.pp, grid.vp, nmb, grid.recompute, g)
-    step = step_seconds(st.pipeline, end.dp_comm, end.optimizer, c.step_overhead_s, solo)
+    overhead = step_overhead(c.step_overhead_s, gpus)
+    step = step_seconds(st.pipeline, end.dp_comm, end.optimizer, overhead, solo)
 
     tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)
     fpt = flops_per_token(m, seq, opts.attention, mtp=True) * np.ones_like(zero)
@@ -512,7 +540,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
         "pipeline_bubble": st.bubble,
         "dp_comm": end.dp_comm,
         "optimizer": end.optimizer,
-        "step_overhead": c.step_overhead_s + zero,
+        "step_overhead": overhead + zero,
     }
     breakdown["ep_comm"] = breakdown["ep_comm"] + solo
     breakdown = {k: breakdown[k] for k in BREAKDOWN}

@@ -66,6 +66,7 @@ from perfmodel.core.predict import (
     pp_share,
     price_kind,
     software_of,
+    step_overhead,
     step_seconds,
     with_offload,
 )
@@ -436,7 +437,7 @@ def _numpy_tail(t: _Tables) -> Scores:
                 np.where(later, dp_r[q], dp_comm),
                 np.where(later, opt3[q], optimizer),
             )
-        step[:, f] = step_seconds(pipeline, dp_comm, optimizer, c.step_overhead_s, solo)
+        step[:, f] = step_seconds(pipeline, dp_comm, optimizer, float(step_overhead(c.step_overhead_s, t.gpus)), solo)
     tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
     # memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
@@ -520,7 +521,12 @@ def _kernel_tail(t: _Tables) -> Scores:
         bool(sw.fsdp_pp_per_step),
     )
     stepa = kernel.Step(
-        float(c.step_overhead_s), np.ascontiguousarray(t.solo), tab["ep_solo"], i64(t.fl), t.tokens, t.gpus
+        float(step_overhead(c.step_overhead_s, t.gpus)),
+        np.ascontiguousarray(t.solo),
+        tab["ep_solo"],
+        i64(t.fl),
+        t.tokens,
+        t.gpus,
     )
     mm = kernel.Memory(
         qr(t.params),

@@ -19,7 +19,7 @@ from toy import toy_consts, toy_dense, toy_hw
 from perfmodel.api import predict, predict_many
 from perfmodel.core.calibration import constants
 from perfmodel.core.compute import gemm_time
-from perfmodel.core.predict import BREAKDOWN, Options, predict_grid
+from perfmodel.core.predict import BREAKDOWN, Options, harmonic, predict_grid, step_overhead
 from perfmodel.core.workload import attention_gemms, mlp_gemms
 from perfmodel.specs.counts import param_counts
 from perfmodel.specs.hardware import load_hardware
@@ -97,6 +97,22 @@ def test_single_gpu_step_by_hand():
     assert float(p.tokens_per_s_per_gpu[0]) == pytest.approx(4096 / step, rel=REL)
 
 
+def test_step_overhead_waits_for_the_slowest_rank():
+    # the step pays the expected maximum of N ranks' exponential host work of mean 0.01 s: 0.01 x H_N
+    assert float(harmonic(1)) == 1.0
+    assert float(harmonic(4)) == pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4, rel=1e-12)
+    exact = lambda n: float(np.sum(1.0 / np.arange(1, n + 1)))
+    for n in (64, 65, 100, 4096, 12288):  # the exact table and the series meet without a step
+        assert float(harmonic(n)) == pytest.approx(exact(n), rel=1e-9), n
+    assert np.all(np.diff(harmonic(np.arange(1, 200))) > 0)
+    p = _predict(gpus=4, gbs=8)  # dp 4, 2 micro-batches each
+    assert float(p.breakdown_s["step_overhead"][0]) == pytest.approx(0.01 * (25 / 12), rel=1e-12)
+    assert float(step_overhead(0.01, 1)) == 0.01
+    # doubling the job adds ~ln 2 of the mean: 4,096 -> 8,192 GPUs
+    gain = float(step_overhead(0.01, 8192) - step_overhead(0.01, 4096))
+    assert gain == pytest.approx(0.01 * np.log(2), rel=1e-3)
+
+
 def test_recompute_by_hand():
     # full: each layer's forward again in backward (4 layers, 2 micro-batches); HFU counts a third more FLOPs
     full = _predict(recompute="full")
@@ -172,7 +188,10 @@ def test_pipeline_and_communication_by_hand():
     assert b["dp_comm"] == pytest.approx(0.5 * (rs + rs), rel=REL) and raw["dp_comm"] == pytest.approx(2 * rs, rel=REL)
     opt = (26 * PARAMS[1] / 2 + 8 * PARAMS[1]) / 8e13 + 1e-4
     assert b["optimizer"] == pytest.approx(opt, rel=REL)
-    step = (m - 1) * max(r0, r1) + r0 + r1 + 0.5 * 2 * rs + opt + 0.01
+    # the step's end waits for the slowest of 8 ranks' host work: 0.01 x H_8 (predict.step_overhead)
+    wait = 0.01 * (1 + 1 / 2 + 1 / 3 + 1 / 4 + 1 / 5 + 1 / 6 + 1 / 7 + 1 / 8)
+    assert b["step_overhead"] == pytest.approx(wait, rel=1e-12)
+    step = (m - 1) * max(r0, r1) + r0 + r1 + 0.5 * 2 * rs + opt + wait
     assert float(p.step_time_s[0]) == pytest.approx(step, rel=REL)
     assert sum(b.values()) == pytest.approx(step, rel=REL)
 
