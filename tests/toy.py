@@ -49,7 +49,7 @@ def toy_consts(**kw) -> Constants:
         kernel_fixed_s=1e-5,
         graphed_kernel_s=4e-6,
         attention_keys_half=1000.0,
-        step_overhead_s=0.01,
+        step_host_s=0.01,
         tp_overlap=0.5,
         ep_overlap=0.75,
         cp_overlap=0.25,

@@ -28,7 +28,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "ep_overlap": (0.0, 1.0),
     "kernel_fixed_s": (5e-7, 5e-5),
     "graphed_kernel_s": (1e-6, 5e-5),
-    "step_overhead_s": (1e-3, 0.5),
+    "step_host_s": (1e-3, 0.5),
     "moe_layer_overhead_s": (0.0, 0.01),
     "moe_permute_bytes": (2.0, 24.0),
 }
@@ -36,6 +36,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
 RETIRED = {
     "gemm_k_half": "the GEMM efficiency shape is measured per GPU generation (hardware/kernels/, efficiency.gemm_k_half)",
     "gemm_mn_half": "the GEMM efficiency shape is measured per GPU generation (hardware/kernels/, efficiency.gemm_mn_half)",
+    "step_overhead_s": "the per-step overhead is the wait for the slowest rank's host work, step_host_s x H_N over the "
+    "job's N GPUs (core/predict.py step_overhead), no longer one constant a step",
     "moe_imbalance": "real routing's imbalance follows from the stack's moe_load_balancing and the layout's ep "
     "(parallel/ep.py routing_imbalance)",
 }
@@ -51,7 +53,7 @@ class Constants:
     kernel_fixed_s: float
     graphed_kernel_s: float
     attention_keys_half: float
-    step_overhead_s: float
+    step_host_s: float
     tp_overlap: float
     ep_overlap: float
     cp_overlap: float

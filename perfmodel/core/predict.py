@@ -459,7 +459,7 @@ def _step_end(m: ModelSpec, w, grid: LayoutGrid, prec: str, sw: Software, t_max,
 def step_overhead(mean_s: float, gpus):
     """Seconds per step the job waits at its end for the slowest of its `gpus` ranks' per-step host work (data
     loading, the training loop's Python, logging and the loss / grad-norm syncs): each rank's is taken as
-    exponentially distributed with mean `mean_s` (Constants.step_overhead_s), and a synchronous step ends when
+    exponentially distributed with mean `mean_s` (Constants.step_host_s), and a synchronous step ends when
     the last rank's does, so it pays the expected maximum of N such delays, mean_s x H_N with H_N the N-th harmonic
     number (order statistics of the exponential: E[max of N] = H_N / rate, Renyi 1953; system noise amplified by
     bulk-synchronous collectives grows with the process count: Petrini et al. SC03, Hoefler et al. SC10).
@@ -524,7 +524,7 @@ def predict_grid(model: ModelSpec, hw: HardwareSpec, grid: LayoutGrid, opts: Opt
     st = _stages(m, ws, grid, kinds, head, embed, hw, sw, nmb, g)
     end = _step_end(m, ws, grid, prec, sw, st.t_max, nmb, hw, c_other)
     solo = a2a_solo(ws, prices, grid.pp, grid.vp, nmb, grid.recompute, g)
-    overhead = step_overhead(c.step_overhead_s, gpus)
+    overhead = step_overhead(c.step_host_s, gpus)
     step = step_seconds(st.pipeline, end.dp_comm, end.optimizer, overhead, solo)
 
     tokens, peak = f64(grid.gbs) * seq, hw.peak(prec)

@@ -437,7 +437,7 @@ def _numpy_tail(t: _Tables) -> Scores:
                 np.where(later, dp_r[q], dp_comm),
                 np.where(later, opt3[q], optimizer),
             )
-        step[:, f] = step_seconds(pipeline, dp_comm, optimizer, float(step_overhead(c.step_overhead_s, t.gpus)), solo)
+        step[:, f] = step_seconds(pipeline, dp_comm, optimizer, float(step_overhead(c.step_host_s, t.gpus)), solo)
     tps = np.full(B, t.tokens)[:, None, None] / (step * np.full(B, t.gpus)[:, None, None])
 
     # memory of the fullest rank: [Q, B, R] per fsdp choice (memory.memory_per_gpu)
@@ -521,7 +521,7 @@ def _kernel_tail(t: _Tables) -> Scores:
         bool(sw.fsdp_pp_per_step),
     )
     stepa = kernel.Step(
-        float(step_overhead(c.step_overhead_s, t.gpus)),
+        float(step_overhead(c.step_host_s, t.gpus)),
         np.ascontiguousarray(t.solo),
         tab["ep_solo"],
         i64(t.fl),

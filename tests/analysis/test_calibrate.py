@@ -204,6 +204,10 @@ def test_bad_input(tmp_path, capsys, slow_fit):
             lambda s: s + "\n[gemm_k_half]\nvalue = 241.3\n",
             "gemm_k_half: no longer a constant: the GEMM efficiency shape is measured per GPU generation",
         ),
+        (  # a file fitted before session 20: its 40 ms a step is not a rank's mean, so it is refused, not reread
+            lambda s: s.replace("[step_host_s]", "[step_overhead_s]"),
+            "step_overhead_s: no longer a constant: the per-step overhead is the wait for the slowest rank",
+        ),
         (lambda s: s.replace("[reserved_bytes]\nvalue", "[reserved_bytes]\nworth"), "reserved_bytes: missing"),
         (lambda s: s + "\n[[[", "not valid TOML"),
         (lambda s: s.replace('[bands."all"]', '[bands."most"]'), 'bands: needs an "all" group'),
