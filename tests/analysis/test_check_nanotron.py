@@ -93,6 +93,15 @@ def test_the_run_check_predicts_is_the_config_s_on_the_nanotron_preset(tmp_path,
     )
     assert out["predicted"]["tokens_per_s_per_gpu"] == pytest.approx(float(p.tokens_per_s_per_gpu[0]))
     assert out["measured"]["step_s"] == pytest.approx(4.83, rel=5e-3)
+    # the memory nanotron@0e0a27ea holds per parameter under ZeRO-1 with fp32 accumulation: bf16 weights (2 B); the
+    # fp32 gradient buffer of every parameter (FP32GradientAccumulator.build_grad_buffers over all of them, 4 B)
+    # beside the bf16 .grad that loss.backward() fills before _accumulate_grad frees it (2 B); the fp32 master copy
+    # of this rank's slice only (helpers.py: ZeroDistributedOptimizer builds the accumulator on its sliced params)
+    # and Adam's two moments of it (4 + 8 B over dp = 2)
+    parts, params = p.memory_parts, 8.03e9 / 4
+    assert [float(parts[k][0]) / params for k in ("weights", "gradients", "optimizer")] == pytest.approx(
+        [2.0, 6.0, 12.0 / 2], rel=2e-3
+    )
 
 
 def test_library_defaults_and_other_switches_are_read(tmp_path, capsys):
