@@ -2110,6 +2110,10 @@ def deepspeed_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag: 
 # v4.36.0 release notes, 'torch.nn.functional.scaled_dot_product_attention ... used by default'; modeling_utils
 # _check_and_enable_sdpa), 'eager' before; sdpa on a causal mask without padding runs PyTorch's flash backend (FA2)
 _HF_SDPA_FROM = (4, 36)
+# transformers 5 loads a checkpoint in its own dtype by default (dtype="auto"; huggingface/trl#5457 on the v5
+# default); 4.x from_pretrained loads float32 unless torch_dtype is passed (modeling_utils.PreTrainedModel
+# from_pretrained, torch_dtype=None)
+_HF_DTYPE_AUTO_FROM = (5, 0)
 # TrainingArguments.fsdp (trainer_utils.py FSDPOption values) -> the torch FSDP sharding strategy it names
 _HF_FSDP = {
     "full_shard": "FULL_SHARD",
@@ -2374,6 +2378,21 @@ def hf_trainer_run(log: ParsedLog, f: _Fields, model_ref: str | None, gpus_flag:
             "attn_implementation (not logged; an explicit one overrides it) "
             + ("sdpa, PyTorch's flash backend (FA2) on a causal mask without padding" if sdpa else "eager"),
             "log",
+        )
+    if version and version < _HF_DTYPE_AUTO_FROM and stated["fsdp"].value == "none" and not log.ds_config:
+        # DDP on a model from_pretrained loaded in float32: accelerate runs each forward under torch.autocast
+        stated["param_dtype"] = Stated(
+            "fp32_autocast",
+            f"transformers_version {doc.get('transformers_version') if doc else ''} with {precision}=True and no "
+            "FSDP: from_pretrained loads the weights in float32 unless torch_dtype is passed (not logged: "
+            "assumed), and accelerate wraps the forward in torch.autocast, the weights staying fp32 (accelerate "
+            "v1.6.0 accelerator.py prepare_model, utils/modeling.py get_mixed_precision_context_manager)",
+            "log",
+        )
+    elif stated["fsdp"].value == "none" and not log.ds_config:
+        notes.append(
+            "the dtype the model was loaded in is not logged (transformers >= 5 loads the checkpoint's dtype by "
+            "default): the weights are priced in bf16 with an fp32 master, without autocast casts"
         )
     if f.raw("torch_compile") == "True":
         stated["fusions"] = Stated("torch_compile", "torch_compile=True", "log")

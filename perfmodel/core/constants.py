@@ -13,6 +13,10 @@ FP8 = 1.0  # fp8 weights under fp8_param_gather (Transformer Engine)
 
 # ---- optimizer (mixed-precision Adam; Micikevicius et al. 2018, Rajbhandari et al. 2020 §3) ----------
 ADAM_STATE_BYTES = 12.0  # per parameter: fp32 master weight + first and second moment (ZeRO's K = 12)
+# torch.autocast's cast of an fp32 weight to bf16 (aten::_to_copy): reads 4 B, writes 2 B per element; its backward
+# casts the bf16 weight gradient back to fp32: reads 2 B, writes 4 B (workload._autocast_casts)
+AUTOCAST_CAST_BYTES_FWD = 4.0 + 2.0
+AUTOCAST_CAST_BYTES_BWD = 2.0 + 4.0
 # fused Adam step per parameter of the local shard: read master, m, v (3 x 4 B) and write them (3 x 4 B),
 # plus reading the gradient (2 B bf16, 4 B fp32): 26 B with bf16 grads (apex / TE FusedAdam multi-tensor kernel)
 ADAM_STATE_STEP_BYTES = 24.0

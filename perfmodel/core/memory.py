@@ -222,9 +222,9 @@ def memory_per_gpu(w: Workload, grid, precision: str, sw, c, nmb, ranks: Ranks |
         fsdp,
         dp_par.gathers_per_microbatch(sw.fsdp_per_microbatch, sw.fsdp_pp_per_step, pp),
         sw.shards_grads,
-        wb,
+        wb + sw.param_extra_bytes,  # under torch.autocast: the fp32 parameter and its saved bf16 copy
         sw.grad_bytes + sw.lp_grad_bytes,  # DeepSpeed BF16_Optimizer: its bf16 gradients beside the fp32 buffer
-        K.ADAM_STATE_BYTES,
+        sw.adam_bytes,
     )
     held = 0.0
     full_layer = 0.0

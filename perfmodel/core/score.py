@@ -372,7 +372,7 @@ def _tables(
         vp,
         nmb,
         p2p,
-        wb,
+        wb + sw.param_extra_bytes,  # weight bytes held per parameter (memory.memory_per_gpu)
         gb + sw.lp_grad_bytes,  # gradient bytes held per parameter (memory.memory_per_gpu)
         float(gbs) * float(seq),
         float(gpus),
@@ -471,7 +471,7 @@ def _numpy_tail(t: _Tables) -> Scores:
     mem = np.empty((B, F, R))
     for f, on_f in enumerate(t.fs):
         weights, grads, optim = rank_state(
-            params, shard3, opt_group, on_f, pm, sw.shards_grads, t.wb, t.gb, K.ADAM_STATE_BYTES
+            params, shard3, opt_group, on_f, pm, sw.shards_grads, t.wb, t.gb, sw.adam_bytes
         )
         total = rank_total(rank_held(weights, grads, dummies, optim), activations, logits, reserved)
         mem[:, f] = np.maximum.reduce(total, axis=0)
@@ -534,7 +534,7 @@ def _kernel_tail(t: _Tables) -> Scores:
         qr(t.opt_group),
         float(t.wb),
         float(t.gb),
-        float(K.ADAM_STATE_BYTES),
+        float(sw.adam_bytes),
         bool(sw.shards_grads),
         np.ascontiguousarray(np.stack(t.mcnt)),
         i64(t.mpair),

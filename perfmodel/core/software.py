@@ -173,6 +173,9 @@ class Software:
     cuda_graphs: str = "none"  # none | per_layer | full_iteration (stack cuda_graphs)
     pp_share_1f1b: float = 0.0  # ... at vp = 1: Megatron-Core's 1F1B waits on every send/recv (stack.py pp_p2p_overlap)
     grad_accum_fusion: bool = True  # wgrad GEMMs accumulate into main_grad (else a per-micro-batch add pass)
+    autocast_casts: bool = False  # fp32 parameters cast to bf16 by torch.autocast at each op (stack param_dtype)
+    param_extra_bytes: float = 0.0  # bytes per parameter held beyond the GEMM-dtype weight (memory.py)
+    adam_bytes: float = K.ADAM_STATE_BYTES  # optimizer state per parameter it steps
     pipeline_layout: str = (
         "module_slots"  # module_slots | bridge_map: MTP models' pipeline split (stack pipeline_layout)
     )
@@ -305,6 +308,13 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         grouped_kernel=f.grouped_gemm,
         cuda_graphs=graphs,
         grad_accum_fusion=f.grad_accumulation_fusion,
+        # torch.autocast (fp32 parameters): the fp32 parameter (4 B) and the bf16 copy autocast casts and autograd
+        # saves for the matmul's backward (2 B) are held where the GEMM-dtype weight (2 B) is counted (4 B more), and
+        # Adam keeps
+        # its two moments only (8 B), the fp32 parameter being the master copy
+        autocast_casts=f.param_dtype == "fp32_autocast",
+        param_extra_bytes=K.FP32 if f.param_dtype == "fp32_autocast" else 0.0,
+        adam_bytes=K.ADAM_STATE_BYTES - (K.FP32 if f.param_dtype == "fp32_autocast" else 0.0),
         pipeline_layout=f.pipeline_layout,
         pp_share_1f1b=c.pp_overlap if f.pipeline_schedule in ("zero_bubble", "dualpipe") else 0.0,
         # BF16_Optimizer (DeepSpeed@v0.7.0 deepspeed/runtime/bf16_optimizer.py): backward() sets the bf16 .grad to

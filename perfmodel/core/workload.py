@@ -523,6 +523,21 @@ def _grad_accumulate(gemms: list[Gemm], sw, name: str = "wgrad accumulate into m
     return Stream(name, 0.0, (2 * sw.grad_bytes + K.BF16) * elems, 0.0, tensors)
 
 
+def _autocast_casts(gemms: list[Gemm], sw, name: str = "autocast weight casts (fp32 -> bf16)") -> Stream:
+    """fp32 parameters under torch.autocast (stack param_dtype = fp32_autocast): each linear's weight is cast to
+    bf16 once per forward (the autocast weight cache holds it for the region: torch.autocast cache_enabled; the
+    cast reads 4 B and writes 2 B per element, K.AUTOCAST_CAST_BYTES_FWD) and the cast's backward turns the bf16
+    weight gradient into the fp32 one autograd accumulates into .grad (reads 2 B, writes 4 B), one kernel per
+    weight tensor each way. A recomputed forward (gradient checkpointing) casts again. The add into .grad of the
+    micro-batches after the first (12 B per element) is not priced: Hugging Face runs commonly take one."""
+    if not sw.autocast_casts:
+        return Stream(name, 0.0, 0.0)
+    weights = [g for g in gemms if g.module != "core_attn"]
+    elems = sum(g.count * g.N * g.K for g in weights)
+    tensors = float(sum(np.max(g.count) for g in weights))
+    return Stream(name, K.AUTOCAST_CAST_BYTES_FWD * elems, K.AUTOCAST_CAST_BYTES_BWD * elems, tensors, tensors)
+
+
 SAC_SAVED = "sac_saved"  # saved-activation records only op-level SAC keeps (memory.layer_activation_bytes)
 
 
@@ -597,6 +612,7 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance, c, sw)
         else:
             streams = streams + [Stream("fp8 casts", 0.0, 0.0)]
         streams.append(_grad_accumulate(gemms, sw))
+        streams.append(_autocast_casts(gemms, sw))
         extra = (K.EAGER_EXTRA_KERNELS_FWD, K.EAGER_EXTRA_KERNELS_BWD) if (sw.eager and m.norm == "rmsnorm") else (0, 0)
         streams.append(
             Stream("elementwise launches", 0.0, 0.0, K.LAYER_KERNELS_FWD + extra[0], K.LAYER_KERNELS_BWD + extra[1])
@@ -620,6 +636,7 @@ def build(m: ModelSpec, grid: LayoutGrid, low_precision: bool, imbalance, c, sw)
                 0.0,
             ),
             _grad_accumulate([lm_head], sw, "lm head wgrad accumulate"),
+            _autocast_casts([lm_head], sw, "lm head autocast cast"),
         ),
         comms=tuple(
             _dense_axes(

@@ -301,6 +301,17 @@ class Features(BaseModel):
             "a mul_ and a copy_ each (nanotron optim/clip_grads.py clip_grad_norm, FP32GradientAccumulator.step)"
         ),
     )
+    param_dtype: Literal["bf16", "fp32_autocast"] = Field(
+        default="bf16",
+        description=(
+            "the dtype the model's parameters are held in: bf16 = the GEMMs' 16-bit dtype, fp32 master weights (if "
+            "any) in the optimizer (Megatron-Core, FSDP mixed precision); fp32_autocast = fp32 parameters that "
+            "torch.autocast casts to bf16 at each op (the Hugging Face Trainer / accelerate with bf16=True on a "
+            "model loaded in float32): a cast per weight each forward (read 4 B, write 2 B) and its backward (read "
+            "2 B, write 4 B), the bf16 copy saved for the backward beside the fp32 parameter, and no separate master "
+            "copy in Adam (the fp32 parameter is it)"
+        ),
+    )
     projections: Literal["fused", "separate"] = Field(
         default="fused",
         description=(
@@ -385,6 +396,7 @@ OPTIONAL = {
     "selective_ac": "not a torchtitan stack: selective recompute is the recompute_modules list",
     "selective_ac_every": "only read with selective_ac = layer",
     "projections": "fused QKV and gate + up projections (Megatron-Core linear_qkv / linear_fc1)",
+    "param_dtype": "parameters in the GEMMs' 16-bit dtype, fp32 master weights in the optimizer (no autocast casts)",
     "fp8_linear": "Transformer Engine's FP8 linear layers",
     "moe_load_balancing": "unstated: no routing imbalance priced (say the release's balancing to price it)",
 }

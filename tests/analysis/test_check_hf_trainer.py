@@ -76,6 +76,13 @@ def test_what_the_trainer_log_states_decides_the_features(tmp_path, capsys):
     out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(old, args)), *HW, *SEQ])
     assert {"fsdp=none", "attention_kernel=unfused", "recompute=none", "dp_buckets=torch_ddp"} <= set(out["stack_set"])
     assert out["layout"]["fsdp"] is False
+    # DDP on transformers 4.x: the weights loaded in float32, each forward under accelerate's torch.autocast
+    assert "param_dtype=fp32_autocast" in out["stack_set"]
+    # transformers 5 loads the checkpoint's dtype by default: not assumed, and said
+    new = dict(LLAMA3_8B_HF_CONFIG, transformers_version="5.1.0")
+    out5 = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(new, args)), *HW, *SEQ])
+    assert not any(s.startswith("param_dtype=") for s in out5["stack_set"])
+    assert any("not logged (transformers >= 5" in n for n in out5["notes"])
     out = run_json(capsys, ["check", write(tmp_path, hf_trainer_log(None, hf_training_args())), *HW, *SEQ])
     assert out["status"] == "predicted" and out["model"] == "llama3-8b"
     assert "Number of trainable parameters" in out["model_source"]

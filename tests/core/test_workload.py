@@ -96,6 +96,7 @@ def test_dense_streams():
         "activation": (6 * 4096 / 2 * 2048, 2 * 6 * 4096 / 2 * 2048, 0.0, 0.0),  # SwiGLU 6 B per unit of width
         "fp8 casts": (0.0, 0.0, 0.0, 0.0),
         "wgrad accumulate into main_grad": (0.0, 0.0, 0.0, 0.0),  # fused into the wgrad GEMMs (test_forks.py)
+        "autocast weight casts (fp32 -> bf16)": (0.0, 0.0, 0.0, 0.0),  # bf16 parameters (test_autocast.py)
         "elementwise launches": (0.0, 0.0, 12, 20),
     }
 
@@ -186,8 +187,9 @@ def test_head_records():
     hd = _build(toy_dense()).head
     (g,) = hd.gemms
     assert (float(g.M[0]), float(g.N[0]), float(g.K[0]), g.low_precision) == (2048, 32000 / 2, 1024, False)
-    s, acc = hd.streams
+    s, acc, cast = hd.streams
     assert (acc.name, acc.bytes_bwd, acc.kernels_bwd) == ("lm head wgrad accumulate", 0.0, 0.0)  # fused by default
+    assert (cast.name, cast.bytes_fwd, cast.kernels_fwd) == ("lm head autocast cast", 0.0, 0)  # bf16 parameters
     # fp32 logits 3 x 4 B per vocab entry of the TP shard, final norm 2 x 4 B per hidden unit; 6 kernels
     assert float(s.bytes_fwd[0]) == pytest.approx(12 * 2048 * 16000 + 8 * 1024 * 2048, rel=REL) and s.kernels_fwd == 6
     (x,) = hd.comms
