@@ -139,3 +139,9 @@ def toy_sw(
     from perfmodel.core.software import resolve
 
     return resolve(None, tuple(stack_set), m.id, m.is_moe, hw or toy_hw(), precision, c or toy_consts())
+
+
+def named_stream(streams, name):
+    """The one memory-bound stream record of `streams` called `name`."""
+    (s,) = [s for s in streams if s.name == name]
+    return s

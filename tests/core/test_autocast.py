@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from toy import toy_consts, toy_dense, toy_hw, toy_sw
+from toy import named_stream, toy_consts, toy_dense, toy_hw, toy_sw
 
 from perfmodel.api import Layout
 from perfmodel.core.predict import Options, predict_grid
@@ -19,24 +19,19 @@ AUTOCAST = ("param_dtype=fp32_autocast",) + PLAIN
 ELEMS = 768 * 1024 + 1024 * 512 + 4096 * 1024 + 1024 * 2048
 
 
-def _stream(streams, name):
-    (s,) = [s for s in streams if s.name == name]
-    return s
-
-
 def test_each_weight_is_cast_once_each_way_per_micro_batch():
     m, c, hw = toy_dense(), toy_consts(), toy_hw()
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2))
     w = build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=AUTOCAST))
-    cast = _stream(w.layers[0].streams, "autocast weight casts (fp32 -> bf16)")
+    cast = named_stream(w.layers[0].streams, "autocast weight casts (fp32 -> bf16)")
     # forward: read the fp32 weight (4 B), write its bf16 copy (2 B); backward: read the bf16 gradient, write fp32
     assert float(np.ravel(cast.bytes_fwd)[0]) == 6 * ELEMS and float(np.ravel(cast.bytes_bwd)[0]) == 6 * ELEMS
     assert (cast.kernels_fwd, cast.kernels_bwd) == (4.0, 4.0)  # one per weight tensor
-    head = _stream(w.head.streams, "lm head autocast cast")
+    head = named_stream(w.head.streams, "lm head autocast cast")
     assert float(np.ravel(head.bytes_fwd)[0]) == 6 * 16_000 * 1024 and head.kernels_fwd == 1.0
     # parameters in the GEMMs' dtype: no cast
     plain = build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=PLAIN))
-    off = _stream(plain.layers[0].streams, "autocast weight casts (fp32 -> bf16)")
+    off = named_stream(plain.layers[0].streams, "autocast weight casts (fp32 -> bf16)")
     assert (off.bytes_fwd, off.bytes_bwd, off.kernels_fwd, off.kernels_bwd) == (0.0, 0.0, 0, 0)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from toy import toy_consts, toy_dense, toy_hw, toy_sw
+from toy import named_stream, toy_consts, toy_dense, toy_hw, toy_sw
 
 from perfmodel.api import Layout
 from perfmodel.core.predict import Options, predict_grid
@@ -16,11 +16,6 @@ FP32 = ("main_grad_precision=fp32",)
 UNFUSED = ("grad_accumulation_fusion=false",) + FP32
 
 
-def _stream(streams, name):
-    (s,) = [s for s in streams if s.name == name]
-    return s
-
-
 def test_unfused_grad_accumulation_reads_and_writes_main_grad_once_per_weight_per_micro_batch():
     m, c, hw = toy_dense(), toy_consts(), toy_hw()
     grid = LayoutGrid.of(Layout(gpus=8, gbs=8, seq=2048, tp=2))
@@ -29,11 +24,11 @@ def test_unfused_grad_accumulation_reads_and_writes_main_grad_once_per_weight_pe
     elems = 768 * 1024 + 1024 * 512 + 4096 * 1024 + 1024 * 2048
     assert elems == 7_602_176
     w = build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=UNFUSED))
-    acc = _stream(w.layers[0].streams, "wgrad accumulate into main_grad")
+    acc = named_stream(w.layers[0].streams, "wgrad accumulate into main_grad")
     # fp32 main_grad: read 4 + bf16 gradient read 2 + main_grad write 4 = 10 B per element; 4 weight tensors
     assert float(np.ravel(acc.bytes_bwd)[0]) == 10 * elems
     assert (acc.bytes_fwd, acc.kernels_fwd, acc.kernels_bwd) == (0.0, 0.0, 4.0)
-    head = _stream(w.head.streams, "lm head wgrad accumulate")
+    head = named_stream(w.head.streams, "lm head wgrad accumulate")
     assert float(np.ravel(head.bytes_bwd)[0]) == 10 * 16_000 * 1024 and head.kernels_bwd == 1.0
     # bf16 main_grad: 2 + 2 + 2 B
     w16 = build(
@@ -44,9 +39,12 @@ def test_unfused_grad_accumulation_reads_and_writes_main_grad_once_per_weight_pe
         c,
         toy_sw(m, hw, c, stack_set=("grad_accumulation_fusion=false", "main_grad_precision=bf16")),
     )
-    assert float(np.ravel(_stream(w16.layers[0].streams, "wgrad accumulate into main_grad").bytes_bwd)[0]) == 6 * elems
+    assert (
+        float(np.ravel(named_stream(w16.layers[0].streams, "wgrad accumulate into main_grad").bytes_bwd)[0])
+        == 6 * elems
+    )
     # fused (Megatron's default): the wgrad GEMM accumulates in its epilogue, no pass
-    fused = _stream(
+    fused = named_stream(
         build(m, grid, False, 1.0, c, toy_sw(m, hw, c, stack_set=FP32)).layers[0].streams,
         "wgrad accumulate into main_grad",
     )
