@@ -235,6 +235,16 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
             "async_tp needs torch.compile (fusions = torch_compile): torchtitan refuses it otherwise "
             "(torchtitan/models/llama3/infra/parallelize.py: 'Async TP requires torch.compile')",
         )
+    if f.param_dtype == "fp32_autocast" and f.fsdp != "none":
+        from perfmodel.errors import InputError
+
+        raise InputError(
+            f"stack {spec.id}",
+            "param_dtype",
+            f"fp32_autocast with fsdp = {f.fsdp} is not priced: a sharding wrapper holds, gathers or reduces fp32 "
+            "parameters its own way (FSDP's mixed precision is param_dtype = bf16); fp32_autocast describes "
+            "torch DDP (fsdp = none)",
+        )
     graphs = f.cuda_graphs
     graphed = min(c.kernel_fixed_s, c.graphed_kernel_s)  # a graph removes the host part only
     fa, fb = _ATTN_FACTOR.get((hw.generation, f.attention_kernel), (1.0, 1.0))

@@ -309,7 +309,8 @@ class Features(BaseModel):
             "torch.autocast casts to bf16 at each op (the Hugging Face Trainer / accelerate with bf16=True on a "
             "model loaded in float32): a cast per weight each forward (read 4 B, write 2 B) and its backward (read "
             "2 B, write 4 B), the bf16 copy saved for the backward beside the fp32 parameter, and no separate master "
-            "copy in Adam (the fp32 parameter is it)"
+            "copy in Adam (the fp32 parameter is it); with fsdp = none only (a sharding wrapper handles fp32 "
+            "parameters its own way: one clear error)"
         ),
     )
     projections: Literal["fused", "separate"] = Field(

@@ -10,6 +10,7 @@ from toy import named_stream, toy_consts, toy_dense, toy_hw, toy_sw
 from perfmodel.api import Layout
 from perfmodel.core.predict import Options, predict_grid
 from perfmodel.core.workload import build
+from perfmodel.errors import InputError
 from perfmodel.specs.layout import LayoutGrid
 
 # torch DDP as the Trainer runs it: every rank holds and steps the whole optimizer
@@ -53,3 +54,11 @@ def test_the_casts_cost_their_hbm_time_and_the_fp32_parameter_replaces_the_maste
     assert float(p_on["gradients"][0]) == float(p_off["gradients"][0])
     held = lambda p: sum(float(p[k][0]) for k in ("weights", "gradients", "optimizer"))
     assert held(p_on) == pytest.approx(held(p_off))
+
+
+@pytest.mark.parametrize("fsdp", ["fsdp1", "fsdp2", "zero1", "bf16_optimizer"])
+def test_a_sharding_wrapper_with_fp32_autocast_is_one_clear_error(fsdp):
+    m, c, hw = toy_dense(), toy_consts(), toy_hw()
+    with pytest.raises(InputError) as e:
+        toy_sw(m, hw, c, stack_set=("param_dtype=fp32_autocast", f"fsdp={fsdp}"))
+    assert e.value.field == "param_dtype" and f"fsdp = {fsdp}" in str(e.value)
