@@ -235,7 +235,8 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
             "async_tp needs torch.compile (fusions = torch_compile): torchtitan refuses it otherwise "
             "(torchtitan/models/llama3/infra/parallelize.py: 'Async TP requires torch.compile')",
         )
-    if f.param_dtype == "fp32_autocast" and f.fsdp != "none":
+    autocast = f.param_dtype == "fp32_autocast"
+    if autocast and f.fsdp != "none":
         from perfmodel.errors import InputError
 
         raise InputError(
@@ -320,11 +321,10 @@ def from_stack(spec: StackSpec, hw: HardwareSpec, c: Constants) -> Software:
         grad_accum_fusion=f.grad_accumulation_fusion,
         # torch.autocast (fp32 parameters): the fp32 parameter (4 B) and the bf16 copy autocast casts and autograd
         # saves for the matmul's backward (2 B) are held where the GEMM-dtype weight (2 B) is counted (4 B more), and
-        # Adam keeps
-        # its two moments only (8 B), the fp32 parameter being the master copy
-        autocast_casts=f.param_dtype == "fp32_autocast",
-        param_extra_bytes=K.FP32 if f.param_dtype == "fp32_autocast" else 0.0,
-        adam_bytes=K.ADAM_STATE_BYTES - (K.FP32 if f.param_dtype == "fp32_autocast" else 0.0),
+        # Adam keeps its two moments only (8 B), the fp32 parameter being the master copy
+        autocast_casts=autocast,
+        param_extra_bytes=K.FP32 if autocast else 0.0,
+        adam_bytes=K.ADAM_STATE_BYTES - (K.FP32 if autocast else 0.0),
         pipeline_layout=f.pipeline_layout,
         pp_share_1f1b=c.pp_overlap if f.pipeline_schedule in ("zero_bubble", "dualpipe") else 0.0,
         # BF16_Optimizer (DeepSpeed@v0.7.0 deepspeed/runtime/bf16_optimizer.py): backward() sets the bf16 .grad to

@@ -517,10 +517,15 @@ def _grad_accumulate(gemms: list[Gemm], sw, name: str = "wgrad accumulate into m
     unfused path have no weights."""
     if sw.grad_accum_fusion:
         return Stream(name, 0.0, 0.0)
-    weights = [g for g in gemms if g.module != "core_attn"]
-    elems = sum(g.count * g.N * g.K for g in weights)
-    tensors = float(sum(np.max(g.count) for g in weights))
+    elems, tensors = _weight_elements(gemms)
     return Stream(name, 0.0, (2 * sw.grad_bytes + K.BF16) * elems, 0.0, tensors)
+
+
+def _weight_elements(gemms: list[Gemm]):
+    """(weight elements on this GPU, weight tensors) of a layer's GEMM records: the attention-score GEMMs of the
+    unfused path have no weights."""
+    weights = [g for g in gemms if g.module != "core_attn"]
+    return sum(g.count * g.N * g.K for g in weights), float(sum(np.max(g.count) for g in weights))
 
 
 def _autocast_casts(gemms: list[Gemm], sw, name: str = "autocast weight casts (fp32 -> bf16)") -> Stream:
@@ -532,9 +537,7 @@ def _autocast_casts(gemms: list[Gemm], sw, name: str = "autocast weight casts (f
     micro-batches after the first (12 B per element) is not priced: Hugging Face runs commonly take one."""
     if not sw.autocast_casts:
         return Stream(name, 0.0, 0.0)
-    weights = [g for g in gemms if g.module != "core_attn"]
-    elems = sum(g.count * g.N * g.K for g in weights)
-    tensors = float(sum(np.max(g.count) for g in weights))
+    elems, tensors = _weight_elements(gemms)
     return Stream(name, K.AUTOCAST_CAST_BYTES_FWD * elems, K.AUTOCAST_CAST_BYTES_BWD * elems, tensors, tensors)
 
 
